@@ -1,0 +1,59 @@
+//! `gpuq`: the command-line front end of the gpuq library.
+//!
+//! ```text
+//! gpuq info
+//! gpuq solve A.mtx [--rhs b.mtx] [--method cg] [--precond none|jacobi] [--tol 1e-8] [--json] [--out x.mtx]
+//! gpuq solve --generate laplace3d:100 --method cg --precond jacobi
+//! ```
+//!
+//! Errors print one line on stderr and exit with status 1; a solve that does not
+//! converge prints its report and exits with status 3.
+
+mod args;
+mod info;
+mod progress;
+mod solve;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = match args::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: clap prints them to stdout.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("gpuq: error: {}", one_line(&e.to_string()));
+            return ExitCode::from(1);
+        }
+    };
+    let outcome = match cli.command {
+        args::Command::Info => info::run(),
+        args::Command::Solve(a) => solve::run(&a),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gpuq: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Folds clap's multi-line message (error, possible values, usage hint) into one
+/// line: the error itself and, when clap lists them, the accepted values.
+fn one_line(message: &str) -> String {
+    let mut lines = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"));
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    match lines.find(|l| l.starts_with('[')) {
+        Some(values) => format!("{first} {values}"),
+        None => first.to_string(),
+    }
+}

@@ -1,0 +1,179 @@
+//! `gpuq solve`.
+
+use crate::args::SolveArgs;
+use crate::progress::Progress;
+use gpuq_core::{Complex, Error, Result, Scalar, SolveReport};
+use gpuq_cpu::CpuBackend;
+use gpuq_cuda::CudaBackend;
+use gpuq_krylov::{
+    solve_csr_monitored, CgKernels, CgOptions, Method, Preconditioner, SolverConfig,
+};
+use gpuq_sparse::generators::ProblemSpec;
+use gpuq_sparse::matrix_market::{self as mm, MmField};
+use gpuq_sparse::{Csr, Layout, SparseBackend};
+use std::io::BufRead;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Where A comes from.
+enum Source<'a> {
+    File(&'a Path),
+    Generated(ProblemSpec),
+}
+
+/// Runs a solve as the arguments say; returns the exit code (3 when not converged).
+pub fn run(args: &SolveArgs) -> Result<ExitCode> {
+    let config = SolverConfig {
+        method: Method::parse(&args.method)?,
+        precond: Preconditioner::parse(&args.precond)?,
+        options: CgOptions {
+            rtol: args.tol,
+            atol: args.atol,
+            max_iter: args.max_iter,
+            record_history: true,
+        },
+        layout: Layout::parse(&args.layout)?,
+    };
+    config.options.validate()?;
+    let backend = match args.backend.as_str() {
+        "cpu" => Chosen::Cpu(CpuBackend::new()),
+        "cuda" => Chosen::Cuda(CudaBackend::new(0)?),
+        "auto" => CudaBackend::new(0).map_or_else(|_| Chosen::Cpu(CpuBackend::new()), Chosen::Cuda),
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "unknown backend '{other}' (available: cpu, cuda, auto)"
+            )))
+        }
+    };
+    let source = match (&args.generate, &args.matrix) {
+        (Some(spec), _) => Source::Generated(ProblemSpec::parse(spec)?),
+        (None, Some(path)) => Source::File(path),
+        (None, None) => {
+            return Err(Error::InvalidArgument(
+                "give a Matrix Market file or --generate SPEC".into(),
+            ))
+        }
+    };
+    let complex = match source {
+        Source::File(path) => header_field(path)? == MmField::Complex,
+        Source::Generated(_) => false,
+    };
+    match &backend {
+        Chosen::Cpu(b) => by_precision(b, args, &source, &config, complex),
+        Chosen::Cuda(b) => by_precision(b, args, &source, &config, complex),
+    }
+}
+
+/// The backend picked by `--backend`.
+enum Chosen {
+    Cpu(CpuBackend),
+    Cuda(CudaBackend),
+}
+
+fn by_precision<B: SparseBackend + CgKernels>(
+    backend: &B,
+    args: &SolveArgs,
+    source: &Source,
+    config: &SolverConfig,
+    complex: bool,
+) -> Result<ExitCode> {
+    match (args.precision.as_str(), complex) {
+        ("f64", false) => solve_typed::<B, f64>(backend, args, source, config),
+        ("f64", true) => solve_typed::<B, Complex<f64>>(backend, args, source, config),
+        ("f32", false) => solve_typed::<B, f32>(backend, args, source, config),
+        ("f32", true) => solve_typed::<B, Complex<f32>>(backend, args, source, config),
+        (p, _) => Err(Error::InvalidArgument(format!(
+            "unknown precision '{p}' (available: f32, f64)"
+        ))),
+    }
+}
+
+/// Reads only the header line of a Matrix Market file to learn its field.
+fn header_field(path: &Path) -> Result<MmField> {
+    let io = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut first = Vec::new();
+    std::io::BufReader::new(file)
+        .read_until(b'\n', &mut first)
+        .map_err(io)?;
+    let first = String::from_utf8(first)
+        .map_err(|_| Error::parse(1, "header line is not valid UTF-8 text"))?;
+    Ok(mm::read_header(&first)?.field)
+}
+
+fn solve_typed<B: SparseBackend + CgKernels, T: Scalar>(
+    backend: &B,
+    args: &SolveArgs,
+    source: &Source,
+    config: &SolverConfig,
+) -> Result<ExitCode> {
+    let a: Csr<T> = match source {
+        Source::File(path) => mm::read_csr(path)?,
+        Source::Generated(spec) => spec.build(),
+    };
+    if a.nrows() != a.ncols() {
+        return Err(Error::Precondition {
+            method: "solve",
+            reason: format!("matrix is {} x {}, not square", a.nrows(), a.ncols()),
+        });
+    }
+    let b = match &args.rhs {
+        Some(path) => {
+            let b: Vec<T> = mm::read_dense_vector(path)?;
+            if b.len() != a.nrows() {
+                return Err(Error::shape(
+                    "solve (right-hand side)",
+                    format!("{} entries (the matrix has {} rows)", a.nrows(), a.nrows()),
+                    format!("{} entries in {}", b.len(), path.display()),
+                ));
+            }
+            b
+        }
+        None => a.mul_vec(&vec![T::one(); a.ncols()])?,
+    };
+    let mut progress = Progress::new();
+    let (x, report) =
+        solve_csr_monitored(backend, &a, &b, config, &mut |it, r| progress.update(it, r))
+            .inspect_err(|_| progress.finish())?;
+    progress.finish();
+    if let Some(path) = &args.out {
+        mm::save_dense_vector(&x, path)?;
+    }
+    print_report(&report, args.json)?;
+    Ok(if report.converged {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "gpuq: not converged: relative residual {:.3e} after {} iterations (tolerance {:.1e})",
+            report.relative_residual, report.iterations, args.tol
+        );
+        ExitCode::from(3)
+    })
+}
+
+fn print_report(report: &SolveReport, json: bool) -> Result<()> {
+    if json {
+        let text = serde_json::to_string_pretty(report)
+            .map_err(|e| Error::InvalidArgument(format!("cannot serialise the report: {e}")))?;
+        println!("{text}");
+    } else {
+        println!(
+            "method {} (preconditioner {}) on {} [{}], n = {}",
+            report.method, report.preconditioner, report.backend, report.scalar, report.n
+        );
+        println!(
+            "converged: {}  iterations: {}  relative residual (true): {:.3e}",
+            report.converged, report.iterations, report.relative_residual
+        );
+        println!(
+            "solve time: {:.4} s  ({:.3} ms per iteration)  setup: {:.4} s",
+            report.time_s,
+            1e3 * report.time_s / report.iterations.max(1) as f64,
+            report.setup_time_s
+        );
+    }
+    Ok(())
+}

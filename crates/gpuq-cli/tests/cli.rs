@@ -1,0 +1,173 @@
+//! End-to-end tests of the `gpuq` binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn gpuq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuq"))
+        .args(args)
+        .output()
+        .expect("the gpuq binary runs")
+}
+
+fn tmp(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+fn stderr_one_line(o: &Output) -> String {
+    let e = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(e.trim_end().lines().count(), 1, "stderr: {e}");
+    assert!(!e.contains("panicked"), "{e}");
+    e
+}
+
+#[test]
+fn info_lists_the_cpu_backend() {
+    let o = gpuq(&["info"]);
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("cpu") && s.contains("threads"), "{s}");
+}
+
+#[test]
+fn solves_a_generated_problem_with_json_report() {
+    let o = gpuq(&[
+        "solve",
+        "--generate",
+        "laplace2d:20",
+        "--method",
+        "cg",
+        "--precond",
+        "jacobi",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for k in [
+        "method",
+        "backend",
+        "converged",
+        "iterations",
+        "relative_residual",
+        "time_s",
+    ] {
+        assert!(v.get(k).is_some(), "missing {k}");
+    }
+    assert_eq!(v["converged"], true);
+    assert_eq!(v["backend"], "cpu");
+    assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8);
+}
+
+/// A symmetric SPD matrix in Matrix Market (lower triangle), x_true = (1, -2, 3),
+/// b = A x_true; the solution written by --out must match x_true to the tolerance.
+#[test]
+fn solves_a_matrix_market_file_against_a_known_solution() {
+    // A = [[4, 1, 0], [1, 3, -1], [0, -1, 2]]
+    let a = tmp(
+        "a.mtx",
+        "%%MatrixMarket matrix coordinate real symmetric\n% test\n3 3 5\n1 1 4\n2 1 1\n2 2 3\n3 2 -1\n3 3 2\n",
+    );
+    // b = A (1, -2, 3) = (2, -8, 8)
+    let b = tmp(
+        "b.mtx",
+        "%%MatrixMarket matrix array real general\n3 1\n2\n-8\n8\n",
+    );
+    let out = std::env::temp_dir().join(format!("gpuq-cli-test-{}/x.mtx", std::process::id()));
+    let o = gpuq(&[
+        "solve",
+        a.to_str().unwrap(),
+        "--rhs",
+        b.to_str().unwrap(),
+        "--tol",
+        "1e-12",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["relative_residual"].as_f64().unwrap() <= 1e-12);
+    let x: Vec<f64> = gpuq_sparse::matrix_market::read_dense_vector(&out).unwrap();
+    for (xi, ti) in x.iter().zip([1.0, -2.0, 3.0]) {
+        assert!((xi - ti).abs() < 1e-10, "{x:?}");
+    }
+}
+
+#[test]
+fn complex_hermitian_file_is_detected_and_solved() {
+    // A = [[2, i], [-i, 2]] (Hermitian positive definite), stored lower triangle.
+    let a = tmp(
+        "h.mtx",
+        "%%MatrixMarket matrix coordinate complex hermitian\n2 2 3\n1 1 2 0\n2 1 0 -1\n2 2 2 0\n",
+    );
+    let o = gpuq(&["solve", a.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["scalar"], "c64");
+    assert_eq!(v["converged"], true);
+}
+
+#[test]
+fn bad_input_gives_one_line_and_nonzero_exit() {
+    let truncated = tmp(
+        "t.mtx",
+        "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1\n",
+    );
+    let garbage = tmp("g.mtx", "\u{1}\u{2}binary\u{0}junk");
+    let rect = tmp(
+        "r.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1\n2 2 1\n",
+    );
+    let sq = tmp(
+        "s.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 1\n",
+    );
+    let short_b = tmp(
+        "sb.mtx",
+        "%%MatrixMarket matrix array real general\n3 1\n1\n1\n1\n",
+    );
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["solve", truncated.to_str().unwrap()],
+        vec!["solve", garbage.to_str().unwrap()],
+        vec!["solve", rect.to_str().unwrap()],
+        vec![
+            "solve",
+            sq.to_str().unwrap(),
+            "--rhs",
+            short_b.to_str().unwrap(),
+        ],
+        vec!["solve", "/nonexistent/file.mtx"],
+        vec!["solve", "--generate", "laplace2d:5", "--method", "nope"],
+        vec!["solve", "--generate", "laplace2d:5", "--precond", "nope"],
+        vec!["solve", "--generate", "laplace2d:5", "--backend", "nope"],
+        vec!["solve", "--generate", "laplace9d:5"],
+        vec!["solve", "--generate", "laplace2d:5", "--tol", "-1"],
+        vec!["solve", "--generate", "laplace2d:5", "--precision", "f16"],
+    ];
+    for args in cases {
+        let o = gpuq(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = stderr_one_line(&o);
+        assert!(e.starts_with("gpuq: error:"), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn not_converged_exits_with_status_3() {
+    let o = gpuq(&[
+        "solve",
+        "--generate",
+        "laplace2d:30",
+        "--max-iter",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["converged"], false);
+    assert_eq!(v["iterations"], 2);
+}

@@ -1,0 +1,121 @@
+//! The one error type of gpuq.
+
+use crate::SolveReport;
+
+/// Result alias used throughout gpuq.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in gpuq. Library code returns these instead of
+/// panicking on user input; each variant says what is wrong and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Operands have incompatible dimensions.
+    #[error("shape mismatch in {op}: expected {expected}, found {found}")]
+    ShapeMismatch {
+        /// The operation that found the mismatch (e.g. `"axpy"`, `"spmv"`).
+        op: &'static str,
+        /// The dimension(s) it needed.
+        expected: String,
+        /// The dimension(s) it was given.
+        found: String,
+    },
+
+    /// A matrix violates a structural rule (index out of range, unsorted, NaN, ...).
+    #[error("invalid matrix: {0}")]
+    InvalidMatrix(String),
+
+    /// A value is NaN or infinite where a finite value is required.
+    #[error("non-finite value in {what} at index {index}")]
+    NonFinite {
+        /// What holds the value (e.g. `"right-hand side"`).
+        what: String,
+        /// Position of the first offending value.
+        index: usize,
+    },
+
+    /// A text input (Matrix Market, CLI spec) could not be parsed.
+    #[error("parse error at line {line}: {message}")]
+    Parse {
+        /// 1-based line number of the offending line (0 if the input is empty).
+        line: usize,
+        /// What was expected and what was found.
+        message: String,
+    },
+
+    /// An I/O error while reading or writing `path`.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file involved.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An argument is out of its valid range (tolerance <= 0, unknown option value, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// A method's precondition does not hold (e.g. the operator is not square, or a
+    /// diagonal entry needed by Jacobi is zero).
+    #[error("{method}: precondition violated: {reason}")]
+    Precondition {
+        /// The method that refused.
+        method: &'static str,
+        /// Why.
+        reason: String,
+    },
+
+    /// An iterative method hit its iteration cap without meeting the tolerance.
+    #[error("{} did not converge in {} iterations (relative residual {:.3e})", .0.method, .0.iterations, .0.relative_residual)]
+    NotConverged(Box<SolveReport>),
+
+    /// An iterative method broke down: a scalar it divides by vanished.
+    #[error("{method} broke down at iteration {iteration}: {quantity} vanished")]
+    Breakdown {
+        /// The method.
+        method: &'static str,
+        /// The scalar that vanished (e.g. `"p^H A p"`).
+        quantity: &'static str,
+        /// The iteration at which it vanished.
+        iteration: usize,
+        /// The state of the solve at that point (true residual of the iterate).
+        report: Box<SolveReport>,
+    },
+
+    /// No CUDA driver or no CUDA device could be found.
+    #[error("no CUDA device: {0}")]
+    NoCudaDevice(String),
+
+    /// A backend operation failed on the device (launch, allocation, copy).
+    #[error("device error: {0}")]
+    Device(String),
+}
+
+impl Error {
+    /// Convenience constructor for [`Error::ShapeMismatch`].
+    pub fn shape(op: &'static str, expected: impl ToString, found: impl ToString) -> Self {
+        Error::ShapeMismatch {
+            op,
+            expected: expected.to_string(),
+            found: found.to_string(),
+        }
+    }
+
+    /// Convenience constructor for [`Error::Parse`].
+    pub fn parse(line: usize, message: impl Into<String>) -> Self {
+        Error::Parse {
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// The solve report carried by [`Error::NotConverged`] and [`Error::Breakdown`], if any.
+    pub fn report(&self) -> Option<&SolveReport> {
+        match self {
+            Error::NotConverged(r) => Some(r),
+            Error::Breakdown { report, .. } => Some(report),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! The CUDA backend handle: context, stream, module, launch geometry, counters.
+
+use crate::vector::CudaVector;
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, LaunchConfig,
+};
+use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, Error, Result, Scalar, StatsRecorder};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+
+/// What `gpuq info` and reports say about the device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Global memory in bytes.
+    pub total_memory: usize,
+    /// Streaming multiprocessors.
+    pub multiprocessors: usize,
+}
+
+pub(crate) struct Inner {
+    pub(crate) stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+    pub(crate) info: DeviceInfo,
+    pub(crate) stats: StatsRecorder,
+    /// Scratch for reductions: one partial per warp of the largest reduction grid
+    /// (16 bytes each, enough for Complex<f64>), then the final value.
+    pub(crate) scratch: Mutex<CudaSlice<u8>>,
+}
+
+/// The CUDA backend. Cheap to clone (clones share the context, stream and counters).
+///
+/// All work goes to one stream in order; a download waits for the stream.
+#[derive(Clone)]
+pub struct CudaBackend {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaBackend({:?})", self.inner.info)
+    }
+}
+
+/// Maps a cudarc error to [`Error::Device`] naming the operation.
+pub(crate) fn dev(op: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
+    move |e| Error::Device(format!("{op}: {e}"))
+}
+
+/// Threads per block of every 1D kernel.
+pub(crate) const THREADS: u32 = gpuq_kernels::BLOCK_THREADS;
+
+impl CudaBackend {
+    /// Opens device `ordinal`: loads the driver library, creates a context and a
+    /// stream, and loads the embedded PTX (JIT-compiled by the driver for the device).
+    ///
+    /// Errors with [`Error::NoCudaDevice`] when the driver library is missing, no
+    /// device is present, or `ordinal` is out of range; with [`Error::Device`] when
+    /// the driver rejects the PTX.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        // SAFETY: probing only tries to open the driver library by name.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::NoCudaDevice(
+                "the CUDA driver library (libcuda) was not found".into(),
+            ));
+        }
+        let count = CudaContext::device_count()
+            .map_err(|e| Error::NoCudaDevice(format!("cannot query devices: {e}")))?;
+        if ordinal >= count.max(0) as usize {
+            return Err(Error::NoCudaDevice(format!(
+                "device {ordinal} requested, {count} present"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoCudaDevice(format!("{e}")))?;
+        // One stream, in order: cudarc's per-buffer event tracking is not needed.
+        // SAFETY: every buffer of this backend is used on `stream` only.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(crate::PTX))
+            .map_err(dev("loading the kernels' PTX"))?;
+        let attr = |a| ctx.attribute(a).map_err(dev("device attribute"));
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(dev("device name"))?,
+            compute_capability: ctx
+                .compute_capability()
+                .map_err(dev("compute capability"))?,
+            total_memory: ctx.total_mem().map_err(dev("device memory"))?,
+            multiprocessors: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
+                as usize,
+        };
+        let max_warps = 8 * info.multiprocessors * (THREADS as usize / 32);
+        let scratch = stream
+            .alloc_zeros::<u8>(16 * (max_warps + 1))
+            .map_err(dev("allocating reduction scratch"))?;
+        Ok(CudaBackend {
+            inner: Arc::new(Inner {
+                stream,
+                module,
+                functions: Mutex::new(HashMap::new()),
+                info,
+                stats: StatsRecorder::default(),
+                scratch: Mutex::new(scratch),
+            }),
+        })
+    }
+
+    /// The device this backend runs on.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// Waits until all queued work has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.stream.synchronize().map_err(dev("synchronize"))
+    }
+
+    /// The kernel `name` (loaded once, then cached).
+    pub(crate) fn function(&self, name: &str) -> Result<CudaFunction> {
+        let mut f = self
+            .inner
+            .functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(func) = f.get(name) {
+            return Ok(func.clone());
+        }
+        let func = self
+            .inner
+            .module
+            .load_function(name)
+            .map_err(|e| Error::Device(format!("kernel {name} not found in the PTX: {e}")))?;
+        f.insert(name.to_string(), func.clone());
+        Ok(func)
+    }
+
+    /// Blocks for a grid-stride kernel over `n` items: enough to fill the device
+    /// (8 blocks per SM), never more than the items need, at least 1.
+    pub(crate) fn grid_blocks(&self, n: usize) -> u32 {
+        let cap = 8 * self.inner.info.multiprocessors;
+        n.div_ceil(THREADS as usize).clamp(1, cap) as u32
+    }
+
+    /// A launch of `blocks` blocks of [`THREADS`] threads.
+    pub(crate) fn cfg(blocks: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// Copies host scalars to a new device buffer (counted as one upload).
+    pub(crate) fn upload_raw<T: Scalar>(&self, host: &[T]) -> Result<CudaVector<T>> {
+        let bytes = scalars_as_bytes(host);
+        let buf = self.upload_bytes(bytes)?;
+        Ok(CudaVector {
+            buf,
+            len: host.len(),
+            _t: PhantomData,
+        })
+    }
+
+    /// Copies bytes to a new device buffer (counted as one upload).
+    pub(crate) fn upload_bytes(&self, bytes: &[u8]) -> Result<CudaSlice<u8>> {
+        self.inner.stats.upload(bytes.len());
+        if bytes.is_empty() {
+            return self.inner.stream.null::<u8>().map_err(dev("upload"));
+        }
+        self.inner.stream.clone_htod(bytes).map_err(dev("upload"))
+    }
+
+    /// Copies the first bytes of a device buffer back into host scalars (counted as
+    /// one download); waits for the stream.
+    pub(crate) fn download_into<T: Scalar>(
+        &self,
+        buf: &CudaView<'_, u8>,
+        out: &mut [T],
+    ) -> Result<()> {
+        let bytes = scalars_as_bytes_mut(out);
+        self.inner.stats.download(bytes.len());
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let view = buf.slice(0..bytes.len());
+        self.inner
+            .stream
+            .memcpy_dtoh(&view, bytes)
+            .map_err(dev("download"))?;
+        self.synchronize()
+    }
+}

@@ -1,0 +1,242 @@
+//! BLAS-1 on the device: the [`Backend`] implementation of [`CudaBackend`].
+
+use crate::backend::{dev, CudaBackend, THREADS};
+use crate::vector::CudaVector;
+use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
+use gpuq_core::num_traits::Float;
+use gpuq_core::{check_same_len, Backend, RealScalar, Result, Scalar, ScalarKind, Stats};
+use std::marker::PhantomData;
+
+/// A scalar argument as the kernels take it: `(re, im)` of the real type.
+pub(crate) enum ScalarArg {
+    F32(f32, f32),
+    F64(f64, f64),
+}
+
+impl ScalarArg {
+    pub(crate) fn of<T: Scalar>(v: T) -> Self {
+        let (re, im) = (v.re().to_f64_lossless(), v.im().to_f64_lossless());
+        match T::KIND {
+            // Exact: the parts of an f32 scalar are f32 values.
+            ScalarKind::F32 | ScalarKind::C32 => ScalarArg::F32(re as f32, im as f32),
+            ScalarKind::F64 | ScalarKind::C64 => ScalarArg::F64(re, im),
+        }
+    }
+
+    pub(crate) fn push<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+        match self {
+            ScalarArg::F32(re, im) => b.arg(re).arg(im),
+            ScalarArg::F64(re, im) => b.arg(re).arg(im),
+        };
+    }
+}
+
+/// The kernel name of operation `op` for scalar `T` (`axpy_c64`).
+pub(crate) fn kernel<T: Scalar>(op: &str) -> String {
+    format!("{op}_{}", T::KIND.name())
+}
+
+/// Launches the grid-stride kernel `$op` for scalar `$t` over `$n` items: pushes `n`,
+/// then runs `$push` on the builder `$b` to push the kernel's other arguments.
+macro_rules! launch_1d {
+    ($self:ident, $t:ty, $op:literal, $n:expr, |$b:ident| $push:block) => {{
+        let n: usize = $n;
+        if n > 0 {
+            let f = $self.function(&kernel::<$t>($op))?;
+            let mut $b = $self.inner.stream.launch_builder(&f);
+            $b.arg(&n);
+            $push
+            // SAFETY: the arguments pushed match the kernel's declaration in
+            // kernels-rs, and every buffer holds at least `n` elements (lengths were
+            // checked against each other before the launch).
+            unsafe { $b.launch(CudaBackend::cfg($self.grid_blocks(n))) }.map_err(dev($op))?;
+            $self.inner.stats.launch($op);
+        }
+        Ok(())
+    }};
+}
+
+/// The inputs of a reduction's first pass.
+enum FirstPass<'v> {
+    /// Dot product of two buffers, conjugating the first when the flag is 1.
+    Dot(&'v CudaSlice<u8>, &'v CudaSlice<u8>, u32),
+    /// Sum of squared magnitudes of one buffer.
+    SquaredNorm(&'v CudaSlice<u8>),
+}
+
+impl CudaBackend {
+    /// Two-pass deterministic reduction over `n > 0` items of scalar `T`: the first
+    /// pass leaves one partial of type `R` per warp, then a one-warp kernel sums them;
+    /// returns the result (one download of one `R`).
+    fn reduce<T: Scalar, R: Scalar>(&self, n: usize, first: FirstPass<'_>) -> Result<R> {
+        let blocks = self.grid_blocks(n);
+        let warps = blocks as usize * (THREADS as usize / 32);
+        let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let total = scratch.len();
+        let (mut partials, mut out) = scratch.split_at_mut(total - 16);
+        let name = match first {
+            FirstPass::Dot(..) => kernel::<T>("dot_partials"),
+            FirstPass::SquaredNorm(_) => kernel::<T>("nrm2_partials"),
+        };
+        let f1 = self.function(&name)?;
+        let mut b = self.inner.stream.launch_builder(&f1);
+        b.arg(&n);
+        match &first {
+            FirstPass::Dot(x, y, conj) => b.arg(*x).arg(*y).arg(conj),
+            FirstPass::SquaredNorm(x) => b.arg(*x),
+        };
+        b.arg(&mut partials);
+        // SAFETY: arguments match the first-pass kernel's declaration; `partials`
+        // holds one element per warp of this grid (scratch is sized for 8 blocks per
+        // SM, the largest grid `grid_blocks` returns).
+        unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
+        self.inner.stats.launch("reduce_partials");
+        let f2 = self.function(&kernel::<R>("reduce_warp"))?;
+        let mut b = self.inner.stream.launch_builder(&f2);
+        b.arg(&warps).arg(&mut partials).arg(&mut out);
+        let one_warp = cudarc::driver::LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `partials` holds `warps` values of R written by pass 1 (passed
+        // mutably only because the view type demands it; pass 2 reads it); `out` has
+        // room for one R (16 bytes).
+        unsafe { b.launch(one_warp) }.map_err(dev("reduction pass 2"))?;
+        self.inner.stats.launch("reduce_warp");
+        let mut result = [R::zero()];
+        self.download_into(&out.as_view(), &mut result)?;
+        Ok(result[0])
+    }
+
+    fn dot<T: Scalar>(&self, x: &CudaVector<T>, y: &CudaVector<T>, conjugate: bool) -> Result<T> {
+        check_same_len(if conjugate { "dotc" } else { "dotu" }, x.len, y.len)?;
+        if x.len == 0 {
+            return Ok(T::zero());
+        }
+        self.reduce::<T, T>(x.len, FirstPass::Dot(&x.buf, &y.buf, u32::from(conjugate)))
+    }
+}
+
+impl Backend for CudaBackend {
+    type Vector<T: Scalar> = CudaVector<T>;
+
+    fn name(&self) -> String {
+        format!("cuda:{}", self.inner.info.ordinal)
+    }
+
+    fn upload<T: Scalar>(&self, host: &[T]) -> Result<CudaVector<T>> {
+        self.upload_raw(host)
+    }
+
+    fn download<T: Scalar>(&self, v: &CudaVector<T>) -> Result<Vec<T>> {
+        let mut out = vec![T::zero(); v.len];
+        if v.len > 0 {
+            self.download_into(&v.buf.as_view(), &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn zeros<T: Scalar>(&self, n: usize) -> Result<CudaVector<T>> {
+        let bytes = n * std::mem::size_of::<T>();
+        let buf = if bytes == 0 {
+            self.inner.stream.null::<u8>()
+        } else {
+            self.inner.stream.alloc_zeros::<u8>(bytes)
+        }
+        .map_err(dev("allocating a vector"))?;
+        Ok(CudaVector {
+            buf,
+            len: n,
+            _t: PhantomData,
+        })
+    }
+
+    fn fill<T: Scalar>(&self, x: &mut CudaVector<T>, value: T) -> Result<()> {
+        let v = ScalarArg::of(value);
+        launch_1d!(self, T, "fill", x.len, |b| {
+            v.push(&mut b);
+            b.arg(&mut x.buf);
+        })
+    }
+
+    fn copy<T: Scalar>(&self, x: &CudaVector<T>, y: &mut CudaVector<T>) -> Result<()> {
+        check_same_len("copy", x.len, y.len)?;
+        launch_1d!(self, T, "copy", x.len, |b| {
+            b.arg(&x.buf).arg(&mut y.buf);
+        })
+    }
+
+    fn scal<T: Scalar>(&self, alpha: T, x: &mut CudaVector<T>) -> Result<()> {
+        let a = ScalarArg::of(alpha);
+        launch_1d!(self, T, "scal", x.len, |b| {
+            a.push(&mut b);
+            b.arg(&mut x.buf);
+        })
+    }
+
+    fn axpy<T: Scalar>(&self, alpha: T, x: &CudaVector<T>, y: &mut CudaVector<T>) -> Result<()> {
+        check_same_len("axpy", x.len, y.len)?;
+        let a = ScalarArg::of(alpha);
+        launch_1d!(self, T, "axpy", x.len, |b| {
+            a.push(&mut b);
+            b.arg(&x.buf).arg(&mut y.buf);
+        })
+    }
+
+    fn axpby<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &CudaVector<T>,
+        beta: T,
+        y: &mut CudaVector<T>,
+    ) -> Result<()> {
+        check_same_len("axpby", x.len, y.len)?;
+        let (a, bb) = (ScalarArg::of(alpha), ScalarArg::of(beta));
+        launch_1d!(self, T, "axpby", x.len, |b| {
+            a.push(&mut b);
+            b.arg(&x.buf);
+            bb.push(&mut b);
+            b.arg(&mut y.buf);
+        })
+    }
+
+    fn mul_elementwise<T: Scalar>(
+        &self,
+        x: &CudaVector<T>,
+        y: &CudaVector<T>,
+        z: &mut CudaVector<T>,
+    ) -> Result<()> {
+        check_same_len("mul_elementwise", x.len, y.len)?;
+        check_same_len("mul_elementwise", x.len, z.len)?;
+        launch_1d!(self, T, "mul", x.len, |b| {
+            b.arg(&x.buf).arg(&y.buf).arg(&mut z.buf);
+        })
+    }
+
+    fn dotc<T: Scalar>(&self, x: &CudaVector<T>, y: &CudaVector<T>) -> Result<T> {
+        self.dot(x, y, true)
+    }
+
+    fn dotu<T: Scalar>(&self, x: &CudaVector<T>, y: &CudaVector<T>) -> Result<T> {
+        self.dot(x, y, false)
+    }
+
+    /// Square root of the deterministic sum of |x_i|^2. Unlike the CPU backend it
+    /// does not rescale: entries beyond about 1e154 (f64) or 1e19 (f32) overflow.
+    fn nrm2<T: Scalar>(&self, x: &CudaVector<T>) -> Result<T::Real> {
+        if x.len == 0 {
+            return Ok(T::Real::of_f64(0.0));
+        }
+        let ss: T::Real = self.reduce::<T, T::Real>(x.len, FirstPass::SquaredNorm(&x.buf))?;
+        Ok(ss.sqrt())
+    }
+
+    fn stats(&self) -> Stats {
+        self.inner.stats.snapshot()
+    }
+
+    fn reset_stats(&self) {
+        self.inner.stats.reset()
+    }
+}

@@ -1,0 +1,31 @@
+//! # gpuq-cuda
+//!
+//! [`CudaBackend`]: gpuq's CUDA backend. Its kernels are Rust (`kernels-rs`,
+//! compiled to PTX by `cargo xtask ptx` and committed as `ptx/gpuq_kernels.ptx`);
+//! this crate embeds that PTX and loads it with cudarc, which opens the CUDA
+//! driver library at run time. Building therefore needs neither a CUDA toolkit
+//! nor a GPU; on a machine without either, [`CudaBackend::new`] returns
+//! [`gpuq_core::Error::NoCudaDevice`].
+//!
+//! Data stays on the device: vectors and matrices are uploaded once, and the
+//! operations only move scalars back (dot products and norms, one download each).
+//! Every upload, download, byte and launch is counted in [`gpuq_core::Stats`].
+//!
+//! Launch configurations come from the device: elementwise kernels and the first
+//! reduction pass use grid-stride loops over `min(ceil(n / 256), 8 * SMs)` blocks of
+//! 256 threads; SpMV uses one thread per row (SELL, BSR2) or a power-of-two group
+//! of lanes per row chosen from the mean row length (CSR).
+
+#![warn(missing_docs)]
+
+mod backend;
+mod blas1;
+mod spmv;
+mod vector;
+
+pub use backend::{CudaBackend, DeviceInfo};
+pub use spmv::CudaMatrix;
+pub use vector::CudaVector;
+
+/// The PTX of `kernels-rs`, as committed (checked fresh by `cargo xtask ptx --check`).
+pub const PTX: &str = include_str!("../ptx/gpuq_kernels.ptx");

@@ -1,0 +1,231 @@
+//! Resident sparse matrices and SpMV on the device: the [`SparseBackend`]
+//! implementation of [`CudaBackend`].
+
+use crate::backend::{dev, CudaBackend, THREADS};
+use crate::blas1::{kernel, ScalarArg};
+use crate::vector::CudaVector;
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use gpuq_core::{check_same_len, scalars_as_bytes, Error, Result, Scalar};
+use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
+use std::marker::PhantomData;
+
+/// The device arrays of a matrix, per layout. Index arrays are `u64` (pointers)
+/// and `u32` (column indices, permutation), stored as bytes.
+enum Arrays {
+    Csr {
+        row_ptr: CudaSlice<u8>,
+        col: CudaSlice<u8>,
+        val: CudaSlice<u8>,
+        lanes_log2: u32,
+    },
+    Sell {
+        slice_ptr: CudaSlice<u8>,
+        col: CudaSlice<u8>,
+        val: CudaSlice<u8>,
+        perm: Option<CudaSlice<u8>>,
+        c: u32,
+    },
+    Bsr2 {
+        brow_ptr: CudaSlice<u8>,
+        bcol: CudaSlice<u8>,
+        blocks: CudaSlice<u8>,
+    },
+}
+
+/// A sparse matrix resident on the device, in the layout it was uploaded with.
+pub struct CudaMatrix<T> {
+    arrays: Arrays,
+    shape: (usize, usize),
+    nnz: usize,
+    layout: Layout,
+    _t: PhantomData<T>,
+}
+
+impl<T: Scalar> DeviceMatrix for CudaMatrix<T> {
+    fn shape(&self) -> (usize, usize) {
+        self.shape
+    }
+    fn nnz(&self) -> usize {
+        self.nnz
+    }
+    fn layout(&self) -> Layout {
+        self.layout
+    }
+}
+
+fn u64_bytes(v: impl Iterator<Item = usize>) -> Vec<u8> {
+    v.flat_map(|p| (p as u64).to_ne_bytes()).collect()
+}
+
+fn u32_bytes(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|p| p.to_ne_bytes()).collect()
+}
+
+/// log2 of the lanes per row of the CSR kernel: the largest power of two not above
+/// the mean row length, between 1 and 32 lanes.
+fn csr_lanes_log2(nnz: usize, nrows: usize) -> u32 {
+    let mean = nnz / nrows.max(1);
+    (mean.max(1).ilog2()).min(5)
+}
+
+impl CudaBackend {
+    /// Blocks of [`THREADS`] threads for one thread per item (no grid-stride loop).
+    fn blocks_for(&self, items: usize) -> Result<u32> {
+        u32::try_from(items.div_ceil(THREADS as usize).max(1)).map_err(|_| {
+            Error::InvalidArgument(format!("{items} threads exceed one launch's grid"))
+        })
+    }
+}
+
+impl SparseBackend for CudaBackend {
+    type Matrix<T: Scalar> = CudaMatrix<T>;
+
+    fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<CudaMatrix<T>> {
+        let arrays = match layout {
+            Layout::Csr => Arrays::Csr {
+                row_ptr: self.upload_bytes(&u64_bytes(a.row_ptr().iter().copied()))?,
+                col: self.upload_bytes(&u32_bytes(a.col_idx()))?,
+                val: self.upload_bytes(scalars_as_bytes(a.values()))?,
+                lanes_log2: csr_lanes_log2(a.nnz(), a.nrows()),
+            },
+            Layout::Sell { c, sigma } => {
+                let s = Sell::from_csr(a, c, sigma)?;
+                let c = u32::try_from(c)
+                    .map_err(|_| Error::InvalidArgument(format!("slice height {c} too large")))?;
+                let perm = if sigma == 1 {
+                    None
+                } else {
+                    Some(self.upload_bytes(&u32_bytes(s.perm()))?)
+                };
+                Arrays::Sell {
+                    slice_ptr: self.upload_bytes(&u64_bytes(s.slice_ptr().iter().copied()))?,
+                    col: self.upload_bytes(&u32_bytes(s.col_idx()))?,
+                    val: self.upload_bytes(scalars_as_bytes(s.values()))?,
+                    perm,
+                    c,
+                }
+            }
+            Layout::Bsr2 => {
+                let b = Bsr2::from_csr(a)?;
+                let flat: Vec<T> = b.blocks().iter().flatten().copied().collect();
+                Arrays::Bsr2 {
+                    brow_ptr: self.upload_bytes(&u64_bytes(b.block_row_ptr().iter().copied()))?,
+                    bcol: self.upload_bytes(&u32_bytes(b.block_col()))?,
+                    blocks: self.upload_bytes(scalars_as_bytes(&flat))?,
+                }
+            }
+        };
+        Ok(CudaMatrix {
+            arrays,
+            shape: a.shape(),
+            nnz: a.nnz(),
+            layout,
+            _t: PhantomData,
+        })
+    }
+
+    fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        a: &CudaMatrix<T>,
+        x: &CudaVector<T>,
+        beta: T,
+        y: &mut CudaVector<T>,
+    ) -> Result<()> {
+        let (m, n) = a.shape;
+        check_same_len("spmv (x vs columns)", n, x.len)?;
+        check_same_len("spmv (y vs rows)", m, y.len)?;
+        if m == 0 {
+            return Ok(());
+        }
+        let (al, be) = (ScalarArg::of(alpha), ScalarArg::of(beta));
+        let beta_zero = u32::from(beta.is_zero_value());
+        let null = 0u64;
+        match &a.arrays {
+            Arrays::Csr {
+                row_ptr,
+                col,
+                val,
+                lanes_log2,
+            } => {
+                let f = self.function(&kernel::<T>("spmv_csr"))?;
+                let blocks = self.blocks_for(m << lanes_log2)?;
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&m).arg(lanes_log2);
+                al.push(&mut b);
+                be.push(&mut b);
+                b.arg(&beta_zero)
+                    .arg(row_ptr)
+                    .arg(col)
+                    .arg(val)
+                    .arg(&x.buf)
+                    .arg(&mut y.buf);
+                // SAFETY: arguments match `spmv_csr_*`; the arrays describe a validated
+                // CSR matrix of shape (m, n) and x, y have n and m elements; the grid
+                // covers m << lanes_log2 threads.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_csr"))?;
+                self.inner.stats.launch("spmv_csr");
+            }
+            Arrays::Sell {
+                slice_ptr,
+                col,
+                val,
+                perm,
+                c,
+            } => {
+                let f = self.function(&kernel::<T>("spmv_sell"))?;
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&m).arg(c);
+                al.push(&mut b);
+                be.push(&mut b);
+                b.arg(&beta_zero).arg(slice_ptr).arg(col).arg(val);
+                match perm {
+                    Some(p) => b.arg(p),
+                    None => b.arg(&null),
+                };
+                b.arg(&x.buf).arg(&mut y.buf);
+                // SAFETY: arguments match `spmv_sell_*` (a null perm means identity);
+                // the arrays come from `Sell::from_csr` of a validated matrix; one
+                // thread per row.
+                unsafe { b.launch(Self::cfg(self.blocks_for(m)?)) }.map_err(dev("spmv_sell"))?;
+                self.inner.stats.launch("spmv_sell");
+            }
+            Arrays::Bsr2 {
+                brow_ptr,
+                bcol,
+                blocks,
+            } => {
+                let nb = m / 2;
+                let f = self.function(&kernel::<T>("spmv_bsr2"))?;
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&nb);
+                al.push(&mut b);
+                be.push(&mut b);
+                b.arg(&beta_zero)
+                    .arg(brow_ptr)
+                    .arg(bcol)
+                    .arg(blocks)
+                    .arg(&x.buf)
+                    .arg(&mut y.buf);
+                // SAFETY: arguments match `spmv_bsr2_*`; the arrays come from
+                // `Bsr2::from_csr` of a validated matrix; one thread per block row.
+                unsafe { b.launch(Self::cfg(self.blocks_for(nb)?)) }.map_err(dev("spmv_bsr2"))?;
+                self.inner.stats.launch("spmv_bsr2");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csr_lanes_log2;
+
+    #[test]
+    fn lanes_follow_the_mean_row_length() {
+        assert_eq!(csr_lanes_log2(0, 0), 0);
+        assert_eq!(csr_lanes_log2(7, 1), 2);
+        assert_eq!(csr_lanes_log2(64, 2), 5);
+        assert_eq!(csr_lanes_log2(1000, 1), 5);
+    }
+}

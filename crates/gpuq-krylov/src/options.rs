@@ -1,0 +1,99 @@
+//! Solver options and choices.
+
+use gpuq_core::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Stopping rules of an iterative solve. Stops when
+/// `||r_k|| <= max(rtol * ||b||, atol)` or after `max_iter` iterations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CgOptions {
+    /// Relative residual tolerance (default 1e-8).
+    pub rtol: f64,
+    /// Absolute residual tolerance (default 0: relative only).
+    pub atol: f64,
+    /// Iteration cap (default `None`: 10 n, at least 100).
+    pub max_iter: Option<usize>,
+    /// Keep the residual history in the report (default true; 8 bytes per iteration).
+    pub record_history: bool,
+}
+
+impl Default for CgOptions {
+    fn default() -> Self {
+        CgOptions {
+            rtol: 1e-8,
+            atol: 0.0,
+            max_iter: None,
+            record_history: true,
+        }
+    }
+}
+
+impl CgOptions {
+    /// Checks the tolerances are finite and non-negative and not both zero.
+    pub fn validate(&self) -> Result<()> {
+        let ok = |t: f64| t.is_finite() && t >= 0.0;
+        if !ok(self.rtol) || !ok(self.atol) || (self.rtol == 0.0 && self.atol == 0.0) {
+            return Err(Error::InvalidArgument(format!(
+                "tolerances must be finite, non-negative and not both zero (rtol = {}, atol = {})",
+                self.rtol, self.atol
+            )));
+        }
+        Ok(())
+    }
+
+    /// The iteration cap for a system of `n` unknowns.
+    pub fn max_iter_for(&self, n: usize) -> usize {
+        self.max_iter.unwrap_or_else(|| (10 * n).max(100))
+    }
+}
+
+/// The Krylov method to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Method {
+    /// Conjugate gradients (Hermitian positive definite systems).
+    #[default]
+    Cg,
+}
+
+impl Method {
+    /// Parses a method name (`cg`).
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "cg" | "pcg" => Ok(Method::Cg),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown method '{s}' (available: cg)"
+            ))),
+        }
+    }
+}
+
+/// The preconditioner to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Preconditioner {
+    /// No preconditioning.
+    #[default]
+    None,
+    /// Jacobi: the inverse of the diagonal.
+    Jacobi,
+}
+
+impl Preconditioner {
+    /// Parses `none` or `jacobi`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "none" => Ok(Preconditioner::None),
+            "jacobi" => Ok(Preconditioner::Jacobi),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown preconditioner '{s}' (available: none, jacobi)"
+            ))),
+        }
+    }
+
+    /// The name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preconditioner::None => "none",
+            Preconditioner::Jacobi => "jacobi",
+        }
+    }
+}

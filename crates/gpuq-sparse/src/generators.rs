@@ -1,0 +1,245 @@
+//! Test-problem generators: finite-difference Laplacians with Dirichlet boundaries.
+//!
+//! All generators build the matrix row by row directly in CSR form, O(nnz) time
+//! and memory, with sorted column indices.
+
+use crate::Csr;
+use gpuq_core::{Error, Result, Scalar};
+
+/// Builds a CSR matrix row by row from a closure that appends `(col, value)`
+/// pairs in increasing column order.
+fn build<T: Scalar>(
+    n: usize,
+    per_row: usize,
+    mut row: impl FnMut(usize, &mut Vec<(u32, T)>),
+) -> Csr<T> {
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    let mut col_idx = Vec::with_capacity(n * per_row);
+    let mut vals = Vec::with_capacity(n * per_row);
+    let mut buf = Vec::with_capacity(per_row);
+    row_ptr.push(0);
+    for i in 0..n {
+        buf.clear();
+        row(i, &mut buf);
+        for &(j, v) in &buf {
+            col_idx.push(j);
+            vals.push(v);
+        }
+        row_ptr.push(col_idx.len());
+    }
+    Csr::try_new(n, n, row_ptr, col_idx, vals).expect("generators emit valid CSR")
+}
+
+/// 1D Laplacian tridiag(-1, 2 + shift, -1) of size `n` (Dirichlet ends).
+///
+/// Its Jacobi iteration matrix H = I - D^-1 A has spectral radius
+/// `2 cos(pi / (n + 1)) / (2 + shift)`.
+pub fn laplace1d<T: Scalar>(n: usize, shift: f64) -> Csr<T> {
+    let (d, o) = (T::from_f64(2.0 + shift), T::from_f64(-1.0));
+    build(n, 3, |i, r| {
+        if i > 0 {
+            r.push((i as u32 - 1, o));
+        }
+        r.push((i as u32, d));
+        if i + 1 < n {
+            r.push((i as u32 + 1, o));
+        }
+    })
+}
+
+/// 2D 5-point Laplacian on an `m x m` grid (size m^2, diagonal 4, neighbours -1).
+pub fn laplace2d<T: Scalar>(m: usize) -> Csr<T> {
+    let (d, o) = (T::from_f64(4.0), T::from_f64(-1.0));
+    build(m * m, 5, |i, r| {
+        let (x, y) = (i % m, i / m);
+        let i = i as u32;
+        let mm = m as u32;
+        if y > 0 {
+            r.push((i - mm, o));
+        }
+        if x > 0 {
+            r.push((i - 1, o));
+        }
+        r.push((i, d));
+        if x + 1 < m {
+            r.push((i + 1, o));
+        }
+        if y + 1 < m {
+            r.push((i + mm, o));
+        }
+    })
+}
+
+/// 3D 7-point Laplacian on an `m x m x m` grid (size m^3, diagonal 6, neighbours -1).
+pub fn laplace3d<T: Scalar>(m: usize) -> Csr<T> {
+    let (d, o) = (T::from_f64(6.0), T::from_f64(-1.0));
+    let plane = (m * m) as u32;
+    build(m * m * m, 7, |i, r| {
+        let (x, y, z) = (i % m, (i / m) % m, i / (m * m));
+        let i = i as u32;
+        let mm = m as u32;
+        if z > 0 {
+            r.push((i - plane, o));
+        }
+        if y > 0 {
+            r.push((i - mm, o));
+        }
+        if x > 0 {
+            r.push((i - 1, o));
+        }
+        r.push((i, d));
+        if x + 1 < m {
+            r.push((i + 1, o));
+        }
+        if y + 1 < m {
+            r.push((i + mm, o));
+        }
+        if z + 1 < m {
+            r.push((i + plane, o));
+        }
+    })
+}
+
+/// Seed 000's first test matrix: the 2D Laplacian of size 900 (30 x 30 grid);
+/// its Jacobi iteration matrix has spectral radius cos(pi/31) = 0.99487.
+pub fn seed000_laplace2d_900<T: Scalar>() -> Csr<T> {
+    laplace2d(30)
+}
+
+/// Seed 000's second test matrix: the 1D Laplacian of size 10^6 shifted by 0.5,
+/// whose Jacobi iteration matrix has spectral radius 2/2.5 cos(pi/(10^6+1)) = 0.8.
+pub fn seed000_shifted_laplace1d<T: Scalar>() -> Csr<T> {
+    laplace1d(1_000_000, 0.5)
+}
+
+/// A generated problem named by a spec string, as the CLI accepts it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ProblemSpec {
+    /// `laplace1d:N[:SHIFT]`
+    Laplace1d {
+        /// Size.
+        n: usize,
+        /// Diagonal shift.
+        shift: f64,
+    },
+    /// `laplace2d:M` (M^2 unknowns)
+    Laplace2d {
+        /// Grid points per side.
+        m: usize,
+    },
+    /// `laplace3d:M` (M^3 unknowns)
+    Laplace3d {
+        /// Grid points per side.
+        m: usize,
+    },
+}
+
+impl ProblemSpec {
+    /// Parses `laplace1d:N[:SHIFT]`, `laplace2d:M` or `laplace3d:M`.
+    pub fn parse(spec: &str) -> Result<Self> {
+        let bad = |why: &str| {
+            Error::InvalidArgument(format!(
+                "problem spec '{spec}': {why} (expected laplace1d:N[:SHIFT], laplace2d:M or laplace3d:M)"
+            ))
+        };
+        let parts: Vec<&str> = spec.split(':').collect();
+        let size = |s: &str| -> Result<usize> {
+            match s.parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(n),
+                _ => Err(bad("size must be a positive integer")),
+            }
+        };
+        let checked = |m: usize, d: u32| -> Result<usize> {
+            m.checked_pow(d)
+                .filter(|&n| n <= u32::MAX as usize)
+                .map(|_| m)
+                .ok_or_else(|| bad("too many unknowns for 32-bit indices"))
+        };
+        match parts.as_slice() {
+            ["laplace1d", n] => Ok(ProblemSpec::Laplace1d {
+                n: checked(size(n)?, 1)?,
+                shift: 0.0,
+            }),
+            ["laplace1d", n, s] => {
+                let shift: f64 = s.parse().map_err(|_| bad("shift must be a number"))?;
+                if !shift.is_finite() {
+                    return Err(bad("shift must be finite"));
+                }
+                Ok(ProblemSpec::Laplace1d {
+                    n: checked(size(n)?, 1)?,
+                    shift,
+                })
+            }
+            ["laplace2d", m] => Ok(ProblemSpec::Laplace2d {
+                m: checked(size(m)?, 2)?,
+            }),
+            ["laplace3d", m] => Ok(ProblemSpec::Laplace3d {
+                m: checked(size(m)?, 3)?,
+            }),
+            _ => Err(bad("unknown generator")),
+        }
+    }
+
+    /// Assembles the matrix. O(nnz).
+    pub fn build<T: Scalar>(&self) -> Csr<T> {
+        match *self {
+            ProblemSpec::Laplace1d { n, shift } => laplace1d(n, shift),
+            ProblemSpec::Laplace2d { m } => laplace2d(m),
+            ProblemSpec::Laplace3d { m } => laplace3d(m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_symmetric(a: &Csr<f64>) -> bool {
+        a.transpose(false) == *a
+    }
+
+    #[test]
+    fn sizes_and_symmetry() {
+        let a = laplace1d::<f64>(5, 0.5);
+        assert_eq!((a.nrows(), a.nnz()), (5, 13));
+        assert_eq!(a.diagonal(), vec![2.5; 5]);
+        let b = laplace2d::<f64>(4);
+        assert_eq!((b.nrows(), b.nnz()), (16, 16 * 5 - 4 * 4));
+        let c = laplace3d::<f64>(3);
+        assert_eq!((c.nrows(), c.nnz()), (27, 27 * 7 - 6 * 9));
+        assert!(is_symmetric(&a) && is_symmetric(&b) && is_symmetric(&c));
+        // Row sums vanish in the interior of the 3D grid.
+        let ones = vec![1.0; 27];
+        assert_eq!(c.mul_vec(&ones).unwrap()[13], 0.0);
+    }
+
+    #[test]
+    fn specs_parse() {
+        assert_eq!(
+            ProblemSpec::parse("laplace1d:10:0.5").unwrap(),
+            ProblemSpec::Laplace1d { n: 10, shift: 0.5 }
+        );
+        assert_eq!(
+            ProblemSpec::parse("laplace3d:7").unwrap(),
+            ProblemSpec::Laplace3d { m: 7 }
+        );
+        for bad in [
+            "laplace3d",
+            "laplace3d:0",
+            "laplace2d:x",
+            "poisson:3",
+            "laplace3d:100000",
+            "laplace1d:3:nan",
+        ] {
+            assert!(ProblemSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn seed000_matrices() {
+        let a = seed000_laplace2d_900::<f64>();
+        assert_eq!(a.nrows(), 900);
+        let rho = 2.0 / 2.5 * (std::f64::consts::PI / 1_000_001.0).cos();
+        assert!((rho - 0.8).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,214 @@
+//! BLAS-1 entry points.
+//!
+//! Launch mapping: one-dimensional grids of [`crate::BLOCK_THREADS`] threads; every
+//! kernel walks its vector with a grid-stride loop (`i = global_id; i < n; i +=
+//! grid_threads`), so any grid size is correct and the host picks it from the
+//! device properties. Scalars arrive as `(re, im)` pairs of the real type (`im` is
+//! ignored for real kernels).
+//!
+//! Reductions are two-pass and deterministic: `*_partials` leaves one partial sum per
+//! warp (lane `l` of warp `w` accumulates elements `32 w + l + k * grid_threads` in
+//! order of `k`, then the warp sums by a fixed shuffle tree), and `reduce_warp_*`
+//! (one block of one warp) sums the partials the same way. For a given grid size
+//! the same input gives the same bits on every run.
+//!
+//! Safety contract of every entry point: each pointer is valid device memory for
+//! the `n` elements the kernel touches (`partials` for one element per warp of the
+//! grid), and output buffers do not alias inputs unless the kernel says so.
+
+use super::prelude::{global_id, grid_threads, lane, warp_sum, DeviceScalar};
+use crate::scalar::{axpby as axpby_item, KScalar, C32, C64};
+
+macro_rules! blas1 {
+    ($t:ty, $r:ty,
+     $fill:ident, $copy:ident, $scal:ident, $axpy:ident, $axpby:ident, $mul:ident,
+     $dot:ident, $nrm:ident, $reduce:ident) => {
+        /// y_i = value for i < n.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $fill(n: usize, re: $r, im: $r, y: *mut $t) {
+            let v = <$t>::from_parts(re, im);
+            let mut i = global_id();
+            while i < n {
+                *y.add(i) = v;
+                i += grid_threads();
+            }
+        }
+
+        /// y_i = x_i for i < n.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $copy(n: usize, x: *const $t, y: *mut $t) {
+            let mut i = global_id();
+            while i < n {
+                *y.add(i) = <$t>::ldg(x.add(i));
+                i += grid_threads();
+            }
+        }
+
+        /// x_i = alpha x_i for i < n.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $scal(n: usize, re: $r, im: $r, x: *mut $t) {
+            let a = <$t>::from_parts(re, im);
+            let mut i = global_id();
+            while i < n {
+                *x.add(i) = a * *x.add(i);
+                i += grid_threads();
+            }
+        }
+
+        /// y_i = alpha x_i + y_i for i < n.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $axpy(
+            n: usize,
+            re: $r,
+            im: $r,
+            x: *const $t,
+            y: *mut $t,
+        ) {
+            let a = <$t>::from_parts(re, im);
+            let mut i = global_id();
+            while i < n {
+                *y.add(i) = a * <$t>::ldg(x.add(i)) + *y.add(i);
+                i += grid_threads();
+            }
+        }
+
+        /// y_i = alpha x_i + beta y_i for i < n.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $axpby(
+            n: usize,
+            are: $r,
+            aim: $r,
+            x: *const $t,
+            bre: $r,
+            bim: $r,
+            y: *mut $t,
+        ) {
+            let a = <$t>::from_parts(are, aim);
+            let b = <$t>::from_parts(bre, bim);
+            let mut i = global_id();
+            while i < n {
+                *y.add(i) = axpby_item(a, <$t>::ldg(x.add(i)), b, *y.add(i));
+                i += grid_threads();
+            }
+        }
+
+        /// z_i = x_i y_i for i < n (z may alias neither x nor y).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $mul(n: usize, x: *const $t, y: *const $t, z: *mut $t) {
+            let mut i = global_id();
+            while i < n {
+                *z.add(i) = <$t>::ldg(x.add(i)) * <$t>::ldg(y.add(i));
+                i += grid_threads();
+            }
+        }
+
+        /// First pass of a dot product: `partials[w]` = the sum over warp `w`'s
+        /// elements of conj(x_i) y_i (`conjugate != 0`) or x_i y_i.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $dot(
+            n: usize,
+            x: *const $t,
+            y: *const $t,
+            conjugate: u32,
+            partials: *mut $t,
+        ) {
+            let mut s = <$t>::zero();
+            let mut i = global_id();
+            while i < n {
+                let xi = <$t>::ldg(x.add(i));
+                let xi = if conjugate != 0 { xi.conj() } else { xi };
+                s = s + xi * <$t>::ldg(y.add(i));
+                i += grid_threads();
+            }
+            let s = warp_sum(s);
+            if lane() == 0 {
+                *partials.add(global_id() / 32) = s;
+            }
+        }
+
+        /// First pass of a squared norm: `partials[w]` = sum of |x_i|^2 over warp `w`'s elements.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $nrm(n: usize, x: *const $t, partials: *mut $r) {
+            let mut s = <$r>::zero();
+            let mut i = global_id();
+            while i < n {
+                s = s + <$t>::ldg(x.add(i)).abs_sqr();
+                i += grid_threads();
+            }
+            let s = warp_sum(s);
+            if lane() == 0 {
+                *partials.add(global_id() / 32) = s;
+            }
+        }
+
+        /// Second pass: launched as one block of 32 threads, writes the sum of
+        /// `partials[0..m]` to `out[0]` (lane l adds partials l, l + 32, ... in order,
+        /// then the warp sums by shuffles).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $reduce(m: usize, partials: *const $t, out: *mut $t) {
+            let mut s = <$t>::zero();
+            let mut i = lane() as usize;
+            while i < m {
+                s = s + *partials.add(i);
+                i += 32;
+            }
+            let s = warp_sum(s);
+            if lane() == 0 {
+                *out = s;
+            }
+        }
+    };
+}
+
+blas1!(
+    f32,
+    f32,
+    fill_f32,
+    copy_f32,
+    scal_f32,
+    axpy_f32,
+    axpby_f32,
+    mul_f32,
+    dot_partials_f32,
+    nrm2_partials_f32,
+    reduce_warp_f32
+);
+blas1!(
+    f64,
+    f64,
+    fill_f64,
+    copy_f64,
+    scal_f64,
+    axpy_f64,
+    axpby_f64,
+    mul_f64,
+    dot_partials_f64,
+    nrm2_partials_f64,
+    reduce_warp_f64
+);
+blas1!(
+    C32,
+    f32,
+    fill_c32,
+    copy_c32,
+    scal_c32,
+    axpy_c32,
+    axpby_c32,
+    mul_c32,
+    dot_partials_c32,
+    nrm2_partials_c32,
+    reduce_warp_c32
+);
+blas1!(
+    C64,
+    f64,
+    fill_c64,
+    copy_c64,
+    scal_c64,
+    axpy_c64,
+    axpby_c64,
+    mul_c64,
+    dot_partials_c64,
+    nrm2_partials_c64,
+    reduce_warp_c64
+);

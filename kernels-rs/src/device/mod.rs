@@ -1,0 +1,14 @@
+//! Device code: the prelude and the PTX entry points (compiled for nvptx64 only).
+
+mod blas1;
+pub mod prelude;
+mod spmv;
+
+/// A kernel never panics by design (every index is checked against the sizes it is
+/// given); should a core routine panic anyway, the thread traps and the launch
+/// fails with a device error the host reports.
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    // SAFETY: `trap` aborts the kernel; it has no preconditions.
+    unsafe { core::arch::nvptx::trap() }
+}

@@ -1,0 +1,169 @@
+//! A small device prelude: thread geometry, warp shuffles, read-only cached loads
+//! and a double-precision atomic add. Written with `core::arch::nvptx` and inline
+//! PTX, since rust-cuda's `cuda_std` needs a codegen backend these machines lack.
+
+use crate::scalar::{C32, C64};
+use core::arch::asm;
+use core::arch::nvptx;
+
+/// Index of this thread in the grid (x dimension).
+#[inline(always)]
+pub fn global_id() -> usize {
+    // SAFETY: reading special registers has no preconditions.
+    unsafe {
+        nvptx::_block_idx_x() as usize * nvptx::_block_dim_x() as usize
+            + nvptx::_thread_idx_x() as usize
+    }
+}
+
+/// Number of threads in the grid (x dimension).
+#[inline(always)]
+pub fn grid_threads() -> usize {
+    // SAFETY: as above.
+    unsafe { nvptx::_grid_dim_x() as usize * nvptx::_block_dim_x() as usize }
+}
+
+/// Lane of this thread within its warp.
+#[inline(always)]
+pub fn lane() -> u32 {
+    // SAFETY: as above.
+    unsafe { nvptx::_thread_idx_x() as u32 & 31 }
+}
+
+/// `shfl.sync.down.b32` over the full warp: the value of lane `lane + delta`
+/// (own value when that lane is past the end). Every lane of the warp must call it.
+#[inline(always)]
+pub fn shfl_down_b32(v: u32, delta: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a full-warp shuffle; the kernels call it from converged warps only.
+    unsafe {
+        asm!(
+            "shfl.sync.down.b32 {r}, {v}, {d}, 31, 0xffffffff;",
+            r = out(reg32) r,
+            v = in(reg32) v,
+            d = in(reg32) delta,
+        );
+    }
+    r
+}
+
+/// Element types that can move across a warp and be loaded through the read-only cache.
+pub trait DeviceScalar: Copy {
+    /// Warp shuffle down by `delta` lanes (see [`shfl_down_b32`]).
+    fn shfl_down(self, delta: u32) -> Self;
+    /// Load through the read-only (non-coherent) cache: `ld.global.nc`.
+    ///
+    /// # Safety
+    /// `p` must be valid for reads and not written during the kernel.
+    unsafe fn ldg(p: *const Self) -> Self;
+}
+
+impl DeviceScalar for f32 {
+    #[inline(always)]
+    fn shfl_down(self, d: u32) -> Self {
+        f32::from_bits(shfl_down_b32(self.to_bits(), d))
+    }
+    #[inline(always)]
+    unsafe fn ldg(p: *const f32) -> f32 {
+        let r: f32;
+        asm!("ld.global.nc.f32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p);
+        r
+    }
+}
+
+impl DeviceScalar for f64 {
+    #[inline(always)]
+    fn shfl_down(self, d: u32) -> Self {
+        let b = self.to_bits();
+        let lo = shfl_down_b32(b as u32, d);
+        let hi = shfl_down_b32((b >> 32) as u32, d);
+        f64::from_bits(((hi as u64) << 32) | lo as u64)
+    }
+    #[inline(always)]
+    unsafe fn ldg(p: *const f64) -> f64 {
+        let r: f64;
+        asm!("ld.global.nc.f64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p);
+        r
+    }
+}
+
+impl DeviceScalar for C32 {
+    #[inline(always)]
+    fn shfl_down(self, d: u32) -> Self {
+        C32 {
+            re: self.re.shfl_down(d),
+            im: self.im.shfl_down(d),
+        }
+    }
+    #[inline(always)]
+    unsafe fn ldg(p: *const C32) -> C32 {
+        let p = p as *const f32;
+        C32 {
+            re: f32::ldg(p),
+            im: f32::ldg(p.add(1)),
+        }
+    }
+}
+
+impl DeviceScalar for C64 {
+    #[inline(always)]
+    fn shfl_down(self, d: u32) -> Self {
+        C64 {
+            re: self.re.shfl_down(d),
+            im: self.im.shfl_down(d),
+        }
+    }
+    #[inline(always)]
+    unsafe fn ldg(p: *const C64) -> C64 {
+        let p = p as *const f64;
+        C64 {
+            re: f64::ldg(p),
+            im: f64::ldg(p.add(1)),
+        }
+    }
+}
+
+/// Read-only cached load of a `u32` (column indices, permutations).
+///
+/// # Safety
+/// `p` must be valid for reads and not written during the kernel.
+#[inline(always)]
+pub unsafe fn ldg_u32(p: *const u32) -> u32 {
+    let r: u32;
+    asm!("ld.global.nc.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p);
+    r
+}
+
+/// Read-only cached load of a `u64` (row and slice pointers).
+///
+/// # Safety
+/// `p` must be valid for reads and not written during the kernel.
+#[inline(always)]
+pub unsafe fn ldg_u64(p: *const u64) -> u64 {
+    let r: u64;
+    asm!("ld.global.nc.u64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p);
+    r
+}
+
+/// Atomically adds `v` to `*p` (`atom.global.add.f64`, sm_60 and later); returns the old value.
+///
+/// # Safety
+/// `p` must point to device global memory valid for reads and writes.
+#[inline(always)]
+pub unsafe fn atomic_add_f64(p: *mut f64, v: f64) -> f64 {
+    let r: f64;
+    asm!("atom.global.add.f64 {r}, [{p}], {v};", r = out(reg64) r, p = in(reg64) p, v = in(reg64) v);
+    r
+}
+
+/// Sum over the 32 lanes of a warp by a fixed shuffle tree; the total is valid in lane 0.
+/// Every lane of the warp must call it.
+#[inline(always)]
+pub fn warp_sum<T: DeviceScalar + crate::scalar::KScalar>(mut s: T) -> T {
+    let mut d = 16;
+    while d > 0 {
+        s = s + s.shfl_down(d);
+        d /= 2;
+    }
+    s
+}

@@ -1,0 +1,166 @@
+//! Sparse matrix-vector products y = alpha A x + beta y.
+//!
+//! Scalars arrive as `(re, im)` pairs of the real type; `beta_zero != 0` means y is
+//! only written, never read. Safety contract: the format arrays are valid device
+//! memory describing a matrix whose column indices are below `x`'s length and whose
+//! rows are below `y`'s length (the host validated it as a `Csr` before upload), and
+//! `y` aliases none of the inputs.
+
+use super::prelude::{global_id, ldg_u32, ldg_u64, DeviceScalar};
+use crate::scalar::{spmv_out, KScalar, C32, C64};
+
+/// Sum over aligned groups of `1 << log2` lanes by shuffles; the total is valid in
+/// the first lane of each group. Every lane of the warp must call it.
+#[inline(always)]
+fn group_sum<T: DeviceScalar + KScalar>(mut s: T, log2: u32) -> T {
+    let mut d = (1u32 << log2) >> 1;
+    while d > 0 {
+        s = s + s.shfl_down(d);
+        d >>= 1;
+    }
+    s
+}
+
+macro_rules! spmv {
+    ($t:ty, $r:ty, $csr:ident, $sell:ident, $bsr2:ident) => {
+        /// CSR, `1 << lanes_log2` consecutive lanes per row (1 to 32, a power of two
+        /// chosen by the host from the mean row length). Launch: at least
+        /// `nrows << lanes_log2` threads, rounded up to whole warps (threads past the
+        /// last row take part in the shuffles and write nothing).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $csr(
+            nrows: usize,
+            lanes_log2: u32,
+            are: $r,
+            aim: $r,
+            bre: $r,
+            bim: $r,
+            beta_zero: u32,
+            row_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            x: *const $t,
+            y: *mut $t,
+        ) {
+            let g = global_id();
+            let row = g >> lanes_log2;
+            let sub = (g & ((1usize << lanes_log2) - 1)) as u64;
+            let mut s = <$t>::zero();
+            if row < nrows {
+                let end = ldg_u64(row_ptr.add(row + 1));
+                let mut k = ldg_u64(row_ptr.add(row)) + sub;
+                while k < end {
+                    let j = ldg_u32(col.add(k as usize)) as usize;
+                    s = s + <$t>::ldg(val.add(k as usize)) * <$t>::ldg(x.add(j));
+                    k += 1u64 << lanes_log2;
+                }
+            }
+            let s = group_sum(s, lanes_log2);
+            if row < nrows && sub == 0 {
+                let yp = y.add(row);
+                *yp = spmv_out(
+                    <$t>::from_parts(are, aim),
+                    s,
+                    <$t>::from_parts(bre, bim),
+                    || *yp,
+                    beta_zero != 0,
+                );
+            }
+        }
+
+        /// SELL-C-sigma, one thread per sorted row position `p = global_id`
+        /// (slice `p / c`, lane `p % c`); entry k of the row sits at
+        /// `slice_ptr[s] + k c + p % c`, so a warp reads consecutive addresses. The
+        /// result goes to row `perm[p]` (or `p` when `perm` is null, i.e. sigma = 1).
+        /// Launch: at least `nrows` threads.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $sell(
+            nrows: usize,
+            c: u32,
+            are: $r,
+            aim: $r,
+            bre: $r,
+            bim: $r,
+            beta_zero: u32,
+            slice_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            perm: *const u32,
+            x: *const $t,
+            y: *mut $t,
+        ) {
+            let p = global_id();
+            if p >= nrows {
+                return;
+            }
+            let c = c as usize;
+            let (s, r) = (p / c, p % c);
+            let start = ldg_u64(slice_ptr.add(s)) as usize;
+            let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
+            let mut acc = <$t>::zero();
+            let mut q = start + r;
+            while q < end {
+                let j = ldg_u32(col.add(q)) as usize;
+                acc = acc + <$t>::ldg(val.add(q)) * <$t>::ldg(x.add(j));
+                q += c;
+            }
+            let row = if perm.is_null() {
+                p
+            } else {
+                ldg_u32(perm.add(p)) as usize
+            };
+            let yp = y.add(row);
+            *yp = spmv_out(
+                <$t>::from_parts(are, aim),
+                acc,
+                <$t>::from_parts(bre, bim),
+                || *yp,
+                beta_zero != 0,
+            );
+        }
+
+        /// 2x2 block CSR, one thread per block row `bi = global_id`: rows 2 bi and
+        /// 2 bi + 1. `blocks` holds 4 values per block, row-major.
+        /// Launch: at least `nbrows` threads.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $bsr2(
+            nbrows: usize,
+            are: $r,
+            aim: $r,
+            bre: $r,
+            bim: $r,
+            beta_zero: u32,
+            brow_ptr: *const u64,
+            bcol: *const u32,
+            blocks: *const $t,
+            x: *const $t,
+            y: *mut $t,
+        ) {
+            let bi = global_id();
+            if bi >= nbrows {
+                return;
+            }
+            let (mut s0, mut s1) = (<$t>::zero(), <$t>::zero());
+            let end = ldg_u64(brow_ptr.add(bi + 1)) as usize;
+            let mut k = ldg_u64(brow_ptr.add(bi)) as usize;
+            while k < end {
+                let j = 2 * ldg_u32(bcol.add(k)) as usize;
+                let (x0, x1) = (<$t>::ldg(x.add(j)), <$t>::ldg(x.add(j + 1)));
+                let b = blocks.add(4 * k);
+                s0 = s0 + <$t>::ldg(b) * x0 + <$t>::ldg(b.add(1)) * x1;
+                s1 = s1 + <$t>::ldg(b.add(2)) * x0 + <$t>::ldg(b.add(3)) * x1;
+                k += 1;
+            }
+            let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
+            let y0 = y.add(2 * bi);
+            *y0 = spmv_out(a, s0, b, || *y0, beta_zero != 0);
+            let y1 = y.add(2 * bi + 1);
+            *y1 = spmv_out(a, s1, b, || *y1, beta_zero != 0);
+        }
+    };
+}
+
+spmv!(f32, f32, spmv_csr_f32, spmv_sell_f32, spmv_bsr2_f32);
+spmv!(f64, f64, spmv_csr_f64, spmv_sell_f64, spmv_bsr2_f64);
+spmv!(C32, f32, spmv_csr_c32, spmv_sell_c32, spmv_bsr2_c32);
+spmv!(C64, f64, spmv_csr_c64, spmv_sell_c64, spmv_bsr2_c64);

@@ -1,0 +1,30 @@
+//! # gpuq-kernels
+//!
+//! The device side of gpuq, written in Rust:
+//!
+//! * [`scalar`]: the element types as kernels see them ([`scalar::C32`], [`scalar::C64`]
+//!   are `#[repr(C)]` pairs laid out exactly like `num_complex::Complex`) and the
+//!   per-item arithmetic ([`scalar::KScalar`]) both backends share;
+//! * `device` (compiled for `nvptx64` only): a small prelude of thread indices,
+//!   warp shuffles and read-only loads, and the `extern "ptx-kernel"` entry points,
+//!   monomorphised per scalar by macro (`axpy_f64`, `axpy_c64`, ...).
+//!
+//! The crate is `#![no_std]` and builds on stable for the host; the nightly-only
+//! features are enabled only when compiling for `nvptx64` (`cargo xtask ptx`).
+
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
+
+pub mod scalar;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod device;
+
+/// Threads per block of every 1D kernel (eight warps).
+pub const BLOCK_THREADS: u32 = 256;
+
+/// Threads per warp on every NVIDIA architecture gpuq targets.
+pub const WARP: u32 = 32;

@@ -1,0 +1,155 @@
+//! BLAS-1 kernels against the CPU backend, all four scalars, awkward sizes.
+
+use crate::common::{random_vec, RandomScalar};
+use crate::{gpu, two_gamma};
+use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
+use gpuq::cpu::CpuBackend;
+use proptest::prelude::*;
+
+const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1007, 65_537, 1_048_579];
+
+fn close<T: Scalar>(what: &str, got: &[T], want: &[T], bound: impl Fn(usize) -> f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let d = (*g - *w).magnitude().to_f64_lossless();
+        assert!(
+            d <= bound(i),
+            "{what}[{i}]: gpu {g} cpu {w} differ by {d:e} > {:e}",
+            bound(i)
+        );
+    }
+}
+
+fn check_blas1<T: RandomScalar>(n: usize, seed: u64) {
+    let Some(g) = gpu("blas1") else { return };
+    let c = CpuBackend::new();
+    let eps = T::Real::eps().to_f64_lossless();
+    let (xs, ys): (Vec<T>, Vec<T>) = (random_vec(n, seed), random_vec(n, seed + 1));
+    let (a, b) = (T::random_scalar(seed + 2), T::random_scalar(seed + 3));
+    let (xg, xc) = (g.upload(&xs).unwrap(), c.upload(&xs).unwrap());
+    let elementwise = |i: usize, s: &[T], t: &[T]| {
+        2.0 * eps
+            * ((a * s[i]).magnitude().to_f64_lossless() + (b * t[i]).magnitude().to_f64_lossless())
+            * 2.0
+    };
+
+    // round trip, zeros, fill
+    assert_eq!(g.download(&xg).unwrap(), xs);
+    assert!(g
+        .download(&g.zeros::<T>(n).unwrap())
+        .unwrap()
+        .iter()
+        .all(|v| v.is_zero_value()));
+    let mut f = g.zeros::<T>(n).unwrap();
+    g.fill(&mut f, a).unwrap();
+    assert!(g.download(&f).unwrap().iter().all(|&v| v == a));
+
+    // copy, scal
+    let mut yg = g.upload(&ys).unwrap();
+    g.copy(&xg, &mut yg).unwrap();
+    assert_eq!(g.download(&yg).unwrap(), xs);
+    let (mut sg, mut sc) = (g.upload(&xs).unwrap(), c.upload(&xs).unwrap());
+    g.scal(a, &mut sg).unwrap();
+    c.scal(a, &mut sc).unwrap();
+    close(
+        "scal",
+        &g.download(&sg).unwrap(),
+        &c.download(&sc).unwrap(),
+        |i| elementwise(i, &xs, &xs),
+    );
+
+    // axpy, axpby, mul
+    let (mut yg, mut yc) = (g.upload(&ys).unwrap(), c.upload(&ys).unwrap());
+    g.axpy(a, &xg, &mut yg).unwrap();
+    c.axpy(a, &xc, &mut yc).unwrap();
+    close(
+        "axpy",
+        &g.download(&yg).unwrap(),
+        &c.download(&yc).unwrap(),
+        |i| elementwise(i, &xs, &ys),
+    );
+    let (mut yg, mut yc) = (g.upload(&ys).unwrap(), c.upload(&ys).unwrap());
+    g.axpby(a, &xg, b, &mut yg).unwrap();
+    c.axpby(a, &xc, b, &mut yc).unwrap();
+    close(
+        "axpby",
+        &g.download(&yg).unwrap(),
+        &c.download(&yc).unwrap(),
+        |i| elementwise(i, &xs, &ys),
+    );
+    let (yg, yc) = (g.upload(&ys).unwrap(), c.upload(&ys).unwrap());
+    let (mut zg, mut zc) = (g.zeros::<T>(n).unwrap(), c.zeros::<T>(n).unwrap());
+    g.mul_elementwise(&xg, &yg, &mut zg).unwrap();
+    c.mul_elementwise(&xc, &yc, &mut zc).unwrap();
+    close(
+        "mul",
+        &g.download(&zg).unwrap(),
+        &c.download(&zc).unwrap(),
+        |i| 4.0 * eps * (xs[i] * ys[i]).magnitude().to_f64_lossless(),
+    );
+
+    // dots and norm: bound from the sum of |terms|
+    let abs_sum: f64 = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| (x.magnitude() * y.magnitude()).to_f64_lossless())
+        .sum();
+    let bound = two_gamma(n, eps, T::IS_COMPLEX) * abs_sum;
+    for (name, gv, cv) in [
+        ("dotc", g.dotc(&xg, &yg).unwrap(), c.dotc(&xc, &yc).unwrap()),
+        ("dotu", g.dotu(&xg, &yg).unwrap(), c.dotu(&xc, &yc).unwrap()),
+    ] {
+        let d = (gv - cv).magnitude().to_f64_lossless();
+        assert!(
+            d <= bound,
+            "{name} n={n}: gpu {gv} cpu {cv} differ by {d:e} > {bound:e}"
+        );
+    }
+    let (ng, nc) = (
+        g.nrm2(&xg).unwrap().to_f64_lossless(),
+        c.nrm2(&xc).unwrap().to_f64_lossless(),
+    );
+    assert!(
+        (ng - nc).abs() <= two_gamma(n, eps, T::IS_COMPLEX) * nc + f64::MIN_POSITIVE,
+        "nrm2 n={n}: {ng} vs {nc}"
+    );
+
+    // determinism: the same reduction twice gives the same bits
+    assert_eq!(g.dotc(&xg, &yg).unwrap(), g.dotc(&xg, &yg).unwrap());
+
+    // shape errors, not panics
+    let short = g.upload(&xs[..n.saturating_sub(1)]).unwrap();
+    if n > 0 {
+        assert!(g.dotc(&short, &yg).is_err());
+        let mut yg2 = g.upload(&ys).unwrap();
+        assert!(g.axpy(a, &short, &mut yg2).is_err());
+    }
+}
+
+/// A random scalar for the coefficients.
+trait RandomCoefficient: RandomScalar {
+    fn random_scalar(seed: u64) -> Self {
+        random_vec::<Self>(1, seed)[0]
+    }
+}
+impl<T: RandomScalar> RandomCoefficient for T {}
+
+#[test]
+fn blas1_fixed_sizes_all_scalars() {
+    for &n in SIZES {
+        check_blas1::<f32>(n, 10 + n as u64);
+        check_blas1::<f64>(n, 20 + n as u64);
+        check_blas1::<Complex32>(n, 30 + n as u64);
+        check_blas1::<Complex64>(n, 40 + n as u64);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn blas1_random_sizes(n in 0usize..20_000, seed in any::<u64>()) {
+        check_blas1::<f64>(n, seed);
+        check_blas1::<Complex64>(n, seed);
+    }
+}

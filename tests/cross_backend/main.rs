@@ -1,0 +1,56 @@
+//! Cross-backend tests: every CUDA operation against the CPU oracle.
+//!
+//! All tests live in this one binary (so `cargo xtask gpu-pack` ships one file).
+//! Without a CUDA driver or device each test prints one line saying it was skipped
+//! and passes; `no_device_is_a_clear_error` checks the error path instead.
+//!
+//! Tolerances come from the rounding error of the operation (Higham, "Accuracy and
+//! Stability of Numerical Algorithms", ch. 3): a sum of `k` products computed in any
+//! order has error at most `gamma_k * sum |terms|` with `gamma_k = k eps / (1 - k eps)`,
+//! so two different summation orders differ by at most `2 gamma_k sum |terms|`.
+//! Complex products add a factor 2 (each product has four real products and two
+//! sums). Elementwise kernels may contract `a x + y` into one fused multiply-add on
+//! the GPU, so they differ by at most `2 eps (|a x| + |y|)` per element.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod blas1;
+mod solvers;
+mod spmv;
+
+use gpuq::cuda::CudaBackend;
+use std::sync::OnceLock;
+
+/// The device under test, or `None` (and one line on stdout) when there is none.
+pub fn gpu(test: &str) -> Option<&'static CudaBackend> {
+    static GPU: OnceLock<Option<CudaBackend>> = OnceLock::new();
+    let g = GPU.get_or_init(|| CudaBackend::new(0).ok()).as_ref();
+    if g.is_none() {
+        println!("{test}: skipped (no CUDA device)");
+    }
+    g
+}
+
+/// `2 gamma_k` for `k` terms in precision `eps`, doubled for complex types.
+pub fn two_gamma(k: usize, eps: f64, complex: bool) -> f64 {
+    let ke = (k as f64 + 2.0) * eps;
+    2.0 * ke / (1.0 - ke) * if complex { 2.0 } else { 1.0 }
+}
+
+#[test]
+fn no_device_is_a_clear_error() {
+    // Ordinal 999 exists on no machine; without a driver the error comes earlier.
+    match CudaBackend::new(999) {
+        Err(gpuq::core::Error::NoCudaDevice(msg)) => assert!(!msg.is_empty()),
+        other => panic!("expected NoCudaDevice, got {other:?}"),
+    }
+    if let Some(g) = gpu("no_device_is_a_clear_error (device info)") {
+        let info = g.info();
+        assert!(
+            info.multiprocessors > 0 && info.total_memory > 0,
+            "{info:?}"
+        );
+        println!("device: {info:?}");
+    }
+}

@@ -1,0 +1,120 @@
+//! SpMV in every layout against the CPU oracle: random matrices with empty rows,
+//! one dense row, wide rows; all four scalars.
+
+use crate::common::{random_csr, random_vec, RandomScalar};
+use crate::{gpu, two_gamma};
+use gpuq::core::{Backend, Complex32, Complex64, RealScalar};
+use gpuq::cpu::CpuBackend;
+use gpuq::sparse::{generators, Csr, Layout, SparseBackend};
+use proptest::prelude::*;
+
+fn layouts(a_rows: usize, a_cols: usize) -> Vec<Layout> {
+    let mut l = vec![
+        Layout::Csr,
+        Layout::Sell { c: 32, sigma: 1 },
+        Layout::Sell { c: 32, sigma: 256 },
+        Layout::Sell { c: 7, sigma: 14 },
+    ];
+    if a_rows % 2 == 0 && a_cols % 2 == 0 {
+        l.push(Layout::Bsr2);
+    }
+    l
+}
+
+fn check_spmv<T: RandomScalar>(a: &Csr<T>, seed: u64) {
+    let Some(g) = gpu("spmv") else { return };
+    let c = CpuBackend::new();
+    let eps = T::Real::eps().to_f64_lossless();
+    let xs: Vec<T> = random_vec(a.ncols(), seed);
+    let y0: Vec<T> = random_vec(a.nrows(), seed + 1);
+    let (alpha, beta) = (T::from_f64(1.5), T::from_f64(-0.5));
+    // Per-row bound: 2 gamma_{len+2} (|alpha| sum_j |a_ij x_j| + |beta y_i|).
+    let bound: Vec<f64> = (0..a.nrows())
+        .map(|i| {
+            let (cols, vals) = a.row(i);
+            let s: f64 = cols
+                .iter()
+                .zip(vals)
+                .map(|(&j, v)| (v.magnitude() * xs[j as usize].magnitude()).to_f64_lossless())
+                .sum();
+            two_gamma(cols.len() + 2, eps, T::IS_COMPLEX)
+                * (1.5 * s + 0.5 * y0[i].magnitude().to_f64_lossless())
+                + f64::MIN_POSITIVE
+        })
+        .collect();
+    let (xg, xc) = (g.upload(&xs).unwrap(), c.upload(&xs).unwrap());
+    for layout in layouts(a.nrows(), a.ncols()) {
+        let (mg, mc) = (
+            g.upload_matrix(a, layout).unwrap(),
+            c.upload_matrix(a, layout).unwrap(),
+        );
+        let (mut yg, mut yc) = (g.upload(&y0).unwrap(), c.upload(&y0).unwrap());
+        g.spmv(alpha, &mg, &xg, beta, &mut yg).unwrap();
+        c.spmv(alpha, &mc, &xc, beta, &mut yc).unwrap();
+        let (gy, cy) = (g.download(&yg).unwrap(), c.download(&yc).unwrap());
+        for i in 0..a.nrows() {
+            let d = (gy[i] - cy[i]).magnitude().to_f64_lossless();
+            assert!(
+                d <= bound[i],
+                "{layout:?} row {i}: gpu {} cpu {} differ by {d:e} > {:e}",
+                gy[i],
+                cy[i],
+                bound[i]
+            );
+        }
+        // beta = 0 must not read y (NaN stays out)
+        let mut yn = g.upload(&vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
+        g.spmv(T::one(), &mg, &xg, T::zero(), &mut yn).unwrap();
+        assert!(
+            g.download(&yn).unwrap().iter().all(|v| v.is_finite_value()),
+            "{layout:?}: NaN leaked"
+        );
+        // spmv_dotc agrees with spmv + dotc on the device
+        if a.nrows() == a.ncols() {
+            let mut q = g.zeros::<T>(a.nrows()).unwrap();
+            let pq = g.spmv_dotc(&mg, &xg, &mut q).unwrap();
+            let mut q2 = c.zeros::<T>(a.nrows()).unwrap();
+            let pq2 = c.spmv_dotc(&mc, &xc, &mut q2).unwrap();
+            let scale: f64 =
+                bound.iter().sum::<f64>() + two_gamma(a.nrows(), eps, T::IS_COMPLEX) * 1e3;
+            assert!(
+                (pq - pq2).magnitude().to_f64_lossless() <= scale * 10.0,
+                "{layout:?} spmv_dotc {pq} vs {pq2}"
+            );
+        }
+    }
+}
+
+#[test]
+fn spmv_fixed_shapes_all_scalars() {
+    for (m, n, d, seed) in [
+        (0, 0, 0.1, 1),
+        (1, 1, 1.0, 2),
+        (31, 33, 0.2, 3),
+        (32, 32, 0.05, 4),
+        (1007, 1007, 0.01, 5),
+        (64, 3000, 0.3, 6),
+    ] {
+        check_spmv(&random_csr::<f32>(m, n, d, seed), seed);
+        check_spmv(&random_csr::<f64>(m, n, d, seed), seed);
+        check_spmv(&random_csr::<Complex32>(m, n, d, seed), seed);
+        check_spmv(&random_csr::<Complex64>(m, n, d, seed), seed);
+    }
+}
+
+#[test]
+fn spmv_laplacians() {
+    check_spmv(&generators::laplace3d::<f64>(20), 7);
+    check_spmv(&generators::laplace2d::<Complex64>(40), 8);
+    check_spmv(&generators::laplace1d::<f32>(10_001, 0.5), 9);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn spmv_random_matrices(m in 0usize..300, n in 0usize..300, d in 0.0f64..0.3, seed in any::<u64>()) {
+        check_spmv(&random_csr::<f64>(m, n, d, seed), seed);
+        check_spmv(&random_csr::<Complex64>(m, n, d, seed), seed);
+    }
+}

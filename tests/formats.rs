@@ -1,0 +1,122 @@
+//! Round trips among all formats and SpMV of every format and backend layout
+//! against a dense reference.
+
+mod common;
+
+use common::*;
+use gpuq::core::{Backend, Complex64};
+use gpuq::cpu::CpuBackend;
+use gpuq::sparse::{Bsr2, Csr, Ell, Layout, Sell, SparseBackend};
+use proptest::prelude::*;
+
+fn check_round_trips<T: RandomScalar>(a: &Csr<T>, c: usize, sigma: usize) {
+    assert_eq!(&Csr::from_coo(&a.to_coo()).unwrap(), a);
+    assert_eq!(&Ell::from_csr(a).to_csr().unwrap(), a);
+    assert_eq!(&Sell::from_csr(a, c, sigma).unwrap().to_csr().unwrap(), a);
+    if a.nrows() % 2 == 0 && a.ncols() % 2 == 0 {
+        assert_eq!(&Bsr2::from_csr(a).unwrap().to_csr().unwrap(), a);
+    } else {
+        assert!(Bsr2::from_csr(a).is_err());
+    }
+    assert_eq!(&a.transpose(false).transpose(false), a);
+}
+
+fn check_products<T: RandomScalar>(a: &Csr<T>, c: usize, sigma: usize, seed: u64, tol: f64) {
+    let x: Vec<T> = random_vec(a.ncols(), seed);
+    let want = dense_mul(a, &x);
+    assert_close(&a.mul_vec(&x).unwrap(), &want, tol);
+    assert_close(&Ell::from_csr(a).mul_vec(&x).unwrap(), &want, tol);
+    assert_close(
+        &Sell::from_csr(a, c, sigma).unwrap().mul_vec(&x).unwrap(),
+        &want,
+        tol,
+    );
+    if let Ok(b) = Bsr2::from_csr(a) {
+        assert_close(&b.mul_vec(&x).unwrap(), &want, tol);
+    }
+    let be = CpuBackend::new();
+    let xv = be.upload(&x).unwrap();
+    let mut layouts = vec![Layout::Csr, Layout::Sell { c, sigma }];
+    if a.nrows() % 2 == 0 && a.ncols() % 2 == 0 {
+        layouts.push(Layout::Bsr2);
+    }
+    for layout in layouts {
+        let m = be.upload_matrix(a, layout).unwrap();
+        // beta != 0 path: y = 2 A x - y0
+        let y0: Vec<T> = random_vec(a.nrows(), seed ^ 1);
+        let mut yv = be.upload(&y0).unwrap();
+        be.spmv(T::from_f64(2.0), &m, &xv, -T::one(), &mut yv)
+            .unwrap();
+        let want2: Vec<T> = want
+            .iter()
+            .zip(&y0)
+            .map(|(&w, &y)| T::from_f64(2.0) * w - y)
+            .collect();
+        assert_close(&be.download(&yv).unwrap(), &want2, tol);
+        // beta == 0 ignores NaN in y
+        let mut yn = be.upload(&vec![T::from_f64(f64::NAN); a.nrows()]).unwrap();
+        be.spmv(T::one(), &m, &xv, T::zero(), &mut yn).unwrap();
+        assert_close(&be.download(&yn).unwrap(), &want, tol);
+    }
+}
+
+/// Slice heights and windows to exercise: sigma = 1 (interleaved ELLPACK) and sorted.
+fn sell_params() -> impl Strategy<Value = (usize, usize)> {
+    (1usize..18, 0usize..4).prop_map(|(c, k)| (c, if k == 0 { 1 } else { c * k }))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn round_trips_f64((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
+        check_round_trips(&random_csr::<f64>(m, n, d, seed), c, sigma);
+    }
+
+    #[test]
+    fn round_trips_c64((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
+        check_round_trips(&random_csr::<Complex64>(m, n, d, seed), c, sigma);
+    }
+
+    #[test]
+    fn spmv_f64((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
+        check_products(&random_csr::<f64>(m, n, d, seed), c, sigma, seed, 64.0 * f64::EPSILON * (n as f64 + 1.0));
+    }
+
+    #[test]
+    fn spmv_f32((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
+        check_products(&random_csr::<f32>(m, n, d, seed), c, sigma, seed, 64.0 * f32::EPSILON as f64 * (n as f64 + 1.0));
+    }
+
+    #[test]
+    fn spmv_c64((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
+        check_products(&random_csr::<Complex64>(m, n, d, seed), c, sigma, seed, 64.0 * f64::EPSILON * (n as f64 + 1.0));
+    }
+
+    #[test]
+    fn spmv_c32((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
+        check_products(&random_csr::<gpuq::core::Complex32>(m, n, d, seed), c, sigma, seed, 64.0 * f32::EPSILON as f64 * (n as f64 + 1.0));
+    }
+
+    #[test]
+    fn nalgebra_round_trip((m, n, d, seed) in shapes()) {
+        let a = random_csr::<f64>(m, n, d, seed);
+        prop_assert_eq!(Csr::from_nalgebra(&a.to_nalgebra()).unwrap(), a);
+    }
+}
+
+#[test]
+fn spmv_rejects_wrong_shapes() {
+    let be = CpuBackend::new();
+    let a = gpuq::sparse::generators::laplace1d::<f64>(5, 0.0);
+    let m = be.upload_matrix(&a, Layout::Csr).unwrap();
+    let x = be.upload(&[1.0; 4]).unwrap();
+    let mut y = be.zeros::<f64>(5).unwrap();
+    assert!(matches!(
+        be.spmv(1.0, &m, &x, 0.0, &mut y),
+        Err(gpuq::core::Error::ShapeMismatch { .. })
+    ));
+    assert!(be
+        .upload_matrix(&a, Layout::Sell { c: 4, sigma: 6 })
+        .is_err());
+}

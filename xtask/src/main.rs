@@ -1,0 +1,248 @@
+//! Project automation, run as `cargo xtask <command>`:
+//!
+//! * `ci`: what `.ci/run` runs: fmt check, clippy with warnings denied, the tests,
+//!   the PTX freshness check;
+//! * `ptx [--check]`: builds `kernels-rs` to PTX with the nightly toolchain into
+//!   `crates/gpuq-cuda/ptx/gpuq_kernels.ptx`; `--check` fails when the committed file
+//!   differs from a fresh build;
+//! * `bench [M]`: the CPU criterion benches and the SciPy anchor on `laplace3d:M`
+//!   (default 100) in one session, then a comparison table in Markdown.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("ptx") => ptx(args.get(1).map(String::as_str) == Some("--check")),
+        Some("bench") => bench(args.get(1).map(String::as_str).unwrap_or("100")),
+        _ => Err("usage: cargo xtask ci | ptx [--check] | bench [M]".to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace root")
+        .to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    eprintln!("xtask: running {cmd:?}");
+    let status = cmd
+        .current_dir(root())
+        .status()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed with {status}"))
+    }
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn ci() -> Result<(), String> {
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo().args(["test", "--workspace"]))?;
+    ptx(true)
+}
+
+/// The PTX target architecture: sm_80 runs on Ampere and, JIT-compiled by the
+/// driver, on Hopper.
+const PTX_ARCH: &str = "sm_80";
+
+/// Where the committed PTX lives.
+fn ptx_path() -> PathBuf {
+    root().join("crates/gpuq-cuda/ptx/gpuq_kernels.ptx")
+}
+
+/// Builds kernels-rs for nvptx64 with nightly and returns the PTX text.
+fn build_ptx() -> Result<String, String> {
+    // rust-src is needed by -Zbuild-std; installing it is idempotent.
+    run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))?;
+    let target_dir = root().join("target/ptx");
+    let mut cmd = Command::new("cargo");
+    cmd.env_remove("RUSTFLAGS")
+        .env_remove("CARGO")
+        .env_remove("RUSTC")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .args(["+nightly", "rustc", "--release", "--manifest-path"])
+        .arg(root().join("kernels-rs/Cargo.toml"))
+        .args([
+            "--target",
+            "nvptx64-nvidia-cuda",
+            "-Zbuild-std=core",
+            "--target-dir",
+        ])
+        .arg(&target_dir)
+        .args(["--", "--emit=asm", "-C", &format!("target-cpu={PTX_ARCH}")]);
+    run(&mut cmd)?;
+    let deps = target_dir.join("nvptx64-nvidia-cuda/release/deps");
+    let newest = std::fs::read_dir(&deps)
+        .map_err(|e| format!("{}: {e}", deps.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            name.starts_with("gpuq_kernels-") && name.ends_with(".s")
+        })
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .ok_or_else(|| format!("no gpuq_kernels-*.s in {}", deps.display()))?;
+    let text = std::fs::read_to_string(newest.path()).map_err(|e| e.to_string())?;
+    if !text.contains(".entry") {
+        return Err("the PTX has no kernel entry points".into());
+    }
+    Ok(text)
+}
+
+fn ptx(check: bool) -> Result<(), String> {
+    let fresh = build_ptx()?;
+    let path = ptx_path();
+    if check {
+        let committed =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if committed != fresh {
+            return Err(format!(
+                "{} is stale: run `cargo xtask ptx` and commit the result",
+                path.display()
+            ));
+        }
+        eprintln!("xtask: {} is up to date", path.display());
+    } else {
+        std::fs::write(&path, fresh).map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("xtask: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Mean time in seconds of a criterion benchmark, read from its estimates file.
+fn criterion_mean(group: &str, bench: &str) -> Result<f64, String> {
+    let path = root()
+        .join("target/criterion")
+        .join(group)
+        .join(bench)
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    v["median"]["point_estimate"]
+        .as_f64()
+        .map(|ns| ns * 1e-9)
+        .ok_or_else(|| format!("{}: no median estimate", path.display()))
+}
+
+fn bench(m: &str) -> Result<(), String> {
+    let m_num: usize = m
+        .parse()
+        .map_err(|_| format!("grid size '{m}' is not a number"))?;
+    run(cargo()
+        .args(["bench", "--bench", "cpu_spmv_cg"])
+        .env("GPUQ_BENCH_M", m))?;
+    let out = Command::new("python3")
+        .args(["benches/anchors/scipy_cpu.py", m])
+        .current_dir(root())
+        .output()
+        .map_err(|e| format!("cannot run the SciPy anchor: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "SciPy anchor failed (pip install scipy): {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let scipy: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("SciPy anchor output: {e}"))?;
+    let get = |k: &str| scipy[k].as_f64().unwrap_or(f64::NAN);
+
+    let n = m_num.pow(3);
+    let nnz = 7 * n - 6 * m_num * m_num;
+    let spmv_bytes = (12 * nnz + 8 * (n + 1) + 16 * n) as f64;
+    let cg_bytes = (12 * nnz + 8 * (n + 1) + 80 * n) as f64;
+    let copy_backend = criterion_mean("copy", "backend_f64_2^24")?;
+    let copy_memcpy = criterion_mean("copy", "memcpy_f64_2^24")?;
+    // The reference is the fastest copy measured (gpuq's or NumPy's), so ratios to it
+    // are conservative.
+    let copy_bytes = 16.0 * (1u64 << 24) as f64;
+    let copy_gbs = (copy_bytes / copy_backend.min(copy_memcpy) / 1e9).max(get("copy_gbs"));
+    let group = format!("spmv_laplace3d_{m}");
+    let csr = criterion_mean(&group, "csr")?;
+    let sell1 = criterion_mean(&group, "sell_8_1")?;
+    let sell = criterion_mean(&group, "sell_8_256")?;
+    let cg = criterion_mean(&format!("cg_iteration_laplace3d_{m}"), "cg")?;
+
+    let gbs = |bytes: f64, t: f64| bytes / t / 1e9;
+    println!("\nlaplace3d:{m}: n = {n}, nnz = {nnz}; SpMV bytes {spmv_bytes:.4e}, CG iteration bytes {cg_bytes:.4e}\n");
+    println!(
+        "| measurement (laplace3d:{m}) | time | GB/s | % of copy ({copy_gbs:.1} GB/s) | vs SciPy |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (name, t) in [
+        ("copy, gpuq `Backend::copy`", copy_backend),
+        ("copy, memcpy per thread", copy_memcpy),
+    ] {
+        println!(
+            "| {name} (2^24 f64) | {:.3} ms | {:.1} | {:.0}% | |",
+            1e3 * t,
+            copy_bytes / t / 1e9,
+            100.0 * copy_bytes / t / 1e9 / copy_gbs
+        );
+    }
+    println!(
+        "| copy, NumPy `copyto` (2^24 f64) | | {:.1} | {:.0}% | |",
+        get("copy_gbs"),
+        100.0 * get("copy_gbs") / copy_gbs
+    );
+    for (name, t) in [
+        ("SpMV CSR, gpuq", csr),
+        ("SpMV SELL-8-1, gpuq", sell1),
+        ("SpMV SELL-8-256, gpuq", sell),
+    ] {
+        println!(
+            "| {name} | {:.3} ms | {:.1} | {:.0}% | {:.2}x faster |",
+            1e3 * t,
+            gbs(spmv_bytes, t),
+            100.0 * gbs(spmv_bytes, t) / copy_gbs,
+            get("spmv_ms") / (1e3 * t)
+        );
+    }
+    println!(
+        "| SpMV, SciPy `A.dot(x)` | {:.3} ms | {:.1} | {:.0}% | 1 |",
+        get("spmv_ms"),
+        get("spmv_gbs"),
+        100.0 * get("spmv_gbs") / copy_gbs
+    );
+    println!(
+        "| CG iteration, gpuq (fused) | {:.3} ms | {:.1} | {:.0}% | {:.2}x faster |",
+        1e3 * cg,
+        gbs(cg_bytes, cg),
+        100.0 * gbs(cg_bytes, cg) / copy_gbs,
+        get("cg_ms_per_iter") / (1e3 * cg)
+    );
+    println!(
+        "| CG iteration, SciPy `cg` | {:.3} ms | | | 1 |",
+        get("cg_ms_per_iter")
+    );
+    println!(
+        "\nSciPy {} / NumPy {}, same machine, same session.",
+        scipy["scipy"].as_str().unwrap_or("?"),
+        scipy["numpy"].as_str().unwrap_or("?")
+    );
+    Ok(())
+}
