@@ -4,6 +4,7 @@ use crate::common::{random_vec, RandomScalar};
 use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
 use gpuq::cpu::CpuBackend;
+use gpuq::krylov::CgKernels;
 use proptest::prelude::*;
 
 const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1007, 65_537, 1_048_579];
@@ -116,6 +117,20 @@ fn check_blas1<T: RandomScalar>(n: usize, seed: u64) {
 
     // determinism: the same reduction twice gives the same bits
     assert_eq!(g.dotc(&xg, &yg).unwrap(), g.dotc(&xg, &yg).unwrap());
+    assert_eq!(g.nrm2(&xg).unwrap(), g.nrm2(&xg).unwrap());
+    // the device-resident variants give the same bits
+    let mut d = g.zeros::<T>(1).unwrap();
+    g.dotc_on_device(&xg, &yg, &mut d).unwrap();
+    assert_eq!(g.download(&d).unwrap()[0], g.dotc(&xg, &yg).unwrap());
+    let mut ss = g.zeros::<T::Real>(1).unwrap();
+    g.squared_norm_on_device(&xg, &mut ss).unwrap();
+    let nrm = g.nrm2(&xg).unwrap();
+    assert_eq!(
+        gpuq::core::num_traits::Float::sqrt(g.download(&ss).unwrap()[0]),
+        nrm
+    );
+
+    check_fused_cg_steps(g, &c, &xs, &ys, a, b);
 
     // shape errors, not panics
     let short = g.upload(&xs[..n.saturating_sub(1)]).unwrap();
@@ -124,6 +139,53 @@ fn check_blas1<T: RandomScalar>(n: usize, seed: u64) {
         let mut yg2 = g.upload(&ys).unwrap();
         assert!(g.axpy(a, &short, &mut yg2).is_err());
     }
+}
+
+/// CG's fused steps on the device against the CPU backend's.
+fn check_fused_cg_steps<T: RandomScalar>(
+    g: &gpuq::cuda::CudaBackend,
+    c: &CpuBackend,
+    xs: &[T],
+    ys: &[T],
+    a: T,
+    b: T,
+) {
+    let n = xs.len();
+    let eps = T::Real::eps().to_f64_lossless();
+    // r = r - a q, returns ||r||^2
+    let (mut rg, mut rc) = (g.upload(ys).unwrap(), c.upload(ys).unwrap());
+    let (qg, qc) = (g.upload(xs).unwrap(), c.upload(xs).unwrap());
+    let sg = CgKernels::cg_update_residual(g, a, &qg, &mut rg).unwrap();
+    let sc = CgKernels::cg_update_residual(c, a, &qc, &mut rc).unwrap();
+    let (r_g, r_c) = (g.download(&rg).unwrap(), c.download(&rc).unwrap());
+    close("cg_update_residual", &r_g, &r_c, |i| {
+        4.0 * eps * ((a * xs[i]).magnitude() + ys[i].magnitude()).to_f64_lossless()
+    });
+    // ||r||^2 from slightly different r: relative bound on the sum of squares.
+    let (sg, sc) = (sg.to_f64_lossless(), sc.to_f64_lossless());
+    let rel = two_gamma(n, eps, T::IS_COMPLEX) + 16.0 * eps;
+    assert!(
+        (sg - sc).abs() <= rel * sc + f64::MIN_POSITIVE,
+        "cg_update_residual n={n}: {sg} vs {sc}"
+    );
+    // x = x + a p; p = z + b p
+    let (mut xg, mut xc) = (g.upload(xs).unwrap(), c.upload(xs).unwrap());
+    let (mut pg, mut pc) = (g.upload(ys).unwrap(), c.upload(ys).unwrap());
+    let (zg, zc) = (g.upload(xs).unwrap(), c.upload(xs).unwrap());
+    CgKernels::cg_update_xp(g, a, b, &zg, &mut pg, &mut xg).unwrap();
+    CgKernels::cg_update_xp(c, a, b, &zc, &mut pc, &mut xc).unwrap();
+    close(
+        "cg_update_xp (x)",
+        &g.download(&xg).unwrap(),
+        &c.download(&xc).unwrap(),
+        |i| 4.0 * eps * ((a * ys[i]).magnitude() + xs[i].magnitude()).to_f64_lossless(),
+    );
+    close(
+        "cg_update_xp (p)",
+        &g.download(&pg).unwrap(),
+        &c.download(&pc).unwrap(),
+        |i| 4.0 * eps * ((b * ys[i]).magnitude() + xs[i].magnitude()).to_f64_lossless(),
+    );
 }
 
 /// A random scalar for the coefficients.

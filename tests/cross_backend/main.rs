@@ -38,6 +38,13 @@ pub fn two_gamma(k: usize, eps: f64, complex: bool) -> f64 {
     2.0 * ke / (1.0 - ke) * if complex { 2.0 } else { 1.0 }
 }
 
+/// A backend of its own for a test that reads the transfer counters, which the
+/// shared one accumulates from every test running in parallel.
+pub fn private_gpu(test: &str) -> Option<CudaBackend> {
+    gpu(test)?;
+    Some(CudaBackend::new(0).expect("a second handle on the device opens"))
+}
+
 #[test]
 fn no_device_is_a_clear_error() {
     // Ordinal 999 exists on no machine; without a driver the error comes earlier.

@@ -2,14 +2,15 @@
 //! the CPU, true residual met, and only scalars cross the bus while iterating.
 
 use crate::common::{random_hpd, random_vec, rel_err};
-use crate::gpu;
+use crate::private_gpu;
 use gpuq::core::{Backend, Complex64};
 use gpuq::cpu::CpuBackend;
 use gpuq::krylov::{solve_csr, CgOptions, Preconditioner, SolverConfig};
 use gpuq::sparse::{generators, Csr, Layout};
 
 fn compare<T: crate::common::RandomScalar>(a: &Csr<T>, config: &SolverConfig, tol: f64) {
-    let Some(g) = gpu("cg") else { return };
+    let Some(g) = private_gpu("cg") else { return };
+    let g = &g;
     let x_true: Vec<T> = random_vec(a.nrows(), 3);
     let b = a.mul_vec(&x_true).unwrap();
     let (xc, rc) = solve_csr(&CpuBackend::new(), a, &b, config).unwrap();

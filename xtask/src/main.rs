@@ -6,7 +6,11 @@
 //!   `crates/gpuq-cuda/ptx/gpuq_kernels.ptx`; `--check` fails when the committed file
 //!   differs from a fresh build;
 //! * `bench [M]`: the CPU criterion benches and the SciPy anchor on `laplace3d:M`
-//!   (default 100) in one session, then a comparison table in Markdown.
+//!   (default 100) in one session, then a comparison table in Markdown;
+//! * `gpu-pack`: release test and bench binaries with the `cuda` feature, and the
+//!   CLI, in `gpu-pack/` with a `run.sh` for the GPU machine (see [`gpu_pack`]).
+
+mod gpu_pack;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -17,7 +21,8 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("ptx") => ptx(args.get(1).map(String::as_str) == Some("--check")),
         Some("bench") => bench(args.get(1).map(String::as_str).unwrap_or("100")),
-        _ => Err("usage: cargo xtask ci | ptx [--check] | bench [M]".to_string()),
+        Some("gpu-pack") => gpu_pack::gpu_pack(),
+        _ => Err("usage: cargo xtask ci | ptx [--check] | bench [M] | gpu-pack".to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -134,11 +139,14 @@ fn ptx(check: bool) -> Result<(), String> {
 }
 
 /// Mean time in seconds of a criterion benchmark, read from its estimates file.
-fn criterion_mean(group: &str, bench: &str) -> Result<f64, String> {
+/// The median time in seconds of criterion benchmark `group/bench`, read from
+/// criterion's report (which replaces characters such as `^` by `_` in folder names).
+fn criterion_median(group: &str, bench: &str) -> Result<f64, String> {
+    let folder = |s: &str| s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_");
     let path = root()
         .join("target/criterion")
-        .join(group)
-        .join(bench)
+        .join(folder(group))
+        .join(folder(bench))
         .join("new/estimates.json");
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let v: serde_json::Value =
@@ -175,17 +183,17 @@ fn bench(m: &str) -> Result<(), String> {
     let nnz = 7 * n - 6 * m_num * m_num;
     let spmv_bytes = (12 * nnz + 8 * (n + 1) + 16 * n) as f64;
     let cg_bytes = (12 * nnz + 8 * (n + 1) + 80 * n) as f64;
-    let copy_backend = criterion_mean("copy", "backend_f64_2^24")?;
-    let copy_memcpy = criterion_mean("copy", "memcpy_f64_2^24")?;
+    let copy_backend = criterion_median("copy", "backend_f64_2^24")?;
+    let copy_memcpy = criterion_median("copy", "memcpy_f64_2^24")?;
     // The reference is the fastest copy measured (gpuq's or NumPy's), so ratios to it
     // are conservative.
     let copy_bytes = 16.0 * (1u64 << 24) as f64;
     let copy_gbs = (copy_bytes / copy_backend.min(copy_memcpy) / 1e9).max(get("copy_gbs"));
     let group = format!("spmv_laplace3d_{m}");
-    let csr = criterion_mean(&group, "csr")?;
-    let sell1 = criterion_mean(&group, "sell_8_1")?;
-    let sell = criterion_mean(&group, "sell_8_256")?;
-    let cg = criterion_mean(&format!("cg_iteration_laplace3d_{m}"), "cg")?;
+    let csr = criterion_median(&group, "csr")?;
+    let sell1 = criterion_median(&group, "sell_8_1")?;
+    let sell = criterion_median(&group, "sell_8_256")?;
+    let cg = criterion_median(&format!("cg_iteration_laplace3d_{m}"), "cg")?;
 
     let gbs = |bytes: f64, t: f64| bytes / t / 1e9;
     println!("\nlaplace3d:{m}: n = {n}, nnz = {nnz}; SpMV bytes {spmv_bytes:.4e}, CG iteration bytes {cg_bytes:.4e}\n");

@@ -3,8 +3,11 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// The binary under test: `GPUQ_BIN` when set (a packed copy run on another
+/// machine, see `cargo xtask gpu-pack`), else the one cargo built.
 fn gpuq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuq"))
+    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
+    Command::new(bin)
         .args(args)
         .output()
         .expect("the gpuq binary runs")

@@ -4,6 +4,7 @@ use crate::vector::CudaVector;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, LaunchConfig,
+    PinnedHostSlice,
 };
 use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, Error, Result, Scalar, StatsRecorder};
 use std::collections::HashMap;
@@ -34,6 +35,9 @@ pub(crate) struct Inner {
     /// Scratch for reductions: one partial per warp of the largest reduction grid
     /// (16 bytes each, enough for Complex<f64>), then the final value.
     pub(crate) scratch: Mutex<CudaSlice<u8>>,
+    /// Page-locked landing place for scalar results (16 bytes): a download from
+    /// device memory to pinned memory skips the driver's staging copy.
+    pinned: Mutex<PinnedHostSlice<u8>>,
 }
 
 /// The CUDA backend. Cheap to clone (clones share the context, stream and counters).
@@ -54,6 +58,9 @@ impl std::fmt::Debug for CudaBackend {
 pub(crate) fn dev(op: &str) -> impl Fn(cudarc::driver::DriverError) -> Error + '_ {
     move |e| Error::Device(format!("{op}: {e}"))
 }
+
+/// Size of the pinned landing buffer for scalar downloads (one `Complex<f64>`).
+const PINNED_BYTES: usize = 16;
 
 /// Threads per block of every 1D kernel.
 pub(crate) const THREADS: u32 = gpuq_kernels::BLOCK_THREADS;
@@ -102,6 +109,9 @@ impl CudaBackend {
         let scratch = stream
             .alloc_zeros::<u8>(16 * (max_warps + 1))
             .map_err(dev("allocating reduction scratch"))?;
+        // SAFETY: the bytes are written by a download before they are read.
+        let pinned = unsafe { ctx.alloc_pinned_with_flags::<u8>(PINNED_BYTES, 0) }
+            .map_err(dev("allocating pinned host memory"))?;
         Ok(CudaBackend {
             inner: Arc::new(Inner {
                 stream,
@@ -110,6 +120,7 @@ impl CudaBackend {
                 info,
                 stats: StatsRecorder::default(),
                 scratch: Mutex::new(scratch),
+                pinned: Mutex::new(pinned),
             }),
         })
     }
@@ -122,6 +133,22 @@ impl CudaBackend {
     /// Waits until all queued work has finished.
     pub fn synchronize(&self) -> Result<()> {
         self.inner.stream.synchronize().map_err(dev("synchronize"))
+    }
+
+    /// y = x through the driver's device-to-device copy (`cuMemcpyDtoDAsync`), not a
+    /// gpuq kernel: the bandwidth reference the benchmarks compare kernels with.
+    /// Moves 2 n elements; counted as one launch named `memcpy_dtod`.
+    pub fn memcpy_dtod<T: Scalar>(&self, x: &CudaVector<T>, y: &mut CudaVector<T>) -> Result<()> {
+        gpuq_core::check_same_len("memcpy_dtod", x.len, y.len)?;
+        if x.len == 0 {
+            return Ok(());
+        }
+        self.inner
+            .stream
+            .memcpy_dtod(&x.buf, &mut y.buf)
+            .map_err(dev("memcpy_dtod"))?;
+        self.inner.stats.launch("memcpy_dtod");
+        Ok(())
     }
 
     /// The kernel `name` (loaded once, then cached).
@@ -192,6 +219,19 @@ impl CudaBackend {
             return Ok(());
         }
         let view = buf.slice(0..bytes.len());
+        if bytes.len() <= PINNED_BYTES {
+            let mut pinned = self.inner.pinned.lock().unwrap_or_else(|e| e.into_inner());
+            // A plain slice of the pinned buffer, exactly as long as the copy: the
+            // driver recognises page-locked memory by its address.
+            let landing = &mut pinned.as_mut_slice().map_err(dev("download"))?[..bytes.len()];
+            self.inner
+                .stream
+                .memcpy_dtoh(&view, landing)
+                .map_err(dev("download"))?;
+            self.synchronize()?;
+            bytes.copy_from_slice(landing);
+            return Ok(());
+        }
         self.inner
             .stream
             .memcpy_dtoh(&view, bytes)

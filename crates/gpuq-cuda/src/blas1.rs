@@ -56,6 +56,14 @@ macro_rules! launch_1d {
     }};
 }
 
+/// Where a reduction's result goes.
+pub(crate) enum Dest<'a, R> {
+    /// Downloaded into this host array.
+    Host(&'a mut [R; 1]),
+    /// Copied into the first element of this device buffer.
+    Device(&'a mut CudaSlice<u8>),
+}
+
 /// The inputs of a reduction's first pass.
 enum FirstPass<'v> {
     /// Dot product of two buffers, conjugating the first when the flag is 1.
@@ -65,48 +73,146 @@ enum FirstPass<'v> {
 }
 
 impl CudaBackend {
-    /// Two-pass deterministic reduction over `n > 0` items of scalar `T`: the first
-    /// pass leaves one partial of type `R` per warp, then a one-warp kernel sums them;
-    /// returns the result (one download of one `R`).
-    fn reduce<T: Scalar, R: Scalar>(&self, n: usize, first: FirstPass<'_>) -> Result<R> {
-        let blocks = self.grid_blocks(n);
+    /// Runs a deterministic two-pass reduction whose result has type `R`:
+    /// `first_pass` launches a kernel that writes one partial per warp of a grid of
+    /// `blocks` blocks into the buffer it is given; then a one-warp kernel sums the
+    /// partials in a fixed order, and the result is downloaded (one download of one
+    /// `R`, which waits for the stream). `blocks` must not exceed
+    /// [`CudaBackend::grid_blocks`]'s cap, for which the scratch is sized.
+    pub(crate) fn reduce_with<R: Scalar>(
+        &self,
+        blocks: u32,
+        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
+    ) -> Result<R> {
+        let mut result = [R::zero()];
+        self.reduce_into(blocks, first_pass, Dest::Host(&mut result))?;
+        Ok(result[0])
+    }
+
+    /// As [`CudaBackend::reduce_with`], delivering the result to `dest`: the host
+    /// (a download that waits for the stream) or the first element of a device
+    /// buffer (written by the second pass; nothing waits).
+    pub(crate) fn reduce_into<R: Scalar>(
+        &self,
+        blocks: u32,
+        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
+        dest: Dest<'_, R>,
+    ) -> Result<()> {
         let warps = blocks as usize * (THREADS as usize / 32);
         let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        debug_assert!(16 * (warps + 1) <= scratch.len());
+        // The first pass gets the whole scratch and writes its first `warps` entries.
+        first_pass(&mut scratch)?;
         let total = scratch.len();
         let (mut partials, mut out) = scratch.split_at_mut(total - 16);
-        let name = match first {
-            FirstPass::Dot(..) => kernel::<T>("dot_partials"),
-            FirstPass::SquaredNorm(_) => kernel::<T>("nrm2_partials"),
+        // A device destination is written by the second pass itself.
+        let size = std::mem::size_of::<R>();
+        let (mut host, mut device) = match dest {
+            Dest::Host(result) => (Some(result), None),
+            Dest::Device(buf) => (None, Some(buf.slice_mut(0..size))),
         };
-        let f1 = self.function(&name)?;
-        let mut b = self.inner.stream.launch_builder(&f1);
-        b.arg(&n);
-        match &first {
-            FirstPass::Dot(x, y, conj) => b.arg(*x).arg(*y).arg(conj),
-            FirstPass::SquaredNorm(x) => b.arg(*x),
-        };
-        b.arg(&mut partials);
-        // SAFETY: arguments match the first-pass kernel's declaration; `partials`
-        // holds one element per warp of this grid (scratch is sized for 8 blocks per
-        // SM, the largest grid `grid_blocks` returns).
-        unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
-        self.inner.stats.launch("reduce_partials");
         let f2 = self.function(&kernel::<R>("reduce_warp"))?;
         let mut b = self.inner.stream.launch_builder(&f2);
-        b.arg(&warps).arg(&mut partials).arg(&mut out);
+        b.arg(&warps).arg(&mut partials);
+        match device.as_mut() {
+            Some(d) => b.arg(d),
+            None => b.arg(&mut out),
+        };
         let one_warp = cudarc::driver::LaunchConfig {
             grid_dim: (1, 1, 1),
             block_dim: (32, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: `partials` holds `warps` values of R written by pass 1 (passed
-        // mutably only because the view type demands it; pass 2 reads it); `out` has
-        // room for one R (16 bytes).
+        // SAFETY: `partials` holds `warps` values of R written by the first pass
+        // (passed mutably only because the view type demands it; pass 2 reads it);
+        // the output (scratch or the caller's buffer) has room for one R and does
+        // not overlap `partials`.
         unsafe { b.launch(one_warp) }.map_err(dev("reduction pass 2"))?;
         self.inner.stats.launch("reduce_warp");
+        match host.as_mut() {
+            Some(result) => self.download_into(&out.as_view(), &mut result[..]),
+            None => Ok(()),
+        }
+    }
+
+    /// Deterministic BLAS-1 reduction over `n > 0` items of scalar `T`.
+    fn reduce<T: Scalar, R: Scalar>(&self, n: usize, first: FirstPass<'_>) -> Result<R> {
         let mut result = [R::zero()];
-        self.download_into(&out.as_view(), &mut result)?;
+        self.reduce_blas1::<T, R>(n, first, Dest::Host(&mut result))?;
         Ok(result[0])
+    }
+
+    /// The BLAS-1 reduction `first` over `n > 0` items, result to `dest`.
+    fn reduce_blas1<T: Scalar, R: Scalar>(
+        &self,
+        n: usize,
+        first: FirstPass<'_>,
+        dest: Dest<'_, R>,
+    ) -> Result<()> {
+        let blocks = self.grid_blocks(n);
+        let name = match first {
+            FirstPass::Dot(..) => kernel::<T>("dot_partials"),
+            FirstPass::SquaredNorm(_) => kernel::<T>("nrm2_partials"),
+        };
+        let f1 = self.function(&name)?;
+        self.reduce_into(
+            blocks,
+            |partials| {
+                let mut b = self.inner.stream.launch_builder(&f1);
+                b.arg(&n);
+                match &first {
+                    FirstPass::Dot(x, y, conj) => b.arg(*x).arg(*y).arg(conj),
+                    FirstPass::SquaredNorm(x) => b.arg(*x),
+                };
+                b.arg(partials);
+                // SAFETY: arguments match the first-pass kernel's declaration; the
+                // scratch holds one element per warp of this grid.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
+                self.inner.stats.launch("reduce_partials");
+                Ok(())
+            },
+            dest,
+        )
+    }
+
+    /// x^H y written to the first element of `out` on the device, with no download
+    /// and no wait: for methods that keep their scalars on the device, and for
+    /// timing the reduction kernels alone. Same kernels and bits as
+    /// [`Backend::dotc`]; reads 2 n elements.
+    pub fn dotc_on_device<T: Scalar>(
+        &self,
+        x: &CudaVector<T>,
+        y: &CudaVector<T>,
+        out: &mut CudaVector<T>,
+    ) -> Result<()> {
+        check_same_len("dotc_on_device", x.len, y.len)?;
+        check_same_len("dotc_on_device (out)", 1, out.len)?;
+        if x.len == 0 {
+            return self.fill(out, T::zero());
+        }
+        self.reduce_blas1::<T, T>(
+            x.len,
+            FirstPass::Dot(&x.buf, &y.buf, 1),
+            Dest::Device(&mut out.buf),
+        )
+    }
+
+    /// ||x||^2 written to the first element of `out` on the device (see
+    /// [`CudaBackend::dotc_on_device`]); reads n elements.
+    pub fn squared_norm_on_device<T: Scalar>(
+        &self,
+        x: &CudaVector<T>,
+        out: &mut CudaVector<T::Real>,
+    ) -> Result<()> {
+        check_same_len("squared_norm_on_device (out)", 1, out.len)?;
+        if x.len == 0 {
+            return self.fill(out, T::Real::of_f64(0.0));
+        }
+        self.reduce_blas1::<T, T::Real>(
+            x.len,
+            FirstPass::SquaredNorm(&x.buf),
+            Dest::Device(&mut out.buf),
+        )
     }
 
     fn dot<T: Scalar>(&self, x: &CudaVector<T>, y: &CudaVector<T>, conjugate: bool) -> Result<T> {

@@ -13,13 +13,17 @@
 //!
 //! Launch configurations come from the device: elementwise kernels and the first
 //! reduction pass use grid-stride loops over `min(ceil(n / 256), 8 * SMs)` blocks of
-//! 256 threads; SpMV uses one thread per row (SELL, BSR2) or a power-of-two group
-//! of lanes per row chosen from the mean row length (CSR).
+//! 256 threads; SpMV walks rows the same way, one thread per row (SELL) or a
+//! power-of-two group of lanes per row chosen from the mean row length (CSR); the
+//! BSR2 kernel takes one thread per block row. Reductions (dot products, norms, the
+//! dot fused into `spmv_dotc`, CG's fused residual update) are two-pass and
+//! deterministic: one partial per warp in a fixed order, then one warp sums them.
 
 #![warn(missing_docs)]
 
 mod backend;
 mod blas1;
+mod fused;
 mod spmv;
 mod vector;
 

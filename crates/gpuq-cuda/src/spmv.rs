@@ -5,7 +5,7 @@ use crate::backend::{dev, CudaBackend, THREADS};
 use crate::blas1::{kernel, ScalarArg};
 use crate::vector::CudaVector;
 use cudarc::driver::{CudaSlice, PushKernelArg};
-use gpuq_core::{check_same_len, scalars_as_bytes, Error, Result, Scalar};
+use gpuq_core::{check_same_len, scalars_as_bytes, Backend, Error, Result, Scalar};
 use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
 use std::marker::PhantomData;
 
@@ -138,9 +138,69 @@ impl SparseBackend for CudaBackend {
         if m == 0 {
             return Ok(());
         }
+        self.launch_spmv(alpha, a, x, beta, y, None)
+    }
+
+    /// y = A x and x^H y with the dot product fused into the SpMV kernel (CSR and
+    /// SELL; BSR2 falls back to an SpMV and a dot): the dot costs no extra pass over
+    /// memory, and its reduction is deterministic like the BLAS-1 ones.
+    fn spmv_dotc<T: Scalar>(
+        &self,
+        a: &CudaMatrix<T>,
+        x: &CudaVector<T>,
+        y: &mut CudaVector<T>,
+    ) -> Result<T> {
+        let (m, n) = a.shape;
+        check_same_len("spmv_dotc (x vs columns)", n, x.len)?;
+        check_same_len("spmv_dotc (y vs rows)", m, y.len)?;
+        if m != n {
+            return Err(Error::shape(
+                "spmv_dotc (needs a square matrix)",
+                format!("{m} x {m}"),
+                format!("{m} x {n}"),
+            ));
+        }
+        if m == 0 {
+            return Ok(T::zero());
+        }
+        if matches!(a.arrays, Arrays::Bsr2 { .. }) {
+            self.spmv(T::one(), a, x, T::zero(), y)?;
+            return self.dotc(x, y);
+        }
+        let blocks = self.spmv_blocks(a);
+        self.reduce_with(blocks, |partials| {
+            self.launch_spmv(T::one(), a, x, T::zero(), y, Some(partials))
+        })
+    }
+}
+
+impl CudaBackend {
+    /// Blocks of the grid-stride SpMV kernels: one thread (CSR: one sub-warp group)
+    /// per row up to the device-filling cap of [`CudaBackend::grid_blocks`].
+    fn spmv_blocks<T>(&self, a: &CudaMatrix<T>) -> u32 {
+        match &a.arrays {
+            Arrays::Csr { lanes_log2, .. } => self.grid_blocks(a.shape.0 << lanes_log2),
+            _ => self.grid_blocks(a.shape.0),
+        }
+    }
+
+    /// Launches the SpMV kernel of `a`'s layout; with `dot`, the CSR and SELL kernels
+    /// also write one partial of x^H y per warp into it (the caller checked that `a`
+    /// is square and `dot` is not used with BSR2).
+    fn launch_spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        a: &CudaMatrix<T>,
+        x: &CudaVector<T>,
+        beta: T,
+        y: &mut CudaVector<T>,
+        dot: Option<&mut CudaSlice<u8>>,
+    ) -> Result<()> {
+        let m = a.shape.0;
         let (al, be) = (ScalarArg::of(alpha), ScalarArg::of(beta));
         let beta_zero = u32::from(beta.is_zero_value());
         let null = 0u64;
+        let blocks = self.spmv_blocks(a);
         match &a.arrays {
             Arrays::Csr {
                 row_ptr,
@@ -149,7 +209,6 @@ impl SparseBackend for CudaBackend {
                 lanes_log2,
             } => {
                 let f = self.function(&kernel::<T>("spmv_csr"))?;
-                let blocks = self.blocks_for(m << lanes_log2)?;
                 let mut b = self.inner.stream.launch_builder(&f);
                 b.arg(&m).arg(lanes_log2);
                 al.push(&mut b);
@@ -160,9 +219,13 @@ impl SparseBackend for CudaBackend {
                     .arg(val)
                     .arg(&x.buf)
                     .arg(&mut y.buf);
-                // SAFETY: arguments match `spmv_csr_*`; the arrays describe a validated
-                // CSR matrix of shape (m, n) and x, y have n and m elements; the grid
-                // covers m << lanes_log2 threads.
+                match dot {
+                    Some(d) => b.arg(d),
+                    None => b.arg(&null),
+                };
+                // SAFETY: arguments match `spmv_csr_*` (a null `dot` means no dot);
+                // the arrays describe a validated CSR matrix of shape (m, n), x and
+                // y have n and m elements, `dot` has one slot per warp of the grid.
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_csr"))?;
                 self.inner.stats.launch("spmv_csr");
             }
@@ -184,16 +247,20 @@ impl SparseBackend for CudaBackend {
                     None => b.arg(&null),
                 };
                 b.arg(&x.buf).arg(&mut y.buf);
-                // SAFETY: arguments match `spmv_sell_*` (a null perm means identity);
-                // the arrays come from `Sell::from_csr` of a validated matrix; one
-                // thread per row.
-                unsafe { b.launch(Self::cfg(self.blocks_for(m)?)) }.map_err(dev("spmv_sell"))?;
+                match dot {
+                    Some(d) => b.arg(d),
+                    None => b.arg(&null),
+                };
+                // SAFETY: arguments match `spmv_sell_*` (a null perm means identity,
+                // a null dot no dot); the arrays come from `Sell::from_csr` of a
+                // validated matrix; `dot` has one slot per warp of the grid.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_sell"))?;
                 self.inner.stats.launch("spmv_sell");
             }
             Arrays::Bsr2 {
                 brow_ptr,
                 bcol,
-                blocks,
+                blocks: vals,
             } => {
                 let nb = m / 2;
                 let f = self.function(&kernel::<T>("spmv_bsr2"))?;
@@ -204,7 +271,7 @@ impl SparseBackend for CudaBackend {
                 b.arg(&beta_zero)
                     .arg(brow_ptr)
                     .arg(bcol)
-                    .arg(blocks)
+                    .arg(vals)
                     .arg(&x.buf)
                     .arg(&mut y.buf);
                 // SAFETY: arguments match `spmv_bsr2_*`; the arrays come from

@@ -92,7 +92,27 @@ impl CgKernels for CpuBackend {
     }
 }
 
-/// The CUDA backend runs the default (unfused) steps: each is one or two BLAS-1
-/// launches plus, for the residual norm, one scalar download.
+/// The CUDA backend runs each step as one fused kernel (see
+/// `CudaBackend::cg_update_residual` and `CudaBackend::cg_update_xp`).
 #[cfg(feature = "cuda")]
-impl CgKernels for gpuq_cuda::CudaBackend {}
+impl CgKernels for gpuq_cuda::CudaBackend {
+    fn cg_update_residual<T: Scalar>(
+        &self,
+        alpha: T,
+        q: &gpuq_cuda::CudaVector<T>,
+        r: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<T::Real> {
+        gpuq_cuda::CudaBackend::cg_update_residual(self, alpha, q, r)
+    }
+
+    fn cg_update_xp<T: Scalar>(
+        &self,
+        alpha: T,
+        beta: T,
+        z: &gpuq_cuda::CudaVector<T>,
+        p: &mut gpuq_cuda::CudaVector<T>,
+        x: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::cg_update_xp(self, alpha, beta, z, p, x)
+    }
+}

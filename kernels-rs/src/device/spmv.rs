@@ -6,7 +6,7 @@
 //! rows are below `y`'s length (the host validated it as a `Csr` before upload), and
 //! `y` aliases none of the inputs.
 
-use super::prelude::{global_id, ldg_u32, ldg_u64, DeviceScalar};
+use super::prelude::{global_id, grid_threads, lane, ldg_u32, ldg_u64, warp_sum, DeviceScalar};
 use crate::scalar::{spmv_out, KScalar, C32, C64};
 
 /// Sum over aligned groups of `1 << log2` lanes by shuffles; the total is valid in
@@ -24,9 +24,12 @@ fn group_sum<T: DeviceScalar + KScalar>(mut s: T, log2: u32) -> T {
 macro_rules! spmv {
     ($t:ty, $r:ty, $csr:ident, $sell:ident, $bsr2:ident) => {
         /// CSR, `1 << lanes_log2` consecutive lanes per row (1 to 32, a power of two
-        /// chosen by the host from the mean row length). Launch: at least
-        /// `nrows << lanes_log2` threads, rounded up to whole warps (threads past the
-        /// last row take part in the shuffles and write nothing).
+        /// chosen by the host from the mean row length), grid-stride over rows: any
+        /// grid of whole warps is correct.
+        ///
+        /// When `dot` is not null (square matrices only) it also leaves, per warp
+        /// `w`, `dot[w]` = the sum over the warp's rows of conj(x_i) y_i, the first
+        /// pass of a deterministic x^H y (see the BLAS-1 reductions).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $csr(
             nrows: usize,
@@ -41,38 +44,53 @@ macro_rules! spmv {
             val: *const $t,
             x: *const $t,
             y: *mut $t,
+            dot: *mut $t,
         ) {
+            let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
             let g = global_id();
-            let row = g >> lanes_log2;
             let sub = (g & ((1usize << lanes_log2) - 1)) as u64;
-            let mut s = <$t>::zero();
-            if row < nrows {
-                let end = ldg_u64(row_ptr.add(row + 1));
-                let mut k = ldg_u64(row_ptr.add(row)) + sub;
-                while k < end {
-                    let j = ldg_u32(col.add(k as usize)) as usize;
-                    s = s + <$t>::ldg(val.add(k as usize)) * <$t>::ldg(x.add(j));
-                    k += 1u64 << lanes_log2;
+            let stride = grid_threads() >> lanes_log2;
+            let mut row = g >> lanes_log2;
+            // The warp's first row: uniform across the warp, so every lane runs the
+            // same number of rounds and takes part in every shuffle.
+            let mut warp_row = (g & !31) >> lanes_log2;
+            let mut d = <$t>::zero();
+            while warp_row < nrows {
+                let mut s = <$t>::zero();
+                if row < nrows {
+                    let end = ldg_u64(row_ptr.add(row + 1));
+                    let mut k = ldg_u64(row_ptr.add(row)) + sub;
+                    while k < end {
+                        let j = ldg_u32(col.add(k as usize)) as usize;
+                        s = s + <$t>::ldg(val.add(k as usize)) * <$t>::ldg(x.add(j));
+                        k += 1u64 << lanes_log2;
+                    }
                 }
+                let s = group_sum(s, lanes_log2);
+                if row < nrows && sub == 0 {
+                    let yp = y.add(row);
+                    let out = spmv_out(a, s, b, || *yp, beta_zero != 0);
+                    *yp = out;
+                    if !dot.is_null() {
+                        d = d + <$t>::ldg(x.add(row)).conj() * out;
+                    }
+                }
+                row += stride;
+                warp_row += stride;
             }
-            let s = group_sum(s, lanes_log2);
-            if row < nrows && sub == 0 {
-                let yp = y.add(row);
-                *yp = spmv_out(
-                    <$t>::from_parts(are, aim),
-                    s,
-                    <$t>::from_parts(bre, bim),
-                    || *yp,
-                    beta_zero != 0,
-                );
+            if !dot.is_null() {
+                let d = warp_sum(d);
+                if lane() == 0 {
+                    *dot.add(g / 32) = d;
+                }
             }
         }
 
-        /// SELL-C-sigma, one thread per sorted row position `p = global_id`
-        /// (slice `p / c`, lane `p % c`); entry k of the row sits at
+        /// SELL-C-sigma, one thread per sorted row position `p` (grid-stride; slice
+        /// `p / c`, lane `p % c`); entry k of the row sits at
         /// `slice_ptr[s] + k c + p % c`, so a warp reads consecutive addresses. The
         /// result goes to row `perm[p]` (or `p` when `perm` is null, i.e. sigma = 1).
-        /// Launch: at least `nrows` threads.
+        /// `dot` as for CSR.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $sell(
             nrows: usize,
@@ -88,35 +106,47 @@ macro_rules! spmv {
             perm: *const u32,
             x: *const $t,
             y: *mut $t,
+            dot: *mut $t,
         ) {
-            let p = global_id();
-            if p >= nrows {
-                return;
+            let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
+            if c == 0 {
+                return; // no such matrix: the host never uploads c = 0
             }
-            let c = c as usize;
-            let (s, r) = (p / c, p % c);
-            let start = ldg_u64(slice_ptr.add(s)) as usize;
-            let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
-            let mut acc = <$t>::zero();
-            let mut q = start + r;
-            while q < end {
-                let j = ldg_u32(col.add(q)) as usize;
-                acc = acc + <$t>::ldg(val.add(q)) * <$t>::ldg(x.add(j));
-                q += c;
+            let mut d = <$t>::zero();
+            let mut p = global_id();
+            while p < nrows {
+                // Row counts fit in 32 bits (the host checks), and 32-bit division
+                // is several times cheaper than 64-bit on the device.
+                let (s, r) = ((p as u32 / c) as usize, (p as u32 % c) as usize);
+                let c = c as usize;
+                let start = ldg_u64(slice_ptr.add(s)) as usize;
+                let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
+                let mut acc = <$t>::zero();
+                let mut q = start + r;
+                while q < end {
+                    let j = ldg_u32(col.add(q)) as usize;
+                    acc = acc + <$t>::ldg(val.add(q)) * <$t>::ldg(x.add(j));
+                    q += c;
+                }
+                let row = if perm.is_null() {
+                    p
+                } else {
+                    ldg_u32(perm.add(p)) as usize
+                };
+                let yp = y.add(row);
+                let out = spmv_out(a, acc, b, || *yp, beta_zero != 0);
+                *yp = out;
+                if !dot.is_null() {
+                    d = d + <$t>::ldg(x.add(row)).conj() * out;
+                }
+                p += grid_threads();
             }
-            let row = if perm.is_null() {
-                p
-            } else {
-                ldg_u32(perm.add(p)) as usize
-            };
-            let yp = y.add(row);
-            *yp = spmv_out(
-                <$t>::from_parts(are, aim),
-                acc,
-                <$t>::from_parts(bre, bim),
-                || *yp,
-                beta_zero != 0,
-            );
+            if !dot.is_null() {
+                let d = warp_sum(d);
+                if lane() == 0 {
+                    *dot.add(global_id() / 32) = d;
+                }
+            }
         }
 
         /// 2x2 block CSR, one thread per block row `bi = global_id`: rows 2 bi and
