@@ -209,8 +209,18 @@ macro_rules! blas1 {
         /// then the warp sums by shuffles).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $reduce(m: usize, partials: *const $t, out: *mut $t) {
+            // Eight independent loads in flight per lane (the partials come from
+            // L2, and a one-warp kernel has nothing else to hide their latency
+            // behind), added in order of i, so the bits do not depend on it.
             let mut s = <$t>::zero();
             let mut i = lane() as usize;
+            while i + 7 * 32 < m {
+                let p = partials.add(i);
+                let (v0, v1, v2, v3) = (*p, *p.add(32), *p.add(64), *p.add(96));
+                let (v4, v5, v6, v7) = (*p.add(128), *p.add(160), *p.add(192), *p.add(224));
+                s = s + v0 + v1 + v2 + v3 + v4 + v5 + v6 + v7;
+                i += 256;
+            }
             while i < m {
                 s = s + *partials.add(i);
                 i += 32;
