@@ -27,7 +27,7 @@
 
 use gpuq::core::{Backend, Complex64, Scalar};
 use gpuq::cuda::CudaBackend;
-use gpuq::krylov::{cg, CgOptions};
+use gpuq::krylov::{cg, KrylovOptions};
 use gpuq::sparse::{generators, Coo, Csr, Layout, MatrixOperator, SparseBackend};
 use std::process::Command;
 use std::time::Instant;
@@ -214,10 +214,10 @@ fn cg_iteration(g: &CudaBackend, a: &Csr<f64>, layout: Layout) -> f64 {
     let b = g.upload(&random::<f64>(a.nrows(), 4)).unwrap();
     let run = |iters: usize| {
         let mut x = g.zeros::<f64>(a.nrows()).unwrap();
-        let opts = CgOptions {
+        let opts = KrylovOptions {
             rtol: 1e-30,
             max_iter: Some(iters),
-            ..CgOptions::default()
+            ..KrylovOptions::default()
         };
         g.synchronize().unwrap();
         let r = cg(g, &op, None, &b, &mut x, &opts).unwrap();

@@ -32,6 +32,6 @@ pub use gpuq_sparse as sparse;
 pub mod prelude {
     pub use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar, SolveReport};
     pub use gpuq_cpu::CpuBackend;
-    pub use gpuq_krylov::{CgOptions, Method, Preconditioner, SolverConfig};
+    pub use gpuq_krylov::{KrylovOptions, Method, Preconditioner, SolverConfig};
     pub use gpuq_sparse::{Coo, Csr, SparseBackend};
 }

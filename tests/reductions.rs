@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use gpuq::core::{Backend, Complex64, LinearOperator};
 use gpuq::cpu::CpuBackend;
-use gpuq::krylov::{cg, CgKernels, CgOptions, Jacobi};
+use gpuq::krylov::{cg, CgKernels, Jacobi, KrylovOptions};
 use gpuq::sparse::{generators, Layout, MatrixOperator, SparseBackend};
 
 const N: usize = 100_003; // several reduction blocks and a ragged tail
@@ -65,7 +65,7 @@ fn cg_is_bitwise_reproducible_across_thread_counts() {
             Some(&m as &dyn LinearOperator<_, _>),
             &bv,
             &mut x,
-            &CgOptions::default(),
+            &KrylovOptions::default(),
         )
         .unwrap();
         (report.iterations, be.download(&x).unwrap())

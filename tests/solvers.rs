@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use gpuq::core::{Backend, Complex64, Error, LinearOperator, RealScalar};
 use gpuq::cpu::CpuBackend;
-use gpuq::krylov::{cg, solve_csr, CgOptions, Jacobi, Preconditioner, SolverConfig};
+use gpuq::krylov::{cg, solve_csr, Jacobi, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq::sparse::{generators, Coo, Csr, Layout, MatrixOperator};
 use proptest::prelude::*;
 
@@ -28,9 +28,9 @@ fn check_known_solution<T: RandomScalar>(
     let config = SolverConfig {
         precond,
         layout,
-        options: CgOptions {
+        options: KrylovOptions {
             rtol: tol,
-            ..CgOptions::default()
+            ..KrylovOptions::default()
         },
         ..SolverConfig::default()
     };
@@ -115,9 +115,9 @@ fn iteration_cap_reports_not_converged() {
     let a = generators::laplace2d::<f64>(30);
     let b = vec![1.0; a.nrows()];
     let config = SolverConfig {
-        options: CgOptions {
+        options: KrylovOptions {
             max_iter: Some(3),
-            ..CgOptions::default()
+            ..KrylovOptions::default()
         },
         ..SolverConfig::default()
     };
@@ -133,10 +133,10 @@ fn absolute_tolerance_stops_early() {
     let a = generators::laplace2d::<f64>(30);
     let b = vec![1.0; a.nrows()];
     let config = SolverConfig {
-        options: CgOptions {
+        options: KrylovOptions {
             rtol: 0.0,
             atol: 1e-3,
-            ..CgOptions::default()
+            ..KrylovOptions::default()
         },
         ..SolverConfig::default()
     };
@@ -211,9 +211,9 @@ fn bad_input_is_an_error_not_a_panic() {
         other => panic!("{other:?}"),
     }
     let bad_tol = SolverConfig {
-        options: CgOptions {
+        options: KrylovOptions {
             rtol: -1.0,
-            ..CgOptions::default()
+            ..KrylovOptions::default()
         },
         ..SolverConfig::default()
     };
@@ -238,7 +238,7 @@ fn generic_cg_counts_transfers_and_history() {
         Some(&m as &dyn LinearOperator<_, _>),
         &b,
         &mut x,
-        &CgOptions::default(),
+        &KrylovOptions::default(),
         &mut |it, _| seen = it,
     )
     .unwrap();
@@ -254,7 +254,7 @@ fn generic_cg_counts_transfers_and_history() {
     );
     // Plain CG on the same system.
     let mut x2 = be.zeros::<f64>(a.nrows()).unwrap();
-    let r2 = cg(&be, &op, None, &b, &mut x2, &CgOptions::default()).unwrap();
+    let r2 = cg(&be, &op, None, &b, &mut x2, &KrylovOptions::default()).unwrap();
     assert_eq!(r2.method, "cg");
     assert!(r2.converged);
 }

@@ -5,7 +5,7 @@ use crate::common::{random_hpd, random_vec, rel_err};
 use crate::private_gpu;
 use gpuq::core::{Backend, Complex64};
 use gpuq::cpu::CpuBackend;
-use gpuq::krylov::{solve_csr, CgOptions, Preconditioner, SolverConfig};
+use gpuq::krylov::{solve_csr, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq::sparse::{generators, Csr, Layout};
 
 fn compare<T: crate::common::RandomScalar>(a: &Csr<T>, config: &SolverConfig, tol: f64) {
@@ -57,9 +57,9 @@ fn cg_and_pcg_match_the_cpu() {
     }
     let f32_config = SolverConfig {
         precond: Preconditioner::Jacobi,
-        options: CgOptions {
+        options: KrylovOptions {
             rtol: 1e-4,
-            ..CgOptions::default()
+            ..KrylovOptions::default()
         },
         ..SolverConfig::default()
     };

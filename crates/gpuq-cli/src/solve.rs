@@ -6,7 +6,7 @@ use gpuq_core::{Complex, Error, Result, Scalar, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_krylov::{
-    solve_csr_monitored, CgKernels, CgOptions, Method, Preconditioner, SolverConfig,
+    solve_csr_monitored, CgKernels, KrylovOptions, Method, Preconditioner, SolverConfig,
 };
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market::{self as mm, MmField};
@@ -26,7 +26,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     let config = SolverConfig {
         method: Method::parse(&args.method)?,
         precond: Preconditioner::parse(&args.precond)?,
-        options: CgOptions {
+        options: KrylovOptions {
             rtol: args.tol,
             atol: args.atol,
             max_iter: args.max_iter,

@@ -1,9 +1,9 @@
 //! Conjugate gradients, plain and preconditioned.
 
-use crate::{CgKernels, CgOptions};
+use crate::session::Session;
+use crate::{CgKernels, KrylovOptions};
 use gpuq_core::num_traits::Zero;
-use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
-use std::time::Instant;
+use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
 /// Solves A x = b by (preconditioned) conjugate gradients, starting from the `x` given.
 ///
@@ -22,7 +22,7 @@ pub fn cg<B, T>(
     precond: Option<&dyn LinearOperator<B, T>>,
     b: &B::Vector<T>,
     x: &mut B::Vector<T>,
-    opts: &CgOptions,
+    opts: &KrylovOptions,
 ) -> Result<SolveReport>
 where
     B: CgKernels,
@@ -39,66 +39,19 @@ pub fn cg_monitored<B, T>(
     precond: Option<&dyn LinearOperator<B, T>>,
     b: &B::Vector<T>,
     x: &mut B::Vector<T>,
-    opts: &CgOptions,
+    opts: &KrylovOptions,
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<SolveReport>
 where
     B: CgKernels,
     T: Scalar,
 {
-    opts.validate()?;
-    let (nr, nc) = a.shape();
-    if nr != nc {
-        return Err(Error::Precondition {
-            method: "cg",
-            reason: format!("operator is {nr} x {nc}, not square"),
-        });
-    }
-    gpuq_core::check_same_len("cg (b vs operator)", nr, b.len())?;
-    gpuq_core::check_same_len("cg (x vs operator)", nr, x.len())?;
-    if let Some(m) = precond {
-        if m.shape() != (nr, nr) {
-            return Err(Error::shape(
-                "cg (preconditioner)",
-                format!("{nr} x {nr}"),
-                format!("{} x {}", m.shape().0, m.shape().1),
-            ));
-        }
-    }
-
-    let start = Instant::now();
-    let stats0 = backend.stats();
-    let mut report = SolveReport {
-        method: if precond.is_some() { "pcg" } else { "cg" }.into(),
-        preconditioner: precond.map_or("none", |m| m.name()).into(),
-        backend: backend.name(),
-        scalar: T::KIND.name().into(),
-        n: nr,
-        ..SolveReport::default()
-    };
-
-    let bnorm = backend.nrm2(b)?.to_f64_lossless();
-    if !bnorm.is_finite() {
-        return Err(Error::InvalidArgument(
-            "right-hand side contains NaN or infinite values".into(),
-        ));
-    }
-    // With b = 0 the residual is measured absolutely.
-    let scale = if bnorm > 0.0 { bnorm } else { 1.0 };
-    let target = (opts.rtol * bnorm).max(opts.atol);
-    let max_iter = opts.max_iter_for(nr);
-
-    // r = b - A x
+    let method = if precond.is_some() { "pcg" } else { "cg" };
+    let mut session = Session::begin(method, backend, a, precond, b, x, opts)?;
+    let nr = b.len();
     let mut r = backend.zeros::<T>(nr)?;
-    a.apply(x, &mut r)?;
-    backend.axpby(T::one(), b, -T::one(), &mut r)?;
-    let mut rnorm = backend.nrm2(&r)?.to_f64_lossless();
-    if !rnorm.is_finite() {
-        return Err(Error::InvalidArgument(
-            "initial residual is not finite (NaN or infinite values in A or x0)".into(),
-        ));
-    }
-    report.residual_history.push(rnorm / scale);
+    let mut rnorm = Session::residual(backend, a, b, x, &mut r)?;
+    session.initial(rnorm);
 
     let mut z = match precond {
         Some(_) => Some(backend.zeros::<T>(nr)?),
@@ -113,10 +66,11 @@ where
     }
     backend.copy(z.as_ref().unwrap_or(&r), &mut p)?;
 
+    let target = session.target;
     let mut converged = rnorm <= target;
     let mut it = 0;
     let mut failure: Option<&'static str> = None;
-    while !converged && it < max_iter {
+    while !converged && it < session.max_iter {
         it += 1;
         let pq = a.apply_dotc(backend, &p, &mut q)?;
         if !pq.is_finite_value() || pq.re() <= T::Real::zero() {
@@ -126,10 +80,7 @@ where
         let alpha = rho / pq;
         let rr = backend.cg_update_residual(alpha, &q, &mut r)?;
         rnorm = rr.to_f64_lossless().sqrt();
-        if opts.record_history {
-            report.residual_history.push(rnorm / scale);
-        }
-        monitor(it, rnorm / scale);
+        session.iteration(it, rnorm, monitor);
         if !rnorm.is_finite() {
             failure = Some("||r|| (not finite)");
             break;
@@ -156,25 +107,15 @@ where
         backend.cg_update_xp(alpha, beta, z.as_ref().unwrap_or(&r), &mut p, x)?;
     }
 
-    // The honest residual: b - A x from scratch.
-    a.apply(x, &mut q)?;
-    backend.axpby(T::one(), b, -T::one(), &mut q)?;
-    report.relative_residual = backend.nrm2(&q)?.to_f64_lossless() / scale;
-    report.recurrence_residual = rnorm / scale;
-    report.iterations = it;
-    report.converged = converged;
-    if !opts.record_history {
-        report.residual_history.push(rnorm / scale);
-    }
-    report.time_s = start.elapsed().as_secs_f64();
-    report.stats = backend.stats().since(&stats0);
-    match failure {
-        Some(quantity) => Err(Error::Breakdown {
-            method: "cg",
-            quantity,
-            iteration: it,
-            report: Box::new(report),
-        }),
-        None => Ok(report),
-    }
+    session.finish(
+        backend,
+        a,
+        b,
+        x,
+        &mut q,
+        it,
+        rnorm,
+        converged,
+        failure.map(|q| ("cg", q)),
+    )
 }

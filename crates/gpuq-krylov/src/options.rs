@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// Stopping rules of an iterative solve. Stops when
 /// `||r_k|| <= max(rtol * ||b||, atol)` or after `max_iter` iterations.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CgOptions {
+pub struct KrylovOptions {
     /// Relative residual tolerance (default 1e-8).
     pub rtol: f64,
     /// Absolute residual tolerance (default 0: relative only).
@@ -17,9 +17,9 @@ pub struct CgOptions {
     pub record_history: bool,
 }
 
-impl Default for CgOptions {
+impl Default for KrylovOptions {
     fn default() -> Self {
-        CgOptions {
+        KrylovOptions {
             rtol: 1e-8,
             atol: 0.0,
             max_iter: None,
@@ -28,7 +28,7 @@ impl Default for CgOptions {
     }
 }
 
-impl CgOptions {
+impl KrylovOptions {
     /// Checks the tolerances are finite and non-negative and not both zero.
     pub fn validate(&self) -> Result<()> {
         let ok = |t: f64| t.is_finite() && t >= 0.0;
@@ -53,16 +53,41 @@ pub enum Method {
     /// Conjugate gradients (Hermitian positive definite systems).
     #[default]
     Cg,
+    /// BiCGSTAB (any nonsingular system).
+    Bicgstab,
+    /// GMRES restarted every `restart` steps (any nonsingular system).
+    Gmres {
+        /// Basis vectors kept before a restart.
+        restart: usize,
+    },
 }
 
 impl Method {
-    /// Parses a method name (`cg`).
+    /// The restart length of plain `gmres`.
+    pub const DEFAULT_GMRES_RESTART: usize = 30;
+
+    /// Parses `cg`, `bicgstab`, `gmres` (restart 30) or `gmres:M`.
     pub fn parse(s: &str) -> Result<Self> {
+        let unknown = || {
+            Error::InvalidArgument(format!(
+                "unknown method '{s}' (available: cg, bicgstab, gmres, gmres:M)"
+            ))
+        };
         match s {
             "cg" | "pcg" => Ok(Method::Cg),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown method '{s}' (available: cg)"
-            ))),
+            "bicgstab" => Ok(Method::Bicgstab),
+            "gmres" => Ok(Method::Gmres {
+                restart: Self::DEFAULT_GMRES_RESTART,
+            }),
+            _ => {
+                let m = s.strip_prefix("gmres:").ok_or_else(unknown)?;
+                match m.parse::<usize>() {
+                    Ok(restart) if restart > 0 => Ok(Method::Gmres { restart }),
+                    _ => Err(Error::InvalidArgument(format!(
+                        "GMRES restart '{m}' is not a positive integer (in '{s}')"
+                    ))),
+                }
+            }
         }
     }
 }

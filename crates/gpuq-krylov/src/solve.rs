@@ -1,6 +1,9 @@
 //! One call from host data to a solution: upload, build the preconditioner, solve, download.
 
-use crate::{cg_monitored, CgKernels, CgOptions, Jacobi, Method, Preconditioner};
+use crate::{
+    bicgstab_monitored, cg_monitored, gmres_monitored, CgKernels, Jacobi, KrylovOptions, Method,
+    Preconditioner,
+};
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
 use std::time::Instant;
@@ -13,7 +16,7 @@ pub struct SolverConfig {
     /// The preconditioner.
     pub precond: Preconditioner,
     /// Stopping rules.
-    pub options: CgOptions,
+    pub options: KrylovOptions,
     /// How the backend stores the matrix.
     pub layout: Layout,
 }
@@ -73,8 +76,13 @@ where
     let mut x = backend.zeros::<T>(a.ncols())?;
     let setup_s = setup.elapsed().as_secs_f64();
     let precond = jacobi.as_ref().map(|m| m as &dyn LinearOperator<B, T>);
+    let opts = &config.options;
     let report = match config.method {
-        Method::Cg => cg_monitored(backend, &op, precond, &bv, &mut x, &config.options, monitor),
+        Method::Cg => cg_monitored(backend, &op, precond, &bv, &mut x, opts, monitor),
+        Method::Bicgstab => bicgstab_monitored(backend, &op, precond, &bv, &mut x, opts, monitor),
+        Method::Gmres { restart } => {
+            gmres_monitored(backend, &op, precond, &bv, &mut x, restart, opts, monitor)
+        }
     };
     let mut report = report?;
     report.setup_time_s = setup_s;

@@ -1,4 +1,6 @@
-//! Test-problem generators: finite-difference Laplacians with Dirichlet boundaries.
+//! Test-problem generators: finite-difference Laplacians with Dirichlet boundaries,
+//! a nonsymmetric convection-diffusion operator, and a complex-shifted
+//! (Helmholtz-like) 3D Laplacian.
 //!
 //! All generators build the matrix row by row directly in CSR form, O(nnz) time
 //! and memory, with sorted column indices.
@@ -112,6 +114,68 @@ pub fn seed000_shifted_laplace1d<T: Scalar>() -> Csr<T> {
     laplace1d(1_000_000, 0.5)
 }
 
+/// 2D convection-diffusion `-Δu + wind (u_x + u_y)` on an `m x m` grid with
+/// Dirichlet boundaries, first-order upwind differences, scaled by h^2
+/// (h = 1 / (m + 1)): diagonal 4 + 2 c, west and south neighbours -1 - c, east and
+/// north -1, with c = wind h. Nonsymmetric for wind != 0, and an M-matrix for
+/// wind >= 0 (weakly diagonally dominant, so every Krylov method of gpuq applies).
+pub fn convdiff2d<T: Scalar>(m: usize, wind: f64) -> Csr<T> {
+    let c = wind / (m as f64 + 1.0);
+    let (d, up, down) = (
+        T::from_f64(4.0 + 2.0 * c),
+        T::from_f64(-1.0 - c),
+        T::from_f64(-1.0),
+    );
+    build(m * m, 5, |i, r| {
+        let (x, y) = (i % m, i / m);
+        let i = i as u32;
+        let mm = m as u32;
+        if y > 0 {
+            r.push((i - mm, up));
+        }
+        if x > 0 {
+            r.push((i - 1, up));
+        }
+        r.push((i, d));
+        if x + 1 < m {
+            r.push((i + 1, down));
+        }
+        if y + 1 < m {
+            r.push((i + mm, down));
+        }
+    })
+}
+
+/// The Helmholtz-like `laplace3d(m) - sigma I` with the complex shift
+/// `sigma = kh^2 (1 + i damping)`: complex symmetric (not Hermitian) for
+/// damping != 0, and indefinite once kh^2 exceeds the Laplacian's smallest
+/// eigenvalue (about 3 pi^2 / (m + 1)^2). O(nnz).
+///
+/// Errors with [`Error::InvalidArgument`] when `T` is real and `damping` is not
+/// zero (the shift would lose its imaginary part).
+pub fn helmholtz3d<T: Scalar>(m: usize, kh: f64, damping: f64) -> Result<Csr<T>> {
+    if !T::IS_COMPLEX && damping != 0.0 {
+        return Err(Error::InvalidArgument(format!(
+            "helmholtz3d with damping {damping} needs a complex scalar type, not {}",
+            T::KIND.name()
+        )));
+    }
+    let k2 = kh * kh;
+    let sigma = T::from_parts(
+        <T::Real as gpuq_core::RealScalar>::of_f64(k2),
+        <T::Real as gpuq_core::RealScalar>::of_f64(k2 * damping),
+    );
+    let (nrows, ncols, row_ptr, col_idx, mut vals) = laplace3d::<T>(m).into_parts();
+    for i in 0..nrows {
+        for k in row_ptr[i]..row_ptr[i + 1] {
+            if col_idx[k] as usize == i {
+                vals[k] -= sigma;
+            }
+        }
+    }
+    Csr::try_new(nrows, ncols, row_ptr, col_idx, vals)
+}
+
 /// A generated problem named by a spec string, as the CLI accepts it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ProblemSpec {
@@ -132,14 +196,22 @@ pub enum ProblemSpec {
         /// Grid points per side.
         m: usize,
     },
+    /// `convdiff2d:M[:WIND]` (M^2 unknowns, wind 10 by default)
+    ConvDiff2d {
+        /// Grid points per side.
+        m: usize,
+        /// Convection speed.
+        wind: f64,
+    },
 }
 
 impl ProblemSpec {
-    /// Parses `laplace1d:N[:SHIFT]`, `laplace2d:M` or `laplace3d:M`.
+    /// Parses `laplace1d:N[:SHIFT]`, `laplace2d:M`, `laplace3d:M` or
+    /// `convdiff2d:M[:WIND]`.
     pub fn parse(spec: &str) -> Result<Self> {
         let bad = |why: &str| {
             Error::InvalidArgument(format!(
-                "problem spec '{spec}': {why} (expected laplace1d:N[:SHIFT], laplace2d:M or laplace3d:M)"
+                "problem spec '{spec}': {why} (expected laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M or convdiff2d:M[:WIND])"
             ))
         };
         let parts: Vec<&str> = spec.split(':').collect();
@@ -176,6 +248,20 @@ impl ProblemSpec {
             ["laplace3d", m] => Ok(ProblemSpec::Laplace3d {
                 m: checked(size(m)?, 3)?,
             }),
+            ["convdiff2d", m] => Ok(ProblemSpec::ConvDiff2d {
+                m: checked(size(m)?, 2)?,
+                wind: 10.0,
+            }),
+            ["convdiff2d", m, w] => {
+                let wind: f64 = w.parse().map_err(|_| bad("wind must be a number"))?;
+                if !(wind.is_finite() && wind >= 0.0) {
+                    return Err(bad("wind must be finite and non-negative"));
+                }
+                Ok(ProblemSpec::ConvDiff2d {
+                    m: checked(size(m)?, 2)?,
+                    wind,
+                })
+            }
             _ => Err(bad("unknown generator")),
         }
     }
@@ -186,6 +272,7 @@ impl ProblemSpec {
             ProblemSpec::Laplace1d { n, shift } => laplace1d(n, shift),
             ProblemSpec::Laplace2d { m } => laplace2d(m),
             ProblemSpec::Laplace3d { m } => laplace3d(m),
+            ProblemSpec::ConvDiff2d { m, wind } => convdiff2d(m, wind),
         }
     }
 }
@@ -211,6 +298,35 @@ mod tests {
         // Row sums vanish in the interior of the 3D grid.
         let ones = vec![1.0; 27];
         assert_eq!(c.mul_vec(&ones).unwrap()[13], 0.0);
+    }
+
+    #[test]
+    fn convection_diffusion_is_a_nonsymmetric_m_matrix() {
+        let a = convdiff2d::<f64>(6, 10.0);
+        assert!(!is_symmetric(&a));
+        for i in 0..a.nrows() {
+            let (cols, vals) = a.row(i);
+            let off: f64 = cols
+                .iter()
+                .zip(vals)
+                .filter(|(&j, _)| j as usize != i)
+                .map(|(_, v)| v.abs())
+                .sum();
+            let d = a.diagonal()[i];
+            assert!(d >= off - 1e-12, "row {i}: {d} < {off}");
+        }
+        assert!(is_symmetric(&convdiff2d::<f64>(6, 0.0)));
+    }
+
+    #[test]
+    fn helmholtz_is_complex_symmetric_and_needs_a_complex_type() {
+        use num_complex::Complex64;
+        let h = helmholtz3d::<Complex64>(4, 0.5, 0.1).unwrap();
+        assert_eq!(h.transpose(false), h);
+        assert_ne!(h.transpose(true), h);
+        assert_eq!(h.diagonal()[0], Complex64::new(6.0 - 0.25, -0.025));
+        assert!(helmholtz3d::<f64>(4, 0.5, 0.1).is_err());
+        assert!(helmholtz3d::<f64>(4, 0.5, 0.0).is_ok());
     }
 
     #[test]

@@ -1,0 +1,195 @@
+//! BiCGSTAB and GMRES(m) (and CG where it applies) on SPD, nonsymmetric and complex
+//! symmetric problems with known solutions, on the CPU; breakdown on a constructed
+//! case; method parsing.
+
+mod common;
+
+use common::*;
+use gpuq::core::{Backend, Complex64, Error};
+use gpuq::cpu::CpuBackend;
+use gpuq::krylov::{
+    bicgstab, gmres, solve_csr, KrylovOptions, Method, Preconditioner, SolverConfig,
+};
+use gpuq::sparse::{generators, Coo, Csr, Layout, MatrixOperator};
+
+const METHODS: [Method; 4] = [
+    Method::Bicgstab,
+    Method::Gmres { restart: 30 },
+    Method::Gmres { restart: 5 },
+    Method::Gmres { restart: 200 },
+];
+
+/// x_true random, b = A x_true: the solve must meet the tolerance in the true
+/// residual, recomputed here on the host, and report it faithfully.
+fn check<T: RandomScalar>(a: &Csr<T>, method: Method, precond: Preconditioner, tol: f64) -> usize {
+    let x_true: Vec<T> = random_vec(a.nrows(), 11);
+    let b = a.mul_vec(&x_true).unwrap();
+    let config = SolverConfig {
+        method,
+        precond,
+        layout: Layout::Csr,
+        options: KrylovOptions {
+            rtol: tol,
+            ..KrylovOptions::default()
+        },
+    };
+    let (x, report) = solve_csr(&CpuBackend::new(), a, &b, &config).unwrap();
+    assert!(report.converged, "{method:?} {precond:?}: {report:?}");
+    let res = rel_err(&a.mul_vec(&x).unwrap(), &b);
+    assert!(
+        res <= 1.01 * tol,
+        "{method:?} {precond:?}: host residual {res:e} > {tol:e}"
+    );
+    assert!(
+        (report.relative_residual - res).abs() <= 0.01 * tol,
+        "{method:?}: reported {:e}, host {res:e}",
+        report.relative_residual
+    );
+    report.iterations
+}
+
+#[test]
+fn spd_laplacians() {
+    for a in [
+        generators::laplace2d::<f64>(20),
+        generators::laplace3d::<f64>(8),
+    ] {
+        for method in METHODS {
+            for precond in [Preconditioner::None, Preconditioner::Jacobi] {
+                check(&a, method, precond, 1e-9);
+            }
+        }
+    }
+}
+
+#[test]
+fn nonsymmetric_convection_diffusion() {
+    for wind in [10.0, 200.0] {
+        let a = generators::convdiff2d::<f64>(24, wind);
+        for method in METHODS {
+            for precond in [Preconditioner::None, Preconditioner::Jacobi] {
+                check(&a, method, precond, 1e-9);
+            }
+        }
+    }
+}
+
+#[test]
+fn complex_symmetric_helmholtz() {
+    // Indefinite: kh^2 = 0.36 is above the smallest Laplacian eigenvalue (~0.3).
+    let a = generators::helmholtz3d::<Complex64>(9, 0.6, 0.1).unwrap();
+    assert_eq!(a.transpose(false), a);
+    for method in METHODS {
+        for precond in [Preconditioner::None, Preconditioner::Jacobi] {
+            check(&a, method, precond, 1e-8);
+        }
+    }
+}
+
+#[test]
+fn random_nonsymmetric_complex_systems() {
+    for seed in 0..4 {
+        // A diagonally dominant random complex matrix.
+        let r: Csr<Complex64> = random_csr(60, 60, 0.1, seed);
+        let mut coo = r.to_coo();
+        for i in 0..60 {
+            coo.push(i, i, Complex64::new(8.0, 1.0)).unwrap();
+        }
+        let a = Csr::from_coo(&coo).unwrap();
+        for method in METHODS {
+            check(&a, method, Preconditioner::Jacobi, 1e-10);
+        }
+    }
+}
+
+#[test]
+fn full_gmres_converges_in_at_most_n_steps() {
+    let a = generators::convdiff2d::<f64>(6, 50.0); // n = 36
+    let it = check(
+        &a,
+        Method::Gmres { restart: 36 },
+        Preconditioner::None,
+        1e-10,
+    );
+    assert!(it <= 36, "{it} steps");
+}
+
+#[test]
+fn bicgstab_breakdown_is_reported_with_the_quantity() {
+    // A = [[0, 1], [-1, 0]], b = e1: r0^H A r0 = 0 at the first step.
+    let mut coo = Coo::new(2, 2);
+    coo.push(0, 1, 1.0).unwrap();
+    coo.push(1, 0, -1.0).unwrap();
+    let a = Csr::from_coo(&coo).unwrap();
+    let be = CpuBackend::new();
+    let op = MatrixOperator::new(&be, &a, Layout::Csr).unwrap();
+    let b = be.upload(&[1.0, 0.0]).unwrap();
+    let mut x = be.zeros::<f64>(2).unwrap();
+    match bicgstab(&be, &op, None, &b, &mut x, &KrylovOptions::default()) {
+        Err(Error::Breakdown {
+            method,
+            quantity,
+            report,
+            ..
+        }) => {
+            assert_eq!(method, "bicgstab");
+            assert!(quantity.contains("r0^H A p"), "{quantity}");
+            assert!((report.relative_residual - 1.0).abs() < 1e-12);
+        }
+        other => panic!("expected a breakdown, got {other:?}"),
+    }
+    // GMRES solves the same system (x = e2).
+    let mut x = be.zeros::<f64>(2).unwrap();
+    let r = gmres(&be, &op, None, &b, &mut x, 2, &KrylovOptions::default()).unwrap();
+    assert!(r.converged && r.relative_residual < 1e-12, "{r:?}");
+    let xs = be.download(&x).unwrap();
+    assert!(xs[0].abs() < 1e-12 && (xs[1] - 1.0).abs() < 1e-12, "{xs:?}");
+}
+
+#[test]
+fn iteration_cap_gives_an_unconverged_report() {
+    let a = generators::convdiff2d::<f64>(30, 10.0);
+    let b = a.mul_vec(&vec![1.0; a.nrows()]).unwrap();
+    for method in METHODS {
+        let config = SolverConfig {
+            method,
+            options: KrylovOptions {
+                rtol: 1e-12,
+                max_iter: Some(3),
+                ..KrylovOptions::default()
+            },
+            ..SolverConfig::default()
+        };
+        let (_, r) = solve_csr(&CpuBackend::new(), &a, &b, &config).unwrap();
+        assert!(!r.converged && r.iterations == 3, "{method:?}: {r:?}");
+        assert!(r.relative_residual > 1e-12 && r.relative_residual.is_finite());
+    }
+}
+
+#[test]
+fn methods_parse() {
+    assert_eq!(Method::parse("bicgstab").unwrap(), Method::Bicgstab);
+    assert_eq!(
+        Method::parse("gmres").unwrap(),
+        Method::Gmres { restart: 30 }
+    );
+    assert_eq!(
+        Method::parse("gmres:8").unwrap(),
+        Method::Gmres { restart: 8 }
+    );
+    for bad in ["gmres:0", "gmres:x", "gmres:", "bicgstab:2", "qmr"] {
+        assert!(
+            matches!(Method::parse(bad), Err(Error::InvalidArgument(_))),
+            "{bad}"
+        );
+    }
+    let g = CpuBackend::new();
+    let a = generators::laplace2d::<f64>(3);
+    let op = MatrixOperator::new(&g, &a, Layout::Csr).unwrap();
+    let b = g.upload(&[1.0; 9]).unwrap();
+    let mut x = g.zeros::<f64>(9).unwrap();
+    assert!(matches!(
+        gmres(&g, &op, None, &b, &mut x, 0, &KrylovOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
+}
