@@ -1,6 +1,6 @@
-//! BiCGSTAB and GMRES(m) (and CG where it applies) on SPD, nonsymmetric and complex
-//! symmetric problems with known solutions, on the CPU; breakdown on a constructed
-//! case; method parsing.
+//! BiCGSTAB, BiCGSTAB(l), TFQMR, QMR and GMRES(m) on SPD, nonsymmetric and complex
+//! symmetric problems with known solutions, on the CPU, with each preconditioner;
+//! breakdown on a constructed case; the iteration cap; method parsing.
 
 mod common;
 
@@ -8,15 +8,27 @@ use common::*;
 use gpuq::core::{Backend, Complex64, Error};
 use gpuq::cpu::CpuBackend;
 use gpuq::krylov::{
-    bicgstab, gmres, solve_csr, KrylovOptions, Method, Preconditioner, SolverConfig,
+    bicgstab, bicgstab_l, gmres, qmr, solve_csr, tfqmr, KrylovOptions, Method, Preconditioner,
+    SolverConfig,
 };
 use gpuq::sparse::{generators, Coo, Csr, Layout, MatrixOperator};
 
-const METHODS: [Method; 4] = [
+const METHODS: [Method; 9] = [
     Method::Bicgstab,
+    Method::BicgstabL { l: 1 },
+    Method::BicgstabL { l: 2 },
+    Method::BicgstabL { l: 8 },
+    Method::Tfqmr,
+    Method::Qmr,
     Method::Gmres { restart: 30 },
     Method::Gmres { restart: 5 },
     Method::Gmres { restart: 200 },
+];
+
+const PRECONDS: [Preconditioner; 3] = [
+    Preconditioner::None,
+    Preconditioner::Jacobi,
+    Preconditioner::Block2,
 ];
 
 /// x_true random, b = A x_true: the solve must meet the tolerance in the true
@@ -55,7 +67,7 @@ fn spd_laplacians() {
         generators::laplace3d::<f64>(8),
     ] {
         for method in METHODS {
-            for precond in [Preconditioner::None, Preconditioner::Jacobi] {
+            for precond in PRECONDS {
                 check(&a, method, precond, 1e-9);
             }
         }
@@ -67,7 +79,7 @@ fn nonsymmetric_convection_diffusion() {
     for wind in [10.0, 200.0] {
         let a = generators::convdiff2d::<f64>(24, wind);
         for method in METHODS {
-            for precond in [Preconditioner::None, Preconditioner::Jacobi] {
+            for precond in PRECONDS {
                 check(&a, method, precond, 1e-9);
             }
         }
@@ -115,7 +127,34 @@ fn full_gmres_converges_in_at_most_n_steps() {
 }
 
 #[test]
-fn bicgstab_breakdown_is_reported_with_the_quantity() {
+fn block2_jacobi_inverts_the_block_diagonal_and_rejects_singular_blocks() {
+    // Two coupled unknowns per node: a block-diagonal A is solved in one step.
+    let mut coo = Coo::new(4, 4);
+    for (i, j, v) in [(0, 0, 2.0), (0, 1, 1.0), (1, 0, 3.0), (1, 1, 4.0)] {
+        coo.push(i, j, v).unwrap();
+        coo.push(i + 2, j + 2, v * 2.0).unwrap();
+    }
+    let a = Csr::from_coo(&coo).unwrap();
+    let it = check(&a, Method::Bicgstab, Preconditioner::Block2, 1e-12);
+    assert_eq!(it, 1);
+    let be = CpuBackend::new();
+    let odd = generators::laplace1d::<f64>(5, 0.0);
+    assert!(matches!(
+        gpuq::krylov::BlockJacobi2::new(&be, &odd),
+        Err(Error::Precondition { .. })
+    ));
+    let mut coo = Coo::new(2, 2);
+    for (i, j) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+        coo.push(i, j, 1.0).unwrap();
+    }
+    match gpuq::krylov::BlockJacobi2::new(&be, &Csr::from_coo(&coo).unwrap()) {
+        Err(Error::Precondition { reason, .. }) => assert!(reason.contains("block 0"), "{reason}"),
+        other => panic!("expected a singular-block error, got {:?}", other.err()),
+    }
+}
+
+#[test]
+fn breakdown_is_reported_with_the_quantity() {
     // A = [[0, 1], [-1, 0]], b = e1: r0^H A r0 = 0 at the first step.
     let mut coo = Coo::new(2, 2);
     coo.push(0, 1, 1.0).unwrap();
@@ -138,6 +177,39 @@ fn bicgstab_breakdown_is_reported_with_the_quantity() {
         }
         other => panic!("expected a breakdown, got {other:?}"),
     }
+    let opts = KrylovOptions::default();
+    let op_t = MatrixOperator::with_transpose(&be, &a, Layout::Csr).unwrap();
+    let runs = [
+        ("bicgstab(l)", "r0^H u_(j+1)", {
+            let mut x = be.zeros::<f64>(2).unwrap();
+            bicgstab_l(&be, &op, None, &b, &mut x, 4, &opts)
+        }),
+        ("tfqmr", "r0^H v", {
+            let mut x = be.zeros::<f64>(2).unwrap();
+            tfqmr(&be, &op, None, &b, &mut x, &opts)
+        }),
+        ("qmr", "epsilon = q^T A p", {
+            let mut x = be.zeros::<f64>(2).unwrap();
+            qmr(&be, &op_t, None, &b, &mut x, &opts)
+        }),
+    ];
+    for (name, what, run) in runs {
+        match run {
+            Err(Error::Breakdown {
+                method, quantity, ..
+            }) => assert!(
+                method == name && quantity.contains(what),
+                "{method}: {quantity}"
+            ),
+            other => panic!("{name}: expected a breakdown, got {other:?}"),
+        }
+    }
+    // QMR needs the transpose: an operator without one is refused, not misused.
+    let mut x = be.zeros::<f64>(2).unwrap();
+    assert!(matches!(
+        qmr(&be, &op, None, &b, &mut x, &opts),
+        Err(Error::Precondition { .. })
+    ));
     // GMRES solves the same system (x = e2).
     let mut x = be.zeros::<f64>(2).unwrap();
     let r = gmres(&be, &op, None, &b, &mut x, 2, &KrylovOptions::default()).unwrap();
@@ -162,6 +234,7 @@ fn iteration_cap_gives_an_unconverged_report() {
         };
         let (_, r) = solve_csr(&CpuBackend::new(), &a, &b, &config).unwrap();
         assert!(!r.converged && r.iterations == 3, "{method:?}: {r:?}");
+        assert_eq!(r.residual_history.len(), 4, "{method:?}");
         assert!(r.relative_residual > 1e-12 && r.relative_residual.is_finite());
     }
 }
@@ -177,7 +250,25 @@ fn methods_parse() {
         Method::parse("gmres:8").unwrap(),
         Method::Gmres { restart: 8 }
     );
-    for bad in ["gmres:0", "gmres:x", "gmres:", "bicgstab:2", "qmr"] {
+    assert_eq!(
+        Method::parse("bicgstab-l").unwrap(),
+        Method::BicgstabL { l: 8 }
+    );
+    assert_eq!(
+        Method::parse("bicgstab-l:3").unwrap(),
+        Method::BicgstabL { l: 3 }
+    );
+    assert_eq!(Method::parse("tfqmr").unwrap(), Method::Tfqmr);
+    assert_eq!(Method::parse("qmr").unwrap(), Method::Qmr);
+    for bad in [
+        "gmres:0",
+        "gmres:x",
+        "gmres:",
+        "bicgstab:2",
+        "bicgstab-l:0",
+        "qmr:1",
+        "minres",
+    ] {
         assert!(
             matches!(Method::parse(bad), Err(Error::InvalidArgument(_))),
             "{bad}"
@@ -190,6 +281,10 @@ fn methods_parse() {
     let mut x = g.zeros::<f64>(9).unwrap();
     assert!(matches!(
         gmres(&g, &op, None, &b, &mut x, 0, &KrylovOptions::default()),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        bicgstab_l(&g, &op, None, &b, &mut x, 0, &KrylovOptions::default()),
         Err(Error::InvalidArgument(_))
     ));
 }

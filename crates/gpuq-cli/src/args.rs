@@ -19,6 +19,22 @@ pub enum Command {
     Info,
     /// Solve A x = b for a Matrix Market matrix or a generated problem.
     Solve(Box<SolveArgs>),
+    /// Write a generated test matrix (and right-hand side) as Matrix Market files.
+    Generate(GenerateArgs),
+}
+
+/// Arguments of `gpuq generate`.
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    /// The problem: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND],
+    /// helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL (0, 1, 2).
+    pub spec: String,
+    /// Where to write A (Matrix Market coordinate, real or complex general).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Where to write b: the problem's own (the cylinder's piston) or A * ones.
+    #[arg(long)]
+    pub rhs_out: Option<PathBuf>,
 }
 
 /// Arguments of `gpuq solve`.
@@ -27,16 +43,18 @@ pub struct SolveArgs {
     /// Matrix Market file holding A (real or complex; general, symmetric or hermitian).
     #[arg(required_unless_present = "generate", conflicts_with = "generate")]
     pub matrix: Option<PathBuf>,
-    /// Matrix Market array file holding b (default: b = A * ones).
+    /// Matrix Market array file holding b (default: the generated problem's own b, else A * ones).
     #[arg(long)]
     pub rhs: Option<PathBuf>,
-    /// Generate A instead of reading it: laplace1d:N[:SHIFT], laplace2d:M or laplace3d:M.
+    /// Generate A instead of reading it: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M,
+    /// convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL
+    /// (b is then the problem's own right-hand side if it has one).
     #[arg(long)]
     pub generate: Option<String>,
-    /// Krylov method: cg.
+    /// Krylov method: cg, bicgstab, bicgstab-l[:L] (L = 8), tfqmr, qmr, gmres[:M] (M = 30).
     #[arg(long, default_value = "cg")]
     pub method: String,
-    /// Preconditioner: none or jacobi.
+    /// Preconditioner: none, jacobi or block2 (2x2-block Jacobi).
     #[arg(long, default_value = "none")]
     pub precond: String,
     /// Relative residual tolerance ||b - A x|| / ||b||.
@@ -51,7 +69,7 @@ pub struct SolveArgs {
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present, else cpu).
     #[arg(long, default_value = "cpu")]
     pub backend: String,
-    /// Matrix storage on the backend: csr, sell or sell:C:SIGMA.
+    /// Matrix storage on the backend: csr, sell, sell:C:SIGMA or bsr2.
     #[arg(long, default_value = "csr")]
     pub layout: String,
     /// Floating-point precision: f32 or f64 (complex matrices use the complex type of that precision).

@@ -2,14 +2,17 @@
 //!
 //! ```text
 //! gpuq info
-//! gpuq solve A.mtx [--rhs b.mtx] [--method cg] [--precond none|jacobi] [--tol 1e-8] [--json] [--out x.mtx]
+//! gpuq solve A.mtx [--rhs b.mtx] [--method cg|bicgstab|bicgstab-l:L|tfqmr|qmr|gmres:M]
+//!                   [--precond none|jacobi|block2] [--tol 1e-8] [--json] [--out x.mtx]
 //! gpuq solve --generate laplace3d:100 --method cg --precond jacobi
+//! gpuq generate helmholtz-cylinder:1 --out A.mtx --rhs-out b.mtx
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; a solve that does not
 //! converge prints its report and exits with status 3.
 
 mod args;
+mod generate;
 mod info;
 mod progress;
 mod solve;
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         args::Command::Info => info::run(),
         args::Command::Solve(a) => solve::run(&a),
+        args::Command::Generate(a) => generate::run(&a),
     };
     match outcome {
         Ok(code) => code,

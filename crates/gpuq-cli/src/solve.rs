@@ -54,9 +54,9 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             ))
         }
     };
-    let complex = match source {
+    let complex = match &source {
         Source::File(path) => header_field(path)? == MmField::Complex,
-        Source::Generated(_) => false,
+        Source::Generated(spec) => spec.is_complex(),
     };
     match &backend {
         Chosen::Cpu(b) => by_precision(b, args, &source, &config, complex),
@@ -110,9 +110,12 @@ fn solve_typed<B: SparseBackend + CgKernels, T: Scalar>(
     source: &Source,
     config: &SolverConfig,
 ) -> Result<ExitCode> {
-    let a: Csr<T> = match source {
-        Source::File(path) => mm::read_csr(path)?,
-        Source::Generated(spec) => spec.build(),
+    let (a, own_rhs): (Csr<T>, Option<Vec<T>>) = match source {
+        Source::File(path) => (mm::read_csr(path)?, None),
+        Source::Generated(spec) => {
+            let g = spec.build()?;
+            (g.matrix, g.rhs)
+        }
     };
     if a.nrows() != a.ncols() {
         return Err(Error::Precondition {
@@ -132,7 +135,10 @@ fn solve_typed<B: SparseBackend + CgKernels, T: Scalar>(
             }
             b
         }
-        None => a.mul_vec(&vec![T::one(); a.ncols()])?,
+        None => match own_rhs {
+            Some(b) => b,
+            None => a.mul_vec(&vec![T::one(); a.ncols()])?,
+        },
     };
     let mut progress = Progress::new();
     let (x, report) =

@@ -174,3 +174,69 @@ fn not_converged_exits_with_status_3() {
     assert_eq!(v["converged"], false);
     assert_eq!(v["iterations"], 2);
 }
+
+/// `gpuq generate` writes the complex symmetric cylinder and its right-hand side;
+/// every method solves it from the files to the tolerance (true residual).
+#[test]
+fn generated_helmholtz_cylinder_is_solved_from_files_by_every_method() {
+    let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("cyl0.mtx"), dir.join("cyl0_b.mtx"));
+    let o = gpuq(&[
+        "generate",
+        "helmholtz-cylinder:0",
+        "--out",
+        a.to_str().unwrap(),
+        "--rhs-out",
+        b.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let head = std::fs::read_to_string(&a).unwrap();
+    assert!(head.starts_with("%%MatrixMarket matrix coordinate complex"));
+    for method in ["bicgstab", "bicgstab-l:4", "tfqmr", "qmr", "gmres:80"] {
+        let o = gpuq(&[
+            "solve",
+            a.to_str().unwrap(),
+            "--rhs",
+            b.to_str().unwrap(),
+            "--method",
+            method,
+            "--precond",
+            "jacobi",
+            "--json",
+        ]);
+        assert!(
+            o.status.success(),
+            "{method}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["converged"], true, "{method}");
+        assert_eq!(v["scalar"], "c64", "{method}");
+        assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8, "{method}");
+    }
+    for (args, what) in [
+        (
+            vec!["generate", "cylinder:9", "--out", "x.mtx"],
+            "unknown generator",
+        ),
+        (
+            vec!["solve", "--generate", "laplace1d:5", "--precond", "block2"],
+            "even size",
+        ),
+        (
+            vec![
+                "solve",
+                "--generate",
+                "laplace1d:5",
+                "--method",
+                "bicgstab-l:0",
+            ],
+            "positive integer",
+        ),
+    ] {
+        let o = gpuq(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(stderr_one_line(&o).contains(what), "{args:?}");
+    }
+}

@@ -1,6 +1,6 @@
 //! Linear operators on backend vectors.
 
-use crate::{Backend, Result, Scalar};
+use crate::{Backend, Error, Result, Scalar};
 use std::marker::PhantomData;
 
 /// A linear map y = Op(x) on vectors that live on backend `B`: matrices,
@@ -20,6 +20,19 @@ pub trait LinearOperator<B: Backend, T: Scalar> {
     fn apply_dotc(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<T> {
         self.apply(x, y)?;
         backend.dotc(x, y)
+    }
+
+    /// Computes y = Op^T x (the transpose, not conjugated), overwriting `y`.
+    ///
+    /// Methods built on two-sided Lanczos (QMR) need it. The default returns
+    /// [`Error::Precondition`] saying the operator has no transpose; operators that
+    /// can apply it (symmetric ones at the cost of `apply`) override it.
+    fn apply_transpose(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        let _ = (x, y);
+        Err(Error::Precondition {
+            method: "transpose",
+            reason: format!("operator '{}' cannot apply its transpose", self.name()),
+        })
     }
 
     /// A short name for reports (`"csr"`, `"jacobi"`, ...).
@@ -51,6 +64,10 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for IdentityOperator<B> {
     }
 
     fn apply(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        self.backend.copy(x, y)
+    }
+
+    fn apply_transpose(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
         self.backend.copy(x, y)
     }
 

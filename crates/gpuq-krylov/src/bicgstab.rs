@@ -1,6 +1,6 @@
 //! BiCGSTAB (van der Vorst 1992), right-preconditioned.
 
-use crate::session::Session;
+use crate::session::{vanished, Session};
 use crate::KrylovOptions;
 use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -56,7 +56,6 @@ pub fn bicgstab_monitored<B: Backend, T: Scalar>(
         }
         Ok(())
     };
-    let vanished = |z: T| !z.is_finite_value() || z.is_zero_value();
 
     let target = session.target;
     let mut converged = rnorm <= target;

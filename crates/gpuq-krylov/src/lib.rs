@@ -6,9 +6,15 @@
 //! * [`cg()`]: conjugate gradients, optionally preconditioned (PCG), for Hermitian
 //!   positive definite systems;
 //! * [`bicgstab()`]: BiCGSTAB, right-preconditioned, for general systems;
+//! * [`bicgstab_l()`]: BiCGSTAB(l), right-preconditioned, for general systems;
+//! * [`tfqmr()`]: transpose-free QMR, right-preconditioned, for general systems;
+//! * [`qmr()`]: QMR on two-sided Lanczos (uses A^T; free for symmetric and complex
+//!   symmetric A), right-preconditioned, for general systems;
 //! * [`gmres()`]: restarted GMRES(m), right-preconditioned, with Gram-Schmidt run
 //!   twice per step, for general systems;
-//! * preconditioners as operators: [`Jacobi`] (and `None`, the identity);
+//! * preconditioners as operators: [`Jacobi`], [`BlockJacobi2`] (and `None`, the
+//!   identity); the AMG issue's V-cycle implements the same
+//!   [`gpuq_core::LinearOperator`] trait;
 //! * [`solve_csr`]: the one-call path from a host CSR matrix and right-hand side
 //!   to a solution and a [`gpuq_core::SolveReport`].
 //!
@@ -20,25 +26,31 @@
 //! history, the true residual recomputed at the end, breakdown as an error
 //! carrying the partial report).
 //!
-//! Not yet here (issue 4 continues): BiCGSTAB(l), TFQMR, QMR, the 2x2-block Jacobi
-//! preconditioner, stagnation detection, and fused kernels for BiCGSTAB. The
-//! [`Method`] enum and the solver module layout are where they slot in.
+//! Not yet here: stagnation detection (a stalled method runs to its iteration cap
+//! and reports `converged: false`), look-ahead in QMR, and fused device kernels
+//! for the non-CG methods (they run on the backend's BLAS-1 and SpMV).
 
 #![warn(missing_docs)]
 
 mod bicgstab;
+mod bicgstabl;
 mod cg;
 mod gmres;
 pub mod kernels;
 mod options;
 mod precond;
+mod qmr;
 mod session;
 mod solve;
+mod tfqmr;
 
 pub use bicgstab::{bicgstab, bicgstab_monitored};
+pub use bicgstabl::{bicgstab_l, bicgstab_l_monitored};
 pub use cg::{cg, cg_monitored};
 pub use gmres::{gmres, gmres_monitored};
 pub use kernels::CgKernels;
 pub use options::{KrylovOptions, Method, Preconditioner};
-pub use precond::Jacobi;
+pub use precond::{BlockJacobi2, Jacobi};
+pub use qmr::{qmr, qmr_monitored};
 pub use solve::{solve_csr, solve_csr_monitored, SolverConfig};
+pub use tfqmr::{tfqmr, tfqmr_monitored};

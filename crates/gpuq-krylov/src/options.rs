@@ -55,6 +55,16 @@ pub enum Method {
     Cg,
     /// BiCGSTAB (any nonsingular system).
     Bicgstab,
+    /// BiCGSTAB(l): `l` BiCG steps per cycle, then a degree-`l` minimal-residual
+    /// polynomial (any nonsingular system).
+    BicgstabL {
+        /// BiCG steps per cycle (1 is BiCGSTAB).
+        l: usize,
+    },
+    /// Transpose-free QMR (any nonsingular system).
+    Tfqmr,
+    /// QMR on the two-sided Lanczos process; needs the operator's transpose.
+    Qmr,
     /// GMRES restarted every `restart` steps (any nonsingular system).
     Gmres {
         /// Basis vectors kept before a restart.
@@ -65,30 +75,49 @@ pub enum Method {
 impl Method {
     /// The restart length of plain `gmres`.
     pub const DEFAULT_GMRES_RESTART: usize = 30;
+    /// The `l` of plain `bicgstab-l` (seed 003's choice).
+    pub const DEFAULT_BICGSTAB_L: usize = 8;
+    /// What [`Method::parse`] accepts.
+    pub const SPELLINGS: &'static str = "cg, bicgstab, bicgstab-l[:L], tfqmr, qmr, gmres[:M]";
 
-    /// Parses `cg`, `bicgstab`, `gmres` (restart 30) or `gmres:M`.
+    /// Parses `cg` (or `pcg`), `bicgstab`, `bicgstab-l` (l = 8), `bicgstab-l:L`,
+    /// `tfqmr`, `qmr`, `gmres` (restart 30) or `gmres:M`.
     pub fn parse(s: &str) -> Result<Self> {
-        let unknown = || {
-            Error::InvalidArgument(format!(
-                "unknown method '{s}' (available: cg, bicgstab, gmres, gmres:M)"
-            ))
+        let positive = |what: &str, v: &str| match v.parse::<usize>() {
+            Ok(k) if k > 0 => Ok(k),
+            _ => Err(Error::InvalidArgument(format!(
+                "{what} '{v}' is not a positive integer (in '{s}')"
+            ))),
         };
-        match s {
-            "cg" | "pcg" => Ok(Method::Cg),
-            "bicgstab" => Ok(Method::Bicgstab),
-            "gmres" => Ok(Method::Gmres {
-                restart: Self::DEFAULT_GMRES_RESTART,
+        match s.split_once(':') {
+            None => match s {
+                "cg" | "pcg" => Ok(Method::Cg),
+                "bicgstab" => Ok(Method::Bicgstab),
+                "bicgstab-l" => Ok(Method::BicgstabL {
+                    l: Self::DEFAULT_BICGSTAB_L,
+                }),
+                "tfqmr" => Ok(Method::Tfqmr),
+                "qmr" => Ok(Method::Qmr),
+                "gmres" => Ok(Method::Gmres {
+                    restart: Self::DEFAULT_GMRES_RESTART,
+                }),
+                _ => Err(Self::unknown(s)),
+            },
+            Some(("bicgstab-l", l)) => Ok(Method::BicgstabL {
+                l: positive("BiCGSTAB l", l)?,
             }),
-            _ => {
-                let m = s.strip_prefix("gmres:").ok_or_else(unknown)?;
-                match m.parse::<usize>() {
-                    Ok(restart) if restart > 0 => Ok(Method::Gmres { restart }),
-                    _ => Err(Error::InvalidArgument(format!(
-                        "GMRES restart '{m}' is not a positive integer (in '{s}')"
-                    ))),
-                }
-            }
+            Some(("gmres", m)) => Ok(Method::Gmres {
+                restart: positive("GMRES restart", m)?,
+            }),
+            Some(_) => Err(Self::unknown(s)),
         }
+    }
+
+    fn unknown(s: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "unknown method '{s}' (available: {})",
+            Self::SPELLINGS
+        ))
     }
 }
 
@@ -100,16 +129,19 @@ pub enum Preconditioner {
     None,
     /// Jacobi: the inverse of the diagonal.
     Jacobi,
+    /// 2x2-block Jacobi: the inverse of the 2x2 block diagonal.
+    Block2,
 }
 
 impl Preconditioner {
-    /// Parses `none` or `jacobi`.
+    /// Parses `none`, `jacobi` or `block2`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
             "none" => Ok(Preconditioner::None),
             "jacobi" => Ok(Preconditioner::Jacobi),
+            "block2" => Ok(Preconditioner::Block2),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown preconditioner '{s}' (available: none, jacobi)"
+                "unknown preconditioner '{s}' (available: none, jacobi, block2)"
             ))),
         }
     }
@@ -119,6 +151,7 @@ impl Preconditioner {
         match self {
             Preconditioner::None => "none",
             Preconditioner::Jacobi => "jacobi",
+            Preconditioner::Block2 => "block2",
         }
     }
 }

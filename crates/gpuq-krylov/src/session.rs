@@ -8,6 +8,12 @@ use gpuq_core::{
 };
 use std::time::Instant;
 
+/// `true` when a scalar a recurrence divides by has vanished or is not finite:
+/// the breakdown test every method applies.
+pub(crate) fn vanished<T: Scalar>(z: T) -> bool {
+    !z.is_finite_value() || z.is_zero_value()
+}
+
 /// One solve in progress.
 pub(crate) struct Session {
     start: Instant,

@@ -1,8 +1,8 @@
 //! One call from host data to a solution: upload, build the preconditioner, solve, download.
 
 use crate::{
-    bicgstab_monitored, cg_monitored, gmres_monitored, CgKernels, Jacobi, KrylovOptions, Method,
-    Preconditioner,
+    bicgstab_l_monitored, bicgstab_monitored, cg_monitored, gmres_monitored, qmr_monitored,
+    tfqmr_monitored, BlockJacobi2, CgKernels, Jacobi, KrylovOptions, Method, Preconditioner,
 };
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
@@ -67,21 +67,29 @@ where
     }
     gpuq_core::check_same_len("solve (b vs matrix rows)", a.nrows(), b.len())?;
     let setup = Instant::now();
-    let op = MatrixOperator::new(backend, a, config.layout)?;
-    let jacobi = match config.precond {
+    let op = if config.method == Method::Qmr {
+        MatrixOperator::with_transpose(backend, a, config.layout)?
+    } else {
+        MatrixOperator::new(backend, a, config.layout)?
+    };
+    let precond: Option<Box<dyn LinearOperator<B, T>>> = match config.precond {
         Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(Jacobi::new(backend, a)?),
+        Preconditioner::Jacobi => Some(Box::new(Jacobi::new(backend, a)?)),
+        Preconditioner::Block2 => Some(Box::new(BlockJacobi2::new(backend, a)?)),
     };
     let bv = backend.upload(b)?;
     let mut x = backend.zeros::<T>(a.ncols())?;
     let setup_s = setup.elapsed().as_secs_f64();
-    let precond = jacobi.as_ref().map(|m| m as &dyn LinearOperator<B, T>);
-    let opts = &config.options;
+    let m = precond.as_deref();
+    let (x0, opts) = (&mut x, &config.options);
     let report = match config.method {
-        Method::Cg => cg_monitored(backend, &op, precond, &bv, &mut x, opts, monitor),
-        Method::Bicgstab => bicgstab_monitored(backend, &op, precond, &bv, &mut x, opts, monitor),
+        Method::Cg => cg_monitored(backend, &op, m, &bv, x0, opts, monitor),
+        Method::Bicgstab => bicgstab_monitored(backend, &op, m, &bv, x0, opts, monitor),
+        Method::BicgstabL { l } => bicgstab_l_monitored(backend, &op, m, &bv, x0, l, opts, monitor),
+        Method::Tfqmr => tfqmr_monitored(backend, &op, m, &bv, x0, opts, monitor),
+        Method::Qmr => qmr_monitored(backend, &op, m, &bv, x0, opts, monitor),
         Method::Gmres { restart } => {
-            gmres_monitored(backend, &op, precond, &bv, &mut x, restart, opts, monitor)
+            gmres_monitored(backend, &op, m, &bv, x0, restart, opts, monitor)
         }
     };
     let mut report = report?;

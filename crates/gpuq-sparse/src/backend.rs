@@ -87,10 +87,22 @@ pub trait SparseBackend: Backend {
     }
 }
 
-/// A resident matrix seen as a [`LinearOperator`]: `apply` is y = A x.
+/// How a [`MatrixOperator`] applies A^T.
+enum Transpose<M> {
+    /// Not prepared: `apply_transpose` errors.
+    Unavailable,
+    /// A^T = A: the matrix itself.
+    Symmetric,
+    /// A^T uploaded as its own matrix.
+    Stored(M),
+}
+
+/// A resident matrix seen as a [`LinearOperator`]: `apply` is y = A x, and,
+/// when built by [`MatrixOperator::with_transpose`], `apply_transpose` is y = A^T x.
 pub struct MatrixOperator<B: SparseBackend, T: Scalar> {
     backend: B,
     matrix: B::Matrix<T>,
+    transpose: Transpose<B::Matrix<T>>,
 }
 
 impl<B: SparseBackend, T: Scalar> MatrixOperator<B, T> {
@@ -99,6 +111,24 @@ impl<B: SparseBackend, T: Scalar> MatrixOperator<B, T> {
         Ok(MatrixOperator {
             backend: backend.clone(),
             matrix: backend.upload_matrix(a, layout)?,
+            transpose: Transpose::Unavailable,
+        })
+    }
+
+    /// Uploads `a` and prepares A^T (unconjugated) as well: when A is symmetric
+    /// (A^T = A, which includes complex symmetric matrices) the same resident
+    /// matrix serves both, otherwise A^T is uploaded too. O(nnz) on the host to
+    /// transpose and compare, plus at most twice the transfer of [`Self::new`].
+    pub fn with_transpose(backend: &B, a: &Csr<T>, layout: Layout) -> Result<Self> {
+        let at = a.transpose(false);
+        let transpose = if at == *a {
+            Transpose::Symmetric
+        } else {
+            Transpose::Stored(backend.upload_matrix(&at, layout)?)
+        };
+        Ok(MatrixOperator {
+            transpose,
+            ..Self::new(backend, a, layout)?
         })
     }
 
@@ -124,6 +154,20 @@ impl<B: SparseBackend, T: Scalar> LinearOperator<B, T> for MatrixOperator<B, T> 
 
     fn apply_dotc(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<T> {
         backend.spmv_dotc(&self.matrix, x, y)
+    }
+
+    fn apply_transpose(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        let at = match &self.transpose {
+            Transpose::Unavailable => {
+                return Err(gpuq_core::Error::Precondition {
+                    method: "transpose",
+                    reason: "matrix operator built without its transpose (use MatrixOperator::with_transpose)".into(),
+                })
+            }
+            Transpose::Symmetric => &self.matrix,
+            Transpose::Stored(at) => at,
+        };
+        self.backend.spmv(T::one(), at, x, T::zero(), y)
     }
 
     fn name(&self) -> &str {

@@ -1,10 +1,12 @@
 //! Test-problem generators: finite-difference Laplacians with Dirichlet boundaries,
-//! a nonsymmetric convection-diffusion operator, and a complex-shifted
-//! (Helmholtz-like) 3D Laplacian.
+//! a nonsymmetric convection-diffusion operator, a complex-shifted
+//! (Helmholtz-like) 3D Laplacian, and [`ProblemSpec`], the spec strings the CLI
+//! takes (which also name the finite-element cylinder of [`crate::fem_cylinder`]).
 //!
 //! All generators build the matrix row by row directly in CSR form, O(nnz) time
 //! and memory, with sorted column indices.
 
+use crate::fem_cylinder::Cylinder;
 use crate::Csr;
 use gpuq_core::{Error, Result, Scalar};
 
@@ -203,16 +205,51 @@ pub enum ProblemSpec {
         /// Convection speed.
         wind: f64,
     },
+    /// `helmholtz3d:M[:KH[:DAMPING]]` (M^3 unknowns; by default kh^2 = 0.5 and
+    /// damping 0.1, the shift 0.5 + 0.05i of the GPU benchmarks)
+    Helmholtz3d {
+        /// Grid points per side.
+        m: usize,
+        /// Wave number times grid spacing.
+        kh: f64,
+        /// Relative imaginary part of the shift.
+        damping: f64,
+    },
+    /// `helmholtz-cylinder:LEVEL` (level 0, 1 or 2: about 3e3, 2e4 and 1.3e5
+    /// unknowns; see [`crate::fem_cylinder`])
+    HelmholtzCylinder {
+        /// Mesh level.
+        level: usize,
+    },
+}
+
+/// A generated system: the matrix and, when the problem defines one (the
+/// cylinder's piston), its right-hand side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generated<T: Scalar> {
+    /// The matrix A.
+    pub matrix: Csr<T>,
+    /// The problem's own right-hand side, if it has one.
+    pub rhs: Option<Vec<T>>,
 }
 
 impl ProblemSpec {
-    /// Parses `laplace1d:N[:SHIFT]`, `laplace2d:M`, `laplace3d:M` or
-    /// `convdiff2d:M[:WIND]`.
+    /// What [`ProblemSpec::parse`] accepts.
+    pub const SPELLINGS: &'static str = "laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL";
+
+    /// Parses one of [`ProblemSpec::SPELLINGS`].
     pub fn parse(spec: &str) -> Result<Self> {
         let bad = |why: &str| {
             Error::InvalidArgument(format!(
-                "problem spec '{spec}': {why} (expected laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M or convdiff2d:M[:WIND])"
+                "problem spec '{spec}': {why} (expected {})",
+                Self::SPELLINGS
             ))
+        };
+        let number = |s: &str, what: &str| -> Result<f64> {
+            match s.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+                _ => Err(bad(&format!("{what} must be a finite non-negative number"))),
+            }
         };
         let parts: Vec<&str> = spec.split(':').collect();
         let size = |s: &str| -> Result<usize> {
@@ -252,28 +289,56 @@ impl ProblemSpec {
                 m: checked(size(m)?, 2)?,
                 wind: 10.0,
             }),
-            ["convdiff2d", m, w] => {
-                let wind: f64 = w.parse().map_err(|_| bad("wind must be a number"))?;
-                if !(wind.is_finite() && wind >= 0.0) {
-                    return Err(bad("wind must be finite and non-negative"));
+            ["convdiff2d", m, w] => Ok(ProblemSpec::ConvDiff2d {
+                m: checked(size(m)?, 2)?,
+                wind: number(w, "wind")?,
+            }),
+            ["helmholtz3d", m, rest @ ..] if rest.len() <= 2 => Ok(ProblemSpec::Helmholtz3d {
+                m: checked(size(m)?, 3)?,
+                kh: rest
+                    .first()
+                    .map_or(Ok(0.5_f64.sqrt()), |k| number(k, "kh"))?,
+                damping: rest.get(1).map_or(Ok(0.1), |d| number(d, "damping"))?,
+            }),
+            ["helmholtz-cylinder", level] => match level.parse::<usize>() {
+                Ok(level) if level < Cylinder::LEVELS.len() => {
+                    Ok(ProblemSpec::HelmholtzCylinder { level })
                 }
-                Ok(ProblemSpec::ConvDiff2d {
-                    m: checked(size(m)?, 2)?,
-                    wind,
-                })
-            }
+                _ => Err(bad("the cylinder level must be 0, 1 or 2")),
+            },
             _ => Err(bad("unknown generator")),
         }
     }
 
-    /// Assembles the matrix. O(nnz).
-    pub fn build<T: Scalar>(&self) -> Csr<T> {
+    /// `true` when the problem needs a complex scalar type (its matrix has
+    /// imaginary parts).
+    pub fn is_complex(&self) -> bool {
         match *self {
+            ProblemSpec::Helmholtz3d { damping, .. } => damping != 0.0,
+            ProblemSpec::HelmholtzCylinder { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Assembles the matrix (and the problem's own right-hand side, if any).
+    /// O(nnz). Errors when `T` is real and the problem is complex
+    /// ([`ProblemSpec::is_complex`]).
+    pub fn build<T: Scalar>(&self) -> Result<Generated<T>> {
+        let matrix = match *self {
             ProblemSpec::Laplace1d { n, shift } => laplace1d(n, shift),
             ProblemSpec::Laplace2d { m } => laplace2d(m),
             ProblemSpec::Laplace3d { m } => laplace3d(m),
             ProblemSpec::ConvDiff2d { m, wind } => convdiff2d(m, wind),
-        }
+            ProblemSpec::Helmholtz3d { m, kh, damping } => helmholtz3d(m, kh, damping)?,
+            ProblemSpec::HelmholtzCylinder { level } => {
+                let p = Cylinder::level(level)?.assemble::<T>()?;
+                return Ok(Generated {
+                    matrix: p.matrix,
+                    rhs: Some(p.rhs),
+                });
+            }
+        };
+        Ok(Generated { matrix, rhs: None })
     }
 }
 
@@ -346,9 +411,35 @@ mod tests {
             "poisson:3",
             "laplace3d:100000",
             "laplace1d:3:nan",
+            "helmholtz3d:4:-1",
+            "helmholtz3d:4:0.5:0.1:2",
+            "helmholtz-cylinder:3",
+            "helmholtz-cylinder:x",
         ] {
             assert!(ProblemSpec::parse(bad).is_err(), "{bad}");
         }
+        let h = ProblemSpec::parse("helmholtz3d:5").unwrap();
+        assert_eq!(
+            h,
+            ProblemSpec::Helmholtz3d {
+                m: 5,
+                kh: 0.5_f64.sqrt(),
+                damping: 0.1
+            }
+        );
+        assert!(
+            h.is_complex()
+                && !ProblemSpec::parse("helmholtz3d:5:1:0")
+                    .unwrap()
+                    .is_complex()
+        );
+        assert!(h.build::<f64>().is_err());
+        let g = h.build::<gpuq_core::Complex64>().unwrap();
+        let d = g.matrix.diagonal()[0] - gpuq_core::Complex64::new(5.5, -0.05);
+        assert!(d.norm() < 1e-14, "{d}");
+        assert!(g.rhs.is_none());
+        let c = ProblemSpec::parse("helmholtz-cylinder:0").unwrap();
+        assert!(c.is_complex() && c.build::<f64>().is_err());
     }
 
     #[test]

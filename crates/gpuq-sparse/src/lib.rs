@@ -22,6 +22,7 @@ mod bsr2;
 mod coo;
 mod csr;
 mod ell;
+pub mod fem_cylinder;
 pub mod generators;
 pub mod matrix_market;
 mod nalgebra_interop;
