@@ -103,6 +103,8 @@ fn median_solve<B: SparseBackend + gpuq::krylov::CgKernels>(
     config: &SolverConfig,
     runs: usize,
 ) -> Option<SolveReport> {
+    // A breakdown or stagnation ends the run with its partial report
+    // (`converged: false`), which the table marks like the iteration cap.
     let solve = || match solve_csr(backend, a, b, config) {
         Ok((_, r)) => Some(r),
         Err(e) => {
@@ -111,7 +113,7 @@ fn median_solve<B: SparseBackend + gpuq::krylov::CgKernels>(
                 config.method,
                 backend.name()
             );
-            None
+            e.report().cloned()
         }
     };
     solve()?;
@@ -275,6 +277,7 @@ fn main() {
             );
         }
     }
+    println!("\n`*`: not converged (iteration cap, breakdown or stagnation; reason on stderr).");
     if let Some(peer) = peer {
         println!(
             "\n| system | peer | method | iterations | time (s) | converged | true rel. residual |"

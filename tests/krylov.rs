@@ -288,3 +288,44 @@ fn methods_parse() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+#[test]
+fn stagnation_is_an_error_naming_it() {
+    // The cyclic shift: GMRES(m) with m < n makes no progress at all from x0 = 0
+    // on b = e1 (the residual stays ||b|| until step n).
+    let n = 12;
+    let mut coo = Coo::new(n, n);
+    for i in 0..n {
+        coo.push((i + 1) % n, i, 1.0).unwrap();
+    }
+    let a = Csr::from_coo(&coo).unwrap();
+    let be = CpuBackend::new();
+    let op = MatrixOperator::new(&be, &a, Layout::Csr).unwrap();
+    let mut e1 = vec![0.0; n];
+    e1[0] = 1.0;
+    let b = be.upload(&e1).unwrap();
+    let mut x = be.zeros::<f64>(n).unwrap();
+    let opts = KrylovOptions {
+        stagnation_window: 20,
+        ..KrylovOptions::default()
+    };
+    match gmres(&be, &op, None, &b, &mut x, 3, &opts) {
+        Err(Error::Breakdown {
+            quantity, report, ..
+        }) => {
+            assert_eq!(quantity, gpuq::krylov::STAGNATION);
+            assert!(!report.converged && report.iterations >= 20, "{report:?}");
+            assert!((report.relative_residual - 1.0).abs() < 1e-12);
+        }
+        other => panic!("expected stagnation, got {other:?}"),
+    }
+    // Full GMRES solves it in n steps; stagnation detection is off with window 0.
+    let opts = KrylovOptions {
+        stagnation_window: 0,
+        max_iter: Some(200),
+        ..KrylovOptions::default()
+    };
+    let mut x = be.zeros::<f64>(n).unwrap();
+    let r = gmres(&be, &op, None, &b, &mut x, n, &opts).unwrap();
+    assert!(r.converged && r.iterations == n, "{r:?}");
+}

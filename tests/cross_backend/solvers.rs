@@ -20,17 +20,15 @@ fn scalars_per_iteration(method: Method) -> usize {
     }
 }
 
-/// Solves with x_true random, b = A x_true, on both backends and compares.
-/// `margin`: the allowed difference in iterations.
+/// Solves with x_true random, b = A x_true, on both backends and compares
+/// everything but the iteration counts, which it returns (CPU, GPU); `None`
+/// without a device.
 fn compare<T: crate::common::RandomScalar>(
     a: &Csr<T>,
     config: &SolverConfig,
     tol: f64,
-    margin: usize,
-) {
-    let Some(g) = private_gpu("krylov") else {
-        return;
-    };
+) -> Option<(usize, usize)> {
+    let g = private_gpu("krylov")?;
     let g = &g;
     let x_true: Vec<T> = random_vec(a.nrows(), 3);
     let b = a.mul_vec(&x_true).unwrap();
@@ -44,12 +42,6 @@ fn compare<T: crate::common::RandomScalar>(
         rg.relative_residual
     );
     let what = format!("{:?} {:?}", config.method, config.precond);
-    assert!(
-        rc.iterations.abs_diff(rg.iterations) <= margin,
-        "{what}: cpu {} gpu {} iterations",
-        rc.iterations,
-        rg.iterations
-    );
     // Both meet the tolerance, so ||A (x_gpu - x_cpu)|| <= 2 tol ||b||: the
     // solutions agree within the tolerance in the residual norm.
     let diff: Vec<T> = xg.iter().zip(&xc).map(|(&u, &v)| u - v).collect();
@@ -77,6 +69,14 @@ fn compare<T: crate::common::RandomScalar>(
         per_iter <= bound,
         "{what}: {per_iter} bytes down per iteration (bound {bound})"
     );
+    Some((rc.iterations, rg.iterations))
+}
+
+/// CG: the same iteration count within 1.
+fn compare_cg<T: crate::common::RandomScalar>(a: &Csr<T>, config: &SolverConfig, tol: f64) {
+    if let Some((c, g)) = compare(a, config, tol) {
+        assert!(c.abs_diff(g) <= 1, "cpu {c} gpu {g} iterations");
+    }
 }
 
 #[test]
@@ -88,8 +88,8 @@ fn cg_and_pcg_match_the_cpu() {
                 layout,
                 ..SolverConfig::default()
             };
-            compare(&generators::laplace3d::<f64>(24), &config, 1e-8, 1);
-            compare(&random_hpd::<Complex64>(500, 0.02, 5), &config, 1e-8, 1);
+            compare_cg(&generators::laplace3d::<f64>(24), &config, 1e-8);
+            compare_cg(&random_hpd::<Complex64>(500, 0.02, 5), &config, 1e-8);
         }
     }
     let f32_config = SolverConfig {
@@ -100,9 +100,13 @@ fn cg_and_pcg_match_the_cpu() {
         },
         ..SolverConfig::default()
     };
-    compare(&generators::laplace2d::<f32>(40), &f32_config, 1e-4, 1);
+    compare_cg(&generators::laplace2d::<f32>(40), &f32_config, 1e-4);
 }
 
+/// The non-CG methods: BiCGSTAB-type recurrences amplify the rounding
+/// differences of the two backends (different summation orders), so the
+/// iteration counts may drift apart on non-normal and indefinite systems; the
+/// margin allowed is 3 + 5% of the CPU count. Every pair is printed, then checked.
 #[test]
 fn krylov_family_matches_the_cpu() {
     let methods = [
@@ -114,6 +118,7 @@ fn krylov_family_matches_the_cpu() {
     ];
     let convdiff = generators::convdiff2d::<f64>(40, 20.0);
     let helmholtz = generators::helmholtz3d::<Complex64>(16, 0.6, 0.1).unwrap();
+    let mut failures = 0;
     for method in methods {
         for precond in [Preconditioner::Jacobi, Preconditioner::Block2] {
             for layout in [Layout::Csr, Layout::Sell { c: 32, sigma: 1 }] {
@@ -123,9 +128,23 @@ fn krylov_family_matches_the_cpu() {
                     layout,
                     ..SolverConfig::default()
                 };
-                compare(&convdiff, &config, 1e-8, 3);
-                compare(&helmholtz, &config, 1e-8, 3);
+                for (name, pair) in [
+                    ("convdiff2d:40:20", compare(&convdiff, &config, 1e-8)),
+                    ("helmholtz3d:16", compare(&helmholtz, &config, 1e-8)),
+                ] {
+                    let Some((c, g)) = pair else { return };
+                    let ok = c.abs_diff(g) <= 3 + c / 20;
+                    println!(
+                        "{name} {method:?} {precond:?} {layout:?}: cpu {c} gpu {g} iterations {}",
+                        if ok { "ok" } else { "OUT OF MARGIN" }
+                    );
+                    failures += usize::from(!ok);
+                }
             }
         }
     }
+    assert_eq!(
+        failures, 0,
+        "iteration counts out of margin (see the lines above)"
+    );
 }

@@ -30,7 +30,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             rtol: args.tol,
             atol: args.atol,
             max_iter: args.max_iter,
-            record_history: true,
+            ..KrylovOptions::default()
         },
         layout: Layout::parse(&args.layout)?,
     };

@@ -1,6 +1,6 @@
 //! BiCGSTAB (van der Vorst 1992), right-preconditioned.
 
-use crate::session::{vanished, Session};
+use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -93,7 +93,7 @@ pub fn bicgstab_monitored<B: Backend, T: Scalar>(
         if snorm <= target {
             backend.axpy(alpha, phat, x)?;
             rnorm = snorm;
-            session.iteration(it, rnorm, monitor);
+            let _ = session.iteration(it, rnorm, monitor);
             converged = true;
             break;
         }
@@ -115,7 +115,10 @@ pub fn bicgstab_monitored<B: Backend, T: Scalar>(
         // r = s - omega t
         backend.axpy(-omega, &t, &mut r)?;
         rnorm = backend.nrm2(&r)?.to_f64_lossless();
-        session.iteration(it, rnorm, monitor);
+        if session.iteration(it, rnorm, monitor) {
+            failure = Some(STAGNATION);
+            break;
+        }
         if !rnorm.is_finite() {
             failure = Some("||r|| (not finite)");
             break;

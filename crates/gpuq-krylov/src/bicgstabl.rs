@@ -1,7 +1,7 @@
 //! BiCGSTAB(l) (Sleijpen and Fokkema 1993), right-preconditioned: l BiCG steps
 //! followed by a degree-l minimal-residual polynomial.
 
-use crate::session::{vanished, Session};
+use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{
     Backend, DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport,
@@ -174,7 +174,10 @@ pub fn bicgstab_l_monitored<B: Backend, T: Scalar>(
             backend.axpy(T::one(), &mv, x)?;
         }
         rnorm = backend.nrm2(&r[0])?.to_f64_lossless();
-        session.iteration(it, rnorm, monitor);
+        if session.iteration(it, rnorm, monitor) {
+            failure = Some(STAGNATION);
+            break;
+        }
         if !rnorm.is_finite() {
             failure = Some("||r|| (not finite)");
             break;

@@ -1,6 +1,6 @@
 //! Conjugate gradients, plain and preconditioned.
 
-use crate::session::Session;
+use crate::session::{Session, STAGNATION};
 use crate::{CgKernels, KrylovOptions};
 use gpuq_core::num_traits::Zero;
 use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -80,7 +80,10 @@ where
         let alpha = rho / pq;
         let rr = backend.cg_update_residual(alpha, &q, &mut r)?;
         rnorm = rr.to_f64_lossless().sqrt();
-        session.iteration(it, rnorm, monitor);
+        if session.iteration(it, rnorm, monitor) {
+            failure = Some(STAGNATION);
+            break;
+        }
         if !rnorm.is_finite() {
             failure = Some("||r|| (not finite)");
             break;

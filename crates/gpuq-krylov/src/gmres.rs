@@ -1,6 +1,6 @@
 //! Restarted GMRES(m), right-preconditioned, with re-orthogonalised Gram-Schmidt.
 
-use crate::session::Session;
+use crate::session::{Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::num_traits::Float;
 use gpuq_core::{
@@ -116,6 +116,7 @@ pub fn gmres_monitored<B: Backend, T: Scalar>(
     let mut converged = rnorm <= target;
     let mut it = 0;
     let mut failure = None;
+    let mut stalled = false;
     // Column j of the Hessenberg matrix, rotated: h[j][0..=j+1].
     let mut h: Vec<Vec<T>> = Vec::with_capacity(m);
     let mut rotations: Vec<Givens<T>> = Vec::with_capacity(m);
@@ -172,9 +173,9 @@ pub fn gmres_monitored<B: Backend, T: Scalar>(
             h.push(col);
             k += 1;
             rnorm = gk1.magnitude().to_f64_lossless();
-            session.iteration(it, rnorm, monitor);
+            stalled = session.iteration(it, rnorm, monitor);
             // hnext = 0: the Krylov space holds the solution ("lucky breakdown").
-            if rnorm <= target || hnext.is_zero_value() || diag.is_zero_value() {
+            if stalled || rnorm <= target || hnext.is_zero_value() || diag.is_zero_value() {
                 break;
             }
             let vnext = &mut rest[0];
@@ -214,6 +215,9 @@ pub fn gmres_monitored<B: Backend, T: Scalar>(
         // The true residual starts the next cycle (and guards the estimate).
         rnorm = Session::residual(backend, a, b, x, &mut r)?;
         converged = rnorm <= target;
+        if stalled && !converged {
+            failure = Some(STAGNATION);
+        }
     }
     session.finish(
         backend,

@@ -26,9 +26,13 @@
 //! history, the true residual recomputed at the end, breakdown as an error
 //! carrying the partial report).
 //!
-//! Not yet here: stagnation detection (a stalled method runs to its iteration cap
-//! and reports `converged: false`), look-ahead in QMR, and fused device kernels
-//! for the non-CG methods (they run on the backend's BLAS-1 and SpMV).
+//! Stagnation (no 1% decrease of the smallest residual within
+//! [`KrylovOptions::stagnation_window`] iterations) ends a solve with a breakdown
+//! error naming [`STAGNATION`] and carrying the partial report.
+//!
+//! Not yet here: look-ahead in QMR, and fused device kernels with device-resident
+//! scalars for the non-CG methods (they run on the backend's BLAS-1 and SpMV, with
+//! one host round trip per dot product or norm).
 
 #![warn(missing_docs)]
 
@@ -52,5 +56,6 @@ pub use kernels::CgKernels;
 pub use options::{KrylovOptions, Method, Preconditioner};
 pub use precond::{BlockJacobi2, Jacobi};
 pub use qmr::{qmr, qmr_monitored};
+pub use session::STAGNATION;
 pub use solve::{solve_csr, solve_csr_monitored, SolverConfig};
 pub use tfqmr::{tfqmr, tfqmr_monitored};

@@ -15,6 +15,10 @@ pub struct KrylovOptions {
     pub max_iter: Option<usize>,
     /// Keep the residual history in the report (default true; 8 bytes per iteration).
     pub record_history: bool,
+    /// Stagnation: the solve ends with [`Error::Breakdown`] (quantity
+    /// [`STAGNATION`](crate::STAGNATION)) when the smallest residual seen has not
+    /// decreased by 1% for this many iterations (default 500; 0 never).
+    pub stagnation_window: usize,
 }
 
 impl Default for KrylovOptions {
@@ -24,6 +28,7 @@ impl Default for KrylovOptions {
             atol: 0.0,
             max_iter: None,
             record_history: true,
+            stagnation_window: 500,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! two-sided Lanczos process without look-ahead, coupled two-term recurrences,
 //! right-preconditioned. It uses the transpose of the operator.
 
-use crate::session::{vanished, Session};
+use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -156,7 +156,10 @@ pub fn qmr_monitored<B: Backend, T: Scalar>(
         backend.axpy(T::one(), &d, x)?;
         backend.axpy(-T::one(), &s, &mut r)?;
         rnorm = norm(&r)?;
-        session.iteration(it, rnorm, monitor);
+        if session.iteration(it, rnorm, monitor) {
+            failure = Some(STAGNATION);
+            break;
+        }
         if !rnorm.is_finite() {
             failure = Some("||r|| (not finite)");
             break;

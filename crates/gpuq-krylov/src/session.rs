@@ -14,6 +14,11 @@ pub(crate) fn vanished<T: Scalar>(z: T) -> bool {
     !z.is_finite_value() || z.is_zero_value()
 }
 
+/// The quantity named by the [`gpuq_core::Error::Breakdown`] a stalled solve
+/// ends with (see [`KrylovOptions::stagnation_window`]).
+pub const STAGNATION: &str =
+    "stagnation: the residual did not decrease by 1% within the stagnation window";
+
 /// One solve in progress.
 pub(crate) struct Session {
     start: Instant,
@@ -27,6 +32,9 @@ pub(crate) struct Session {
     pub target: f64,
     /// The iteration cap.
     pub max_iter: usize,
+    /// The smallest residual norm so far and the iteration that reached it.
+    best: (f64, usize),
+    stagnation_window: usize,
 }
 
 impl Session {
@@ -84,6 +92,8 @@ impl Session {
             scale: if bnorm > 0.0 { bnorm } else { 1.0 },
             target: (opts.rtol * bnorm).max(opts.atol),
             max_iter: opts.max_iter_for(nr),
+            best: (f64::INFINITY, 0),
+            stagnation_window: opts.stagnation_window,
         })
     }
 
@@ -111,12 +121,24 @@ impl Session {
         self.report.residual_history.push(rnorm / self.scale);
     }
 
-    /// Records iteration `it`'s recurrence residual norm and tells the monitor.
-    pub fn iteration(&mut self, it: usize, rnorm: f64, monitor: &mut dyn FnMut(usize, f64)) {
+    /// Records iteration `it`'s recurrence residual norm and tells the monitor;
+    /// returns `true` when the solve has stagnated (no 1% decrease of the
+    /// smallest residual within the stagnation window).
+    #[must_use]
+    pub fn iteration(
+        &mut self,
+        it: usize,
+        rnorm: f64,
+        monitor: &mut dyn FnMut(usize, f64),
+    ) -> bool {
         if self.record_history {
             self.report.residual_history.push(rnorm / self.scale);
         }
         monitor(it, rnorm / self.scale);
+        if rnorm < 0.99 * self.best.0 {
+            self.best = (rnorm, it);
+        }
+        self.stagnation_window > 0 && it - self.best.1 >= self.stagnation_window
     }
 
     /// Ends the solve: recomputes the true residual b - A x (using `scratch`),

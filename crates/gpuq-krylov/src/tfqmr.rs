@@ -1,7 +1,7 @@
 //! TFQMR, the transpose-free quasi-minimal residual method (Freund 1993),
 //! right-preconditioned.
 
-use crate::session::{vanished, Session};
+use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -154,9 +154,13 @@ pub fn tfqmr_monitored<B: Backend, T: Scalar>(
                     // gained less than a factor 2 (stagnation).
                     let true_norm = Session::residual(backend, a, b, x, &mut scratch)?;
                     rnorm = true_norm;
-                    session.iteration(it, rnorm, monitor);
+                    let stalled = session.iteration(it, rnorm, monitor);
                     if true_norm <= target {
                         converged = true;
+                        break 'restart;
+                    }
+                    if stalled {
+                        failure = Some(STAGNATION);
                         break 'restart;
                     }
                     if true_norm > 0.5 * restart_norm {
@@ -170,7 +174,10 @@ pub fn tfqmr_monitored<B: Backend, T: Scalar>(
                     continue 'restart;
                 }
             }
-            session.iteration(it, rnorm, monitor);
+            if session.iteration(it, rnorm, monitor) {
+                failure = Some(STAGNATION);
+                break 'restart;
+            }
             let rho_new = backend.dotc(&rstar, &w)?;
             if vanished(rho_new) {
                 failure = Some("rho = r0^H w");
