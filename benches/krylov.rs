@@ -2,7 +2,8 @@
 //! finite-element cylinders (`helmholtz-cylinder:0..2`, complex symmetric
 //! indefinite), run through `cargo xtask gpu-pack` on the device machine
 //! (`bash gpu-pack/run.sh bench`), or on any machine with `cargo bench --bench
-//! krylov` (without a GPU the GPU columns stay empty).
+//! krylov` (without a GPU the GPU columns stay empty). Flags: `--quick` (levels
+//! 0 and 1, no peers), `--ours-only` (no peers), `--level N` (repeatable).
 //!
 //! For each level and each method (BiCGSTAB, BiCGSTAB(8), TFQMR, QMR, GMRES(30)),
 //! Jacobi-preconditioned, x0 = 0, stopping at ||b - A x|| <= 1e-9 ||b|| with a cap
@@ -28,7 +29,7 @@ use gpuq::cpu::CpuBackend;
 use gpuq::cuda::CudaBackend;
 use gpuq::krylov::{solve_csr, KrylovOptions, Method, Preconditioner, SolverConfig};
 use gpuq::sparse::fem_cylinder::Cylinder;
-use gpuq::sparse::{Csr, Layout, SparseBackend};
+use gpuq::sparse::{Csr, Layout};
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -59,6 +60,11 @@ fn op_bytes(op: &str, n: f64, s: f64, spmv: f64) -> Option<f64> {
         "axpy" | "axpby" | "mul_elementwise" => 3.0 * n * s,
         "dotc" | "dotu" => 2.0 * n * s,
         "nrm2" => n * s,
+        "bicgstab_p" => 4.0 * n * s,
+        "bicgstab_s" => 3.0 * n * s,
+        // With a preconditioner (the bench always has one): phat, shat, t, x and
+        // r read, x and r written.
+        "bicgstab_xr" => 7.0 * n * s,
         "spmv_csr" | "spmv_sell" | "spmv_dotc_csr" => spmv,
         _ => return None,
     })
@@ -96,7 +102,7 @@ fn config(method: Method, layout: Layout) -> SolverConfig {
 }
 
 /// The report of the median-time run of `runs` solves after one warm-up.
-fn median_solve<B: SparseBackend + gpuq::krylov::CgKernels>(
+fn median_solve<B: gpuq::krylov::KrylovBackend>(
     backend: &B,
     a: &Csr<Complex64>,
     b: &[Complex64],
@@ -197,8 +203,22 @@ fn fmt_s(t: Option<f64>) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    // --quick: levels 0 and 1 without peers; --ours-only: no peers;
+    // --level N (repeatable): only those levels.
     let quick = args.iter().any(|a| a == "--quick");
-    let levels: &[usize] = if quick { &[0, 1] } else { &[0, 1, 2] };
+    let ours_only = quick || args.iter().any(|a| a == "--ours-only");
+    let chosen: Vec<usize> = args
+        .windows(2)
+        .filter(|w| w[0] == "--level")
+        .filter_map(|w| w[1].parse().ok())
+        .collect();
+    let levels: Vec<usize> = if !chosen.is_empty() {
+        chosen
+    } else if quick {
+        vec![0, 1]
+    } else {
+        vec![0, 1, 2]
+    };
     let gpu = CudaBackend::new(0)
         .map_err(|e| println!("bench-krylov: GPU columns skipped ({e})"))
         .ok();
@@ -214,7 +234,7 @@ fn main() {
     }
 
     let mut systems = Vec::new();
-    for &level in levels {
+    for &level in &levels {
         let cyl = Cylinder::level(level).unwrap();
         let t = Instant::now();
         let p = cyl.assemble::<Complex64>().unwrap();
@@ -227,7 +247,7 @@ fn main() {
         );
         systems.push((format!("cylinder-{level}"), p.matrix, p.rhs));
     }
-    let peer = if quick { None } else { peers(&systems) };
+    let peer = if ours_only { None } else { peers(&systems) };
 
     println!(
         "\n| system | method | iterations (CPU/GPU) | CPU time (s) | GPU time (s) | GPU/CPU speed-up | GPU ms/iter | floor ms/iter | GPU / floor | rel. residual (GPU) |"

@@ -5,6 +5,7 @@
 //! * [`scalar`]: the element types as kernels see them ([`scalar::C32`], [`scalar::C64`]
 //!   are `#[repr(C)]` pairs laid out exactly like `num_complex::Complex`) and the
 //!   per-item arithmetic ([`scalar::KScalar`]) both backends share;
+//! * [`slots`]: where methods that keep their scalars on the device store them;
 //! * `device` (compiled for `nvptx64` only): a small prelude of thread indices,
 //!   warp shuffles and read-only loads, and the `extern "ptx-kernel"` entry points,
 //!   monomorphised per scalar by macro (`axpy_f64`, `axpy_c64`, ...).
@@ -19,6 +20,7 @@
 )]
 
 pub mod scalar;
+pub mod slots;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod device;

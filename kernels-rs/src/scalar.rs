@@ -38,6 +38,14 @@ pub trait KScalar: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output =
     fn abs_sqr(self) -> Self::Real;
     /// Embeds a real value.
     fn from_real(re: Self::Real) -> Self;
+    /// Real part.
+    fn re(self) -> Self::Real;
+    /// self / o (the textbook formula for complex values, as num-complex uses).
+    fn div(self, o: Self) -> Self;
+    /// `true` when every part is finite.
+    fn is_finite(self) -> bool;
+    /// `true` when every part is zero.
+    fn is_zero(self) -> bool;
 }
 
 macro_rules! real {
@@ -63,6 +71,22 @@ macro_rules! real {
             #[inline(always)]
             fn from_real(re: $t) -> Self {
                 re
+            }
+            #[inline(always)]
+            fn re(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn div(self, o: $t) -> $t {
+                self / o
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn is_zero(self) -> bool {
+                self == 0.0
             }
         }
     };
@@ -128,6 +152,26 @@ macro_rules! complex {
             fn from_real(re: $t) -> Self {
                 $c { re, im: 0.0 }
             }
+            #[inline(always)]
+            fn re(self) -> $t {
+                self.re
+            }
+            #[inline(always)]
+            fn div(self, o: $c) -> $c {
+                let d = o.re * o.re + o.im * o.im;
+                $c {
+                    re: (self.re * o.re + self.im * o.im) / d,
+                    im: (self.im * o.re - self.re * o.im) / d,
+                }
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                self.re.is_finite() && self.im.is_finite()
+            }
+            #[inline(always)]
+            fn is_zero(self) -> bool {
+                self.re == 0.0 && self.im == 0.0
+            }
         }
     };
 }
@@ -138,6 +182,20 @@ complex!(C64, f64);
 #[inline(always)]
 pub fn axpby<T: KScalar>(alpha: T, x: T, beta: T, y: T) -> T {
     alpha * x + beta * y
+}
+
+/// `num / den`, or zero when `den` vanished or the quotient is not finite: the
+/// guarded step coefficient of methods whose scalars stay on the device (a
+/// vanished denominator is a breakdown the host reports after the iteration; the
+/// zero coefficient leaves the vectors as they were).
+#[inline(always)]
+pub fn guarded_quotient<T: KScalar>(num: T, den: T) -> T {
+    let q = num.div(den);
+    if den.is_zero() || !q.is_finite() {
+        T::zero()
+    } else {
+        q
+    }
 }
 
 /// alpha s + beta y, reading y only when `beta_is_zero` is false (so a NaN in an
@@ -160,6 +218,16 @@ pub fn spmv_out<T: KScalar>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn guarded_quotient_divides_or_gives_zero() {
+        let q = guarded_quotient(C64 { re: 1.0, im: 2.0 }, C64 { re: 3.0, im: -1.0 });
+        // (1 + 2i) / (3 - i) = (1 + 7i) / 10
+        assert!((q.re - 0.1).abs() < 1e-15 && (q.im - 0.7).abs() < 1e-15);
+        assert!(guarded_quotient(1.0f64, 0.0).is_zero());
+        assert!(guarded_quotient(f64::NAN, 1.0).is_zero());
+        assert!(guarded_quotient(C32 { re: 1.0, im: 0.0 }, C32::zero()).is_zero());
+    }
 
     #[test]
     fn complex_arithmetic_matches_the_textbook() {

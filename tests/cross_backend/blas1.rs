@@ -4,7 +4,7 @@ use crate::common::{random_vec, RandomScalar};
 use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
 use gpuq::cpu::CpuBackend;
-use gpuq::krylov::CgKernels;
+use gpuq::krylov::{BicgstabKernels, CgKernels};
 use proptest::prelude::*;
 
 const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1007, 65_537, 1_048_579];
@@ -186,6 +186,111 @@ fn check_fused_cg_steps<T: RandomScalar>(
         &c.download(&pc).unwrap(),
         |i| 4.0 * eps * ((b * ys[i]).magnitude() + xs[i].magnitude()).to_f64_lossless(),
     );
+}
+
+/// BiCGSTAB's steps with backend-resident scalars, device against CPU: the same
+/// scalar array `sc` on both, each step's vectors within a few rounding errors
+/// of the coefficients' terms, and the reductions written into the slots.
+fn check_bicgstab_steps<T: RandomScalar>(
+    g: &gpuq::cuda::CudaBackend,
+    c: &CpuBackend,
+    n: usize,
+    seed: u64,
+) {
+    use gpuq::krylov::bicgstab_kernels::{LEN, RNORM2, SNORM2, TS, TT};
+    let eps = T::Real::eps().to_f64_lossless();
+    let vecs: Vec<Vec<T>> = (0..6).map(|k| random_vec::<T>(n, seed + k)).collect();
+    let mut sc_host: Vec<T> = random_vec::<T>(LEN, seed + 99);
+    // The norms' slots are real.
+    for k in [TT, SNORM2, RNORM2] {
+        sc_host[k] = T::from_real(sc_host[k].magnitude() + T::Real::of_f64(0.5));
+    }
+    let up = |v: &[T]| (g.upload(v).unwrap(), c.upload(v).unwrap());
+    let (mut scg, mut scc) = up(&sc_host);
+    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| {
+        let scale = cv
+            .iter()
+            .map(|z| z.magnitude().to_f64_lossless())
+            .fold(1.0, f64::max);
+        close(what, &gv, &cv, |_| 64.0 * eps * scale);
+    };
+    // p step, then s step, then x/r step (with and without shat).
+    let (rg, rc) = up(&vecs[0]);
+    let (vg, vc) = up(&vecs[1]);
+    let (mut pg, mut pc) = up(&vecs[2]);
+    for first in [true, false] {
+        BicgstabKernels::bicgstab_p(g, first, &scg, &rg, &vg, &mut pg).unwrap();
+        BicgstabKernels::bicgstab_p(c, first, &scc, &rc, &vc, &mut pc).unwrap();
+        loose(
+            "bicgstab_p",
+            g.download(&pg).unwrap(),
+            c.download(&pc).unwrap(),
+        );
+    }
+    let (mut sg, mut s_c) = up(&vecs[0]);
+    BicgstabKernels::bicgstab_s(g, &mut scg, &vg, &mut sg).unwrap();
+    BicgstabKernels::bicgstab_s(c, &mut scc, &vc, &mut s_c).unwrap();
+    loose(
+        "bicgstab_s",
+        g.download(&sg).unwrap(),
+        c.download(&s_c).unwrap(),
+    );
+    let (tg, tc) = up(&vecs[3]);
+    let (shg, shc) = up(&vecs[4]);
+    BicgstabKernels::dotc_to_slot(g, &tg, &sg, &mut scg, TS).unwrap();
+    BicgstabKernels::dotc_to_slot(c, &tc, &s_c, &mut scc, TS).unwrap();
+    BicgstabKernels::squared_norm_to_slot(g, &tg, &mut scg, TT).unwrap();
+    BicgstabKernels::squared_norm_to_slot(c, &tc, &mut scc, TT).unwrap();
+    let (sgh, sch) = (g.download(&scg).unwrap(), c.download(&scc).unwrap());
+    let rel = two_gamma(n, eps, T::IS_COMPLEX) + 64.0 * eps;
+    for k in [SNORM2, TS, TT] {
+        // The reductions' own rounding (relative to the sum of |terms|, at most
+        // the value plus n for these magnitudes) plus that of the inputs' steps.
+        let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
+        let bound = 4.0 * rel * (sch[k].magnitude().to_f64_lossless() + n as f64) + 1e-300;
+        assert!(d <= bound, "slot {k}, n={n}: {} vs {}", sgh[k], sch[k]);
+    }
+    for shat in [false, true] {
+        let (mut xg, mut xc) = up(&vecs[5]);
+        let (mut r2g, mut r2c) = (
+            g.upload(&g.download(&sg).unwrap()).unwrap(),
+            c.upload(&c.download(&s_c).unwrap()).unwrap(),
+        );
+        let (sh_g, sh_c) = if shat {
+            (Some(&shg), Some(&shc))
+        } else {
+            (None, None)
+        };
+        let t2 = T::Real::of_f64(0.0);
+        BicgstabKernels::bicgstab_xr(g, &scg, t2, &pg, sh_g, &tg, &mut xg, &mut r2g).unwrap();
+        BicgstabKernels::bicgstab_xr(c, &scc, t2, &pc, sh_c, &tc, &mut xc, &mut r2c).unwrap();
+        loose(
+            "bicgstab_xr (x)",
+            g.download(&xg).unwrap(),
+            c.download(&xc).unwrap(),
+        );
+        loose(
+            "bicgstab_xr (r)",
+            g.download(&r2g).unwrap(),
+            c.download(&r2c).unwrap(),
+        );
+    }
+    // A slot outside the array is an error, not a crash.
+    assert!(BicgstabKernels::dotc_to_slot(g, &tg, &sg, &mut scg, LEN).is_err());
+    assert!(BicgstabKernels::dotc_to_slot(c, &tc, &s_c, &mut scc, LEN).is_err());
+}
+
+#[test]
+fn bicgstab_steps_match_the_cpu() {
+    let Some(g) = gpu("bicgstab_steps_match_the_cpu") else {
+        return;
+    };
+    let c = CpuBackend::new();
+    for (k, n) in [0usize, 1, 31, 1000, 100_003].into_iter().enumerate() {
+        check_bicgstab_steps::<f64>(g, &c, n, 10 * k as u64);
+        check_bicgstab_steps::<Complex64>(g, &c, n, 10 * k as u64 + 5);
+        check_bicgstab_steps::<f32>(g, &c, n, 10 * k as u64 + 7);
+    }
 }
 
 /// A random scalar for the coefficients.

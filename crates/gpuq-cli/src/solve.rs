@@ -6,11 +6,11 @@ use gpuq_core::{Complex, Error, Result, Scalar, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_krylov::{
-    solve_csr_monitored, CgKernels, KrylovOptions, Method, Preconditioner, SolverConfig,
+    solve_csr_monitored, KrylovBackend, KrylovOptions, Method, Preconditioner, SolverConfig,
 };
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market::{self as mm, MmField};
-use gpuq_sparse::{Csr, Layout, SparseBackend};
+use gpuq_sparse::{Csr, Layout};
 use std::io::BufRead;
 use std::path::Path;
 use std::process::ExitCode;
@@ -70,7 +70,7 @@ enum Chosen {
     Cuda(CudaBackend),
 }
 
-fn by_precision<B: SparseBackend + CgKernels>(
+fn by_precision<B: KrylovBackend>(
     backend: &B,
     args: &SolveArgs,
     source: &Source,
@@ -104,7 +104,7 @@ fn header_field(path: &Path) -> Result<MmField> {
     Ok(mm::read_header(&first)?.field)
 }
 
-fn solve_typed<B: SparseBackend + CgKernels, T: Scalar>(
+fn solve_typed<B: KrylovBackend, T: Scalar>(
     backend: &B,
     args: &SolveArgs,
     source: &Source,

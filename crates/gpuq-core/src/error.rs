@@ -70,8 +70,9 @@ pub enum Error {
     #[error("{} did not converge in {} iterations (relative residual {:.3e})", .0.method, .0.iterations, .0.relative_residual)]
     NotConverged(Box<SolveReport>),
 
-    /// An iterative method broke down: a scalar it divides by vanished.
-    #[error("{method} broke down at iteration {iteration}: {quantity} vanished")]
+    /// An iterative method broke down (a scalar it divides by vanished or turned
+    /// non-finite) or stagnated (the quantity then starts with "stagnation").
+    #[error("{method} {}", describe_breakdown(.quantity, *.iteration))]
     Breakdown {
         /// The method.
         method: &'static str,
@@ -117,5 +118,14 @@ impl Error {
             Error::Breakdown { report, .. } => Some(report),
             _ => None,
         }
+    }
+}
+
+/// The message of [`Error::Breakdown`] after the method's name.
+fn describe_breakdown(quantity: &str, iteration: usize) -> String {
+    if quantity.starts_with("stagnation") {
+        format!("stopped at iteration {iteration}: {quantity}")
+    } else {
+        format!("broke down at iteration {iteration}: {quantity} vanished or is not finite")
     }
 }

@@ -29,6 +29,14 @@ impl ScalarArg {
             ScalarArg::F64(re, im) => b.arg(re).arg(im),
         };
     }
+
+    /// Pushes the real part only (for kernels that take a real scalar).
+    pub(crate) fn push_re<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+        match self {
+            ScalarArg::F32(re, _) => b.arg(re),
+            ScalarArg::F64(re, _) => b.arg(re),
+        };
+    }
 }
 
 /// The kernel name of operation `op` for scalar `T` (`axpy_c64`).
@@ -60,12 +68,12 @@ macro_rules! launch_1d {
 pub(crate) enum Dest<'a, R> {
     /// Downloaded into this host array.
     Host(&'a mut [R; 1]),
-    /// Copied into the first element of this device buffer.
-    Device(&'a mut CudaSlice<u8>),
+    /// Written into this device buffer at this byte offset.
+    Device(&'a mut CudaSlice<u8>, usize),
 }
 
 /// The inputs of a reduction's first pass.
-enum FirstPass<'v> {
+pub(crate) enum FirstPass<'v> {
     /// Dot product of two buffers, conjugating the first when the flag is 1.
     Dot(&'v CudaSlice<u8>, &'v CudaSlice<u8>, u32),
     /// Sum of squared magnitudes of one buffer.
@@ -109,7 +117,7 @@ impl CudaBackend {
         let size = std::mem::size_of::<R>();
         let (mut host, mut device) = match dest {
             Dest::Host(result) => (Some(result), None),
-            Dest::Device(buf) => (None, Some(buf.slice_mut(0..size))),
+            Dest::Device(buf, at) => (None, Some(buf.slice_mut(at..at + size))),
         };
         let f2 = self.function(&kernel::<R>("reduce_warp"))?;
         let mut b = self.inner.stream.launch_builder(&f2);
@@ -143,7 +151,7 @@ impl CudaBackend {
     }
 
     /// The BLAS-1 reduction `first` over `n > 0` items, result to `dest`.
-    fn reduce_blas1<T: Scalar, R: Scalar>(
+    pub(crate) fn reduce_blas1<T: Scalar, R: Scalar>(
         &self,
         n: usize,
         first: FirstPass<'_>,
@@ -197,7 +205,7 @@ impl CudaBackend {
         self.reduce_blas1::<T, T>(
             x.len,
             FirstPass::Dot(&x.buf, &y.buf, 1),
-            Dest::Device(&mut out.buf),
+            Dest::Device(&mut out.buf, 0),
         )
     }
 
@@ -215,7 +223,7 @@ impl CudaBackend {
         self.reduce_blas1::<T, T::Real>(
             x.len,
             FirstPass::SquaredNorm(&x.buf),
-            Dest::Device(&mut out.buf),
+            Dest::Device(&mut out.buf, 0),
         )
     }
 

@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod bicgstab;
 mod blas1;
 mod fused;
 mod spmv;

@@ -1,21 +1,30 @@
-//! BiCGSTAB (van der Vorst 1992), right-preconditioned.
+//! BiCGSTAB (van der Vorst 1992), right-preconditioned, with its scalars kept
+//! on the backend ([`crate::BicgstabKernels`]).
 
+use crate::bicgstab_kernels::{
+    guarded_quotient, BicgstabKernels, LEN, R0V, RHO, RNORM2, SNORM2, TS, TT,
+};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
-use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
+use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
 /// Solves A x = b by BiCGSTAB with right preconditioning (A M y = b, x = M y),
 /// starting from the `x` given, for any nonsingular A, real or complex.
 ///
-/// Per iteration: two operator and two preconditioner applications, four dot
-/// products and two norms (each one scalar download), and six vector updates; 8
-/// vectors of storage. The shadow residual is the initial residual.
+/// Per iteration: two operator and two preconditioner applications, five
+/// reductions (r0^H v, ||s||^2, t^H s, t^H t, ||r||^2) and the next rho = r0^H r,
+/// and three fused vector steps; every scalar stays on the backend and the
+/// iteration ends with one download of the 6-slot scalar array (96 bytes for
+/// complex f64), which the stopping and breakdown tests read. 8 vectors of
+/// storage (10 with a preconditioner). The shadow residual is the initial
+/// residual.
 ///
 /// Returns the report with `converged` false at the iteration cap, and
 /// [`gpuq_core::Error::Breakdown`] naming the quantity when rho = r0^H r,
-/// r0^H A p, or omega vanishes (or turns non-finite). The report's
-/// `relative_residual` is recomputed from b - A x.
-pub fn bicgstab<B: Backend, T: Scalar>(
+/// r0^H A p, t^H t or omega vanishes (or turns non-finite), or on stagnation; a
+/// vanished quantity leaves the iterate as it was before the step that needed
+/// it. The report's `relative_residual` is recomputed from b - A x.
+pub fn bicgstab<B: BicgstabKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -28,7 +37,7 @@ pub fn bicgstab<B: Backend, T: Scalar>(
 
 /// [`bicgstab`] with a monitor called after every iteration with
 /// `(iteration, recurrence relative residual)`.
-pub fn bicgstab_monitored<B: Backend, T: Scalar>(
+pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -56,74 +65,67 @@ pub fn bicgstab_monitored<B: Backend, T: Scalar>(
         }
         Ok(())
     };
+    let mut sc = backend.zeros::<T>(LEN)?;
+    let mut host = [T::zero(); LEN];
 
     let target = session.target;
+    let target2 = <T::Real as RealScalar>::of_f64(target * target);
     let mut converged = rnorm <= target;
-    let (mut rho, mut alpha, mut omega) = (T::one(), T::one(), T::one());
     let mut it = 0;
     let mut failure = None;
+    if !converged {
+        backend.dotc_to_slot(&r0, &r, &mut sc, RHO)?;
+    }
     while !converged && it < session.max_iter {
         it += 1;
-        let rho_new = backend.dotc(&r0, &r)?;
-        if vanished(rho_new) {
-            failure = Some("rho = r0^H r");
-            break;
-        }
-        if it == 1 {
-            backend.copy(&r, &mut p)?;
-        } else {
-            // p = r + beta (p - omega v)
-            let beta = (rho_new / rho) * (alpha / omega);
-            backend.axpy(-omega, &v, &mut p)?;
-            backend.axpby(T::one(), &r, beta, &mut p)?;
-        }
-        rho = rho_new;
+        backend.bicgstab_p(it == 1, &sc, &r, &v, &mut p)?;
         apply_m(&p, &mut mp)?;
         let phat = mp.as_ref().unwrap_or(&p);
         a.apply(phat, &mut v)?;
-        let r0v = backend.dotc(&r0, &v)?;
-        if vanished(r0v) {
+        backend.dotc_to_slot(&r0, &v, &mut sc, R0V)?;
+        backend.bicgstab_s(&mut sc, &v, &mut r)?;
+        apply_m(&r, &mut ms)?;
+        a.apply(ms.as_ref().unwrap_or(&r), &mut t)?;
+        backend.dotc_to_slot(&t, &r, &mut sc, TS)?;
+        backend.squared_norm_to_slot(&t, &mut sc, TT)?;
+        backend.bicgstab_xr(&sc, target2, phat, ms.as_ref(), &t, x, &mut r)?;
+        backend.squared_norm_to_slot(&r, &mut sc, RNORM2)?;
+        backend.dotc_to_slot(&r0, &r, &mut sc, RHO)?;
+        // The one download of the iteration: the tests below read its scalars.
+        host.copy_from_slice(&backend.download(&sc)?);
+        if vanished(host[R0V]) || guarded_quotient(host[RHO], host[R0V]).is_zero_value() {
             failure = Some("r0^H A p");
             break;
         }
-        alpha = rho / r0v;
-        // s = r - alpha v, kept in r
-        backend.axpy(-alpha, &v, &mut r)?;
-        let snorm = backend.nrm2(&r)?.to_f64_lossless();
-        if snorm <= target {
-            backend.axpy(alpha, phat, x)?;
-            rnorm = snorm;
-            let _ = session.iteration(it, rnorm, monitor);
-            converged = true;
-            break;
-        }
-        apply_m(&r, &mut ms)?;
-        let shat = ms.as_ref().unwrap_or(&r);
-        a.apply(shat, &mut t)?;
-        let tt = backend.dotc(&t, &t)?;
-        if vanished(tt) {
-            failure = Some("t^H t with t = A M s");
-            break;
-        }
-        omega = backend.dotc(&t, &r)? / tt;
-        if vanished(omega) {
-            failure = Some("omega = (t^H s) / (t^H t)");
-            break;
-        }
-        backend.axpy(alpha, phat, x)?;
-        backend.axpy(omega, shat, x)?;
-        // r = s - omega t
-        backend.axpy(-omega, &t, &mut r)?;
-        rnorm = backend.nrm2(&r)?.to_f64_lossless();
-        if session.iteration(it, rnorm, monitor) {
-            failure = Some(STAGNATION);
-            break;
+        let snorm = host[SNORM2].re().to_f64_lossless().sqrt();
+        rnorm = host[RNORM2].re().to_f64_lossless().sqrt();
+        let stalled = session.iteration(it, rnorm, monitor);
+        if snorm > target {
+            if vanished(host[TT]) {
+                failure = Some("t^H t with t = A M s");
+                break;
+            }
+            if vanished(host[TS] / host[TT]) {
+                failure = Some("omega = (t^H s) / (t^H t)");
+                break;
+            }
         }
         if !rnorm.is_finite() {
             failure = Some("||r|| (not finite)");
             break;
         }
         converged = rnorm <= target;
+        if converged {
+            break;
+        }
+        if stalled {
+            failure = Some(STAGNATION);
+            break;
+        }
+        if vanished(host[RHO]) {
+            failure = Some("rho = r0^H r");
+            break;
+        }
     }
     session.finish(
         backend,

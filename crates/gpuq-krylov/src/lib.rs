@@ -18,9 +18,11 @@
 //! * [`solve_csr`]: the one-call path from a host CSR matrix and right-hand side
 //!   to a solution and a [`gpuq_core::SolveReport`].
 //!
-//! Per-iteration work that a backend can fuse lives in the [`CgKernels`] trait:
-//! its default methods are written with BLAS-1 operations, and a backend overrides
-//! them with single-pass kernels (the CPU backend does, in [`kernels`]).
+//! Per-iteration work that a backend can fuse lives in the [`CgKernels`] trait
+//! (its default methods are written with BLAS-1 operations, and a backend overrides
+//! them with single-pass kernels; the CPU backend does, in [`kernels`]) and in
+//! [`BicgstabKernels`] (BiCGSTAB's steps with its scalars kept on the backend, so
+//! a GPU iteration has one download; [`bicgstab_kernels`]).
 //!
 //! Every method starts and ends the same way (input checks, ||b||, residual
 //! history, the true residual recomputed at the end, breakdown as an error
@@ -30,13 +32,14 @@
 //! [`KrylovOptions::stagnation_window`] iterations) ends a solve with a breakdown
 //! error naming [`STAGNATION`] and carrying the partial report.
 //!
-//! Not yet here: look-ahead in QMR, and fused device kernels with device-resident
-//! scalars for the non-CG methods (they run on the backend's BLAS-1 and SpMV, with
-//! one host round trip per dot product or norm).
+//! Not yet here: look-ahead in QMR, and device-resident scalars for BiCGSTAB(l),
+//! TFQMR, QMR and GMRES (they run on the backend's BLAS-1 and SpMV, with one host
+//! round trip per dot product or norm).
 
 #![warn(missing_docs)]
 
 mod bicgstab;
+pub mod bicgstab_kernels;
 mod bicgstabl;
 mod cg;
 mod gmres;
@@ -49,6 +52,7 @@ mod solve;
 mod tfqmr;
 
 pub use bicgstab::{bicgstab, bicgstab_monitored};
+pub use bicgstab_kernels::BicgstabKernels;
 pub use bicgstabl::{bicgstab_l, bicgstab_l_monitored};
 pub use cg::{cg, cg_monitored};
 pub use gmres::{gmres, gmres_monitored};
@@ -57,5 +61,5 @@ pub use options::{KrylovOptions, Method, Preconditioner};
 pub use precond::{BlockJacobi2, Jacobi};
 pub use qmr::{qmr, qmr_monitored};
 pub use session::STAGNATION;
-pub use solve::{solve_csr, solve_csr_monitored, SolverConfig};
+pub use solve::{solve_csr, solve_csr_monitored, KrylovBackend, SolverConfig};
 pub use tfqmr::{tfqmr, tfqmr_monitored};

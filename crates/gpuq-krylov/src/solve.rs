@@ -2,11 +2,18 @@
 
 use crate::{
     bicgstab_l_monitored, bicgstab_monitored, cg_monitored, gmres_monitored, qmr_monitored,
-    tfqmr_monitored, BlockJacobi2, CgKernels, Jacobi, KrylovOptions, Method, Preconditioner,
+    tfqmr_monitored, BicgstabKernels, BlockJacobi2, CgKernels, Jacobi, KrylovOptions, Method,
+    Preconditioner,
 };
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
 use std::time::Instant;
+
+/// A backend every method of this crate runs on: sparse matrices, and the fused
+/// steps of CG and BiCGSTAB. Implemented for every backend that has those.
+pub trait KrylovBackend: SparseBackend + CgKernels + BicgstabKernels {}
+
+impl<B: SparseBackend + CgKernels + BicgstabKernels> KrylovBackend for B {}
 
 /// Everything [`solve_csr`] needs besides the data.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -35,7 +42,7 @@ pub fn solve_csr<B, T>(
     config: &SolverConfig,
 ) -> Result<(Vec<T>, SolveReport)>
 where
-    B: SparseBackend + CgKernels,
+    B: KrylovBackend,
     T: Scalar,
 {
     solve_csr_monitored(backend, a, b, config, &mut |_, _| {})
@@ -50,7 +57,7 @@ pub fn solve_csr_monitored<B, T>(
     monitor: &mut dyn FnMut(usize, f64),
 ) -> Result<(Vec<T>, SolveReport)>
 where
-    B: SparseBackend + CgKernels,
+    B: KrylovBackend,
     T: Scalar,
 {
     if let Some(index) = b.iter().position(|v| !v.is_finite_value()) {

@@ -1,0 +1,21 @@
+//! Slots of the small scalar arrays that iterative methods keep on the device, so
+//! that kernels read their coefficients without a host round trip. Shared by the
+//! kernels, the CUDA host code and the CPU implementation of the same steps.
+
+/// BiCGSTAB's scalars (see `gpuq_krylov::bicgstab`).
+pub mod bicgstab {
+    /// rho = r0^H r.
+    pub const RHO: usize = 0;
+    /// r0^H v with v = A M p.
+    pub const R0V: usize = 1;
+    /// t^H s with t = A M s.
+    pub const TS: usize = 2;
+    /// t^H t (real, stored with a zero imaginary part).
+    pub const TT: usize = 3;
+    /// ||s||^2 (real, zero imaginary part).
+    pub const SNORM2: usize = 4;
+    /// ||r||^2 at the end of the iteration (real, zero imaginary part).
+    pub const RNORM2: usize = 5;
+    /// Length of the array.
+    pub const LEN: usize = 6;
+}
