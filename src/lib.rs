@@ -6,7 +6,9 @@
 //! * [`core`]: scalars, the `Backend` and `LinearOperator` traits, errors, reports;
 //! * [`sparse`]: sparse formats, Matrix Market I/O, problem generators, `SparseBackend`;
 //! * [`cpu`]: the Rayon CPU backend, the reference every other backend is tested against;
-//! * [`krylov`]: Krylov solvers (CG, preconditioned CG) and preconditioners;
+//! * [`krylov`]: Krylov solvers (CG, BiCGSTAB, BiCGSTAB(l), TFQMR, QMR, GMRES) and
+//!   preconditioners;
+//! * [`mcls`]: Monte Carlo linear solvers (forward and adjoint Neumann-Ulam, MCSA);
 //! * `cuda` (feature `cuda`, on by default): the CUDA backend, kernels written in Rust.
 //!
 //! ```
@@ -26,6 +28,7 @@ pub use gpuq_cpu as cpu;
 #[cfg(feature = "cuda")]
 pub use gpuq_cuda as cuda;
 pub use gpuq_krylov as krylov;
+pub use gpuq_mcls as mcls;
 pub use gpuq_sparse as sparse;
 
 /// The names most programs need.

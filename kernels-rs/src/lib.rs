@@ -6,6 +6,9 @@
 //!   are `#[repr(C)]` pairs laid out exactly like `num_complex::Complex`) and the
 //!   per-item arithmetic ([`scalar::KScalar`]) both backends share;
 //! * [`slots`]: where methods that keep their scalars on the device store them;
+//! * [`chacha`]: the ChaCha block function as a counter-based generator, keyed by
+//!   (seed, history id), and [`walk`]: one Monte Carlo history of the Neumann-Ulam
+//!   methods, so both backends walk the same walks;
 //! * `device` (compiled for `nvptx64` only): a small prelude of thread indices,
 //!   warp shuffles and read-only loads, and the `extern "ptx-kernel"` entry points,
 //!   monomorphised per scalar by macro (`axpy_f64`, `axpy_c64`, ...).
@@ -19,8 +22,10 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
 )]
 
+pub mod chacha;
 pub mod scalar;
 pub mod slots;
+pub mod walk;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod device;

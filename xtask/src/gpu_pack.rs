@@ -185,12 +185,26 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
             row "solve cylinder-1 bicgstab $be (mtx)" FAIL "exit $rc, residual ${res:-?}"; FAILED=1
         fi
     done
+    # MCSA on 10^5 unknowns with rho(H) = 0.9 to 1e-8 on both backends, timed.
+    for be in cpu cuda; do
+        "$PACK/gpuq" solve --generate laplace1d:100000:0.2222222222 --method mcsa --histories 1000000 \
+            --estimator expected --backend $be --json >"$LOGS/mcsa-$be.json" 2>"$LOGS/mcsa-$be.err"
+        rc=$?
+        res=$(grep -oE '"relative_residual": *[^,}]*' "$LOGS/mcsa-$be.json" | grep -oE '[^ :]+$')
+        its=$(grep -oE '"iterations": *[0-9]+' "$LOGS/mcsa-$be.json" | grep -oE '[0-9]+$')
+        secs=$(grep -oE '"time_s": *[^,}]*' "$LOGS/mcsa-$be.json" | grep -oE '[^ :]+$')
+        if [ $rc -eq 0 ] && awk -v r="${res:-1}" 'BEGIN { exit !(r <= 1e-8) }'; then
+            row "solve mcsa laplace1d 1e5 rho 0.9 $be" PASS "iterations ${its:-?}, residual ${res:-?}, ${secs:-?} s"
+        else
+            row "solve mcsa laplace1d 1e5 rho 0.9 $be" FAIL "exit $rc, residual ${res:-?}"; FAILED=1
+        fi
+    done
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
 "#,
     );
     for b in benches {
-        if b == "bench-gpu" || b == "bench-krylov" {
+        if b == "bench-gpu" || b == "bench-krylov" || b == "bench-mcls" {
             s.push_str(&format!(
                 "    \"$PACK/{b}\" 2>&1 | tee \"$LOGS/{b}.log\"\n    [ ${{PIPESTATUS[0]}} -eq 0 ] && row {b} PASS \"tables above and in $LOGS/{b}.log\" || {{ row {b} FAIL \"see $LOGS/{b}.log\"; FAILED=1; }}\n"
             ));

@@ -120,6 +120,14 @@ fn build_ptx() -> Result<String, String> {
 
 fn ptx(check: bool) -> Result<(), String> {
     let fresh = build_ptx()?;
+    // The PTX is linked against nothing: a declared-but-undefined function (a
+    // panic path of core that survived optimisation) makes the driver's JIT reject
+    // the whole module, so refuse it here, where the cause is visible.
+    if let Some(line) = fresh.lines().find(|l| l.starts_with(".extern .func")) {
+        return Err(format!(
+            "the PTX calls a function it does not define (remove the panic path): {line}"
+        ));
+    }
     let path = ptx_path();
     if check {
         let committed =

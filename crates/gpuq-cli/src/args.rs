@@ -51,7 +51,9 @@ pub struct SolveArgs {
     /// (b is then the problem's own right-hand side if it has one).
     #[arg(long)]
     pub generate: Option<String>,
-    /// Krylov method: cg, bicgstab, bicgstab-l[:L] (L = 8), tfqmr, qmr, gmres[:M] (M = 30).
+    /// Method. Krylov: cg, bicgstab, bicgstab-l[:L] (L = 8), tfqmr, qmr, gmres[:M]
+    /// (M = 30). Monte Carlo (real matrices with rho(I - D^-1 A) < 1): mc-forward,
+    /// mc-adjoint, mcsa.
     #[arg(long, default_value = "cg")]
     pub method: String,
     /// Preconditioner: none, jacobi or block2 (2x2-block Jacobi).
@@ -75,6 +77,32 @@ pub struct SolveArgs {
     /// Floating-point precision: f32 or f64 (complex matrices use the complex type of that precision).
     #[arg(long, default_value = "f64")]
     pub precision: String,
+    /// Monte Carlo: total histories (the forward method runs round(N / n) per
+    /// entry; MCSA runs N per correction).
+    #[arg(long, default_value_t = 100_000)]
+    pub histories: u64,
+    /// Monte Carlo: relative weight cutoff ending a history (0: none).
+    #[arg(long, default_value_t = 1e-9)]
+    pub cutoff: f64,
+    /// Monte Carlo: most moves of one history.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_steps: u32,
+    /// Monte Carlo: estimator, collision or expected (default: expected for mcsa,
+    /// whose corrections need the smaller variance, collision otherwise).
+    #[arg(long)]
+    pub estimator: Option<String>,
+    /// Monte Carlo: seed of the random streams.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Monte Carlo: independent batches for the standard error.
+    #[arg(long, default_value_t = 10)]
+    pub batches: u32,
+    /// Monte Carlo: walk data layout, soa (structure of arrays) or aos (32-byte records).
+    #[arg(long, default_value = "soa")]
+    pub walk_layout: String,
+    /// Monte Carlo forward method on the GPU: thread-per-entry or thread-per-history.
+    #[arg(long, default_value = "thread-per-entry")]
+    pub mapping: String,
     /// Print the solve report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -14,6 +14,7 @@
 mod args;
 mod generate;
 mod info;
+mod montecarlo;
 mod progress;
 mod solve;
 

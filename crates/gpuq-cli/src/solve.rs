@@ -16,13 +16,16 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Where A comes from.
-enum Source<'a> {
+pub(crate) enum Source<'a> {
     File(&'a Path),
     Generated(ProblemSpec),
 }
 
 /// Runs a solve as the arguments say; returns the exit code (3 when not converged).
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
+    if crate::montecarlo::is_monte_carlo(&args.method) {
+        return crate::montecarlo::run(args);
+    }
     let config = SolverConfig {
         method: Method::parse(&args.method)?,
         precond: Preconditioner::parse(&args.precond)?,
@@ -35,29 +38,9 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         layout: Layout::parse(&args.layout)?,
     };
     config.options.validate()?;
-    let backend = match args.backend.as_str() {
-        "cpu" => Chosen::Cpu(CpuBackend::new()),
-        "cuda" => Chosen::Cuda(CudaBackend::new(0)?),
-        "auto" => CudaBackend::new(0).map_or_else(|_| Chosen::Cpu(CpuBackend::new()), Chosen::Cuda),
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "unknown backend '{other}' (available: cpu, cuda, auto)"
-            )))
-        }
-    };
-    let source = match (&args.generate, &args.matrix) {
-        (Some(spec), _) => Source::Generated(ProblemSpec::parse(spec)?),
-        (None, Some(path)) => Source::File(path),
-        (None, None) => {
-            return Err(Error::InvalidArgument(
-                "give a Matrix Market file or --generate SPEC".into(),
-            ))
-        }
-    };
-    let complex = match &source {
-        Source::File(path) => header_field(path)? == MmField::Complex,
-        Source::Generated(spec) => spec.is_complex(),
-    };
+    let backend = Chosen::parse(&args.backend)?;
+    let source = Source::from_args(args)?;
+    let complex = source.is_complex()?;
     match &backend {
         Chosen::Cpu(b) => by_precision(b, args, &source, &config, complex),
         Chosen::Cuda(b) => by_precision(b, args, &source, &config, complex),
@@ -65,9 +48,84 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
 }
 
 /// The backend picked by `--backend`.
-enum Chosen {
+pub(crate) enum Chosen {
     Cpu(CpuBackend),
     Cuda(CudaBackend),
+}
+
+impl Chosen {
+    /// `cpu`, `cuda` (device 0) or `auto` (CUDA when a device is present).
+    pub(crate) fn parse(name: &str) -> Result<Self> {
+        Ok(match name {
+            "cpu" => Chosen::Cpu(CpuBackend::new()),
+            "cuda" => Chosen::Cuda(CudaBackend::new(0)?),
+            "auto" => {
+                CudaBackend::new(0).map_or_else(|_| Chosen::Cpu(CpuBackend::new()), Chosen::Cuda)
+            }
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown backend '{other}' (available: cpu, cuda, auto)"
+                )))
+            }
+        })
+    }
+}
+
+impl<'a> Source<'a> {
+    /// The matrix file or the generated problem the arguments name.
+    pub(crate) fn from_args(args: &'a SolveArgs) -> Result<Self> {
+        match (&args.generate, &args.matrix) {
+            (Some(spec), _) => Ok(Source::Generated(ProblemSpec::parse(spec)?)),
+            (None, Some(path)) => Ok(Source::File(path)),
+            (None, None) => Err(Error::InvalidArgument(
+                "give a Matrix Market file or --generate SPEC".into(),
+            )),
+        }
+    }
+
+    /// Whether A is complex (from the file's header or the problem's kind).
+    pub(crate) fn is_complex(&self) -> Result<bool> {
+        Ok(match self {
+            Source::File(path) => header_field(path)? == MmField::Complex,
+            Source::Generated(spec) => spec.is_complex(),
+        })
+    }
+
+    /// Loads A, and b: the file `rhs`, else the problem's own, else A * ones.
+    /// Errors when A is not square or b's length differs from A's.
+    pub(crate) fn load<T: Scalar>(&self, rhs: Option<&Path>) -> Result<(Csr<T>, Vec<T>)> {
+        let (a, own_rhs): (Csr<T>, Option<Vec<T>>) = match self {
+            Source::File(path) => (mm::read_csr(path)?, None),
+            Source::Generated(spec) => {
+                let g = spec.build()?;
+                (g.matrix, g.rhs)
+            }
+        };
+        if a.nrows() != a.ncols() {
+            return Err(Error::Precondition {
+                method: "solve",
+                reason: format!("matrix is {} x {}, not square", a.nrows(), a.ncols()),
+            });
+        }
+        let b = match rhs {
+            Some(path) => {
+                let b: Vec<T> = mm::read_dense_vector(path)?;
+                if b.len() != a.nrows() {
+                    return Err(Error::shape(
+                        "solve (right-hand side)",
+                        format!("{} entries (the matrix has {} rows)", a.nrows(), a.nrows()),
+                        format!("{} entries in {}", b.len(), path.display()),
+                    ));
+                }
+                b
+            }
+            None => match own_rhs {
+                Some(b) => b,
+                None => a.mul_vec(&vec![T::one(); a.ncols()])?,
+            },
+        };
+        Ok((a, b))
+    }
 }
 
 fn by_precision<B: KrylovBackend>(
@@ -110,36 +168,7 @@ fn solve_typed<B: KrylovBackend, T: Scalar>(
     source: &Source,
     config: &SolverConfig,
 ) -> Result<ExitCode> {
-    let (a, own_rhs): (Csr<T>, Option<Vec<T>>) = match source {
-        Source::File(path) => (mm::read_csr(path)?, None),
-        Source::Generated(spec) => {
-            let g = spec.build()?;
-            (g.matrix, g.rhs)
-        }
-    };
-    if a.nrows() != a.ncols() {
-        return Err(Error::Precondition {
-            method: "solve",
-            reason: format!("matrix is {} x {}, not square", a.nrows(), a.ncols()),
-        });
-    }
-    let b = match &args.rhs {
-        Some(path) => {
-            let b: Vec<T> = mm::read_dense_vector(path)?;
-            if b.len() != a.nrows() {
-                return Err(Error::shape(
-                    "solve (right-hand side)",
-                    format!("{} entries (the matrix has {} rows)", a.nrows(), a.nrows()),
-                    format!("{} entries in {}", b.len(), path.display()),
-                ));
-            }
-            b
-        }
-        None => match own_rhs {
-            Some(b) => b,
-            None => a.mul_vec(&vec![T::one(); a.ncols()])?,
-        },
-    };
+    let (a, b) = source.load::<T>(args.rhs.as_deref())?;
     let mut progress = Progress::new();
     let (x, report) =
         solve_csr_monitored(backend, &a, &b, config, &mut |it, r| progress.update(it, r))
@@ -160,7 +189,7 @@ fn solve_typed<B: KrylovBackend, T: Scalar>(
     })
 }
 
-fn print_report(report: &SolveReport, json: bool) -> Result<()> {
+pub(crate) fn print_report(report: &SolveReport, json: bool) -> Result<()> {
     if json {
         let text = serde_json::to_string_pretty(report)
             .map_err(|e| Error::InvalidArgument(format!("cannot serialise the report: {e}")))?;

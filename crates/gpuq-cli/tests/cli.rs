@@ -240,3 +240,114 @@ fn generated_helmholtz_cylinder_is_solved_from_files_by_every_method() {
         assert!(stderr_one_line(&o).contains(what), "{args:?}");
     }
 }
+
+/// The Monte Carlo methods through the CLI: the adjoint estimate of a diagonally
+/// dominant system comes with its statistics, MCSA reaches the tolerance, and the
+/// method's preconditions fail with one line.
+#[test]
+fn monte_carlo_methods_solve_and_refuse_bad_input() {
+    // laplace1d:200:0.5 has rho(H) = 0.8.
+    let o = gpuq(&[
+        "solve",
+        "--generate",
+        "laplace1d:200:0.5",
+        "--method",
+        "mc-adjoint",
+        "--histories",
+        "200000",
+        "--seed",
+        "7",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["method"], "mc-adjoint");
+    assert_eq!(v["histories"], 200_000);
+    let rho = v["rho_h"].as_f64().unwrap();
+    assert!((rho - 0.8).abs() < 1e-3, "rho(H) = {rho}");
+    let res = v["relative_residual"].as_f64().unwrap();
+    assert!(res > 0.0 && res < 0.05, "residual {res}");
+    assert_eq!(v["std_error"].as_array().unwrap().len(), 200);
+
+    let o = gpuq(&[
+        "solve",
+        "--generate",
+        "laplace1d:300:0.5",
+        "--method",
+        "mcsa",
+        "--histories",
+        "3000",
+        "--estimator",
+        "expected",
+        "--tol",
+        "1e-8",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["method"], "mcsa");
+    assert_eq!(v["converged"], true);
+    assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8);
+
+    // At the iteration cap: the report, converged false, exit status 3.
+    let o = gpuq(&[
+        "solve",
+        "--generate",
+        "laplace1d:300:0.5",
+        "--method",
+        "mcsa",
+        "--histories",
+        "3000",
+        "--max-iter",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["converged"], false);
+    assert_eq!(v["iterations"], 1);
+
+    // The unshifted Laplacian has rho(H) -> 1 but below it; a negative shift
+    // pushes it above 1, where the Neumann series diverges.
+    for args in [
+        vec![
+            "solve",
+            "--generate",
+            "laplace1d:50:-0.5",
+            "--method",
+            "mc-forward",
+        ],
+        vec![
+            "solve",
+            "--generate",
+            "laplace1d:50:0.5",
+            "--method",
+            "mc-adjoint",
+            "--estimator",
+            "nope",
+        ],
+        vec![
+            "solve",
+            "--generate",
+            "laplace1d:50:0.5",
+            "--method",
+            "mc-adjoint",
+            "--histories",
+            "0",
+        ],
+        vec![
+            "solve",
+            "--generate",
+            "laplace1d:50:0.5",
+            "--method",
+            "mc-adjoint",
+            "--cutoff",
+            "2",
+        ],
+    ] {
+        let o = gpuq(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = stderr_one_line(&o);
+        assert!(e.starts_with("gpuq: error:"), "{args:?}: {e}");
+    }
+}

@@ -27,10 +27,12 @@ mod blas1;
 mod fused;
 mod spmv;
 mod vector;
+mod walks;
 
 pub use backend::{CudaBackend, DeviceInfo};
 pub use spmv::CudaMatrix;
 pub use vector::CudaVector;
+pub use walks::{DeviceWalkData, ForwardMapping};
 
 /// The PTX of `kernels-rs`, as committed (checked fresh by `cargo xtask ptx --check`).
 pub const PTX: &str = include_str!("../ptx/gpuq_kernels.ptx");

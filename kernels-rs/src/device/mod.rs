@@ -2,6 +2,7 @@
 
 mod blas1;
 mod krylov;
+mod mcls;
 pub mod prelude;
 mod spmv;
 

@@ -176,3 +176,14 @@ pub fn warp_sum<T: DeviceScalar + crate::scalar::KScalar>(mut s: T) -> T {
     }
     s
 }
+
+/// Atomically adds `v` to `*p` (`atom.global.add.u64`); returns the old value.
+///
+/// # Safety
+/// `p` must point to device global memory valid for reads and writes.
+#[inline(always)]
+pub unsafe fn atomic_add_u64(p: *mut u64, v: u64) -> u64 {
+    let r: u64;
+    asm!("atom.global.add.u64 {r}, [{p}], {v};", r = out(reg64) r, p = in(reg64) p, v = in(reg64) v);
+    r
+}

@@ -1,0 +1,163 @@
+//! `gpuq solve --method mc-forward|mc-adjoint|mcsa`: the Monte Carlo solvers.
+
+use crate::args::SolveArgs;
+use crate::solve::{print_report, Chosen, Source};
+use gpuq_core::{Error, Result};
+use gpuq_mcls::{
+    mcsa, Estimator, Layout, Mapping, McMethod, McOptions, McResult, McsaOptions, MonteCarlo,
+    WalkBackend,
+};
+use gpuq_sparse::matrix_market as mm;
+use std::process::ExitCode;
+
+/// Whether `method` names a Monte Carlo solver.
+pub fn is_monte_carlo(method: &str) -> bool {
+    matches!(method, "mc-forward" | "mc-adjoint" | "mcsa")
+}
+
+/// Runs the Monte Carlo solve the arguments ask for.
+pub fn run(args: &SolveArgs) -> Result<ExitCode> {
+    let opts = options(args)?;
+    let source = Source::from_args(args)?;
+    if source.is_complex()? {
+        return Err(Error::InvalidArgument(
+            "the Monte Carlo methods take real matrices; this one is complex".into(),
+        ));
+    }
+    if args.precision != "f64" {
+        return Err(Error::InvalidArgument(format!(
+            "the Monte Carlo methods run in f64 only (--precision {})",
+            args.precision
+        )));
+    }
+    let (a, b) = source.load::<f64>(args.rhs.as_deref())?;
+    match Chosen::parse(&args.backend)? {
+        Chosen::Cpu(backend) => run_on(&backend, args, &a, &b, &opts),
+        Chosen::Cuda(backend) => run_on(&backend, args, &a, &b, &opts),
+    }
+}
+
+/// The Monte Carlo options from the arguments (validated).
+fn options(args: &SolveArgs) -> Result<McOptions> {
+    let opts = McOptions {
+        method: if args.method == "mc-forward" {
+            McMethod::Forward
+        } else {
+            McMethod::Adjoint
+        },
+        histories: args.histories,
+        estimator: match &args.estimator {
+            Some(name) => Estimator::parse(name)?,
+            None if args.method == "mcsa" => Estimator::Expected,
+            None => Estimator::Collision,
+        },
+        max_steps: args.max_steps,
+        cutoff: args.cutoff,
+        seed: args.seed,
+        batches: args.batches,
+        layout: match args.walk_layout.as_str() {
+            "soa" => Layout::Soa,
+            "aos" => Layout::Aos,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown walk layout '{other}' (available: soa, aos)"
+                )))
+            }
+        },
+        mapping: match args.mapping.as_str() {
+            "thread-per-entry" => Mapping::ThreadPerEntry,
+            "thread-per-history" => Mapping::ThreadPerHistory,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown mapping '{other}' (available: thread-per-entry, thread-per-history)"
+                )))
+            }
+        },
+    };
+    opts.validate()?;
+    Ok(opts)
+}
+
+fn run_on<B: WalkBackend>(
+    backend: &B,
+    args: &SolveArgs,
+    a: &gpuq_sparse::Csr<f64>,
+    b: &[f64],
+    opts: &McOptions,
+) -> Result<ExitCode> {
+    let mc = MonteCarlo::new(backend, a, opts.layout)?;
+    for w in &mc.setup().warnings {
+        eprintln!("gpuq: warning: {w}");
+    }
+    if args.method == "mcsa" {
+        let mcsa_opts = McsaOptions {
+            tolerance: args.tol,
+            max_iterations: args.max_iter.unwrap_or(100),
+            inner: *opts,
+            ..McsaOptions::default()
+        };
+        let (x, report) = mcsa(&mc, b, &mcsa_opts)?;
+        if let Some(path) = &args.out {
+            mm::save_dense_vector(&x, path)?;
+        }
+        print_report(&report, args.json)?;
+        if !report.converged {
+            eprintln!(
+                "gpuq: not converged: relative residual {:.3e} after {} iterations (tolerance {:.1e})",
+                report.relative_residual, report.iterations, args.tol
+            );
+            return Ok(ExitCode::from(3));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let result = mc.solve(b, opts)?;
+    if let Some(path) = &args.out {
+        mm::save_dense_vector(&result.x, path)?;
+    }
+    print_result(&result, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_result(r: &McResult, json: bool) -> Result<()> {
+    if json {
+        let text = serde_json::to_string_pretty(r)
+            .map_err(|e| Error::InvalidArgument(format!("cannot serialise the result: {e}")))?;
+        println!("{text}");
+        return Ok(());
+    }
+    println!(
+        "method {} ({} estimator, {} layout) on {}, n = {}",
+        r.method, r.estimator, r.layout, r.backend, r.n
+    );
+    println!(
+        "rho(H) = {:.6}  rho(H^) = {:.6}  histories: {}  moves: {} ({:.1} per history)",
+        r.rho_h,
+        r.rho_hat,
+        r.histories,
+        r.steps,
+        r.steps as f64 / r.histories.max(1) as f64
+    );
+    let se = r
+        .std_error
+        .as_ref()
+        .map_or(String::from("n/a (one batch)"), |se| {
+            format!(
+                "{:.3e} mean, {:.3e} max",
+                se.iter().sum::<f64>() / se.len().max(1) as f64,
+                se.iter().cloned().fold(0.0, f64::max)
+            )
+        });
+    println!(
+        "relative residual (true): {:.4e}  standard error ({} batches): {se}",
+        r.relative_residual, r.batches
+    );
+    println!(
+        "time: setup {:.4} s, walks {:.4} s, reduction {:.4} s  ({:.3e} histories/s, {:.3e} moves/s)",
+        r.timing.setup_s,
+        r.timing.walks_s,
+        r.timing.reduction_s,
+        r.histories_per_s(),
+        r.steps_per_s()
+    );
+    Ok(())
+}
