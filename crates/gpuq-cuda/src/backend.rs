@@ -32,7 +32,7 @@ pub(crate) struct Inner {
     functions: Mutex<HashMap<String, CudaFunction>>,
     pub(crate) info: DeviceInfo,
     pub(crate) stats: StatsRecorder,
-    /// Scratch for reductions: one partial per warp of the largest reduction grid
+    /// Scratch for reductions: one partial per block of the largest reduction grid
     /// (16 bytes each, enough for Complex<f64>), then the final value.
     pub(crate) scratch: Mutex<CudaSlice<u8>>,
     /// Page-locked landing place for scalar results (16 bytes): a download from

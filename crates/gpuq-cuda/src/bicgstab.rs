@@ -144,7 +144,7 @@ impl CudaBackend {
                     .arg(partials);
                 // SAFETY: arguments match `bicgstab_s_*`; v and r hold n elements
                 // and do not alias (distinct borrows); the scratch has one slot per
-                // warp of the grid.
+                // block of the grid.
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_s"))?;
                 self.inner.stats.launch("bicgstab_s");
                 Ok(())

@@ -1,6 +1,6 @@
 //! BLAS-1 on the device: the [`Backend`] implementation of [`CudaBackend`].
 
-use crate::backend::{dev, CudaBackend, THREADS};
+use crate::backend::{dev, CudaBackend};
 use crate::vector::CudaVector;
 use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 use gpuq_core::num_traits::Float;
@@ -82,7 +82,7 @@ pub(crate) enum FirstPass<'v> {
 
 impl CudaBackend {
     /// Runs a deterministic two-pass reduction whose result has type `R`:
-    /// `first_pass` launches a kernel that writes one partial per warp of a grid of
+    /// `first_pass` launches a kernel that writes one partial per block of a grid of
     /// `blocks` blocks into the buffer it is given; then a one-warp kernel sums the
     /// partials in a fixed order, and the result is downloaded (one download of one
     /// `R`, which waits for the stream). `blocks` must not exceed
@@ -106,10 +106,10 @@ impl CudaBackend {
         first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
         dest: Dest<'_, R>,
     ) -> Result<()> {
-        let warps = blocks as usize * (THREADS as usize / 32);
+        let partials_len = blocks as usize;
         let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        debug_assert!(16 * (warps + 1) <= scratch.len());
-        // The first pass gets the whole scratch and writes its first `warps` entries.
+        debug_assert!(16 * (partials_len + 1) <= scratch.len());
+        // The first pass gets the whole scratch and writes its first `blocks` entries.
         first_pass(&mut scratch)?;
         let total = scratch.len();
         let (mut partials, mut out) = scratch.split_at_mut(total - 16);
@@ -121,7 +121,7 @@ impl CudaBackend {
         };
         let f2 = self.function(&kernel::<R>("reduce_warp"))?;
         let mut b = self.inner.stream.launch_builder(&f2);
-        b.arg(&warps).arg(&mut partials);
+        b.arg(&partials_len).arg(&mut partials);
         match device.as_mut() {
             Some(d) => b.arg(d),
             None => b.arg(&mut out),
@@ -131,7 +131,7 @@ impl CudaBackend {
             block_dim: (32, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: `partials` holds `warps` values of R written by the first pass
+        // SAFETY: `partials` holds `blocks` values of R written by the first pass
         // (passed mutably only because the view type demands it; pass 2 reads it);
         // the output (scratch or the caller's buffer) has room for one R and does
         // not overlap `partials`.
@@ -178,7 +178,7 @@ impl CudaBackend {
                 };
                 b.arg(partials);
                 // SAFETY: arguments match the first-pass kernel's declaration; the
-                // scratch holds one element per warp of this grid.
+                // scratch holds one element per block of this grid.
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
                 self.inner.stats.launch("reduce_partials");
                 Ok(())

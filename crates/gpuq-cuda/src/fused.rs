@@ -33,7 +33,7 @@ impl CudaBackend {
             b.arg(&q.buf).arg(&mut r.buf).arg(partials);
             // SAFETY: arguments match `cg_residual_*`; q and r hold n elements and
             // do not alias (one is borrowed shared, the other mutably); the scratch
-            // has one slot per warp of the grid.
+            // has one slot per block of the grid.
             unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("cg_residual"))?;
             self.inner.stats.launch("cg_residual");
             Ok(())

@@ -17,7 +17,7 @@
 //! power-of-two group of lanes per row chosen from the mean row length (CSR); the
 //! BSR2 kernel takes one thread per block row. Reductions (dot products, norms, the
 //! dot fused into `spmv_dotc`, CG's fused residual update) are two-pass and
-//! deterministic: one partial per warp in a fixed order, then one warp sums them.
+//! deterministic: one partial per block in a fixed order, then one warp sums them.
 
 #![warn(missing_docs)]
 

@@ -185,7 +185,7 @@ impl CudaBackend {
     }
 
     /// Launches the SpMV kernel of `a`'s layout; with `dot`, the CSR and SELL kernels
-    /// also write one partial of x^H y per warp into it (the caller checked that `a`
+    /// also write one partial of x^H y per block into it (the caller checked that `a`
     /// is square and `dot` is not used with BSR2).
     fn launch_spmv<T: Scalar>(
         &self,
@@ -225,7 +225,7 @@ impl CudaBackend {
                 };
                 // SAFETY: arguments match `spmv_csr_*` (a null `dot` means no dot);
                 // the arrays describe a validated CSR matrix of shape (m, n), x and
-                // y have n and m elements, `dot` has one slot per warp of the grid.
+                // y have n and m elements, `dot` has one slot per block of the grid.
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_csr"))?;
                 self.inner.stats.launch("spmv_csr");
             }
@@ -253,7 +253,7 @@ impl CudaBackend {
                 };
                 // SAFETY: arguments match `spmv_sell_*` (a null perm means identity,
                 // a null dot no dot); the arrays come from `Sell::from_csr` of a
-                // validated matrix; `dot` has one slot per warp of the grid.
+                // validated matrix; `dot` has one slot per block of the grid.
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_sell"))?;
                 self.inner.stats.launch("spmv_sell");
             }

@@ -13,7 +13,7 @@ use crate::walker::{AdjointBatch, BatchSums, ForwardBatch, Source, WalkBackend};
 use gpuq_core::Result;
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::{key_from_seed, Stream};
-use gpuq_kernels::walk::{adjoint_history, forward_history, Rows, Tally};
+use gpuq_kernels::walk::{adjoint_history, forward_history, Rows, Stop, Tally};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -31,8 +31,29 @@ const TALLY_BUDGET: usize = 256 << 20;
 /// Most chunks of one adjoint batch.
 const MAX_CHUNKS: u64 = 64;
 
-/// Fewest histories per chunk (a chunk zeroes and sums a whole tally vector).
-const MIN_CHUNK: u64 = 1024;
+/// Fewest histories per chunk.
+const MIN_CHUNK: u64 = 16;
+
+/// Moves assumed per history when a weight cutoff may end it early (histories of
+/// fixed length make exactly `max_steps`).
+const CUTOFF_MOVES_GUESS: u64 = 64;
+
+/// Chunks of an adjoint batch of `count` histories over `n` states: each chunk
+/// zeroes and sums a whole tally vector, n streamed elements, which we weigh at a
+/// sixteenth of a walk's move (a dependent random read), so a chunk gets enough
+/// histories to make that cost small next to its moves, and at most [`MAX_CHUNKS`]
+/// and the tally budget allow. A function of the problem and the batch only, never
+/// of the thread count, so the sums are reproducible.
+fn adjoint_chunks(n: usize, count: u64, stop: Stop) -> u64 {
+    let moves = if stop.cutoff == 0.0 {
+        u64::from(stop.max_steps)
+    } else {
+        CUTOFF_MOVES_GUESS.min(u64::from(stop.max_steps))
+    };
+    let per_chunk = (n as u64 / (16 * moves.max(1))).max(MIN_CHUNK);
+    let by_memory = (TALLY_BUDGET / (8 * n.max(1))).max(1) as u64;
+    (count / per_chunk).clamp(1, MAX_CHUNKS.min(by_memory))
+}
 
 impl WalkBackend for CpuBackend {
     type Prepared = CpuWalks;
@@ -128,8 +149,7 @@ fn adjoint<R: Rows + Sync, const EXPECTED: bool>(
 ) -> BatchSums {
     let n = src.bhat.len();
     let key = key_from_seed(batch.seed);
-    let by_memory = (TALLY_BUDGET / (8 * n.max(1))).max(1) as u64;
-    let chunks = (batch.count / MIN_CHUNK).clamp(1, MAX_CHUNKS.min(by_memory));
+    let chunks = adjoint_chunks(n, batch.count, batch.stop);
     let start_weight = |s: usize| src.bhat_l1 * src.bhat[s].signum();
     let cdf = |s: usize| src.start_cdf[s];
     let parts: Vec<(Vec<f64>, u64)> = (0..chunks)

@@ -7,16 +7,17 @@
 //! ignored for real kernels).
 //!
 //! Reductions are two-pass and deterministic: `*_partials` leaves one partial sum per
-//! warp (lane `l` of warp `w` accumulates elements `32 w + l + k * grid_threads` in
-//! order of `k`, then the warp sums by a fixed shuffle tree), and `reduce_warp_*`
-//! (one block of one warp) sums the partials the same way. For a given grid size
+//! block (thread `t` accumulates elements `t + k * grid_threads` in order of `k`,
+//! each warp sums by a fixed shuffle tree, and the block sums its eight warp sums the
+//! same way: `prelude::block_sum`), and `reduce_warp_*` (one block of one warp) sums
+//! the partials in a fixed order. For a given grid size
 //! the same input gives the same bits on every run.
 //!
 //! Safety contract of every entry point: each pointer is valid device memory for
-//! the `n` elements the kernel touches (`partials` for one element per warp of the
+//! the `n` elements the kernel touches (`partials` for one element per block of the
 //! grid), and output buffers do not alias inputs unless the kernel says so.
 
-use super::prelude::{global_id, grid_threads, lane, warp_sum, DeviceScalar};
+use super::prelude::{global_id, grid_threads, lane, store_block_partial, warp_sum, DeviceScalar};
 use crate::scalar::{axpby as axpby_item, KScalar, C32, C64};
 
 macro_rules! blas1 {
@@ -102,7 +103,7 @@ macro_rules! blas1 {
             }
         }
 
-        /// First pass of a dot product: `partials[w]` = the sum over warp `w`'s
+        /// First pass of a dot product: `partials[b]` = the sum over block `b`'s
         /// elements of conj(x_i) y_i (`conjugate != 0`) or x_i y_i.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $dot(
@@ -131,13 +132,10 @@ macro_rules! blas1 {
                 s = s + term(i);
                 i += t;
             }
-            let s = warp_sum(s);
-            if lane() == 0 {
-                *partials.add(global_id() / 32) = s;
-            }
+            store_block_partial(partials, s);
         }
 
-        /// First pass of a squared norm: `partials[w]` = sum of |x_i|^2 over warp `w`'s elements.
+        /// First pass of a squared norm: `partials[b]` = sum of |x_i|^2 over block `b`'s elements.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $nrm(n: usize, x: *const $t, partials: *mut $r) {
             let term = |i: usize| <$t>::ldg(x.add(i)).abs_sqr();
@@ -156,14 +154,11 @@ macro_rules! blas1 {
                 s = s + term(i);
                 i += t;
             }
-            let s = warp_sum(s);
-            if lane() == 0 {
-                *partials.add(global_id() / 32) = s;
-            }
+            store_block_partial(partials, s);
         }
 
         /// Fused CG residual update: r_i = r_i - alpha q_i, and `partials[w]` = the
-        /// sum of |r_i|^2 over warp `w`'s elements (the first pass of ||r||^2).
+        /// sum of |r_i|^2 over block `b`'s elements (the first pass of ||r||^2).
         /// One pass: 3 n element moves instead of the 4 n of an axpy and a norm.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $cgr(
@@ -183,10 +178,7 @@ macro_rules! blas1 {
                 s = s + ri.abs_sqr();
                 i += grid_threads();
             }
-            let s = warp_sum(s);
-            if lane() == 0 {
-                *partials.add(global_id() / 32) = s;
-            }
+            store_block_partial(partials, s);
         }
 
         /// Fused CG direction update: x_i = x_i + alpha p_i, then p_i = z_i + beta p_i.

@@ -7,7 +7,7 @@
 //! sees the vanished scalar when it downloads `sc` at the end of the iteration and
 //! reports the breakdown. Launch mapping and safety contract as in `blas1`.
 
-use super::prelude::{global_id, grid_threads, lane, warp_sum, DeviceScalar};
+use super::prelude::{global_id, grid_threads, store_block_partial, DeviceScalar};
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
 use crate::slots::bicgstab::{R0V, RHO, SNORM2, TS, TT};
 
@@ -40,7 +40,7 @@ macro_rules! bicgstab {
         }
 
         /// s_i = r_i - alpha v_i in place of r, alpha = rho / r0v; `partials[w]` =
-        /// the sum of |s_i|^2 over warp `w`'s elements (first pass of ||s||^2).
+        /// the sum of |s_i|^2 over block `b`'s elements (first pass of ||s||^2).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $s(
             n: usize,
@@ -58,10 +58,7 @@ macro_rules! bicgstab {
                 acc = acc + si.abs_sqr();
                 i += grid_threads();
             }
-            let acc = warp_sum(acc);
-            if lane() == 0 {
-                *partials.add(global_id() / 32) = acc;
-            }
+            store_block_partial(partials, acc);
         }
 
         /// x_i += alpha phat_i + omega shat_i and r_i = s_i - omega t_i (r holds s),

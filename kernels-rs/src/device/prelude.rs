@@ -1,10 +1,29 @@
-//! A small device prelude: thread geometry, warp shuffles, read-only cached loads
-//! and a double-precision atomic add. Written with `core::arch::nvptx` and inline
+//! A small device prelude: thread geometry, warp shuffles and sums, the block
+//! barrier and a block sum through shared memory, read-only cached loads and
+//! atomic adds. Written with `core::arch::nvptx` and inline
 //! PTX, since rust-cuda's `cuda_std` needs a codegen backend these machines lack.
 
 use crate::scalar::{C32, C64};
 use core::arch::asm;
 use core::arch::nvptx;
+
+/// `st.shared` of one value at shared-window address `a`.
+macro_rules! st_shared {
+    ($ty:literal, $a:expr, $v:expr, $class:ident) => {
+        // SAFETY: callers pass addresses inside the block scratch.
+        unsafe { asm!(concat!("st.shared.", $ty, " [{a}], {v};"), a = in(reg32) $a, v = in($class) $v) }
+    };
+}
+
+/// `ld.shared` of one value at shared-window address `a`.
+macro_rules! ld_shared {
+    ($ty:literal, $a:expr, $class:ident) => {{
+        let r;
+        // SAFETY: callers pass addresses inside the block scratch.
+        unsafe { asm!(concat!("ld.shared.", $ty, " {r}, [{a}];"), r = out($class) r, a = in(reg32) $a) }
+        r
+    }};
+}
 
 /// Index of this thread in the grid (x dimension).
 #[inline(always)]
@@ -56,9 +75,21 @@ pub trait DeviceScalar: Copy {
     /// # Safety
     /// `p` must be valid for reads and not written during the kernel.
     unsafe fn ldg(p: *const Self) -> Self;
+    /// Stores the value in 16-byte slot `w` (< 8) of the block scratch.
+    fn scratch_store(self, w: u32);
+    /// Loads 16-byte slot `w` (< 8) of the block scratch.
+    fn scratch_load(w: u32) -> Self;
 }
 
 impl DeviceScalar for f32 {
+    #[inline(always)]
+    fn scratch_store(self, w: u32) {
+        st_shared!("f32", scratch_addr(16 * w), self, reg32);
+    }
+    #[inline(always)]
+    fn scratch_load(w: u32) -> f32 {
+        ld_shared!("f32", scratch_addr(16 * w), reg32)
+    }
     #[inline(always)]
     fn shfl_down(self, d: u32) -> Self {
         f32::from_bits(shfl_down_b32(self.to_bits(), d))
@@ -72,6 +103,14 @@ impl DeviceScalar for f32 {
 }
 
 impl DeviceScalar for f64 {
+    #[inline(always)]
+    fn scratch_store(self, w: u32) {
+        st_shared!("f64", scratch_addr(16 * w), self, reg64);
+    }
+    #[inline(always)]
+    fn scratch_load(w: u32) -> f64 {
+        ld_shared!("f64", scratch_addr(16 * w), reg64)
+    }
     #[inline(always)]
     fn shfl_down(self, d: u32) -> Self {
         let b = self.to_bits();
@@ -88,6 +127,18 @@ impl DeviceScalar for f64 {
 }
 
 impl DeviceScalar for C32 {
+    #[inline(always)]
+    fn scratch_store(self, w: u32) {
+        st_shared!("f32", scratch_addr(16 * w), self.re, reg32);
+        st_shared!("f32", scratch_addr(16 * w + 4), self.im, reg32);
+    }
+    #[inline(always)]
+    fn scratch_load(w: u32) -> C32 {
+        C32 {
+            re: ld_shared!("f32", scratch_addr(16 * w), reg32),
+            im: ld_shared!("f32", scratch_addr(16 * w + 4), reg32),
+        }
+    }
     #[inline(always)]
     fn shfl_down(self, d: u32) -> Self {
         C32 {
@@ -110,6 +161,18 @@ impl DeviceScalar for C32 {
 }
 
 impl DeviceScalar for C64 {
+    #[inline(always)]
+    fn scratch_store(self, w: u32) {
+        st_shared!("f64", scratch_addr(16 * w), self.re, reg64);
+        st_shared!("f64", scratch_addr(16 * w + 8), self.im, reg64);
+    }
+    #[inline(always)]
+    fn scratch_load(w: u32) -> C64 {
+        C64 {
+            re: ld_shared!("f64", scratch_addr(16 * w), reg64),
+            im: ld_shared!("f64", scratch_addr(16 * w + 8), reg64),
+        }
+    }
     #[inline(always)]
     fn shfl_down(self, d: u32) -> Self {
         C64 {
@@ -163,6 +226,68 @@ pub unsafe fn atomic_add_f64(p: *mut f64, v: f64) -> f64 {
     let r: f64;
     asm!("atom.global.add.f64 {r}, [{p}], {v};", r = out(reg64) r, p = in(reg64) p, v = in(reg64) v);
     r
+}
+
+// The block's scratch in shared memory: one slot of up to 16 bytes per warp of a
+// 256-thread block (declared once at module scope; every kernel that uses it
+// gets its own copy per block).
+core::arch::global_asm!(".shared .align 16 .b8 gpuq_block_scratch[128];");
+
+/// Waits until every thread of the block has arrived (`bar.sync 0`), and makes
+/// their shared-memory writes visible to each other. Every thread of the block
+/// must call it.
+#[inline(always)]
+pub fn sync_threads() {
+    // SAFETY: a block-wide barrier; the kernels call it from every thread.
+    unsafe { asm!("bar.sync 0;") }
+}
+
+/// Shared-window address of byte `offset` of the block scratch (`offset < 128`).
+#[inline(always)]
+fn scratch_addr(offset: u32) -> u32 {
+    let base: u32;
+    // SAFETY: takes the address of a declared shared variable.
+    unsafe { asm!("mov.u32 {b}, gpuq_block_scratch;", b = out(reg32) base) }
+    base + offset
+}
+
+/// The sum of `s` over every thread of the block (a 256-thread block), valid in
+/// thread 0: a fixed shuffle tree per warp, the eight warp sums through the
+/// block scratch, then a fixed shuffle tree over them, so the bits depend only on
+/// the inputs. Every thread of the block must call it, at most once per kernel.
+#[inline(always)]
+pub fn block_sum<T: DeviceScalar + crate::scalar::KScalar>(s: T) -> T {
+    let s = warp_sum(s);
+    // SAFETY: reading a special register has no preconditions.
+    let warp = unsafe { nvptx::_thread_idx_x() as u32 } / 32;
+    if lane() == 0 {
+        s.scratch_store(warp);
+    }
+    sync_threads();
+    let mut t = T::zero();
+    if warp == 0 {
+        if lane() < crate::BLOCK_THREADS / 32 {
+            t = T::scratch_load(lane());
+        }
+        t = warp_sum(t);
+    }
+    t
+}
+
+/// Writes the block's sum of `s` ([`block_sum`]) to `partials[block index]`: the
+/// first pass of every two-pass reduction, one partial per block.
+///
+/// # Safety
+/// `partials` must hold one element per block of the grid.
+#[inline(always)]
+pub unsafe fn store_block_partial<T: DeviceScalar + crate::scalar::KScalar>(
+    partials: *mut T,
+    s: T,
+) {
+    let s = block_sum(s);
+    if nvptx::_thread_idx_x() == 0 {
+        *partials.add(nvptx::_block_idx_x() as usize) = s;
+    }
 }
 
 /// Sum over the 32 lanes of a warp by a fixed shuffle tree; the total is valid in lane 0.

@@ -6,7 +6,9 @@
 //! rows are below `y`'s length (the host validated it as a `Csr` before upload), and
 //! `y` aliases none of the inputs.
 
-use super::prelude::{global_id, grid_threads, lane, ldg_u32, ldg_u64, warp_sum, DeviceScalar};
+use super::prelude::{
+    global_id, grid_threads, ldg_u32, ldg_u64, store_block_partial, DeviceScalar,
+};
 use crate::scalar::{spmv_out, KScalar, C32, C64};
 
 /// Sum over aligned groups of `1 << log2` lanes by shuffles; the total is valid in
@@ -27,8 +29,8 @@ macro_rules! spmv {
         /// chosen by the host from the mean row length), grid-stride over rows: any
         /// grid of whole warps is correct.
         ///
-        /// When `dot` is not null (square matrices only) it also leaves, per warp
-        /// `w`, `dot[w]` = the sum over the warp's rows of conj(x_i) y_i, the first
+        /// When `dot` is not null (square matrices only) it also leaves, per block
+        /// `b`, `dot[b]` = the sum over the block's rows of conj(x_i) y_i, the first
         /// pass of a deterministic x^H y (see the BLAS-1 reductions).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $csr(
@@ -79,10 +81,7 @@ macro_rules! spmv {
                 warp_row += stride;
             }
             if !dot.is_null() {
-                let d = warp_sum(d);
-                if lane() == 0 {
-                    *dot.add(g / 32) = d;
-                }
+                store_block_partial(dot, d);
             }
         }
 
@@ -142,10 +141,7 @@ macro_rules! spmv {
                 p += grid_threads();
             }
             if !dot.is_null() {
-                let d = warp_sum(d);
-                if lane() == 0 {
-                    *dot.add(global_id() / 32) = d;
-                }
+                store_block_partial(dot, d);
             }
         }
 
