@@ -189,7 +189,7 @@ fn main() {
         (Forward, Col, Soa, PerEntry, false, q(5_000_000), q(1_000_000), Some(30.314)),
         (Forward, Col, Aos, PerEntry, false, q(5_000_000), q(1_000_000), Some(30.314)),
         (Forward, Col, Soa, PerHistory, false, q(5_000_000), q(1_000_000), Some(39.295)),
-        (Forward, Col, Soa, PerEntry, true, q(5_000_000), q(20_000), Some(67.993)),
+        (Forward, Col, Soa, PerEntry, true, q(5_000_000), q(1_000_000), Some(67.993)),
     ];
     let lap2d: Vec<Config> = lap2d.into_iter().map(Config::from).collect();
     let lap1d: Vec<Config> = lap1d.into_iter().map(Config::from).collect();
@@ -211,7 +211,7 @@ fn main() {
         // the exact answer (zero variance), which would flatter the method.
         let b = vec![1.0; a.nrows()];
         let setup = McSetup::new(&a).expect("rho(H) < 1");
-        let read_rate = rate(setup.forward.nnz().next_power_of_two().trailing_zeros());
+        let read_rate = rate(setup.forward().nnz().next_power_of_two().trailing_zeros());
         println!(
             "{system}: rho(H) = {:.6}, rho(H^) forward {:.6}, adjoint {:.6}",
             setup.rho_h.value, setup.rho_hat_forward.value, setup.rho_hat_adjoint.value

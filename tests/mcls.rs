@@ -394,6 +394,38 @@ fn bad_input_is_an_error() {
         mc.solve(&b, &o),
         Err(Error::NonFinite { index: 4, .. })
     ));
+    // b finite but b / d not: the largest f64 over a diagonal entry of 0.25
+    // overflows.
+    let small = Csr::from_coo(
+        &triplets(
+            2,
+            2,
+            vec![(0, 0, 0.25), (0, 1, 0.1), (1, 0, 0.1), (1, 1, 1.0)],
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mc_small = MonteCarlo::new(&cpu, &small, Layout::Soa).unwrap();
+    assert!(matches!(
+        mc_small.solve(&[f64::MAX, 1.0], &o),
+        Err(Error::NonFinite { index: 0, .. })
+    ));
+    // A source of the wrong length is an error, not a panic.
+    assert!(matches!(
+        gpuq::mcls::Source::new(mc.setup(), vec![1.0; 3]),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    // Too few power iterations to settle rho(H): a warning says the check is uncertain.
+    let unsettled = gpuq::mcls::McSetup::with_power_iterations(&a, 5).unwrap();
+    assert!(!unsettled.rho_h.settled);
+    assert!(
+        unsettled
+            .warnings
+            .iter()
+            .any(|w| w.contains("did not settle")),
+        "{:?}",
+        unsettled.warnings
+    );
     for bad in [
         McOptions { histories: 0, ..o },
         McOptions { batches: 0, ..o },

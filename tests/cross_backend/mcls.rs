@@ -91,3 +91,39 @@ fn walks_match_the_cpu() {
         "walks_match_the_cpu: forward and adjoint, both estimators, layouts and mappings agree"
     );
 }
+
+#[test]
+fn walk_data_with_a_column_out_of_range_is_refused() {
+    let Some(g) = gpu("walk_data_with_a_column_out_of_range_is_refused") else {
+        return;
+    };
+    // Two states; entry 1 moves to state 2, which does not exist: the kernels
+    // would index with it unchecked, so the upload must refuse it.
+    let ptr = [0u32, 1, 2];
+    let (cdf, w, h) = ([1.0; 2], [0.5; 2], [0.5; 2]);
+    let col = [1u32, 2];
+    assert!(matches!(
+        g.upload_walks_soa(&ptr, &cdf, &w, &h, &col),
+        Err(gpuq::core::Error::InvalidArgument(_))
+    ));
+    let records: Vec<gpuq_kernels::walk::Record> = col
+        .iter()
+        .map(|&c| gpuq_kernels::walk::Record {
+            h: 0.5,
+            cdf: 1.0,
+            w: 0.5,
+            col: c,
+            pad: 0,
+        })
+        .collect();
+    assert!(matches!(
+        g.upload_walks_aos(&ptr, &records),
+        Err(gpuq::core::Error::InvalidArgument(_))
+    ));
+    // Row starts that do not end at the number of entries are refused as well.
+    assert!(g
+        .upload_walks_soa(&[0, 1, 3], &cdf, &w, &h, &[1, 0])
+        .is_err());
+    // The valid data is accepted.
+    assert!(g.upload_walks_soa(&ptr, &cdf, &w, &h, &[1, 0]).is_ok());
+}

@@ -105,9 +105,10 @@ impl CudaBackend {
             multiprocessors: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
                 as usize,
         };
-        let max_warps = 8 * info.multiprocessors * (THREADS as usize / 32);
+        // One partial per block of the largest reduction grid (8 blocks per SM).
+        let max_partials = 8 * info.multiprocessors;
         let scratch = stream
-            .alloc_zeros::<u8>(16 * (max_warps + 1))
+            .alloc_zeros::<u8>(16 * (max_partials + 1))
             .map_err(dev("allocating reduction scratch"))?;
         // SAFETY: the bytes are written by a download before they are read.
         let pinned = unsafe { ctx.alloc_pinned_with_flags::<u8>(PINNED_BYTES, 0) }

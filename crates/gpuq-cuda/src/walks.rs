@@ -70,7 +70,9 @@ fn cfg(blocks: u32) -> LaunchConfig {
 
 impl CudaBackend {
     /// Uploads structure-of-arrays walk data (row starts, cumulative
-    /// probabilities, weights, values, columns). One upload per array.
+    /// probabilities, weights, values, columns). One upload per array. Errors
+    /// unless the row starts rise from 0 to the number of entries and every column
+    /// is below the number of rows (one host pass over the entries).
     pub fn upload_walks_soa(
         &self,
         ptr: &[u32],
@@ -79,7 +81,6 @@ impl CudaBackend {
         h: &[f64],
         col: &[u32],
     ) -> Result<DeviceWalkData> {
-        check_walks(ptr, cdf.len())?;
         if w.len() != cdf.len() || h.len() != cdf.len() || col.len() != cdf.len() {
             return Err(Error::shape(
                 "walk data",
@@ -87,6 +88,7 @@ impl CudaBackend {
                 "arrays of other lengths",
             ));
         }
+        check_walks(ptr, col.iter().copied())?;
         Ok(DeviceWalkData {
             n: ptr.len() - 1,
             ptr: self.upload_bytes(bytes_of(ptr))?,
@@ -99,9 +101,10 @@ impl CudaBackend {
         })
     }
 
-    /// Uploads array-of-records walk data (row starts and 32-byte records).
+    /// Uploads array-of-records walk data (row starts and 32-byte records), checked
+    /// as for [`CudaBackend::upload_walks_soa`].
     pub fn upload_walks_aos(&self, ptr: &[u32], records: &[Record]) -> Result<DeviceWalkData> {
-        check_walks(ptr, records.len())?;
+        check_walks(ptr, records.iter().map(|r| r.col))?;
         Ok(DeviceWalkData {
             n: ptr.len() - 1,
             ptr: self.upload_bytes(bytes_of(ptr))?,
@@ -152,8 +155,8 @@ impl CudaBackend {
                 .arg(&mut sums)
                 .arg(&mut steps);
             // SAFETY: arguments match the `mc_fwd_*` signature; the walk data was
-            // validated at upload (row starts within the entries, columns < n by
-            // construction of the host data); bhat, tally and sums hold n values.
+            // validated at upload (row starts within the entries, every column
+            // below n: `check_walks`); bhat, tally and sums hold n values.
             unsafe { b.launch(cfg(grid)) }.map_err(dev("mc_forward"))?;
             self.inner.stats.launch("mc_forward");
         }
@@ -202,8 +205,10 @@ impl CudaBackend {
                 .arg(&mut tallies)
                 .arg(&copies)
                 .arg(&mut steps);
-            // SAFETY: arguments match `mc_adj_*`; tallies holds copies x n values
-            // and every block's replica index is below copies.
+            // SAFETY: arguments match `mc_adj_*`; the walk data was validated at
+            // upload (`check_walks`: every column below n), start states come from
+            // a search over n entries; tallies holds copies x n values and every
+            // block's replica index is below copies.
             unsafe { b.launch(cfg(grid)) }.map_err(dev("mc_adjoint"))?;
             self.inner.stats.launch("mc_adjoint");
             let f = self.function("mc_sum_copies")?;
@@ -279,19 +284,29 @@ fn push_walks<'a>(b: &mut cudarc::driver::LaunchArgs<'a>, walks: &'a DeviceWalkD
     }
 }
 
-/// Errors unless `ptr` is a valid row-start array over `nnz` entries.
-fn check_walks(ptr: &[u32], nnz: usize) -> Result<()> {
+/// Errors unless `ptr` is a valid row-start array over the entries whose target
+/// states `cols` lists, and every target state is below the number of rows: the
+/// kernels index with them unchecked. Cost: one pass over the entries.
+fn check_walks(ptr: &[u32], cols: impl ExactSizeIterator<Item = u32>) -> Result<()> {
+    let nnz = cols.len();
     let ok = !ptr.is_empty()
         && ptr[0] == 0
         && ptr.windows(2).all(|w| w[0] <= w[1])
-        && *ptr.last().expect("non-empty") as usize == nnz;
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument(
+        && ptr[ptr.len() - 1] as usize == nnz;
+    if !ok {
+        return Err(Error::InvalidArgument(
             "walk data: row starts must rise from 0 to the number of entries".into(),
-        ))
+        ));
     }
+    let n = ptr.len() - 1;
+    for (k, c) in cols.enumerate() {
+        if c as usize >= n {
+            return Err(Error::InvalidArgument(format!(
+                "walk data: entry {k} moves to state {c}, beyond the {n} states"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn check_vec(n: usize, len: usize) -> Result<()> {

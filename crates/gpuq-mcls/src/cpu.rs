@@ -2,8 +2,8 @@
 //!
 //! Forward: one task per range of entries; an entry's histories run in order, so
 //! its sum is the same whatever the thread count. Adjoint: the batch's histories
-//! are cut into a fixed number of chunks (from n and the batch size, not from the
-//! thread count), each tallying into its own dense vector; the chunks are then
+//! are cut into a fixed number of chunks (from n, the batch size and the stopping
+//! rule, not from the thread count), each tallying into its own dense vector; the chunks are then
 //! added in chunk order. The result is therefore bitwise reproducible on any
 //! number of threads.
 
@@ -65,8 +65,8 @@ impl WalkBackend for CpuBackend {
 
     fn prepare(&self, setup: &McSetup, layout: Layout) -> Result<CpuWalks> {
         Ok(CpuWalks {
-            forward: setup.forward.clone(),
-            adjoint: setup.adjoint.clone(),
+            forward: setup.forward().clone(),
+            adjoint: setup.adjoint().clone(),
             layout,
         })
     }
@@ -77,6 +77,7 @@ impl WalkBackend for CpuBackend {
 
     fn forward(&self, walks: &CpuWalks, src: &Source, batch: &ForwardBatch) -> Result<BatchSums> {
         let data = &walks.forward;
+        check_source(data.n(), src)?;
         Ok(match (walks.layout, batch.estimator) {
             (Layout::Soa, Estimator::Collision) => forward::<_, false>(&data.soa(), src, batch),
             (Layout::Soa, Estimator::Expected) => forward::<_, true>(&data.soa(), src, batch),
@@ -87,6 +88,7 @@ impl WalkBackend for CpuBackend {
 
     fn adjoint(&self, walks: &CpuWalks, src: &Source, batch: &AdjointBatch) -> Result<BatchSums> {
         let data = &walks.adjoint;
+        check_source(data.n(), src)?;
         Ok(match (walks.layout, batch.estimator) {
             (Layout::Soa, Estimator::Collision) => adjoint::<_, false>(&data.soa(), src, batch),
             (Layout::Soa, Estimator::Expected) => adjoint::<_, true>(&data.soa(), src, batch),
@@ -94,6 +96,14 @@ impl WalkBackend for CpuBackend {
             (Layout::Aos, Estimator::Expected) => adjoint::<_, true>(&data.aos(), src, batch),
         })
     }
+}
+
+/// Errors unless every vector of `src` has one entry per state.
+fn check_source(n: usize, src: &Source) -> Result<()> {
+    for len in [src.bhat.len(), src.h_bhat.len(), src.start_cdf.len()] {
+        gpuq_core::check_same_len("monte carlo source", n, len)?;
+    }
+    Ok(())
 }
 
 /// Every entry's forward histories of the batch, in parallel over entries.

@@ -35,8 +35,8 @@ impl WalkBackend for CudaBackend {
             Layout::Aos => self.upload_walks_aos(&d.ptr, &d.records),
         };
         Ok(CudaWalks {
-            forward: up(&setup.forward)?,
-            adjoint: up(&setup.adjoint)?,
+            forward: up(setup.forward())?,
+            adjoint: up(setup.adjoint())?,
         })
     }
 

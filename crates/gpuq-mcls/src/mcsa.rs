@@ -95,7 +95,7 @@ pub fn mcsa<B: WalkBackend>(
     let mut it = 0;
     while rel > opts.tolerance && it < opts.max_iterations {
         it += 1;
-        for ((xi, ri), d) in x.iter_mut().zip(&r).zip(&setup.diagonal) {
+        for ((xi, ri), d) in x.iter_mut().zip(&r).zip(setup.diagonal()) {
             *xi += ri / d;
         }
         r = mc.residual(&x, b)?;

@@ -33,27 +33,28 @@ impl Layout {
 /// forward walk, H^T for the adjoint walk), in both layouts: per row s the entries
 /// j with M_sj != 0, their cumulative probabilities P_sj = |M_sj| / sum_j |M_sj|,
 /// weight factors W_sj = M_sj / P_sj (= sign(M_sj) times the row's absolute sum)
-/// and values M_sj. Memory: 36 bytes per entry in SoA plus 32 in AoS.
+/// and values M_sj. Memory: 28 bytes per entry in SoA plus 32 in AoS. Built only
+/// by [`McSetup`], so every column is a valid state.
 #[derive(Clone, Debug)]
 pub struct WalkData {
     /// Row starts, n + 1 entries.
-    pub ptr: Vec<u32>,
+    pub(crate) ptr: Vec<u32>,
     /// Cumulative probabilities; the last of each row is exactly 1.
-    pub cdf: Vec<f64>,
+    pub(crate) cdf: Vec<f64>,
     /// Weight factors.
-    pub w: Vec<f64>,
+    pub(crate) w: Vec<f64>,
     /// Matrix values.
-    pub h: Vec<f64>,
+    pub(crate) h: Vec<f64>,
     /// Target states.
-    pub col: Vec<u32>,
+    pub(crate) col: Vec<u32>,
     /// The same entries as records.
-    pub records: Vec<Record>,
+    pub(crate) records: Vec<Record>,
 }
 
 impl WalkData {
     /// Builds the data of the rows of `m` (entries equal to zero are dropped).
     /// Cost: O(nnz).
-    pub fn from_rows(m: &Csr<f64>) -> Self {
+    pub(crate) fn from_rows(m: &Csr<f64>) -> Self {
         let n = m.nrows();
         let mut ptr = Vec::with_capacity(n + 1);
         let (mut cdf, mut w, mut h, mut col) = (vec![], vec![], vec![], vec![]);
@@ -157,12 +158,9 @@ impl WalkData {
 /// whether the methods converge.
 #[derive(Clone, Debug)]
 pub struct McSetup {
-    /// The diagonal of A.
-    pub diagonal: Vec<f64>,
-    /// Rows of H = I - D^-1 A (the forward walk).
-    pub forward: Arc<WalkData>,
-    /// Rows of H^T (the adjoint walk).
-    pub adjoint: Arc<WalkData>,
+    diagonal: Vec<f64>,
+    forward: Arc<WalkData>,
+    adjoint: Arc<WalkData>,
     /// Power-iteration estimate of rho(H).
     pub rho_h: SpectralEstimate,
     /// Power-iteration estimate of rho(H^), H^_sj = H_sj^2 / P_sj with the forward
@@ -170,7 +168,7 @@ pub struct McSetup {
     pub rho_hat_forward: SpectralEstimate,
     /// The same for the adjoint walk (H^T and its probabilities).
     pub rho_hat_adjoint: SpectralEstimate,
-    /// Warnings for the user (infinite variance).
+    /// Warnings for the user (infinite variance, an unsettled estimate of rho(H)).
     pub warnings: Vec<String>,
 }
 
@@ -225,6 +223,13 @@ impl McSetup {
         let rho_hat_adjoint =
             spectral_radius(a.nrows(), |x| adjoint.mul_variance(x), power_iterations);
         let mut warnings = vec![];
+        if !rho_h.settled {
+            warnings.push(format!(
+                "the power iteration for rho(H) did not settle in {} steps (estimate {:.6}): \
+                 the convergence check of the Neumann series is uncertain",
+                rho_h.iterations, rho_h.value
+            ));
+        }
         for (what, r) in [("forward", rho_hat_forward), ("adjoint", rho_hat_adjoint)] {
             if r.value >= 1.0 {
                 warnings.push(format!(
@@ -249,6 +254,21 @@ impl McSetup {
         self.diagonal.len()
     }
 
+    /// The diagonal of A.
+    pub fn diagonal(&self) -> &[f64] {
+        &self.diagonal
+    }
+
+    /// Rows of H = I - D^-1 A: the forward walk's data.
+    pub fn forward(&self) -> &Arc<WalkData> {
+        &self.forward
+    }
+
+    /// Rows of H^T: the adjoint walk's data.
+    pub fn adjoint(&self) -> &Arc<WalkData> {
+        &self.adjoint
+    }
+
     /// b^ = D^-1 b, after checking b's length and finiteness.
     pub fn scaled_rhs(&self, b: &[f64]) -> Result<Vec<f64>> {
         gpuq_core::check_same_len("monte carlo right-hand side", self.n(), b.len())?;
@@ -258,7 +278,14 @@ impl McSetup {
                 index,
             });
         }
-        Ok(b.iter().zip(&self.diagonal).map(|(b, d)| b / d).collect())
+        let bhat: Vec<f64> = b.iter().zip(&self.diagonal).map(|(b, d)| b / d).collect();
+        if let Some(index) = bhat.iter().position(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "D^-1 b (right-hand side over the diagonal)".into(),
+                index,
+            });
+        }
+        Ok(bhat)
     }
 }
 

@@ -182,7 +182,7 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
             result.timing.setup_s = self.setup_s;
             return Ok(result);
         }
-        let source = self.backend.source(&Source::new(&self.setup, bhat))?;
+        let source = self.backend.source(&Source::new(&self.setup, bhat)?)?;
         let setup_s = self.setup_s + t.elapsed().as_secs_f64();
 
         let t = Instant::now();

@@ -21,9 +21,11 @@ pub struct Source {
 }
 
 impl Source {
-    /// Builds the source of b^ for the walk data of `setup`. Cost: one pass over H.
-    pub fn new(setup: &McSetup, bhat: Vec<f64>) -> Self {
-        let h_bhat = setup.forward.mul(&bhat);
+    /// Builds the source of b^ for the walk data of `setup`; errors unless b^ has
+    /// one entry per unknown. Cost: one pass over H.
+    pub fn new(setup: &McSetup, bhat: Vec<f64>) -> Result<Self> {
+        gpuq_core::check_same_len("monte carlo source", setup.n(), bhat.len())?;
+        let h_bhat = setup.forward().mul(&bhat);
         let bhat_l1: f64 = bhat.iter().map(|v| v.abs()).sum();
         let mut acc = 0.0;
         let mut start_cdf: Vec<f64> = bhat
@@ -36,12 +38,12 @@ impl Source {
         if let Some(last) = start_cdf.last_mut() {
             *last = 1.0;
         }
-        Source {
+        Ok(Source {
             bhat,
             h_bhat,
             start_cdf,
             bhat_l1,
-        }
+        })
     }
 }
 

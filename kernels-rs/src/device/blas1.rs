@@ -157,7 +157,7 @@ macro_rules! blas1 {
             store_block_partial(partials, s);
         }
 
-        /// Fused CG residual update: r_i = r_i - alpha q_i, and `partials[w]` = the
+        /// Fused CG residual update: r_i = r_i - alpha q_i, and `partials[b]` = the
         /// sum of |r_i|^2 over block `b`'s elements (the first pass of ||r||^2).
         /// One pass: 3 n element moves instead of the 4 n of an axpy and a norm.
         #[no_mangle]

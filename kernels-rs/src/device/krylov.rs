@@ -39,7 +39,7 @@ macro_rules! bicgstab {
             }
         }
 
-        /// s_i = r_i - alpha v_i in place of r, alpha = rho / r0v; `partials[w]` =
+        /// s_i = r_i - alpha v_i in place of r, alpha = rho / r0v; `partials[b]` =
         /// the sum of |s_i|^2 over block `b`'s elements (first pass of ||s||^2).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $s(

@@ -238,8 +238,10 @@ core::arch::global_asm!(".shared .align 16 .b8 gpuq_block_scratch[128];");
 /// must call it.
 #[inline(always)]
 pub fn sync_threads() {
-    // SAFETY: a block-wide barrier; the kernels call it from every thread.
-    unsafe { asm!("bar.sync 0;") }
+    // SAFETY: a block-wide barrier (`llvm.nvvm.barrier0`, which the compiler
+    // knows to be convergent, so it is never moved into divergent code); the
+    // kernels call it from every thread.
+    unsafe { nvptx::_syncthreads() }
 }
 
 /// Shared-window address of byte `offset` of the block scratch (`offset < 128`).

@@ -27,7 +27,8 @@ macro_rules! spmv {
     ($t:ty, $r:ty, $csr:ident, $sell:ident, $bsr2:ident) => {
         /// CSR, `1 << lanes_log2` consecutive lanes per row (1 to 32, a power of two
         /// chosen by the host from the mean row length), grid-stride over rows: any
-        /// grid of whole warps is correct.
+        /// grid of whole warps is correct (of whole 256-thread blocks when `dot`
+        /// is not null: the block sum needs them).
         ///
         /// When `dot` is not null (square matrices only) it also leaves, per block
         /// `b`, `dot[b]` = the sum over the block's rows of conj(x_i) y_i, the first
