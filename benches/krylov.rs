@@ -1,9 +1,11 @@
 //! Krylov benchmarks: seed 003's Tables 10-12 redone on gpuq's generated
-//! finite-element cylinders (`helmholtz-cylinder:0..2`, complex symmetric
-//! indefinite), run through `cargo xtask gpu-pack` on the device machine
-//! (`bash gpu-pack/run.sh bench`), or on any machine with `cargo bench --bench
-//! krylov` (without a GPU the GPU columns stay empty). Flags: `--quick` (levels
-//! 0 and 1, no peers), `--ours-only` (no peers), `--level N` (repeatable).
+//! finite-element cylinders (`helmholtz-cylinder:0..2:soft`, the soft-walled
+//! ducts closest to the seed's Cylinder3D-0/1/2; complex symmetric indefinite),
+//! run through `cargo xtask gpu-pack` on the device machine (`bash
+//! gpu-pack/run.sh bench`), or on any machine with `cargo bench --bench krylov`
+//! (without a GPU the GPU columns stay empty). Flags: `--quick` (levels 0 and 1,
+//! no peers), `--ours-only` (no peers), `--level N` (repeatable), `--hard` (the
+//! hard-walled ducts `helmholtz-cylinder:0..2` instead).
 //!
 //! For each level and each method (BiCGSTAB, BiCGSTAB(8), TFQMR, QMR, GMRES(30)),
 //! Jacobi-preconditioned, x0 = 0, stopping at ||b - A x|| <= 1e-9 ||b|| with a cap
@@ -233,19 +235,25 @@ fn main() {
         );
     }
 
+    let hard = args.iter().any(|a| a == "--hard");
     let mut systems = Vec::new();
     for &level in &levels {
-        let cyl = Cylinder::level(level).unwrap();
+        let (cyl, wall) = if hard {
+            (Cylinder::level(level).unwrap(), "hard")
+        } else {
+            (Cylinder::soft_level(level).unwrap(), "soft")
+        };
         let t = Instant::now();
         let p = cyl.assemble::<Complex64>().unwrap();
+        let name = format!("cylinder-{level}-{wall}");
         eprintln!(
-            "cylinder-{level}: n = {}, nnz = {}, h = {:.4}, assembled in {:.2} s",
+            "{name}: n = {}, nnz = {}, h = {:.4}, assembled in {:.2} s",
             p.matrix.nrows(),
             p.matrix.nnz(),
             cyl.mesh_size(),
             t.elapsed().as_secs_f64()
         );
-        systems.push((format!("cylinder-{level}"), p.matrix, p.rhs));
+        systems.push((name, p.matrix, p.rhs));
     }
     let peer = if ours_only { None } else { peers(&systems) };
 

@@ -27,7 +27,7 @@ pub enum Command {
 #[derive(Args, Debug)]
 pub struct GenerateArgs {
     /// The problem: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND],
-    /// helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL (0, 1, 2).
+    /// helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL[:hard|soft] (0, 1, 2).
     pub spec: String,
     /// Where to write A (Matrix Market coordinate, real or complex general).
     #[arg(long)]
@@ -47,8 +47,8 @@ pub struct SolveArgs {
     #[arg(long)]
     pub rhs: Option<PathBuf>,
     /// Generate A instead of reading it: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M,
-    /// convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL
-    /// (b is then the problem's own right-hand side if it has one).
+    /// convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or
+    /// helmholtz-cylinder:LEVEL[:hard|soft] (b is then the problem's own right-hand side if it has one).
     #[arg(long)]
     pub generate: Option<String>,
     /// Method. Krylov: cg, bicgstab, bicgstab-l[:L] (L = 8), tfqmr, qmr, gmres[:M]

@@ -215,6 +215,26 @@ fn generated_helmholtz_cylinder_is_solved_from_files_by_every_method() {
         assert_eq!(v["scalar"], "c64", "{method}");
         assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8, "{method}");
     }
+    // The soft-walled duct, generated in place, by TFQMR to 1e-9.
+    let o = gpuq(&[
+        "solve",
+        "--generate",
+        "helmholtz-cylinder:0:soft",
+        "--method",
+        "tfqmr",
+        "--precond",
+        "jacobi",
+        "--tol",
+        "1e-9",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["converged"].as_bool(), v["n"].as_u64()),
+        (Some(true), Some(2904))
+    );
+    assert!(v["relative_residual"].as_f64().unwrap() <= 1e-9);
     for (args, what) in [
         (
             vec!["generate", "cylinder:9", "--out", "x.mtx"],

@@ -7,13 +7,25 @@
 //!
 //! ```text
 //!   -Δu - k² u = 0          in Ω = { x² + y² < R², 0 < z < L }
-//!            u = 1          on the cap z = 0 (a piston; Dirichlet)
+//!            u = g          on the cap z = 0 (a piston; Dirichlet)
 //!   ∂u/∂n - i k u = 0       on the cap z = L (impedance / Robin; absorbing)
-//!        ∂u/∂n = 0          on the side x² + y² = R² (hard wall; natural)
 //! ```
 //!
-//! The plane wave `u = exp(i k z)` satisfies all three conditions exactly, so the
-//! discrete solution can be compared with it node by node. The side faces of the
+//! and on the side x² + y² = R² one of two walls ([`SideWall`]):
+//!
+//! * **hard**, `∂u/∂n = 0` (natural), with the piston `g = 1`: the plane wave
+//!   `u = exp(i k z)` satisfies every condition exactly ([`Cylinder::level`]);
+//! * **soft**, `u = 0` (Dirichlet), with the piston `g = J0(α r / R)`, α ≈ 2.405 the
+//!   first zero of J0: the duct's first mode `u = J0(α r / R) Z(z)` with
+//!   `Z = A exp(i κ z) + B exp(-i κ z)`, `κ² = k² - (α / R)²`, `Z(0) = 1` and
+//!   `Z'(L) = i k Z(L)` satisfies every condition exactly; it propagates when
+//!   k > α / R and decays otherwise ([`Cylinder::soft_level`]).
+//!
+//! Either way the discrete solution can be compared with the exact one node by
+//! node (for the soft wall, the polygonal cross-section adds an O(h²) geometric
+//! error of the same order as the discretisation's).
+//!
+//! The hard wall's details follow. The side faces of the
 //! mesh are vertical and the caps are flat, so the plane wave also solves the
 //! problem exactly on the polyhedral (meshed) domain: the error is pure
 //! discretisation error, O(h²) at the nodes for P1 elements. (Measured for k = 6,
@@ -28,8 +40,11 @@
 //! free (non-Dirichlet) nodes is
 //!
 //! ```text
-//!   (K - k² M - i k M_Γ)_{F,F} u_F = -(K - k² M - i k M_Γ)_{F,D} g_D,     g_D = 1,
+//!   (K - k² M - i k M_Γ)_{F,F} u_F = -(K - k² M - i k M_Γ)_{F,D} g_D,
 //! ```
+//!
+//! with g_D the exact solution at the Dirichlet nodes (the piston; for the soft
+//! wall also the wall nodes, where it is 0),
 //!
 //! that is, the Dirichlet nodes are eliminated (removed from the unknowns) and
 //! their contribution moves to the right-hand side. Element formulas, for a
@@ -87,9 +102,30 @@
 //!
 //! (mesh size: [`Cylinder::mesh_size`]; rows have at most 19 nonzeros, 14.5 on
 //! average at level 2.)
+//!
+//! These hard-walled ducts are harder for Krylov methods than the seed's
+//! matrices (P-BiCGSTAB with Jacobi needs about 167 / 387 / 560 iterations to
+//! 1e-9 where the seed reports 49 / 86 / 162, and TFQMR stagnates on level 2):
+//! with hard walls k² lies among many eigenvalues of the real part, and only the
+//! impedance cap damps the propagating modes. The seed states only "Dirichlet
+//! boundary conditions along a part of the boundary", and the share of
+//! one-entry rows its matrix statistics suggest points to Dirichlet nodes on much
+//! of the boundary. [`Cylinder::soft_level`] therefore gives soft-walled ducts:
+//! R = 0.3 (so that α / R ≈ 8.0 < k = 9.5 and the first mode propagates: the
+//! real part keeps one eigenvalue, about (α / R)² + (π / 2L)² ≈ 68, below k² =
+//! 90.25, so the matrix stays indefinite), L = 0.8, k = 9.5:
+//!
+//! | level | cells_across | cells_along | unknowns | nonzeros  | mesh size |
+//! |-------|--------------|-------------|----------|-----------|-----------|
+//! | 0     | 12           | 24          | 2 904    | 38 550    | 0.050     |
+//! | 1     | 22           | 44          | 19 404   | 273 090   | 0.027     |
+//! | 2     | 42           | 84          | 141 204  | 2 050 170 | 0.014     |
+//!
+//! With them P-BiCGSTAB needs about the seed's iteration counts (113 at level 1
+//! against the seed's 86) and TFQMR converges on every level.
 
 use crate::Csr;
-use gpuq_core::{Error, RealScalar, Result, Scalar};
+use gpuq_core::{Complex64, Error, RealScalar, Result, Scalar};
 
 /// Radius of the default duct.
 const RADIUS: f64 = 0.2;
@@ -97,6 +133,25 @@ const RADIUS: f64 = 0.2;
 const LENGTH: f64 = 0.8;
 /// Wave number of the default duct.
 const WAVENUMBER: f64 = 9.5;
+
+/// Radius of the soft-walled duct of [`Cylinder::soft_level`].
+const SOFT_RADIUS: f64 = 0.3;
+
+/// The first zero of the Bessel function J0.
+pub const J0_FIRST_ZERO: f64 = 2.404_825_557_695_773;
+
+/// The boundary condition on the side x² + y² = R² of the duct.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SideWall {
+    /// A hard wall, ∂u/∂n = 0 (natural); the piston is u = 1 and the exact
+    /// solution the plane wave exp(i k z).
+    #[default]
+    Hard,
+    /// A soft (pressure-release) wall, u = 0 (Dirichlet); the piston is
+    /// u = J0(α r / R), α the first zero of J0, and the exact solution that duct
+    /// mode, J0(α r / R) Z(z) (see the [module documentation](self)).
+    Soft,
+}
 
 /// Geometry, wave number and resolution of the duct.
 ///
@@ -114,6 +169,8 @@ pub struct Cylinder {
     pub cells_across: usize,
     /// Cells along the axis (>= 1).
     pub cells_along: usize,
+    /// The side wall's boundary condition.
+    pub side_wall: SideWall,
 }
 
 /// The assembled system on the free (non-Dirichlet) nodes.
@@ -123,7 +180,8 @@ pub struct CylinderProblem<T> {
     pub matrix: Csr<T>,
     /// The right-hand side `-A_{free,D} g_D` (the piston's contribution).
     pub rhs: Vec<T>,
-    /// The exact solution `exp(i k z)` at the free nodes.
+    /// The exact solution at the free nodes (`exp(i k z)` for the hard wall,
+    /// `J0(α r / R) Z(z)` for the soft one).
     pub exact: Vec<T>,
     /// Coordinates `[x, y, z]` of the free nodes, in unknown order.
     pub coordinates: Vec<[f64; 3]>,
@@ -149,6 +207,31 @@ impl Cylinder {
             wavenumber: WAVENUMBER,
             cells_across: m,
             cells_along: 2 * m,
+            side_wall: SideWall::Hard,
+        })
+    }
+
+    /// `cells_across` of the soft-walled levels 0, 1 and 2.
+    pub const SOFT_LEVELS: [usize; 3] = [12, 22, 42];
+
+    /// Soft-walled level 0, 1 or 2, closer to seed 003's Cylinder3D-0/1/2 than
+    /// [`Cylinder::level`]: R = 0.3, L = 0.8, k = 9.5, a soft side wall,
+    /// `cells_across = SOFT_LEVELS[level]` and `cells_along = 2 cells_across`
+    /// (2 904, 19 404 and 141 204 unknowns against the seed's 2 717, 19 041 and
+    /// 142 049). Other levels give [`Error::InvalidArgument`]. O(1).
+    pub fn soft_level(level: usize) -> Result<Self> {
+        let &m = Self::SOFT_LEVELS.get(level).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "cylinder level {level} does not exist (valid levels: 0, 1, 2)"
+            ))
+        })?;
+        Ok(Cylinder {
+            radius: SOFT_RADIUS,
+            length: LENGTH,
+            wavenumber: WAVENUMBER,
+            cells_across: m,
+            cells_along: 2 * m,
+            side_wall: SideWall::Soft,
         })
     }
 
@@ -160,10 +243,14 @@ impl Cylinder {
         (2.0 * self.radius / self.cells_across as f64).max(self.length / self.cells_along as f64)
     }
 
-    /// Number of unknowns, `(cells_across + 1)² cells_along` (saturating on
-    /// overflow). O(1).
+    /// Number of unknowns: `(cells_across + 1)² cells_along` with a hard wall,
+    /// `(cells_across - 1)² cells_along` with a soft one, whose wall nodes are
+    /// Dirichlet nodes (saturating on overflow). O(1).
     pub fn unknowns(&self) -> usize {
-        let n1 = self.cells_across.saturating_add(1);
+        let n1 = match self.side_wall {
+            SideWall::Hard => self.cells_across.saturating_add(1),
+            SideWall::Soft => self.cells_across.saturating_sub(1),
+        };
         n1.saturating_mul(n1).saturating_mul(self.cells_along)
     }
 
@@ -189,7 +276,47 @@ impl Cylinder {
         let mesh = self.mesh();
         let k = self.wavenumber;
         let stencil = mesh.assemble(1.0, -k * k, -k)?;
-        Ok(stencil.restrict(&mesh, k))
+        let m = self.cells_across as u32;
+        let on_wall = |[i, j, _]: [u32; 3]| i == 0 || j == 0 || i == m || j == m;
+        let soft = self.side_wall == SideWall::Soft;
+        let exact = self.exact_solution();
+        // Dirichlet nodes: the piston (z = 0) and, for a soft wall, the wall, where
+        // u = 0 exactly (the wall nodes lie on the circle r = R).
+        let dirichlet = |a: usize| {
+            let p = mesh.lattice[a];
+            p[2] == 0 || soft && on_wall(p)
+        };
+        let value = |a: usize| {
+            if soft && on_wall(mesh.lattice[a]) {
+                Complex64::new(0.0, 0.0)
+            } else {
+                exact(mesh.coords[a])
+            }
+        };
+        Ok(stencil.restrict(&mesh, dirichlet, value))
+    }
+
+    /// The exact solution as a function of the point `[x, y, z]`: `exp(i k z)`
+    /// for the hard wall; for the soft wall `J0(α r / R) Z(z)` with
+    /// `Z(z) = A exp(i κ z) + B exp(-i κ z)`, `κ = sqrt(k² - (α / R)²)` (principal
+    /// root: imaginary, an evanescent mode, when k < α / R), `Z(0) = 1` and
+    /// `Z'(L) = i k Z(L)` (the impedance cap), so `B = A r` with
+    /// `r = exp(2 i κ L) (κ - k) / (κ + k)` and `A = 1 / (1 + r)`.
+    fn exact_solution(&self) -> impl Fn([f64; 3]) -> Complex64 {
+        let (k, big_r, len) = (self.wavenumber, self.radius, self.length);
+        let cut = J0_FIRST_ZERO / big_r;
+        let kappa = Complex64::new(k * k - cut * cut, 0.0).sqrt();
+        let i = Complex64::new(0.0, 1.0);
+        let refl = (2.0 * i * kappa * len).exp() * (kappa - k) / (kappa + k);
+        let amp = 1.0 / (1.0 + refl);
+        let side_wall = self.side_wall;
+        move |[x, y, z]: [f64; 3]| match side_wall {
+            SideWall::Hard => (i * k * z).exp(),
+            SideWall::Soft => {
+                let radial = bessel_j0(J0_FIRST_ZERO * (x * x + y * y).sqrt() / big_r);
+                radial * amp * ((i * kappa * z).exp() + refl * (-i * kappa * z).exp())
+            }
+        }
     }
 
     /// Checks the parameters and that the node count fits 32-bit indices.
@@ -330,6 +457,22 @@ fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
     [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
 }
 
+/// The Bessel function J0(x) for 0 <= x <= 3 by its power series
+/// `sum_m (-x² / 4)^m / (m!)²`, summed until the terms fall below 1e-17 (at most
+/// about 15 terms; the terms' magnitudes stay below 2.3, so the rounding error is
+/// a few ulps of 1).
+pub fn bessel_j0(x: f64) -> f64 {
+    let q = -0.25 * x * x;
+    let (mut term, mut sum) = (1.0f64, 1.0f64);
+    let mut m = 1.0f64;
+    while term.abs() > 1e-17 && m < 60.0 {
+        term *= q / (m * m);
+        sum += term;
+        m += 1.0;
+    }
+    sum
+}
+
 fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
     [
         a[1] * b[2] - a[2] * b[1],
@@ -468,22 +611,35 @@ impl Mesh {
 }
 
 impl Stencil {
-    /// Keeps the rows and columns of the free nodes (the layers z > 0), moving the
-    /// columns of the Dirichlet nodes (g = exp(i k z) = 1 there) to the right-hand
-    /// side. O(nodes).
-    fn restrict<T: Scalar>(&self, mesh: &Mesh, k: f64) -> CylinderProblem<T> {
+    /// Keeps the rows and columns of the free nodes (those not `dirichlet`),
+    /// numbered in node order, and moves the columns of the Dirichlet nodes, with
+    /// their values `value(c)`, to the right-hand side; `value` at a free node is
+    /// the exact solution. O(nodes).
+    fn restrict<T: Scalar>(
+        &self,
+        mesh: &Mesh,
+        dirichlet: impl Fn(usize) -> bool,
+        value: impl Fn(usize) -> Complex64,
+    ) -> CylinderProblem<T> {
         let of = <T::Real as RealScalar>::of_f64;
-        let n2 = mesh.n1 * mesh.n1;
         let nodes = mesh.coords.len();
-        let n = nodes - n2;
+        let mut unknown = vec![u32::MAX; nodes];
+        let mut n = 0usize;
+        for (a, u) in unknown.iter_mut().enumerate() {
+            if !dirichlet(a) {
+                *u = n as u32;
+                n += 1;
+            }
+        }
         let mut row_ptr = Vec::with_capacity(n + 1);
         let mut col_idx = Vec::with_capacity(15 * n);
         let mut vals = Vec::with_capacity(15 * n);
         let mut rhs = Vec::with_capacity(n);
         let mut exact = Vec::with_capacity(n);
+        let mut coordinates = Vec::with_capacity(n);
         row_ptr.push(0);
-        for a in n2..nodes {
-            let (mut b_re, mut b_im) = (0.0, 0.0);
+        for a in (0..nodes).filter(|&a| unknown[a] != u32::MAX) {
+            let mut b = Complex64::new(0.0, 0.0);
             for s in 0..SLOTS {
                 let idx = a * SLOTS + s;
                 if !self.used[idx] {
@@ -491,20 +647,19 @@ impl Stencil {
                 }
                 let (re, im) = (self.re[idx], self.im[idx]);
                 let c = mesh.neighbour(a, s);
-                if c < n2 {
-                    // Dirichlet column: b -= A_ac g_c with g_c = exp(i k z_c).
-                    let (gs, gc) = (k * mesh.coords[c][2]).sin_cos();
-                    b_re -= re * gc - im * gs;
-                    b_im -= re * gs + im * gc;
+                if unknown[c] == u32::MAX {
+                    // Dirichlet column: b -= A_ac g_c.
+                    b -= Complex64::new(re, im) * value(c);
                 } else {
-                    col_idx.push((c - n2) as u32);
+                    col_idx.push(unknown[c]);
                     vals.push(T::from_parts(of(re), of(im)));
                 }
             }
             row_ptr.push(col_idx.len());
-            rhs.push(T::from_parts(of(b_re), of(b_im)));
-            let (s, c) = (k * mesh.coords[a][2]).sin_cos();
-            exact.push(T::from_parts(of(c), of(s)));
+            rhs.push(T::from_parts(of(b.re), of(b.im)));
+            let u = value(a);
+            exact.push(T::from_parts(of(u.re), of(u.im)));
+            coordinates.push(mesh.coords[a]);
         }
         let matrix = Csr::try_new(n, n, row_ptr, col_idx, vals)
             .expect("the cylinder assembly emits valid CSR");
@@ -512,7 +667,7 @@ impl Stencil {
             matrix,
             rhs,
             exact,
-            coordinates: mesh.coords[n2..].to_vec(),
+            coordinates,
         }
     }
 }
@@ -530,7 +685,88 @@ mod tests {
             wavenumber: WAVENUMBER,
             cells_across: m,
             cells_along: nz,
+            side_wall: SideWall::Hard,
         }
+    }
+
+    #[test]
+    fn bessel_j0_values() {
+        // Abramowitz and Stegun, table 9.1.
+        for (x, j0) in [
+            (0.0, 1.0),
+            (0.5, 0.938_469_807_240_813),
+            (1.0, 0.765_197_686_557_966_6),
+            (2.0, 0.223_890_779_141_235_7),
+        ] {
+            assert!(
+                (bessel_j0(x) - j0).abs() < 1e-15,
+                "J0({x}) = {}",
+                bessel_j0(x)
+            );
+        }
+        assert!(bessel_j0(J0_FIRST_ZERO).abs() < 1e-15);
+    }
+
+    #[test]
+    fn soft_exact_solution_meets_its_conditions() {
+        // For a propagating (k = 9.5 > α/R = 8.0) and an evanescent (k = 6) mode:
+        // u = J0 at z = 0, u = 0 on the wall, ∂u/∂z = i k u at z = L, and
+        // -Δu - k² u = 0 inside (by differences, step 1e-4).
+        for k in [9.5, 6.0] {
+            let cyl = Cylinder {
+                wavenumber: k,
+                ..Cylinder::soft_level(0).unwrap()
+            };
+            let u = cyl.exact_solution();
+            let (r, l) = (cyl.radius, cyl.length);
+            let at = |x: f64, y: f64, z: f64| u([x, y, z]);
+            assert!((at(0.0, 0.0, 0.0) - 1.0).norm() < 1e-14);
+            let x0 = 0.4 * r;
+            assert!((at(x0, 0.0, 0.0) - bessel_j0(J0_FIRST_ZERO * 0.4)).norm() < 1e-14);
+            assert!(at(r, 0.0, 0.37).norm() < 1e-14);
+            let d = 1e-4;
+            let dz = (at(x0, 0.0, l + d) - at(x0, 0.0, l - d)) / (2.0 * d);
+            let imp = Complex64::new(0.0, k) * at(x0, 0.0, l);
+            assert!(
+                (dz - imp).norm() < 1e-6 * imp.norm(),
+                "k = {k}: {dz} vs {imp}"
+            );
+            let (x, y, z) = (0.3 * r, 0.2 * r, 0.5 * l);
+            let c = at(x, y, z);
+            let lap = (at(x + d, y, z)
+                + at(x - d, y, z)
+                + at(x, y + d, z)
+                + at(x, y - d, z)
+                + at(x, y, z + d)
+                + at(x, y, z - d)
+                - 6.0 * c)
+                / (d * d);
+            let residual = -lap - k * k * c;
+            assert!(
+                residual.norm() < 1e-4 * (k * k * c.norm()),
+                "k = {k}: {residual}"
+            );
+        }
+    }
+
+    #[test]
+    fn soft_levels_have_the_stated_sizes() {
+        for (level, n) in [(0, 2904), (1, 19404), (2, 141204)] {
+            let cyl = Cylinder::soft_level(level).unwrap();
+            assert_eq!(cyl.unknowns(), n);
+        }
+        let p = Cylinder::soft_level(0)
+            .unwrap()
+            .assemble::<Complex64>()
+            .unwrap();
+        assert_eq!(p.matrix.nrows(), 2904);
+        assert_eq!(p.matrix.transpose(false), p.matrix, "complex symmetric");
+        // No wall node is an unknown: every free node lies strictly inside r < R.
+        let r = Cylinder::soft_level(0).unwrap().radius;
+        for c in &p.coordinates {
+            assert!((c[0] * c[0] + c[1] * c[1]).sqrt() < r * (1.0 - 1e-9));
+        }
+        assert!(Cylinder::soft_level(3).is_err());
     }
 
     /// Real part of a stencil as a function applied to a nodal vector.

@@ -6,7 +6,7 @@
 //! All generators build the matrix row by row directly in CSR form, O(nnz) time
 //! and memory, with sorted column indices.
 
-use crate::fem_cylinder::Cylinder;
+use crate::fem_cylinder::{Cylinder, SideWall};
 use crate::Csr;
 use gpuq_core::{Error, Result, Scalar};
 
@@ -215,11 +215,14 @@ pub enum ProblemSpec {
         /// Relative imaginary part of the shift.
         damping: f64,
     },
-    /// `helmholtz-cylinder:LEVEL` (level 0, 1 or 2: about 3e3, 2e4 and 1.3e5
-    /// unknowns; see [`crate::fem_cylinder`])
+    /// `helmholtz-cylinder:LEVEL[:hard|soft]` (level 0, 1 or 2: about 3e3, 2e4
+    /// and 1.4e5 unknowns; a hard side wall by default; see
+    /// [`crate::fem_cylinder`])
     HelmholtzCylinder {
         /// Mesh level.
         level: usize,
+        /// The side wall ([`Cylinder::level`] or [`Cylinder::soft_level`]).
+        side_wall: SideWall,
     },
 }
 
@@ -235,7 +238,7 @@ pub struct Generated<T: Scalar> {
 
 impl ProblemSpec {
     /// What [`ProblemSpec::parse`] accepts.
-    pub const SPELLINGS: &'static str = "laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL";
+    pub const SPELLINGS: &'static str = "laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL[:hard|soft]";
 
     /// Parses one of [`ProblemSpec::SPELLINGS`].
     pub fn parse(spec: &str) -> Result<Self> {
@@ -300,12 +303,19 @@ impl ProblemSpec {
                     .map_or(Ok(0.5_f64.sqrt()), |k| number(k, "kh"))?,
                 damping: rest.get(1).map_or(Ok(0.1), |d| number(d, "damping"))?,
             }),
-            ["helmholtz-cylinder", level] => match level.parse::<usize>() {
-                Ok(level) if level < Cylinder::LEVELS.len() => {
-                    Ok(ProblemSpec::HelmholtzCylinder { level })
+            ["helmholtz-cylinder", level, rest @ ..] if rest.len() <= 1 => {
+                let side_wall = match rest.first() {
+                    None | Some(&"hard") => SideWall::Hard,
+                    Some(&"soft") => SideWall::Soft,
+                    Some(_) => return Err(bad("the cylinder's side wall must be hard or soft")),
+                };
+                match level.parse::<usize>() {
+                    Ok(level) if level < Cylinder::LEVELS.len() => {
+                        Ok(ProblemSpec::HelmholtzCylinder { level, side_wall })
+                    }
+                    _ => Err(bad("the cylinder level must be 0, 1 or 2")),
                 }
-                _ => Err(bad("the cylinder level must be 0, 1 or 2")),
-            },
+            }
             _ => Err(bad("unknown generator")),
         }
     }
@@ -330,8 +340,12 @@ impl ProblemSpec {
             ProblemSpec::Laplace3d { m } => laplace3d(m),
             ProblemSpec::ConvDiff2d { m, wind } => convdiff2d(m, wind),
             ProblemSpec::Helmholtz3d { m, kh, damping } => helmholtz3d(m, kh, damping)?,
-            ProblemSpec::HelmholtzCylinder { level } => {
-                let p = Cylinder::level(level)?.assemble::<T>()?;
+            ProblemSpec::HelmholtzCylinder { level, side_wall } => {
+                let cylinder = match side_wall {
+                    SideWall::Hard => Cylinder::level(level)?,
+                    SideWall::Soft => Cylinder::soft_level(level)?,
+                };
+                let p = cylinder.assemble::<T>()?;
                 return Ok(Generated {
                     matrix: p.matrix,
                     rhs: Some(p.rhs),
@@ -415,6 +429,8 @@ mod tests {
             "helmholtz3d:4:0.5:0.1:2",
             "helmholtz-cylinder:3",
             "helmholtz-cylinder:x",
+            "helmholtz-cylinder:1:wet",
+            "helmholtz-cylinder:1:soft:2",
         ] {
             assert!(ProblemSpec::parse(bad).is_err(), "{bad}");
         }
@@ -440,6 +456,18 @@ mod tests {
         assert!(g.rhs.is_none());
         let c = ProblemSpec::parse("helmholtz-cylinder:0").unwrap();
         assert!(c.is_complex() && c.build::<f64>().is_err());
+        assert_eq!(c, ProblemSpec::parse("helmholtz-cylinder:0:hard").unwrap());
+        let soft = ProblemSpec::parse("helmholtz-cylinder:0:soft").unwrap();
+        assert_eq!(
+            soft,
+            ProblemSpec::HelmholtzCylinder {
+                level: 0,
+                side_wall: SideWall::Soft
+            }
+        );
+        let g = soft.build::<gpuq_core::Complex64>().unwrap();
+        assert_eq!(g.matrix.nrows(), 2904);
+        assert_eq!(g.rhs.map(|b| b.len()), Some(2904));
     }
 
     #[test]
