@@ -35,3 +35,7 @@ pub const BLOCK_THREADS: u32 = 256;
 
 /// Threads per warp on every NVIDIA architecture gpuq targets.
 pub const WARP: u32 = 32;
+
+/// Basis vectors one launch of the Gram-Schmidt kernels handles (they take that
+/// many pointer arguments).
+pub const GS_CHUNK: usize = 8;

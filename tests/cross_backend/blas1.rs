@@ -4,7 +4,7 @@ use crate::common::{random_vec, RandomScalar};
 use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
 use gpuq::cpu::CpuBackend;
-use gpuq::krylov::{BicgstabKernels, CgKernels};
+use gpuq::krylov::{BicgstabKernels, CgKernels, GmresKernels};
 use proptest::prelude::*;
 
 const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1007, 65_537, 1_048_579];
@@ -290,6 +290,65 @@ fn bicgstab_steps_match_the_cpu() {
         check_bicgstab_steps::<f64>(g, &c, n, 10 * k as u64);
         check_bicgstab_steps::<Complex64>(g, &c, n, 10 * k as u64 + 5);
         check_bicgstab_steps::<f32>(g, &c, n, 10 * k as u64 + 7);
+    }
+}
+
+/// GMRES's batched Gram-Schmidt steps against the CPU's, for k basis vectors
+/// around the chunk size of 8: the inner products within the bound of two
+/// summation orders (`2 gamma_n sum |v_i| |w_i|`), the subtraction within
+/// `2 eps` per term (fused multiply-adds and their order).
+fn check_gram_schmidt<T: RandomScalar>(n: usize, k: usize, seed: u64) {
+    let Some(g) = gpu("gram_schmidt") else { return };
+    let c = CpuBackend::new();
+    let eps = T::Real::eps().to_f64_lossless();
+    let vs: Vec<Vec<T>> = (0..k).map(|j| random_vec(n, seed + j as u64)).collect();
+    let ws: Vec<T> = random_vec(n, seed + 100);
+    let bg: Vec<_> = vs.iter().map(|v| g.upload(v).unwrap()).collect();
+    let bc: Vec<_> = vs.iter().map(|v| c.upload(v).unwrap()).collect();
+    let (rg, rc): (Vec<_>, Vec<_>) = (bg.iter().collect(), bc.iter().collect());
+    let (wg, wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
+    let (mut hg, mut hc) = (vec![T::zero(); k], vec![T::zero(); k]);
+    g.gs_project(&rg, &wg, &mut hg).unwrap();
+    c.gs_project(&rc, &wc, &mut hc).unwrap();
+    let complex = T::IS_COMPLEX;
+    close(&format!("gs_project n {n} k {k}"), &hg, &hc, |j| {
+        let scale: f64 = vs[j]
+            .iter()
+            .zip(&ws)
+            .map(|(v, w)| (v.magnitude() * w.magnitude()).to_f64_lossless())
+            .sum();
+        two_gamma(n, eps, complex) * scale
+    });
+    let (mut wg2, mut wc2) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
+    g.gs_subtract(&rg, &hc, &mut wg2).unwrap();
+    c.gs_subtract(&rc, &hc, &mut wc2).unwrap();
+    close(
+        &format!("gs_subtract n {n} k {k}"),
+        &g.download(&wg2).unwrap(),
+        &c.download(&wc2).unwrap(),
+        |i| {
+            let terms: f64 = ws[i].magnitude().to_f64_lossless()
+                + (0..k)
+                    .map(|j| (hc[j] * vs[j][i]).magnitude().to_f64_lossless())
+                    .sum::<f64>();
+            4.0 * (k as f64 + 1.0) * eps * terms
+        },
+    );
+}
+
+#[test]
+fn gram_schmidt_steps_match_the_cpu() {
+    if gpu("gram_schmidt_steps_match_the_cpu").is_none() {
+        return;
+    }
+    for (i, n) in [0usize, 1, 33, 1000, 65_537].into_iter().enumerate() {
+        for k in [0usize, 1, 7, 8, 9, 17] {
+            let seed = 1000 * i as u64 + 10 * k as u64;
+            check_gram_schmidt::<f64>(n, k, seed);
+            check_gram_schmidt::<Complex64>(n, k, seed + 1);
+            check_gram_schmidt::<f32>(n, k, seed + 2);
+            check_gram_schmidt::<Complex32>(n, k, seed + 3);
+        }
     }
 }
 

@@ -19,7 +19,8 @@ pub struct Stats {
     pub bytes_down: u64,
     /// Kernel launches (parallel operations on the CPU backend).
     pub launches: u64,
-    /// Launches per operation name (`"axpy"`, `"spmv_csr"`, ...).
+    /// Launches per operation name (`"axpy"`, `"spmv_csr"`, ...), and units of
+    /// work recorded with [`StatsRecorder::work`] under their own names.
     pub ops: BTreeMap<String, u64>,
 }
 
@@ -69,6 +70,14 @@ impl StatsRecorder {
     pub fn download(&self, bytes: usize) {
         self.downloads.fetch_add(1, Ordering::Relaxed);
         self.bytes_down.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// Records `units` units of work under the name `op` without counting a
+    /// launch (for operations whose cost is not fixed per launch, such as the
+    /// vectors one Gram-Schmidt pass reads).
+    pub fn work(&self, op: &'static str, units: u64) {
+        let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner());
+        *ops.entry(op).or_insert(0) += units;
     }
 
     /// Records one launch of operation `op`.

@@ -38,6 +38,12 @@ impl CpuBackend {
             .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
     }
 
+    /// Records `units` units of work under `op` (no launch): see
+    /// [`StatsRecorder::work`].
+    pub fn record(&self, op: &'static str, units: u64) {
+        self.stats.work(op, units);
+    }
+
     /// Runs `f` on this backend's pool, counting one launch of `op`. Solver crates use
     /// this for their fused kernels so that they run on the same pool and are counted.
     pub fn run<R: Send>(&self, op: &'static str, f: impl FnOnce() -> R + Send) -> R {

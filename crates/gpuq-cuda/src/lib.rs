@@ -25,6 +25,7 @@ mod backend;
 mod bicgstab;
 mod blas1;
 mod fused;
+mod gram_schmidt;
 mod spmv;
 mod vector;
 mod walks;

@@ -1,11 +1,10 @@
 //! Restarted GMRES(m), right-preconditioned, with re-orthogonalised Gram-Schmidt.
 
 use crate::session::{Session, STAGNATION};
+use crate::GmresKernels;
 use crate::KrylovOptions;
 use gpuq_core::num_traits::Float;
-use gpuq_core::{
-    Backend, DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport,
-};
+use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
 /// A complex (or real) Givens rotation [c s; -conj(s) c] with real c, which maps
 /// (a, b) to (r, 0).
@@ -58,18 +57,22 @@ impl<T: Scalar> Givens<T> {
 /// the `x` given, for any nonsingular A, real or complex.
 ///
 /// Each inner step applies the operator and the preconditioner once and
-/// orthogonalises against the basis by modified Gram-Schmidt run twice (so the
-/// basis stays orthogonal to working precision): 2 (j + 1) dot products (one scalar
-/// download each) and as many axpys at step j. The small least-squares problem is
-/// solved on the host by Givens rotations. Storage: `restart + 1` basis vectors and
-/// 3 more. An iteration, as counted in the report, is one inner step.
+/// orthogonalises against the basis by classical Gram-Schmidt, repeated when the
+/// first pass cancelled most of the vector (the DGKS criterion; "twice is
+/// enough", which keeps the basis orthogonal to working precision): at step j, one
+/// or two passes of j + 1 inner products against the whole basis, one combined
+/// subtraction and a norm each ([`GmresKernels`]: on the GPU two downloads per
+/// pass). The small
+/// least-squares problem is solved on the host by Givens rotations. Storage:
+/// `restart + 1` basis vectors and 3 more. An iteration, as counted in the report,
+/// is one inner step.
 ///
 /// Returns the report with `converged` false at the iteration cap. An exact
 /// solution found inside the Krylov space (the new basis vector vanishes) is
 /// convergence, not breakdown; [`gpuq_core::Error::Breakdown`] is returned when a
 /// rotation meets a non-finite value. The report's `relative_residual` is
 /// recomputed from b - A x.
-pub fn gmres<B: Backend, T: Scalar>(
+pub fn gmres<B: GmresKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -84,7 +87,7 @@ pub fn gmres<B: Backend, T: Scalar>(
 /// [`gmres`] with a monitor called after every inner step with
 /// `(iteration, estimated relative residual)`.
 #[allow(clippy::too_many_arguments)]
-pub fn gmres_monitored<B: Backend, T: Scalar>(
+pub fn gmres_monitored<B: GmresKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -142,16 +145,29 @@ pub fn gmres_monitored<B: Backend, T: Scalar>(
                 }
                 _ => a.apply(vk, &mut w)?,
             }
-            // Modified Gram-Schmidt, twice.
+            // Classical Gram-Schmidt, repeated once when the first pass cancelled
+            // most of w (the DGKS criterion: ||w|| fell below ||A M v_k|| / sqrt 2,
+            // with ||A M v_k||^2 = ||w||^2 + ||h||^2 by Pythagoras), which keeps
+            // the basis orthogonal to working precision.
             let mut col = vec![T::zero(); k + 2];
-            for _pass in 0..2 {
-                for (i, vi) in done.iter().enumerate() {
-                    let hij = backend.dotc(vi, &w)?;
-                    backend.axpy(-hij, vi, &mut w)?;
-                    col[i] += hij;
+            let vs: Vec<&B::Vector<T>> = done.iter().collect();
+            let mut pass = vec![T::zero(); k + 1];
+            let mut hnext = T::Real::of_f64(0.0);
+            for round in 0..2 {
+                backend.gs_project(&vs, &w, &mut pass)?;
+                backend.gs_subtract(&vs, &pass, &mut w)?;
+                let mut projected = T::Real::of_f64(0.0);
+                for (c, p) in col.iter_mut().zip(&pass) {
+                    *c += *p;
+                    projected += p.abs_sqr();
+                }
+                hnext = backend.nrm2(&w)?;
+                let before = (hnext * hnext + projected).sqrt();
+                if round == 1 || hnext >= before * T::Real::of_f64(std::f64::consts::FRAC_1_SQRT_2)
+                {
+                    break;
                 }
             }
-            let hnext = backend.nrm2(&w)?;
             col[k + 1] = T::from_real(hnext);
             // Rotate the new column by the previous rotations, then zero its tail.
             for (i, rot) in rotations.iter().enumerate() {

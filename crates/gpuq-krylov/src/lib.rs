@@ -10,8 +10,8 @@
 //! * [`tfqmr()`]: transpose-free QMR, right-preconditioned, for general systems;
 //! * [`qmr()`]: QMR on two-sided Lanczos (uses A^T; free for symmetric and complex
 //!   symmetric A), right-preconditioned, for general systems;
-//! * [`gmres()`]: restarted GMRES(m), right-preconditioned, with Gram-Schmidt run
-//!   twice per step, for general systems;
+//! * [`gmres()`]: restarted GMRES(m), right-preconditioned, with classical
+//!   Gram-Schmidt re-orthogonalised when it cancels (DGKS), for general systems;
 //! * preconditioners as operators: [`Jacobi`], [`BlockJacobi2`] (and `None`, the
 //!   identity); the AMG issue's V-cycle implements the same
 //!   [`gpuq_core::LinearOperator`] trait;
@@ -22,7 +22,9 @@
 //! (its default methods are written with BLAS-1 operations, and a backend overrides
 //! them with single-pass kernels; the CPU backend does, in [`kernels`]) and in
 //! [`BicgstabKernels`] (BiCGSTAB's steps with its scalars kept on the backend, so
-//! a GPU iteration has one download; [`bicgstab_kernels`]).
+//! a GPU iteration has one download; [`bicgstab_kernels`]) and [`GmresKernels`]
+//! (GMRES's Gram-Schmidt against the whole basis in batched passes;
+//! [`gmres_kernels`]).
 //!
 //! Every method starts and ends the same way (input checks, ||b||, residual
 //! history, the true residual recomputed at the end, breakdown as an error
@@ -33,8 +35,8 @@
 //! error naming [`STAGNATION`] and carrying the partial report.
 //!
 //! Not yet here: look-ahead in QMR, and device-resident scalars for BiCGSTAB(l),
-//! TFQMR, QMR and GMRES (they run on the backend's BLAS-1 and SpMV, with one host
-//! round trip per dot product or norm).
+//! TFQMR and QMR (they run on the backend's BLAS-1 and SpMV, with one host round
+//! trip per dot product or norm).
 
 #![warn(missing_docs)]
 
@@ -43,6 +45,7 @@ pub mod bicgstab_kernels;
 mod bicgstabl;
 mod cg;
 mod gmres;
+pub mod gmres_kernels;
 pub mod kernels;
 mod options;
 mod precond;
@@ -56,6 +59,7 @@ pub use bicgstab_kernels::BicgstabKernels;
 pub use bicgstabl::{bicgstab_l, bicgstab_l_monitored};
 pub use cg::{cg, cg_monitored};
 pub use gmres::{gmres, gmres_monitored};
+pub use gmres_kernels::GmresKernels;
 pub use kernels::CgKernels;
 pub use options::{KrylovOptions, Method, Preconditioner};
 pub use precond::{BlockJacobi2, Jacobi};

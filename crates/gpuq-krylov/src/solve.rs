@@ -2,18 +2,19 @@
 
 use crate::{
     bicgstab_l_monitored, bicgstab_monitored, cg_monitored, gmres_monitored, qmr_monitored,
-    tfqmr_monitored, BicgstabKernels, BlockJacobi2, CgKernels, Jacobi, KrylovOptions, Method,
-    Preconditioner,
+    tfqmr_monitored, BicgstabKernels, BlockJacobi2, CgKernels, GmresKernels, Jacobi, KrylovOptions,
+    Method, Preconditioner,
 };
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
 use std::time::Instant;
 
-/// A backend every method of this crate runs on: sparse matrices, and the fused
-/// steps of CG and BiCGSTAB. Implemented for every backend that has those.
-pub trait KrylovBackend: SparseBackend + CgKernels + BicgstabKernels {}
+/// A backend every method of this crate runs on: sparse matrices, the fused steps
+/// of CG and BiCGSTAB, and GMRES's batched Gram-Schmidt. Implemented for every
+/// backend that has those.
+pub trait KrylovBackend: SparseBackend + CgKernels + BicgstabKernels + GmresKernels {}
 
-impl<B: SparseBackend + CgKernels + BicgstabKernels> KrylovBackend for B {}
+impl<B: SparseBackend + CgKernels + BicgstabKernels + GmresKernels> KrylovBackend for B {}
 
 /// Everything [`solve_csr`] needs besides the data.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -1,6 +1,7 @@
 //! Device code: the prelude and the PTX entry points (compiled for nvptx64 only).
 
 mod blas1;
+mod gram_schmidt;
 mod krylov;
 mod mcls;
 pub mod prelude;

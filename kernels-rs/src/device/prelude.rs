@@ -75,9 +75,9 @@ pub trait DeviceScalar: Copy {
     /// # Safety
     /// `p` must be valid for reads and not written during the kernel.
     unsafe fn ldg(p: *const Self) -> Self;
-    /// Stores the value in 16-byte slot `w` (< 8) of the block scratch.
+    /// Stores the value in 16-byte slot `w` (< 64) of the block scratch.
     fn scratch_store(self, w: u32);
-    /// Loads 16-byte slot `w` (< 8) of the block scratch.
+    /// Loads 16-byte slot `w` (< 64) of the block scratch.
     fn scratch_load(w: u32) -> Self;
 }
 
@@ -228,10 +228,10 @@ pub unsafe fn atomic_add_f64(p: *mut f64, v: f64) -> f64 {
     r
 }
 
-// The block's scratch in shared memory: one slot of up to 16 bytes per warp of a
-// 256-thread block (declared once at module scope; every kernel that uses it
-// gets its own copy per block).
-core::arch::global_asm!(".shared .align 16 .b8 gpuq_block_scratch[128];");
+// The block's scratch in shared memory: 16-byte slots, one per warp of a
+// 256-thread block for each of up to 8 sums (declared once at module scope;
+// every kernel that uses it gets its own copy per block).
+core::arch::global_asm!(".shared .align 16 .b8 gpuq_block_scratch[1024];");
 
 /// Waits until every thread of the block has arrived (`bar.sync 0`), and makes
 /// their shared-memory writes visible to each other. Every thread of the block
@@ -244,7 +244,7 @@ pub fn sync_threads() {
     unsafe { nvptx::_syncthreads() }
 }
 
-/// Shared-window address of byte `offset` of the block scratch (`offset < 128`).
+/// Shared-window address of byte `offset` of the block scratch (`offset < 1024`).
 #[inline(always)]
 fn scratch_addr(offset: u32) -> u32 {
     let base: u32;
@@ -289,6 +289,43 @@ pub unsafe fn store_block_partial<T: DeviceScalar + crate::scalar::KScalar>(
     let s = block_sum(s);
     if nvptx::_thread_idx_x() == 0 {
         *partials.add(nvptx::_block_idx_x() as usize) = s;
+    }
+}
+
+/// Writes the block sums of the first `k <= K <= 8` of `vals` to
+/// `partials[j * stride + block index]`, j < k: each warp sums every value by a
+/// fixed shuffle tree and stores its sums in the block scratch; then warp j sums
+/// the eight warp sums of value j the same way. Deterministic like [`block_sum`].
+/// Every thread of the block must call it, at most once per kernel.
+///
+/// # Safety
+/// `partials` must hold `k * stride` elements, `stride` >= the grid's blocks.
+#[inline(always)]
+pub unsafe fn store_block_partials<T: DeviceScalar + crate::scalar::KScalar, const K: usize>(
+    vals: [T; K],
+    k: u32,
+    partials: *mut T,
+    stride: usize,
+) {
+    const WARPS: u32 = crate::BLOCK_THREADS / 32;
+    let warp = nvptx::_thread_idx_x() as u32 / 32;
+    // A loop over a constant count: unrolled, so `vals` stays in registers.
+    for (j, &v) in vals.iter().enumerate() {
+        let s = warp_sum(v);
+        if lane() == 0 {
+            s.scratch_store(j as u32 * WARPS + warp);
+        }
+    }
+    sync_threads();
+    if warp < k && (warp as usize) < K {
+        let mut t = T::zero();
+        if lane() < WARPS {
+            t = T::scratch_load(warp * WARPS + lane());
+        }
+        let t = warp_sum(t);
+        if lane() == 0 {
+            *partials.add(warp as usize * stride + nvptx::_block_idx_x() as usize) = t;
+        }
     }
 }
 
