@@ -186,14 +186,14 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
         let setup_s = self.setup_s + t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let (batch_sums, batch_counts, histories, steps) = match opts.method {
+        let (batches, histories) = match opts.method {
             McMethod::Forward => self.forward_batches(&source, opts)?,
             McMethod::Adjoint => self.adjoint_batches(&source, opts)?,
         };
         let walks_s = t.elapsed().as_secs_f64();
 
         let t = Instant::now();
-        let (x, std_error) = combine(&batch_sums, &batch_counts);
+        let (x, std_error) = combine(&batches.sums, &batches.counts);
         let residual = if check {
             norm2(&self.residual(&x, b)?) / b_norm
         } else {
@@ -201,10 +201,10 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
         };
         result.x = x;
         result.std_error = std_error;
-        result.batches = batch_sums.len() as u32;
+        result.batches = batches.sums.len() as u32;
         result.relative_residual = residual;
         result.histories = histories;
-        result.steps = steps;
+        result.steps = batches.steps;
         result.timing = McTiming {
             setup_s,
             walks_s,
@@ -221,20 +221,12 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
     }
 
     /// Forward batches: each splits every entry's histories; a batch's count
-    /// divides its sums into that batch's estimate.
-    #[allow(clippy::type_complexity)]
-    fn forward_batches(
-        &self,
-        source: &B::Source,
-        opts: &McOptions,
-    ) -> Result<(Vec<Vec<f64>>, Vec<u64>, u64, u64)> {
+    /// divides its sums into that batch's estimate. Returns the batches and the
+    /// histories run.
+    fn forward_batches(&self, source: &B::Source, opts: &McOptions) -> Result<(Batches, u64)> {
         let n = self.setup.n() as u64;
         let per_entry = ((opts.histories as f64 / n as f64).round() as u64).max(1);
-        let batches = u64::from(opts.batches).min(per_entry);
-        let (mut sums, mut counts, mut steps) = (vec![], vec![], 0);
-        for k in 0..batches {
-            let first = per_entry * k / batches;
-            let count = per_entry * (k + 1) / batches - first;
+        let batches = run_batches(per_entry, opts.batches, |first, count| {
             let batch = ForwardBatch {
                 per_entry,
                 first,
@@ -244,27 +236,15 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
                 seed: opts.seed,
                 mapping: opts.mapping,
             };
-            let out = self.backend.forward(&self.walks, source, &batch)?;
-            steps += out.steps;
-            sums.push(out.sums);
-            counts.push(count);
-        }
-        Ok((sums, counts, per_entry * n, steps))
+            self.backend.forward(&self.walks, source, &batch)
+        })?;
+        Ok((batches, per_entry * n))
     }
 
-    /// Adjoint batches of consecutive history ids.
-    #[allow(clippy::type_complexity)]
-    fn adjoint_batches(
-        &self,
-        source: &B::Source,
-        opts: &McOptions,
-    ) -> Result<(Vec<Vec<f64>>, Vec<u64>, u64, u64)> {
-        let total = opts.histories;
-        let batches = u64::from(opts.batches).min(total);
-        let (mut sums, mut counts, mut steps) = (vec![], vec![], 0);
-        for k in 0..batches {
-            let first = total * k / batches;
-            let count = total * (k + 1) / batches - first;
+    /// Adjoint batches of consecutive history ids. Returns the batches and the
+    /// histories run.
+    fn adjoint_batches(&self, source: &B::Source, opts: &McOptions) -> Result<(Batches, u64)> {
+        let batches = run_batches(opts.histories, opts.batches, |first, count| {
             let batch = AdjointBatch {
                 first,
                 count,
@@ -272,13 +252,43 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
                 stop: opts.stop(),
                 seed: opts.seed,
             };
-            let out = self.backend.adjoint(&self.walks, source, &batch)?;
-            steps += out.steps;
-            sums.push(out.sums);
-            counts.push(count);
-        }
-        Ok((sums, counts, total, steps))
+            self.backend.adjoint(&self.walks, source, &batch)
+        })?;
+        Ok((batches, opts.histories))
     }
+}
+
+/// What the batches of one solve gave: per batch the sums and the histories
+/// behind them, and the moves of all of them.
+struct Batches {
+    sums: Vec<Vec<f64>>,
+    counts: Vec<u64>,
+    steps: u64,
+}
+
+/// Splits `total` histories (of every entry, for the forward method) into
+/// `min(batches, total)` consecutive ranges `first..first + count` of near-equal
+/// size and runs `run` on each, in order.
+fn run_batches(
+    total: u64,
+    batches: u32,
+    mut run: impl FnMut(u64, u64) -> Result<crate::walker::BatchSums>,
+) -> Result<Batches> {
+    let b = u64::from(batches).min(total);
+    let mut out = Batches {
+        sums: vec![],
+        counts: vec![],
+        steps: 0,
+    };
+    for k in 0..b {
+        let first = total * k / b;
+        let count = total * (k + 1) / b - first;
+        let sums = run(first, count)?;
+        out.steps += sums.steps;
+        out.sums.push(sums.sums);
+        out.counts.push(count);
+    }
+    Ok(out)
 }
 
 /// The estimate (all sums over all histories) and, with two or more batches, the
