@@ -13,7 +13,7 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// preconditioned), and one fused update of x and p. Only scalars leave the backend.
 ///
 /// Returns the report with `converged` false when the iteration cap is reached
-/// (the iterate is still the best one found), and [`Error::Breakdown`] when
+/// (the iterate is still the best one found), and [`gpuq_core::Error::Breakdown`] when
 /// p^H A p or r^H z is not positive (A or M not positive definite, or non-finite data).
 /// The report's `relative_residual` is recomputed from a fresh product b - A x.
 pub fn cg<B, T>(
