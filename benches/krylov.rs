@@ -66,13 +66,14 @@ fn op_bytes(op: &str, n: f64, s: f64, spmv: f64) -> Option<f64> {
         "nrm2" => n * s,
         "bicgstab_p" => 4.0 * n * s,
         "bicgstab_s" => 3.0 * n * s,
-        // With a preconditioner (the bench always has one): phat, shat, t, x and
-        // r read, x and r written.
-        "bicgstab_xr" => 7.0 * n * s,
+        "bicgstab_tt" => 2.0 * n * s,
+        // With a preconditioner (the bench always has one): phat, shat, t, r0, x
+        // and r read, x and r written.
+        "bicgstab_xr" => 8.0 * n * s,
         "spmv_csr" | "spmv_sell" | "spmv_dotc_csr" => spmv,
         // GMRES's Gram-Schmidt: counted by the vectors each pass touches.
         "gs_project_vectors" | "gs_subtract_vectors" => n * s,
-        "gs_project" | "gs_subtract" => 0.0,
+        "gs_pass" => 0.0,
         _ => return None,
     })
 }

@@ -4,18 +4,23 @@
 
 /// BiCGSTAB's scalars (see `gpuq_krylov::bicgstab`).
 pub mod bicgstab {
-    /// rho = r0^H r.
-    pub const RHO: usize = 0;
+    //
+    // Pairs one fused reduction writes are adjacent: (TS, TT) and (RHO, RNORM2).
+
     /// r0^H v with v = A M p.
-    pub const R0V: usize = 1;
+    pub const R0V: usize = 0;
+    /// ||s||^2 (real, zero imaginary part).
+    pub const SNORM2: usize = 1;
     /// t^H s with t = A M s.
     pub const TS: usize = 2;
     /// t^H t (real, stored with a zero imaginary part).
     pub const TT: usize = 3;
-    /// ||s||^2 (real, zero imaginary part).
-    pub const SNORM2: usize = 4;
+    /// rho = r0^H r.
+    pub const RHO: usize = 4;
     /// ||r||^2 at the end of the iteration (real, zero imaginary part).
     pub const RNORM2: usize = 5;
     /// Length of the array.
     pub const LEN: usize = 6;
+
+    const _: () = assert!(TT == TS + 1 && RNORM2 == RHO + 1);
 }

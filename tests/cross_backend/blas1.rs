@@ -3,7 +3,8 @@
 use crate::common::{random_vec, RandomScalar};
 use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
-use gpuq::cpu::CpuBackend;
+use gpuq::cpu::{CpuBackend, CpuVector};
+use gpuq::cuda::CudaVector;
 use gpuq::krylov::{BicgstabKernels, CgKernels, GmresKernels};
 use proptest::prelude::*;
 
@@ -197,7 +198,7 @@ fn check_bicgstab_steps<T: RandomScalar>(
     n: usize,
     seed: u64,
 ) {
-    use gpuq::krylov::bicgstab_kernels::{LEN, RNORM2, SNORM2, TS, TT};
+    use gpuq::krylov::bicgstab_kernels::{LEN, RHO, RNORM2, SNORM2, TS, TT};
     let eps = T::Real::eps().to_f64_lossless();
     let vecs: Vec<Vec<T>> = (0..6).map(|k| random_vec::<T>(n, seed + k)).collect();
     let mut sc_host: Vec<T> = random_vec::<T>(LEN, seed + 99);
@@ -237,19 +238,22 @@ fn check_bicgstab_steps<T: RandomScalar>(
     );
     let (tg, tc) = up(&vecs[3]);
     let (shg, shc) = up(&vecs[4]);
-    BicgstabKernels::dotc_to_slot(g, &tg, &sg, &mut scg, TS).unwrap();
-    BicgstabKernels::dotc_to_slot(c, &tc, &s_c, &mut scc, TS).unwrap();
-    BicgstabKernels::squared_norm_to_slot(g, &tg, &mut scg, TT).unwrap();
-    BicgstabKernels::squared_norm_to_slot(c, &tc, &mut scc, TT).unwrap();
-    let (sgh, sch) = (g.download(&scg).unwrap(), c.download(&scc).unwrap());
+    BicgstabKernels::bicgstab_tt(g, &tg, &sg, &mut scg).unwrap();
+    BicgstabKernels::bicgstab_tt(c, &tc, &s_c, &mut scc).unwrap();
     let rel = two_gamma(n, eps, T::IS_COMPLEX) + 64.0 * eps;
-    for k in [SNORM2, TS, TT] {
-        // The reductions' own rounding (relative to the sum of |terms|, at most
-        // the value plus n for these magnitudes) plus that of the inputs' steps.
-        let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
-        let bound = 4.0 * rel * (sch[k].magnitude().to_f64_lossless() + n as f64) + 1e-300;
-        assert!(d <= bound, "slot {k}, n={n}: {} vs {}", sgh[k], sch[k]);
-    }
+    // The reductions' own rounding (relative to the sum of |terms|, at most the
+    // value plus n times the inputs' magnitudes) plus that of the inputs' steps.
+    let slots_agree = |scg: &CudaVector<T>, scc: &CpuVector<T>, slots: &[usize], scale: f64| {
+        let (sgh, sch) = (g.download(scg).unwrap(), c.download(scc).unwrap());
+        for &k in slots {
+            let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
+            let bound =
+                4.0 * rel * (sch[k].magnitude().to_f64_lossless() + scale * n as f64) + 1e-300;
+            assert!(d <= bound, "slot {k}, n={n}: {} vs {}", sgh[k], sch[k]);
+        }
+    };
+    slots_agree(&scg, &scc, &[SNORM2, TS, TT], 1.0);
+    let (r0g, r0c) = up(&vecs[1]);
     for shat in [false, true] {
         let (mut xg, mut xc) = up(&vecs[5]);
         let (mut r2g, mut r2c) = (
@@ -262,8 +266,10 @@ fn check_bicgstab_steps<T: RandomScalar>(
             (None, None)
         };
         let t2 = T::Real::of_f64(0.0);
-        BicgstabKernels::bicgstab_xr(g, &scg, t2, &pg, sh_g, &tg, &mut xg, &mut r2g).unwrap();
-        BicgstabKernels::bicgstab_xr(c, &scc, t2, &pc, sh_c, &tc, &mut xc, &mut r2c).unwrap();
+        BicgstabKernels::bicgstab_xr(g, &mut scg, t2, &pg, sh_g, &tg, &r0g, &mut xg, &mut r2g)
+            .unwrap();
+        BicgstabKernels::bicgstab_xr(c, &mut scc, t2, &pc, sh_c, &tc, &r0c, &mut xc, &mut r2c)
+            .unwrap();
         loose(
             "bicgstab_xr (x)",
             g.download(&xg).unwrap(),
@@ -274,6 +280,11 @@ fn check_bicgstab_steps<T: RandomScalar>(
             g.download(&r2g).unwrap(),
             c.download(&r2c).unwrap(),
         );
+        // r = s - omega t has magnitudes up to about 1 + |omega|.
+        let omega = (scc.as_slice()[TS] / scc.as_slice()[TT])
+            .magnitude()
+            .to_f64_lossless();
+        slots_agree(&scg, &scc, &[RHO, RNORM2], (1.0 + omega) * (1.0 + omega));
     }
     // A slot outside the array is an error, not a crash.
     assert!(BicgstabKernels::dotc_to_slot(g, &tg, &sg, &mut scg, LEN).is_err());
@@ -293,52 +304,74 @@ fn bicgstab_steps_match_the_cpu() {
     }
 }
 
-/// GMRES's batched Gram-Schmidt steps against the CPU's, for k basis vectors
-/// around the chunk size of 8: the inner products within the bound of two
-/// summation orders (`2 gamma_n sum |v_i| |w_i|`), the subtraction within
-/// `2 eps` per term (fused multiply-adds and their order).
+/// GMRES's batched Gram-Schmidt pass against the CPU's, for k basis vectors
+/// around the chunk size of 8 (of k + 1 passed): the inner products within the
+/// bound of two summation orders (`2 gamma_n sum |v_i| |w_i|`), the updated w
+/// within `4 (k + 1) eps` per term, the norms before and after within the
+/// bound of two summation orders of their squares.
 fn check_gram_schmidt<T: RandomScalar>(n: usize, k: usize, seed: u64) {
     let Some(g) = gpu("gram_schmidt") else { return };
     let c = CpuBackend::new();
     let eps = T::Real::eps().to_f64_lossless();
-    let vs: Vec<Vec<T>> = (0..k).map(|j| random_vec(n, seed + j as u64)).collect();
+    let vs: Vec<Vec<T>> = (0..=k).map(|j| random_vec(n, seed + j as u64)).collect();
     let ws: Vec<T> = random_vec(n, seed + 100);
     let bg: Vec<_> = vs.iter().map(|v| g.upload(v).unwrap()).collect();
     let bc: Vec<_> = vs.iter().map(|v| c.upload(v).unwrap()).collect();
     let (rg, rc): (Vec<_>, Vec<_>) = (bg.iter().collect(), bc.iter().collect());
-    let (wg, wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
+    let (mut wg, mut wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
     let (mut hg, mut hc) = (vec![T::zero(); k], vec![T::zero(); k]);
-    g.gs_project(&rg, &wg, &mut hg).unwrap();
-    c.gs_project(&rc, &wc, &mut hc).unwrap();
+    let (bg_, ag) = g.gs_pass(&rg, k, &mut wg, &mut hg).unwrap();
+    let (bc_, ac) = c.gs_pass(&rc, k, &mut wc, &mut hc).unwrap();
     let complex = T::IS_COMPLEX;
-    close(&format!("gs_project n {n} k {k}"), &hg, &hc, |j| {
-        let scale: f64 = vs[j]
-            .iter()
-            .zip(&ws)
-            .map(|(v, w)| (v.magnitude() * w.magnitude()).to_f64_lossless())
-            .sum();
-        two_gamma(n, eps, complex) * scale
-    });
-    let (mut wg2, mut wc2) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
-    g.gs_subtract(&rg, &hc, &mut wg2).unwrap();
-    c.gs_subtract(&rc, &hc, &mut wc2).unwrap();
-    close(
-        &format!("gs_subtract n {n} k {k}"),
-        &g.download(&wg2).unwrap(),
-        &c.download(&wc2).unwrap(),
-        |i| {
+    let h_bound: Vec<f64> = (0..k)
+        .map(|j| {
+            let scale: f64 = vs[j]
+                .iter()
+                .zip(&ws)
+                .map(|(v, w)| (v.magnitude() * w.magnitude()).to_f64_lossless())
+                .sum();
+            two_gamma(n, eps, complex) * scale
+        })
+        .collect();
+    close(&format!("gs_pass h n {n} k {k}"), &hg, &hc, |j| h_bound[j]);
+    // Per element: rounding of k + 1 terms, plus the coefficients' difference.
+    let w_bound: Vec<f64> = (0..n)
+        .map(|i| {
             let terms: f64 = ws[i].magnitude().to_f64_lossless()
                 + (0..k)
                     .map(|j| (hc[j] * vs[j][i]).magnitude().to_f64_lossless())
                     .sum::<f64>();
-            4.0 * (k as f64 + 1.0) * eps * terms
-        },
+            let from_h: f64 = (0..k)
+                .map(|j| h_bound[j] * vs[j][i].magnitude().to_f64_lossless())
+                .sum();
+            4.0 * (k as f64 + 1.0) * eps * terms + from_h
+        })
+        .collect();
+    close(
+        &format!("gs_pass w n {n} k {k}"),
+        &g.download(&wg).unwrap(),
+        &c.download(&wc).unwrap(),
+        |i| w_bound[i],
+    );
+    // The norms: two summation orders of the squares, and (after) the vectors'
+    // own difference.
+    let (before, after) = (bc_.to_f64_lossless(), ac.to_f64_lossless());
+    let sum_order = two_gamma(n, eps, false) + 4.0 * eps;
+    let w_diff: f64 = w_bound.iter().map(|b| b * b).sum::<f64>().sqrt();
+    let (gb, ga) = (bg_.to_f64_lossless(), ag.to_f64_lossless());
+    assert!(
+        (gb - before).abs() <= sum_order * before,
+        "gs_pass ||w|| before n {n} k {k}: {gb} vs {before}"
+    );
+    assert!(
+        (ga - after).abs() <= sum_order * after + w_diff,
+        "gs_pass ||w|| after n {n} k {k}: {ga} vs {after}"
     );
 }
 
 #[test]
-fn gram_schmidt_steps_match_the_cpu() {
-    if gpu("gram_schmidt_steps_match_the_cpu").is_none() {
+fn gram_schmidt_pass_matches_the_cpu() {
+    if gpu("gram_schmidt_pass_matches_the_cpu").is_none() {
         return;
     }
     for (i, n) in [0usize, 1, 33, 1000, 65_537].into_iter().enumerate() {
@@ -348,6 +381,24 @@ fn gram_schmidt_steps_match_the_cpu() {
             check_gram_schmidt::<Complex64>(n, k, seed + 1);
             check_gram_schmidt::<f32>(n, k, seed + 2);
             check_gram_schmidt::<Complex32>(n, k, seed + 3);
+        }
+    }
+    // The basis' address table is cached: a second basis of the same vectors'
+    // count must not reuse the first one's addresses.
+    let g = gpu("gram_schmidt_pass_matches_the_cpu").unwrap();
+    let c = CpuBackend::new();
+    for seed in [7u64, 8] {
+        let vs: Vec<Vec<f64>> = (0..3).map(|j| random_vec(500, seed * 10 + j)).collect();
+        let bg: Vec<_> = vs.iter().map(|v| g.upload(v).unwrap()).collect();
+        let bc: Vec<_> = vs.iter().map(|v| c.upload(v).unwrap()).collect();
+        let (rg, rc): (Vec<_>, Vec<_>) = (bg.iter().collect(), bc.iter().collect());
+        let ws = random_vec::<f64>(500, seed);
+        let (mut wg, mut wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
+        let (mut hg, mut hc) = (vec![0.0; 3], vec![0.0; 3]);
+        g.gs_pass(&rg, 3, &mut wg, &mut hg).unwrap();
+        c.gs_pass(&rc, 3, &mut wc, &mut hc).unwrap();
+        for (x, y) in hg.iter().zip(&hc) {
+            assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{x} vs {y}");
         }
     }
 }

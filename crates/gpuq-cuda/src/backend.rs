@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     /// Page-locked landing place for scalar results (16 bytes): a download from
     /// device memory to pinned memory skips the driver's staging copy.
     pinned: Mutex<PinnedHostSlice<u8>>,
+    /// GMRES's Gram-Schmidt: the basis' address table and scratch.
+    pub(crate) gs: Mutex<crate::gram_schmidt::GsCache>,
 }
 
 /// The CUDA backend. Cheap to clone (clones share the context, stream and counters).
@@ -122,6 +124,7 @@ impl CudaBackend {
                 stats: StatsRecorder::default(),
                 scratch: Mutex::new(scratch),
                 pinned: Mutex::new(pinned),
+                gs: Mutex::default(),
             }),
         })
     }

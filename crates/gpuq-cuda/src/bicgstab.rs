@@ -6,9 +6,9 @@
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::{kernel, Dest, FirstPass, ScalarArg};
 use crate::vector::CudaVector;
-use cudarc::driver::{DevicePtr, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuq_core::{check_same_len, Result, Scalar};
-use gpuq_kernels::slots::bicgstab::{LEN, SNORM2};
+use gpuq_kernels::slots::bicgstab::{LEN, RHO, RNORM2, SNORM2, TS, TT};
 
 impl CudaBackend {
     fn check_slot<T: Scalar>(op: &'static str, sc: &CudaVector<T>, slot: usize) -> Result<()> {
@@ -43,29 +43,19 @@ impl CudaBackend {
         )
     }
 
-    /// `sc[slot] = ||x||^2` on the device (the real part of the slot; its
-    /// imaginary part is left as it is). Reads n elements.
-    pub fn squared_norm_to_slot<T: Scalar>(
-        &self,
-        x: &CudaVector<T>,
-        sc: &mut CudaVector<T>,
-        slot: usize,
-    ) -> Result<()> {
-        Self::check_slot("squared_norm_to_slot", sc, slot)?;
-        let at = slot * std::mem::size_of::<T>();
-        if x.len == 0 {
-            return self.memset_slot::<T>(sc, at);
-        }
-        self.reduce_blas1::<T, T::Real>(
-            x.len,
-            FirstPass::SquaredNorm(&x.buf),
-            Dest::Device(&mut sc.buf, at),
-        )
-    }
-
     /// Zeroes one slot (the result of a reduction over no elements).
     fn memset_slot<T: Scalar>(&self, sc: &mut CudaVector<T>, at: usize) -> Result<()> {
-        let zero = vec![0u8; std::mem::size_of::<T>()];
+        self.memset_slots::<T>(sc, at, 1)
+    }
+
+    /// Zeroes `count` slots from byte offset `at`.
+    fn memset_slots<T: Scalar>(
+        &self,
+        sc: &mut CudaVector<T>,
+        at: usize,
+        count: usize,
+    ) -> Result<()> {
+        let zero = vec![0u8; count * std::mem::size_of::<T>()];
         let mut slot = sc.buf.slice_mut(at..at + zero.len());
         self.inner
             .stream
@@ -153,47 +143,151 @@ impl CudaBackend {
         )
     }
 
+    /// Runs `first_pass` (which writes two segments of `stride` partials of T
+    /// into the reduction scratch) and sums each segment into `sc[slot]` and
+    /// `sc[slot + 1]` (one second-pass launch of two warps). `stride` must be at
+    /// most half the scratch's partials.
+    fn reduce_pair_to_slots<T: Scalar>(
+        &self,
+        stride: usize,
+        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
+        sc: &mut CudaVector<T>,
+        slot: usize,
+    ) -> Result<()> {
+        let size = std::mem::size_of::<T>();
+        let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        debug_assert!(2 * stride * size <= scratch.len());
+        first_pass(&mut scratch)?;
+        let f2 = self.function(&kernel::<T>("reduce_segments"))?;
+        let mut out = sc.buf.slice_mut(slot * size..(slot + 2) * size);
+        let mut b = self.inner.stream.launch_builder(&f2);
+        b.arg(&stride).arg(&mut *scratch).arg(&mut out);
+        let two_warps = LaunchConfig {
+            grid_dim: (2, 1, 1),
+            block_dim: (32, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: arguments match `reduce_segments_*`: two segments of `stride`
+        // partials written by the first pass, two slots of sc to write.
+        unsafe { b.launch(two_warps) }.map_err(dev("reduction pass 2"))?;
+        self.inner.stats.launch("reduce_segments");
+        Ok(())
+    }
+
+    /// Blocks of a fused two-value reduction: two segments of partials must fit
+    /// the scratch sized for one segment of the largest grid.
+    fn pair_blocks(&self, n: usize) -> u32 {
+        self.grid_blocks(n)
+            .min(4 * self.inner.info.multiprocessors as u32)
+    }
+
+    /// `sc[TS] = t^H s` and `sc[TT] = ||t||^2` (zero imaginary part) in one
+    /// sweep over t and s: one kernel (2 n reads) and one second pass.
+    pub fn bicgstab_tt<T: Scalar>(
+        &self,
+        t: &CudaVector<T>,
+        s: &CudaVector<T>,
+        sc: &mut CudaVector<T>,
+    ) -> Result<()> {
+        Self::check_slot("bicgstab_tt", sc, TT)?;
+        check_same_len("bicgstab_tt", t.len, s.len)?;
+        let n = t.len;
+        let size = std::mem::size_of::<T>();
+        if n == 0 {
+            return self.memset_slots::<T>(sc, TS * size, 2);
+        }
+        let f = self.function(&kernel::<T>("bicgstab_tt"))?;
+        let blocks = self.pair_blocks(n);
+        let stride = blocks as usize;
+        self.reduce_pair_to_slots(
+            stride,
+            |partials| {
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&n).arg(&t.buf).arg(&s.buf).arg(partials).arg(&stride);
+                // SAFETY: arguments match `bicgstab_tt_*`; t and s hold n
+                // elements; the scratch holds two segments of `stride` = grid
+                // partials.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_tt"))?;
+                self.inner.stats.launch("bicgstab_tt");
+                Ok(())
+            },
+            sc,
+            TS,
+        )
+    }
+
     /// x = x + alpha phat + omega shat and r = s - omega t (r holds s; `shat`
     /// `None` means shat is s itself), alpha and omega from `sc` (omega zero when
-    /// ||s||^2 <= `target2`). One kernel, 7 n element moves (6 without `shat`).
+    /// ||s||^2 <= `target2`); then `sc[RHO] = r0^H r` and `sc[RNORM2] = ||r||^2`
+    /// of the new r. One kernel (8 n element moves, 7 without `shat`) and one
+    /// second pass.
     #[allow(clippy::too_many_arguments)]
     pub fn bicgstab_xr<T: Scalar>(
         &self,
-        sc: &CudaVector<T>,
+        sc: &mut CudaVector<T>,
         target2: T::Real,
         phat: &CudaVector<T>,
         shat: Option<&CudaVector<T>>,
         t: &CudaVector<T>,
+        r0: &CudaVector<T>,
         x: &mut CudaVector<T>,
         r: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_slot("bicgstab_xr", sc, 0)?;
-        for len in [phat.len, t.len, x.len, shat.map_or(r.len, |s| s.len)] {
+        Self::check_slot("bicgstab_xr", sc, RNORM2)?;
+        for len in [
+            phat.len,
+            t.len,
+            r0.len,
+            x.len,
+            shat.map_or(r.len, |s| s.len),
+        ] {
             check_same_len("bicgstab_xr", r.len, len)?;
         }
         let n = r.len;
+        let size = std::mem::size_of::<T>();
         if n == 0 {
-            return Ok(());
+            return self.memset_slots::<T>(sc, RHO * size, 2);
         }
         let f = self.function(&kernel::<T>("bicgstab_xr"))?;
         let s_in_r = u32::from(shat.is_none());
         // Without a preconditioner the kernel reads s from r; `shat` then only
         // fills the argument slot (t is a valid pointer it never reads there).
         let shat_buf = shat.map_or(&t.buf, |s| &s.buf);
-        let mut b = self.inner.stream.launch_builder(&f);
-        b.arg(&n).arg(&sc.buf);
+        let blocks = self.pair_blocks(n);
+        let stride = blocks as usize;
+        // The kernel reads sc while the second pass writes two slots of it: two
+        // launches in stream order, so the reads come first. The kernel gets sc's
+        // raw address because the second pass holds the buffer's mutable borrow.
+        let sc_ptr: u64 = {
+            let (ptr, _record) = sc.buf.device_ptr(&self.inner.stream);
+            ptr
+        };
         let target2 = ScalarArg::of(target2);
-        target2.push_re(&mut b);
-        b.arg(&phat.buf)
-            .arg(shat_buf)
-            .arg(&s_in_r)
-            .arg(&t.buf)
-            .arg(&mut x.buf)
-            .arg(&mut r.buf);
-        // SAFETY: arguments match `bicgstab_xr_*`; every vector holds n elements;
-        // x and r are borrowed mutably, so no input aliases them.
-        unsafe { b.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("bicgstab_xr"))?;
-        self.inner.stats.launch("bicgstab_xr");
-        Ok(())
+        self.reduce_pair_to_slots(
+            stride,
+            |partials| {
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&n).arg(&sc_ptr);
+                target2.push_re(&mut b);
+                b.arg(&phat.buf)
+                    .arg(shat_buf)
+                    .arg(&s_in_r)
+                    .arg(&t.buf)
+                    .arg(&r0.buf)
+                    .arg(&mut x.buf)
+                    .arg(&mut r.buf)
+                    .arg(partials)
+                    .arg(&stride);
+                // SAFETY: arguments match `bicgstab_xr_*`; every vector holds n
+                // elements; x and r are borrowed mutably, so no input aliases
+                // them; the scratch holds two segments of `stride` = grid
+                // partials.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_xr"))?;
+                self.inner.stats.launch("bicgstab_xr");
+                Ok(())
+            },
+            sc,
+            RHO,
+        )
     }
 }

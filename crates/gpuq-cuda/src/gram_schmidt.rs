@@ -1,153 +1,156 @@
-//! Classical Gram-Schmidt steps for GMRES: the inner products of a vector with a
-//! set of basis vectors, and the subtraction of their combination, each in
-//! launches over [`GS_CHUNK`] basis vectors at a time (kernels in
-//! `kernels-rs/src/device/gram_schmidt.rs`). The basis vectors and coefficients
-//! travel as kernel arguments, so nothing is uploaded, and the inner products come
-//! back in one download however many basis vectors there are.
+//! One classical Gram-Schmidt pass of GMRES against its whole basis: the inner
+//! products and ||w||^2 (one first-pass launch over every basis vector, one
+//! second pass), the subtraction with the new ||w||^2 (one launch reading the
+//! coefficients from the device, one second pass), and a single download of
+//! all the results (kernels in `kernels-rs/src/device/gram_schmidt.rs`). The
+//! basis vectors' addresses go up once per basis: the table is cached.
 
 use crate::backend::{dev, CudaBackend};
-use crate::blas1::{kernel, ScalarArg};
+use crate::blas1::kernel;
 use crate::vector::CudaVector;
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchArgs, LaunchConfig, PushKernelArg};
-use gpuq_core::{check_same_len, Error, Result, Scalar};
-use gpuq_kernels::GS_CHUNK;
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use gpuq_core::num_traits::Float;
+use gpuq_core::{check_same_len, Error, RealScalar, Result, Scalar};
 
-impl CudaBackend {
-    /// Raw device addresses of `basis`, after checking every vector has length `n`.
-    fn basis_ptrs<T: Scalar>(
-        &self,
-        op: &'static str,
-        basis: &[&CudaVector<T>],
-        n: usize,
-    ) -> Result<Vec<u64>> {
-        basis
-            .iter()
-            .map(|v| {
-                check_same_len(op, n, v.len)?;
-                let (ptr, _record) = v.buf.device_ptr(&self.inner.stream);
-                Ok(ptr)
-            })
-            .collect()
-    }
+/// The device copy of the last basis' address table, and scratch for the
+/// partial sums, reused across passes.
+#[derive(Default)]
+pub(crate) struct GsCache {
+    /// Addresses of the basis vectors, as uploaded to `table`.
+    addresses: Vec<u64>,
+    table: Option<CudaSlice<u64>>,
+    scratch: Option<CudaSlice<u8>>,
+}
 
-    /// `h[j] = basis[j]^H w` for every j: per chunk of [`GS_CHUNK`] vectors one
-    /// pass over w and the chunk (one partial per block and vector) and one
-    /// second pass, then a single download of all of h, which waits for the
-    /// stream. Reads (k + ceil(k / 8)) n elements for k basis vectors.
-    pub fn gs_project<T: Scalar>(
-        &self,
-        basis: &[&CudaVector<T>],
-        w: &CudaVector<T>,
-        h: &mut [T],
-    ) -> Result<()> {
-        let (n, k) = (w.len, basis.len());
-        check_same_len("gs_project", k, h.len())?;
-        let ptrs = self.basis_ptrs("gs_project", basis, n)?;
-        if k == 0 {
-            return Ok(());
-        }
-        if n == 0 {
-            h.fill(T::zero());
-            return Ok(());
-        }
-        let size = std::mem::size_of::<T>();
-        // Eight loads in flight per thread already: two blocks per SM suffice.
-        let blocks = self
-            .grid_blocks(n)
-            .min(2 * self.inner.info.multiprocessors as u32);
-        let stride = blocks as usize;
-        // SAFETY: every byte is written before it is read: partials by the first
-        // pass of each chunk, the results by its second pass.
-        let mut buf: CudaSlice<u8> = unsafe {
-            self.inner
-                .stream
-                .alloc::<u8>(size * (GS_CHUNK * stride + k))
-        }
-        .map_err(dev("allocating Gram-Schmidt scratch"))?;
-        let (mut partials, mut out) = buf.split_at_mut(size * GS_CHUNK * stride);
-        let dots = self.function(&kernel::<T>("gs_dots"))?;
-        let segments = self.function(&kernel::<T>("reduce_segments"))?;
-        for (c, chunk) in ptrs.chunks(GS_CHUNK).enumerate() {
-            let kc = chunk.len() as u32;
-            let v = chunk_args(chunk);
-            let mut b = self.inner.stream.launch_builder(&dots);
-            b.arg(&n).arg(&kc);
-            for p in &v {
-                b.arg(p);
-            }
-            b.arg(&w.buf).arg(&mut partials).arg(&stride);
-            // SAFETY: arguments match `gs_dots_*`; the first kc pointers address
-            // vectors of n elements (checked), the rest are null and unread;
-            // partials holds 8 x stride elements and stride equals the grid.
-            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("gs_dots"))?;
-            self.inner.stats.launch("gs_dots");
-            let mut dest = out.slice_mut(c * GS_CHUNK * size..);
-            let mut b = self.inner.stream.launch_builder(&segments);
-            // partials goes mutably only because the view type demands it; the
-            // second pass reads it.
-            b.arg(&stride).arg(&mut partials).arg(&mut dest);
-            let cfg = LaunchConfig {
-                grid_dim: (kc, 1, 1),
-                block_dim: (32, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: arguments match `reduce_segments_*`: kc segments of stride
-            // partials, and dest has room for kc results.
-            unsafe { b.launch(cfg) }.map_err(dev("reduce_segments"))?;
-            self.inner.stats.launch("reduce_segments");
-        }
-        self.download_into(&out.as_view(), h)
-    }
-
-    /// `w = w - sum_j h[j] basis[j]`: one pass over w and each chunk of
-    /// [`GS_CHUNK`] vectors (the coefficients are kernel arguments). Moves
-    /// (k + 2 ceil(k / 8)) n elements for k basis vectors.
-    pub fn gs_subtract<T: Scalar>(
-        &self,
-        basis: &[&CudaVector<T>],
-        h: &[T],
-        w: &mut CudaVector<T>,
-    ) -> Result<()> {
-        let (n, k) = (w.len, basis.len());
-        check_same_len("gs_subtract", k, h.len())?;
-        let ptrs = self.basis_ptrs("gs_subtract", basis, n)?;
-        if n == 0 || k == 0 {
-            return Ok(());
-        }
-        if h.iter().any(|v| !v.is_finite_value()) {
-            return Err(Error::InvalidArgument(
-                "gs_subtract: a coefficient is not finite".into(),
-            ));
-        }
-        let f = self.function(&kernel::<T>("gs_subtract"))?;
-        for (chunk, hc) in ptrs.chunks(GS_CHUNK).zip(h.chunks(GS_CHUNK)) {
-            let kc = chunk.len() as u32;
-            let v = chunk_args(chunk);
-            let coef: Vec<ScalarArg> = (0..GS_CHUNK)
-                .map(|j| ScalarArg::of(hc.get(j).copied().unwrap_or(T::zero())))
-                .collect();
-            let mut b: LaunchArgs<'_> = self.inner.stream.launch_builder(&f);
-            b.arg(&n).arg(&kc);
-            for p in &v {
-                b.arg(p);
-            }
-            for c in &coef {
-                c.push(&mut b);
-            }
-            b.arg(&mut w.buf);
-            // SAFETY: arguments match `gs_subtract_*`; the first kc pointers
-            // address vectors of n elements (checked) that w, borrowed mutably,
-            // does not alias; the rest are null and unread.
-            unsafe { b.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("gs_subtract"))?;
-            self.inner.stats.launch("gs_subtract");
-        }
-        Ok(())
+/// A launch of `blocks` blocks of one warp each (the segment sums).
+fn warps(blocks: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (32, 1, 1),
+        shared_mem_bytes: 0,
     }
 }
 
-/// The eight pointer arguments of one chunk: its vectors, then nulls.
-fn chunk_args(chunk: &[u64]) -> [u64; GS_CHUNK] {
-    let mut v = [0u64; GS_CHUNK];
-    v[..chunk.len()].copy_from_slice(chunk);
-    v
+impl CudaBackend {
+    /// One classical Gram-Schmidt pass of `w` against the first `used` vectors
+    /// of `basis`: `h[j] = basis[j]^H w`, then `w = w - sum_j h[j] basis[j]`.
+    /// Returns `(||w|| before, ||w|| after)`.
+    ///
+    /// Four launches and one download (which waits for the stream) whatever
+    /// `used` is; reads `used + 1` vectors for the inner products (w once per
+    /// eight of them, from L2) and moves `used + 2` for the subtraction. `basis`
+    /// may hold more vectors than `used`: passing the whole basis every time
+    /// keeps its address table cached on the device.
+    pub fn gs_pass<T: Scalar>(
+        &self,
+        basis: &[&CudaVector<T>],
+        used: usize,
+        w: &mut CudaVector<T>,
+        h: &mut [T],
+    ) -> Result<(T::Real, T::Real)> {
+        let n = w.len;
+        check_same_len("gs_pass", used, h.len())?;
+        if used > basis.len() {
+            return Err(Error::InvalidArgument(format!(
+                "gs_pass: {used} basis vectors used of {}",
+                basis.len()
+            )));
+        }
+        let mut addresses = Vec::with_capacity(basis.len());
+        for v in basis {
+            check_same_len("gs_pass", n, v.len)?;
+            let (ptr, _record) = v.buf.device_ptr(&self.inner.stream);
+            addresses.push(ptr);
+        }
+        let zero = <T::Real as RealScalar>::of_f64(0.0);
+        if n == 0 {
+            h.fill(T::zero());
+            return Ok((zero, zero));
+        }
+        let size = std::mem::size_of::<T>();
+        let k = used as u32;
+        // Eight loads in flight per thread: two blocks per SM suffice.
+        let dot_blocks = self
+            .grid_blocks(n)
+            .min(2 * self.inner.info.multiprocessors as u32);
+        let sub_blocks = self.grid_blocks(n);
+        let stride = dot_blocks as usize;
+        // Scratch: the inner products' partials ((used + 1) segments of
+        // `stride`), the norm's partials (`sub_blocks`), the results (used + 2).
+        let partial_bytes = size * (used + 1) * stride;
+        let norm_bytes = size * sub_blocks as usize;
+        let need = partial_bytes + norm_bytes + size * (used + 2);
+        let mut cache = self.inner.gs.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = &mut *cache;
+        if cache.table.is_none() || cache.addresses != addresses {
+            let table = self
+                .inner
+                .stream
+                .clone_htod(&addresses)
+                .map_err(dev("uploading the basis' address table"))?;
+            self.inner.stats.upload(8 * addresses.len());
+            cache.addresses = addresses;
+            cache.table = Some(table);
+        }
+        if cache.scratch.as_ref().is_none_or(|s| s.len() < need) {
+            // SAFETY: every byte is written before it is read: the partials by the
+            // first passes, the results by the second passes.
+            let s = unsafe { self.inner.stream.alloc::<u8>(need) }
+                .map_err(dev("allocating Gram-Schmidt scratch"))?;
+            cache.scratch = Some(s);
+        }
+        let (Some(table), Some(scratch)) = (cache.table.as_ref(), cache.scratch.as_mut()) else {
+            unreachable!("both were just set");
+        };
+        let (mut partials, mut rest) = scratch.split_at_mut(partial_bytes);
+        let (mut norm_partials, mut out) = rest.split_at_mut(norm_bytes);
+        let segments = self.function(&kernel::<T>("reduce_segments"))?;
+
+        let dots = self.function(&kernel::<T>("gs_dots"))?;
+        let mut b = self.inner.stream.launch_builder(&dots);
+        b.arg(&n)
+            .arg(&k)
+            .arg(table)
+            .arg(&w.buf)
+            .arg(&mut partials)
+            .arg(&stride);
+        // SAFETY: arguments match `gs_dots_*`: the table holds at least `used`
+        // addresses of vectors of n elements (checked), partials (used + 1) x
+        // stride elements, and stride equals the grid.
+        unsafe { b.launch(Self::cfg(dot_blocks)) }.map_err(dev("gs_dots"))?;
+        self.inner.stats.launch("gs_dots");
+        let mut b = self.inner.stream.launch_builder(&segments);
+        b.arg(&stride).arg(&mut partials).arg(&mut out);
+        // SAFETY: arguments match `reduce_segments_*`: used + 1 segments of
+        // stride partials, and out has room for used + 2 results.
+        unsafe { b.launch(warps(k + 1)) }.map_err(dev("reduce_segments"))?;
+        self.inner.stats.launch("reduce_segments");
+
+        let subtract = self.function(&kernel::<T>("gs_subtract"))?;
+        let mut b = self.inner.stream.launch_builder(&subtract);
+        b.arg(&n)
+            .arg(&k)
+            .arg(table)
+            .arg(&mut out)
+            .arg(&mut w.buf)
+            .arg(&mut norm_partials);
+        // SAFETY: arguments match `gs_subtract_*`: the first `used` results are
+        // the coefficients; w, borrowed mutably, is not one of the basis vectors
+        // the table addresses; norm_partials holds one element per block.
+        unsafe { b.launch(Self::cfg(sub_blocks)) }.map_err(dev("gs_subtract"))?;
+        self.inner.stats.launch("gs_subtract");
+        let mut last = out.slice_mut((used + 1) * size..);
+        let sub_stride = sub_blocks as usize;
+        let mut b = self.inner.stream.launch_builder(&segments);
+        b.arg(&sub_stride).arg(&mut norm_partials).arg(&mut last);
+        // SAFETY: one segment of sub_blocks partials into the last result.
+        unsafe { b.launch(warps(1)) }.map_err(dev("reduce_segments"))?;
+        self.inner.stats.launch("reduce_segments");
+
+        let mut results = vec![T::zero(); used + 2];
+        self.download_into(&out.as_view(), &mut results)?;
+        h.copy_from_slice(&results[..used]);
+        let norm = |s: T| s.re().sqrt();
+        Ok((norm(results[used]), norm(results[used + 1])))
+    }
 }

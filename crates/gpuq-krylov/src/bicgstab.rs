@@ -11,9 +11,10 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// Solves A x = b by BiCGSTAB with right preconditioning (A M y = b, x = M y),
 /// starting from the `x` given, for any nonsingular A, real or complex.
 ///
-/// Per iteration: two operator and two preconditioner applications, five
-/// reductions (r0^H v, ||s||^2, t^H s, t^H t, ||r||^2) and the next rho = r0^H r,
-/// and three fused vector steps; every scalar stays on the backend and the
+/// Per iteration: two operator and two preconditioner applications, one
+/// reduction (r0^H v) and four fused steps: p's update; s = r - alpha v with
+/// ||s||^2; t^H s with t^H t; x's and r's updates with ||r||^2 and the next
+/// rho = r0^H r. Every scalar stays on the backend and the
 /// iteration ends with one download of the 6-slot scalar array (96 bytes for
 /// complex f64), which the stopping and breakdown tests read. 8 vectors of
 /// storage (10 with a preconditioner). The shadow residual is the initial
@@ -86,11 +87,8 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
         backend.bicgstab_s(&mut sc, &v, &mut r)?;
         apply_m(&r, &mut ms)?;
         a.apply(ms.as_ref().unwrap_or(&r), &mut t)?;
-        backend.dotc_to_slot(&t, &r, &mut sc, TS)?;
-        backend.squared_norm_to_slot(&t, &mut sc, TT)?;
-        backend.bicgstab_xr(&sc, target2, phat, ms.as_ref(), &t, x, &mut r)?;
-        backend.squared_norm_to_slot(&r, &mut sc, RNORM2)?;
-        backend.dotc_to_slot(&r0, &r, &mut sc, RHO)?;
+        backend.bicgstab_tt(&t, &r, &mut sc)?;
+        backend.bicgstab_xr(&mut sc, target2, phat, ms.as_ref(), &t, &r0, x, &mut r)?;
         // The one download of the iteration: the tests below read its scalars.
         host.copy_from_slice(&backend.download(&sc)?);
         if vanished(host[R0V]) || guarded_quotient(host[RHO], host[R0V]).is_zero_value() {

@@ -50,12 +50,13 @@ pub trait BicgstabKernels: Backend {
         slot: usize,
     ) -> Result<()>;
 
-    /// `sc[slot] = ||x||^2` with a zero imaginary part (n reads).
-    fn squared_norm_to_slot<T: Scalar>(
+    /// `sc[TS] = t^H s` and `sc[TT] = ||t||^2` (zero imaginary part), in one
+    /// sweep (2 n reads).
+    fn bicgstab_tt<T: Scalar>(
         &self,
-        x: &Self::Vector<T>,
+        t: &Self::Vector<T>,
+        s: &Self::Vector<T>,
         sc: &mut Self::Vector<T>,
-        slot: usize,
     ) -> Result<()>;
 
     /// p = r when `first`, else p = r + beta (p - omega v) with the previous
@@ -81,15 +82,18 @@ pub trait BicgstabKernels: Backend {
 
     /// x = x + alpha phat + omega shat and r = s - omega t (r holds s; `shat`
     /// `None` means s itself), alpha = sc[RHO] / sc[R0V], omega = sc[TS] / sc[TT]
-    /// or zero when sc[SNORM2] <= `target2`. 7 n element moves (6 without shat).
+    /// or zero when sc[SNORM2] <= `target2`; then, of the new r, sc[RHO] =
+    /// r0^H r and sc[RNORM2] = ||r||^2, in the same sweep. 8 n element moves (7
+    /// without shat).
     #[allow(clippy::too_many_arguments)]
     fn bicgstab_xr<T: Scalar>(
         &self,
-        sc: &Self::Vector<T>,
+        sc: &mut Self::Vector<T>,
         target2: T::Real,
         phat: &Self::Vector<T>,
         shat: Option<&Self::Vector<T>>,
         t: &Self::Vector<T>,
+        r0: &Self::Vector<T>,
         x: &mut Self::Vector<T>,
         r: &mut Self::Vector<T>,
     ) -> Result<()>;
@@ -108,15 +112,34 @@ impl BicgstabKernels for CpuBackend {
         Ok(())
     }
 
-    fn squared_norm_to_slot<T: Scalar>(
+    fn bicgstab_tt<T: Scalar>(
         &self,
-        x: &CpuVector<T>,
+        t: &CpuVector<T>,
+        s: &CpuVector<T>,
         sc: &mut CpuVector<T>,
-        slot: usize,
     ) -> Result<()> {
-        check_slot("squared_norm_to_slot", sc.len(), slot)?;
-        let nrm = self.nrm2(x)?;
-        sc.as_mut_slice()[slot] = T::from_real(nrm * nrm);
+        check_same_len("bicgstab_tt", LEN, sc.len())?;
+        check_same_len("bicgstab_tt", t.len(), s.len())?;
+        let (t, s) = (t.as_slice(), s.as_slice());
+        // Per block, both sums; then each combined pairwise (t^H s has the bits
+        // of dotc).
+        let (ts, tt) = self.run("bicgstab_tt", || {
+            let partials: Vec<(T, T::Real)> = t
+                .par_chunks(BLOCK)
+                .zip(s.par_chunks(BLOCK))
+                .map(|(tc, sc)| {
+                    (
+                        lane_sum(tc.len(), |i| tc[i].conj() * sc[i]),
+                        lane_sum(tc.len(), |i| tc[i].abs_sqr()),
+                    )
+                })
+                .collect();
+            let (ts, tt): (Vec<T>, Vec<T::Real>) = partials.into_iter().unzip();
+            (pairwise_sum(&ts), pairwise_sum(&tt))
+        });
+        let out = sc.as_mut_slice();
+        out[TS] = ts;
+        out[TT] = T::from_real(tt);
         Ok(())
     }
 
@@ -182,11 +205,12 @@ impl BicgstabKernels for CpuBackend {
 
     fn bicgstab_xr<T: Scalar>(
         &self,
-        sc: &CpuVector<T>,
+        sc: &mut CpuVector<T>,
         target2: T::Real,
         phat: &CpuVector<T>,
         shat: Option<&CpuVector<T>>,
         t: &CpuVector<T>,
+        r0: &CpuVector<T>,
         x: &mut CpuVector<T>,
         r: &mut CpuVector<T>,
     ) -> Result<()> {
@@ -194,6 +218,7 @@ impl BicgstabKernels for CpuBackend {
         for len in [
             phat.len(),
             t.len(),
+            r0.len(),
             x.len(),
             shat.map_or(r.len(), |s| s.len()),
         ] {
@@ -206,14 +231,15 @@ impl BicgstabKernels for CpuBackend {
         } else {
             guarded_quotient(s[TS], s[TT])
         };
-        let (phat, t) = (phat.as_slice(), t.as_slice());
+        let (phat, t, r0) = (phat.as_slice(), t.as_slice(), r0.as_slice());
         let shat = shat.map(|v| v.as_slice());
-        self.run("bicgstab_xr", || {
-            x.as_mut_slice()
+        let (rho, rr) = self.run("bicgstab_xr", || {
+            let partials: Vec<(T, T::Real)> = x
+                .as_mut_slice()
                 .par_chunks_mut(BLOCK)
                 .zip(r.as_mut_slice().par_chunks_mut(BLOCK))
                 .enumerate()
-                .for_each(|(c, (xc, rc))| {
+                .map(|(c, (xc, rc))| {
                     let base = c * BLOCK;
                     for (k, (xi, ri)) in xc.iter_mut().zip(rc.iter_mut()).enumerate() {
                         let i = base + k;
@@ -222,8 +248,19 @@ impl BicgstabKernels for CpuBackend {
                         *xi += alpha * phat[i] + omega * shi;
                         *ri = si - omega * t[i];
                     }
+                    let r0c = &r0[base..base + rc.len()];
+                    (
+                        lane_sum(rc.len(), |k| r0c[k].conj() * rc[k]),
+                        lane_sum(rc.len(), |k| rc[k].abs_sqr()),
+                    )
                 })
+                .collect();
+            let (rho, rr): (Vec<T>, Vec<T::Real>) = partials.into_iter().unzip();
+            (pairwise_sum(&rho), pairwise_sum(&rr))
         });
+        let out = sc.as_mut_slice();
+        out[RHO] = rho;
+        out[RNORM2] = T::from_real(rr);
         Ok(())
     }
 }
@@ -242,13 +279,13 @@ impl BicgstabKernels for gpuq_cuda::CudaBackend {
         gpuq_cuda::CudaBackend::dotc_to_slot(self, x, y, sc, slot)
     }
 
-    fn squared_norm_to_slot<T: Scalar>(
+    fn bicgstab_tt<T: Scalar>(
         &self,
-        x: &gpuq_cuda::CudaVector<T>,
+        t: &gpuq_cuda::CudaVector<T>,
+        s: &gpuq_cuda::CudaVector<T>,
         sc: &mut gpuq_cuda::CudaVector<T>,
-        slot: usize,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::squared_norm_to_slot(self, x, sc, slot)
+        gpuq_cuda::CudaBackend::bicgstab_tt(self, t, s, sc)
     }
 
     fn bicgstab_p<T: Scalar>(
@@ -273,14 +310,15 @@ impl BicgstabKernels for gpuq_cuda::CudaBackend {
 
     fn bicgstab_xr<T: Scalar>(
         &self,
-        sc: &gpuq_cuda::CudaVector<T>,
+        sc: &mut gpuq_cuda::CudaVector<T>,
         target2: T::Real,
         phat: &gpuq_cuda::CudaVector<T>,
         shat: Option<&gpuq_cuda::CudaVector<T>>,
         t: &gpuq_cuda::CudaVector<T>,
+        r0: &gpuq_cuda::CudaVector<T>,
         x: &mut gpuq_cuda::CudaVector<T>,
         r: &mut gpuq_cuda::CudaVector<T>,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::bicgstab_xr(self, sc, target2, phat, shat, t, x, r)
+        gpuq_cuda::CudaBackend::bicgstab_xr(self, sc, target2, phat, shat, t, r0, x, r)
     }
 }

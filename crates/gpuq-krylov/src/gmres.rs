@@ -61,8 +61,8 @@ impl<T: Scalar> Givens<T> {
 /// first pass cancelled most of the vector (the DGKS criterion; "twice is
 /// enough", which keeps the basis orthogonal to working precision): at step j, one
 /// or two passes of j + 1 inner products against the whole basis, one combined
-/// subtraction and a norm each ([`GmresKernels`]: on the GPU two downloads per
-/// pass). The small
+/// subtraction and the norms before and after ([`GmresKernels::gs_pass`]: on
+/// the GPU four launches and one download per pass). The small
 /// least-squares problem is solved on the host by Givens rotations. Storage:
 /// `restart + 1` basis vectors and 3 more. An iteration, as counted in the report,
 /// is one inner step.
@@ -136,8 +136,7 @@ pub fn gmres_monitored<B: GmresKernels, T: Scalar>(
         while k < m && it < session.max_iter {
             it += 1;
             // w = A M v_k
-            let (done, rest) = basis.split_at_mut(k + 1);
-            let vk = &done[k];
+            let vk = &basis[k];
             match (precond, z.as_mut()) {
                 (Some(pm), Some(z)) => {
                     pm.apply(vk, z)?;
@@ -145,25 +144,22 @@ pub fn gmres_monitored<B: GmresKernels, T: Scalar>(
                 }
                 _ => a.apply(vk, &mut w)?,
             }
-            // Classical Gram-Schmidt, repeated once when the first pass cancelled
-            // most of w (the DGKS criterion: ||w|| fell below ||A M v_k|| / sqrt 2,
-            // with ||A M v_k||^2 = ||w||^2 + ||h||^2 by Pythagoras), which keeps
-            // the basis orthogonal to working precision.
+            // Classical Gram-Schmidt against v_0..v_k, repeated once when the
+            // first pass cancelled most of w (the DGKS criterion: ||w|| fell below
+            // ||A M v_k|| / sqrt 2), which keeps the basis orthogonal to working
+            // precision. The whole basis goes to every pass, so a backend can keep
+            // its addresses.
+            let all: Vec<&B::Vector<T>> = basis.iter().collect();
             let mut col = vec![T::zero(); k + 2];
-            let vs: Vec<&B::Vector<T>> = done.iter().collect();
             let mut pass = vec![T::zero(); k + 1];
             let mut hnext = T::Real::of_f64(0.0);
             for round in 0..2 {
-                backend.gs_project(&vs, &w, &mut pass)?;
-                backend.gs_subtract(&vs, &pass, &mut w)?;
-                let mut projected = T::Real::of_f64(0.0);
+                let (before, after) = backend.gs_pass(&all, k + 1, &mut w, &mut pass)?;
                 for (c, p) in col.iter_mut().zip(&pass) {
                     *c += *p;
-                    projected += p.abs_sqr();
                 }
-                hnext = backend.nrm2(&w)?;
-                let before = (hnext * hnext + projected).sqrt();
-                if round == 1 || hnext >= before * T::Real::of_f64(std::f64::consts::FRAC_1_SQRT_2)
+                hnext = after;
+                if round == 1 || after >= before * T::Real::of_f64(std::f64::consts::FRAC_1_SQRT_2)
                 {
                     break;
                 }
@@ -194,7 +190,8 @@ pub fn gmres_monitored<B: GmresKernels, T: Scalar>(
             if stalled || rnorm <= target || hnext.is_zero_value() || diag.is_zero_value() {
                 break;
             }
-            let vnext = &mut rest[0];
+            // The next basis vector (k already counts the step just done).
+            let vnext = &mut basis[k];
             backend.copy(&w, vnext)?;
             backend.scal(T::from_real(T::Real::of_f64(1.0) / hnext), vnext)?;
         }

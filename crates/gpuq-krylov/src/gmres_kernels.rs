@@ -1,141 +1,149 @@
-//! GMRES's Gram-Schmidt steps, which a backend may batch.
+//! GMRES's Gram-Schmidt passes, which a backend may batch.
 //!
-//! [`GmresKernels`]' default methods run one BLAS-1 operation per basis vector
-//! (a dot product with its download, an axpy). The CPU backend overrides them with
-//! one pass over memory each, whose inner products have the same bits as its
-//! `dotc` (the same fixed blocking); the CUDA backend with kernels over eight basis
-//! vectors at a time and a single download of all the inner products
-//! (`CudaBackend::gs_project`, `CudaBackend::gs_subtract`).
+//! [`GmresKernels::gs_pass`]'s default runs one BLAS-1 operation per basis vector
+//! (a dot product with its download, an axpy) and two norms. The CPU backend
+//! overrides it with one pass over memory for the inner products and ||w|| (whose
+//! inner products have the same bits as its `dotc`: the same fixed blocking) and
+//! one for the subtraction and the new ||w||; the CUDA backend with four launches
+//! over the whole basis and a single download (`CudaBackend::gs_pass`).
 
-use gpuq_core::{check_same_len, Backend, DeviceVector, Result, Scalar};
+use gpuq_core::num_traits::Float;
+use gpuq_core::{check_same_len, Backend, DeviceVector, Error, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
 use rayon::prelude::*;
 
-/// The classical Gram-Schmidt steps of GMRES (one or two passes per step).
-pub trait GmresKernels: Backend {
-    /// `h[j] = basis[j]^H w` for every j; `h` has one entry per basis vector.
-    /// Default: one `dotc` per basis vector (k downloads).
-    fn gs_project<T: Scalar>(
-        &self,
-        basis: &[&Self::Vector<T>],
-        w: &Self::Vector<T>,
-        h: &mut [T],
-    ) -> Result<()> {
-        check_same_len("gs_project", basis.len(), h.len())?;
-        for (hj, v) in h.iter_mut().zip(basis) {
-            *hj = self.dotc(v, w)?;
-        }
-        Ok(())
+/// Errors unless `h` has `used` entries and `basis` at least `used` vectors.
+fn check_pass(basis_len: usize, used: usize, h_len: usize) -> Result<()> {
+    check_same_len("gs_pass", used, h_len)?;
+    if used > basis_len {
+        return Err(Error::InvalidArgument(format!(
+            "gs_pass: {used} basis vectors used of {basis_len}"
+        )));
     }
+    Ok(())
+}
 
-    /// `w = w - sum_j h[j] basis[j]`. Default: one axpy per basis vector (3 k n
-    /// element moves; the batched forms move (k + 2) n).
-    fn gs_subtract<T: Scalar>(
+/// The classical Gram-Schmidt pass of GMRES (one or two per step).
+pub trait GmresKernels: Backend {
+    /// One classical Gram-Schmidt pass of `w` against the first `used` vectors of
+    /// `basis`: `h[j] = basis[j]^H w` for j < used, then `w = w - sum_j h[j]
+    /// basis[j]`. Returns `(||w|| before, ||w|| after)`.
+    ///
+    /// `basis` may hold more vectors than `used` (a backend may cache its
+    /// addresses when it is the same every call). Default: `used` dot products
+    /// (each a download), `used` axpys and two norms, 5 used + 2 vectors moved;
+    /// the batched forms move about 2 used + 3.
+    fn gs_pass<T: Scalar>(
         &self,
         basis: &[&Self::Vector<T>],
-        h: &[T],
+        used: usize,
         w: &mut Self::Vector<T>,
-    ) -> Result<()> {
-        check_same_len("gs_subtract", basis.len(), h.len())?;
-        for (v, &hj) in basis.iter().zip(h) {
-            self.axpy(-hj, v, w)?;
-        }
-        Ok(())
+        h: &mut [T],
+    ) -> Result<(T::Real, T::Real)> {
+        per_vector_pass(self, basis, used, w, h)
     }
 }
 
+/// [`GmresKernels::gs_pass`] by one BLAS-1 operation per basis vector: the
+/// default for backends without a batched form.
+fn per_vector_pass<B: Backend, T: Scalar>(
+    backend: &B,
+    basis: &[&B::Vector<T>],
+    used: usize,
+    w: &mut B::Vector<T>,
+    h: &mut [T],
+) -> Result<(T::Real, T::Real)> {
+    check_pass(basis.len(), used, h.len())?;
+    let before = backend.nrm2(w)?;
+    for (hj, v) in h.iter_mut().zip(basis) {
+        *hj = backend.dotc(v, w)?;
+    }
+    for (v, &hj) in basis.iter().zip(h.iter()) {
+        backend.axpy(-hj, v, w)?;
+    }
+    Ok((before, backend.nrm2(w)?))
+}
+
 impl GmresKernels for CpuBackend {
-    fn gs_project<T: Scalar>(
+    fn gs_pass<T: Scalar>(
         &self,
         basis: &[&CpuVector<T>],
-        w: &CpuVector<T>,
+        used: usize,
+        w: &mut CpuVector<T>,
         h: &mut [T],
-    ) -> Result<()> {
-        check_same_len("gs_project", basis.len(), h.len())?;
+    ) -> Result<(T::Real, T::Real)> {
+        check_pass(basis.len(), used, h.len())?;
         for v in basis {
-            check_same_len("gs_project", w.len(), v.len())?;
+            check_same_len("gs_pass", w.len(), v.len())?;
         }
-        let (w, k) = (w.as_slice(), basis.len());
+        let basis = &basis[..used];
         let n = w.len();
-        // Vectors read: the k basis vectors and w.
-        self.record("gs_project_vectors", k as u64 + 1);
-        self.run("gs_project", || {
+        // Vectors read: the basis vectors and w; then the basis read, w read and
+        // written.
+        self.record("gs_project_vectors", used as u64 + 1);
+        self.record("gs_subtract_vectors", used as u64 + 2);
+        let norms = self.run("gs_pass", || {
             // Per block of the fixed blocking, the partial sums of every basis
-            // vector; then, per vector, the blocks' sums combined pairwise: the
-            // bits of `dotc`.
+            // vector and of |w|^2; then, per value, the blocks' sums combined
+            // pairwise: the bits of `dotc`.
+            let ws = w.as_slice();
             let partials: Vec<Vec<T>> = (0..n.div_ceil(BLOCK))
                 .into_par_iter()
                 .map(|b| {
                     let r = b * BLOCK..((b + 1) * BLOCK).min(n);
-                    let ws = &w[r.clone()];
+                    let wb = &ws[r.clone()];
                     basis
                         .iter()
+                        .map(|v| v.as_slice())
+                        .chain(std::iter::once(ws))
                         .map(|v| {
-                            let vs = &v.as_slice()[r.clone()];
-                            lane_sum(vs.len(), |i| vs[i].conj() * ws[i])
+                            let vb = &v[r.clone()];
+                            lane_sum(vb.len(), |i| vb[i].conj() * wb[i])
                         })
                         .collect()
                 })
                 .collect();
-            for (j, hj) in h.iter_mut().enumerate().take(k) {
-                let column: Vec<T> = partials.iter().map(|p| p[j]).collect();
-                *hj = pairwise_sum(&column);
+            let column =
+                |j: usize| pairwise_sum(&partials.iter().map(|p| p[j]).collect::<Vec<T>>());
+            for (j, hj) in h.iter_mut().enumerate() {
+                *hj = column(j);
             }
-        });
-        Ok(())
-    }
-
-    fn gs_subtract<T: Scalar>(
-        &self,
-        basis: &[&CpuVector<T>],
-        h: &[T],
-        w: &mut CpuVector<T>,
-    ) -> Result<()> {
-        check_same_len("gs_subtract", basis.len(), h.len())?;
-        for v in basis {
-            check_same_len("gs_subtract", w.len(), v.len())?;
-        }
-        // Vectors moved: the k basis vectors read, w read and written.
-        self.record("gs_subtract_vectors", basis.len() as u64 + 2);
-        self.run("gs_subtract", || {
-            w.as_mut_slice()
+            let before = column(used).re().sqrt();
+            let h = &*h;
+            let squares: Vec<T::Real> = w
+                .as_mut_slice()
                 .par_chunks_mut(BLOCK)
                 .enumerate()
-                .for_each(|(b, wc)| {
+                .map(|(b, wc)| {
                     let start = b * BLOCK;
                     for (v, &hj) in basis.iter().zip(h) {
                         let vs = &v.as_slice()[start..start + wc.len()];
-                        for (wi, &vi) in wc.iter_mut().zip(vs) {
+                        for (wi, &vi) in wc.iter_mut().zip(vs.iter()) {
                             *wi -= hj * vi;
                         }
                     }
+                    lane_sum(wc.len(), |i| wc[i].abs_sqr())
                 })
+                .collect();
+            (before, pairwise_sum(&squares).sqrt())
         });
-        Ok(())
+        Ok(norms)
     }
 }
 
-/// The CUDA backend batches eight basis vectors per launch and downloads the
-/// inner products once (see `CudaBackend::gs_project`).
+/// The CUDA backend: four launches over the whole basis and one download per
+/// pass (see `CudaBackend::gs_pass`).
 #[cfg(feature = "cuda")]
 impl GmresKernels for gpuq_cuda::CudaBackend {
-    fn gs_project<T: Scalar>(
+    fn gs_pass<T: Scalar>(
         &self,
         basis: &[&gpuq_cuda::CudaVector<T>],
-        w: &gpuq_cuda::CudaVector<T>,
-        h: &mut [T],
-    ) -> Result<()> {
-        gpuq_cuda::CudaBackend::gs_project(self, basis, w, h)
-    }
-
-    fn gs_subtract<T: Scalar>(
-        &self,
-        basis: &[&gpuq_cuda::CudaVector<T>],
-        h: &[T],
+        used: usize,
         w: &mut gpuq_cuda::CudaVector<T>,
-    ) -> Result<()> {
-        gpuq_cuda::CudaBackend::gs_subtract(self, basis, h, w)
+        h: &mut [T],
+    ) -> Result<(T::Real, T::Real)> {
+        gpuq_cuda::CudaBackend::gs_pass(self, basis, used, w, h)
     }
 }
 
@@ -143,9 +151,6 @@ impl GmresKernels for gpuq_cuda::CudaBackend {
 mod tests {
     use super::*;
     use gpuq_core::Complex64;
-
-    /// A backend with only the default (per-vector) steps, to compare against.
-    struct Plain<'a>(&'a CpuBackend);
 
     fn vectors(n: usize, k: usize) -> Vec<Vec<Complex64>> {
         (0..k)
@@ -161,59 +166,38 @@ mod tests {
     }
 
     #[test]
-    fn batched_steps_match_the_per_vector_ones() {
+    fn batched_pass_matches_the_per_vector_one() {
         let cpu = CpuBackend::new();
-        let plain = Plain(&cpu);
         for (n, k) in [(0, 3), (1, 1), (37, 9), (BLOCK + 5, 4), (3 * BLOCK, 17)] {
-            let vs = vectors(n, k + 1);
+            let vs = vectors(n, k + 2);
             let basis: Vec<CpuVector<Complex64>> =
-                vs[..k].iter().map(|v| cpu.upload(v).unwrap()).collect();
+                vs[..k + 1].iter().map(|v| cpu.upload(v).unwrap()).collect();
             let refs: Vec<&CpuVector<Complex64>> = basis.iter().collect();
-            let w0 = cpu.upload(&vs[k]).unwrap();
-            let mut h = vec![Complex64::default(); k];
-            cpu.gs_project(&refs, &w0, &mut h).unwrap();
+            let w0 = cpu.upload(&vs[k + 1]).unwrap();
+            // Only the first k of the k + 1 vectors are used.
+            let (mut w1, mut h1) = (w0.clone(), vec![Complex64::default(); k]);
+            let (b1, a1) = cpu.gs_pass(&refs, k, &mut w1, &mut h1).unwrap();
             // The batched inner products have the bits of dotc.
-            for (j, v) in refs.iter().enumerate() {
-                assert_eq!(h[j], cpu.dotc(v, &w0).unwrap(), "n {n} k {k} j {j}");
+            for (j, v) in refs.iter().take(k).enumerate() {
+                assert_eq!(h1[j], cpu.dotc(v, &w0).unwrap(), "n {n} k {k} j {j}");
             }
-            let mut hp = vec![Complex64::default(); k];
-            plain.project(&refs, &w0, &mut hp);
-            assert_eq!(h, hp);
-            let mut w1 = w0.clone();
-            cpu.gs_subtract(&refs, &h, &mut w1).unwrap();
-            let mut w2 = w0.clone();
-            plain.subtract(&refs, &h, &mut w2);
+            let (mut w2, mut h2) = (w0.clone(), vec![Complex64::default(); k]);
+            let (b2, a2) = per_vector_pass(&cpu, &refs, k, &mut w2, &mut h2).unwrap();
+            assert_eq!(h1, h2);
             for (a, b) in w1.as_slice().iter().zip(w2.as_slice()) {
                 assert!((a - b).norm() <= 1e-14 * (1.0 + b.norm()), "{a} vs {b}");
             }
+            for (x, y) in [(b1, b2), (a1, a2)] {
+                assert!((x - y).abs() <= 1e-14 * (1.0 + y), "{x} vs {y}");
+            }
+            assert!((b1 - cpu.nrm2(&w0).unwrap()).abs() <= 1e-14 * (1.0 + b1));
+            assert!((a1 - cpu.nrm2(&w1).unwrap()).abs() <= 1e-14 * (1.0 + a1));
         }
-        let w = cpu.upload(&[Complex64::default(); 3]).unwrap();
+        let mut w = cpu.upload(&[Complex64::default(); 3]).unwrap();
         let short = cpu.upload(&[Complex64::default(); 2]).unwrap();
         let mut h = [Complex64::default()];
-        assert!(cpu.gs_project(&[&short], &w, &mut h).is_err());
-        assert!(cpu.gs_project(&[], &w, &mut h).is_err());
-    }
-
-    impl Plain<'_> {
-        fn project(
-            &self,
-            b: &[&CpuVector<Complex64>],
-            w: &CpuVector<Complex64>,
-            h: &mut [Complex64],
-        ) {
-            for (hj, v) in h.iter_mut().zip(b) {
-                *hj = self.0.dotc(v, w).unwrap();
-            }
-        }
-        fn subtract(
-            &self,
-            b: &[&CpuVector<Complex64>],
-            h: &[Complex64],
-            w: &mut CpuVector<Complex64>,
-        ) {
-            for (v, &hj) in b.iter().zip(h) {
-                self.0.axpy(-hj, v, w).unwrap();
-            }
-        }
+        assert!(cpu.gs_pass(&[&short], 1, &mut w, &mut h).is_err());
+        assert!(cpu.gs_pass(&[], 1, &mut w, &mut h).is_err());
+        assert!(cpu.gs_pass(&[&w.clone()], 0, &mut w, &mut h).is_err());
     }
 }

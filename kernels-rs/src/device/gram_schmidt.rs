@@ -1,17 +1,20 @@
-//! Classical Gram-Schmidt against up to [`crate::GS_CHUNK`] basis vectors per
-//! launch, for GMRES: `gs_dots_*` is the first pass of the inner products
-//! h_j = v_j^H w (one partial per block and vector), `reduce_segments_*` their
-//! second pass, and `gs_subtract_*` the update w = w - sum_j h_j v_j. The basis
-//! vectors arrive as eight pointer arguments (`k` of them used; the others may be
-//! null and are never read), the coefficients of the update as eight `(re, im)`
-//! argument pairs, so no pointer table or coefficient crosses the bus. Launch
-//! mapping and safety contract as in `blas1`.
+//! Classical Gram-Schmidt against a whole GMRES basis in four launches per pass:
+//! `gs_dots_*` is the first pass of the inner products h_j = v_j^H w for every
+//! basis vector and of ||w||^2 (one partial per block and value),
+//! `reduce_segments_*` their second pass (into a small device array `coef`), and
+//! `gs_subtract_*` the update w = w - sum_j h_j v_j, reading h from `coef` and
+//! writing the first pass of the new ||w||^2. The basis vectors' addresses come
+//! from a device table (`table[j]`, j < k), so one launch covers any k and no
+//! coefficient crosses the bus. Launch mapping and safety contract as in `blas1`.
 
-use super::prelude::{global_id, grid_threads, lane, store_block_partials, warp_sum, DeviceScalar};
+use super::prelude::{
+    global_id, grid_threads, lane, ldg_u64, store_block_partial, store_block_partials,
+    sync_threads, warp_sum, DeviceScalar,
+};
 use crate::scalar::{KScalar, C32, C64};
 use crate::GS_CHUNK;
 
-const _: () = assert!(GS_CHUNK == 8, "the kernels take eight vector arguments");
+const _: () = assert!(GS_CHUNK == 8, "the kernels unroll eight vectors");
 
 /// Calls `f(0)`, ..., `f(7)`: an unrolled loop over the eight vectors of a
 /// chunk, so that arrays indexed by the vector stay in registers.
@@ -29,46 +32,57 @@ macro_rules! unroll8 {
 }
 
 macro_rules! gram_schmidt {
-    ($t:ty, $r:ty, $dots:ident, $segments:ident, $subtract:ident) => {
-        /// First pass of h_j = v_j^H w for j < k <= 8: `partials[j * stride + b]`
-        /// = block b's sum (thread t adds rows t, t + grid, ... in order).
+    ($t:ty, $dots:ident, $segments:ident, $subtract:ident) => {
+        /// First pass of h_j = v_j^H w for j < k and of h_k = w^H w = ||w||^2:
+        /// `partials[j * stride + b]` = block b's sum for j <= k (thread t adds
+        /// rows t, t + grid, ... in order). The k + 1 values go in chunks of
+        /// eight, each chunk one sweep over w (which stays in L2) and its vectors.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $dots(
             n: usize,
             k: u32,
-            v0: *const $t,
-            v1: *const $t,
-            v2: *const $t,
-            v3: *const $t,
-            v4: *const $t,
-            v5: *const $t,
-            v6: *const $t,
-            v7: *const $t,
+            table: *const u64,
             w: *const $t,
             partials: *mut $t,
             stride: usize,
         ) {
-            let v = [v0, v1, v2, v3, v4, v5, v6, v7];
-            let mut acc = [<$t>::zero(); GS_CHUNK];
-            let mut i = global_id();
-            while i < n {
-                let wi = <$t>::ldg(w.add(i));
-                // Called with constant j only (unrolled), so acc and v stay in
-                // registers.
-                let mut add = |j: usize| {
-                    if (j as u32) < k {
-                        acc[j] = acc[j] + <$t>::ldg(v[j].add(i)).conj() * wi;
+            let total = k + 1;
+            let mut c = 0u32;
+            while c < total {
+                let kc = (total - c).min(GS_CHUNK as u32);
+                // Vector j of the chunk: table[c + j], or w itself for index k.
+                let mut v = [w; GS_CHUNK];
+                let mut set = |j: usize| {
+                    let g = c + j as u32;
+                    if (j as u32) < kc && g < k {
+                        v[j] = ldg_u64(table.add(g as usize)) as *const $t;
                     }
                 };
-                unroll8!(add);
-                i += grid_threads();
+                unroll8!(set);
+                let mut acc = [<$t>::zero(); GS_CHUNK];
+                let mut i = global_id();
+                while i < n {
+                    let wi = <$t>::ldg(w.add(i));
+                    // Called with constant j only (unrolled), so acc and v stay
+                    // in registers.
+                    let mut add = |j: usize| {
+                        if (j as u32) < kc {
+                            acc[j] = acc[j] + <$t>::ldg(v[j].add(i)).conj() * wi;
+                        }
+                    };
+                    unroll8!(add);
+                    i += grid_threads();
+                }
+                store_block_partials(acc, kc, partials.add(c as usize * stride), stride);
+                // The next chunk reuses the block scratch.
+                sync_threads();
+                c += GS_CHUNK as u32;
             }
-            store_block_partials(acc, k, partials, stride);
         }
 
-        /// Second pass, launched as `k` blocks of 32 threads: block j writes the
-        /// sum of `partials[j * m .. (j + 1) * m]` to `out[j]` (lane l adds
-        /// elements l, l + 32, ... in order, then the warp sums by shuffles).
+        /// Second pass, launched as one block of 32 threads per segment: block j
+        /// writes the sum of `partials[j * m .. (j + 1) * m]` to `out[j]` (lane l
+        /// adds elements l, l + 32, ... in order, then the warp sums by shuffles).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $segments(m: usize, partials: *const $t, out: *mut $t) {
             let j = core::arch::nvptx::_block_idx_x() as usize;
@@ -85,65 +99,44 @@ macro_rules! gram_schmidt {
             }
         }
 
-        /// w_i = w_i - sum_{j < k} h_j v_j[i] for k <= 8, h_j = (hj_re, hj_im).
+        /// w_i = w_i - sum_{j < k} coef_j v_j[i] (terms in order of j), with
+        /// v_j at `table[j]`; `partials[b]` = block b's sum of |w_i|^2 after the
+        /// update (as a scalar with zero imaginary part).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $subtract(
             n: usize,
             k: u32,
-            v0: *const $t,
-            v1: *const $t,
-            v2: *const $t,
-            v3: *const $t,
-            v4: *const $t,
-            v5: *const $t,
-            v6: *const $t,
-            v7: *const $t,
-            h0: $r,
-            g0: $r,
-            h1: $r,
-            g1: $r,
-            h2: $r,
-            g2: $r,
-            h3: $r,
-            g3: $r,
-            h4: $r,
-            g4: $r,
-            h5: $r,
-            g5: $r,
-            h6: $r,
-            g6: $r,
-            h7: $r,
-            g7: $r,
+            table: *const u64,
+            coef: *const $t,
             w: *mut $t,
+            partials: *mut $t,
         ) {
-            let v = [v0, v1, v2, v3, v4, v5, v6, v7];
-            let h = [
-                <$t>::from_parts(h0, g0),
-                <$t>::from_parts(h1, g1),
-                <$t>::from_parts(h2, g2),
-                <$t>::from_parts(h3, g3),
-                <$t>::from_parts(h4, g4),
-                <$t>::from_parts(h5, g5),
-                <$t>::from_parts(h6, g6),
-                <$t>::from_parts(h7, g7),
-            ];
+            let mut norm = <$t>::zero().re();
             let mut i = global_id();
             while i < n {
                 let mut wi = *w.add(i);
-                let mut sub = |j: usize| {
-                    if (j as u32) < k {
-                        wi = wi - h[j] * <$t>::ldg(v[j].add(i));
-                    }
-                };
-                unroll8!(sub);
+                let mut c = 0u32;
+                while c < k {
+                    let mut sub = |j: usize| {
+                        let g = c + j as u32;
+                        if g < k {
+                            let v = ldg_u64(table.add(g as usize)) as *const $t;
+                            wi = wi - <$t>::ldg(coef.add(g as usize)) * <$t>::ldg(v.add(i));
+                        }
+                    };
+                    unroll8!(sub);
+                    c += GS_CHUNK as u32;
+                }
                 *w.add(i) = wi;
+                norm = norm + wi.abs_sqr();
                 i += grid_threads();
             }
+            store_block_partial(partials, <$t>::from_real(norm));
         }
     };
 }
 
-gram_schmidt!(f32, f32, gs_dots_f32, reduce_segments_f32, gs_subtract_f32);
-gram_schmidt!(f64, f64, gs_dots_f64, reduce_segments_f64, gs_subtract_f64);
-gram_schmidt!(C32, f32, gs_dots_c32, reduce_segments_c32, gs_subtract_c32);
-gram_schmidt!(C64, f64, gs_dots_c64, reduce_segments_c64, gs_subtract_c64);
+gram_schmidt!(f32, gs_dots_f32, reduce_segments_f32, gs_subtract_f32);
+gram_schmidt!(f64, gs_dots_f64, reduce_segments_f64, gs_subtract_f64);
+gram_schmidt!(C32, gs_dots_c32, reduce_segments_c32, gs_subtract_c32);
+gram_schmidt!(C64, gs_dots_c64, reduce_segments_c64, gs_subtract_c64);

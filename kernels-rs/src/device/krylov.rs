@@ -7,12 +7,14 @@
 //! sees the vanished scalar when it downloads `sc` at the end of the iteration and
 //! reports the breakdown. Launch mapping and safety contract as in `blas1`.
 
-use super::prelude::{global_id, grid_threads, store_block_partial, DeviceScalar};
+use super::prelude::{
+    global_id, grid_threads, store_block_partial, store_block_partials, DeviceScalar,
+};
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
 use crate::slots::bicgstab::{R0V, RHO, SNORM2, TS, TT};
 
 macro_rules! bicgstab {
-    ($t:ty, $r:ty, $p:ident, $s:ident, $xr:ident) => {
+    ($t:ty, $r:ty, $p:ident, $s:ident, $tt:ident, $xr:ident) => {
         /// p_i = r_i (first iteration) or r_i + beta (p_i - omega v_i) with the
         /// previous iteration's omega = ts / tt and beta = rho tt / (r0v ts).
         #[no_mangle]
@@ -61,10 +63,35 @@ macro_rules! bicgstab {
             store_block_partial(partials, acc);
         }
 
+        /// First passes of t^H s and t^H t in one sweep: `partials[b]` and
+        /// `partials[stride + b]` = block b's sums (t^H t with a zero imaginary
+        /// part).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $tt(
+            n: usize,
+            t: *const $t,
+            s: *const $t,
+            partials: *mut $t,
+            stride: usize,
+        ) {
+            let mut ts = <$t>::zero();
+            let mut tt = <$r>::zero();
+            let mut i = global_id();
+            while i < n {
+                let ti = <$t>::ldg(t.add(i));
+                ts = ts + ti.conj() * <$t>::ldg(s.add(i));
+                tt = tt + ti.abs_sqr();
+                i += grid_threads();
+            }
+            store_block_partials([ts, <$t>::from_real(tt)], 2, partials, stride);
+        }
+
         /// x_i += alpha phat_i + omega shat_i and r_i = s_i - omega t_i (r holds s),
         /// with alpha = rho / r0v and omega = ts / tt, or omega = 0 when
         /// ||s||^2 <= `target2` (s already meets the tolerance). `s_in_r != 0`:
         /// shat is s itself (no preconditioner), read from r (and `shat` unused).
+        /// With the update, the first passes of the next rho = r0^H r and of
+        /// ||r||^2: `partials[b]` and `partials[stride + b]` = block b's sums.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $xr(
             n: usize,
@@ -74,8 +101,11 @@ macro_rules! bicgstab {
             shat: *const $t,
             s_in_r: u32,
             t: *const $t,
+            r0: *const $t,
             x: *mut $t,
             r: *mut $t,
+            partials: *mut $t,
+            stride: usize,
         ) {
             let alpha = guarded_quotient(*sc.add(RHO), *sc.add(R0V));
             let omega = if (*sc.add(SNORM2)).re() <= target2 {
@@ -83,6 +113,8 @@ macro_rules! bicgstab {
             } else {
                 guarded_quotient(*sc.add(TS), *sc.add(TT))
             };
+            let mut rho = <$t>::zero();
+            let mut rr = <$r>::zero();
             let mut i = global_id();
             while i < n {
                 let si = *r.add(i);
@@ -92,14 +124,46 @@ macro_rules! bicgstab {
                     <$t>::ldg(shat.add(i))
                 };
                 *x.add(i) = *x.add(i) + alpha * <$t>::ldg(phat.add(i)) + omega * shi;
-                *r.add(i) = si - omega * <$t>::ldg(t.add(i));
+                let ri = si - omega * <$t>::ldg(t.add(i));
+                *r.add(i) = ri;
+                rho = rho + <$t>::ldg(r0.add(i)).conj() * ri;
+                rr = rr + ri.abs_sqr();
                 i += grid_threads();
             }
+            store_block_partials([rho, <$t>::from_real(rr)], 2, partials, stride);
         }
     };
 }
 
-bicgstab!(f32, f32, bicgstab_p_f32, bicgstab_s_f32, bicgstab_xr_f32);
-bicgstab!(f64, f64, bicgstab_p_f64, bicgstab_s_f64, bicgstab_xr_f64);
-bicgstab!(C32, f32, bicgstab_p_c32, bicgstab_s_c32, bicgstab_xr_c32);
-bicgstab!(C64, f64, bicgstab_p_c64, bicgstab_s_c64, bicgstab_xr_c64);
+bicgstab!(
+    f32,
+    f32,
+    bicgstab_p_f32,
+    bicgstab_s_f32,
+    bicgstab_tt_f32,
+    bicgstab_xr_f32
+);
+bicgstab!(
+    f64,
+    f64,
+    bicgstab_p_f64,
+    bicgstab_s_f64,
+    bicgstab_tt_f64,
+    bicgstab_xr_f64
+);
+bicgstab!(
+    C32,
+    f32,
+    bicgstab_p_c32,
+    bicgstab_s_c32,
+    bicgstab_tt_c32,
+    bicgstab_xr_c32
+);
+bicgstab!(
+    C64,
+    f64,
+    bicgstab_p_c64,
+    bicgstab_s_c64,
+    bicgstab_tt_c64,
+    bicgstab_xr_c64
+);
