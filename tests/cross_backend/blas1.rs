@@ -430,3 +430,46 @@ proptest! {
         check_blas1::<Complex64>(n, seed);
     }
 }
+
+/// A recorded launch sequence replays the same work: three replays of
+/// `y += 2 x` add 6 x, count three launches, and call the body once; a body
+/// that downloads cannot be recorded, and the backend works on afterwards.
+#[test]
+fn recorded_launches_replay_the_same_work() {
+    let Some(g) = gpu("recorded_launches_replay_the_same_work") else {
+        return;
+    };
+    let n = 10_001;
+    let xs: Vec<f64> = random_vec(n, 3);
+    let ys: Vec<f64> = random_vec(n, 4);
+    let x = g.upload(&xs).unwrap();
+    let mut y = g.upload(&ys).unwrap();
+    let mut recording = None;
+    let mut calls = 0;
+    let before = g.stats();
+    for _ in 0..3 {
+        let mut body = || {
+            calls += 1;
+            g.axpy(2.0, &x, &mut y)
+        };
+        // SAFETY: the body enqueues one axpy on x and y, which outlive the
+        // recording, with a constant coefficient; it neither downloads nor waits.
+        unsafe { g.replay(&mut recording, &mut body) }.unwrap();
+    }
+    assert_eq!(calls, 1);
+    let stats = g.stats().since(&before);
+    assert_eq!(stats.launches, 3);
+    assert_eq!(stats.ops.get("axpy"), Some(&3));
+    let got = g.download(&y).unwrap();
+    for i in 0..n {
+        let want = ys[i] + 2.0 * xs[i] + 2.0 * xs[i] + 2.0 * xs[i];
+        assert!((got[i] - want).abs() <= 1e-14 * (1.0 + want.abs()), "{i}");
+    }
+    let mut bad = None;
+    // SAFETY: the body breaks the contract on purpose (it downloads); the
+    // capture must turn that into an error.
+    let err = unsafe { g.replay(&mut bad, &mut || g.nrm2(&x).map(|_| ())) };
+    assert!(err.is_err() && bad.is_none(), "{err:?}");
+    let again = g.download(&x).unwrap();
+    assert_eq!(again, xs);
+}

@@ -1,6 +1,7 @@
 //! Transfer and launch accounting shared by all backends.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -56,7 +57,7 @@ pub struct StatsRecorder {
     bytes_up: AtomicU64,
     bytes_down: AtomicU64,
     launches: AtomicU64,
-    ops: Mutex<BTreeMap<&'static str, u64>>,
+    ops: Mutex<BTreeMap<Cow<'static, str>, u64>>,
 }
 
 impl StatsRecorder {
@@ -77,14 +78,34 @@ impl StatsRecorder {
     /// vectors one Gram-Schmidt pass reads).
     pub fn work(&self, op: &'static str, units: u64) {
         let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner());
-        *ops.entry(op).or_insert(0) += units;
+        *ops.entry(Cow::Borrowed(op)).or_insert(0) += units;
     }
 
     /// Records one launch of operation `op`.
     pub fn launch(&self, op: &'static str) {
         self.launches.fetch_add(1, Ordering::Relaxed);
         let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner());
-        *ops.entry(op).or_insert(0) += 1;
+        *ops.entry(Cow::Borrowed(op)).or_insert(0) += 1;
+    }
+
+    /// Adds every counter of `stats` (for work a backend repeats without
+    /// recording it again, such as the replay of a recorded CUDA graph).
+    pub fn add(&self, stats: &Stats) {
+        self.uploads.fetch_add(stats.uploads, Ordering::Relaxed);
+        self.downloads.fetch_add(stats.downloads, Ordering::Relaxed);
+        self.bytes_up.fetch_add(stats.bytes_up, Ordering::Relaxed);
+        self.bytes_down
+            .fetch_add(stats.bytes_down, Ordering::Relaxed);
+        self.launches.fetch_add(stats.launches, Ordering::Relaxed);
+        let mut ops = self.ops.lock().unwrap_or_else(|e| e.into_inner());
+        for (op, &n) in &stats.ops {
+            match ops.get_mut(op.as_str()) {
+                Some(c) => *c += n,
+                None => {
+                    ops.insert(Cow::Owned(op.clone()), n);
+                }
+            }
+        }
     }
 
     /// The counters as they are now.
@@ -133,7 +154,14 @@ mod tests {
         assert_eq!(d.bytes_down, 8);
         assert_eq!(d.launches, 2);
         assert_eq!(d.ops.get("axpy"), Some(&2));
+        // Adding a difference back counts it again, also after a reset.
+        r.add(&d);
+        let twice = r.snapshot().since(&a);
+        assert_eq!((twice.launches, twice.downloads), (4, 2));
+        assert_eq!(twice.ops.get("axpy"), Some(&4));
         r.reset();
         assert_eq!(r.snapshot(), Stats::default());
+        r.add(&d);
+        assert_eq!(r.snapshot(), d);
     }
 }

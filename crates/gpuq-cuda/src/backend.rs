@@ -92,7 +92,9 @@ impl CudaBackend {
         // One stream, in order: cudarc's per-buffer event tracking is not needed.
         // SAFETY: every buffer of this backend is used on `stream` only.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        // A stream of our own, not the legacy default stream: only such a stream
+        // can be captured into a CUDA graph (`CudaBackend::replay`).
+        let stream = ctx.new_stream().map_err(dev("creating a stream"))?;
         let module = ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(crate::PTX))
             .map_err(dev("loading the kernels' PTX"))?;

@@ -18,6 +18,10 @@
 //! BSR2 kernel takes one thread per block row. Reductions (dot products, norms, the
 //! dot fused into `spmv_dotc`, CG's fused residual update) are two-pass and
 //! deterministic: one partial per block in a fixed order, then one warp sums them.
+//!
+//! All work goes to one stream of the backend's own. A method whose iteration
+//! keeps its scalars on the device can record the iteration's launches once as
+//! a CUDA graph and replay it ([`CudaBackend::replay`]).
 
 #![warn(missing_docs)]
 
@@ -26,11 +30,13 @@ mod bicgstab;
 mod blas1;
 mod fused;
 mod gram_schmidt;
+mod replay;
 mod spmv;
 mod vector;
 mod walks;
 
 pub use backend::{CudaBackend, DeviceInfo};
+pub use replay::Recording;
 pub use spmv::CudaMatrix;
 pub use vector::CudaVector;
 pub use walks::{DeviceWalkData, ForwardMapping};

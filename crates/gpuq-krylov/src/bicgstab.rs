@@ -14,9 +14,12 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// Per iteration: two operator and two preconditioner applications, one
 /// reduction (r0^H v) and four fused steps: p's update; s = r - alpha v with
 /// ||s||^2; t^H s with t^H t; x's and r's updates with ||r||^2 and the next
-/// rho = r0^H r. Every scalar stays on the backend and the
-/// iteration ends with one download of the 6-slot scalar array (96 bytes for
-/// complex f64), which the stopping and breakdown tests read. 8 vectors of
+/// rho = r0^H r. Every scalar stays on the backend, so from the second
+/// iteration on the launches are the same every time: the backend records them
+/// once and replays them ([`BicgstabKernels::replay`]; on the GPU one CUDA graph
+/// launch per iteration). The iteration ends with one download of the 6-slot
+/// scalar array (96 bytes for complex f64), which the stopping and breakdown
+/// tests read. 8 vectors of
 /// storage (10 with a preconditioner). The shadow residual is the initial
 /// residual.
 ///
@@ -77,18 +80,31 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
     if !converged {
         backend.dotc_to_slot(&r0, &r, &mut sc, RHO)?;
     }
+    // Declared after the vectors, so it is dropped before them.
+    let mut recording = None;
     while !converged && it < session.max_iter {
         it += 1;
-        backend.bicgstab_p(it == 1, &sc, &r, &v, &mut p)?;
-        apply_m(&p, &mut mp)?;
-        let phat = mp.as_ref().unwrap_or(&p);
-        a.apply(phat, &mut v)?;
-        backend.dotc_to_slot(&r0, &v, &mut sc, R0V)?;
-        backend.bicgstab_s(&mut sc, &v, &mut r)?;
-        apply_m(&r, &mut ms)?;
-        a.apply(ms.as_ref().unwrap_or(&r), &mut t)?;
-        backend.bicgstab_tt(&t, &r, &mut sc)?;
-        backend.bicgstab_xr(&mut sc, target2, phat, ms.as_ref(), &t, &r0, x, &mut r)?;
+        let first = it == 1;
+        let mut step = || -> Result<()> {
+            backend.bicgstab_p(first, &sc, &r, &v, &mut p)?;
+            apply_m(&p, &mut mp)?;
+            let phat = mp.as_ref().unwrap_or(&p);
+            a.apply(phat, &mut v)?;
+            backend.dotc_to_slot(&r0, &v, &mut sc, R0V)?;
+            backend.bicgstab_s(&mut sc, &v, &mut r)?;
+            apply_m(&r, &mut ms)?;
+            a.apply(ms.as_ref().unwrap_or(&r), &mut t)?;
+            backend.bicgstab_tt(&t, &r, &mut sc)?;
+            backend.bicgstab_xr(&mut sc, target2, phat, ms.as_ref(), &t, &r0, x, &mut r)
+        };
+        if first {
+            step()?;
+        } else {
+            // SAFETY: from the second iteration on, `step` enqueues the same
+            // steps on the same vectors (declared before `recording`), every
+            // per-iteration scalar in `sc`, and it neither downloads nor waits.
+            unsafe { backend.replay(&mut recording, &mut step)? };
+        }
         // The one download of the iteration: the tests below read its scalars.
         host.copy_from_slice(&backend.download(&sc)?);
         if vanished(host[R0V]) || guarded_quotient(host[RHO], host[R0V]).is_zero_value() {
