@@ -24,3 +24,23 @@ pub mod bicgstab {
 
     const _: () = assert!(TT == TS + 1 && RNORM2 == RHO + 1);
 }
+
+/// TFQMR's scalars (see `gpuq_krylov::tfqmr`). The QMR recurrence is kept in
+/// squares (theta^2, tau^2), so the device needs no square root.
+pub mod tfqmr {
+    /// sigma = r*^H v of the current iteration.
+    pub const SIGMA: usize = 0;
+    /// rho = r*^H w the current iteration's alpha = rho / sigma uses.
+    pub const RHO: usize = 1;
+    /// rho of the next iteration (r*^H w at the end of this one); beta =
+    /// RHO_NEXT / RHO. Moved into RHO when the next iteration's sigma is summed.
+    pub const RHO_NEXT: usize = 2;
+    /// theta^2 = ||w||^2 / tau^2 of the latest half-step (real, zero imaginary part).
+    pub const THETA2: usize = 3;
+    /// eta = c^2 alpha of the latest half-step.
+    pub const ETA: usize = 4;
+    /// tau^2 after the latest half-step (real, zero imaginary part).
+    pub const TAU2: usize = 5;
+    /// Length of the array.
+    pub const LEN: usize = 6;
+}

@@ -5,7 +5,7 @@ use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
 use gpuq::cpu::{CpuBackend, CpuVector};
 use gpuq::cuda::CudaVector;
-use gpuq::krylov::{BicgstabKernels, CgKernels, GmresKernels};
+use gpuq::krylov::{BicgstabKernels, CgKernels, GmresKernels, TfqmrKernels};
 use proptest::prelude::*;
 
 const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1007, 65_537, 1_048_579];
@@ -472,4 +472,124 @@ fn recorded_launches_replay_the_same_work() {
     assert!(err.is_err() && bad.is_none(), "{err:?}");
     let again = g.download(&x).unwrap();
     assert_eq!(again, xs);
+}
+
+/// TFQMR's steps with backend-resident scalars, device against CPU: the same
+/// scalar array on both, every step's vectors within a few rounding errors of
+/// their terms' scale, and the slots the reductions and recurrences write.
+fn check_tfqmr_steps<T: RandomScalar>(
+    g: &gpuq::cuda::CudaBackend,
+    c: &CpuBackend,
+    n: usize,
+    seed: u64,
+) {
+    use gpuq::krylov::tfqmr_kernels::{ETA, LEN, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
+    let eps = T::Real::eps().to_f64_lossless();
+    let vecs: Vec<Vec<T>> = (0..8).map(|k| random_vec::<T>(n, seed + k)).collect();
+    let mut sc_host: Vec<T> = random_vec::<T>(LEN, seed + 99);
+    // theta^2 and tau^2 are real and positive.
+    for k in [THETA2, TAU2] {
+        sc_host[k] = T::from_real(sc_host[k].magnitude() + T::Real::of_f64(0.5));
+    }
+    let up = |v: &[T]| (g.upload(v).unwrap(), c.upload(v).unwrap());
+    let (mut scg, mut scc) = up(&sc_host);
+    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| {
+        let scale = cv
+            .iter()
+            .map(|z| z.magnitude().to_f64_lossless())
+            .fold(1.0, f64::max);
+        close(what, &gv, &cv, |_| 256.0 * eps * scale);
+    };
+    let rel = two_gamma(n, eps, T::IS_COMPLEX) + 256.0 * eps;
+    let slots_agree = |scg: &CudaVector<T>, scc: &CpuVector<T>, slots: &[usize], step: &str| {
+        let (sgh, sch) = (g.download(scg).unwrap(), c.download(scc).unwrap());
+        for &k in slots {
+            let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
+            let bound = 8.0 * rel * (sch[k].magnitude().to_f64_lossless() + n as f64) + 1e-300;
+            assert!(
+                d <= bound,
+                "{step}: slot {k}, n={n}: {} vs {}",
+                sgh[k],
+                sch[k]
+            );
+        }
+    };
+    let (rsg, rsc) = up(&vecs[0]);
+    let (vg, vc) = up(&vecs[1]);
+    TfqmrKernels::tfqmr_sigma(g, &rsg, &vg, &mut scg).unwrap();
+    TfqmrKernels::tfqmr_sigma(c, &rsc, &vc, &mut scc).unwrap();
+    slots_agree(&scg, &scc, &[SIGMA, RHO, RHO_NEXT], "tfqmr_sigma");
+    assert_eq!(c.download(&scc).unwrap()[RHO], sc_host[RHO_NEXT]);
+    let (ueg, uec) = up(&vecs[2]);
+    let (mut uog, mut uoc) = up(&vecs[3]);
+    TfqmrKernels::tfqmr_odd(g, &scg, &ueg, &vg, &mut uog).unwrap();
+    TfqmrKernels::tfqmr_odd(c, &scc, &uec, &vc, &mut uoc).unwrap();
+    loose(
+        "tfqmr_odd",
+        g.download(&uog).unwrap(),
+        c.download(&uoc).unwrap(),
+    );
+    let (amg, amc) = up(&vecs[4]);
+    let (mut wg, mut wc) = up(&vecs[5]);
+    let (mut mdg, mut mdc) = up(&vecs[6]);
+    let (mut xg, mut xc) = up(&vecs[7]);
+    // Two half-steps (the second reads the first's theta^2 and eta), with mu
+    // the u itself (no preconditioner) in the second.
+    for (k, mu) in [(&amg, &amc), (&uog, &uoc)].into_iter().enumerate() {
+        TfqmrKernels::tfqmr_half(g, &mut scg, &amg, mu.0, &mut wg, &mut mdg).unwrap();
+        TfqmrKernels::tfqmr_half(c, &mut scc, &amc, mu.1, &mut wc, &mut mdc).unwrap();
+        loose(
+            "tfqmr_half (w)",
+            g.download(&wg).unwrap(),
+            c.download(&wc).unwrap(),
+        );
+        loose(
+            "tfqmr_half (md)",
+            g.download(&mdg).unwrap(),
+            c.download(&mdc).unwrap(),
+        );
+        slots_agree(&scg, &scc, &[THETA2, TAU2, ETA], &format!("tfqmr_half {k}"));
+        TfqmrKernels::tfqmr_x(g, &scg, &mdg, &mut xg).unwrap();
+        TfqmrKernels::tfqmr_x(c, &scc, &mdc, &mut xc).unwrap();
+        loose(
+            "tfqmr_x",
+            g.download(&xg).unwrap(),
+            c.download(&xc).unwrap(),
+        );
+    }
+    TfqmrKernels::tfqmr_rho(g, &rsg, &wg, &mut scg).unwrap();
+    TfqmrKernels::tfqmr_rho(c, &rsc, &wc, &mut scc).unwrap();
+    slots_agree(&scg, &scc, &[RHO_NEXT], "tfqmr_rho");
+    let (mut ue2g, mut ue2c) = up(&vecs[2]);
+    TfqmrKernels::tfqmr_even(g, &scg, &wg, &uog, &mut ue2g).unwrap();
+    TfqmrKernels::tfqmr_even(c, &scc, &wc, &uoc, &mut ue2c).unwrap();
+    loose(
+        "tfqmr_even",
+        g.download(&ue2g).unwrap(),
+        c.download(&ue2c).unwrap(),
+    );
+    let (mut v2g, mut v2c) = up(&vecs[1]);
+    TfqmrKernels::tfqmr_v(g, &scg, &amg, &wg, &mut v2g).unwrap();
+    TfqmrKernels::tfqmr_v(c, &scc, &amc, &wc, &mut v2c).unwrap();
+    loose(
+        "tfqmr_v",
+        g.download(&v2g).unwrap(),
+        c.download(&v2c).unwrap(),
+    );
+    // A scalar array of the wrong length is an error, not a crash.
+    let short = g.upload(&sc_host[..LEN - 1]).unwrap();
+    assert!(TfqmrKernels::tfqmr_x(g, &short, &mdg, &mut xg).is_err());
+}
+
+#[test]
+fn tfqmr_steps_match_the_cpu() {
+    let Some(g) = gpu("tfqmr_steps_match_the_cpu") else {
+        return;
+    };
+    let c = CpuBackend::new();
+    for (k, n) in [1usize, 31, 1000, 100_003].into_iter().enumerate() {
+        check_tfqmr_steps::<f64>(g, &c, n, 20 * k as u64);
+        check_tfqmr_steps::<Complex64>(g, &c, n, 20 * k as u64 + 5);
+        check_tfqmr_steps::<f32>(g, &c, n, 20 * k as u64 + 7);
+    }
 }

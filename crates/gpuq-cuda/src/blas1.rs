@@ -63,6 +63,7 @@ macro_rules! launch_1d {
         Ok(())
     }};
 }
+pub(crate) use launch_1d;
 
 /// Where a reduction's result goes.
 pub(crate) enum Dest<'a, R> {

@@ -32,6 +32,7 @@ mod fused;
 mod gram_schmidt;
 mod replay;
 mod spmv;
+mod tfqmr;
 mod vector;
 mod walks;
 

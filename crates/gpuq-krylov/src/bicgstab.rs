@@ -16,7 +16,7 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// ||s||^2; t^H s with t^H t; x's and r's updates with ||r||^2 and the next
 /// rho = r0^H r. Every scalar stays on the backend, so from the second
 /// iteration on the launches are the same every time: the backend records them
-/// once and replays them ([`BicgstabKernels::replay`]; on the GPU one CUDA graph
+/// once and replays them ([`crate::Replay`]; on the GPU one CUDA graph
 /// launch per iteration). The iteration ends with one download of the 6-slot
 /// scalar array (96 bytes for complex f64), which the stopping and breakdown
 /// tests read. 8 vectors of

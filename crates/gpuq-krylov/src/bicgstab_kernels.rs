@@ -9,8 +9,9 @@
 //! download. Both backends implement every step natively: the CPU in one Rayon
 //! pass each, CUDA in one kernel each (`CudaBackend::bicgstab_*`). Because no
 //! step takes a per-iteration value from the host, an iteration's launches can be
-//! recorded once and replayed ([`BicgstabKernels::replay`]: a CUDA graph).
+//! recorded once and replayed ([`crate::Replay`]: a CUDA graph).
 
+use crate::Replay;
 use gpuq_core::{check_same_len, Backend, DeviceVector, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
@@ -42,24 +43,7 @@ fn check_slot(op: &'static str, sc_len: usize, slot: usize) -> Result<()> {
 /// The steps of [`crate::bicgstab()`] a backend implements, with the scalars in
 /// `sc` (a vector of [`LEN`] elements on the backend). Costs are per call for
 /// vectors of n elements.
-pub trait BicgstabKernels: Backend {
-    /// A recorded iteration ([`BicgstabKernels::replay`]).
-    type Recording;
-
-    /// Runs the steps `body` enqueues; a backend may record them on the first
-    /// call and replay the recording later without calling `body` (CUDA: a
-    /// graph). The CPU backend calls `body` every time.
-    ///
-    /// # Safety
-    /// As `gpuq_cuda::CudaBackend::replay`: `body` enqueues the same steps on
-    /// the same vectors every call, with every per-iteration value in `sc`;
-    /// the vectors outlive `recording`; `body` neither downloads nor waits.
-    unsafe fn replay(
-        &self,
-        recording: &mut Option<Self::Recording>,
-        body: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()>;
-
+pub trait BicgstabKernels: Replay {
     /// `sc[slot] = x^H y` (2 n reads).
     fn dotc_to_slot<T: Scalar>(
         &self,
@@ -119,16 +103,6 @@ pub trait BicgstabKernels: Backend {
 }
 
 impl BicgstabKernels for CpuBackend {
-    type Recording = ();
-
-    unsafe fn replay(
-        &self,
-        _recording: &mut Option<()>,
-        body: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        body()
-    }
-
     fn dotc_to_slot<T: Scalar>(
         &self,
         x: &CpuVector<T>,
@@ -298,17 +272,6 @@ impl BicgstabKernels for CpuBackend {
 /// and the others), the reductions' results written straight into `sc`.
 #[cfg(feature = "cuda")]
 impl BicgstabKernels for gpuq_cuda::CudaBackend {
-    type Recording = gpuq_cuda::Recording;
-
-    unsafe fn replay(
-        &self,
-        recording: &mut Option<gpuq_cuda::Recording>,
-        body: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        // SAFETY: the caller upholds the same contract.
-        unsafe { gpuq_cuda::CudaBackend::replay(self, recording, body) }
-    }
-
     fn dotc_to_slot<T: Scalar>(
         &self,
         x: &gpuq_cuda::CudaVector<T>,

@@ -3,7 +3,7 @@
 use crate::{
     bicgstab_l_monitored, bicgstab_monitored, cg_monitored, gmres_monitored, qmr_monitored,
     tfqmr_monitored, BicgstabKernels, BlockJacobi2, CgKernels, GmresKernels, Jacobi, KrylovOptions,
-    Method, Preconditioner,
+    Method, Preconditioner, TfqmrKernels,
 };
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
@@ -12,9 +12,15 @@ use std::time::Instant;
 /// A backend every method of this crate runs on: sparse matrices, the fused steps
 /// of CG and BiCGSTAB, and GMRES's batched Gram-Schmidt. Implemented for every
 /// backend that has those.
-pub trait KrylovBackend: SparseBackend + CgKernels + BicgstabKernels + GmresKernels {}
+pub trait KrylovBackend:
+    SparseBackend + CgKernels + BicgstabKernels + GmresKernels + TfqmrKernels
+{
+}
 
-impl<B: SparseBackend + CgKernels + BicgstabKernels + GmresKernels> KrylovBackend for B {}
+impl<B: SparseBackend + CgKernels + BicgstabKernels + GmresKernels + TfqmrKernels> KrylovBackend
+    for B
+{
+}
 
 /// Everything [`solve_csr`] needs besides the data.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -2,6 +2,7 @@
 //! right-preconditioned.
 
 use crate::session::{vanished, Session, STAGNATION};
+use crate::tfqmr_kernels::{TfqmrKernels, LEN, RHO_NEXT, SIGMA, TAU2};
 use crate::KrylovOptions;
 use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -10,12 +11,17 @@ use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scala
 ///
 /// An iteration, as counted in the report, is one full step: two half-steps, each
 /// with one operator and one preconditioner application, so it costs what a
-/// BiCGSTAB iteration costs; per iteration also two dot products and two norms
-/// (one scalar download each) and about ten vector updates; 11 vectors of storage
-/// (9 without a preconditioner). The shadow residual is the initial residual.
+/// BiCGSTAB iteration costs; per iteration also two dot products, two norms and
+/// seven fused vector steps ([`TfqmrKernels`]). Every scalar, the QMR recurrence
+/// included, stays on the backend, so the iteration's work is recorded once and
+/// replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and the
+/// iteration ends with one download of the 6-slot scalar array. 11 vectors of
+/// storage (9 without a preconditioner). The shadow residual is the initial
+/// residual.
 ///
 /// TFQMR's recurrence only bounds the residual, ||r_m|| <= tau_m sqrt(m + 1); the
-/// residual history records that bound. When the bound falls below the target, the
+/// residual history records that bound, checked once per iteration (after its
+/// second half-step). When the bound falls below the target, the
 /// true residual b - A x is computed (one more operator application) and the
 /// solve stops only if it meets the target too. If it does not (rounding in the
 /// squared BiCG recurrences opens a gap between the two, often of 1e3 on
@@ -25,9 +31,9 @@ use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scala
 ///
 /// Returns the report with `converged` false at the iteration cap, and
 /// [`gpuq_core::Error::Breakdown`] naming the quantity when rho = r0^H w or
-/// r0^H v vanishes (or turns non-finite). The report's `relative_residual` is
-/// recomputed from b - A x.
-pub fn tfqmr<B: Backend, T: Scalar>(
+/// r0^H v vanishes (or turns non-finite; a vanished r0^H v leaves x as it was).
+/// The report's `relative_residual` is recomputed from b - A x.
+pub fn tfqmr<B: TfqmrKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -74,7 +80,7 @@ impl<V> Direction<V> {
 
 /// [`tfqmr`] with a monitor called after every iteration with
 /// `(iteration, residual bound relative to ||b||)`.
-pub fn tfqmr_monitored<B: Backend, T: Scalar>(
+pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -96,6 +102,10 @@ pub fn tfqmr_monitored<B: Backend, T: Scalar>(
     // M d, the update direction in x's space.
     let mut md = backend.zeros::<T>(n)?;
     let mut scratch = backend.zeros::<T>(n)?;
+    let mut sc = backend.zeros::<T>(LEN)?;
+    let mut host = [T::zero(); LEN];
+    // Declared after the vectors, so it is dropped before them.
+    let mut recording = None;
 
     let target = session.target;
     let mut rnorm = r0norm;
@@ -111,86 +121,83 @@ pub fn tfqmr_monitored<B: Backend, T: Scalar>(
         even.refresh(a, precond)?;
         backend.copy(&even.amu, &mut v)?;
         backend.fill(&mut md, T::zero())?;
-        let mut tau = restart_norm;
-        let (mut theta, mut eta) = (0.0_f64, T::zero());
-        let mut rho = backend.dotc(&rstar, &w)?;
-        if vanished(rho) {
-            failure = Some("rho = r0^H r");
-            break;
-        }
+        // theta^2 = eta = 0, tau^2 = ||r||^2, and rho = r*^H w (= ||r||^2 > 0),
+        // which the first sigma step moves into place.
+        let mut start = [T::zero(); LEN];
+        start[TAU2] = T::from_f64(restart_norm * restart_norm);
+        backend.copy(&backend.upload(&start)?, &mut sc)?;
+        backend.tfqmr_rho(&rstar, &w, &mut sc)?;
         let mut m = 0;
         while it < session.max_iter {
             it += 1;
-            let sigma = backend.dotc(&rstar, &v)?;
-            if vanished(sigma) {
+            let mut step = || -> Result<()> {
+                backend.tfqmr_sigma(&rstar, &v, &mut sc)?;
+                // u_{m+1} = u_m - alpha v
+                backend.tfqmr_odd(&sc, &even.u, &v, &mut odd.u)?;
+                odd.refresh(a, precond)?;
+                for dir in [&even, &odd] {
+                    // w = w - alpha A M u; M d = M u + (theta^2 eta / alpha) M d;
+                    // the recurrence; x = x + eta M d
+                    backend.tfqmr_half(&mut sc, &dir.amu, dir.mu(), &mut w, &mut md)?;
+                    backend.tfqmr_x(&sc, &md, x)?;
+                }
+                // u_{m+2} = w + beta u_{m+1};  v = A M u_{m+2} + beta (A M u_{m+1} + beta v)
+                backend.tfqmr_rho(&rstar, &w, &mut sc)?;
+                backend.tfqmr_even(&sc, &w, &odd.u, &mut even.u)?;
+                even.refresh(a, precond)?;
+                backend.tfqmr_v(&sc, &even.amu, &odd.amu, &mut v)
+            };
+            // SAFETY: `step` enqueues the same steps on the same vectors every
+            // iteration (a restart refills them in place), every per-iteration
+            // scalar in `sc`; the vectors are declared before `recording`; it
+            // neither downloads nor waits.
+            unsafe { backend.replay(&mut recording, &mut step)? };
+            // The one download of the iteration: the tests below read its scalars.
+            host.copy_from_slice(&backend.download(&sc)?);
+            // A vanished sigma made alpha zero: x is as it was.
+            if vanished(host[SIGMA]) {
                 failure = Some("r0^H v");
                 break 'restart;
             }
-            let alpha = rho / sigma;
-            // u_{m+1} = u_m - alpha v
-            backend.copy(&even.u, &mut odd.u)?;
-            backend.axpy(-alpha, &v, &mut odd.u)?;
-            odd.refresh(a, precond)?;
-            for dir in [&even, &odd] {
-                // w = w - alpha A M u_m; M d = M u_m + (theta^2 eta / alpha) M d
-                backend.axpy(-alpha, &dir.amu, &mut w)?;
-                let coef = T::from_f64(theta * theta) * eta / alpha;
-                backend.axpby(T::one(), dir.mu(), coef, &mut md)?;
-                theta = backend.nrm2(&w)?.to_f64_lossless() / tau;
-                let c2 = 1.0 / (1.0 + theta * theta);
-                tau *= theta * c2.sqrt();
-                eta = T::from_f64(c2) * alpha;
-                backend.axpy(eta, &md, x)?;
-                m += 1;
-                rnorm = tau * ((m + 1) as f64).sqrt();
-                if !rnorm.is_finite() {
-                    failure = Some("tau (not finite)");
+            m += 2;
+            rnorm = host[TAU2].re().to_f64_lossless().sqrt() * ((m + 1) as f64).sqrt();
+            if !rnorm.is_finite() {
+                failure = Some("tau (not finite)");
+                break 'restart;
+            }
+            if rnorm <= target {
+                // The bound is met: check the true residual. When rounding has
+                // opened a gap between the two (CGS-type recurrences do), restart
+                // from the true residual, unless the last restart gained less
+                // than a factor 2 (stagnation).
+                let true_norm = Session::residual(backend, a, b, x, &mut scratch)?;
+                rnorm = true_norm;
+                let stalled = session.iteration(it, rnorm, monitor);
+                if true_norm <= target {
+                    converged = true;
                     break 'restart;
                 }
-                if rnorm <= target {
-                    // The bound is met: check the true residual. When rounding has
-                    // opened a gap between the two (CGS-type recurrences do),
-                    // restart from the true residual, unless the last restart
-                    // gained less than a factor 2 (stagnation).
-                    let true_norm = Session::residual(backend, a, b, x, &mut scratch)?;
-                    rnorm = true_norm;
-                    let stalled = session.iteration(it, rnorm, monitor);
-                    if true_norm <= target {
-                        converged = true;
-                        break 'restart;
-                    }
-                    if stalled {
-                        failure = Some(STAGNATION);
-                        break 'restart;
-                    }
-                    if true_norm > 0.5 * restart_norm {
-                        failure = Some(
-                            "stagnation: the true residual did not halve since the last restart",
-                        );
-                        break 'restart;
-                    }
-                    restart_norm = true_norm;
-                    backend.copy(&scratch, &mut w)?;
-                    continue 'restart;
+                if stalled {
+                    failure = Some(STAGNATION);
+                    break 'restart;
                 }
+                if true_norm > 0.5 * restart_norm {
+                    failure =
+                        Some("stagnation: the true residual did not halve since the last restart");
+                    break 'restart;
+                }
+                restart_norm = true_norm;
+                backend.copy(&scratch, &mut w)?;
+                continue 'restart;
             }
             if session.iteration(it, rnorm, monitor) {
                 failure = Some(STAGNATION);
                 break 'restart;
             }
-            let rho_new = backend.dotc(&rstar, &w)?;
-            if vanished(rho_new) {
+            if vanished(host[RHO_NEXT]) {
                 failure = Some("rho = r0^H w");
                 break 'restart;
             }
-            let beta = rho_new / rho;
-            rho = rho_new;
-            // u_{m+2} = w + beta u_{m+1};  v = A M u_{m+2} + beta (A M u_{m+1} + beta v)
-            backend.copy(&w, &mut even.u)?;
-            backend.axpy(beta, &odd.u, &mut even.u)?;
-            even.refresh(a, precond)?;
-            backend.axpby(T::one(), &odd.amu, beta, &mut v)?;
-            backend.axpby(T::one(), &even.amu, beta, &mut v)?;
         }
     }
     session.finish(

@@ -6,6 +6,7 @@ mod krylov;
 mod mcls;
 pub mod prelude;
 mod spmv;
+mod tfqmr;
 
 /// A kernel never panics by design (every index is checked against the sizes it is
 /// given); should a core routine panic anyway, the thread traps and the launch

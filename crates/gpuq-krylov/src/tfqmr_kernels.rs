@@ -1,0 +1,342 @@
+//! TFQMR's steps with the method's scalars kept on the backend.
+//!
+//! The scalars live in a backend vector `sc` of [`LEN`] slots (names in
+//! [`gpuq_kernels::slots::tfqmr`]); the QMR recurrence is kept in squares
+//! (theta^2, tau^2), so it needs no square root on the device. Reductions write
+//! into `sc`, the steps read their coefficients from it, and the two reductions
+//! that feed the recurrence update it themselves: summing sigma moves rho along,
+//! summing a half-step's ||w||^2 advances theta^2, tau^2 and eta. So an
+//! iteration takes no value from the host and can be recorded and replayed
+//! ([`crate::Replay`]); the method downloads `sc` once per iteration. A vanished
+//! denominator gives a zero coefficient and is reported by the method after the
+//! download. Both backends implement every step natively: the CPU in one Rayon
+//! pass each, CUDA in one kernel each plus the reductions' second passes
+//! (`CudaBackend::tfqmr_*`). Costs are per call for vectors of n elements.
+
+use crate::bicgstab_kernels::guarded_quotient;
+use crate::Replay;
+use gpuq_core::{check_same_len, Backend, DeviceVector, RealScalar, Result, Scalar};
+use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
+use gpuq_cpu::{CpuBackend, CpuVector};
+pub use gpuq_kernels::slots::tfqmr::{ETA, LEN, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
+use rayon::prelude::*;
+
+/// The steps of [`crate::tfqmr()`] a backend implements, with the scalars in
+/// `sc` (a vector of [`LEN`] elements on the backend).
+pub trait TfqmrKernels: Replay {
+    /// `sc[SIGMA] = rstar^H v`, then `sc[RHO] = sc[RHO_NEXT]` (2 n reads).
+    fn tfqmr_sigma<T: Scalar>(
+        &self,
+        rstar: &Self::Vector<T>,
+        v: &Self::Vector<T>,
+        sc: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// `u_odd = u_even - alpha v`, alpha = sc[RHO] / sc[SIGMA] (3 n moves).
+    fn tfqmr_odd<T: Scalar>(
+        &self,
+        sc: &Self::Vector<T>,
+        u_even: &Self::Vector<T>,
+        v: &Self::Vector<T>,
+        u_odd: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// One half-step: `w = w - alpha amu` and `md = mu + (theta^2 eta / alpha)
+    /// md` with the previous half-step's theta^2 and eta; then, from the new
+    /// ||w||^2: theta^2 = ||w||^2 / tau^2, c^2 = 1 / (1 + theta^2), tau^2 =
+    /// ||w||^2 c^2 and eta = c^2 alpha into `sc` (6 n moves).
+    fn tfqmr_half<T: Scalar>(
+        &self,
+        sc: &mut Self::Vector<T>,
+        amu: &Self::Vector<T>,
+        mu: &Self::Vector<T>,
+        w: &mut Self::Vector<T>,
+        md: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// `x = x + sc[ETA] md` (3 n moves).
+    fn tfqmr_x<T: Scalar>(
+        &self,
+        sc: &Self::Vector<T>,
+        md: &Self::Vector<T>,
+        x: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// `sc[RHO_NEXT] = rstar^H w` (2 n reads).
+    fn tfqmr_rho<T: Scalar>(
+        &self,
+        rstar: &Self::Vector<T>,
+        w: &Self::Vector<T>,
+        sc: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// `u_even = w + beta u_odd`, beta = sc[RHO_NEXT] / sc[RHO] (3 n moves).
+    fn tfqmr_even<T: Scalar>(
+        &self,
+        sc: &Self::Vector<T>,
+        w: &Self::Vector<T>,
+        u_odd: &Self::Vector<T>,
+        u_even: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// `v = amu_even + beta (amu_odd + beta v)`, beta as in
+    /// [`TfqmrKernels::tfqmr_even`] (4 n moves).
+    fn tfqmr_v<T: Scalar>(
+        &self,
+        sc: &Self::Vector<T>,
+        amu_even: &Self::Vector<T>,
+        amu_odd: &Self::Vector<T>,
+        v: &mut Self::Vector<T>,
+    ) -> Result<()>;
+}
+
+/// Errors unless `sc` has [`LEN`] elements and the vectors agree in length.
+fn check(op: &'static str, sc_len: usize, lens: &[usize]) -> Result<()> {
+    check_same_len(op, LEN, sc_len)?;
+    for &len in lens {
+        check_same_len(op, lens[0], len)?;
+    }
+    Ok(())
+}
+
+/// alpha = sc[RHO] / sc[SIGMA] (zero when sigma vanished).
+fn alpha<T: Scalar>(sc: &[T]) -> T {
+    guarded_quotient(sc[RHO], sc[SIGMA])
+}
+
+/// beta = sc[RHO_NEXT] / sc[RHO] (zero when rho vanished).
+fn beta<T: Scalar>(sc: &[T]) -> T {
+    guarded_quotient(sc[RHO_NEXT], sc[RHO])
+}
+
+impl TfqmrKernels for CpuBackend {
+    fn tfqmr_sigma<T: Scalar>(
+        &self,
+        rstar: &CpuVector<T>,
+        v: &CpuVector<T>,
+        sc: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check("tfqmr_sigma", sc.len(), &[rstar.len(), v.len()])?;
+        let sigma = self.dotc(rstar, v)?;
+        let s = sc.as_mut_slice();
+        s[SIGMA] = sigma;
+        s[RHO] = s[RHO_NEXT];
+        Ok(())
+    }
+
+    fn tfqmr_odd<T: Scalar>(
+        &self,
+        sc: &CpuVector<T>,
+        u_even: &CpuVector<T>,
+        v: &CpuVector<T>,
+        u_odd: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check("tfqmr_odd", sc.len(), &[u_even.len(), v.len(), u_odd.len()])?;
+        let a = alpha(sc.as_slice());
+        let (ue, v) = (u_even.as_slice(), v.as_slice());
+        self.run("tfqmr_odd", || {
+            u_odd
+                .as_mut_slice()
+                .par_chunks_mut(BLOCK)
+                .zip(ue.par_chunks(BLOCK).zip(v.par_chunks(BLOCK)))
+                .for_each(|(uo, (ue, vc))| {
+                    for ((o, &e), &vi) in uo.iter_mut().zip(ue).zip(vc) {
+                        *o = e - a * vi;
+                    }
+                })
+        });
+        Ok(())
+    }
+
+    fn tfqmr_half<T: Scalar>(
+        &self,
+        sc: &mut CpuVector<T>,
+        amu: &CpuVector<T>,
+        mu: &CpuVector<T>,
+        w: &mut CpuVector<T>,
+        md: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check(
+            "tfqmr_half",
+            sc.len(),
+            &[amu.len(), mu.len(), w.len(), md.len()],
+        )?;
+        let s = sc.as_slice();
+        let a = alpha(s);
+        let coef = guarded_quotient(s[THETA2] * s[ETA], a);
+        let (amu, mu) = (amu.as_slice(), mu.as_slice());
+        let w2 = self.run("tfqmr_half", || {
+            let partials: Vec<T::Real> = w
+                .as_mut_slice()
+                .par_chunks_mut(BLOCK)
+                .zip(md.as_mut_slice().par_chunks_mut(BLOCK))
+                .enumerate()
+                .map(|(c, (wc, dc))| {
+                    let base = c * BLOCK;
+                    for (k, (wi, di)) in wc.iter_mut().zip(dc.iter_mut()).enumerate() {
+                        *wi -= a * amu[base + k];
+                        *di = mu[base + k] + coef * *di;
+                    }
+                    lane_sum(wc.len(), |k| wc[k].abs_sqr())
+                })
+                .collect();
+            pairwise_sum(&partials)
+        });
+        let s = sc.as_mut_slice();
+        let theta2 = w2 / s[TAU2].re();
+        let c2 = T::Real::of_f64(1.0) / (T::Real::of_f64(1.0) + theta2);
+        s[THETA2] = T::from_real(theta2);
+        s[TAU2] = T::from_real(w2 * c2);
+        s[ETA] = T::from_real(c2) * a;
+        Ok(())
+    }
+
+    fn tfqmr_x<T: Scalar>(
+        &self,
+        sc: &CpuVector<T>,
+        md: &CpuVector<T>,
+        x: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check("tfqmr_x", sc.len(), &[md.len(), x.len()])?;
+        self.axpy(sc.as_slice()[ETA], md, x)
+    }
+
+    fn tfqmr_rho<T: Scalar>(
+        &self,
+        rstar: &CpuVector<T>,
+        w: &CpuVector<T>,
+        sc: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check("tfqmr_rho", sc.len(), &[rstar.len(), w.len()])?;
+        sc.as_mut_slice()[RHO_NEXT] = self.dotc(rstar, w)?;
+        Ok(())
+    }
+
+    fn tfqmr_even<T: Scalar>(
+        &self,
+        sc: &CpuVector<T>,
+        w: &CpuVector<T>,
+        u_odd: &CpuVector<T>,
+        u_even: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check(
+            "tfqmr_even",
+            sc.len(),
+            &[w.len(), u_odd.len(), u_even.len()],
+        )?;
+        let b = beta(sc.as_slice());
+        let (w, uo) = (w.as_slice(), u_odd.as_slice());
+        self.run("tfqmr_even", || {
+            u_even
+                .as_mut_slice()
+                .par_chunks_mut(BLOCK)
+                .zip(w.par_chunks(BLOCK).zip(uo.par_chunks(BLOCK)))
+                .for_each(|(ue, (wc, oc))| {
+                    for ((e, &wi), &oi) in ue.iter_mut().zip(wc).zip(oc) {
+                        *e = wi + b * oi;
+                    }
+                })
+        });
+        Ok(())
+    }
+
+    fn tfqmr_v<T: Scalar>(
+        &self,
+        sc: &CpuVector<T>,
+        amu_even: &CpuVector<T>,
+        amu_odd: &CpuVector<T>,
+        v: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check(
+            "tfqmr_v",
+            sc.len(),
+            &[amu_even.len(), amu_odd.len(), v.len()],
+        )?;
+        let b = beta(sc.as_slice());
+        let (ae, ao) = (amu_even.as_slice(), amu_odd.as_slice());
+        self.run("tfqmr_v", || {
+            v.as_mut_slice()
+                .par_chunks_mut(BLOCK)
+                .zip(ae.par_chunks(BLOCK).zip(ao.par_chunks(BLOCK)))
+                .for_each(|(vc, (ec, oc))| {
+                    for ((vi, &e), &o) in vc.iter_mut().zip(ec).zip(oc) {
+                        *vi = e + b * (o + b * *vi);
+                    }
+                })
+        });
+        Ok(())
+    }
+}
+
+/// The CUDA backend runs each step as one kernel, the reductions' second passes
+/// updating `sc` (see `CudaBackend::tfqmr_sigma` and the others).
+#[cfg(feature = "cuda")]
+impl TfqmrKernels for gpuq_cuda::CudaBackend {
+    fn tfqmr_sigma<T: Scalar>(
+        &self,
+        rstar: &gpuq_cuda::CudaVector<T>,
+        v: &gpuq_cuda::CudaVector<T>,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_sigma(self, rstar, v, sc)
+    }
+
+    fn tfqmr_odd<T: Scalar>(
+        &self,
+        sc: &gpuq_cuda::CudaVector<T>,
+        u_even: &gpuq_cuda::CudaVector<T>,
+        v: &gpuq_cuda::CudaVector<T>,
+        u_odd: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_odd(self, sc, u_even, v, u_odd)
+    }
+
+    fn tfqmr_half<T: Scalar>(
+        &self,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        amu: &gpuq_cuda::CudaVector<T>,
+        mu: &gpuq_cuda::CudaVector<T>,
+        w: &mut gpuq_cuda::CudaVector<T>,
+        md: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_half(self, sc, amu, mu, w, md)
+    }
+
+    fn tfqmr_x<T: Scalar>(
+        &self,
+        sc: &gpuq_cuda::CudaVector<T>,
+        md: &gpuq_cuda::CudaVector<T>,
+        x: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_x(self, sc, md, x)
+    }
+
+    fn tfqmr_rho<T: Scalar>(
+        &self,
+        rstar: &gpuq_cuda::CudaVector<T>,
+        w: &gpuq_cuda::CudaVector<T>,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_rho(self, rstar, w, sc)
+    }
+
+    fn tfqmr_even<T: Scalar>(
+        &self,
+        sc: &gpuq_cuda::CudaVector<T>,
+        w: &gpuq_cuda::CudaVector<T>,
+        u_odd: &gpuq_cuda::CudaVector<T>,
+        u_even: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_even(self, sc, w, u_odd, u_even)
+    }
+
+    fn tfqmr_v<T: Scalar>(
+        &self,
+        sc: &gpuq_cuda::CudaVector<T>,
+        amu_even: &gpuq_cuda::CudaVector<T>,
+        amu_odd: &gpuq_cuda::CudaVector<T>,
+        v: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_v(self, sc, amu_even, amu_odd, v)
+    }
+}

@@ -1,0 +1,192 @@
+//! TFQMR's steps with its scalars on the device (slots in
+//! [`crate::slots::tfqmr`]; see `gpuq_krylov::tfqmr` for the algorithm). Every
+//! coefficient is read from the scalar array `sc`; the second passes of the two
+//! reductions that feed the recurrence also update it (`tfqmr_sigma_*` moves
+//! rho along, `tfqmr_scalars_*` advances theta^2, tau^2 and eta), so an
+//! iteration needs no host value. Vanished denominators give zero coefficients
+//! ([`guarded_quotient`]); the host reads the slots once per iteration and
+//! reports the breakdown. Launch mapping and safety contract as in `blas1`.
+
+use super::prelude::{global_id, grid_threads, lane, store_block_partial, warp_sum, DeviceScalar};
+use crate::scalar::{guarded_quotient, KScalar, C32, C64};
+use crate::slots::tfqmr::{ETA, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
+
+/// Sum of `partials[0..m]` over one warp (lane l adds l, l + 32, ... in order;
+/// then the shuffle tree): valid in lane 0.
+#[inline(always)]
+unsafe fn warp_total<T: DeviceScalar + KScalar>(m: usize, partials: *const T) -> T {
+    let mut s = T::zero();
+    let mut i = lane() as usize;
+    while i < m {
+        s = s + *partials.add(i);
+        i += 32;
+    }
+    warp_sum(s)
+}
+
+macro_rules! tfqmr {
+    ($t:ty, $r:ty, $sigma:ident, $odd:ident, $half:ident, $scalars:ident, $x:ident,
+     $even:ident, $v:ident) => {
+        /// Second pass of sigma = r*^H v, one warp: `sc[SIGMA]` = the sum of
+        /// `partials[0..m]`, and rho moves along (`sc[RHO] = sc[RHO_NEXT]`).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $sigma(m: usize, partials: *const $t, sc: *mut $t) {
+            let s = warp_total(m, partials);
+            if lane() == 0 {
+                *sc.add(SIGMA) = s;
+                *sc.add(RHO) = *sc.add(RHO_NEXT);
+            }
+        }
+
+        /// u_odd = u_even - alpha v, alpha = rho / sigma.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $odd(
+            n: usize,
+            sc: *const $t,
+            u_even: *const $t,
+            v: *const $t,
+            u_odd: *mut $t,
+        ) {
+            let alpha = guarded_quotient(*sc.add(RHO), *sc.add(SIGMA));
+            let mut i = global_id();
+            while i < n {
+                *u_odd.add(i) = <$t>::ldg(u_even.add(i)) - alpha * <$t>::ldg(v.add(i));
+                i += grid_threads();
+            }
+        }
+
+        /// One half-step: w = w - alpha A M u and M d = M u + (theta^2 eta /
+        /// alpha) M d, with theta^2 and eta of the previous half-step;
+        /// `partials[b]` = block b's sum of |w_i|^2 (zero imaginary part).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $half(
+            n: usize,
+            sc: *const $t,
+            amu: *const $t,
+            mu: *const $t,
+            w: *mut $t,
+            md: *mut $t,
+            partials: *mut $t,
+        ) {
+            let alpha = guarded_quotient(*sc.add(RHO), *sc.add(SIGMA));
+            let coef = guarded_quotient(*sc.add(THETA2) * *sc.add(ETA), alpha);
+            let mut acc = <$r>::zero();
+            let mut i = global_id();
+            while i < n {
+                let wi = *w.add(i) - alpha * <$t>::ldg(amu.add(i));
+                *w.add(i) = wi;
+                acc = acc + wi.abs_sqr();
+                *md.add(i) = <$t>::ldg(mu.add(i)) + coef * *md.add(i);
+                i += grid_threads();
+            }
+            store_block_partial(partials, <$t>::from_real(acc));
+        }
+
+        /// Second pass of ||w||^2, one warp, and the half-step's recurrence:
+        /// theta^2 = ||w||^2 / tau^2, c^2 = 1 / (1 + theta^2), tau^2 =
+        /// ||w||^2 c^2, eta = c^2 alpha.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $scalars(m: usize, partials: *const $t, sc: *mut $t) {
+            let w2 = warp_total(m, partials).re();
+            if lane() == 0 {
+                let alpha = guarded_quotient(*sc.add(RHO), *sc.add(SIGMA));
+                let theta2 = w2 / (*sc.add(TAU2)).re();
+                let c2 = 1.0 / (1.0 + theta2);
+                *sc.add(THETA2) = <$t>::from_real(theta2);
+                *sc.add(TAU2) = <$t>::from_real(w2 * c2);
+                *sc.add(ETA) = <$t>::from_real(c2) * alpha;
+            }
+        }
+
+        /// x = x + eta M d.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $x(n: usize, sc: *const $t, md: *const $t, x: *mut $t) {
+            let eta = *sc.add(ETA);
+            let mut i = global_id();
+            while i < n {
+                *x.add(i) = *x.add(i) + eta * <$t>::ldg(md.add(i));
+                i += grid_threads();
+            }
+        }
+
+        /// u_even = w + beta u_odd, beta = rho_next / rho.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $even(
+            n: usize,
+            sc: *const $t,
+            w: *const $t,
+            u_odd: *const $t,
+            u_even: *mut $t,
+        ) {
+            let beta = guarded_quotient(*sc.add(RHO_NEXT), *sc.add(RHO));
+            let mut i = global_id();
+            while i < n {
+                *u_even.add(i) = <$t>::ldg(w.add(i)) + beta * <$t>::ldg(u_odd.add(i));
+                i += grid_threads();
+            }
+        }
+
+        /// v = A M u_even + beta (A M u_odd + beta v), beta = rho_next / rho.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $v(
+            n: usize,
+            sc: *const $t,
+            amu_even: *const $t,
+            amu_odd: *const $t,
+            v: *mut $t,
+        ) {
+            let beta = guarded_quotient(*sc.add(RHO_NEXT), *sc.add(RHO));
+            let mut i = global_id();
+            while i < n {
+                *v.add(i) = <$t>::ldg(amu_even.add(i))
+                    + beta * (<$t>::ldg(amu_odd.add(i)) + beta * *v.add(i));
+                i += grid_threads();
+            }
+        }
+    };
+}
+
+tfqmr!(
+    f32,
+    f32,
+    tfqmr_sigma_f32,
+    tfqmr_odd_f32,
+    tfqmr_half_f32,
+    tfqmr_scalars_f32,
+    tfqmr_x_f32,
+    tfqmr_even_f32,
+    tfqmr_v_f32
+);
+tfqmr!(
+    f64,
+    f64,
+    tfqmr_sigma_f64,
+    tfqmr_odd_f64,
+    tfqmr_half_f64,
+    tfqmr_scalars_f64,
+    tfqmr_x_f64,
+    tfqmr_even_f64,
+    tfqmr_v_f64
+);
+tfqmr!(
+    C32,
+    f32,
+    tfqmr_sigma_c32,
+    tfqmr_odd_c32,
+    tfqmr_half_c32,
+    tfqmr_scalars_c32,
+    tfqmr_x_c32,
+    tfqmr_even_c32,
+    tfqmr_v_c32
+);
+tfqmr!(
+    C64,
+    f64,
+    tfqmr_sigma_c64,
+    tfqmr_odd_c64,
+    tfqmr_half_c64,
+    tfqmr_scalars_c64,
+    tfqmr_x_c64,
+    tfqmr_even_c64,
+    tfqmr_v_c64
+);
