@@ -71,6 +71,11 @@ fn op_bytes(op: &str, n: f64, s: f64, spmv: f64) -> Option<f64> {
         "tfqmr_v" => 4.0 * n * s,
         // amu and mu read, w and M d read and written.
         "tfqmr_half" => 6.0 * n * s,
+        // With a preconditioner: v, w and z read and written.
+        "qmr_scale" | "qmr_pq" => 6.0 * n * s,
+        "qmr_v" => 3.0 * n * s,
+        // p and A p read; d, s, x and r read and written.
+        "qmr_update" => 10.0 * n * s,
         // With a preconditioner (the bench always has one): phat, shat, t, r0, x
         // and r read, x and r written.
         "bicgstab_xr" => 8.0 * n * s,

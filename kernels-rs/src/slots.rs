@@ -44,3 +44,31 @@ pub mod tfqmr {
     /// Length of the array.
     pub const LEN: usize = 6;
 }
+
+/// QMR's scalars (see `gpuq_krylov::qmr`). Norms are stored as real values with
+/// a zero imaginary part.
+pub mod qmr {
+    /// rho = ||v~|| that scales this iteration's v.
+    pub const RHO: usize = 0;
+    /// xi = ||M^T w~|| that scales this iteration's w and z.
+    pub const XI: usize = 1;
+    /// delta = z^T v.
+    pub const DELTA: usize = 2;
+    /// epsilon = q^T A p (zero before the first iteration, which makes the
+    /// first p and q plain copies).
+    pub const EPS: usize = 3;
+    /// ||v~|| of the next iteration, until the recurrence moves it into RHO.
+    pub const RHO_NEXT: usize = 4;
+    /// theta of the latest rotation (theta_{i-1} for the next).
+    pub const THETA: usize = 5;
+    /// gamma of the latest rotation.
+    pub const GAMMA: usize = 6;
+    /// eta, the update's coefficient of p.
+    pub const ETA: usize = 7;
+    /// (theta_{i-1} gamma_i)^2, the update's carry of d and s.
+    pub const CARRY: usize = 8;
+    /// ||r||^2 after the update.
+    pub const RNORM2: usize = 9;
+    /// Length of the array.
+    pub const LEN: usize = 10;
+}

@@ -5,7 +5,7 @@ use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
 use gpuq::cpu::{CpuBackend, CpuVector};
 use gpuq::cuda::CudaVector;
-use gpuq::krylov::{BicgstabKernels, CgKernels, GmresKernels, TfqmrKernels};
+use gpuq::krylov::{BicgstabKernels, CgKernels, GmresKernels, QmrKernels, TfqmrKernels};
 use proptest::prelude::*;
 
 const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1007, 65_537, 1_048_579];
@@ -383,24 +383,43 @@ fn gram_schmidt_pass_matches_the_cpu() {
             check_gram_schmidt::<Complex32>(n, k, seed + 3);
         }
     }
-    // The basis' address table is cached: a second basis of the same vectors'
-    // count must not reuse the first one's addresses.
+    // The basis' address table is cached: passes that alternate between two
+    // live bases of the same length must each use their own addresses.
     let g = gpu("gram_schmidt_pass_matches_the_cpu").unwrap();
     let c = CpuBackend::new();
-    for seed in [7u64, 8] {
-        let vs: Vec<Vec<f64>> = (0..3).map(|j| random_vec(500, seed * 10 + j)).collect();
-        let bg: Vec<_> = vs.iter().map(|v| g.upload(v).unwrap()).collect();
-        let bc: Vec<_> = vs.iter().map(|v| c.upload(v).unwrap()).collect();
-        let (rg, rc): (Vec<_>, Vec<_>) = (bg.iter().collect(), bc.iter().collect());
-        let ws = random_vec::<f64>(500, seed);
+    let bases: Vec<Vec<Vec<f64>>> = (7u64..9)
+        .map(|seed| (0..3).map(|j| random_vec(500, seed * 10 + j)).collect())
+        .collect();
+    let on_gpu: Vec<Vec<_>> = bases
+        .iter()
+        .map(|b| b.iter().map(|v| g.upload(v).unwrap()).collect())
+        .collect();
+    let on_cpu: Vec<Vec<_>> = bases
+        .iter()
+        .map(|b| b.iter().map(|v| c.upload(v).unwrap()).collect())
+        .collect();
+    for round in 0..4 {
+        let which = round % 2;
+        let rg: Vec<_> = on_gpu[which].iter().collect();
+        let rc: Vec<_> = on_cpu[which].iter().collect();
+        let ws = random_vec::<f64>(500, 70 + round as u64);
         let (mut wg, mut wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
         let (mut hg, mut hc) = (vec![0.0; 3], vec![0.0; 3]);
         g.gs_pass(&rg, 3, &mut wg, &mut hg).unwrap();
         c.gs_pass(&rc, 3, &mut wc, &mut hc).unwrap();
         for (x, y) in hg.iter().zip(&hc) {
-            assert!((x - y).abs() <= 1e-12 * (1.0 + y.abs()), "{x} vs {y}");
+            assert!(
+                (x - y).abs() <= 1e-12 * (1.0 + y.abs()),
+                "round {round}: {x} vs {y}"
+            );
         }
     }
+    // An empty basis is no error on either backend.
+    let ws = random_vec::<f64>(500, 5);
+    let (mut wg, mut wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
+    let (bg, ag) = g.gs_pass(&[], 0, &mut wg, &mut []).unwrap();
+    let (bc, ac) = c.gs_pass(&[], 0, &mut wc, &mut []).unwrap();
+    assert!((bg - bc).abs() <= 1e-12 * bc && (ag - ac).abs() <= 1e-12 * ac);
 }
 
 /// A random scalar for the coefficients.
@@ -591,5 +610,153 @@ fn tfqmr_steps_match_the_cpu() {
         check_tfqmr_steps::<f64>(g, &c, n, 20 * k as u64);
         check_tfqmr_steps::<Complex64>(g, &c, n, 20 * k as u64 + 5);
         check_tfqmr_steps::<f32>(g, &c, n, 20 * k as u64 + 7);
+    }
+}
+
+/// QMR's steps with backend-resident scalars, device against CPU: the same
+/// scalar array on both, every step's vectors within a few rounding errors of
+/// their scale, and the slots the reductions and the rotation write.
+fn check_qmr_steps<T: RandomScalar>(
+    g: &gpuq::cuda::CudaBackend,
+    c: &CpuBackend,
+    n: usize,
+    seed: u64,
+) {
+    use gpuq::krylov::qmr_kernels::{
+        CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RHO_NEXT, RNORM2, THETA, XI,
+    };
+    let eps = T::Real::eps().to_f64_lossless();
+    let vecs: Vec<Vec<T>> = (0..10).map(|k| random_vec::<T>(n, seed + k)).collect();
+    let mut sc_host: Vec<T> = random_vec::<T>(LEN, seed + 99);
+    // The norms and the rotation's angles are real and positive.
+    for k in [RHO, XI, THETA, GAMMA] {
+        sc_host[k] = T::from_real(sc_host[k].magnitude() + T::Real::of_f64(0.5));
+    }
+    let up = |v: &[T]| (g.upload(v).unwrap(), c.upload(v).unwrap());
+    let (mut scg, mut scc) = up(&sc_host);
+    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| {
+        let scale = cv
+            .iter()
+            .map(|z| z.magnitude().to_f64_lossless())
+            .fold(1.0, f64::max);
+        close(what, &gv, &cv, |_| 256.0 * eps * scale);
+    };
+    let rel = two_gamma(n, eps, T::IS_COMPLEX) + 256.0 * eps;
+    let slots_agree = |scg: &CudaVector<T>, scc: &CpuVector<T>, slots: &[usize], step: &str| {
+        let (sgh, sch) = (g.download(scg).unwrap(), c.download(scc).unwrap());
+        for &k in slots {
+            let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
+            let bound = 16.0 * rel * (sch[k].magnitude().to_f64_lossless() + n as f64) + 1e-300;
+            assert!(
+                d <= bound,
+                "{step}: slot {k}, n={n}: {} vs {}",
+                sgh[k],
+                sch[k]
+            );
+        }
+    };
+    let (mut vg, mut vc) = up(&vecs[0]);
+    let (mut wg, mut wc) = up(&vecs[1]);
+    let (mut zg, mut zc) = up(&vecs[2]);
+    // With z, then with z = w.
+    QmrKernels::qmr_scale(g, &mut scg, &mut vg, &mut wg, Some(&mut zg)).unwrap();
+    QmrKernels::qmr_scale(c, &mut scc, &mut vc, &mut wc, Some(&mut zc)).unwrap();
+    slots_agree(&scg, &scc, &[DELTA], "qmr_scale");
+    loose(
+        "qmr_scale (z)",
+        g.download(&zg).unwrap(),
+        c.download(&zc).unwrap(),
+    );
+    QmrKernels::qmr_scale(g, &mut scg, &mut vg, &mut wg, None).unwrap();
+    QmrKernels::qmr_scale(c, &mut scc, &mut vc, &mut wc, None).unwrap();
+    slots_agree(&scg, &scc, &[DELTA], "qmr_scale (z = w)");
+    loose(
+        "qmr_scale (v)",
+        g.download(&vg).unwrap(),
+        c.download(&vc).unwrap(),
+    );
+    loose(
+        "qmr_scale (w)",
+        g.download(&wg).unwrap(),
+        c.download(&wc).unwrap(),
+    );
+    let (yg, yc) = up(&vecs[3]);
+    let (mut pg, mut pc) = up(&vecs[4]);
+    let (mut qg, mut qc) = up(&vecs[5]);
+    QmrKernels::qmr_pq(g, &scg, &yg, &zg, &mut pg, &mut qg).unwrap();
+    QmrKernels::qmr_pq(c, &scc, &yc, &zc, &mut pc, &mut qc).unwrap();
+    loose(
+        "qmr_pq (p)",
+        g.download(&pg).unwrap(),
+        c.download(&pc).unwrap(),
+    );
+    loose(
+        "qmr_pq (q)",
+        g.download(&qg).unwrap(),
+        c.download(&qc).unwrap(),
+    );
+    let (apg, apc) = up(&vecs[6]);
+    QmrKernels::qmr_eps(g, &qg, &apg, &mut scg).unwrap();
+    QmrKernels::qmr_eps(c, &qc, &apc, &mut scc).unwrap();
+    slots_agree(&scg, &scc, &[EPS], "qmr_eps");
+    QmrKernels::qmr_v(g, &mut scg, &apg, &mut vg).unwrap();
+    QmrKernels::qmr_v(c, &mut scc, &apc, &mut vc).unwrap();
+    slots_agree(&scg, &scc, &[RHO_NEXT], "qmr_v");
+    loose("qmr_v", g.download(&vg).unwrap(), c.download(&vc).unwrap());
+    QmrKernels::qmr_w(g, &scg, &apg, &mut wg).unwrap();
+    QmrKernels::qmr_w(c, &scc, &apc, &mut wc).unwrap();
+    loose("qmr_w", g.download(&wg).unwrap(), c.download(&wc).unwrap());
+    QmrKernels::qmr_rotation(g, &wg, &mut scg).unwrap();
+    QmrKernels::qmr_rotation(c, &wc, &mut scc).unwrap();
+    slots_agree(
+        &scg,
+        &scc,
+        &[RHO, XI, THETA, GAMMA, ETA, CARRY],
+        "qmr_rotation",
+    );
+    let (mut dg, mut dc) = up(&vecs[7]);
+    let (mut sg, mut s_c) = up(&vecs[8]);
+    let (mut xg, mut xc) = up(&vecs[9]);
+    let (mut rg, mut rc) = up(&vecs[0]);
+    QmrKernels::qmr_update(g, &mut scg, &pg, &apg, &mut dg, &mut sg, &mut xg, &mut rg).unwrap();
+    QmrKernels::qmr_update(c, &mut scc, &pc, &apc, &mut dc, &mut s_c, &mut xc, &mut rc).unwrap();
+    loose(
+        "qmr_update (x)",
+        g.download(&xg).unwrap(),
+        c.download(&xc).unwrap(),
+    );
+    loose(
+        "qmr_update (r)",
+        g.download(&rg).unwrap(),
+        c.download(&rc).unwrap(),
+    );
+    slots_agree(&scg, &scc, &[RNORM2], "qmr_update");
+    // A vanished delta zeroes the update: x stays as it was.
+    let mut bad = c.download(&scc).unwrap();
+    bad[DELTA] = T::zero();
+    let (mut badg, mut badc) = up(&bad);
+    QmrKernels::qmr_rotation(g, &wg, &mut badg).unwrap();
+    QmrKernels::qmr_rotation(c, &wc, &mut badc).unwrap();
+    let x_before = c.download(&xc).unwrap();
+    QmrKernels::qmr_update(g, &mut badg, &pg, &apg, &mut dg, &mut sg, &mut xg, &mut rg).unwrap();
+    QmrKernels::qmr_update(c, &mut badc, &pc, &apc, &mut dc, &mut s_c, &mut xc, &mut rc).unwrap();
+    assert_eq!(c.download(&xc).unwrap(), x_before);
+    loose(
+        "qmr_update after a breakdown (x)",
+        g.download(&xg).unwrap(),
+        x_before,
+    );
+}
+
+#[test]
+fn qmr_steps_match_the_cpu() {
+    let Some(g) = gpu("qmr_steps_match_the_cpu") else {
+        return;
+    };
+    let c = CpuBackend::new();
+    for (k, n) in [1usize, 31, 1000, 100_003].into_iter().enumerate() {
+        check_qmr_steps::<f64>(g, &c, n, 30 * k as u64);
+        check_qmr_steps::<Complex64>(g, &c, n, 30 * k as u64 + 5);
+        check_qmr_steps::<f32>(g, &c, n, 30 * k as u64 + 7);
     }
 }

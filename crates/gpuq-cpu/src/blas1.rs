@@ -2,9 +2,8 @@
 
 use crate::reduce::{block_reduce, lane_sum, BLOCK};
 use crate::{CpuBackend, CpuVector};
-use gpuq_core::num_traits::{Float, One, Zero};
 use gpuq_core::DeviceVector;
-use gpuq_core::{check_same_len, Backend, RealScalar, Result, Scalar, Stats};
+use gpuq_core::{check_same_len, Backend, Result, Scalar, Stats};
 use rayon::prelude::*;
 
 /// Applies `f(x_chunk, y_chunk)` over matching fixed-size chunks in parallel.
@@ -22,25 +21,7 @@ fn norm2<T: Scalar>(x: &[T]) -> T::Real {
         let xs = &x[r];
         lane_sum(xs.len(), |k| xs[k].abs_sqr())
     });
-    let tiny = T::Real::min_positive_value() / T::Real::eps();
-    if ss.is_finite() && ss >= tiny || ss == T::Real::zero() && x.iter().all(|v| v.is_zero_value())
-    {
-        return ss.sqrt();
-    }
-    // Rescale by the largest magnitude; deterministic (max is order-independent).
-    let scale = x
-        .par_chunks(BLOCK)
-        .map(|c| c.iter().fold(T::Real::zero(), |m, v| m.max(v.magnitude())))
-        .reduce(T::Real::zero, |a, b| a.max(b));
-    if scale == T::Real::zero() || !scale.is_finite() {
-        return if scale.is_nan() { scale } else { ss.sqrt() };
-    }
-    let inv = T::Real::one() / scale;
-    let scaled = block_reduce(n, |r| {
-        let xs = &x[r];
-        lane_sum(xs.len(), |k| (xs[k] * T::from_real(inv)).abs_sqr())
-    });
-    scale * scaled.sqrt()
+    crate::reduce::norm_from_squares(x, ss)
 }
 
 impl Backend for CpuBackend {

@@ -6,7 +6,8 @@
 //! [`pairwise_sum`]. Nothing depends on how Rayon schedules the blocks, so the
 //! result is bitwise the same for any number of threads.
 
-use gpuq_core::Scalar;
+use gpuq_core::num_traits::{Float, One, Zero};
+use gpuq_core::{RealScalar, Scalar};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -53,6 +54,33 @@ pub fn pairwise_sum<T: Scalar>(v: &[T]) -> T {
         1 => v[0],
         n => pairwise_sum(&v[..n / 2]) + pairwise_sum(&v[n / 2..]),
     }
+}
+
+/// ||x|| from `ss`, the plain sum of the squared magnitudes of `x`: its square
+/// root when that is trustworthy, else (the sum overflowed, or underflowed
+/// below `min_positive / eps`) the norm recomputed with every term scaled by
+/// the largest magnitude, which costs two more passes over x. Deterministic:
+/// the maximum does not depend on the order.
+pub fn norm_from_squares<T: Scalar>(x: &[T], ss: T::Real) -> T::Real {
+    let tiny = T::Real::min_positive_value() / T::Real::eps();
+    if ss.is_finite() && ss >= tiny || ss == T::Real::zero() && x.iter().all(|v| v.is_zero_value())
+    {
+        return ss.sqrt();
+    }
+    // Rescale by the largest magnitude; deterministic (max is order-independent).
+    let scale = x
+        .par_chunks(BLOCK)
+        .map(|c| c.iter().fold(T::Real::zero(), |m, v| m.max(v.magnitude())))
+        .reduce(T::Real::zero, |a, b| a.max(b));
+    if scale == T::Real::zero() || !scale.is_finite() {
+        return if scale.is_nan() { scale } else { ss.sqrt() };
+    }
+    let inv = T::Real::one() / scale;
+    let scaled = block_reduce(x.len(), |r| {
+        let xs = &x[r];
+        lane_sum(xs.len(), |k| (xs[k] * T::from_real(inv)).abs_sqr())
+    });
+    scale * scaled.sqrt()
 }
 
 #[cfg(test)]

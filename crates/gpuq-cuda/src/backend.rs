@@ -32,8 +32,8 @@ pub(crate) struct Inner {
     functions: Mutex<HashMap<String, CudaFunction>>,
     pub(crate) info: DeviceInfo,
     pub(crate) stats: StatsRecorder,
-    /// Scratch for reductions: one partial per block of the largest reduction grid
-    /// (16 bytes each, enough for Complex<f64>), then the final value.
+    /// Scratch for reductions: two partials per block of the largest reduction
+    /// grid (16 bytes each, enough for Complex<f64>), then the final value.
     pub(crate) scratch: Mutex<CudaSlice<u8>>,
     /// Page-locked landing place for scalar results (16 bytes): a download from
     /// device memory to pinned memory skips the driver's staging copy.
@@ -109,8 +109,9 @@ impl CudaBackend {
             multiprocessors: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?
                 as usize,
         };
-        // One partial per block of the largest reduction grid (8 blocks per SM).
-        let max_partials = 8 * info.multiprocessors;
+        // One partial per block of the largest reduction grid (8 blocks per SM),
+        // twice: fused steps reduce two values at once (`bicgstab_tt`).
+        let max_partials = 2 * 8 * info.multiprocessors;
         let scratch = stream
             .alloc_zeros::<u8>(16 * (max_partials + 1))
             .map_err(dev("allocating reduction scratch"))?;

@@ -146,7 +146,7 @@ impl CudaBackend {
     /// Runs `first_pass` (which writes two segments of `stride` partials of T
     /// into the reduction scratch) and sums each segment into `sc[slot]` and
     /// `sc[slot + 1]` (one second-pass launch of two warps). `stride` must be at
-    /// most half the scratch's partials.
+    /// most the largest grid (the scratch holds two segments of it).
     fn reduce_pair_to_slots<T: Scalar>(
         &self,
         stride: usize,
@@ -174,13 +174,6 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Blocks of a fused two-value reduction: two segments of partials must fit
-    /// the scratch sized for one segment of the largest grid.
-    fn pair_blocks(&self, n: usize) -> u32 {
-        self.grid_blocks(n)
-            .min(4 * self.inner.info.multiprocessors as u32)
-    }
-
     /// `sc[TS] = t^H s` and `sc[TT] = ||t||^2` (zero imaginary part) in one
     /// sweep over t and s: one kernel (2 n reads) and one second pass.
     pub fn bicgstab_tt<T: Scalar>(
@@ -197,7 +190,7 @@ impl CudaBackend {
             return self.memset_slots::<T>(sc, TS * size, 2);
         }
         let f = self.function(&kernel::<T>("bicgstab_tt"))?;
-        let blocks = self.pair_blocks(n);
+        let blocks = self.grid_blocks(n);
         let stride = blocks as usize;
         self.reduce_pair_to_slots(
             stride,
@@ -253,7 +246,7 @@ impl CudaBackend {
         // Without a preconditioner the kernel reads s from r; `shat` then only
         // fills the argument slot (t is a valid pointer it never reads there).
         let shat_buf = shat.map_or(&t.buf, |s| &s.buf);
-        let blocks = self.pair_blocks(n);
+        let blocks = self.grid_blocks(n);
         let stride = blocks as usize;
         // The kernel reads sc while the second pass writes two slots of it: two
         // launches in stream order, so the reads come first. The kernel gets sc's

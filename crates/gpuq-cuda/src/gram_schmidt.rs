@@ -83,11 +83,14 @@ impl CudaBackend {
         let mut cache = self.inner.gs.lock().unwrap_or_else(|e| e.into_inner());
         let cache = &mut *cache;
         if cache.table.is_none() || cache.addresses != addresses {
-            let table = self
-                .inner
-                .stream
-                .clone_htod(&addresses)
-                .map_err(dev("uploading the basis' address table"))?;
+            // An empty basis gets a null table (the driver refuses empty
+            // allocations); the kernels then read no address.
+            let table = if addresses.is_empty() {
+                self.inner.stream.null::<u64>()
+            } else {
+                self.inner.stream.clone_htod(&addresses)
+            }
+            .map_err(dev("uploading the basis' address table"))?;
             self.inner.stats.upload(8 * addresses.len());
             cache.addresses = addresses;
             cache.table = Some(table);

@@ -30,6 +30,7 @@ mod bicgstab;
 mod blas1;
 mod fused;
 mod gram_schmidt;
+mod qmr;
 mod replay;
 mod spmv;
 mod tfqmr;

@@ -7,9 +7,8 @@
 //! one for the subtraction and the new ||w||; the CUDA backend with four launches
 //! over the whole basis and a single download (`CudaBackend::gs_pass`).
 
-use gpuq_core::num_traits::Float;
 use gpuq_core::{check_same_len, Backend, DeviceVector, Error, Result, Scalar};
-use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
+use gpuq_cpu::reduce::{lane_sum, norm_from_squares, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
 use rayon::prelude::*;
 
@@ -109,7 +108,7 @@ impl GmresKernels for CpuBackend {
             for (j, hj) in h.iter_mut().enumerate() {
                 *hj = column(j);
             }
-            let before = column(used).re().sqrt();
+            let before = norm_from_squares(ws, column(used).re());
             let h = &*h;
             let squares: Vec<T::Real> = w
                 .as_mut_slice()
@@ -126,7 +125,10 @@ impl GmresKernels for CpuBackend {
                     lane_sum(wc.len(), |i| wc[i].abs_sqr())
                 })
                 .collect();
-            (before, pairwise_sum(&squares).sqrt())
+            (
+                before,
+                norm_from_squares(w.as_slice(), pairwise_sum(&squares)),
+            )
         });
         Ok(norms)
     }
@@ -192,6 +194,22 @@ mod tests {
             }
             assert!((b1 - cpu.nrm2(&w0).unwrap()).abs() <= 1e-14 * (1.0 + b1));
             assert!((a1 - cpu.nrm2(&w1).unwrap()).abs() <= 1e-14 * (1.0 + a1));
+        }
+        // Norms far outside the range of their squares stay accurate.
+        for scale in [1e-200, 1e200] {
+            let v = cpu
+                .upload(&[Complex64::new(1.0, 0.0), Complex64::default()])
+                .unwrap();
+            let mut w = cpu
+                .upload(&[
+                    Complex64::new(3.0 * scale, 0.0),
+                    Complex64::new(0.0, 4.0 * scale),
+                ])
+                .unwrap();
+            let mut h = [Complex64::default()];
+            let (before, after) = cpu.gs_pass(&[&v], 1, &mut w, &mut h).unwrap();
+            assert!((before / (5.0 * scale) - 1.0).abs() < 1e-15, "{before}");
+            assert!((after / (4.0 * scale) - 1.0).abs() < 1e-15, "{after}");
         }
         let mut w = cpu.upload(&[Complex64::default(); 3]).unwrap();
         let short = cpu.upload(&[Complex64::default(); 2]).unwrap();

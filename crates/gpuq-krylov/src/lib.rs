@@ -18,13 +18,16 @@
 //! * [`solve_csr`]: the one-call path from a host CSR matrix and right-hand side
 //!   to a solution and a [`gpuq_core::SolveReport`].
 //!
-//! Per-iteration work that a backend can fuse lives in the [`CgKernels`] trait
-//! (its default methods are written with BLAS-1 operations, and a backend overrides
-//! them with single-pass kernels; the CPU backend does, in [`kernels`]) and in
-//! [`BicgstabKernels`] (BiCGSTAB's steps with its scalars kept on the backend, so
-//! a GPU iteration has one download; [`bicgstab_kernels`]) and [`GmresKernels`]
-//! (GMRES's Gram-Schmidt against the whole basis in batched passes;
-//! [`gmres_kernels`]).
+//! Per-iteration work that a backend can fuse lives in traits with default or
+//! native implementations per backend: [`CgKernels`] (its default methods are
+//! written with BLAS-1 operations; the CPU backend overrides them with
+//! single-pass kernels, in [`kernels`]); [`BicgstabKernels`], [`TfqmrKernels`]
+//! and [`QmrKernels`] (each method's steps with its scalars kept on the backend,
+//! so a GPU iteration takes no host value, is recorded once and replayed as a
+//! CUDA graph through [`Replay`], and ends with one download;
+//! [`bicgstab_kernels`], [`tfqmr_kernels`], [`qmr_kernels`]); and
+//! [`GmresKernels`] (GMRES's Gram-Schmidt against the whole basis in one batched
+//! pass; [`gmres_kernels`]).
 //!
 //! Every method starts and ends the same way (input checks, ||b||, residual
 //! history, the true residual recomputed at the end, breakdown as an error
@@ -34,9 +37,9 @@
 //! [`KrylovOptions::stagnation_window`] iterations) ends a solve with a breakdown
 //! error naming [`STAGNATION`] and carrying the partial report.
 //!
-//! Not yet here: look-ahead in QMR, and device-resident scalars for BiCGSTAB(l),
-//! TFQMR and QMR (they run on the backend's BLAS-1 and SpMV, with one host round
-//! trip per dot product or norm).
+//! Not yet here: look-ahead in QMR, and device-resident scalars for BiCGSTAB(l)
+//! (it runs on the backend's BLAS-1 and SpMV, with one host round trip per dot
+//! product or norm).
 
 #![warn(missing_docs)]
 
@@ -50,6 +53,7 @@ pub mod kernels;
 mod options;
 mod precond;
 mod qmr;
+pub mod qmr_kernels;
 mod replay;
 mod session;
 mod solve;
@@ -66,6 +70,7 @@ pub use kernels::CgKernels;
 pub use options::{KrylovOptions, Method, Preconditioner};
 pub use precond::{BlockJacobi2, Jacobi};
 pub use qmr::{qmr, qmr_monitored};
+pub use qmr_kernels::QmrKernels;
 pub use replay::Replay;
 pub use session::STAGNATION;
 pub use solve::{solve_csr, solve_csr_monitored, KrylovBackend, SolverConfig};

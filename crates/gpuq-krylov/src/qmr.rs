@@ -2,9 +2,10 @@
 //! two-sided Lanczos process without look-ahead, coupled two-term recurrences,
 //! right-preconditioned. It uses the transpose of the operator.
 
+use crate::qmr_kernels::{QmrKernels, DELTA, EPS, ETA, GAMMA, LEN, RHO, RNORM2, THETA, XI};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
-use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
+use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
 /// Solves A x = b by QMR with right preconditioning (A M y = b, x = M y),
 /// starting from the `x` given, for any nonsingular A, real or complex.
@@ -20,16 +21,20 @@ use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scala
 /// An operator or preconditioner without a transpose is refused with
 /// [`gpuq_core::Error::Precondition`] before the first iteration (a probe
 /// application of each transpose). Per iteration: one application each of A,
-/// A^T, M and M^T, two unconjugated dot
-/// products and three norms (one scalar download each), about ten vector updates;
-/// 11 vectors of storage (8 without a preconditioner). The residual r = b - A x is
-/// updated by recurrence and its norm is what the history records.
+/// A^T, M and M^T, two unconjugated dot products, three norms and six fused
+/// vector steps ([`QmrKernels`]). Every scalar, the quasi-minimisation's
+/// rotation included, stays on the backend, so the iteration's work is recorded
+/// once and replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and
+/// the iteration ends with one download of the 10-slot scalar array. 11 vectors
+/// of storage (8 without a preconditioner). The residual r = b - A x is updated
+/// by recurrence and its norm is what the history records.
 ///
 /// Returns the report with `converged` false at the iteration cap, and
 /// [`gpuq_core::Error::Breakdown`] naming the quantity when one of the Lanczos
 /// quantities (rho, xi, delta = z^T v, epsilon = q^T A p, beta) vanishes or turns
-/// non-finite. The report's `relative_residual` is recomputed from b - A x.
-pub fn qmr<B: Backend, T: Scalar>(
+/// non-finite; x is then as it was before the iteration that met it. The
+/// report's `relative_residual` is recomputed from b - A x.
+pub fn qmr<B: QmrKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -42,7 +47,7 @@ pub fn qmr<B: Backend, T: Scalar>(
 
 /// [`qmr`] with a monitor called after every iteration with
 /// `(iteration, recurrence relative residual)`.
-pub fn qmr_monitored<B: Backend, T: Scalar>(
+pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -71,28 +76,32 @@ pub fn qmr_monitored<B: Backend, T: Scalar>(
     if let Some(m) = precond {
         m.apply_transpose(&r, &mut scratch)?;
     }
-    let real = |v: f64| T::from_f64(v);
     let norm = |v: &B::Vector<T>| -> Result<f64> { Ok(backend.nrm2(v)?.to_f64_lossless()) };
-    // z = M^T w~ and its norm.
-    let transpose_precond = |wt: &B::Vector<T>, z: &mut Option<B::Vector<T>>| -> Result<f64> {
-        match (precond, z.as_mut()) {
-            (Some(m), Some(z)) => {
-                m.apply_transpose(wt, z)?;
-                norm(z)
-            }
-            _ => norm(wt),
+    // rho = ||v~||, xi = ||M^T w~||, and the rotation's start: theta = 0,
+    // gamma = 1, eta = -1, eps = 0 (which makes the first p and q plain copies).
+    let mut host = [T::zero(); LEN];
+    host[RHO] = T::from_f64(norm(&vt)?);
+    host[XI] = T::from_f64(match (precond, z.as_mut()) {
+        (Some(m), Some(z)) => {
+            m.apply_transpose(&wt, z)?;
+            norm(z)?
         }
-    };
-
-    let mut rho = norm(&vt)?;
-    let mut xi = transpose_precond(&wt, &mut z)?;
-    let (mut gamma_prev, mut theta_prev) = (1.0_f64, 0.0_f64);
-    let (mut eta, mut eps) = (-T::one(), T::one());
+        _ => norm(&wt)?,
+    });
+    host[GAMMA] = T::one();
+    host[ETA] = -T::one();
+    let mut sc = backend.upload(&host)?;
+    // Declared after the vectors, so it is dropped before them.
+    let mut recording = None;
     let target = session.target;
     let mut converged = rnorm <= target;
     let mut it = 0;
     let mut failure = None;
     while !converged && it < session.max_iter {
+        let (rho, xi) = (
+            host[RHO].re().to_f64_lossless(),
+            host[XI].re().to_f64_lossless(),
+        );
         if !(rho.is_finite() && rho > 0.0) {
             failure = Some("rho = ||v~||");
             break;
@@ -102,60 +111,53 @@ pub fn qmr_monitored<B: Backend, T: Scalar>(
             break;
         }
         it += 1;
-        backend.scal(real(1.0 / rho), &mut vt)?;
-        backend.scal(real(1.0 / xi), &mut wt)?;
-        if let Some(z) = z.as_mut() {
-            backend.scal(real(1.0 / xi), z)?;
-        }
-        let zv = z.as_ref().unwrap_or(&wt);
-        let delta = backend.dotu(zv, &vt)?;
+        let mut step = || -> Result<()> {
+            // v = v~ / rho, w = w~ / xi, z = M^T w~ / xi; delta = z^T v
+            backend.qmr_scale(&mut sc, &mut vt, &mut wt, z.as_mut())?;
+            if let (Some(m), Some(y)) = (precond, ytil.as_mut()) {
+                m.apply(&vt, y)?;
+            }
+            // p = y~ - (xi delta / eps) p, q = z - (rho delta / eps) q
+            let yv = ytil.as_ref().unwrap_or(&vt);
+            backend.qmr_pq(&sc, yv, z.as_ref().unwrap_or(&wt), &mut p, &mut q)?;
+            a.apply(&p, &mut ptil)?;
+            backend.qmr_eps(&q, &ptil, &mut sc)?;
+            // v~ = A p - beta v; w~ = A^T q - beta w; z = M^T w~
+            backend.qmr_v(&mut sc, &ptil, &mut vt)?;
+            a.apply_transpose(&q, &mut scratch)?;
+            backend.qmr_w(&sc, &scratch, &mut wt)?;
+            if let (Some(m), Some(z)) = (precond, z.as_mut()) {
+                m.apply_transpose(&wt, z)?;
+            }
+            // The quasi-minimisation: one Givens rotation per step, in closed form.
+            backend.qmr_rotation(z.as_ref().unwrap_or(&wt), &mut sc)?;
+            backend.qmr_update(&mut sc, &p, &ptil, &mut d, &mut s, x, &mut r)
+        };
+        // SAFETY: `step` enqueues the same steps on the same vectors every
+        // iteration, every per-iteration scalar in `sc`; the vectors are declared
+        // before `recording`; it neither downloads nor waits.
+        unsafe { backend.replay(&mut recording, &mut step)? };
+        // The one download of the iteration: the tests below read its scalars.
+        host.copy_from_slice(&backend.download(&sc)?);
+        let (delta, eps) = (host[DELTA], host[EPS]);
         if vanished(delta) {
             failure = Some("delta = z^T v");
             break;
         }
-        if let (Some(m), Some(y)) = (precond, ytil.as_mut()) {
-            m.apply(&vt, y)?;
-        }
-        let yv = ytil.as_ref().unwrap_or(&vt);
-        // p = y~ - (xi delta / eps) p, q = z - (rho delta / eps) q (plain copies at i = 1)
-        let (cp, cq) = if it == 1 {
-            (T::zero(), T::zero())
-        } else {
-            (real(xi) * delta / eps, real(rho) * delta / eps)
-        };
-        backend.axpby(T::one(), yv, -cp, &mut p)?;
-        backend.axpby(T::one(), zv, -cq, &mut q)?;
-        a.apply(&p, &mut ptil)?;
-        eps = backend.dotu(&q, &ptil)?;
         if vanished(eps) {
             failure = Some("epsilon = q^T A p");
             break;
         }
-        let beta = eps / delta;
-        if vanished(beta) {
+        if vanished(eps / delta) {
             failure = Some("beta = epsilon / delta");
             break;
         }
-        // v~ = A p - beta v; w~ = A^T q - beta w
-        backend.axpby(T::one(), &ptil, -beta, &mut vt)?;
-        a.apply_transpose(&q, &mut scratch)?;
-        backend.axpby(T::one(), &scratch, -beta, &mut wt)?;
-        let rho_next = norm(&vt)?;
-        let xi_next = transpose_precond(&wt, &mut z)?;
-        // The quasi-minimisation: one Givens rotation per step, in closed form.
-        let theta = rho_next / (gamma_prev * beta.magnitude().to_f64_lossless());
-        let gamma = 1.0 / (1.0 + theta * theta).sqrt();
-        if !(theta.is_finite() && gamma > 0.0) {
+        let (theta, gamma) = (host[THETA].re(), host[GAMMA].re());
+        if !(theta.is_finite_value() && gamma > T::Real::of_f64(0.0)) {
             failure = Some("theta (the rotation of the quasi-minimisation)");
             break;
         }
-        eta = -eta * real(rho * gamma * gamma) / (beta * real(gamma_prev * gamma_prev));
-        let carry = real((theta_prev * gamma).powi(2));
-        backend.axpby(eta, &p, carry, &mut d)?;
-        backend.axpby(eta, &ptil, carry, &mut s)?;
-        backend.axpy(T::one(), &d, x)?;
-        backend.axpy(-T::one(), &s, &mut r)?;
-        rnorm = norm(&r)?;
+        rnorm = host[RNORM2].re().to_f64_lossless().sqrt();
         if session.iteration(it, rnorm, monitor) {
             failure = Some(STAGNATION);
             break;
@@ -165,7 +167,6 @@ pub fn qmr_monitored<B: Backend, T: Scalar>(
             break;
         }
         converged = rnorm <= target;
-        (rho, xi, gamma_prev, theta_prev) = (rho_next, xi_next, gamma, theta);
     }
     session.finish(
         backend,

@@ -3,22 +3,23 @@
 use crate::{
     bicgstab_l_monitored, bicgstab_monitored, cg_monitored, gmres_monitored, qmr_monitored,
     tfqmr_monitored, BicgstabKernels, BlockJacobi2, CgKernels, GmresKernels, Jacobi, KrylovOptions,
-    Method, Preconditioner, TfqmrKernels,
+    Method, Preconditioner, QmrKernels, TfqmrKernels,
 };
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
 use std::time::Instant;
 
 /// A backend every method of this crate runs on: sparse matrices, the fused steps
-/// of CG and BiCGSTAB, and GMRES's batched Gram-Schmidt. Implemented for every
-/// backend that has those.
+/// of CG, the steps of BiCGSTAB, TFQMR and QMR with their scalars on the backend,
+/// and GMRES's batched Gram-Schmidt. Implemented for every backend that has
+/// those.
 pub trait KrylovBackend:
-    SparseBackend + CgKernels + BicgstabKernels + GmresKernels + TfqmrKernels
+    SparseBackend + CgKernels + BicgstabKernels + GmresKernels + QmrKernels + TfqmrKernels
 {
 }
 
-impl<B: SparseBackend + CgKernels + BicgstabKernels + GmresKernels + TfqmrKernels> KrylovBackend
-    for B
+impl<B> KrylovBackend for B where
+    B: SparseBackend + CgKernels + BicgstabKernels + GmresKernels + QmrKernels + TfqmrKernels
 {
 }
 

@@ -5,6 +5,7 @@ mod gram_schmidt;
 mod krylov;
 mod mcls;
 pub mod prelude;
+mod qmr;
 mod spmv;
 mod tfqmr;
 

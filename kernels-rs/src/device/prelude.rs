@@ -66,6 +66,33 @@ pub fn shfl_down_b32(v: u32, delta: u32) -> u32 {
     r
 }
 
+/// Real types with a correctly rounded square root (`sqrt.rn`), which `core`
+/// does not offer without `std`.
+pub trait DeviceReal: Copy {
+    /// The square root, rounded to nearest (the IEEE result `f64::sqrt` gives).
+    fn sqrt_rn(self) -> Self;
+}
+
+impl DeviceReal for f32 {
+    #[inline(always)]
+    fn sqrt_rn(self) -> f32 {
+        let r: f32;
+        // SAFETY: a register-to-register instruction with no preconditions.
+        unsafe { asm!("sqrt.rn.f32 {r}, {v};", r = out(reg32) r, v = in(reg32) self) };
+        r
+    }
+}
+
+impl DeviceReal for f64 {
+    #[inline(always)]
+    fn sqrt_rn(self) -> f64 {
+        let r: f64;
+        // SAFETY: a register-to-register instruction with no preconditions.
+        unsafe { asm!("sqrt.rn.f64 {r}, {v};", r = out(reg64) r, v = in(reg64) self) };
+        r
+    }
+}
+
 /// Element types that can move across a warp and be loaded through the read-only cache.
 pub trait DeviceScalar: Copy {
     /// Warp shuffle down by `delta` lanes (see [`shfl_down_b32`]).

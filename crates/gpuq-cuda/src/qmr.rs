@@ -1,0 +1,275 @@
+//! QMR's steps with device-resident scalars: the kernels read their
+//! coefficients from a small device array (`sc`, slots in
+//! [`gpuq_kernels::slots::qmr`]); reductions write into it, and the second pass
+//! of xi = ||M^T w~|| runs the quasi-minimisation's rotation, so an iteration
+//! takes no host value and needs no host round trip until the caller downloads
+//! `sc` at its end.
+
+use crate::backend::{dev, CudaBackend};
+use crate::blas1::{kernel, launch_1d, Dest, FirstPass};
+use crate::vector::CudaVector;
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use gpuq_core::{check_same_len, Result, Scalar};
+use gpuq_kernels::slots::qmr::{DELTA, EPS, LEN, RHO_NEXT, RNORM2};
+
+/// One block of one warp: the second passes that update `sc`.
+const ONE_WARP: LaunchConfig = LaunchConfig {
+    grid_dim: (1, 1, 1),
+    block_dim: (32, 1, 1),
+    shared_mem_bytes: 0,
+};
+
+impl CudaBackend {
+    /// Errors unless `sc` has the QMR slot count and the vectors agree in length.
+    fn check_qmr<T: Scalar>(op: &'static str, sc: &CudaVector<T>, lens: &[usize]) -> Result<()> {
+        check_same_len(op, LEN, sc.len)?;
+        for &len in lens {
+            check_same_len(op, lens[0], len)?;
+        }
+        Ok(())
+    }
+
+    /// sc's raw address, for a kernel that reads sc while a later launch of the
+    /// same step (holding the buffer's mutable borrow) writes it.
+    fn slots_ptr<T: Scalar>(&self, sc: &CudaVector<T>) -> u64 {
+        let (ptr, _record) = sc.buf.device_ptr(&self.inner.stream);
+        ptr
+    }
+
+    /// Runs a first pass writing `blocks` real partials into the reduction
+    /// scratch, then the one-warp second pass `second` with arguments
+    /// `(m, partials, sc, extra...)`.
+    fn qmr_reduce<T: Scalar>(
+        &self,
+        blocks: u32,
+        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
+        second: &'static str,
+        sc: &mut CudaVector<T>,
+        slot: Option<usize>,
+    ) -> Result<()> {
+        let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        first_pass(&mut scratch)?;
+        let f2 = self.function(&kernel::<T>(second))?;
+        let m = blocks as usize;
+        let mut b = self.inner.stream.launch_builder(&f2);
+        b.arg(&m).arg(&mut *scratch).arg(&mut sc.buf);
+        if let Some(slot) = slot.as_ref() {
+            b.arg(slot);
+        }
+        // SAFETY: arguments match the second-pass kernel (`qmr_norm_*` with its
+        // slot, `qmr_scalars_*`): `m` real partials written by the first pass,
+        // and sc holds LEN slots (slot < LEN).
+        unsafe { b.launch(ONE_WARP) }.map_err(dev(second))?;
+        self.inner.stats.launch(second);
+        Ok(())
+    }
+
+    /// v = v~ / rho, w = w~ / xi, z = z / xi (`z` `None`: z is w), and
+    /// `sc[DELTA] = z^T v` of the scaled vectors: one kernel (4 or 6 n element
+    /// moves) and the reduction's second pass.
+    pub fn qmr_scale<T: Scalar>(
+        &self,
+        sc: &mut CudaVector<T>,
+        v: &mut CudaVector<T>,
+        w: &mut CudaVector<T>,
+        z: Option<&mut CudaVector<T>>,
+    ) -> Result<()> {
+        let zl = z.as_ref().map_or(w.len, |z| z.len);
+        Self::check_qmr("qmr_scale", sc, &[v.len, w.len, zl])?;
+        let n = v.len;
+        let blocks = self.grid_blocks(n);
+        let f = self.function(&kernel::<T>("qmr_scale"))?;
+        let sc_ptr = self.slots_ptr(sc);
+        let z_is_w = u32::from(z.is_none());
+        // Without a preconditioner the kernel never touches z; w's address only
+        // fills the argument.
+        let z_ptr = match z {
+            Some(z) => {
+                let (ptr, _record) = z.buf.device_ptr(&self.inner.stream);
+                ptr
+            }
+            None => {
+                let (ptr, _record) = w.buf.device_ptr(&self.inner.stream);
+                ptr
+            }
+        };
+        self.reduce_into::<T>(
+            blocks,
+            |partials| {
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&n)
+                    .arg(&sc_ptr)
+                    .arg(&mut v.buf)
+                    .arg(&mut w.buf)
+                    .arg(&z_ptr)
+                    .arg(&z_is_w)
+                    .arg(partials);
+                // SAFETY: arguments match `qmr_scale_*`; v, w and z hold n
+                // elements and are distinct buffers (z, when given, is borrowed
+                // mutably apart from v and w); the scratch holds one element per
+                // block of the grid.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_scale"))?;
+                self.inner.stats.launch("qmr_scale");
+                Ok(())
+            },
+            Dest::Device(&mut sc.buf, DELTA * std::mem::size_of::<T>()),
+        )
+    }
+
+    /// p = y - (xi delta / eps) p and q = z - (rho delta / eps) q (6 n element
+    /// moves).
+    pub fn qmr_pq<T: Scalar>(
+        &self,
+        sc: &CudaVector<T>,
+        y: &CudaVector<T>,
+        z: &CudaVector<T>,
+        p: &mut CudaVector<T>,
+        q: &mut CudaVector<T>,
+    ) -> Result<()> {
+        Self::check_qmr("qmr_pq", sc, &[y.len, z.len, p.len, q.len])?;
+        launch_1d!(self, T, "qmr_pq", p.len, |b| {
+            b.arg(&sc.buf)
+                .arg(&y.buf)
+                .arg(&z.buf)
+                .arg(&mut p.buf)
+                .arg(&mut q.buf);
+        })
+    }
+
+    /// `sc[EPS] = q^T (A p)`, unconjugated: the BLAS-1 dot with its result
+    /// written into the slot (2 n reads).
+    pub fn qmr_eps<T: Scalar>(
+        &self,
+        q: &CudaVector<T>,
+        ap: &CudaVector<T>,
+        sc: &mut CudaVector<T>,
+    ) -> Result<()> {
+        Self::check_qmr("qmr_eps", sc, &[q.len, ap.len])?;
+        self.reduce_blas1::<T, T>(
+            q.len,
+            FirstPass::Dot(&q.buf, &ap.buf, 0),
+            Dest::Device(&mut sc.buf, EPS * std::mem::size_of::<T>()),
+        )
+    }
+
+    /// v~ = A p - beta v in place of v and `sc[RHO_NEXT] = ||v~||`: one kernel
+    /// (3 n element moves) and the norm's second pass.
+    pub fn qmr_v<T: Scalar>(
+        &self,
+        sc: &mut CudaVector<T>,
+        ap: &CudaVector<T>,
+        v: &mut CudaVector<T>,
+    ) -> Result<()> {
+        Self::check_qmr("qmr_v", sc, &[ap.len, v.len])?;
+        let n = v.len;
+        let blocks = self.grid_blocks(n);
+        let f = self.function(&kernel::<T>("qmr_v"))?;
+        let sc_ptr = self.slots_ptr(sc);
+        self.qmr_reduce(
+            blocks,
+            |partials| {
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&n)
+                    .arg(&sc_ptr)
+                    .arg(&ap.buf)
+                    .arg(&mut v.buf)
+                    .arg(partials);
+                // SAFETY: arguments match `qmr_v_*`; ap and v hold n elements
+                // and do not alias (v is borrowed mutably); the scratch holds one
+                // element per block of the grid.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_v"))?;
+                self.inner.stats.launch("qmr_v");
+                Ok(())
+            },
+            "qmr_norm",
+            sc,
+            Some(RHO_NEXT),
+        )
+    }
+
+    /// w~ = A^T q - beta w in place of w (3 n element moves).
+    pub fn qmr_w<T: Scalar>(
+        &self,
+        sc: &CudaVector<T>,
+        atq: &CudaVector<T>,
+        w: &mut CudaVector<T>,
+    ) -> Result<()> {
+        Self::check_qmr("qmr_w", sc, &[atq.len, w.len])?;
+        launch_1d!(self, T, "qmr_w", w.len, |b| {
+            b.arg(&sc.buf).arg(&atq.buf).arg(&mut w.buf);
+        })
+    }
+
+    /// xi = ||z|| for the next iteration, and the rotation (see
+    /// `qmr_scalars_*`): the norm kernels' first pass (n reads) and a one-warp
+    /// second pass that updates `sc`.
+    pub fn qmr_rotation<T: Scalar>(&self, z: &CudaVector<T>, sc: &mut CudaVector<T>) -> Result<()> {
+        Self::check_qmr("qmr_rotation", sc, &[z.len])?;
+        let n = z.len;
+        // The grid of the BLAS-1 reductions (`reduce_blas1`).
+        let blocks = self.grid_blocks(n).div_ceil(2);
+        let f1 = self.function(&kernel::<T>("nrm2_partials"))?;
+        self.qmr_reduce(
+            blocks,
+            |partials| {
+                let mut b = self.inner.stream.launch_builder(&f1);
+                b.arg(&n).arg(&z.buf).arg(partials);
+                // SAFETY: arguments match `nrm2_partials_*`; z holds n elements;
+                // the scratch holds one element per block of this grid.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
+                self.inner.stats.launch("reduce_partials");
+                Ok(())
+            },
+            "qmr_scalars",
+            sc,
+            None,
+        )
+    }
+
+    /// d = eta p + carry d, s = eta A p + carry s, x = x + d, r = r - s, and
+    /// `sc[RNORM2] = ||r||^2` (real part): one kernel (10 n element moves) and
+    /// the reduction's second pass.
+    #[allow(clippy::too_many_arguments)]
+    pub fn qmr_update<T: Scalar>(
+        &self,
+        sc: &mut CudaVector<T>,
+        p: &CudaVector<T>,
+        ap: &CudaVector<T>,
+        d: &mut CudaVector<T>,
+        s: &mut CudaVector<T>,
+        x: &mut CudaVector<T>,
+        r: &mut CudaVector<T>,
+    ) -> Result<()> {
+        Self::check_qmr(
+            "qmr_update",
+            sc,
+            &[p.len, ap.len, d.len, s.len, x.len, r.len],
+        )?;
+        let n = r.len;
+        let blocks = self.grid_blocks(n);
+        let f = self.function(&kernel::<T>("qmr_update"))?;
+        let sc_ptr = self.slots_ptr(sc);
+        self.reduce_into::<T::Real>(
+            blocks,
+            |partials| {
+                let mut b = self.inner.stream.launch_builder(&f);
+                b.arg(&n)
+                    .arg(&sc_ptr)
+                    .arg(&p.buf)
+                    .arg(&ap.buf)
+                    .arg(&mut d.buf)
+                    .arg(&mut s.buf)
+                    .arg(&mut x.buf)
+                    .arg(&mut r.buf)
+                    .arg(partials);
+                // SAFETY: arguments match `qmr_update_*`; every vector holds n
+                // elements; the outputs are borrowed mutably, so no two alias;
+                // the scratch holds one element per block of the grid.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_update"))?;
+                self.inner.stats.launch("qmr_update");
+                Ok(())
+            },
+            Dest::Device(&mut sc.buf, RNORM2 * std::mem::size_of::<T>()),
+        )
+    }
+}
