@@ -6,7 +6,7 @@
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::{kernel, Dest, FirstPass, ScalarArg};
 use crate::vector::CudaVector;
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use gpuq_core::{check_same_len, Result, Scalar};
 use gpuq_kernels::slots::bicgstab::{LEN, RHO, RNORM2, SNORM2, TS, TT};
 
@@ -119,10 +119,7 @@ impl CudaBackend {
         // The kernel reads sc while the second pass writes one slot of it: two
         // launches in stream order, so the reads come first. The kernel gets sc's
         // raw address because the second pass holds the buffer's mutable borrow.
-        let sc_ptr: u64 = {
-            let (ptr, _record) = sc.buf.device_ptr(&self.inner.stream);
-            ptr
-        };
+        let sc_ptr = self.slots_ptr(sc);
         self.reduce_into::<T::Real>(
             blocks,
             |partials| {
@@ -251,10 +248,7 @@ impl CudaBackend {
         // The kernel reads sc while the second pass writes two slots of it: two
         // launches in stream order, so the reads come first. The kernel gets sc's
         // raw address because the second pass holds the buffer's mutable borrow.
-        let sc_ptr: u64 = {
-            let (ptr, _record) = sc.buf.device_ptr(&self.inner.stream);
-            ptr
-        };
+        let sc_ptr = self.slots_ptr(sc);
         let target2 = ScalarArg::of(target2);
         self.reduce_pair_to_slots(
             stride,

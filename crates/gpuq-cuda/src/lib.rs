@@ -32,6 +32,7 @@ mod fused;
 mod gram_schmidt;
 mod qmr;
 mod replay;
+mod slots;
 mod spmv;
 mod tfqmr;
 mod vector;

@@ -8,62 +8,11 @@
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::{kernel, launch_1d, Dest, FirstPass};
 use crate::vector::CudaVector;
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
-use gpuq_core::{check_same_len, Result, Scalar};
+use cudarc::driver::{DevicePtr, PushKernelArg};
+use gpuq_core::{Result, Scalar};
 use gpuq_kernels::slots::qmr::{DELTA, EPS, LEN, RHO_NEXT, RNORM2};
 
-/// One block of one warp: the second passes that update `sc`.
-const ONE_WARP: LaunchConfig = LaunchConfig {
-    grid_dim: (1, 1, 1),
-    block_dim: (32, 1, 1),
-    shared_mem_bytes: 0,
-};
-
 impl CudaBackend {
-    /// Errors unless `sc` has the QMR slot count and the vectors agree in length.
-    fn check_qmr<T: Scalar>(op: &'static str, sc: &CudaVector<T>, lens: &[usize]) -> Result<()> {
-        check_same_len(op, LEN, sc.len)?;
-        for &len in lens {
-            check_same_len(op, lens[0], len)?;
-        }
-        Ok(())
-    }
-
-    /// sc's raw address, for a kernel that reads sc while a later launch of the
-    /// same step (holding the buffer's mutable borrow) writes it.
-    fn slots_ptr<T: Scalar>(&self, sc: &CudaVector<T>) -> u64 {
-        let (ptr, _record) = sc.buf.device_ptr(&self.inner.stream);
-        ptr
-    }
-
-    /// Runs a first pass writing `blocks` real partials into the reduction
-    /// scratch, then the one-warp second pass `second` with arguments
-    /// `(m, partials, sc, extra...)`.
-    fn qmr_reduce<T: Scalar>(
-        &self,
-        blocks: u32,
-        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
-        second: &'static str,
-        sc: &mut CudaVector<T>,
-        slot: Option<usize>,
-    ) -> Result<()> {
-        let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        first_pass(&mut scratch)?;
-        let f2 = self.function(&kernel::<T>(second))?;
-        let m = blocks as usize;
-        let mut b = self.inner.stream.launch_builder(&f2);
-        b.arg(&m).arg(&mut *scratch).arg(&mut sc.buf);
-        if let Some(slot) = slot.as_ref() {
-            b.arg(slot);
-        }
-        // SAFETY: arguments match the second-pass kernel (`qmr_norm_*` with its
-        // slot, `qmr_scalars_*`): `m` real partials written by the first pass,
-        // and sc holds LEN slots (slot < LEN).
-        unsafe { b.launch(ONE_WARP) }.map_err(dev(second))?;
-        self.inner.stats.launch(second);
-        Ok(())
-    }
-
     /// v = v~ / rho, w = w~ / xi, z = z / xi (`z` `None`: z is w), and
     /// `sc[DELTA] = z^T v` of the scaled vectors: one kernel (4 or 6 n element
     /// moves) and the reduction's second pass.
@@ -75,7 +24,7 @@ impl CudaBackend {
         z: Option<&mut CudaVector<T>>,
     ) -> Result<()> {
         let zl = z.as_ref().map_or(w.len, |z| z.len);
-        Self::check_qmr("qmr_scale", sc, &[v.len, w.len, zl])?;
+        Self::check_slots("qmr_scale", LEN, sc, &[v.len, w.len, zl])?;
         let n = v.len;
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("qmr_scale"))?;
@@ -126,7 +75,7 @@ impl CudaBackend {
         p: &mut CudaVector<T>,
         q: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_qmr("qmr_pq", sc, &[y.len, z.len, p.len, q.len])?;
+        Self::check_slots("qmr_pq", LEN, sc, &[y.len, z.len, p.len, q.len])?;
         launch_1d!(self, T, "qmr_pq", p.len, |b| {
             b.arg(&sc.buf)
                 .arg(&y.buf)
@@ -144,7 +93,7 @@ impl CudaBackend {
         ap: &CudaVector<T>,
         sc: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_qmr("qmr_eps", sc, &[q.len, ap.len])?;
+        Self::check_slots("qmr_eps", LEN, sc, &[q.len, ap.len])?;
         self.reduce_blas1::<T, T>(
             q.len,
             FirstPass::Dot(&q.buf, &ap.buf, 0),
@@ -160,12 +109,12 @@ impl CudaBackend {
         ap: &CudaVector<T>,
         v: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_qmr("qmr_v", sc, &[ap.len, v.len])?;
+        Self::check_slots("qmr_v", LEN, sc, &[ap.len, v.len])?;
         let n = v.len;
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("qmr_v"))?;
         let sc_ptr = self.slots_ptr(sc);
-        self.qmr_reduce(
+        self.reduce_into_slots(
             blocks,
             |partials| {
                 let mut b = self.inner.stream.launch_builder(&f);
@@ -194,7 +143,7 @@ impl CudaBackend {
         atq: &CudaVector<T>,
         w: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_qmr("qmr_w", sc, &[atq.len, w.len])?;
+        Self::check_slots("qmr_w", LEN, sc, &[atq.len, w.len])?;
         launch_1d!(self, T, "qmr_w", w.len, |b| {
             b.arg(&sc.buf).arg(&atq.buf).arg(&mut w.buf);
         })
@@ -204,12 +153,12 @@ impl CudaBackend {
     /// `qmr_scalars_*`): the norm kernels' first pass (n reads) and a one-warp
     /// second pass that updates `sc`.
     pub fn qmr_rotation<T: Scalar>(&self, z: &CudaVector<T>, sc: &mut CudaVector<T>) -> Result<()> {
-        Self::check_qmr("qmr_rotation", sc, &[z.len])?;
+        Self::check_slots("qmr_rotation", LEN, sc, &[z.len])?;
         let n = z.len;
         // The grid of the BLAS-1 reductions (`reduce_blas1`).
         let blocks = self.grid_blocks(n).div_ceil(2);
         let f1 = self.function(&kernel::<T>("nrm2_partials"))?;
-        self.qmr_reduce(
+        self.reduce_into_slots(
             blocks,
             |partials| {
                 let mut b = self.inner.stream.launch_builder(&f1);
@@ -240,8 +189,9 @@ impl CudaBackend {
         x: &mut CudaVector<T>,
         r: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_qmr(
+        Self::check_slots(
             "qmr_update",
+            LEN,
             sc,
             &[p.len, ap.len, d.len, s.len, x.len, r.len],
         )?;

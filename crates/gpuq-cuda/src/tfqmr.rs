@@ -7,50 +7,11 @@
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::{kernel, launch_1d, Dest, FirstPass};
 use crate::vector::CudaVector;
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
-use gpuq_core::{check_same_len, Result, Scalar};
+use cudarc::driver::PushKernelArg;
+use gpuq_core::{Result, Scalar};
 use gpuq_kernels::slots::tfqmr::{LEN, RHO_NEXT};
 
-/// One block of one warp: the second passes that update `sc`.
-const ONE_WARP: LaunchConfig = LaunchConfig {
-    grid_dim: (1, 1, 1),
-    block_dim: (32, 1, 1),
-    shared_mem_bytes: 0,
-};
-
 impl CudaBackend {
-    /// Errors unless `sc` has the TFQMR slot count and the vectors agree in length.
-    fn check_tfqmr<T: Scalar>(op: &'static str, sc: &CudaVector<T>, lens: &[usize]) -> Result<()> {
-        check_same_len(op, LEN, sc.len)?;
-        for &len in lens {
-            check_same_len(op, lens[0], len)?;
-        }
-        Ok(())
-    }
-
-    /// Runs a first pass writing `blocks` partials into the reduction scratch,
-    /// then the one-warp second pass `second(m, partials, sc)` that updates `sc`.
-    fn tfqmr_reduce<T: Scalar>(
-        &self,
-        blocks: u32,
-        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
-        second: &'static str,
-        sc: &mut CudaVector<T>,
-    ) -> Result<()> {
-        let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        first_pass(&mut scratch)?;
-        let f2 = self.function(&kernel::<T>(second))?;
-        let m = blocks as usize;
-        let mut b = self.inner.stream.launch_builder(&f2);
-        b.arg(&m).arg(&mut *scratch).arg(&mut sc.buf);
-        // SAFETY: arguments match the second-pass kernel (`tfqmr_sigma_*`,
-        // `tfqmr_scalars_*`): `m` partials of T written by the first pass, and sc
-        // holds LEN slots.
-        unsafe { b.launch(ONE_WARP) }.map_err(dev(second))?;
-        self.inner.stats.launch(second);
-        Ok(())
-    }
-
     /// `sc[SIGMA] = rstar^H v` and `sc[RHO] = sc[RHO_NEXT]`: the dot kernels'
     /// first pass (2 n reads) and a one-warp second pass.
     pub fn tfqmr_sigma<T: Scalar>(
@@ -59,13 +20,13 @@ impl CudaBackend {
         v: &CudaVector<T>,
         sc: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_tfqmr("tfqmr_sigma", sc, &[rstar.len, v.len])?;
+        Self::check_slots("tfqmr_sigma", LEN, sc, &[rstar.len, v.len])?;
         let n = rstar.len;
         // The grid of the BLAS-1 reductions (`reduce_blas1`).
         let blocks = self.grid_blocks(n).div_ceil(2);
         let f1 = self.function(&kernel::<T>("dot_partials"))?;
         let conj = 1u32;
-        self.tfqmr_reduce(
+        self.reduce_into_slots(
             blocks,
             |partials| {
                 let mut b = self.inner.stream.launch_builder(&f1);
@@ -82,6 +43,7 @@ impl CudaBackend {
             },
             "tfqmr_sigma",
             sc,
+            None,
         )
     }
 
@@ -93,7 +55,7 @@ impl CudaBackend {
         v: &CudaVector<T>,
         u_odd: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_tfqmr("tfqmr_odd", sc, &[u_even.len, v.len, u_odd.len])?;
+        Self::check_slots("tfqmr_odd", LEN, sc, &[u_even.len, v.len, u_odd.len])?;
         launch_1d!(self, T, "tfqmr_odd", u_odd.len, |b| {
             b.arg(&sc.buf)
                 .arg(&u_even.buf)
@@ -113,18 +75,15 @@ impl CudaBackend {
         w: &mut CudaVector<T>,
         md: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_tfqmr("tfqmr_half", sc, &[amu.len, mu.len, w.len, md.len])?;
+        Self::check_slots("tfqmr_half", LEN, sc, &[amu.len, mu.len, w.len, md.len])?;
         let n = w.len;
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("tfqmr_half"))?;
         // The kernel reads sc while the second pass writes it: two launches in
         // stream order. The kernel gets sc's raw address because the second pass
         // holds the buffer's mutable borrow.
-        let sc_ptr: u64 = {
-            let (ptr, _record) = sc.buf.device_ptr(&self.inner.stream);
-            ptr
-        };
-        self.tfqmr_reduce(
+        let sc_ptr = self.slots_ptr(sc);
+        self.reduce_into_slots(
             blocks,
             |partials| {
                 let mut b = self.inner.stream.launch_builder(&f);
@@ -145,6 +104,7 @@ impl CudaBackend {
             },
             "tfqmr_scalars",
             sc,
+            None,
         )
     }
 
@@ -155,7 +115,7 @@ impl CudaBackend {
         md: &CudaVector<T>,
         x: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_tfqmr("tfqmr_x", sc, &[md.len, x.len])?;
+        Self::check_slots("tfqmr_x", LEN, sc, &[md.len, x.len])?;
         launch_1d!(self, T, "tfqmr_x", x.len, |b| {
             b.arg(&sc.buf).arg(&md.buf).arg(&mut x.buf);
         })
@@ -169,7 +129,7 @@ impl CudaBackend {
         w: &CudaVector<T>,
         sc: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_tfqmr("tfqmr_rho", sc, &[rstar.len, w.len])?;
+        Self::check_slots("tfqmr_rho", LEN, sc, &[rstar.len, w.len])?;
         self.reduce_blas1::<T, T>(
             w.len,
             FirstPass::Dot(&rstar.buf, &w.buf, 1),
@@ -185,7 +145,7 @@ impl CudaBackend {
         u_odd: &CudaVector<T>,
         u_even: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_tfqmr("tfqmr_even", sc, &[w.len, u_odd.len, u_even.len])?;
+        Self::check_slots("tfqmr_even", LEN, sc, &[w.len, u_odd.len, u_even.len])?;
         launch_1d!(self, T, "tfqmr_even", u_even.len, |b| {
             b.arg(&sc.buf)
                 .arg(&w.buf)
@@ -202,7 +162,7 @@ impl CudaBackend {
         amu_odd: &CudaVector<T>,
         v: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_tfqmr("tfqmr_v", sc, &[amu_even.len, amu_odd.len, v.len])?;
+        Self::check_slots("tfqmr_v", LEN, sc, &[amu_even.len, amu_odd.len, v.len])?;
         launch_1d!(self, T, "tfqmr_v", v.len, |b| {
             b.arg(&sc.buf)
                 .arg(&amu_even.buf)

@@ -29,6 +29,22 @@ pub fn guarded_quotient<T: Scalar>(num: T, den: T) -> T {
     }
 }
 
+/// Errors unless a method's scalar array has its `len` slots (`sc_len`) and the
+/// vectors of a step agree in length (shared by the methods with scalars on the
+/// backend).
+pub(crate) fn check_slots(
+    op: &'static str,
+    len: usize,
+    sc_len: usize,
+    lens: &[usize],
+) -> Result<()> {
+    check_same_len(op, len, sc_len)?;
+    for &l in lens {
+        check_same_len(op, lens[0], l)?;
+    }
+    Ok(())
+}
+
 /// Errors unless `sc` has [`LEN`] elements and `slot` is one of them.
 fn check_slot(op: &'static str, sc_len: usize, slot: usize) -> Result<()> {
     check_same_len(op, LEN, sc_len)?;

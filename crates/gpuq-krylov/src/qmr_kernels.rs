@@ -13,10 +13,10 @@
 //! reductions' second passes (`CudaBackend::qmr_*`). Costs are per call for
 //! vectors of n elements.
 
-use crate::bicgstab_kernels::guarded_quotient;
+use crate::bicgstab_kernels::{check_slots, guarded_quotient};
 use crate::Replay;
 use gpuq_core::num_traits::Float;
-use gpuq_core::{check_same_len, Backend, DeviceVector, RealScalar, Result, Scalar};
+use gpuq_core::{Backend, DeviceVector, RealScalar, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
 pub use gpuq_kernels::slots::qmr::{
@@ -95,15 +95,6 @@ pub trait QmrKernels: Replay {
     ) -> Result<()>;
 }
 
-/// Errors unless `sc` has [`LEN`] elements and the vectors agree in length.
-fn check(op: &'static str, sc_len: usize, lens: &[usize]) -> Result<()> {
-    check_same_len(op, LEN, sc_len)?;
-    for &len in lens {
-        check_same_len(op, lens[0], len)?;
-    }
-    Ok(())
-}
-
 /// beta = eps / delta (zero when delta vanished).
 fn beta<T: Scalar>(sc: &[T]) -> T {
     guarded_quotient(sc[EPS], sc[DELTA])
@@ -153,7 +144,7 @@ impl QmrKernels for CpuBackend {
         z: Option<&mut CpuVector<T>>,
     ) -> Result<()> {
         let zl = z.as_ref().map_or(w.len(), |z| z.len());
-        check("qmr_scale", sc.len(), &[v.len(), w.len(), zl])?;
+        check_slots("qmr_scale", LEN, sc.len(), &[v.len(), w.len(), zl])?;
         let s = sc.as_slice();
         let inv_rho = T::from_real(T::Real::of_f64(1.0) / s[RHO].re());
         let inv_xi = T::from_real(T::Real::of_f64(1.0) / s[XI].re());
@@ -200,7 +191,12 @@ impl QmrKernels for CpuBackend {
         p: &mut CpuVector<T>,
         q: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("qmr_pq", sc.len(), &[y.len(), z.len(), p.len(), q.len()])?;
+        check_slots(
+            "qmr_pq",
+            LEN,
+            sc.len(),
+            &[y.len(), z.len(), p.len(), q.len()],
+        )?;
         let s = sc.as_slice();
         let cp = guarded_quotient(s[XI] * s[DELTA], s[EPS]);
         let cq = guarded_quotient(s[RHO] * s[DELTA], s[EPS]);
@@ -226,7 +222,7 @@ impl QmrKernels for CpuBackend {
         ap: &CpuVector<T>,
         sc: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("qmr_eps", sc.len(), &[q.len(), ap.len()])?;
+        check_slots("qmr_eps", LEN, sc.len(), &[q.len(), ap.len()])?;
         sc.as_mut_slice()[EPS] = self.dotu(q, ap)?;
         Ok(())
     }
@@ -237,7 +233,7 @@ impl QmrKernels for CpuBackend {
         ap: &CpuVector<T>,
         v: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("qmr_v", sc.len(), &[ap.len(), v.len()])?;
+        check_slots("qmr_v", LEN, sc.len(), &[ap.len(), v.len()])?;
         let b = beta(sc.as_slice());
         let ap = ap.as_slice();
         let v2 = self.run("qmr_v", || {
@@ -264,12 +260,12 @@ impl QmrKernels for CpuBackend {
         atq: &CpuVector<T>,
         w: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("qmr_w", sc.len(), &[atq.len(), w.len()])?;
+        check_slots("qmr_w", LEN, sc.len(), &[atq.len(), w.len()])?;
         self.axpby(T::one(), atq, -beta(sc.as_slice()), w)
     }
 
     fn qmr_rotation<T: Scalar>(&self, z: &CpuVector<T>, sc: &mut CpuVector<T>) -> Result<()> {
-        check("qmr_rotation", sc.len(), &[z.len()])?;
+        check_slots("qmr_rotation", LEN, sc.len(), &[z.len()])?;
         let xi = self.nrm2(z)?;
         rotation(sc.as_mut_slice(), xi);
         Ok(())
@@ -285,8 +281,9 @@ impl QmrKernels for CpuBackend {
         x: &mut CpuVector<T>,
         r: &mut CpuVector<T>,
     ) -> Result<()> {
-        check(
+        check_slots(
             "qmr_update",
+            LEN,
             sc.len(),
             &[p.len(), ap.len(), d.len(), s.len(), x.len(), r.len()],
         )?;

@@ -13,9 +13,9 @@
 //! pass each, CUDA in one kernel each plus the reductions' second passes
 //! (`CudaBackend::tfqmr_*`). Costs are per call for vectors of n elements.
 
-use crate::bicgstab_kernels::guarded_quotient;
+use crate::bicgstab_kernels::{check_slots, guarded_quotient};
 use crate::Replay;
-use gpuq_core::{check_same_len, Backend, DeviceVector, RealScalar, Result, Scalar};
+use gpuq_core::{Backend, DeviceVector, RealScalar, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
 pub use gpuq_kernels::slots::tfqmr::{ETA, LEN, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
@@ -90,15 +90,6 @@ pub trait TfqmrKernels: Replay {
     ) -> Result<()>;
 }
 
-/// Errors unless `sc` has [`LEN`] elements and the vectors agree in length.
-fn check(op: &'static str, sc_len: usize, lens: &[usize]) -> Result<()> {
-    check_same_len(op, LEN, sc_len)?;
-    for &len in lens {
-        check_same_len(op, lens[0], len)?;
-    }
-    Ok(())
-}
-
 /// alpha = sc[RHO] / sc[SIGMA] (zero when sigma vanished).
 fn alpha<T: Scalar>(sc: &[T]) -> T {
     guarded_quotient(sc[RHO], sc[SIGMA])
@@ -116,7 +107,7 @@ impl TfqmrKernels for CpuBackend {
         v: &CpuVector<T>,
         sc: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("tfqmr_sigma", sc.len(), &[rstar.len(), v.len()])?;
+        check_slots("tfqmr_sigma", LEN, sc.len(), &[rstar.len(), v.len()])?;
         let sigma = self.dotc(rstar, v)?;
         let s = sc.as_mut_slice();
         s[SIGMA] = sigma;
@@ -131,7 +122,12 @@ impl TfqmrKernels for CpuBackend {
         v: &CpuVector<T>,
         u_odd: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("tfqmr_odd", sc.len(), &[u_even.len(), v.len(), u_odd.len()])?;
+        check_slots(
+            "tfqmr_odd",
+            LEN,
+            sc.len(),
+            &[u_even.len(), v.len(), u_odd.len()],
+        )?;
         let a = alpha(sc.as_slice());
         let (ue, v) = (u_even.as_slice(), v.as_slice());
         self.run("tfqmr_odd", || {
@@ -156,8 +152,9 @@ impl TfqmrKernels for CpuBackend {
         w: &mut CpuVector<T>,
         md: &mut CpuVector<T>,
     ) -> Result<()> {
-        check(
+        check_slots(
             "tfqmr_half",
+            LEN,
             sc.len(),
             &[amu.len(), mu.len(), w.len(), md.len()],
         )?;
@@ -197,7 +194,7 @@ impl TfqmrKernels for CpuBackend {
         md: &CpuVector<T>,
         x: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("tfqmr_x", sc.len(), &[md.len(), x.len()])?;
+        check_slots("tfqmr_x", LEN, sc.len(), &[md.len(), x.len()])?;
         self.axpy(sc.as_slice()[ETA], md, x)
     }
 
@@ -207,7 +204,7 @@ impl TfqmrKernels for CpuBackend {
         w: &CpuVector<T>,
         sc: &mut CpuVector<T>,
     ) -> Result<()> {
-        check("tfqmr_rho", sc.len(), &[rstar.len(), w.len()])?;
+        check_slots("tfqmr_rho", LEN, sc.len(), &[rstar.len(), w.len()])?;
         sc.as_mut_slice()[RHO_NEXT] = self.dotc(rstar, w)?;
         Ok(())
     }
@@ -219,8 +216,9 @@ impl TfqmrKernels for CpuBackend {
         u_odd: &CpuVector<T>,
         u_even: &mut CpuVector<T>,
     ) -> Result<()> {
-        check(
+        check_slots(
             "tfqmr_even",
+            LEN,
             sc.len(),
             &[w.len(), u_odd.len(), u_even.len()],
         )?;
@@ -247,8 +245,9 @@ impl TfqmrKernels for CpuBackend {
         amu_odd: &CpuVector<T>,
         v: &mut CpuVector<T>,
     ) -> Result<()> {
-        check(
+        check_slots(
             "tfqmr_v",
+            LEN,
             sc.len(),
             &[amu_even.len(), amu_odd.len(), v.len()],
         )?;

@@ -9,7 +9,7 @@
 
 use super::prelude::{
     global_id, grid_threads, lane, ldg_u64, store_block_partial, store_block_partials,
-    sync_threads, warp_sum, DeviceScalar,
+    sync_threads, warp_total, DeviceScalar,
 };
 use crate::scalar::{KScalar, C32, C64};
 use crate::GS_CHUNK;
@@ -86,14 +86,7 @@ macro_rules! gram_schmidt {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $segments(m: usize, partials: *const $t, out: *mut $t) {
             let j = core::arch::nvptx::_block_idx_x() as usize;
-            let seg = partials.add(j * m);
-            let mut s = <$t>::zero();
-            let mut i = lane() as usize;
-            while i < m {
-                s = s + *seg.add(i);
-                i += 32;
-            }
-            let s = warp_sum(s);
+            let s = warp_total(m, partials.add(j * m));
             if lane() == 0 {
                 *out.add(j) = s;
             }

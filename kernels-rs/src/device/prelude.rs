@@ -356,6 +356,26 @@ pub unsafe fn store_block_partials<T: DeviceScalar + crate::scalar::KScalar, con
     }
 }
 
+/// Sum of `partials[0..m]` over one warp (lane l adds elements l, l + 32, ... in
+/// order, then [`warp_sum`]): the second pass of a reduction, valid in lane 0.
+/// Every lane of the warp must call it.
+///
+/// # Safety
+/// `partials` must hold `m` elements.
+#[inline(always)]
+pub unsafe fn warp_total<T: DeviceScalar + crate::scalar::KScalar>(
+    m: usize,
+    partials: *const T,
+) -> T {
+    let mut s = T::zero();
+    let mut i = lane() as usize;
+    while i < m {
+        s = s + *partials.add(i);
+        i += 32;
+    }
+    warp_sum(s)
+}
+
 /// Sum over the 32 lanes of a warp by a fixed shuffle tree; the total is valid in lane 0.
 /// Every lane of the warp must call it.
 #[inline(always)]

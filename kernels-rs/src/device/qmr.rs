@@ -8,23 +8,10 @@
 //! mapping and safety contract as in `blas1`.
 
 use super::prelude::{
-    global_id, grid_threads, lane, store_block_partial, warp_sum, DeviceReal, DeviceScalar,
+    global_id, grid_threads, lane, store_block_partial, warp_total, DeviceReal, DeviceScalar,
 };
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
 use crate::slots::qmr::{CARRY, DELTA, EPS, ETA, GAMMA, RHO, RHO_NEXT, THETA, XI};
-
-/// Sum of `partials[0..m]` over one warp (lane l adds l, l + 32, ... in order;
-/// then the shuffle tree): valid in lane 0.
-#[inline(always)]
-unsafe fn warp_total<T: DeviceScalar + KScalar>(m: usize, partials: *const T) -> T {
-    let mut s = T::zero();
-    let mut i = lane() as usize;
-    while i < m {
-        s = s + *partials.add(i);
-        i += 32;
-    }
-    warp_sum(s)
-}
 
 macro_rules! qmr {
     ($t:ty, $r:ty, $scale:ident, $pq:ident, $v:ident, $norm:ident, $w:ident,

@@ -7,22 +7,11 @@
 //! ([`guarded_quotient`]); the host reads the slots once per iteration and
 //! reports the breakdown. Launch mapping and safety contract as in `blas1`.
 
-use super::prelude::{global_id, grid_threads, lane, store_block_partial, warp_sum, DeviceScalar};
+use super::prelude::{
+    global_id, grid_threads, lane, store_block_partial, warp_total, DeviceScalar,
+};
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
 use crate::slots::tfqmr::{ETA, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
-
-/// Sum of `partials[0..m]` over one warp (lane l adds l, l + 32, ... in order;
-/// then the shuffle tree): valid in lane 0.
-#[inline(always)]
-unsafe fn warp_total<T: DeviceScalar + KScalar>(m: usize, partials: *const T) -> T {
-    let mut s = T::zero();
-    let mut i = lane() as usize;
-    while i < m {
-        s = s + *partials.add(i);
-        i += 32;
-    }
-    warp_sum(s)
-}
 
 macro_rules! tfqmr {
     ($t:ty, $r:ty, $sigma:ident, $odd:ident, $half:ident, $scalars:ident, $x:ident,
