@@ -13,6 +13,18 @@ use gpuq_core::{Result, Scalar};
 use gpuq_kernels::slots::qmr::{DELTA, EPS, LEN, RHO_NEXT, RNORM2};
 
 impl CudaBackend {
+    /// The start: `sc[RHO] = rho`, `sc[XI] = xi`, gamma = 1, eta = -1, every
+    /// other slot zero (one one-thread launch, no upload).
+    pub fn qmr_start<T: Scalar>(
+        &self,
+        sc: &mut CudaVector<T>,
+        rho: T::Real,
+        xi: T::Real,
+    ) -> Result<()> {
+        Self::check_slots("qmr_start", LEN, sc, &[])?;
+        self.set_slots("qmr_start", sc, &[rho, xi])
+    }
+
     /// v = v~ / rho, w = w~ / xi, z = z / xi (`z` `None`: z is w), and
     /// `sc[DELTA] = z^T v` of the scaled vectors: one kernel (4 or 6 n element
     /// moves) and the reduction's second pass.

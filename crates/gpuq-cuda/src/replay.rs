@@ -6,8 +6,9 @@
 
 use crate::backend::{dev, CudaBackend};
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
-use cudarc::driver::CudaGraph;
+use cudarc::driver::{CudaGraph, CudaStream, DriverError};
 use gpuq_core::{Error, Result, Stats};
+use std::sync::Arc;
 
 /// A recorded launch sequence ([`CudaBackend::replay`]) and the counters one
 /// replay adds to the backend's [`Stats`] (those its recording added).
@@ -37,7 +38,9 @@ impl CudaBackend {
     /// be called (it is called once), with every per-call value read from
     /// device memory by the kernels, not passed from the host; every buffer it
     /// touches must outlive `recording`; and it must neither download nor wait
-    /// (capture forbids both: it then fails with [`Error::Device`]).
+    /// (capture forbids both: it then fails with [`Error::Device`]). No other
+    /// thread may use this backend (or a clone) while the recording call runs:
+    /// its work would join the capture.
     pub unsafe fn replay(
         &self,
         recording: &mut Option<Recording>,
@@ -55,9 +58,11 @@ impl CudaBackend {
         stream
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .map_err(dev("starting a stream capture"))?;
+        // The capture ends whatever happens in `body`, a panic included, so the
+        // stream is usable again.
+        let mut capture = Capture(Some(stream));
         let recorded = body();
-        // The capture ends whatever happened, so the stream is usable again.
-        let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+        let graph = capture.end();
         recorded?;
         let graph = graph
             .map_err(dev("ending a stream capture"))?
@@ -68,5 +73,27 @@ impl CudaBackend {
             per_replay: self.inner.stats.snapshot().since(&before),
         });
         Ok(())
+    }
+}
+
+/// An open stream capture, ended on drop if [`Capture::end`] was not called
+/// (when the recorded body panics).
+struct Capture<'a>(Option<&'a Arc<CudaStream>>);
+
+impl Capture<'_> {
+    /// Ends the capture and instantiates what it recorded.
+    fn end(&mut self) -> std::result::Result<Option<CudaGraph>, DriverError> {
+        match self.0.take() {
+            Some(stream) => stream.end_capture(CUgraphInstantiate_flags(0)),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Drop for Capture<'_> {
+    fn drop(&mut self) {
+        // Only reached with the capture still open after a panic in the body;
+        // the partial graph is discarded.
+        let _ = self.end();
     }
 }

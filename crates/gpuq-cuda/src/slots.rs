@@ -3,7 +3,7 @@
 //! reduction whose one-warp second pass updates `sc`.
 
 use crate::backend::{dev, CudaBackend};
-use crate::blas1::kernel;
+use crate::blas1::{kernel, ScalarArg};
 use crate::vector::CudaVector;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuq_core::{check_same_len, Result, Scalar};
@@ -36,6 +36,30 @@ impl CudaBackend {
     pub(crate) fn slots_ptr<T: Scalar>(&self, sc: &CudaVector<T>) -> u64 {
         let (ptr, _record) = sc.buf.device_ptr(&self.inner.stream);
         ptr
+    }
+
+    /// Sets every slot of `sc` by the one-thread kernel `name` of scalar T,
+    /// whose arguments after `sc` are the real values `reals`: a method's start,
+    /// with no upload.
+    pub(crate) fn set_slots<T: Scalar>(
+        &self,
+        name: &'static str,
+        sc: &mut CudaVector<T>,
+        reals: &[T::Real],
+    ) -> Result<()> {
+        let f = self.function(&kernel::<T>(name))?;
+        let args: Vec<ScalarArg> = reals.iter().map(|&v| ScalarArg::of(v)).collect();
+        let mut b = self.inner.stream.launch_builder(&f);
+        b.arg(&mut sc.buf);
+        for a in &args {
+            a.push_re(&mut b);
+        }
+        // SAFETY: arguments match the start kernels (`tfqmr_start_*`,
+        // `qmr_start_*`): sc holds the method's slots, then its real values in
+        // the scalar's precision.
+        unsafe { b.launch(ONE_WARP) }.map_err(dev(name))?;
+        self.inner.stats.launch(name);
+        Ok(())
     }
 
     /// Runs `first_pass` (which writes `blocks` partials into the reduction

@@ -12,6 +12,13 @@ use gpuq_core::{Result, Scalar};
 use gpuq_kernels::slots::tfqmr::{LEN, RHO_NEXT};
 
 impl CudaBackend {
+    /// The start of a cycle: every slot zero but `sc[TAU2] = tau2` (one
+    /// one-thread launch, no upload).
+    pub fn tfqmr_start<T: Scalar>(&self, sc: &mut CudaVector<T>, tau2: T::Real) -> Result<()> {
+        Self::check_slots("tfqmr_start", LEN, sc, &[])?;
+        self.set_slots("tfqmr_start", sc, &[tau2])
+    }
+
     /// `sc[SIGMA] = rstar^H v` and `sc[RHO] = sc[RHO_NEXT]`: the dot kernels'
     /// first pass (2 n reads) and a one-warp second pass.
     pub fn tfqmr_sigma<T: Scalar>(

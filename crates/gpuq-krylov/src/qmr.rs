@@ -27,7 +27,8 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// once and replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and
 /// the iteration ends with one download of the 10-slot scalar array. 11 vectors
 /// of storage (8 without a preconditioner). The residual r = b - A x is updated
-/// by recurrence and its norm is what the history records.
+/// by recurrence and its norm is what the history records. The rotation is
+/// computed in the scalar's precision (f32 for f32 and Complex<f32>).
 ///
 /// Returns the report with `converged` false at the iteration cap, and
 /// [`gpuq_core::Error::Breakdown`] naming the quantity when one of the Lanczos
@@ -88,9 +89,8 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
         }
         _ => norm(&wt)?,
     });
-    host[GAMMA] = T::one();
-    host[ETA] = -T::one();
-    let mut sc = backend.upload(&host)?;
+    let mut sc = backend.zeros::<T>(LEN)?;
+    backend.qmr_start(&mut sc, host[RHO].re(), host[XI].re())?;
     // Declared after the vectors, so it is dropped before them.
     let mut recording = None;
     let target = session.target;
@@ -133,10 +133,16 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
             backend.qmr_rotation(z.as_ref().unwrap_or(&wt), &mut sc)?;
             backend.qmr_update(&mut sc, &p, &ptil, &mut d, &mut s, x, &mut r)
         };
-        // SAFETY: `step` enqueues the same steps on the same vectors every
-        // iteration, every per-iteration scalar in `sc`; the vectors are declared
-        // before `recording`; it neither downloads nor waits.
-        unsafe { backend.replay(&mut recording, &mut step)? };
+        if it == 1 {
+            // The first iteration runs as it is (its kernels load), the second
+            // is recorded.
+            step()?;
+        } else {
+            // SAFETY: `step` enqueues the same steps on the same vectors every
+            // iteration, every per-iteration scalar in `sc`; the vectors are
+            // declared before `recording`; it neither downloads nor waits.
+            unsafe { backend.replay(&mut recording, &mut step)? };
+        }
         // The one download of the iteration: the tests below read its scalars.
         host.copy_from_slice(&backend.download(&sc)?);
         let (delta, eps) = (host[DELTA], host[EPS]);
@@ -155,6 +161,10 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
         let (theta, gamma) = (host[THETA].re(), host[GAMMA].re());
         if !(theta.is_finite_value() && gamma > T::Real::of_f64(0.0)) {
             failure = Some("theta (the rotation of the quasi-minimisation)");
+            break;
+        }
+        if !host[ETA].is_finite_value() {
+            failure = Some("eta (the update's coefficient, not finite)");
             break;
         }
         rnorm = host[RNORM2].re().to_f64_lossless().sqrt();

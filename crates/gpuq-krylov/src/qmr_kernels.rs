@@ -27,6 +27,15 @@ use rayon::prelude::*;
 /// The steps of [`crate::qmr()`] a backend implements, with the scalars in `sc`
 /// (a vector of [`LEN`] elements on the backend).
 pub trait QmrKernels: Replay {
+    /// The start: `sc[RHO] = rho`, `sc[XI] = xi`, gamma = 1, eta = -1, every
+    /// other slot zero (no transfer).
+    fn qmr_start<T: Scalar>(
+        &self,
+        sc: &mut Self::Vector<T>,
+        rho: T::Real,
+        xi: T::Real,
+    ) -> Result<()>;
+
     /// v = v~ / rho, w = w~ / xi, z = z / xi (`z` `None`: z is w itself), and
     /// `sc[DELTA] = z^T v` (unconjugated) of the scaled vectors (4 n element
     /// moves, 6 n with z).
@@ -77,11 +86,13 @@ pub trait QmrKernels: Replay {
     /// xi = ||z|| for the next iteration and the rotation: theta = rho_next /
     /// (gamma_prev |beta|), gamma = 1 / sqrt(1 + theta^2), eta = -eta rho
     /// gamma^2 / (beta gamma_prev^2), carry = (theta_prev gamma)^2 (both zero on
-    /// a breakdown); then rho, xi, theta and gamma move along (n reads).
+    /// a breakdown; eta stored as computed, also when it overflowed); then rho,
+    /// xi, theta and gamma move along (n reads).
     fn qmr_rotation<T: Scalar>(&self, z: &Self::Vector<T>, sc: &mut Self::Vector<T>) -> Result<()>;
 
-    /// d = eta p + carry d, s = eta ap + carry s, x = x + d, r = r - s, and
-    /// `sc[RNORM2] = ||r||^2` (10 n element moves).
+    /// d = eta p + carry d, s = eta ap + carry s, x = x + d, r = r - s (eta and
+    /// carry taken as zero when eta is not finite), and `sc[RNORM2] = ||r||^2`
+    /// (10 n element moves).
     #[allow(clippy::too_many_arguments)]
     fn qmr_update<T: Scalar>(
         &self,
@@ -119,11 +130,13 @@ fn rotation<T: Scalar>(sc: &mut [T], xi: T::Real) {
         && !beta.is_zero_value()
         && theta.is_finite()
         && gamma > T::Real::of_f64(0.0);
+    // eta may overflow: it is stored as it is (the method reports it) and the
+    // update then treats it as zero.
     let (eta, carry) = if ok {
         let num = -sc[ETA] * T::from_real(rho * gamma * gamma);
         let den = beta * T::from_real(gamma_prev * gamma_prev);
         let tg = theta_prev * gamma;
-        (guarded_quotient(num, den), tg * tg)
+        (num / den, tg * tg)
     } else {
         (T::zero(), T::Real::of_f64(0.0))
     };
@@ -136,6 +149,17 @@ fn rotation<T: Scalar>(sc: &mut [T], xi: T::Real) {
 }
 
 impl QmrKernels for CpuBackend {
+    fn qmr_start<T: Scalar>(&self, sc: &mut CpuVector<T>, rho: T::Real, xi: T::Real) -> Result<()> {
+        check_slots("qmr_start", LEN, sc.len(), &[])?;
+        let s = sc.as_mut_slice();
+        s.fill(T::zero());
+        s[RHO] = T::from_real(rho);
+        s[XI] = T::from_real(xi);
+        s[GAMMA] = T::one();
+        s[ETA] = -T::one();
+        Ok(())
+    }
+
     fn qmr_scale<T: Scalar>(
         &self,
         sc: &mut CpuVector<T>,
@@ -287,7 +311,11 @@ impl QmrKernels for CpuBackend {
             sc.len(),
             &[p.len(), ap.len(), d.len(), s.len(), x.len(), r.len()],
         )?;
-        let (eta, carry) = (sc.as_slice()[ETA], sc.as_slice()[CARRY]);
+        // A non-finite eta (reported by the method) leaves x and r as they were.
+        let (eta, carry) = match sc.as_slice()[ETA] {
+            eta if eta.is_finite_value() => (eta, sc.as_slice()[CARRY]),
+            _ => (T::zero(), T::zero()),
+        };
         let (p, ap) = (p.as_slice(), ap.as_slice());
         let r2 = self.run("qmr_update", || {
             let partials: Vec<T::Real> = d
@@ -325,6 +353,15 @@ impl QmrKernels for CpuBackend {
 /// updating `sc` (see `CudaBackend::qmr_scale` and the others).
 #[cfg(feature = "cuda")]
 impl QmrKernels for gpuq_cuda::CudaBackend {
+    fn qmr_start<T: Scalar>(
+        &self,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        rho: T::Real,
+        xi: T::Real,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::qmr_start(self, sc, rho, xi)
+    }
+
     fn qmr_scale<T: Scalar>(
         &self,
         sc: &mut gpuq_cuda::CudaVector<T>,

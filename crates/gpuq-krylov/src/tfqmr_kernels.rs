@@ -24,6 +24,10 @@ use rayon::prelude::*;
 /// The steps of [`crate::tfqmr()`] a backend implements, with the scalars in
 /// `sc` (a vector of [`LEN`] elements on the backend).
 pub trait TfqmrKernels: Replay {
+    /// The start of a cycle: every slot zero but `sc[TAU2] = tau2`, the
+    /// cycle's ||r||^2 (no transfer).
+    fn tfqmr_start<T: Scalar>(&self, sc: &mut Self::Vector<T>, tau2: T::Real) -> Result<()>;
+
     /// `sc[SIGMA] = rstar^H v`, then `sc[RHO] = sc[RHO_NEXT]` (2 n reads).
     fn tfqmr_sigma<T: Scalar>(
         &self,
@@ -101,6 +105,14 @@ fn beta<T: Scalar>(sc: &[T]) -> T {
 }
 
 impl TfqmrKernels for CpuBackend {
+    fn tfqmr_start<T: Scalar>(&self, sc: &mut CpuVector<T>, tau2: T::Real) -> Result<()> {
+        check_slots("tfqmr_start", LEN, sc.len(), &[])?;
+        let s = sc.as_mut_slice();
+        s.fill(T::zero());
+        s[TAU2] = T::from_real(tau2);
+        Ok(())
+    }
+
     fn tfqmr_sigma<T: Scalar>(
         &self,
         rstar: &CpuVector<T>,
@@ -271,6 +283,14 @@ impl TfqmrKernels for CpuBackend {
 /// updating `sc` (see `CudaBackend::tfqmr_sigma` and the others).
 #[cfg(feature = "cuda")]
 impl TfqmrKernels for gpuq_cuda::CudaBackend {
+    fn tfqmr_start<T: Scalar>(
+        &self,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        tau2: T::Real,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::tfqmr_start(self, sc, tau2)
+    }
+
     fn tfqmr_sigma<T: Scalar>(
         &self,
         rstar: &gpuq_cuda::CudaVector<T>,

@@ -78,7 +78,9 @@ impl DeviceReal for f32 {
     fn sqrt_rn(self) -> f32 {
         let r: f32;
         // SAFETY: a register-to-register instruction with no preconditions.
-        unsafe { asm!("sqrt.rn.f32 {r}, {v};", r = out(reg32) r, v = in(reg32) self) };
+        unsafe {
+            asm!("sqrt.rn.f32 {r}, {v};", r = out(reg32) r, v = in(reg32) self, options(pure, nomem, nostack))
+        };
         r
     }
 }
@@ -88,7 +90,9 @@ impl DeviceReal for f64 {
     fn sqrt_rn(self) -> f64 {
         let r: f64;
         // SAFETY: a register-to-register instruction with no preconditions.
-        unsafe { asm!("sqrt.rn.f64 {r}, {v};", r = out(reg64) r, v = in(reg64) self) };
+        unsafe {
+            asm!("sqrt.rn.f64 {r}, {v};", r = out(reg64) r, v = in(reg64) self, options(pure, nomem, nostack))
+        };
         r
     }
 }

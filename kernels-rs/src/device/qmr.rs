@@ -11,11 +11,28 @@ use super::prelude::{
     global_id, grid_threads, lane, store_block_partial, warp_total, DeviceReal, DeviceScalar,
 };
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
-use crate::slots::qmr::{CARRY, DELTA, EPS, ETA, GAMMA, RHO, RHO_NEXT, THETA, XI};
+use crate::slots::qmr::{CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RHO_NEXT, THETA, XI};
 
 macro_rules! qmr {
-    ($t:ty, $r:ty, $scale:ident, $pq:ident, $v:ident, $norm:ident, $w:ident,
+    ($t:ty, $r:ty, $start:ident, $scale:ident, $pq:ident, $v:ident, $norm:ident, $w:ident,
      $scalars:ident, $update:ident) => {
+        /// The start, one thread: `sc[RHO] = rho`, `sc[XI] = xi`, gamma = 1,
+        /// eta = -1, every other slot zero.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $start(sc: *mut $t, rho: $r, xi: $r) {
+            if global_id() == 0 {
+                let mut k = 0;
+                while k < LEN {
+                    *sc.add(k) = <$t>::zero();
+                    k += 1;
+                }
+                *sc.add(RHO) = <$t>::from_real(rho);
+                *sc.add(XI) = <$t>::from_real(xi);
+                *sc.add(GAMMA) = <$t>::from_real(1.0);
+                *sc.add(ETA) = <$t>::from_real(-1.0);
+            }
+        }
+
         /// v = v~ / rho, w = w~ / xi and z = z / xi (z is w when `z_is_w` is
         /// set), with `partials[b]` = block b's sum of z_i v_i (the first pass of
         /// delta = z^T v, unconjugated).
@@ -125,7 +142,8 @@ macro_rules! qmr {
         /// theta = rho_next / (gamma_prev |beta|), gamma = 1 / sqrt(1 + theta^2),
         /// eta = -eta rho gamma^2 / (beta gamma_prev^2), carry = (theta_prev
         /// gamma)^2 (both zero when delta, eps or beta vanished or theta is not
-        /// finite), and rho, xi, theta, gamma move along.
+        /// finite; eta as computed, also when it overflowed), and rho, xi,
+        /// theta, gamma move along.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $scalars(m: usize, partials: *const $r, sc: *mut $t) {
             let xi = warp_total(m, partials).sqrt_rn();
@@ -145,11 +163,13 @@ macro_rules! qmr {
                     && !beta.is_zero()
                     && theta.is_finite()
                     && gamma > 0.0;
+                // eta may overflow: it is stored as it is (the host reports it)
+                // and the update then treats it as zero.
                 let (eta, carry) = if ok {
                     let num = (<$t>::zero() - *sc.add(ETA)) * <$t>::from_real(rho * gamma * gamma);
                     let den = beta * <$t>::from_real(gamma_prev * gamma_prev);
                     let tg = theta_prev * gamma;
-                    (guarded_quotient(num, den), tg * tg)
+                    (num.div(den), tg * tg)
                 } else {
                     (<$t>::zero(), 0.0)
                 };
@@ -162,7 +182,8 @@ macro_rules! qmr {
             }
         }
 
-        /// d = eta p + carry d, s = eta A p + carry s, x = x + d, r = r - s;
+        /// d = eta p + carry d, s = eta A p + carry s, x = x + d, r = r - s (eta
+        /// and carry taken as zero when eta is not finite);
         /// `partials[b]` = block b's sum of |r_i|^2 (the first pass of
         /// `sc[RNORM2]`).
         #[no_mangle]
@@ -177,7 +198,12 @@ macro_rules! qmr {
             r: *mut $t,
             partials: *mut $r,
         ) {
-            let (eta, carry) = (*sc.add(ETA), *sc.add(CARRY));
+            // A non-finite eta (reported by the host) leaves x and r as they were.
+            let (eta, carry) = if (*sc.add(ETA)).is_finite() {
+                (*sc.add(ETA), *sc.add(CARRY))
+            } else {
+                (<$t>::zero(), <$t>::zero())
+            };
             let mut acc = <$r>::zero();
             let mut i = global_id();
             while i < n {
@@ -199,6 +225,7 @@ macro_rules! qmr {
 qmr!(
     f32,
     f32,
+    qmr_start_f32,
     qmr_scale_f32,
     qmr_pq_f32,
     qmr_v_f32,
@@ -210,6 +237,7 @@ qmr!(
 qmr!(
     f64,
     f64,
+    qmr_start_f64,
     qmr_scale_f64,
     qmr_pq_f64,
     qmr_v_f64,
@@ -221,6 +249,7 @@ qmr!(
 qmr!(
     C32,
     f32,
+    qmr_start_c32,
     qmr_scale_c32,
     qmr_pq_c32,
     qmr_v_c32,
@@ -232,6 +261,7 @@ qmr!(
 qmr!(
     C64,
     f64,
+    qmr_start_c64,
     qmr_scale_c64,
     qmr_pq_c64,
     qmr_v_c64,

@@ -11,11 +11,25 @@ use super::prelude::{
     global_id, grid_threads, lane, store_block_partial, warp_total, DeviceScalar,
 };
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
-use crate::slots::tfqmr::{ETA, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
+use crate::slots::tfqmr::{ETA, LEN, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
 
 macro_rules! tfqmr {
-    ($t:ty, $r:ty, $sigma:ident, $odd:ident, $half:ident, $scalars:ident, $x:ident,
-     $even:ident, $v:ident) => {
+    ($t:ty, $r:ty, $start:ident, $sigma:ident, $odd:ident, $half:ident, $scalars:ident,
+     $x:ident, $even:ident, $v:ident) => {
+        /// The start of a cycle, one thread: every slot zero but `sc[TAU2]` =
+        /// `tau2` (the cycle's ||r||^2).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $start(sc: *mut $t, tau2: $r) {
+            if global_id() == 0 {
+                let mut k = 0;
+                while k < LEN {
+                    *sc.add(k) = <$t>::zero();
+                    k += 1;
+                }
+                *sc.add(TAU2) = <$t>::from_real(tau2);
+            }
+        }
+
         /// Second pass of sigma = r*^H v, one warp: `sc[SIGMA]` = the sum of
         /// `partials[0..m]`, and rho moves along (`sc[RHO] = sc[RHO_NEXT]`).
         #[no_mangle]
@@ -138,6 +152,7 @@ macro_rules! tfqmr {
 tfqmr!(
     f32,
     f32,
+    tfqmr_start_f32,
     tfqmr_sigma_f32,
     tfqmr_odd_f32,
     tfqmr_half_f32,
@@ -149,6 +164,7 @@ tfqmr!(
 tfqmr!(
     f64,
     f64,
+    tfqmr_start_f64,
     tfqmr_sigma_f64,
     tfqmr_odd_f64,
     tfqmr_half_f64,
@@ -160,6 +176,7 @@ tfqmr!(
 tfqmr!(
     C32,
     f32,
+    tfqmr_start_c32,
     tfqmr_sigma_c32,
     tfqmr_odd_c32,
     tfqmr_half_c32,
@@ -171,6 +188,7 @@ tfqmr!(
 tfqmr!(
     C64,
     f64,
+    tfqmr_start_c64,
     tfqmr_sigma_c64,
     tfqmr_odd_c64,
     tfqmr_half_c64,
