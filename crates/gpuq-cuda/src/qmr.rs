@@ -14,7 +14,7 @@ use gpuq_kernels::slots::qmr::{DELTA, EPS, LEN, RHO_NEXT, RNORM2};
 
 impl CudaBackend {
     /// The start: `sc[RHO] = rho`, `sc[XI] = xi`, gamma = 1, eta = -1, every
-    /// other slot zero (one one-thread launch, no upload).
+    /// other slot zero (one launch of one warp, thread 0 writing; no upload).
     pub fn qmr_start<T: Scalar>(
         &self,
         sc: &mut CudaVector<T>,

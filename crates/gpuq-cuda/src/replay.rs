@@ -28,7 +28,8 @@ impl CudaBackend {
     /// `None`) captures them into a CUDA graph, stores it in `recording` and
     /// launches it; later calls launch the stored graph and do not call `body`.
     /// Either way nothing waits for the device. The counters count every replay
-    /// as the launches it stands for.
+    /// as the launches it stands for (and keep those of a recording that
+    /// failed, which never ran).
     ///
     /// Cost: one graph instantiation on the first call, then one driver call per
     /// replay, whatever the number of kernels.

@@ -38,7 +38,7 @@ impl CudaBackend {
         ptr
     }
 
-    /// Sets every slot of `sc` by the one-thread kernel `name` of scalar T,
+    /// Sets every slot of `sc` by the kernel `name` of scalar T (one warp, thread 0 writing),
     /// whose arguments after `sc` are the real values `reals`: a method's start,
     /// with no upload.
     pub(crate) fn set_slots<T: Scalar>(

@@ -13,7 +13,7 @@ use gpuq_kernels::slots::tfqmr::{LEN, RHO_NEXT};
 
 impl CudaBackend {
     /// The start of a cycle: every slot zero but `sc[TAU2] = tau2` (one
-    /// one-thread launch, no upload).
+    /// launch of one warp, thread 0 writing; no upload).
     pub fn tfqmr_start<T: Scalar>(&self, sc: &mut CudaVector<T>, tau2: T::Real) -> Result<()> {
         Self::check_slots("tfqmr_start", LEN, sc, &[])?;
         self.set_slots("tfqmr_start", sc, &[tau2])

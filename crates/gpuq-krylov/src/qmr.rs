@@ -2,7 +2,7 @@
 //! two-sided Lanczos process without look-ahead, coupled two-term recurrences,
 //! right-preconditioned. It uses the transpose of the operator.
 
-use crate::qmr_kernels::{QmrKernels, DELTA, EPS, ETA, GAMMA, LEN, RHO, RNORM2, THETA, XI};
+use crate::qmr_kernels::{QmrKernels, CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RNORM2, THETA, XI};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -163,8 +163,8 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
             failure = Some("theta (the rotation of the quasi-minimisation)");
             break;
         }
-        if !host[ETA].is_finite_value() {
-            failure = Some("eta (the update's coefficient, not finite)");
+        if !(host[ETA].is_finite_value() && host[CARRY].is_finite_value()) {
+            failure = Some("eta or theta_prev gamma (the update's coefficients, not finite)");
             break;
         }
         rnorm = host[RNORM2].re().to_f64_lossless().sqrt();

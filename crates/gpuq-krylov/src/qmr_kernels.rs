@@ -91,7 +91,7 @@ pub trait QmrKernels: Replay {
     fn qmr_rotation<T: Scalar>(&self, z: &Self::Vector<T>, sc: &mut Self::Vector<T>) -> Result<()>;
 
     /// d = eta p + carry d, s = eta ap + carry s, x = x + d, r = r - s (eta and
-    /// carry taken as zero when eta is not finite), and `sc[RNORM2] = ||r||^2`
+    /// carry taken as zero when either is not finite), and `sc[RNORM2] = ||r||^2`
     /// (10 n element moves).
     #[allow(clippy::too_many_arguments)]
     fn qmr_update<T: Scalar>(
@@ -311,9 +311,10 @@ impl QmrKernels for CpuBackend {
             sc.len(),
             &[p.len(), ap.len(), d.len(), s.len(), x.len(), r.len()],
         )?;
-        // A non-finite eta (reported by the method) leaves x and r as they were.
-        let (eta, carry) = match sc.as_slice()[ETA] {
-            eta if eta.is_finite_value() => (eta, sc.as_slice()[CARRY]),
+        // A non-finite eta or carry (reported by the method) leaves x and r as
+        // they were.
+        let (eta, carry) = match (sc.as_slice()[ETA], sc.as_slice()[CARRY]) {
+            (eta, carry) if eta.is_finite_value() && carry.is_finite_value() => (eta, carry),
             _ => (T::zero(), T::zero()),
         };
         let (p, ap) = (p.as_slice(), ap.as_slice());

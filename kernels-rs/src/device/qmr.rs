@@ -183,7 +183,7 @@ macro_rules! qmr {
         }
 
         /// d = eta p + carry d, s = eta A p + carry s, x = x + d, r = r - s (eta
-        /// and carry taken as zero when eta is not finite);
+        /// and carry taken as zero when either is not finite);
         /// `partials[b]` = block b's sum of |r_i|^2 (the first pass of
         /// `sc[RNORM2]`).
         #[no_mangle]
@@ -198,9 +198,11 @@ macro_rules! qmr {
             r: *mut $t,
             partials: *mut $r,
         ) {
-            // A non-finite eta (reported by the host) leaves x and r as they were.
-            let (eta, carry) = if (*sc.add(ETA)).is_finite() {
-                (*sc.add(ETA), *sc.add(CARRY))
+            // A non-finite eta or carry (reported by the host) leaves x and r as
+            // they were.
+            let (eta, carry) = (*sc.add(ETA), *sc.add(CARRY));
+            let (eta, carry) = if eta.is_finite() && carry.is_finite() {
+                (eta, carry)
             } else {
                 (<$t>::zero(), <$t>::zero())
             };
