@@ -67,6 +67,7 @@ fn op_bytes(op: &str, n: f64, s: f64, spmv: f64) -> Option<f64> {
         "bicgstab_p" => 4.0 * n * s,
         "bicgstab_s" => 3.0 * n * s,
         "bicgstab_tt" => 2.0 * n * s,
+        "axpby_slots" => 3.0 * n * s,
         "tfqmr_odd" | "tfqmr_even" => 3.0 * n * s,
         "tfqmr_v" => 4.0 * n * s,
         // amu and mu read, w and M d read and written.

@@ -72,3 +72,67 @@ pub mod qmr {
     /// Length of the array.
     pub const LEN: usize = 10;
 }
+
+/// BiCGSTAB(l)'s scalars (see `gpuq_krylov::bicgstab_l`): fixed slots, then
+/// per-index arrays whose places depend on l. Negated copies let every vector
+/// step be `y = sc[a] x + sc[b] y`.
+pub mod bicgstabl {
+    /// The constant 1.
+    pub const ONE: usize = 0;
+    /// rho0 of the BiCG part.
+    pub const RHO0: usize = 1;
+    /// alpha of the BiCG part.
+    pub const ALPHA: usize = 2;
+    /// -alpha.
+    pub const NEG_ALPHA: usize = 3;
+    /// omega, the last minimal-residual coefficient.
+    pub const OMEGA: usize = 4;
+    /// -omega.
+    pub const NEG_OMEGA: usize = 5;
+    /// rho1 = r~^H r_j.
+    pub const RHO1: usize = 6;
+    /// beta = alpha rho1 / rho0.
+    pub const BETA: usize = 7;
+    /// -beta.
+    pub const NEG_BETA: usize = 8;
+    /// r~^H u_(j+1).
+    pub const GAMMA_DOT: usize = 9;
+    /// A dot product on its way to a quotient.
+    pub const DOT: usize = 10;
+    /// -tau of the current Gram-Schmidt step.
+    pub const NEG_TAU: usize = 11;
+    /// Where a result nobody reads goes.
+    pub const DISCARD: usize = 12;
+    /// The first breakdown of a cycle, as a code (real; 0: none).
+    pub const FLAG: usize = 13;
+    /// ||r_0||^2 at the end of a cycle (real).
+    pub const RNORM2: usize = 14;
+    /// Slots before the arrays.
+    pub const FIXED: usize = 15;
+    /// Breakdown code: rho = r~^H r_j vanished.
+    pub const RHO_VANISHED: u32 = 1;
+    /// Breakdown code: r~^H u_(j+1) vanished.
+    pub const GAMMA_VANISHED: u32 = 2;
+    /// Breakdown code: ||r_j||^2 of the minimal-residual part vanished.
+    pub const SIGMA_VANISHED: u32 = 3;
+    /// Breakdown code: omega vanished.
+    pub const OMEGA_VANISHED: u32 = 4;
+
+    /// ||r_j||^2 after Gram-Schmidt, j <= l.
+    pub const fn sigma(j: usize) -> usize {
+        FIXED + j
+    }
+    /// tau_ij, i, j <= l.
+    pub const fn tau(l: usize, i: usize, j: usize) -> usize {
+        FIXED + (l + 1) + i * (l + 1) + j
+    }
+    /// The minimal-residual coefficients: `which` 0 gamma, 1 -gamma, 2 gamma',
+    /// 3 -gamma', 4 gamma'' (Sleijpen and Fokkema's gamma, gamma', gamma'').
+    pub const fn coef(l: usize, which: usize, j: usize) -> usize {
+        FIXED + (l + 1) + (l + 1) * (l + 1) + which * (l + 1) + j
+    }
+    /// Slots for a given l.
+    pub const fn len(l: usize) -> usize {
+        coef(l, 5, 0)
+    }
+}

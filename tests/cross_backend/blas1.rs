@@ -5,7 +5,9 @@ use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
 use gpuq::cpu::{CpuBackend, CpuVector};
 use gpuq::cuda::CudaVector;
-use gpuq::krylov::{BicgstabKernels, CgKernels, GmresKernels, QmrKernels, TfqmrKernels};
+use gpuq::krylov::{
+    BicgstabKernels, BicgstablKernels, CgKernels, GmresKernels, QmrKernels, TfqmrKernels,
+};
 use proptest::prelude::*;
 
 const SIZES: &[usize] = &[0, 1, 31, 32, 33, 255, 256, 257, 1007, 65_537, 1_048_579];
@@ -761,5 +763,99 @@ fn qmr_steps_match_the_cpu() {
         check_qmr_steps::<f64>(g, &c, n, 30 * k as u64);
         check_qmr_steps::<Complex64>(g, &c, n, 30 * k as u64 + 5);
         check_qmr_steps::<f32>(g, &c, n, 30 * k as u64 + 7);
+    }
+}
+
+/// BiCGSTAB(l)'s slot steps, device against CPU: the start, dots into slots,
+/// `y = sc[a] x + sc[b] y`, the guarded quotient with its breakdown flag, and
+/// the minimal-residual solve; a slot outside the array is an error.
+fn check_bicgstabl_steps<T: RandomScalar>(
+    g: &gpuq::cuda::CudaBackend,
+    c: &CpuBackend,
+    n: usize,
+    seed: u64,
+) {
+    use gpuq::krylov::bicgstabl_kernels::{coef, len, tau, DOT, FLAG, ONE, RHO0, RHO_VANISHED};
+    let l = 4;
+    let eps = T::Real::eps().to_f64_lossless();
+    let (mut scg, mut scc) = (g.zeros::<T>(len(l)).unwrap(), c.zeros::<T>(len(l)).unwrap());
+    BicgstablKernels::bicgstabl_start(g, &mut scg, l).unwrap();
+    BicgstablKernels::bicgstabl_start(c, &mut scc, l).unwrap();
+    assert_eq!(g.download(&scg).unwrap(), c.download(&scc).unwrap());
+    // Random values in every slot but the flag, the same on both.
+    let mut sc_host: Vec<T> = random_vec(len(l), seed + 50);
+    sc_host[FLAG] = T::zero();
+    sc_host[ONE] = T::one();
+    let (mut scg, mut scc) = (g.upload(&sc_host).unwrap(), c.upload(&sc_host).unwrap());
+    let xs: Vec<T> = random_vec(n, seed);
+    let ys: Vec<T> = random_vec(n, seed + 1);
+    let (xg, xc) = (g.upload(&xs).unwrap(), c.upload(&xs).unwrap());
+    let (mut yg, mut yc) = (g.upload(&ys).unwrap(), c.upload(&ys).unwrap());
+    BicgstablKernels::axpby_slots(g, &scg, RHO0, &xg, DOT, &mut yg).unwrap();
+    BicgstablKernels::axpby_slots(c, &scc, RHO0, &xc, DOT, &mut yc).unwrap();
+    let scale = (sc_host[RHO0].magnitude() + sc_host[DOT].magnitude()).to_f64_lossless();
+    close(
+        "axpby_slots",
+        &g.download(&yg).unwrap(),
+        &c.download(&yc).unwrap(),
+        |i| 4.0 * eps * scale * (xs[i].magnitude() + ys[i].magnitude()).to_f64_lossless(),
+    );
+    BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, DOT).unwrap();
+    BicgstablKernels::dotc_into_slot(c, &xc, &yc, &mut scc, DOT).unwrap();
+    let (sg, s_c) = (g.download(&scg).unwrap(), c.download(&scc).unwrap());
+    let bound = 4.0 * (two_gamma(n, eps, T::IS_COMPLEX) + 16.0 * eps) * (n as f64 + 1.0) * scale;
+    assert!(
+        (sg[DOT] - s_c[DOT]).magnitude().to_f64_lossless() <= bound,
+        "dotc_into_slot"
+    );
+    // The same slot values on both from here on, so the one-thread steps must
+    // agree to rounding.
+    let mut sc_host = s_c.clone();
+    sc_host[coef(l, 2, 3)] = T::zero();
+    let (mut scg, mut scc) = (g.upload(&sc_host).unwrap(), c.upload(&sc_host).unwrap());
+    // A plain quotient, then one by a vanished checked slot: it flags the
+    // breakdown and the quotient is zero (tau_33, tau_44: slots the solve
+    // does not read).
+    let plain = ((DOT, RHO0, ONE), tau(l, 1, 2), tau(l, 2, 1), None, 0);
+    let by_zero = (
+        (DOT, ONE, coef(l, 2, 3)),
+        tau(l, 3, 3),
+        tau(l, 4, 4),
+        Some(coef(l, 2, 3)),
+        RHO_VANISHED,
+    );
+    for (abc, out, neg, check, code) in [plain, by_zero] {
+        BicgstablKernels::slot_ratio(g, &mut scg, abc, out, neg, check, code).unwrap();
+        BicgstablKernels::slot_ratio(c, &mut scc, abc, out, neg, check, code).unwrap();
+    }
+    BicgstablKernels::bicgstabl_mr(g, &mut scg, l).unwrap();
+    BicgstablKernels::bicgstabl_mr(c, &mut scc, l).unwrap();
+    let (sg, s_c) = (g.download(&scg).unwrap(), c.download(&scc).unwrap());
+    assert_eq!(s_c[FLAG], T::from_f64(f64::from(RHO_VANISHED)));
+    assert_eq!(s_c[tau(l, 3, 3)], T::zero());
+    let big = s_c
+        .iter()
+        .map(|v| v.magnitude().to_f64_lossless())
+        .fold(1.0, f64::max);
+    close("slot_ratio and bicgstabl_mr", &sg, &s_c, |_| {
+        1e3 * eps * big * big
+    });
+    // Slots outside the array are errors, not reads out of bounds.
+    assert!(BicgstablKernels::axpby_slots(g, &scg, len(l), &xg, ONE, &mut yg).is_err());
+    assert!(BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, len(l)).is_err());
+    let far = Some(len(l));
+    assert!(BicgstablKernels::slot_ratio(g, &mut scg, (ONE, ONE, ONE), DOT, DOT, far, 1).is_err());
+    assert!(BicgstablKernels::bicgstabl_mr(g, &mut scg, l + 1).is_err());
+}
+
+#[test]
+fn bicgstabl_steps_match_the_cpu() {
+    let Some(g) = gpu("bicgstabl_steps_match_the_cpu") else {
+        return;
+    };
+    let c = CpuBackend::new();
+    for (k, n) in [1usize, 31, 1000, 100_003].into_iter().enumerate() {
+        check_bicgstabl_steps::<f64>(g, &c, n, 40 * k as u64);
+        check_bicgstabl_steps::<Complex64>(g, &c, n, 40 * k as u64 + 5);
     }
 }

@@ -17,7 +17,8 @@ fn scalars_per_iteration(method: Method) -> usize {
         Method::Cg | Method::Bicgstab | Method::Tfqmr => 6,
         // Its 10-slot scalar array, downloaded once per iteration.
         Method::Qmr => 10,
-        Method::BicgstabL { l } => l * (l + 3) / 2 + 2 * l + 2,
+        // Its scalar array, downloaded once per cycle.
+        Method::BicgstabL { l } => gpuq::krylov::bicgstabl_kernels::len(l),
         Method::Gmres { restart } => 2 * restart + 4,
     }
 }
@@ -75,11 +76,11 @@ fn compare<T: crate::common::RandomScalar>(
         rg.stats.bytes_down,
         rg.iterations
     );
-    // BiCGSTAB, TFQMR and QMR keep their scalars on the device: one download
-    // per iteration besides the fixed ones (TFQMR adds a true-residual check,
+    // BiCGSTAB, BiCGSTAB(l), TFQMR and QMR keep their scalars on the device:
+    // one download per iteration (cycle) besides the fixed ones (TFQMR adds a true-residual check,
     // one download, in an iteration whose bound is met: at most one each).
     let allowed = match config.method {
-        Method::Bicgstab => Some(rg.iterations + 4),
+        Method::Bicgstab | Method::BicgstabL { .. } => Some(rg.iterations + 4),
         Method::Qmr => Some(rg.iterations + 6),
         Method::Tfqmr => Some(2 * rg.iterations + 4),
         _ => None,

@@ -25,6 +25,17 @@ pub fn check_same_len(op: &'static str, a: usize, b: usize) -> Result<()> {
     }
 }
 
+/// Returns [`Error::InvalidArgument`] for `op` unless every index in `indices`
+/// is below `len` (for kernels that index a small array unchecked). O(indices).
+pub fn check_indices(op: &'static str, len: usize, indices: &[usize]) -> Result<()> {
+    match indices.iter().find(|&&k| k >= len) {
+        Some(k) => Err(Error::InvalidArgument(format!(
+            "{op}: index {k} is outside an array of {len}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A place where vectors live and BLAS-1 operations run: the Rayon CPU backend,
 /// the CUDA backend, ...
 ///

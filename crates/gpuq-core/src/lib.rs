@@ -23,7 +23,7 @@ mod report;
 mod scalar;
 mod stats;
 
-pub use backend::{check_same_len, Backend, DeviceVector};
+pub use backend::{check_indices, check_same_len, Backend, DeviceVector};
 pub use error::{Error, Result};
 pub use operator::{IdentityOperator, LinearOperator};
 pub use report::SolveReport;

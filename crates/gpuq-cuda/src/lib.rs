@@ -27,6 +27,7 @@
 
 mod backend;
 mod bicgstab;
+mod bicgstabl;
 mod blas1;
 mod fused;
 mod gram_schmidt;

@@ -1,11 +1,14 @@
 //! BiCGSTAB(l) (Sleijpen and Fokkema 1993), right-preconditioned: l BiCG steps
 //! followed by a degree-l minimal-residual polynomial.
 
-use crate::session::{vanished, Session, STAGNATION};
-use crate::KrylovOptions;
-use gpuq_core::{
-    Backend, DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport,
+use crate::bicgstabl_kernels::{
+    coef, len, sigma, tau, BicgstablKernels, ALPHA, BETA, DISCARD, DOT, FLAG, GAMMA_DOT,
+    GAMMA_VANISHED, NEG_ALPHA, NEG_BETA, NEG_OMEGA, NEG_TAU, ONE, RHO0, RHO1, RHO_VANISHED, RNORM2,
+    SIGMA_VANISHED,
 };
+use crate::session::{Session, STAGNATION};
+use crate::KrylovOptions;
+use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
 /// Solves A x = b by BiCGSTAB(`l`) with right preconditioning (A M y = b,
 /// x = M y), starting from the `x` given, for any nonsingular A, real or complex.
@@ -13,17 +16,23 @@ use gpuq_core::{
 ///
 /// An iteration, as counted in the report, is one cycle: l BiCG steps (2l
 /// operator and preconditioner applications, 2l dot products) and the
-/// minimal-residual part (l (l + 3) / 2 dot products on the host-side Gram-Schmidt
-/// of the l new residual directions), each dot one scalar download; about
-/// l^2 + 5l vector updates. Storage: 2 (l + 1) + 3 vectors (one more with a
-/// preconditioner). The residual is checked once per cycle.
+/// minimal-residual part (l (l + 3) / 2 dot products in the modified
+/// Gram-Schmidt of the l new residual directions, and a small triangular
+/// solve); about l^2 + 5l vector updates. Every scalar stays on the backend
+/// ([`BicgstablKernels`]), so a cycle takes no host value: it is recorded once
+/// and replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and it
+/// ends with one download of the scalar array. Storage: 2 (l + 1) + 3 vectors
+/// (one more with a preconditioner). The residual is checked once per cycle.
+/// A quantity that vanishes inside a cycle zeroes the coefficients that need it
+/// and the cycle runs to its end (its minimal-residual step still applies)
+/// before the breakdown is reported.
 ///
 /// Returns the report with `converged` false at the iteration cap,
 /// [`Error::InvalidArgument`] for `l = 0`, and [`Error::Breakdown`] naming the
-/// quantity when rho = r0^H r_j, r0^H u_(j+1) or a residual direction's norm
-/// vanishes (or turns non-finite). The report's `relative_residual` is
+/// quantity when rho = r0^H r_j, r0^H u_(j+1), a residual direction's norm or
+/// omega vanishes (or turns non-finite). The report's `relative_residual` is
 /// recomputed from b - A x.
-pub fn bicgstab_l<B: Backend, T: Scalar>(
+pub fn bicgstab_l<B: BicgstablKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -38,7 +47,7 @@ pub fn bicgstab_l<B: Backend, T: Scalar>(
 /// [`bicgstab_l`] with a monitor called after every cycle with
 /// `(cycle, recurrence relative residual)`.
 #[allow(clippy::too_many_arguments)]
-pub fn bicgstab_l_monitored<B: Backend, T: Scalar>(
+pub fn bicgstab_l_monitored<B: BicgstablKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,
@@ -76,104 +85,138 @@ pub fn bicgstab_l_monitored<B: Backend, T: Scalar>(
         None => a.apply(v, out),
     };
 
+    let mut sc = backend.zeros::<T>(len(l))?;
+    backend.bicgstabl_start(&mut sc, l)?;
+    // Declared after the vectors, so it is dropped before them.
+    let mut recording = None;
+
     let target = session.target;
     let mut converged = rnorm <= target;
-    let (mut rho0, mut alpha, mut omega) = (T::one(), T::zero(), T::one());
     let mut it = 0;
     let mut failure = None;
-    'cycles: while !converged && it < session.max_iter {
+    while !converged && it < session.max_iter {
         it += 1;
-        rho0 = -omega * rho0;
-        if let Some(dy) = dy.as_mut() {
-            backend.fill(dy, T::zero())?;
-        }
-        // BiCG part.
-        for j in 0..l {
-            let rho1 = backend.dotc(&rtilde, &r[j])?;
-            if vanished(rho1) {
-                failure = Some("rho = r0^H r_j");
-                break 'cycles;
+        let mut cycle = || -> Result<()> {
+            // rho0 = -omega rho0
+            backend.slot_ratio(&mut sc, (NEG_OMEGA, RHO0, ONE), RHO0, DISCARD, None, 0)?;
+            if let Some(dy) = dy.as_mut() {
+                backend.fill(dy, T::zero())?;
             }
-            let beta = alpha * (rho1 / rho0);
-            rho0 = rho1;
-            for i in 0..=j {
-                // u_i = r_i - beta u_i
-                backend.axpby(T::one(), &r[i], -beta, &mut u[i])?;
+            // BiCG part.
+            for j in 0..l {
+                // rho1 = r~^H r_j; beta = alpha rho1 / rho0; rho0 = rho1
+                backend.dotc_into_slot(&rtilde, &r[j], &mut sc, RHO1)?;
+                let check = Some(RHO1);
+                backend.slot_ratio(
+                    &mut sc,
+                    (ALPHA, RHO1, RHO0),
+                    BETA,
+                    NEG_BETA,
+                    check,
+                    RHO_VANISHED,
+                )?;
+                backend.slot_ratio(&mut sc, (RHO1, ONE, ONE), RHO0, DISCARD, None, 0)?;
+                for i in 0..=j {
+                    // u_i = r_i - beta u_i
+                    backend.axpby_slots(&sc, ONE, &r[i], NEG_BETA, &mut u[i])?;
+                }
+                let (lo, hi) = u.split_at_mut(j + 1);
+                apply_am(&lo[j], &mut mv, &mut hi[0])?;
+                // alpha = rho0 / (r~^H u_(j+1))
+                backend.dotc_into_slot(&rtilde, &u[j + 1], &mut sc, GAMMA_DOT)?;
+                let check = Some(GAMMA_DOT);
+                backend.slot_ratio(
+                    &mut sc,
+                    (RHO0, ONE, GAMMA_DOT),
+                    ALPHA,
+                    NEG_ALPHA,
+                    check,
+                    GAMMA_VANISHED,
+                )?;
+                for i in 0..=j {
+                    // r_i = r_i - alpha u_(i+1)
+                    backend.axpby_slots(&sc, NEG_ALPHA, &u[i + 1], ONE, &mut r[i])?;
+                }
+                let (lo, hi) = r.split_at_mut(j + 1);
+                apply_am(&lo[j], &mut mv, &mut hi[0])?;
+                backend.axpby_slots(&sc, ALPHA, &u[0], ONE, dy.as_mut().unwrap_or(x))?;
             }
-            let (lo, hi) = u.split_at_mut(j + 1);
-            apply_am(&lo[j], &mut mv, &mut hi[0])?;
-            let gamma = backend.dotc(&rtilde, &u[j + 1])?;
-            if vanished(gamma) {
-                failure = Some("r0^H u_(j+1)");
-                break 'cycles;
+            // Minimal-residual part: modified Gram-Schmidt on r_1..r_l, then the
+            // coefficients of the polynomial minimising ||r_0 - sum gamma_j r_j||.
+            for j in 1..=l {
+                for i in 1..j {
+                    // tau_ij = r_i^H r_j / sigma_i; r_j = r_j - tau_ij r_i
+                    backend.dotc_into_slot(&r[i], &r[j], &mut sc, DOT)?;
+                    backend.slot_ratio(
+                        &mut sc,
+                        (DOT, ONE, sigma(i)),
+                        tau(l, i, j),
+                        NEG_TAU,
+                        None,
+                        0,
+                    )?;
+                    let (lo, hi) = r.split_at_mut(j);
+                    backend.axpby_slots(&sc, NEG_TAU, &lo[i], ONE, &mut hi[0])?;
+                }
+                // sigma_j = ||r_j||^2; gamma'_j = r_j^H r_0 / sigma_j
+                backend.dotc_into_slot(&r[j], &r[j], &mut sc, sigma(j))?;
+                backend.dotc_into_slot(&r[j], &r[0], &mut sc, DOT)?;
+                let check = Some(sigma(j));
+                backend.slot_ratio(
+                    &mut sc,
+                    (DOT, ONE, sigma(j)),
+                    coef(l, 2, j),
+                    coef(l, 3, j),
+                    check,
+                    SIGMA_VANISHED,
+                )?;
             }
-            alpha = rho0 / gamma;
-            for i in 0..=j {
-                backend.axpy(-alpha, &u[i + 1], &mut r[i])?;
+            backend.bicgstabl_mr(&mut sc, l)?;
+            // x += gamma_1 r_0 (in y-space), r_0 -= gamma'_l r_l, u_0 -= gamma_l u_l
+            backend.axpby_slots(&sc, coef(l, 0, 1), &r[0], ONE, dy.as_mut().unwrap_or(x))?;
+            {
+                let (lo, hi) = r.split_at_mut(l);
+                backend.axpby_slots(&sc, coef(l, 3, l), &hi[0], ONE, &mut lo[0])?;
+                let (lo, hi) = u.split_at_mut(l);
+                backend.axpby_slots(&sc, coef(l, 1, l), &hi[0], ONE, &mut lo[0])?;
             }
-            let (lo, hi) = r.split_at_mut(j + 1);
-            apply_am(&lo[j], &mut mv, &mut hi[0])?;
-            backend.axpy(alpha, &u[0], dy.as_mut().unwrap_or(x))?;
-        }
-        // Minimal-residual part: modified Gram-Schmidt on r_1..r_l, then the
-        // coefficients of the polynomial minimising ||r_0 - sum gamma_j r_j||.
-        let mut tau = vec![vec![T::zero(); l + 1]; l + 1];
-        let mut sigma = vec![T::zero(); l + 1];
-        let mut gamma1 = vec![T::zero(); l + 1];
-        for j in 1..=l {
-            for i in 1..j {
-                tau[i][j] = backend.dotc(&r[i], &r[j])? / sigma[i];
+            for j in 1..l {
+                let (lo, hi) = u.split_at_mut(j);
+                backend.axpby_slots(&sc, coef(l, 1, j), &hi[0], ONE, &mut lo[0])?;
+                backend.axpby_slots(&sc, coef(l, 4, j), &r[j], ONE, dy.as_mut().unwrap_or(x))?;
                 let (lo, hi) = r.split_at_mut(j);
-                backend.axpy(-tau[i][j], &lo[i], &mut hi[0])?;
+                backend.axpby_slots(&sc, coef(l, 3, j), &hi[0], ONE, &mut lo[0])?;
             }
-            sigma[j] = backend.dotc(&r[j], &r[j])?;
-            if vanished(sigma[j]) {
-                failure = Some("||r_j||^2 in the minimal-residual part");
-                break 'cycles;
+            if let (Some(m), Some(dy)) = (precond, dy.as_ref()) {
+                m.apply(dy, &mut mv)?;
+                backend.axpy(T::one(), &mv, x)?;
             }
-            gamma1[j] = backend.dotc(&r[j], &r[0])? / sigma[j];
+            backend.dotc_into_slot(&r[0], &r[0], &mut sc, RNORM2)
+        };
+        if it == 1 {
+            // The first cycle runs as it is (its kernels load), the second is
+            // recorded.
+            cycle()?;
+        } else {
+            // SAFETY: `cycle` enqueues the same steps on the same vectors every
+            // time, every per-cycle scalar in `sc`; the vectors are declared
+            // before `recording`; it neither downloads nor waits.
+            unsafe { backend.replay(&mut recording, &mut cycle)? };
         }
-        let mut gamma = vec![T::zero(); l + 1];
-        gamma[l] = gamma1[l];
-        omega = gamma[l];
-        for j in (1..l).rev() {
-            let mut g = gamma1[j];
-            for i in j + 1..=l {
-                g -= tau[j][i] * gamma[i];
-            }
-            gamma[j] = g;
-        }
-        let mut gamma2 = vec![T::zero(); l + 1];
-        for j in 1..l {
-            let mut g = gamma[j + 1];
-            for i in j + 1..l {
-                g += tau[j][i] * gamma[i + 1];
-            }
-            gamma2[j] = g;
-        }
-        if vanished(omega) {
-            failure = Some("omega (the last minimal-residual coefficient)");
+        // The one download of the cycle: the tests below read its scalars.
+        let host = backend.download(&sc)?;
+        rnorm = host[RNORM2].re().to_f64_lossless().sqrt();
+        let quantity = match host[FLAG].re().to_f64_lossless() as u32 {
+            0 => None,
+            RHO_VANISHED => Some("rho = r0^H r_j"),
+            GAMMA_VANISHED => Some("r0^H u_(j+1)"),
+            SIGMA_VANISHED => Some("||r_j||^2 in the minimal-residual part"),
+            _ => Some("omega (the last minimal-residual coefficient)"),
+        };
+        if quantity.is_some() {
+            failure = quantity;
             break;
         }
-        backend.axpy(gamma[1], &r[0], dy.as_mut().unwrap_or(x))?;
-        {
-            let (lo, hi) = r.split_at_mut(l);
-            backend.axpy(-gamma1[l], &hi[0], &mut lo[0])?;
-            let (lo, hi) = u.split_at_mut(l);
-            backend.axpy(-gamma[l], &hi[0], &mut lo[0])?;
-        }
-        for j in 1..l {
-            let (lo, hi) = u.split_at_mut(j);
-            backend.axpy(-gamma[j], &hi[0], &mut lo[0])?;
-            backend.axpy(gamma2[j], &r[j], dy.as_mut().unwrap_or(x))?;
-            let (lo, hi) = r.split_at_mut(j);
-            backend.axpy(-gamma1[j], &hi[0], &mut lo[0])?;
-        }
-        if let (Some(m), Some(dy)) = (precond, dy.as_ref()) {
-            m.apply(dy, &mut mv)?;
-            backend.axpy(T::one(), &mv, x)?;
-        }
-        rnorm = backend.nrm2(&r[0])?.to_f64_lossless();
         if session.iteration(it, rnorm, monitor) {
             failure = Some(STAGNATION);
             break;
@@ -183,14 +226,6 @@ pub fn bicgstab_l_monitored<B: Backend, T: Scalar>(
             break;
         }
         converged = rnorm <= target;
-    }
-    if failure.is_some() {
-        // x misses the y-space increment of the broken cycle; add it so the
-        // partial report describes the iterate reached.
-        if let (Some(m), Some(dy)) = (precond, dy.as_ref()) {
-            m.apply(dy, &mut mv)?;
-            backend.axpy(T::one(), &mv, x)?;
-        }
     }
     session.finish(
         backend,

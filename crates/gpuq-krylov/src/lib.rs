@@ -46,6 +46,7 @@
 mod bicgstab;
 pub mod bicgstab_kernels;
 mod bicgstabl;
+pub mod bicgstabl_kernels;
 mod cg;
 mod gmres;
 pub mod gmres_kernels;
@@ -63,6 +64,7 @@ pub mod tfqmr_kernels;
 pub use bicgstab::{bicgstab, bicgstab_monitored};
 pub use bicgstab_kernels::BicgstabKernels;
 pub use bicgstabl::{bicgstab_l, bicgstab_l_monitored};
+pub use bicgstabl_kernels::BicgstablKernels;
 pub use cg::{cg, cg_monitored};
 pub use gmres::{gmres, gmres_monitored};
 pub use gmres_kernels::GmresKernels;

@@ -2,8 +2,8 @@
 
 use crate::{
     bicgstab_l_monitored, bicgstab_monitored, cg_monitored, gmres_monitored, qmr_monitored,
-    tfqmr_monitored, BicgstabKernels, BlockJacobi2, CgKernels, GmresKernels, Jacobi, KrylovOptions,
-    Method, Preconditioner, QmrKernels, TfqmrKernels,
+    tfqmr_monitored, BicgstabKernels, BicgstablKernels, BlockJacobi2, CgKernels, GmresKernels,
+    Jacobi, KrylovOptions, Method, Preconditioner, QmrKernels, TfqmrKernels,
 };
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
@@ -14,12 +14,24 @@ use std::time::Instant;
 /// and GMRES's batched Gram-Schmidt. Implemented for every backend that has
 /// those.
 pub trait KrylovBackend:
-    SparseBackend + CgKernels + BicgstabKernels + GmresKernels + QmrKernels + TfqmrKernels
+    SparseBackend
+    + CgKernels
+    + BicgstabKernels
+    + BicgstablKernels
+    + GmresKernels
+    + QmrKernels
+    + TfqmrKernels
 {
 }
 
 impl<B> KrylovBackend for B where
-    B: SparseBackend + CgKernels + BicgstabKernels + GmresKernels + QmrKernels + TfqmrKernels
+    B: SparseBackend
+        + CgKernels
+        + BicgstabKernels
+        + BicgstablKernels
+        + GmresKernels
+        + QmrKernels
+        + TfqmrKernels
 {
 }
 

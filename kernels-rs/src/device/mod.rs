@@ -1,5 +1,6 @@
 //! Device code: the prelude and the PTX entry points (compiled for nvptx64 only).
 
+mod bicgstabl;
 mod blas1;
 mod gram_schmidt;
 mod krylov;

@@ -1,0 +1,301 @@
+//! BiCGSTAB(l)'s steps with the method's scalars kept on the backend.
+//!
+//! The scalars live in a backend vector `sc` of [`len`]`(l)` slots (names in
+//! [`gpuq_kernels::slots::bicgstabl`]). Every vector step is `y = sc[a] x +
+//! sc[b] y` with slot indices as arguments (negated copies of the
+//! coefficients are kept for that), dot products land in slots, and the
+//! scalars between them come from small steps over the slot array (a guarded
+//! quotient, the minimal-residual solve), so a cycle takes no value from the
+//! host and can be recorded and replayed ([`crate::Replay`]); the method
+//! downloads `sc` once per cycle. A vanished quantity gives zero coefficients
+//! and leaves a breakdown code in `sc[FLAG]`. The CPU implements every step
+//! directly, CUDA in one kernel each (`CudaBackend::axpby_slots` and the
+//! others). Costs are per call for vectors of n elements.
+
+use crate::bicgstab_kernels::guarded_quotient;
+use crate::Replay;
+use gpuq_core::{check_indices, check_same_len, Backend, DeviceVector, Result, Scalar};
+use gpuq_cpu::reduce::BLOCK;
+use gpuq_cpu::{CpuBackend, CpuVector};
+pub use gpuq_kernels::slots::bicgstabl::*;
+use rayon::prelude::*;
+
+/// The steps of [`crate::bicgstab_l()`] a backend implements, with the scalars
+/// in `sc` (a vector of [`len`]`(l)` elements on the backend).
+pub trait BicgstablKernels: Replay {
+    /// The start of a solve: every slot zero but [`ONE`] = 1, [`RHO0`] = 1,
+    /// [`OMEGA`] = 1 and [`NEG_OMEGA`] = -1 (no transfer).
+    fn bicgstabl_start<T: Scalar>(&self, sc: &mut Self::Vector<T>, l: usize) -> Result<()>;
+
+    /// `sc[k] = x^H y` (2 n reads, no download).
+    fn dotc_into_slot<T: Scalar>(
+        &self,
+        x: &Self::Vector<T>,
+        y: &Self::Vector<T>,
+        sc: &mut Self::Vector<T>,
+        k: usize,
+    ) -> Result<()>;
+
+    /// `y = sc[ka] x + sc[kb] y` (3 n element moves).
+    fn axpby_slots<T: Scalar>(
+        &self,
+        sc: &Self::Vector<T>,
+        ka: usize,
+        x: &Self::Vector<T>,
+        kb: usize,
+        y: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// `v = sc[a] sc[b] / sc[c]` (zero when sc[c] vanished) into `sc[out]` and
+    /// `-v` into `sc[neg_out]`; when `check` names a slot whose value vanished
+    /// and sc[FLAG] is still zero, sc[FLAG] = `code`. O(1).
+    fn slot_ratio<T: Scalar>(
+        &self,
+        sc: &mut Self::Vector<T>,
+        abc: (usize, usize, usize),
+        out: usize,
+        neg_out: usize,
+        check: Option<usize>,
+        code: u32,
+    ) -> Result<()>;
+
+    /// The minimal-residual solve of a cycle: gamma, -gamma and gamma'' from
+    /// the tau and gamma' slots, omega = gamma_l (flagged when it vanished).
+    /// O(l^2).
+    fn bicgstabl_mr<T: Scalar>(&self, sc: &mut Self::Vector<T>, l: usize) -> Result<()>;
+}
+
+/// Zero, or not finite.
+fn vanished<T: Scalar>(v: T) -> bool {
+    v.is_zero_value() || !v.is_finite_value()
+}
+
+impl BicgstablKernels for CpuBackend {
+    fn bicgstabl_start<T: Scalar>(&self, sc: &mut CpuVector<T>, l: usize) -> Result<()> {
+        check_same_len("bicgstabl_start", len(l), sc.len())?;
+        let s = sc.as_mut_slice();
+        s.fill(T::zero());
+        s[ONE] = T::one();
+        s[RHO0] = T::one();
+        s[OMEGA] = T::one();
+        s[NEG_OMEGA] = -T::one();
+        Ok(())
+    }
+
+    fn dotc_into_slot<T: Scalar>(
+        &self,
+        x: &CpuVector<T>,
+        y: &CpuVector<T>,
+        sc: &mut CpuVector<T>,
+        k: usize,
+    ) -> Result<()> {
+        check_indices("dotc_into_slot", sc.len(), &[k])?;
+        sc.as_mut_slice()[k] = self.dotc(x, y)?;
+        Ok(())
+    }
+
+    fn axpby_slots<T: Scalar>(
+        &self,
+        sc: &CpuVector<T>,
+        ka: usize,
+        x: &CpuVector<T>,
+        kb: usize,
+        y: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check_same_len("axpby_slots", x.len(), y.len())?;
+        check_indices("axpby_slots", sc.len(), &[ka, kb])?;
+        let (a, b) = (sc.as_slice()[ka], sc.as_slice()[kb]);
+        let x = x.as_slice();
+        self.run("axpby_slots", || {
+            y.as_mut_slice()
+                .par_chunks_mut(BLOCK)
+                .zip(x.par_chunks(BLOCK))
+                .for_each(|(yc, xc)| {
+                    for (yi, &xi) in yc.iter_mut().zip(xc) {
+                        *yi = a * xi + b * *yi;
+                    }
+                })
+        });
+        Ok(())
+    }
+
+    fn slot_ratio<T: Scalar>(
+        &self,
+        sc: &mut CpuVector<T>,
+        (a, b, c): (usize, usize, usize),
+        out: usize,
+        neg_out: usize,
+        check: Option<usize>,
+        code: u32,
+    ) -> Result<()> {
+        check_indices("slot_ratio", sc.len(), &[a, b, c, out, neg_out])?;
+        check_indices("slot_ratio", sc.len(), check.as_slice())?;
+        let s = sc.as_mut_slice();
+        if let Some(k) = check {
+            if vanished(s[k]) && s[FLAG].is_zero_value() {
+                s[FLAG] = T::from_f64(f64::from(code));
+            }
+        }
+        let v = guarded_quotient(s[a] * s[b], s[c]);
+        s[out] = v;
+        s[neg_out] = -v;
+        Ok(())
+    }
+
+    fn bicgstabl_mr<T: Scalar>(&self, sc: &mut CpuVector<T>, l: usize) -> Result<()> {
+        check_same_len("bicgstabl_mr", len(l), sc.len())?;
+        let s = sc.as_mut_slice();
+        let g = |j: usize| coef(l, 0, j);
+        s[g(l)] = s[coef(l, 2, l)];
+        for j in (1..l).rev() {
+            let mut v = s[coef(l, 2, j)];
+            for i in j + 1..=l {
+                v -= s[tau(l, j, i)] * s[g(i)];
+            }
+            s[g(j)] = v;
+        }
+        for j in 1..l {
+            let mut v = s[g(j + 1)];
+            for i in j + 1..l {
+                v += s[tau(l, j, i)] * s[g(i + 1)];
+            }
+            s[coef(l, 4, j)] = v;
+        }
+        for j in 1..=l {
+            s[coef(l, 1, j)] = -s[g(j)];
+        }
+        let omega = s[g(l)];
+        if vanished(omega) && s[FLAG].is_zero_value() {
+            s[FLAG] = T::from_f64(f64::from(OMEGA_VANISHED));
+        }
+        s[OMEGA] = omega;
+        s[NEG_OMEGA] = -omega;
+        Ok(())
+    }
+}
+
+/// The CUDA backend runs each step as one kernel (see
+/// `CudaBackend::axpby_slots` and the others).
+#[cfg(feature = "cuda")]
+impl BicgstablKernels for gpuq_cuda::CudaBackend {
+    fn bicgstabl_start<T: Scalar>(
+        &self,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        l: usize,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::bicgstabl_start(self, sc, l)
+    }
+
+    fn dotc_into_slot<T: Scalar>(
+        &self,
+        x: &gpuq_cuda::CudaVector<T>,
+        y: &gpuq_cuda::CudaVector<T>,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        k: usize,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::dotc_into_slot(self, x, y, sc, k)
+    }
+
+    fn axpby_slots<T: Scalar>(
+        &self,
+        sc: &gpuq_cuda::CudaVector<T>,
+        ka: usize,
+        x: &gpuq_cuda::CudaVector<T>,
+        kb: usize,
+        y: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::axpby_slots(self, sc, ka, x, kb, y)
+    }
+
+    fn slot_ratio<T: Scalar>(
+        &self,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        abc: (usize, usize, usize),
+        out: usize,
+        neg_out: usize,
+        check: Option<usize>,
+        code: u32,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::slot_ratio(self, sc, abc, out, neg_out, check, code)
+    }
+
+    fn bicgstabl_mr<T: Scalar>(&self, sc: &mut gpuq_cuda::CudaVector<T>, l: usize) -> Result<()> {
+        gpuq_cuda::CudaBackend::bicgstabl_mr(self, sc, l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vanished_check_flags_once_and_zeroes_the_quotient() {
+        let cpu = CpuBackend::new();
+        let l = 2;
+        let mut sc = cpu.zeros::<f64>(len(l)).unwrap();
+        cpu.bicgstabl_start(&mut sc, l).unwrap();
+        sc.as_mut_slice()[DOT] = 3.0;
+        // 3 * 1 / 1 into BETA, -3 into NEG_BETA; nothing vanished.
+        cpu.slot_ratio(&mut sc, (DOT, ONE, ONE), BETA, NEG_BETA, Some(ONE), 7)
+            .unwrap();
+        assert_eq!(
+            (
+                sc.as_slice()[BETA],
+                sc.as_slice()[NEG_BETA],
+                sc.as_slice()[FLAG]
+            ),
+            (3.0, -3.0, 0.0)
+        );
+        // Division by the vanished RHO1: zero, and the first code sticks.
+        cpu.slot_ratio(
+            &mut sc,
+            (DOT, ONE, RHO1),
+            ALPHA,
+            NEG_ALPHA,
+            Some(RHO1),
+            RHO_VANISHED,
+        )
+        .unwrap();
+        cpu.slot_ratio(
+            &mut sc,
+            (DOT, ONE, RHO1),
+            ALPHA,
+            NEG_ALPHA,
+            Some(RHO1),
+            GAMMA_VANISHED,
+        )
+        .unwrap();
+        assert_eq!(sc.as_slice()[ALPHA], 0.0);
+        assert_eq!(sc.as_slice()[FLAG], f64::from(RHO_VANISHED));
+        assert!(cpu
+            .slot_ratio(&mut sc, (len(l), ONE, ONE), ALPHA, NEG_ALPHA, None, 0)
+            .is_err());
+    }
+
+    #[test]
+    fn the_minimal_residual_solve_matches_the_recurrences() {
+        let cpu = CpuBackend::new();
+        let l = 3;
+        let mut sc = cpu.zeros::<f64>(len(l)).unwrap();
+        cpu.bicgstabl_start(&mut sc, l).unwrap();
+        let s = sc.as_mut_slice();
+        // gamma' = (_, 1, 2, 4); tau_12 = 0.5, tau_13 = 0.25, tau_23 = 2.
+        for (j, v) in [(1, 1.0), (2, 2.0), (3, 4.0)] {
+            s[coef(l, 2, j)] = v;
+        }
+        s[tau(l, 1, 2)] = 0.5;
+        s[tau(l, 1, 3)] = 0.25;
+        s[tau(l, 2, 3)] = 2.0;
+        cpu.bicgstabl_mr(&mut sc, l).unwrap();
+        let s = sc.as_slice();
+        // gamma_3 = 4; gamma_2 = 2 - 2 * 4 = -6; gamma_1 = 1 - 0.5 * -6 - 0.25 * 4 = 3.
+        assert_eq!(
+            [s[coef(l, 0, 1)], s[coef(l, 0, 2)], s[coef(l, 0, 3)]],
+            [3.0, -6.0, 4.0]
+        );
+        assert_eq!(s[coef(l, 1, 2)], 6.0);
+        // gamma''_1 = gamma_2 + tau_12 gamma_3 = -6 + 0.5 * 4 = -4; gamma''_2 = gamma_3 = 4.
+        assert_eq!([s[coef(l, 4, 1)], s[coef(l, 4, 2)]], [-4.0, 4.0]);
+        assert_eq!((s[OMEGA], s[NEG_OMEGA], s[FLAG]), (4.0, -4.0, 0.0));
+    }
+}
