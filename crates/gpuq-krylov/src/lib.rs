@@ -25,7 +25,7 @@
 //! and [`QmrKernels`] (each method's steps with its scalars kept on the backend,
 //! so a GPU iteration takes no host value, is recorded once and replayed as a
 //! CUDA graph through [`Replay`], and ends with one download;
-//! [`bicgstab_kernels`], [`tfqmr_kernels`], [`qmr_kernels`]); and
+//! [`bicgstab_kernels`], [`bicgstabl_kernels`], [`tfqmr_kernels`], [`qmr_kernels`]); and
 //! [`GmresKernels`] (GMRES's Gram-Schmidt against the whole basis in one batched
 //! pass; [`gmres_kernels`]).
 //!
@@ -37,9 +37,7 @@
 //! [`KrylovOptions::stagnation_window`] iterations) ends a solve with a breakdown
 //! error naming [`STAGNATION`] and carrying the partial report.
 //!
-//! Not yet here: look-ahead in QMR, and device-resident scalars for BiCGSTAB(l)
-//! (it runs on the backend's BLAS-1 and SpMV, with one host round trip per dot
-//! product or norm).
+//! Not yet here: look-ahead in QMR.
 
 #![warn(missing_docs)]
 
