@@ -62,10 +62,9 @@ impl CudaBackend {
         })
     }
 
-    /// One thread: `v = sc[a] sc[b] / sc[c]` (zero when sc[c] vanished) into
+    /// One thread: `v = sc[a] sc[b] / sc[c]` (zero when `sc[c]` vanished) into
     /// `sc[out]`, `-v` into `sc[neg_out]`; when `check` names a slot whose
-    /// value vanished and no breakdown is recorded, `code` goes to sc[FLAG].
-    #[allow(clippy::too_many_arguments)]
+    /// value vanished and no breakdown is recorded, `code` goes to `sc[FLAG]`.
     pub fn slot_ratio<T: Scalar>(
         &self,
         sc: &mut CudaVector<T>,

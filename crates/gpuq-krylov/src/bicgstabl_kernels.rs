@@ -46,9 +46,9 @@ pub trait BicgstablKernels: Replay {
         y: &mut Self::Vector<T>,
     ) -> Result<()>;
 
-    /// `v = sc[a] sc[b] / sc[c]` (zero when sc[c] vanished) into `sc[out]` and
+    /// `v = sc[a] sc[b] / sc[c]` (zero when `sc[c]` vanished) into `sc[out]` and
     /// `-v` into `sc[neg_out]`; when `check` names a slot whose value vanished
-    /// and sc[FLAG] is still zero, sc[FLAG] = `code`. O(1).
+    /// and `sc[FLAG]` is still zero, `sc[FLAG] = code`. O(1).
     fn slot_ratio<T: Scalar>(
         &self,
         sc: &mut Self::Vector<T>,

@@ -28,7 +28,7 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// the iteration ends with one download of the 10-slot scalar array. 11 vectors
 /// of storage (8 without a preconditioner). The residual r = b - A x is updated
 /// by recurrence and its norm is what the history records. The rotation is
-/// computed in the scalar's precision (f32 for f32 and Complex<f32>).
+/// computed in the scalar's precision (f32 for f32 and `Complex<f32>`).
 ///
 /// Returns the report with `converged` false at the iteration cap, and
 /// [`gpuq_core::Error::Breakdown`] naming the quantity when one of the Lanczos
