@@ -329,3 +329,38 @@ fn stagnation_is_an_error_naming_it() {
     let r = gmres(&be, &op, None, &b, &mut x, n, &opts).unwrap();
     assert!(r.converged && r.iterations == n, "{r:?}");
 }
+
+/// A BiCGSTAB(l) breakdown inside a cycle leaves x where the cycle had taken
+/// it: with l at least n the Krylov space runs out mid-cycle (r0^H u vanishes
+/// once r does), and x must stay the solution it reached, not be blown up by
+/// the rest of the cycle; an extreme scaling must not turn it non-finite.
+#[test]
+fn bicgstab_l_breakdown_keeps_the_iterate_reached() {
+    let be = CpuBackend::new();
+    let opts = KrylovOptions::default();
+    let a = generators::laplace1d::<f64>(2, 0.3);
+    let op = MatrixOperator::new(&be, &a, Layout::Csr).unwrap();
+    let b = be.upload(&[1.0, 2.0]).unwrap();
+    let mut x = be.zeros::<f64>(2).unwrap();
+    let report = match bicgstab_l(&be, &op, None, &b, &mut x, 8, &opts) {
+        Ok(r) => r,
+        Err(Error::Breakdown { report, .. }) => *report,
+        Err(e) => panic!("{e}"),
+    };
+    assert!(report.relative_residual < 1e-10, "{report:?}");
+    let mut coo = Coo::new(4, 4);
+    for (i, v) in [1e200, 1.0, 2.0, 3.0].into_iter().enumerate() {
+        coo.push(i, i, v).unwrap();
+    }
+    let a = Csr::from_coo(&coo).unwrap();
+    let op = MatrixOperator::new(&be, &a, Layout::Csr).unwrap();
+    let b = be.upload(&[1.0, 1.0, 1.0, 1.0]).unwrap();
+    let mut x = be.zeros::<f64>(4).unwrap();
+    let report = match bicgstab_l(&be, &op, None, &b, &mut x, 4, &opts) {
+        Ok(r) => r,
+        Err(Error::Breakdown { report, .. }) => *report,
+        Err(e) => panic!("{e}"),
+    };
+    let xs = be.download(&x).unwrap();
+    assert!(xs.iter().all(|v| v.is_finite()), "{xs:?} {report:?}");
+}

@@ -1,7 +1,8 @@
 //! BiCGSTAB(l)'s steps with device-resident scalars: vector steps
 //! `y = sc[a] x + sc[b] y` with slot indices as arguments, dot products into
 //! slots, and one-thread kernels for the scalars between them (slots in
-//! [`gpuq_kernels::slots::bicgstabl`]), so a cycle needs no host round trip
+//! [`gpuq_kernels::slots::bicgstabl`]; after a recorded breakdown the vector
+//! steps do nothing), so a cycle needs no host round trip
 //! until the caller downloads `sc` at its end. Every slot index is checked
 //! against `sc`'s length here: the kernels index unchecked.
 
@@ -11,7 +12,7 @@ use crate::slots::ONE_WARP;
 use crate::vector::CudaVector;
 use cudarc::driver::PushKernelArg;
 use gpuq_core::{check_indices, check_same_len, Result, Scalar};
-use gpuq_kernels::slots::bicgstabl::len;
+use gpuq_kernels::slots::bicgstabl::{len, FLAG};
 
 impl CudaBackend {
     /// The start of a solve: every slot zero but the constant 1, rho0 = 1 and
@@ -46,7 +47,8 @@ impl CudaBackend {
         )
     }
 
-    /// `y = sc[ka] x + sc[kb] y` (3 n element moves).
+    /// `y = sc[ka] x + sc[kb] y` (3 n element moves), or nothing once
+    /// `sc[FLAG]` records a breakdown.
     pub fn axpby_slots<T: Scalar>(
         &self,
         sc: &CudaVector<T>,
@@ -56,7 +58,7 @@ impl CudaBackend {
         y: &mut CudaVector<T>,
     ) -> Result<()> {
         check_same_len("axpby_slots", x.len, y.len)?;
-        check_indices("axpby_slots", sc.len, &[ka, kb])?;
+        check_indices("axpby_slots", sc.len, &[ka, kb, FLAG])?;
         launch_1d!(self, T, "axpby_slots", y.len, |b| {
             b.arg(&sc.buf).arg(&ka).arg(&x.buf).arg(&kb).arg(&mut y.buf);
         })
@@ -74,7 +76,7 @@ impl CudaBackend {
         check: Option<usize>,
         code: u32,
     ) -> Result<()> {
-        check_indices("slot_ratio", sc.len, &[a, b, c, out, neg_out])?;
+        check_indices("slot_ratio", sc.len, &[a, b, c, out, neg_out, FLAG])?;
         check_indices("slot_ratio", sc.len, check.as_slice())?;
         let check = check.unwrap_or(usize::MAX);
         let f = self.function(&kernel::<T>("slot_ratio"))?;

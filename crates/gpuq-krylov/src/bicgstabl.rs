@@ -23,9 +23,9 @@ use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar,
 /// and replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and it
 /// ends with one download of the scalar array. Storage: 2 (l + 1) + 3 vectors
 /// (one more with a preconditioner). The residual is checked once per cycle.
-/// A quantity that vanishes inside a cycle zeroes the coefficients that need it
-/// and the cycle runs to its end (its minimal-residual step still applies)
-/// before the breakdown is reported.
+/// A quantity that vanishes inside a cycle stops every vector step after it (the
+/// cycle's launches still run, as recorded); x then gets the cycle's increment
+/// up to the breakdown, and the breakdown is reported.
 ///
 /// Returns the report with `converged` false at the iteration cap,
 /// [`Error::InvalidArgument`] for `l = 0`, and [`Error::Breakdown`] naming the
@@ -104,17 +104,19 @@ pub fn bicgstab_l_monitored<B: BicgstablKernels, T: Scalar>(
             }
             // BiCG part.
             for j in 0..l {
-                // rho1 = r~^H r_j; beta = alpha rho1 / rho0; rho0 = rho1
+                // rho1 = r~^H r_j; beta = alpha (rho1 / rho0), rounded as the
+                // host form was (the quotient first, in DOT); rho0 = rho1
                 backend.dotc_into_slot(&rtilde, &r[j], &mut sc, RHO1)?;
                 let check = Some(RHO1);
                 backend.slot_ratio(
                     &mut sc,
-                    (ALPHA, RHO1, RHO0),
-                    BETA,
-                    NEG_BETA,
+                    (RHO1, ONE, RHO0),
+                    DOT,
+                    DISCARD,
                     check,
                     RHO_VANISHED,
                 )?;
+                backend.slot_ratio(&mut sc, (ALPHA, DOT, ONE), BETA, NEG_BETA, None, 0)?;
                 backend.slot_ratio(&mut sc, (RHO1, ONE, ONE), RHO0, DISCARD, None, 0)?;
                 for i in 0..=j {
                     // u_i = r_i - beta u_i

@@ -7,8 +7,9 @@
 //! scalars between them come from small steps over the slot array (a guarded
 //! quotient, the minimal-residual solve), so a cycle takes no value from the
 //! host and can be recorded and replayed ([`crate::Replay`]); the method
-//! downloads `sc` once per cycle. A vanished quantity gives zero coefficients
-//! and leaves a breakdown code in `sc[FLAG]`. The CPU implements every step
+//! downloads `sc` once per cycle. A vanished quantity leaves a breakdown code
+//! in `sc[FLAG]`, after which the vector steps do nothing: the vectors stay as
+//! they were at the breakdown. The CPU implements every step
 //! directly, CUDA in one kernel each (`CudaBackend::axpby_slots` and the
 //! others). Costs are per call for vectors of n elements.
 
@@ -36,7 +37,8 @@ pub trait BicgstablKernels: Replay {
         k: usize,
     ) -> Result<()>;
 
-    /// `y = sc[ka] x + sc[kb] y` (3 n element moves).
+    /// `y = sc[ka] x + sc[kb] y` (3 n element moves), or nothing once
+    /// `sc[FLAG]` records a breakdown (the vectors stay as they were then).
     fn axpby_slots<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
@@ -103,7 +105,10 @@ impl BicgstablKernels for CpuBackend {
         y: &mut CpuVector<T>,
     ) -> Result<()> {
         check_same_len("axpby_slots", x.len(), y.len())?;
-        check_indices("axpby_slots", sc.len(), &[ka, kb])?;
+        check_indices("axpby_slots", sc.len(), &[ka, kb, FLAG])?;
+        if !sc.as_slice()[FLAG].is_zero_value() {
+            return Ok(());
+        }
         let (a, b) = (sc.as_slice()[ka], sc.as_slice()[kb]);
         let x = x.as_slice();
         self.run("axpby_slots", || {
@@ -128,7 +133,7 @@ impl BicgstablKernels for CpuBackend {
         check: Option<usize>,
         code: u32,
     ) -> Result<()> {
-        check_indices("slot_ratio", sc.len(), &[a, b, c, out, neg_out])?;
+        check_indices("slot_ratio", sc.len(), &[a, b, c, out, neg_out, FLAG])?;
         check_indices("slot_ratio", sc.len(), check.as_slice())?;
         let s = sc.as_mut_slice();
         if let Some(k) = check {

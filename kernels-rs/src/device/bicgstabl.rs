@@ -3,8 +3,8 @@
 //! algorithm). Every vector step is `y = sc[a] x + sc[b] y` with slot indices
 //! as arguments; the scalars between them come from one-thread kernels over
 //! the slot array (a guarded quotient, and the minimal-residual solve), so a
-//! cycle takes no host value. A vanished quantity gives zero coefficients and
-//! leaves a breakdown code in `sc[FLAG]` for the host. Launch mapping and
+//! cycle takes no host value. A vanished quantity leaves a breakdown code in
+//! `sc[FLAG]`, after which the vector steps do nothing, and the host reports it. Launch mapping and
 //! safety contract as in `blas1`; the one-thread kernels run on one warp and
 //! act in thread 0.
 
@@ -37,7 +37,8 @@ macro_rules! bicgstabl {
             }
         }
 
-        /// y = sc[ka] x + sc[kb] y.
+        /// y = sc[ka] x + sc[kb] y, or nothing once a breakdown is recorded
+        /// (sc[FLAG] != 0): the vectors stay as they were at the breakdown.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $axpby(
             n: usize,
@@ -47,6 +48,9 @@ macro_rules! bicgstabl {
             kb: usize,
             y: *mut $t,
         ) {
+            if !(*sc.add(FLAG)).is_zero() {
+                return;
+            }
             let (a, b) = (*sc.add(ka), *sc.add(kb));
             let mut i = global_id();
             while i < n {
