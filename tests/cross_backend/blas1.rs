@@ -283,9 +283,11 @@ fn check_bicgstab_steps<T: RandomScalar>(
             c.download(&r2c).unwrap(),
         );
         // r = s - omega t has magnitudes up to about 1 + |omega|.
+        // (With n = 0 both products vanish and omega is zero.)
         let omega = (scc.as_slice()[TS] / scc.as_slice()[TT])
             .magnitude()
             .to_f64_lossless();
+        let omega = if omega.is_finite() { omega } else { 0.0 };
         slots_agree(&scg, &scc, &[RHO, RNORM2], (1.0 + omega) * (1.0 + omega));
     }
     // A slot outside the array is an error, not a crash.

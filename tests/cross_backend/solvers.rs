@@ -64,8 +64,20 @@ fn compare<T: crate::common::RandomScalar>(
         "{what}: solutions differ by {}",
         rel_err(&xg, &xc)
     );
-    // During the solve only scalars come back: at most a few per iteration, none up.
-    assert_eq!(rg.stats.uploads, 0);
+    // During the solve only scalars come back: at most a few per iteration. None
+    // go up, but for GMRES's table of basis addresses (8 bytes a vector, once
+    // per solve: the basis is allocated once).
+    match config.method {
+        Method::Gmres { restart } => {
+            assert!(
+                rg.stats.uploads <= 1,
+                "{what}: {} uploads",
+                rg.stats.uploads
+            );
+            assert!(rg.stats.bytes_up as usize <= 8 * (restart + 1));
+        }
+        _ => assert_eq!(rg.stats.uploads, 0, "{what}"),
+    }
     // Beyond the iterations: ||b||, the initial and the final true residual
     // norms, and QMR's initial ||v~|| and ||M^T w~||.
     let fixed = 6 * 16;

@@ -144,7 +144,7 @@ impl CudaBackend {
             },
             "qmr_norm",
             sc,
-            Some(RHO_NEXT),
+            Some((RHO_NEXT, 1)),
         )
     }
 
@@ -188,8 +188,8 @@ impl CudaBackend {
     }
 
     /// d = eta p + carry d, s = eta A p + carry s, x = x + d, r = r - s, and
-    /// `sc[RNORM2] = ||r||^2` (real part): one kernel (10 n element moves) and
-    /// the reduction's second pass.
+    /// `sc[RNORM2] = ||r||^2` (a real value): one kernel (10 n element moves)
+    /// and the reduction's second pass.
     #[allow(clippy::too_many_arguments)]
     pub fn qmr_update<T: Scalar>(
         &self,
@@ -211,7 +211,7 @@ impl CudaBackend {
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("qmr_update"))?;
         let sc_ptr = self.slots_ptr(sc);
-        self.reduce_into::<T::Real>(
+        self.reduce_into_slots(
             blocks,
             |partials| {
                 let mut b = self.inner.stream.launch_builder(&f);
@@ -231,7 +231,9 @@ impl CudaBackend {
                 self.inner.stats.launch("qmr_update");
                 Ok(())
             },
-            Dest::Device(&mut sc.buf, RNORM2 * std::mem::size_of::<T>()),
+            "qmr_norm",
+            sc,
+            Some((RNORM2, 0)),
         )
     }
 }

@@ -64,14 +64,15 @@ impl CudaBackend {
 
     /// Runs `first_pass` (which writes `blocks` partials into the reduction
     /// scratch), then the one-warp second pass `second` of scalar T with the
-    /// arguments `(blocks, partials, sc)` and, when given, `slot`.
+    /// arguments `(blocks, partials, sc)` and, when given, `(slot, root)` (the
+    /// norm pass: the slot written and whether to take the square root).
     pub(crate) fn reduce_into_slots<T: Scalar>(
         &self,
         blocks: u32,
         first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
         second: &'static str,
         sc: &mut CudaVector<T>,
-        slot: Option<usize>,
+        slot: Option<(usize, u32)>,
     ) -> Result<()> {
         let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
         first_pass(&mut scratch)?;
@@ -79,12 +80,12 @@ impl CudaBackend {
         let m = blocks as usize;
         let mut b = self.inner.stream.launch_builder(&f2);
         b.arg(&m).arg(&mut *scratch).arg(&mut sc.buf);
-        if let Some(slot) = slot.as_ref() {
-            b.arg(slot);
+        if let Some((slot, root)) = slot.as_ref() {
+            b.arg(slot).arg(root);
         }
         // SAFETY: arguments match the second-pass kernels (`tfqmr_sigma_*`,
-        // `tfqmr_scalars_*`, `qmr_scalars_*`, and `qmr_norm_*` with its slot):
-        // `m` partials written by the first pass, in the type the kernel reads,
+        // `tfqmr_scalars_*`, `qmr_scalars_*`, and `qmr_norm_*` with its slot and
+        // root flag): `m` partials written by the first pass, in the type the kernel reads,
         // and sc holds the method's slots (slot below their count).
         unsafe { b.launch(ONE_WARP) }.map_err(dev(second))?;
         self.inner.stats.launch(second);

@@ -112,18 +112,20 @@ macro_rules! qmr {
             store_block_partial(partials, acc);
         }
 
-        /// Second pass of a norm, one warp: `sc[slot]` = the square root of the
-        /// sum of `partials[0..m]`.
+        /// Second pass of a norm, one warp: `sc[slot]` = the sum of
+        /// `partials[0..m]`, or its square root when `root` is non-zero (a real
+        /// value: a complex slot's imaginary part is zeroed).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $norm(
             m: usize,
             partials: *const $r,
             sc: *mut $t,
             slot: usize,
+            root: u32,
         ) {
             let s = warp_total(m, partials);
             if lane() == 0 {
-                *sc.add(slot) = <$t>::from_real(s.sqrt_rn());
+                *sc.add(slot) = <$t>::from_real(if root != 0 { s.sqrt_rn() } else { s });
             }
         }
 
