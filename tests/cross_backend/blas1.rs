@@ -24,6 +24,40 @@ fn close<T: Scalar>(what: &str, got: &[T], want: &[T], bound: impl Fn(usize) -> 
     }
 }
 
+/// [`close`] with every element's bound `factor` eps times the largest
+/// magnitude in `want` (at least 1): the steps of a method, whose rounding
+/// scales with the vectors.
+fn close_to_scale<T: Scalar>(what: &str, got: Vec<T>, want: Vec<T>, factor: f64) {
+    let eps = T::Real::eps().to_f64_lossless();
+    let scale = want
+        .iter()
+        .map(|z| z.magnitude().to_f64_lossless())
+        .fold(1.0, f64::max);
+    close(what, &got, &want, |_| factor * eps * scale);
+}
+
+/// The device's and the CPU's scalar slots `slots` agree within `rel (|cpu| +
+/// scale_n)` (`scale_n`: n times the inputs' magnitudes): a reduction's own rounding (relative to the sum of |terms|, at most
+/// the value plus n times the inputs' magnitudes) plus that of its inputs' steps.
+#[allow(clippy::too_many_arguments)]
+fn slots_close<T: Scalar>(
+    step: &str,
+    g: &gpuq::cuda::CudaBackend,
+    c: &CpuBackend,
+    scg: &CudaVector<T>,
+    scc: &CpuVector<T>,
+    slots: &[usize],
+    rel: f64,
+    scale_n: f64,
+) {
+    let (sgh, sch) = (g.download(scg).unwrap(), c.download(scc).unwrap());
+    for &k in slots {
+        let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
+        let bound = rel * (sch[k].magnitude().to_f64_lossless() + scale_n) + 1e-300;
+        assert!(d <= bound, "{step}: slot {k}: {} vs {}", sgh[k], sch[k]);
+    }
+}
+
 fn check_blas1<T: RandomScalar>(n: usize, seed: u64) {
     let Some(g) = gpu("blas1") else { return };
     let c = CpuBackend::new();
@@ -210,13 +244,7 @@ fn check_bicgstab_steps<T: RandomScalar>(
     }
     let up = |v: &[T]| (g.upload(v).unwrap(), c.upload(v).unwrap());
     let (mut scg, mut scc) = up(&sc_host);
-    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| {
-        let scale = cv
-            .iter()
-            .map(|z| z.magnitude().to_f64_lossless())
-            .fold(1.0, f64::max);
-        close(what, &gv, &cv, |_| 64.0 * eps * scale);
-    };
+    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| close_to_scale(what, gv, cv, 64.0);
     // p step, then s step, then x/r step (with and without shat).
     let (rg, rc) = up(&vecs[0]);
     let (vg, vc) = up(&vecs[1]);
@@ -243,16 +271,9 @@ fn check_bicgstab_steps<T: RandomScalar>(
     BicgstabKernels::bicgstab_tt(g, &tg, &sg, &mut scg).unwrap();
     BicgstabKernels::bicgstab_tt(c, &tc, &s_c, &mut scc).unwrap();
     let rel = two_gamma(n, eps, T::IS_COMPLEX) + 64.0 * eps;
-    // The reductions' own rounding (relative to the sum of |terms|, at most the
-    // value plus n times the inputs' magnitudes) plus that of the inputs' steps.
     let slots_agree = |scg: &CudaVector<T>, scc: &CpuVector<T>, slots: &[usize], scale: f64| {
-        let (sgh, sch) = (g.download(scg).unwrap(), c.download(scc).unwrap());
-        for &k in slots {
-            let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
-            let bound =
-                4.0 * rel * (sch[k].magnitude().to_f64_lossless() + scale * n as f64) + 1e-300;
-            assert!(d <= bound, "slot {k}, n={n}: {} vs {}", sgh[k], sch[k]);
-        }
+        let step = format!("bicgstab n={n}");
+        slots_close(&step, g, c, scg, scc, slots, 4.0 * rel, scale * n as f64);
     };
     slots_agree(&scg, &scc, &[SNORM2, TS, TT], 1.0);
     let (r0g, r0c) = up(&vecs[1]);
@@ -519,26 +540,11 @@ fn check_tfqmr_steps<T: RandomScalar>(
     }
     let up = |v: &[T]| (g.upload(v).unwrap(), c.upload(v).unwrap());
     let (mut scg, mut scc) = up(&sc_host);
-    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| {
-        let scale = cv
-            .iter()
-            .map(|z| z.magnitude().to_f64_lossless())
-            .fold(1.0, f64::max);
-        close(what, &gv, &cv, |_| 256.0 * eps * scale);
-    };
+    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| close_to_scale(what, gv, cv, 256.0);
     let rel = two_gamma(n, eps, T::IS_COMPLEX) + 256.0 * eps;
     let slots_agree = |scg: &CudaVector<T>, scc: &CpuVector<T>, slots: &[usize], step: &str| {
-        let (sgh, sch) = (g.download(scg).unwrap(), c.download(scc).unwrap());
-        for &k in slots {
-            let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
-            let bound = 8.0 * rel * (sch[k].magnitude().to_f64_lossless() + n as f64) + 1e-300;
-            assert!(
-                d <= bound,
-                "{step}: slot {k}, n={n}: {} vs {}",
-                sgh[k],
-                sch[k]
-            );
-        }
+        let step = format!("{step} n={n}");
+        slots_close(&step, g, c, scg, scc, slots, 8.0 * rel, n as f64);
     };
     let (rsg, rsc) = up(&vecs[0]);
     let (vg, vc) = up(&vecs[1]);
@@ -641,26 +647,11 @@ fn check_qmr_steps<T: RandomScalar>(
     }
     let up = |v: &[T]| (g.upload(v).unwrap(), c.upload(v).unwrap());
     let (mut scg, mut scc) = up(&sc_host);
-    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| {
-        let scale = cv
-            .iter()
-            .map(|z| z.magnitude().to_f64_lossless())
-            .fold(1.0, f64::max);
-        close(what, &gv, &cv, |_| 256.0 * eps * scale);
-    };
+    let loose = |what: &str, gv: Vec<T>, cv: Vec<T>| close_to_scale(what, gv, cv, 256.0);
     let rel = two_gamma(n, eps, T::IS_COMPLEX) + 256.0 * eps;
     let slots_agree = |scg: &CudaVector<T>, scc: &CpuVector<T>, slots: &[usize], step: &str| {
-        let (sgh, sch) = (g.download(scg).unwrap(), c.download(scc).unwrap());
-        for &k in slots {
-            let d = (sgh[k] - sch[k]).magnitude().to_f64_lossless();
-            let bound = 16.0 * rel * (sch[k].magnitude().to_f64_lossless() + n as f64) + 1e-300;
-            assert!(
-                d <= bound,
-                "{step}: slot {k}, n={n}: {} vs {}",
-                sgh[k],
-                sch[k]
-            );
-        }
+        let step = format!("{step} n={n}");
+        slots_close(&step, g, c, scg, scc, slots, 16.0 * rel, n as f64);
     };
     let (mut vg, mut vc) = up(&vecs[0]);
     let (mut wg, mut wc) = up(&vecs[1]);
