@@ -5,13 +5,17 @@
 //! gpu-pack/run.sh bench`), or on any machine with `cargo bench --bench krylov`
 //! (without a GPU the GPU columns stay empty). Flags: `--quick` (levels 0 and 1,
 //! no peers), `--ours-only` (no peers), `--level N` (repeatable), `--hard` (the
-//! hard-walled ducts `helmholtz-cylinder:0..2` instead).
+//! hard-walled ducts `helmholtz-cylinder:0..2` instead), `--trace` (below).
 //!
 //! For each level and each method (BiCGSTAB, BiCGSTAB(8), TFQMR, QMR, GMRES(150)),
 //! Jacobi-preconditioned, x0 = 0, stopping at ||b - A x|| <= 1e-9 ||b|| with a cap
 //! of 1000 iterations (the seed's settings), it reports the iterations and the
 //! time to solution on the CPU backend (CSR, all cores) and on the CUDA backend
 //! (SELL-32-1): the solve only, not the upload, median of 3 runs after a warm-up.
+//! `--trace` adds where each GPU solve's time went: its first and second
+//! iterations, the steady iteration, the final residual, and the fixed cost.
+//! `--kernel-costs` times single kernels inside CUDA graphs at the size of the
+//! last level chosen instead (and runs no solve).
 //!
 //! The peers run in the same session on the same systems: SciPy (`bicgstab`,
 //! `gmres`, and `tfqmr`/`qmr` where present) on the CPU and CuPy (`gmres`, `cgs`,
@@ -29,7 +33,7 @@
 use gpuq::core::{Backend, Complex64, SolveReport, Stats};
 use gpuq::cpu::CpuBackend;
 use gpuq::cuda::CudaBackend;
-use gpuq::krylov::{solve_csr, KrylovOptions, Method, Preconditioner, SolverConfig};
+use gpuq::krylov::{solve_csr_monitored, KrylovOptions, Method, Preconditioner, SolverConfig};
 use gpuq::sparse::fem_cylinder::Cylinder;
 use gpuq::sparse::{Csr, Layout};
 use std::path::Path;
@@ -66,9 +70,12 @@ fn op_bytes(op: &str, n: f64, s: f64, spmv: f64) -> Option<f64> {
         "nrm2" => n * s,
         "bicgstab_p" => 4.0 * n * s,
         "bicgstab_s" => 3.0 * n * s,
+        // With a diagonal preconditioner folded in: d read, M p or M s written.
+        "bicgstab_p_scaled" => 6.0 * n * s,
+        "bicgstab_s_scaled" => 5.0 * n * s,
         "bicgstab_tt" => 2.0 * n * s,
         "axpby_slots" => 3.0 * n * s,
-        "tfqmr_odd" | "tfqmr_even" => 3.0 * n * s,
+        "tfqmr_odd" | "tfqmr_even" | "tfqmr_x" => 3.0 * n * s,
         "tfqmr_v" => 4.0 * n * s,
         // amu and mu read, w and M d read and written.
         "tfqmr_half" => 6.0 * n * s,
@@ -81,9 +88,9 @@ fn op_bytes(op: &str, n: f64, s: f64, spmv: f64) -> Option<f64> {
         // and r read, x and r written.
         "bicgstab_xr" => 8.0 * n * s,
         "spmv_csr" | "spmv_sell" | "spmv_dotc_csr" => spmv,
-        // GMRES's Gram-Schmidt: counted by the vectors each pass touches.
-        "gs_project_vectors" | "gs_subtract_vectors" => n * s,
-        "gs_pass" => 0.0,
+        // GMRES's Gram-Schmidt: counted by the vectors each step touches.
+        "gs_dots_vectors" | "gs_update_vectors" | "gs_combine_vectors" => n * s,
+        "gs_dots" | "gs_update" | "gs_combine" => 0.0,
         _ => return None,
     })
 }
@@ -119,31 +126,76 @@ fn config(method: Method, layout: Layout) -> SolverConfig {
     }
 }
 
-/// The report of the median-time run of `runs` solves after one warm-up.
+/// Where a solve's time went, from the instants its monitor saw (`--trace`):
+/// seconds from the start of the solve to the end of the first iteration, the
+/// second iteration (where the methods with scalars on the device record their
+/// iteration), the median of the later ones, and from the last iteration to the
+/// end (the true residual).
+struct Trace {
+    first: f64,
+    second: f64,
+    steady: f64,
+    tail: f64,
+}
+
+impl Trace {
+    /// The trace of a solve that started at `start` (after its set-up) and took
+    /// `time_s`, with the end of each iteration at `ends`.
+    fn new(start: Instant, time_s: f64, ends: &[Instant]) -> Option<Trace> {
+        let since = |t: &Instant| t.duration_since(start).as_secs_f64();
+        let mut gaps: Vec<f64> = ends
+            .windows(2)
+            .skip(1)
+            .map(|w| w[1].duration_since(w[0]).as_secs_f64())
+            .collect();
+        gaps.sort_by(f64::total_cmp);
+        Some(Trace {
+            first: since(ends.first()?),
+            second: ends
+                .get(1)
+                .map_or(0.0, |t| t.duration_since(ends[0]).as_secs_f64()),
+            steady: gaps.get(gaps.len() / 2).copied().unwrap_or(0.0),
+            tail: time_s - since(ends.last()?),
+        })
+    }
+}
+
+/// The report (and its trace) of the median-time run of `runs` solves after one
+/// warm-up.
 fn median_solve<B: gpuq::krylov::KrylovBackend>(
     backend: &B,
     a: &Csr<Complex64>,
     b: &[Complex64],
     config: &SolverConfig,
     runs: usize,
-) -> Option<SolveReport> {
+) -> Option<(SolveReport, Option<Trace>)> {
     // A breakdown or stagnation ends the run with its partial report
     // (`converged: false`), which the table marks like the iteration cap.
-    let solve = || match solve_csr(backend, a, b, config) {
-        Ok((_, r)) => Some(r),
-        Err(e) => {
-            eprintln!(
-                "bench-krylov: {:?} on {}: {e}",
-                config.method,
-                backend.name()
-            );
-            e.report().cloned()
-        }
+    let solve = || {
+        let mut ends = Vec::new();
+        let called = Instant::now();
+        let result =
+            solve_csr_monitored(backend, a, b, config, &mut |_, _| ends.push(Instant::now()));
+        let report = match result {
+            Ok((_, r)) => r,
+            Err(e) => {
+                eprintln!(
+                    "bench-krylov: {:?} on {}: {e}",
+                    config.method,
+                    backend.name()
+                );
+                e.report().cloned()?
+            }
+        };
+        let start = called + std::time::Duration::from_secs_f64(report.setup_time_s);
+        let trace = Trace::new(start, report.time_s, &ends);
+        Some((report, trace))
     };
     solve()?;
-    let mut reports: Vec<SolveReport> = (0..runs).filter_map(|_| solve()).collect();
-    reports.sort_by(|x, y| x.time_s.total_cmp(&y.time_s));
-    reports.get(reports.len() / 2).cloned()
+    let mut runs: Vec<_> = (0..runs).filter_map(|_| solve()).collect();
+    runs.sort_by(|x, y| x.0.time_s.total_cmp(&y.0.time_s));
+    let middle = runs.len() / 2;
+    (middle < runs.len()).then(|| runs.swap_remove(middle))
 }
 
 /// Device-to-device copy bandwidth (bytes read plus written per second) on
@@ -166,6 +218,92 @@ fn copy_bandwidth(g: &CudaBackend) -> f64 {
         .collect();
     samples.sort_by(f64::total_cmp);
     16.0 * n as f64 / samples[3]
+}
+
+/// Seconds per call of `body` (which enqueues one kernel) when 20 calls are
+/// recorded as one CUDA graph and replayed: the in-graph cost of a kernel,
+/// launch gaps included. Median of 7 samples of 10 replays.
+fn in_graph(g: &CudaBackend, body: &mut dyn FnMut()) -> f64 {
+    const CALLS: usize = 20;
+    let mut recording = None;
+    let mut all = || {
+        for _ in 0..CALLS {
+            body();
+        }
+        Ok(())
+    };
+    // SAFETY: the body enqueues the same kernels on the same buffers (which
+    // outlive `recording`) every time, with no download and no wait.
+    let mut replay = || unsafe { g.replay(&mut recording, &mut all) }.unwrap();
+    replay();
+    g.synchronize().unwrap();
+    let mut samples: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..10 {
+                replay();
+            }
+            g.synchronize().unwrap();
+            t.elapsed().as_secs_f64() / (10 * CALLS) as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[3]
+}
+
+/// `--kernel-costs`: what single kernels cost inside a CUDA graph at the size
+/// of cylinder level 2 (n = 141 204 complex values, 2.26 MB a vector) and at
+/// eight times that, against the bytes they move: the cost model behind the
+/// Krylov iterations' distance from their floor.
+fn kernel_costs(g: &CudaBackend, a: &Csr<Complex64>, bw: f64) {
+    use gpuq::sparse::SparseBackend;
+    let one = Complex64::new(1.0, 0.0);
+    let half = Complex64::new(0.5, 0.25);
+    println!("\n| kernel | n | us per kernel in a graph | bytes moved (MB) | GB/s | us at the copy rate |");
+    println!("|---|---|---|---|---|---|");
+    let row = |name: &str, n: usize, t: f64, bytes: f64| {
+        println!(
+            "| {name} | {n} | {:.2} | {:.2} | {:.0} | {:.2} |",
+            1e6 * t,
+            bytes / 1e6,
+            bytes / t / 1e9,
+            1e6 * bytes / bw
+        );
+    };
+    let mut tiny = g.zeros::<Complex64>(1).unwrap();
+    let t = in_graph(g, &mut || g.fill(&mut tiny, one).unwrap());
+    row("fill, one element (one block)", 1, t, 16.0);
+    for n in [a.nrows(), 8 * a.nrows()] {
+        let s = 16.0 * n as f64;
+        let x = g.upload(&vec![half; n]).unwrap();
+        let mut y = g.upload(&vec![one; n]).unwrap();
+        let mut z = g.zeros::<Complex64>(n).unwrap();
+        let mut out = g.zeros::<Complex64>(1).unwrap();
+        let mut out_re = g.zeros::<f64>(1).unwrap();
+        let t = in_graph(g, &mut || g.copy(&x, &mut y).unwrap());
+        row("copy", n, t, 2.0 * s);
+        let t = in_graph(g, &mut || g.mul_elementwise(&x, &y, &mut z).unwrap());
+        row("mul (Jacobi)", n, t, 3.0 * s);
+        let t = in_graph(g, &mut || g.axpby(half, &x, one, &mut y).unwrap());
+        row("axpby", n, t, 3.0 * s);
+        let t = in_graph(g, &mut || g.dotc_on_device(&x, &y, &mut out).unwrap());
+        row("dotc (one launch)", n, t, 2.0 * s);
+        let t = in_graph(g, &mut || {
+            g.squared_norm_on_device(&x, &mut out_re).unwrap()
+        });
+        row("squared norm (one launch)", n, t, s);
+    }
+    let n = a.nrows();
+    let m = g
+        .upload_matrix(a, Layout::Sell { c: 32, sigma: 1 })
+        .unwrap();
+    let x = g.upload(&vec![half; n]).unwrap();
+    let mut y = g.zeros::<Complex64>(n).unwrap();
+    let t = in_graph(g, &mut || {
+        g.spmv(one, &m, &x, Complex64::default(), &mut y).unwrap()
+    });
+    let bytes = 20.0 * a.nnz() as f64 + 4.0 * (n + 1) as f64 + 32.0 * n as f64;
+    row("SpMV SELL-32-1, cylinder-2", n, t, bytes);
 }
 
 fn write_bin<T: Copy>(path: &Path, v: &[T]) {
@@ -252,6 +390,7 @@ fn main() {
     }
 
     let hard = args.iter().any(|a| a == "--hard");
+    let trace = args.iter().any(|a| a == "--trace");
     let mut systems = Vec::new();
     for &level in &levels {
         let (cyl, wall) = if hard {
@@ -271,15 +410,22 @@ fn main() {
         );
         systems.push((name, p.matrix, p.rhs));
     }
+    if args.iter().any(|a| a == "--kernel-costs") {
+        if let (Some(g), Some(bw), Some((_, a, _))) = (&gpu, bandwidth, systems.last()) {
+            kernel_costs(g, a, bw);
+        }
+        return;
+    }
     let peer = if ours_only { None } else { peers(&systems) };
 
     println!(
         "\n| system | method | iterations (CPU/GPU) | CPU time (s) | GPU time (s) | GPU/CPU speed-up | GPU ms/iter | floor ms/iter | GPU / floor | rel. residual (GPU) |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut traces = Vec::new();
     for (name, a, b) in &systems {
         for (label, method) in METHODS {
-            let rc = median_solve(&cpu, a, b, &config(method, Layout::Csr), 3);
+            let rc = median_solve(&cpu, a, b, &config(method, Layout::Csr), 3).map(|r| r.0);
             let rg = gpu.as_ref().and_then(|g| {
                 median_solve(
                     g,
@@ -288,6 +434,12 @@ fn main() {
                     &config(method, Layout::Sell { c: 32, sigma: 1 }),
                     3,
                 )
+            });
+            let rg = rg.map(|(report, t)| {
+                if let Some(t) = t {
+                    traces.push((name.clone(), label, report.iterations, report.time_s, t));
+                }
+                report
             });
             let floor = match (&rc, bandwidth) {
                 (Some(rc), Some(bw)) => Some(bytes_per_iteration(&rc.stats, rc.iterations, a) / bw),
@@ -322,6 +474,24 @@ fn main() {
         }
     }
     println!("\n`*`: not converged (iteration cap, breakdown or stagnation; reason on stderr).");
+    if trace {
+        println!("\nWhere the GPU solves' time went (ms; `steady` is the median iteration from the third on, `fixed` the time beyond iterations x steady):\n");
+        println!(
+            "| system | method | iterations | total | first | second | steady | tail | fixed |"
+        );
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for (name, label, its, total, t) in &traces {
+            println!(
+                "| {name} | {label} | {its} | {:.3} | {:.3} | {:.3} | {:.4} | {:.3} | {:.3} |",
+                1e3 * total,
+                1e3 * t.first,
+                1e3 * t.second,
+                1e3 * t.steady,
+                1e3 * t.tail,
+                1e3 * (total - *its as f64 * t.steady)
+            );
+        }
+    }
     if let Some(peer) = peer {
         println!(
             "\n| system | peer | method | iterations | time (s) | converged | true rel. residual |"

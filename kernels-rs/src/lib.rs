@@ -36,6 +36,14 @@ pub const BLOCK_THREADS: u32 = 256;
 /// Threads per warp on every NVIDIA architecture gpuq targets.
 pub const WARP: u32 = 32;
 
-/// Basis vectors one launch of the Gram-Schmidt kernels handles (they take that
-/// many pointer arguments).
+/// Basis vectors the Gram-Schmidt kernels take per unrolled group (and per row
+/// of blocks of `gs_dots`'s grid), so their accumulators stay in registers.
 pub const GS_CHUNK: usize = 8;
+
+/// Where a GMRES step's array `gs` keeps t_k and rho after its inner products,
+/// for a basis of `capacity` vectors: slots `gs_extra(capacity)` and one after
+/// (the inner products take the `2 (capacity + 1)` slots before). The array
+/// has `gs_extra(capacity) + 2` slots.
+pub const fn gs_extra(capacity: usize) -> usize {
+    2 * (capacity + 1)
+}

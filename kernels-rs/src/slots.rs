@@ -135,4 +135,47 @@ pub mod bicgstabl {
     pub const fn len(l: usize) -> usize {
         coef(l, 5, 0)
     }
+
+    /// `check` of a [`Ratio`] that checks nothing.
+    pub const NO_CHECK: u32 = u32::MAX;
+
+    /// A guarded quotient over the slot array: v = sc[a] sc[b] / sc[c] (zero
+    /// when sc[c] vanished or v is not finite), sc[out] = v and sc[neg_out] =
+    /// -v; when `check` names a slot whose value vanished and no breakdown is
+    /// recorded yet, sc[FLAG] = `code`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Ratio {
+        /// First factor's slot.
+        pub a: u32,
+        /// Second factor's slot.
+        pub b: u32,
+        /// Denominator's slot.
+        pub c: u32,
+        /// Where v goes.
+        pub out: u32,
+        /// Where -v goes.
+        pub neg_out: u32,
+        /// The slot whose vanishing is a breakdown, or [`NO_CHECK`].
+        pub check: u32,
+        /// The breakdown's code.
+        pub code: u32,
+    }
+
+    /// The most quotients that follow one dot product.
+    pub const MAX_RATIOS: usize = 4;
+
+    /// The quotients a dot product's last block computes after writing its
+    /// slot, in order: the first `count` of `ops`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Ratios {
+        /// How many of `ops` apply.
+        pub count: u32,
+        /// The quotients.
+        pub ops: [Ratio; MAX_RATIOS],
+    }
+
+    /// The most vector pairs one batched update takes.
+    pub const MAX_PAIRS: usize = 16;
 }

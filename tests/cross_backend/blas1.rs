@@ -5,6 +5,7 @@ use crate::{gpu, two_gamma};
 use gpuq::core::{Backend, Complex32, Complex64, RealScalar, Scalar};
 use gpuq::cpu::{CpuBackend, CpuVector};
 use gpuq::cuda::CudaVector;
+use gpuq::krylov::gmres_kernels::gs_extra;
 use gpuq::krylov::{
     BicgstabKernels, BicgstablKernels, CgKernels, GmresKernels, QmrKernels, TfqmrKernels,
 };
@@ -249,22 +250,44 @@ fn check_bicgstab_steps<T: RandomScalar>(
     let (rg, rc) = up(&vecs[0]);
     let (vg, vc) = up(&vecs[1]);
     let (mut pg, mut pc) = up(&vecs[2]);
-    for first in [true, false] {
-        BicgstabKernels::bicgstab_p(g, first, &scg, &rg, &vg, &mut pg).unwrap();
-        BicgstabKernels::bicgstab_p(c, first, &scc, &rc, &vc, &mut pc).unwrap();
-        loose(
-            "bicgstab_p",
-            g.download(&pg).unwrap(),
-            c.download(&pc).unwrap(),
-        );
-    }
+    // With a diagonal scaling folded in: M p = d p in the same pass.
+    let (dg, dc) = up(&vecs[3]);
+    let (mut dpg, mut dpc) = up(&vecs[4]);
+    BicgstabKernels::bicgstab_p(g, &scg, &rg, &vg, &mut pg, Some((&dg, &mut dpg))).unwrap();
+    BicgstabKernels::bicgstab_p(c, &scc, &rc, &vc, &mut pc, Some((&dc, &mut dpc))).unwrap();
+    loose(
+        "bicgstab_p",
+        g.download(&pg).unwrap(),
+        c.download(&pc).unwrap(),
+    );
+    loose(
+        "bicgstab_p (scaled)",
+        g.download(&dpg).unwrap(),
+        c.download(&dpc).unwrap(),
+    );
+    // A fresh scalar array (all zero but rho) with p and v zero gives p = r.
+    let mut fresh = vec![T::zero(); LEN];
+    fresh[RHO] = sc_host[RHO];
+    let zero = vec![T::zero(); n];
+    let (fg, fc) = up(&fresh);
+    let (zg, zc) = up(&zero);
+    let (mut p0g, mut p0c) = up(&zero);
+    BicgstabKernels::bicgstab_p(g, &fg, &rg, &zg, &mut p0g, None).unwrap();
+    BicgstabKernels::bicgstab_p(c, &fc, &rc, &zc, &mut p0c, None).unwrap();
+    assert_eq!(c.download(&p0c).unwrap(), vecs[0]);
+    assert_eq!(g.download(&p0g).unwrap(), vecs[0]);
     let (mut sg, mut s_c) = up(&vecs[0]);
-    BicgstabKernels::bicgstab_s(g, &mut scg, &vg, &mut sg).unwrap();
-    BicgstabKernels::bicgstab_s(c, &mut scc, &vc, &mut s_c).unwrap();
+    BicgstabKernels::bicgstab_s(g, &scg, &vg, &mut sg, Some((&dg, &mut dpg))).unwrap();
+    BicgstabKernels::bicgstab_s(c, &scc, &vc, &mut s_c, Some((&dc, &mut dpc))).unwrap();
     loose(
         "bicgstab_s",
         g.download(&sg).unwrap(),
         c.download(&s_c).unwrap(),
+    );
+    loose(
+        "bicgstab_s (scaled)",
+        g.download(&dpg).unwrap(),
+        c.download(&dpc).unwrap(),
     );
     let (tg, tc) = up(&vecs[3]);
     let (shg, shc) = up(&vecs[4]);
@@ -277,8 +300,10 @@ fn check_bicgstab_steps<T: RandomScalar>(
     };
     slots_agree(&scg, &scc, &[SNORM2, TS, TT], 1.0);
     let (r0g, r0c) = up(&vecs[1]);
+    // x = x_in + ...: the previous iterate comes from its own vector.
+    let (xin_g, xin_c) = up(&vecs[5]);
     for shat in [false, true] {
-        let (mut xg, mut xc) = up(&vecs[5]);
+        let (mut xg, mut xc) = up(&vecs[2]);
         let (mut r2g, mut r2c) = (
             g.upload(&g.download(&sg).unwrap()).unwrap(),
             c.upload(&c.download(&s_c).unwrap()).unwrap(),
@@ -289,10 +314,16 @@ fn check_bicgstab_steps<T: RandomScalar>(
             (None, None)
         };
         let t2 = T::Real::of_f64(0.0);
-        BicgstabKernels::bicgstab_xr(g, &mut scg, t2, &pg, sh_g, &tg, &r0g, &mut xg, &mut r2g)
-            .unwrap();
-        BicgstabKernels::bicgstab_xr(c, &mut scc, t2, &pc, sh_c, &tc, &r0c, &mut xc, &mut r2c)
-            .unwrap();
+        let xr_g = (&xin_g, &mut xg, &mut r2g);
+        BicgstabKernels::bicgstab_xr(
+            g, &mut scg, t2, &pg, sh_g, &tg, &r0g, xr_g.0, xr_g.1, xr_g.2,
+        )
+        .unwrap();
+        let xr_c = (&xin_c, &mut xc, &mut r2c);
+        BicgstabKernels::bicgstab_xr(
+            c, &mut scc, t2, &pc, sh_c, &tc, &r0c, xr_c.0, xr_c.1, xr_c.2,
+        )
+        .unwrap();
         loose(
             "bicgstab_xr (x)",
             g.download(&xg).unwrap(),
@@ -329,88 +360,188 @@ fn bicgstab_steps_match_the_cpu() {
     }
 }
 
-/// GMRES's batched Gram-Schmidt pass against the CPU's, for k basis vectors
-/// around the chunk size of 8 (of k + 1 passed): the inner products within the
-/// bound of two summation orders (`2 gamma_n sum |v_i| |w_i|`), the updated w
-/// within `4 (k + 1) eps` per term, the norms before and after within the
-/// bound of two summation orders of their squares.
-fn check_gram_schmidt<T: RandomScalar>(n: usize, k: usize, seed: u64) {
+/// An orthonormal basis of `k` vectors of length `n` (classical Gram-Schmidt
+/// twice, in f64 on the host), as scalars of `T`.
+fn orthonormal<T: RandomScalar>(n: usize, k: usize, seed: u64) -> Vec<Vec<T>> {
+    let to64 = |v: &T| Complex64::new(v.re().to_f64_lossless(), v.im().to_f64_lossless());
+    let mut out: Vec<Vec<Complex64>> = Vec::new();
+    for j in 0..k {
+        let mut v: Vec<Complex64> = random_vec::<T>(n, seed + j as u64)
+            .iter()
+            .map(to64)
+            .collect();
+        if !T::IS_COMPLEX {
+            v.iter_mut().for_each(|z| z.im = 0.0);
+        }
+        for _ in 0..2 {
+            for q in &out {
+                let h: Complex64 = q.iter().zip(&v).map(|(a, b)| a.conj() * b).sum();
+                v.iter_mut().zip(q).for_each(|(vi, qi)| *vi -= h * qi);
+            }
+        }
+        let norm = v.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+        v.iter_mut().for_each(|z| *z /= norm);
+        out.push(v);
+    }
+    out.iter()
+        .map(|v| {
+            v.iter()
+                .map(|z| T::from_parts(T::Real::of_f64(z.re), T::Real::of_f64(z.im)))
+                .collect()
+        })
+        .collect()
+}
+
+/// GMRES's Gram-Schmidt steps against the CPU's, for `used` orthonormal basis
+/// vectors around the chunk size of 8: the inner products within the bound of
+/// two summation orders (`2 gamma_n sum |v_i| |w_i|`); rho and t_k, the new
+/// basis vector and the next u within what those differences allow; the
+/// combination within `4 (k + 1) eps` per term.
+fn check_gram_schmidt<T: RandomScalar>(n: usize, used: usize, seed: u64) {
     let Some(g) = gpu("gram_schmidt") else { return };
     let c = CpuBackend::new();
     let eps = T::Real::eps().to_f64_lossless();
-    let vs: Vec<Vec<T>> = (0..=k).map(|j| random_vec(n, seed + j as u64)).collect();
-    let ws: Vec<T> = random_vec(n, seed + 100);
-    let bg: Vec<_> = vs.iter().map(|v| g.upload(v).unwrap()).collect();
-    let bc: Vec<_> = vs.iter().map(|v| c.upload(v).unwrap()).collect();
-    let (rg, rc): (Vec<_>, Vec<_>) = (bg.iter().collect(), bc.iter().collect());
-    let (mut wg, mut wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
-    let (mut hg, mut hc) = (vec![T::zero(); k], vec![T::zero(); k]);
-    let (bg_, ag) = g.gs_pass(&rg, k, &mut wg, &mut hg).unwrap();
-    let (bc_, ac) = c.gs_pass(&rc, k, &mut wc, &mut hc).unwrap();
+    let capacity = used + 1;
+    let mut vs: Vec<Vec<T>> = orthonormal(n, used, seed);
+    vs.push(vec![T::zero(); n]);
+    let (us, zs): (Vec<T>, Vec<T>) = (random_vec(n, seed + 100), random_vec(n, seed + 101));
+    let mut bg: Vec<_> = vs.iter().map(|v| g.upload(v).unwrap()).collect();
+    let mut bc: Vec<_> = vs.iter().map(|v| c.upload(v).unwrap()).collect();
+    let (mut ug, mut uc) = (g.upload(&us).unwrap(), c.upload(&us).unwrap());
+    let (zg, zc) = (g.upload(&zs).unwrap(), c.upload(&zs).unwrap());
+    let e = gs_extra(capacity);
+    let (mut gsg, mut gsc) = (g.zeros::<T>(e + 2).unwrap(), c.zeros::<T>(e + 2).unwrap());
+    GmresKernels::gs_dots(g, &bg, used, &ug, Some(&zg), &mut gsg).unwrap();
+    GmresKernels::gs_dots(&c, &bc, used, &uc, Some(&zc), &mut gsc).unwrap();
+    let (hg, hc) = (g.download(&gsg).unwrap(), c.download(&gsc).unwrap());
     let complex = T::IS_COMPLEX;
-    let h_bound: Vec<f64> = (0..k)
+    let kv = used + 1;
+    let dot_bound = |v: &[T], w: &[T]| -> f64 {
+        let scale: f64 = v
+            .iter()
+            .zip(w)
+            .map(|(a, b)| (a.magnitude() * b.magnitude()).to_f64_lossless())
+            .sum();
+        two_gamma(n, eps, complex) * scale
+    };
+    let bounds: Vec<f64> = (0..2 * kv)
         .map(|j| {
-            let scale: f64 = vs[j]
-                .iter()
-                .zip(&ws)
-                .map(|(v, w)| (v.magnitude() * w.magnitude()).to_f64_lossless())
-                .sum();
-            two_gamma(n, eps, complex) * scale
+            let v = if j % kv < used { &vs[j % kv] } else { &us };
+            dot_bound(v, if j < kv { &us } else { &zs })
         })
         .collect();
-    close(&format!("gs_pass h n {n} k {k}"), &hg, &hc, |j| h_bound[j]);
-    // Per element: rounding of k + 1 terms, plus the coefficients' difference.
+    let what = format!("gs_dots n {n} used {used}");
+    close(&what, &hg[..2 * kv], &hc[..2 * kv], |j| bounds[j]);
+    // rho^2 = u^H u - ||s||^2 and t_k = (u^H z - s^H t) / rho inherit the
+    // inner products' differences (and their own rounding).
+    let rho_c = hc[e + 1].re().to_f64_lossless();
+    let mag = |j: usize| hc[j].magnitude().to_f64_lossless();
+    let d_rho2 = bounds[used] + (0..used).map(|j| 2.0 * mag(j) * bounds[j]).sum::<f64>();
+    let rho2_scale = mag(used) + (0..used).map(|j| mag(j) * mag(j)).sum::<f64>();
+    let rho_bound = (d_rho2 + 8.0 * (used as f64 + 2.0) * eps * rho2_scale) / rho_c.max(1e-300);
+    let rho_g = hg[e + 1].re().to_f64_lossless();
+    assert!(
+        (rho_g - rho_c).abs() <= rho_bound,
+        "{what}: rho {rho_g} vs {rho_c} (bound {rho_bound:e})"
+    );
+    let st_bound = bounds[kv + used]
+        + (0..used)
+            .map(|j| mag(j) * bounds[kv + j] + mag(kv + j) * bounds[j])
+            .sum::<f64>();
+    let st_scale = mag(kv + used) + (0..used).map(|j| mag(j) * mag(kv + j)).sum::<f64>();
+    let tk_c = hc[e].magnitude().to_f64_lossless();
+    let tk_bound = (st_bound + 8.0 * (used as f64 + 2.0) * eps * st_scale) / rho_c.max(1e-300)
+        + tk_c * rho_bound / rho_c.max(1e-300);
+    close(
+        &format!("{what} (t_k)"),
+        &hg[e..e + 1],
+        &hc[e..e + 1],
+        |_| tk_bound,
+    );
+    // The update: every element of q and u moves by the coefficients'
+    // differences times the basis, plus its own rounding.
+    GmresKernels::gs_update(g, &mut bg, used, &gsg, &mut ug, &zg).unwrap();
+    GmresKernels::gs_update(&c, &mut bc, used, &gsc, &mut uc, &zc).unwrap();
+    let (qg, qc) = (
+        g.download(&bg[used]).unwrap(),
+        c.download(&bc[used]).unwrap(),
+    );
+    let q_bound: Vec<f64> = (0..n)
+        .map(|i| {
+            let terms = us[i].magnitude().to_f64_lossless()
+                + (0..used)
+                    .map(|j| mag(j) * vs[j][i].magnitude().to_f64_lossless())
+                    .sum::<f64>();
+            let from_s: f64 = (0..used)
+                .map(|j| bounds[j] * vs[j][i].magnitude().to_f64_lossless())
+                .sum();
+            let q = qc[i].magnitude().to_f64_lossless();
+            (4.0 * (used as f64 + 2.0) * eps * terms + from_s) / rho_c.max(1e-300)
+                + q * rho_bound / rho_c.max(1e-300)
+        })
+        .collect();
+    close(&format!("{what} (q)"), &qg, &qc, |i| q_bound[i]);
+    let (u2g, u2c) = (g.download(&ug).unwrap(), c.download(&uc).unwrap());
+    let u_bound: Vec<f64> = (0..n)
+        .map(|i| {
+            let terms = zs[i].magnitude().to_f64_lossless()
+                + (0..used)
+                    .map(|j| mag(kv + j) * vs[j][i].magnitude().to_f64_lossless())
+                    .sum::<f64>()
+                + tk_c * qc[i].magnitude().to_f64_lossless();
+            let from_t: f64 = (0..used)
+                .map(|j| bounds[kv + j] * vs[j][i].magnitude().to_f64_lossless())
+                .sum::<f64>()
+                + tk_bound * qc[i].magnitude().to_f64_lossless()
+                + tk_c * q_bound[i];
+            let u = u2c[i].magnitude().to_f64_lossless();
+            (4.0 * (used as f64 + 3.0) * eps * terms + from_t) / rho_c.max(1e-300)
+                + u * rho_bound / rho_c.max(1e-300)
+        })
+        .collect();
+    close(&format!("{what} (u)"), &u2g, &u2c, |i| u_bound[i]);
+    // The combination of the basis.
+    let y: Vec<T> = random_vec(used, seed + 200);
+    let (mut wg, mut wc) = (g.zeros::<T>(n).unwrap(), c.zeros::<T>(n).unwrap());
+    GmresKernels::gs_combine(g, &bg, &y, &mut wg).unwrap();
+    GmresKernels::gs_combine(&c, &bc, &y, &mut wc).unwrap();
     let w_bound: Vec<f64> = (0..n)
         .map(|i| {
-            let terms: f64 = ws[i].magnitude().to_f64_lossless()
-                + (0..k)
-                    .map(|j| (hc[j] * vs[j][i]).magnitude().to_f64_lossless())
-                    .sum::<f64>();
-            let from_h: f64 = (0..k)
-                .map(|j| h_bound[j] * vs[j][i].magnitude().to_f64_lossless())
-                .sum();
-            4.0 * (k as f64 + 1.0) * eps * terms + from_h
+            4.0 * (used as f64 + 1.0)
+                * eps
+                * (0..used)
+                    .map(|j| (y[j] * vs[j][i]).magnitude().to_f64_lossless())
+                    .sum::<f64>()
         })
         .collect();
     close(
-        &format!("gs_pass w n {n} k {k}"),
+        &format!("gs_combine n {n} k {used}"),
         &g.download(&wg).unwrap(),
         &c.download(&wc).unwrap(),
         |i| w_bound[i],
     );
-    // The norms: two summation orders of the squares, and (after) the vectors'
-    // own difference.
-    let (before, after) = (bc_.to_f64_lossless(), ac.to_f64_lossless());
-    let sum_order = two_gamma(n, eps, false) + 4.0 * eps;
-    let w_diff: f64 = w_bound.iter().map(|b| b * b).sum::<f64>().sqrt();
-    let (gb, ga) = (bg_.to_f64_lossless(), ag.to_f64_lossless());
-    assert!(
-        (gb - before).abs() <= sum_order * before,
-        "gs_pass ||w|| before n {n} k {k}: {gb} vs {before}"
-    );
-    assert!(
-        (ga - after).abs() <= sum_order * after + w_diff,
-        "gs_pass ||w|| after n {n} k {k}: {ga} vs {after}"
-    );
 }
 
 #[test]
-fn gram_schmidt_pass_matches_the_cpu() {
-    if gpu("gram_schmidt_pass_matches_the_cpu").is_none() {
+fn gram_schmidt_steps_match_the_cpu() {
+    if gpu("gram_schmidt_steps_match_the_cpu").is_none() {
         return;
     }
     for (i, n) in [0usize, 1, 33, 1000, 65_537].into_iter().enumerate() {
-        for k in [0usize, 1, 7, 8, 9, 17] {
-            let seed = 1000 * i as u64 + 10 * k as u64;
-            check_gram_schmidt::<f64>(n, k, seed);
-            check_gram_schmidt::<Complex64>(n, k, seed + 1);
-            check_gram_schmidt::<f32>(n, k, seed + 2);
-            check_gram_schmidt::<Complex32>(n, k, seed + 3);
+        for used in [0usize, 1, 7, 8, 9, 17] {
+            if used > n {
+                continue;
+            }
+            let seed = 1000 * i as u64 + 10 * used as u64;
+            check_gram_schmidt::<f64>(n, used, seed);
+            check_gram_schmidt::<Complex64>(n, used, seed + 1);
+            check_gram_schmidt::<f32>(n, used, seed + 2);
+            check_gram_schmidt::<Complex32>(n, used, seed + 3);
         }
     }
-    // The basis' address table is cached: passes that alternate between two
+    // The basis' address table is cached: steps that alternate between two
     // live bases of the same length must each use their own addresses.
-    let g = gpu("gram_schmidt_pass_matches_the_cpu").unwrap();
+    let g = gpu("gram_schmidt_steps_match_the_cpu").unwrap();
     let c = CpuBackend::new();
     let bases: Vec<Vec<Vec<f64>>> = (7u64..9)
         .map(|seed| (0..3).map(|j| random_vec(500, seed * 10 + j)).collect())
@@ -423,28 +554,25 @@ fn gram_schmidt_pass_matches_the_cpu() {
         .iter()
         .map(|b| b.iter().map(|v| c.upload(v).unwrap()).collect())
         .collect();
+    let e = gs_extra(3);
     for round in 0..4 {
         let which = round % 2;
-        let rg: Vec<_> = on_gpu[which].iter().collect();
-        let rc: Vec<_> = on_cpu[which].iter().collect();
-        let ws = random_vec::<f64>(500, 70 + round as u64);
-        let (mut wg, mut wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
-        let (mut hg, mut hc) = (vec![0.0; 3], vec![0.0; 3]);
-        g.gs_pass(&rg, 3, &mut wg, &mut hg).unwrap();
-        c.gs_pass(&rc, 3, &mut wc, &mut hc).unwrap();
-        for (x, y) in hg.iter().zip(&hc) {
+        let us = random_vec::<f64>(500, 70 + round as u64);
+        let (ug, uc) = (g.upload(&us).unwrap(), c.upload(&us).unwrap());
+        let (mut gsg, mut gsc) = (
+            g.zeros::<f64>(e + 2).unwrap(),
+            c.zeros::<f64>(e + 2).unwrap(),
+        );
+        GmresKernels::gs_dots(g, &on_gpu[which], 3, &ug, None, &mut gsg).unwrap();
+        GmresKernels::gs_dots(&c, &on_cpu[which], 3, &uc, None, &mut gsc).unwrap();
+        let (hg, hc) = (g.download(&gsg).unwrap(), c.download(&gsc).unwrap());
+        for (x, y) in hg[..4].iter().zip(&hc[..4]) {
             assert!(
                 (x - y).abs() <= 1e-12 * (1.0 + y.abs()),
                 "round {round}: {x} vs {y}"
             );
         }
     }
-    // An empty basis is no error on either backend.
-    let ws = random_vec::<f64>(500, 5);
-    let (mut wg, mut wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
-    let (bg, ag) = g.gs_pass(&[], 0, &mut wg, &mut []).unwrap();
-    let (bc, ac) = c.gs_pass(&[], 0, &mut wc, &mut []).unwrap();
-    assert!((bg - bc).abs() <= 1e-12 * bc && (ag - ac).abs() <= 1e-12 * ac);
 }
 
 /// A random scalar for the coefficients.
@@ -565,6 +693,7 @@ fn check_tfqmr_steps<T: RandomScalar>(
     let (mut wg, mut wc) = up(&vecs[5]);
     let (mut mdg, mut mdc) = up(&vecs[6]);
     let (mut xg, mut xc) = up(&vecs[7]);
+    let xin = up(&vecs[0]);
     // Two half-steps (the second reads the first's theta^2 and eta), with mu
     // the u itself (no preconditioner) in the second.
     for (k, mu) in [(&amg, &amc), (&uog, &uoc)].into_iter().enumerate() {
@@ -581,8 +710,11 @@ fn check_tfqmr_steps<T: RandomScalar>(
             c.download(&mdc).unwrap(),
         );
         slots_agree(&scg, &scc, &[THETA2, TAU2, ETA], &format!("tfqmr_half {k}"));
-        TfqmrKernels::tfqmr_x(g, &scg, &mdg, &mut xg).unwrap();
-        TfqmrKernels::tfqmr_x(c, &scc, &mdc, &mut xc).unwrap();
+        // The first half-step's x comes from another vector, the second's is
+        // updated in place.
+        let from = (k == 0).then_some(&xin);
+        TfqmrKernels::tfqmr_x(g, &scg, &mdg, from.map(|v| &v.0), &mut xg).unwrap();
+        TfqmrKernels::tfqmr_x(c, &scc, &mdc, from.map(|v| &v.1), &mut xc).unwrap();
         loose(
             "tfqmr_x",
             g.download(&xg).unwrap(),
@@ -610,7 +742,7 @@ fn check_tfqmr_steps<T: RandomScalar>(
     );
     // A scalar array of the wrong length is an error, not a crash.
     let short = g.upload(&sc_host[..LEN - 1]).unwrap();
-    assert!(TfqmrKernels::tfqmr_x(g, &short, &mdg, &mut xg).is_err());
+    assert!(TfqmrKernels::tfqmr_x(g, &short, &mdg, None, &mut xg).is_err());
 }
 
 #[test]
@@ -714,10 +846,19 @@ fn check_qmr_steps<T: RandomScalar>(
     );
     let (mut dg, mut dc) = up(&vecs[7]);
     let (mut sg, mut s_c) = up(&vecs[8]);
-    let (mut xg, mut xc) = up(&vecs[9]);
+    // x = x_in + d: the previous iterate comes from its own vector.
+    let (xin_g, xin_c) = up(&vecs[9]);
+    let (mut xg, mut xc) = up(&vecs[1]);
     let (mut rg, mut rc) = up(&vecs[0]);
-    QmrKernels::qmr_update(g, &mut scg, &pg, &apg, &mut dg, &mut sg, &mut xg, &mut rg).unwrap();
-    QmrKernels::qmr_update(c, &mut scc, &pc, &apc, &mut dc, &mut s_c, &mut xc, &mut rc).unwrap();
+    let (dsg, dsc) = ((&mut dg, &mut sg), (&mut dc, &mut s_c));
+    QmrKernels::qmr_update(
+        g, &mut scg, &pg, &apg, dsg.0, dsg.1, &xin_g, &mut xg, &mut rg,
+    )
+    .unwrap();
+    QmrKernels::qmr_update(
+        c, &mut scc, &pc, &apc, dsc.0, dsc.1, &xin_c, &mut xc, &mut rc,
+    )
+    .unwrap();
     loose(
         "qmr_update (x)",
         g.download(&xg).unwrap(),
@@ -735,9 +876,16 @@ fn check_qmr_steps<T: RandomScalar>(
     let (mut badg, mut badc) = up(&bad);
     QmrKernels::qmr_rotation(g, &wg, &mut badg).unwrap();
     QmrKernels::qmr_rotation(c, &wc, &mut badc).unwrap();
-    let x_before = c.download(&xc).unwrap();
-    QmrKernels::qmr_update(g, &mut badg, &pg, &apg, &mut dg, &mut sg, &mut xg, &mut rg).unwrap();
-    QmrKernels::qmr_update(c, &mut badc, &pc, &apc, &mut dc, &mut s_c, &mut xc, &mut rc).unwrap();
+    let x_before = c.download(&xin_c).unwrap();
+    let (dsg, dsc) = ((&mut dg, &mut sg), (&mut dc, &mut s_c));
+    QmrKernels::qmr_update(
+        g, &mut badg, &pg, &apg, dsg.0, dsg.1, &xin_g, &mut xg, &mut rg,
+    )
+    .unwrap();
+    QmrKernels::qmr_update(
+        c, &mut badc, &pc, &apc, dsc.0, dsc.1, &xin_c, &mut xc, &mut rc,
+    )
+    .unwrap();
     assert_eq!(c.download(&xc).unwrap(), x_before);
     loose(
         "qmr_update after a breakdown (x)",
@@ -768,7 +916,9 @@ fn check_bicgstabl_steps<T: RandomScalar>(
     n: usize,
     seed: u64,
 ) {
-    use gpuq::krylov::bicgstabl_kernels::{coef, len, tau, DOT, FLAG, ONE, RHO0, RHO_VANISHED};
+    use gpuq::krylov::bicgstabl_kernels::{
+        checked_ratio, coef, len, ratio, tau, DISCARD, DOT, FLAG, ONE, RHO0, RHO_VANISHED,
+    };
     let l = 4;
     let eps = T::Real::eps().to_f64_lossless();
     let (mut scg, mut scc) = (g.zeros::<T>(len(l)).unwrap(), c.zeros::<T>(len(l)).unwrap());
@@ -793,8 +943,35 @@ fn check_bicgstabl_steps<T: RandomScalar>(
         &c.download(&yc).unwrap(),
         |i| 4.0 * eps * scale * (xs[i].magnitude() + ys[i].magnitude()).to_f64_lossless(),
     );
-    BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, DOT).unwrap();
-    BicgstablKernels::dotc_into_slot(c, &xc, &yc, &mut scc, DOT).unwrap();
+    BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, DOT, &[]).unwrap();
+    BicgstablKernels::dotc_into_slot(c, &xc, &yc, &mut scc, DOT, &[]).unwrap();
+    // Batched updates, across the 16 pairs of one launch: as one at a time.
+    for pairs in [3usize, 17] {
+        let xs_many: Vec<Vec<T>> = (0..pairs)
+            .map(|p| random_vec(n, seed + 60 + p as u64))
+            .collect();
+        let ys_many: Vec<Vec<T>> = (0..pairs)
+            .map(|p| random_vec(n, seed + 90 + p as u64))
+            .collect();
+        let xgm: Vec<_> = xs_many.iter().map(|v| g.upload(v).unwrap()).collect();
+        let xcm: Vec<_> = xs_many.iter().map(|v| c.upload(v).unwrap()).collect();
+        let mut ygm: Vec<_> = ys_many.iter().map(|v| g.upload(v).unwrap()).collect();
+        let mut ycm: Vec<_> = ys_many.iter().map(|v| c.upload(v).unwrap()).collect();
+        BicgstablKernels::axpby_slots_many(g, &scg, RHO0, &xgm, ONE, &mut ygm).unwrap();
+        BicgstablKernels::axpby_slots_many(c, &scc, RHO0, &xcm, ONE, &mut ycm).unwrap();
+        for p in 0..pairs {
+            close(
+                &format!("axpby_slots_many pair {p} of {pairs}"),
+                &g.download(&ygm[p]).unwrap(),
+                &c.download(&ycm[p]).unwrap(),
+                |i| {
+                    let terms =
+                        (xs_many[p][i].magnitude() + ys_many[p][i].magnitude()).to_f64_lossless();
+                    4.0 * eps * scale * terms
+                },
+            );
+        }
+    }
     let (sg, s_c) = (g.download(&scg).unwrap(), c.download(&scc).unwrap());
     let bound = 4.0 * (two_gamma(n, eps, T::IS_COMPLEX) + 16.0 * eps) * (n as f64 + 1.0) * scale;
     assert!(
@@ -806,21 +983,21 @@ fn check_bicgstabl_steps<T: RandomScalar>(
     let mut sc_host = s_c.clone();
     sc_host[coef(l, 2, 3)] = T::zero();
     let (mut scg, mut scc) = (g.upload(&sc_host).unwrap(), c.upload(&sc_host).unwrap());
-    // A plain quotient, then one by a vanished checked slot: it flags the
-    // breakdown and the quotient is zero (tau_33, tau_44: slots the solve
-    // does not read).
-    let plain = ((DOT, RHO0, ONE), tau(l, 1, 2), tau(l, 2, 1), None, 0);
-    let by_zero = (
-        (DOT, ONE, coef(l, 2, 3)),
-        tau(l, 3, 3),
-        tau(l, 4, 4),
-        Some(coef(l, 2, 3)),
-        RHO_VANISHED,
-    );
-    for (abc, out, neg, check, code) in [plain, by_zero] {
-        BicgstablKernels::slot_ratio(g, &mut scg, abc, out, neg, check, code).unwrap();
-        BicgstablKernels::slot_ratio(c, &mut scc, abc, out, neg, check, code).unwrap();
-    }
+    // A dot product into a slot no quotient reads, then a plain quotient and
+    // one by a vanished checked slot: it flags the breakdown and the quotient
+    // is zero (tau_33, tau_44: slots the solve does not read).
+    let then = [
+        ratio(DOT, RHO0, ONE, tau(l, 1, 2), tau(l, 2, 1)),
+        checked_ratio(
+            (DOT, ONE, coef(l, 2, 3)),
+            tau(l, 3, 3),
+            tau(l, 4, 4),
+            coef(l, 2, 3),
+            RHO_VANISHED,
+        ),
+    ];
+    BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, DISCARD, &then).unwrap();
+    BicgstablKernels::dotc_into_slot(c, &xc, &yc, &mut scc, DISCARD, &then).unwrap();
     BicgstablKernels::bicgstabl_mr(g, &mut scg, l).unwrap();
     BicgstablKernels::bicgstabl_mr(c, &mut scc, l).unwrap();
     let (sg, s_c) = (g.download(&scg).unwrap(), c.download(&scc).unwrap());
@@ -828,16 +1005,22 @@ fn check_bicgstabl_steps<T: RandomScalar>(
     assert_eq!(s_c[tau(l, 3, 3)], T::zero());
     let big = s_c
         .iter()
-        .map(|v| v.magnitude().to_f64_lossless())
+        .enumerate()
+        .filter(|&(k, _)| k != DISCARD)
+        .map(|(_, v)| v.magnitude().to_f64_lossless())
         .fold(1.0, f64::max);
-    close("slot_ratio and bicgstabl_mr", &sg, &s_c, |_| {
+    let (mut sg, mut s_c) = (sg, s_c);
+    // The dot products themselves were compared above.
+    sg[DISCARD] = T::zero();
+    s_c[DISCARD] = T::zero();
+    close("dot_ratios' quotients and bicgstabl_mr", &sg, &s_c, |_| {
         1e3 * eps * big * big
     });
     // Slots outside the array are errors, not reads out of bounds.
     assert!(BicgstablKernels::axpby_slots(g, &scg, len(l), &xg, ONE, &mut yg).is_err());
-    assert!(BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, len(l)).is_err());
-    let far = Some(len(l));
-    assert!(BicgstablKernels::slot_ratio(g, &mut scg, (ONE, ONE, ONE), DOT, DOT, far, 1).is_err());
+    assert!(BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, len(l), &[]).is_err());
+    let far = [checked_ratio((ONE, ONE, ONE), DOT, DOT, len(l), 1)];
+    assert!(BicgstablKernels::dotc_into_slot(g, &xg, &yg, &mut scg, DOT, &far).is_err());
     assert!(BicgstablKernels::bicgstabl_mr(g, &mut scg, l + 1).is_err());
 }
 

@@ -35,6 +35,14 @@ pub trait LinearOperator<B: Backend, T: Scalar> {
         })
     }
 
+    /// When the operator is a diagonal scaling y = d ⊙ x, its diagonal d, so
+    /// that a method can fold the scaling into the vector step that produces
+    /// x (one pass over memory instead of two). The default, `None`, means the
+    /// operator must be applied with [`LinearOperator::apply`].
+    fn diagonal(&self) -> Option<&B::Vector<T>> {
+        None
+    }
+
     /// A short name for reports (`"csr"`, `"jacobi"`, ...).
     fn name(&self) -> &str;
 }

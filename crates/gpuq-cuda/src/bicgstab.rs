@@ -4,11 +4,24 @@
 //! needs no host round trip until the caller downloads `sc` once at its end.
 
 use crate::backend::{dev, CudaBackend};
-use crate::blas1::{kernel, Dest, FirstPass, ScalarArg};
+use crate::blas1::{kernel, launch_1d, Dest, FirstPass, ScalarArg};
 use crate::vector::CudaVector;
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchArgs, PushKernelArg};
 use gpuq_core::{check_same_len, Result, Scalar};
 use gpuq_kernels::slots::bicgstab::{LEN, RHO, RNORM2, SNORM2, TS, TT};
+
+/// Pushes the diagonal scaling's two arguments (d, and the scaled vector), or
+/// two nulls.
+fn push_scaled<'a, T: Scalar>(
+    b: &mut LaunchArgs<'a>,
+    scaled: Option<(&'a CudaVector<T>, &'a mut CudaVector<T>)>,
+    null: &'a u64,
+) {
+    match scaled {
+        Some((d, out)) => b.arg(&d.buf).arg(&mut out.buf),
+        None => b.arg(null).arg(null),
+    };
+}
 
 impl CudaBackend {
     fn check_slot<T: Scalar>(op: &'static str, sc: &CudaVector<T>, slot: usize) -> Result<()> {
@@ -65,114 +78,65 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// p = r (`first`) or p = r + beta (p - omega v), beta and omega from the
-    /// previous iteration's scalars in `sc`. One kernel, 4 n element moves.
+    /// p = r + beta (p - omega v), beta and omega from the previous
+    /// iteration's scalars in `sc` (zero in a fresh one: p = r when p and v are
+    /// zero); with `scaled = (d, dp)` also dp = d ⊙ p (a diagonal
+    /// preconditioner). One kernel, 4 n element moves (6 n scaled).
     pub fn bicgstab_p<T: Scalar>(
         &self,
-        first: bool,
         sc: &CudaVector<T>,
         r: &CudaVector<T>,
         v: &CudaVector<T>,
         p: &mut CudaVector<T>,
+        scaled: Option<(&CudaVector<T>, &mut CudaVector<T>)>,
     ) -> Result<()> {
         Self::check_slot("bicgstab_p", sc, 0)?;
         check_same_len("bicgstab_p", r.len, v.len)?;
         check_same_len("bicgstab_p", r.len, p.len)?;
-        let n = r.len;
-        if n == 0 {
-            return Ok(());
-        }
-        let f = self.function(&kernel::<T>("bicgstab_p"))?;
-        let first = u32::from(first);
-        let mut b = self.inner.stream.launch_builder(&f);
-        b.arg(&n)
-            .arg(&first)
-            .arg(&sc.buf)
-            .arg(&r.buf)
-            .arg(&v.buf)
-            .arg(&mut p.buf);
-        // SAFETY: arguments match `bicgstab_p_*`; r, v, p hold n elements, sc LEN;
-        // p is borrowed mutably, so it aliases none of the others.
-        unsafe { b.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("bicgstab_p"))?;
-        self.inner.stats.launch("bicgstab_p");
-        Ok(())
+        Self::check_scaled("bicgstab_p", r.len, &scaled)?;
+        let null = 0u64;
+        launch_1d!(self, T, "bicgstab_p", r.len, |b| {
+            b.arg(&sc.buf).arg(&r.buf).arg(&v.buf).arg(&mut p.buf);
+            push_scaled(&mut b, scaled, &null);
+        })
     }
 
     /// s = r - alpha v in place of r (alpha = rho / r0v from `sc`, zero when r0v
-    /// vanished), and `sc[SNORM2] = ||s||^2`. One kernel (3 n element moves) and
-    /// the reduction's second pass.
+    /// vanished); with `scaled = (d, ds)` also ds = d ⊙ s. One kernel, 3 n
+    /// element moves (5 n scaled).
     pub fn bicgstab_s<T: Scalar>(
         &self,
-        sc: &mut CudaVector<T>,
+        sc: &CudaVector<T>,
         v: &CudaVector<T>,
         r: &mut CudaVector<T>,
+        scaled: Option<(&CudaVector<T>, &mut CudaVector<T>)>,
     ) -> Result<()> {
-        Self::check_slot("bicgstab_s", sc, SNORM2)?;
+        Self::check_slot("bicgstab_s", sc, 0)?;
         check_same_len("bicgstab_s", v.len, r.len)?;
-        let n = r.len;
-        let at = SNORM2 * std::mem::size_of::<T>();
-        if n == 0 {
-            return self.memset_slot::<T>(sc, at);
-        }
-        let f = self.function(&kernel::<T>("bicgstab_s"))?;
-        let blocks = self.grid_blocks(n);
-        // The kernel reads sc while the second pass writes one slot of it: two
-        // launches in stream order, so the reads come first. The kernel gets sc's
-        // raw address because the second pass holds the buffer's mutable borrow.
-        let sc_ptr = self.slots_ptr(sc);
-        self.reduce_into::<T::Real>(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&n)
-                    .arg(&sc_ptr)
-                    .arg(&v.buf)
-                    .arg(&mut r.buf)
-                    .arg(partials);
-                // SAFETY: arguments match `bicgstab_s_*`; v and r hold n elements
-                // and do not alias (distinct borrows); the scratch has one slot per
-                // block of the grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_s"))?;
-                self.inner.stats.launch("bicgstab_s");
-                Ok(())
-            },
-            Dest::Device(&mut sc.buf, at),
-        )
+        Self::check_scaled("bicgstab_s", r.len, &scaled)?;
+        let null = 0u64;
+        launch_1d!(self, T, "bicgstab_s", r.len, |b| {
+            b.arg(&sc.buf).arg(&v.buf).arg(&mut r.buf);
+            push_scaled(&mut b, scaled, &null);
+        })
     }
 
-    /// Runs `first_pass` (which writes two segments of `stride` partials of T
-    /// into the reduction scratch) and sums each segment into `sc[slot]` and
-    /// `sc[slot + 1]` (one second-pass launch of two warps). `stride` must be at
-    /// most the largest grid (the scratch holds two segments of it).
-    fn reduce_pair_to_slots<T: Scalar>(
-        &self,
-        stride: usize,
-        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
-        sc: &mut CudaVector<T>,
-        slot: usize,
+    /// Errors unless the scaling's vectors have `n` elements.
+    fn check_scaled<T: Scalar>(
+        op: &'static str,
+        n: usize,
+        scaled: &Option<(&CudaVector<T>, &mut CudaVector<T>)>,
     ) -> Result<()> {
-        let size = std::mem::size_of::<T>();
-        let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        debug_assert!(2 * stride * size <= scratch.len());
-        first_pass(&mut scratch)?;
-        let f2 = self.function(&kernel::<T>("reduce_segments"))?;
-        let mut out = sc.buf.slice_mut(slot * size..(slot + 2) * size);
-        let mut b = self.inner.stream.launch_builder(&f2);
-        b.arg(&stride).arg(&mut *scratch).arg(&mut out);
-        let two_warps = LaunchConfig {
-            grid_dim: (2, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: arguments match `reduce_segments_*`: two segments of `stride`
-        // partials written by the first pass, two slots of sc to write.
-        unsafe { b.launch(two_warps) }.map_err(dev("reduction pass 2"))?;
-        self.inner.stats.launch("reduce_segments");
+        if let Some((d, out)) = scaled {
+            check_same_len(op, n, d.len)?;
+            check_same_len(op, n, out.len)?;
+        }
         Ok(())
     }
 
-    /// `sc[TS] = t^H s` and `sc[TT] = ||t||^2` (zero imaginary part) in one
-    /// sweep over t and s: one kernel (2 n reads) and one second pass.
+    /// `sc[TS] = t^H s`, `sc[TT] = ||t||^2` and `sc[SNORM2] = ||s||^2` (zero
+    /// imaginary parts) in one sweep over t and s: one kernel (2 n reads) whose
+    /// last block finishes the three reductions.
     pub fn bicgstab_tt<T: Scalar>(
         &self,
         t: &CudaVector<T>,
@@ -184,33 +148,36 @@ impl CudaBackend {
         let n = t.len;
         let size = std::mem::size_of::<T>();
         if n == 0 {
+            self.memset_slot::<T>(sc, SNORM2 * size)?;
             return self.memset_slots::<T>(sc, TS * size, 2);
         }
         let f = self.function(&kernel::<T>("bicgstab_tt"))?;
         let blocks = self.grid_blocks(n);
         let stride = blocks as usize;
-        self.reduce_pair_to_slots(
-            stride,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&n).arg(&t.buf).arg(&s.buf).arg(partials).arg(&stride);
-                // SAFETY: arguments match `bicgstab_tt_*`; t and s hold n
-                // elements; the scratch holds two segments of `stride` = grid
-                // partials.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_tt"))?;
-                self.inner.stats.launch("bicgstab_tt");
-                Ok(())
-            },
-            sc,
-            TS,
-        )
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n)
+                .arg(&t.buf)
+                .arg(&s.buf)
+                .arg(&mut sc.buf)
+                .arg(&reduce.partials)
+                .arg(&stride)
+                .arg(&reduce.counter);
+            // SAFETY: arguments match `bicgstab_tt_*`; t and s hold n elements,
+            // sc LEN; the scratch holds three segments of `stride` = grid
+            // partials and the counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_tt"))?;
+            self.inner.stats.launch("bicgstab_tt");
+            Ok(())
+        })
     }
 
-    /// x = x + alpha phat + omega shat and r = s - omega t (r holds s; `shat`
+    /// x = x_in + alpha phat + omega shat and r = s - omega t (r holds s; `shat`
     /// `None` means shat is s itself), alpha and omega from `sc` (omega zero when
     /// ||s||^2 <= `target2`); then `sc[RHO] = r0^H r` and `sc[RNORM2] = ||r||^2`
-    /// of the new r. One kernel (8 n element moves, 7 without `shat`) and one
-    /// second pass.
+    /// of the new r. One kernel (8 n element moves, 7 without `shat`; x_in is
+    /// read where x was) whose last
+    /// block finishes both reductions.
     #[allow(clippy::too_many_arguments)]
     pub fn bicgstab_xr<T: Scalar>(
         &self,
@@ -220,6 +187,7 @@ impl CudaBackend {
         shat: Option<&CudaVector<T>>,
         t: &CudaVector<T>,
         r0: &CudaVector<T>,
+        x_in: &CudaVector<T>,
         x: &mut CudaVector<T>,
         r: &mut CudaVector<T>,
     ) -> Result<()> {
@@ -228,6 +196,7 @@ impl CudaBackend {
             phat.len,
             t.len,
             r0.len,
+            x_in.len,
             x.len,
             shat.map_or(r.len, |s| s.len),
         ] {
@@ -245,36 +214,31 @@ impl CudaBackend {
         let shat_buf = shat.map_or(&t.buf, |s| &s.buf);
         let blocks = self.grid_blocks(n);
         let stride = blocks as usize;
-        // The kernel reads sc while the second pass writes two slots of it: two
-        // launches in stream order, so the reads come first. The kernel gets sc's
-        // raw address because the second pass holds the buffer's mutable borrow.
-        let sc_ptr = self.slots_ptr(sc);
         let target2 = ScalarArg::of(target2);
-        self.reduce_pair_to_slots(
-            stride,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&n).arg(&sc_ptr);
-                target2.push_re(&mut b);
-                b.arg(&phat.buf)
-                    .arg(shat_buf)
-                    .arg(&s_in_r)
-                    .arg(&t.buf)
-                    .arg(&r0.buf)
-                    .arg(&mut x.buf)
-                    .arg(&mut r.buf)
-                    .arg(partials)
-                    .arg(&stride);
-                // SAFETY: arguments match `bicgstab_xr_*`; every vector holds n
-                // elements; x and r are borrowed mutably, so no input aliases
-                // them; the scratch holds two segments of `stride` = grid
-                // partials.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_xr"))?;
-                self.inner.stats.launch("bicgstab_xr");
-                Ok(())
-            },
-            sc,
-            RHO,
-        )
+        // The kernel's blocks read sc before its last block writes RHO and
+        // RNORM2 (only once every block has finished).
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n).arg(&mut sc.buf);
+            target2.push_re(&mut b);
+            b.arg(&phat.buf)
+                .arg(shat_buf)
+                .arg(&s_in_r)
+                .arg(&t.buf)
+                .arg(&r0.buf)
+                .arg(&x_in.buf)
+                .arg(&mut x.buf)
+                .arg(&mut r.buf)
+                .arg(&reduce.partials)
+                .arg(&stride)
+                .arg(&reduce.counter);
+            // SAFETY: arguments match `bicgstab_xr_*`; every vector holds n
+            // elements, sc LEN; x and r are borrowed mutably, so no input aliases
+            // them; the scratch holds two segments of `stride` = grid partials and
+            // the counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("bicgstab_xr"))?;
+            self.inner.stats.launch("bicgstab_xr");
+            Ok(())
+        })
     }
 }

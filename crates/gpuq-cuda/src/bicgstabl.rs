@@ -1,18 +1,71 @@
 //! BiCGSTAB(l)'s steps with device-resident scalars: vector steps
-//! `y = sc[a] x + sc[b] y` with slot indices as arguments, dot products into
-//! slots, and one-thread kernels for the scalars between them (slots in
+//! `y = sc[a] x + sc[b] y` with slot indices as arguments (up to 16 pairs a
+//! launch), dot products into slots followed by the quotients that use them,
+//! and a one-thread kernel for the minimal-residual solve (slots in
 //! [`gpuq_kernels::slots::bicgstabl`]; after a recorded breakdown the vector
-//! steps do nothing), so a cycle needs no host round trip
-//! until the caller downloads `sc` at its end. Every slot index is checked
+//! steps do nothing), so a cycle needs no host round trip until the caller
+//! reads `sc` at its end. Every slot index is checked
 //! against `sc`'s length here: the kernels index unchecked.
 
 use crate::backend::{dev, CudaBackend};
-use crate::blas1::{kernel, launch_1d, Dest, FirstPass};
+use crate::blas1::{kernel, launch_1d};
 use crate::slots::ONE_WARP;
 use crate::vector::CudaVector;
-use cudarc::driver::PushKernelArg;
-use gpuq_core::{check_indices, check_same_len, Result, Scalar};
-use gpuq_kernels::slots::bicgstabl::{len, FLAG};
+use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg};
+use gpuq_core::{check_indices, check_same_len, Error, Result, Scalar};
+use gpuq_kernels::slots::bicgstabl::{len, Ratio, Ratios, FLAG, MAX_PAIRS, MAX_RATIOS, NO_CHECK};
+
+/// [`Ratios`] as a kernel argument.
+#[repr(transparent)]
+struct RatiosArg(Ratios);
+
+// SAFETY: a plain `repr(C)` struct of `u32`s, laid out as the kernels'
+// `Ratios` parameter.
+unsafe impl DeviceRepr for RatiosArg {}
+
+/// The vector pairs of `axpby_slots_many_*`, as its by-value `Pairs` argument
+/// (device addresses).
+#[repr(C)]
+struct PairsArg {
+    x: [u64; MAX_PAIRS],
+    y: [u64; MAX_PAIRS],
+}
+
+// SAFETY: `repr(C)` arrays of addresses, laid out as the kernels' `Pairs`.
+unsafe impl DeviceRepr for PairsArg {}
+
+/// `then` as the kernel's argument, after checking its length and that every
+/// slot it names is below `len`.
+fn ratios_arg(then: &[Ratio], len: usize) -> Result<RatiosArg> {
+    if then.len() > MAX_RATIOS {
+        return Err(Error::InvalidArgument(format!(
+            "dotc_into_slot: {} quotients (at most {MAX_RATIOS})",
+            then.len()
+        )));
+    }
+    let mut ops = [Ratio {
+        a: 0,
+        b: 0,
+        c: 0,
+        out: 0,
+        neg_out: 0,
+        check: NO_CHECK,
+        code: 0,
+    }; MAX_RATIOS];
+    for (o, r) in ops.iter_mut().zip(then) {
+        let mut slots = vec![r.a, r.b, r.c, r.out, r.neg_out];
+        if r.check != NO_CHECK {
+            slots.push(r.check);
+        }
+        let slots: Vec<usize> = slots.into_iter().map(|s| s as usize).collect();
+        check_indices("dotc_into_slot (quotients)", len, &slots)?;
+        *o = *r;
+    }
+    Ok(RatiosArg(Ratios {
+        count: then.len() as u32,
+        ops,
+    }))
+}
 
 impl CudaBackend {
     /// The start of a solve: every slot zero but the constant 1, rho0 = 1 and
@@ -29,22 +82,40 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// `sc[k] = x^H y`: the BLAS-1 dot with its result written into the slot
-    /// (2 n reads, no download).
+    /// `sc[k] = x^H y`, then the guarded quotients `then` in order (at most
+    /// [`MAX_RATIOS`]; see `gpuq_kernels::slots::bicgstabl::Ratio`): one kernel
+    /// (2 n reads) whose last block writes the slot and computes the
+    /// quotients; no download.
     pub fn dotc_into_slot<T: Scalar>(
         &self,
         x: &CudaVector<T>,
         y: &CudaVector<T>,
         sc: &mut CudaVector<T>,
         k: usize,
+        then: &[Ratio],
     ) -> Result<()> {
         check_same_len("dotc_into_slot", x.len, y.len)?;
-        check_indices("dotc_into_slot", sc.len, &[k])?;
-        self.reduce_blas1::<T, T>(
-            x.len,
-            FirstPass::Dot(&x.buf, &y.buf, 1),
-            Dest::Device(&mut sc.buf, k * std::mem::size_of::<T>()),
-        )
+        check_indices("dotc_into_slot", sc.len, &[k, FLAG])?;
+        let ratios = ratios_arg(then, sc.len)?;
+        let n = x.len;
+        let blocks = self.reduction_blocks(n);
+        let f = self.function(&kernel::<T>("dot_ratios"))?;
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n)
+                .arg(&x.buf)
+                .arg(&y.buf)
+                .arg(&mut sc.buf)
+                .arg(&k)
+                .arg(&ratios);
+            reduce.push(&mut b);
+            // SAFETY: arguments match `dot_ratios_*`: x and y hold n elements,
+            // k and every slot the ratios name are inside sc (checked); the
+            // scratch holds one partial per block of the grid and the counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("dot_ratios"))?;
+            self.inner.stats.launch("dot_ratios");
+            Ok(())
+        })
     }
 
     /// `y = sc[ka] x + sc[kb] y` (3 n element moves), or nothing once
@@ -64,35 +135,55 @@ impl CudaBackend {
         })
     }
 
-    /// One thread: `v = sc[a] sc[b] / sc[c]` (zero when `sc[c]` vanished) into
-    /// `sc[out]`, `-v` into `sc[neg_out]`; when `check` names a slot whose
-    /// value vanished and no breakdown is recorded, `code` goes to `sc[FLAG]`.
-    pub fn slot_ratio<T: Scalar>(
+    /// `ys[p] = sc[ka] xs[p] + sc[kb] ys[p]` for every pair, or nothing once
+    /// `sc[FLAG]` records a breakdown: one launch per [`MAX_PAIRS`] pairs, 3 n
+    /// element moves a pair.
+    pub fn axpby_slots_many<T: Scalar>(
         &self,
-        sc: &mut CudaVector<T>,
-        (a, b, c): (usize, usize, usize),
-        out: usize,
-        neg_out: usize,
-        check: Option<usize>,
-        code: u32,
+        sc: &CudaVector<T>,
+        ka: usize,
+        xs: &[CudaVector<T>],
+        kb: usize,
+        ys: &mut [CudaVector<T>],
     ) -> Result<()> {
-        check_indices("slot_ratio", sc.len, &[a, b, c, out, neg_out, FLAG])?;
-        check_indices("slot_ratio", sc.len, check.as_slice())?;
-        let check = check.unwrap_or(usize::MAX);
-        let f = self.function(&kernel::<T>("slot_ratio"))?;
-        let mut l = self.inner.stream.launch_builder(&f);
-        l.arg(&mut sc.buf)
-            .arg(&a)
-            .arg(&b)
-            .arg(&c)
-            .arg(&out)
-            .arg(&neg_out)
-            .arg(&check)
-            .arg(&code);
-        // SAFETY: arguments match `slot_ratio_*`; every index is below sc's
-        // length (checked), `check` too unless it is usize::MAX (none).
-        unsafe { l.launch(ONE_WARP) }.map_err(dev("slot_ratio"))?;
-        self.inner.stats.launch("slot_ratio");
+        check_same_len("axpby_slots_many (pairs)", xs.len(), ys.len())?;
+        check_indices("axpby_slots_many", sc.len, &[ka, kb, FLAG])?;
+        let Some(n) = ys.first().map(|y| y.len) else {
+            return Ok(());
+        };
+        for (x, y) in xs.iter().zip(ys.iter()) {
+            check_same_len("axpby_slots_many", n, x.len)?;
+            check_same_len("axpby_slots_many", n, y.len)?;
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let f = self.function(&kernel::<T>("axpby_slots_many"))?;
+        for (xc, yc) in xs.chunks(MAX_PAIRS).zip(ys.chunks_mut(MAX_PAIRS)) {
+            let mut pairs = PairsArg {
+                x: [0; MAX_PAIRS],
+                y: [0; MAX_PAIRS],
+            };
+            for (p, x) in xc.iter().enumerate() {
+                pairs.x[p] = x.buf.device_ptr(&self.inner.stream).0;
+            }
+            for (p, y) in yc.iter_mut().enumerate() {
+                pairs.y[p] = y.buf.device_ptr_mut(&self.inner.stream).0;
+            }
+            let count = xc.len() as u32;
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n)
+                .arg(&sc.buf)
+                .arg(&ka)
+                .arg(&kb)
+                .arg(&count)
+                .arg(&pairs);
+            // SAFETY: arguments match `axpby_slots_many_*`: `count` pairs of
+            // vectors of n elements; every y is borrowed mutably, so no y
+            // aliases another vector of the call; ka, kb and FLAG are inside sc.
+            unsafe { b.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("axpby_slots_many"))?;
+            self.inner.stats.launch("axpby_slots_many");
+        }
         Ok(())
     }
 

@@ -2,7 +2,7 @@
 
 use crate::backend::{dev, CudaBackend};
 use crate::vector::CudaVector;
-use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchArgs, PushKernelArg};
 use gpuq_core::num_traits::Float;
 use gpuq_core::{check_same_len, Backend, RealScalar, Result, Scalar, ScalarKind, Stats};
 use std::marker::PhantomData;
@@ -73,7 +73,7 @@ pub(crate) enum Dest<'a, R> {
     Device(&'a mut CudaSlice<u8>, usize),
 }
 
-/// The inputs of a reduction's first pass.
+/// The inputs of a BLAS-1 reduction.
 pub(crate) enum FirstPass<'v> {
     /// Dot product of two buffers, conjugating the first when the flag is 1.
     Dot(&'v CudaSlice<u8>, &'v CudaSlice<u8>, u32),
@@ -81,67 +81,95 @@ pub(crate) enum FirstPass<'v> {
     SquaredNorm(&'v CudaSlice<u8>),
 }
 
+/// The device addresses a single-launch reduction kernel takes (see
+/// `gpuq_kernels`' `reduce_grid`): where its blocks leave their partials, its
+/// arrival counter (zero between launches), and where a result with no other
+/// home goes. All three lie in the backend's reduction scratch, which stays
+/// locked while a [`GridReduce`] exists.
+pub(crate) struct GridReduce {
+    /// Room for four segments of partials of the largest grid, 16 bytes each.
+    pub(crate) partials: u64,
+    /// The `u32` arrival counter.
+    pub(crate) counter: u64,
+    /// 16 bytes for a result.
+    pub(crate) out: u64,
+}
+
+impl GridReduce {
+    /// Pushes `partials` and `counter`, the arguments every reducing kernel ends
+    /// with (after `stride` where it sums two values).
+    pub(crate) fn push<'a>(&'a self, b: &mut LaunchArgs<'a>) {
+        b.arg(&self.partials).arg(&self.counter);
+    }
+}
+
 impl CudaBackend {
-    /// Runs a deterministic two-pass reduction whose result has type `R`:
-    /// `first_pass` launches a kernel that writes one partial per block of a grid of
-    /// `blocks` blocks into the buffer it is given; then a one-warp kernel sums the
-    /// partials in a fixed order, and the result is downloaded (one download of one
-    /// `R`, which waits for the stream). `blocks` must not exceed
+    /// Runs `body` (which launches one reducing kernel) with the reduction
+    /// scratch's addresses, holding the scratch's lock; with the result slot's
+    /// view of the scratch, for a download after the launch.
+    fn with_scratch<X>(
+        &self,
+        body: impl FnOnce(&GridReduce, &CudaSlice<u8>) -> Result<X>,
+    ) -> Result<X> {
+        let scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let (base, _record) = scratch.device_ptr(&self.inner.stream);
+        let len = scratch.len() as u64;
+        let reduce = GridReduce {
+            partials: base,
+            counter: base + len - 32,
+            out: base + len - 16,
+        };
+        body(&reduce, &scratch)
+    }
+
+    /// Runs `launch`, which enqueues one kernel that reduces through the
+    /// [`GridReduce`] it is given and writes its result to `sc` itself (the
+    /// methods with scalars on the device). Nothing waits.
+    pub(crate) fn reduce_in_kernel(
+        &self,
+        launch: impl FnOnce(&GridReduce) -> Result<()>,
+    ) -> Result<()> {
+        self.with_scratch(|reduce, _| launch(reduce))
+    }
+
+    /// Runs a deterministic single-launch reduction whose result has type `R`:
+    /// `launch` enqueues the kernel, which writes its result to `out` of the
+    /// [`GridReduce`] it is given; the result is then downloaded (one download of
+    /// one `R`, which waits for the stream). The kernel's grid must not exceed
     /// [`CudaBackend::grid_blocks`]'s cap, for which the scratch is sized.
     pub(crate) fn reduce_with<R: Scalar>(
         &self,
-        blocks: u32,
-        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
+        launch: impl FnOnce(&GridReduce) -> Result<()>,
     ) -> Result<R> {
         let mut result = [R::zero()];
-        self.reduce_into(blocks, first_pass, Dest::Host(&mut result))?;
+        self.reduce_into(launch, Dest::Host(&mut result))?;
         Ok(result[0])
     }
 
     /// As [`CudaBackend::reduce_with`], delivering the result to `dest`: the host
-    /// (a download that waits for the stream) or the first element of a device
-    /// buffer (written by the second pass; nothing waits).
+    /// (a download that waits for the stream) or a device buffer (written by the
+    /// kernel's last block; nothing waits).
     pub(crate) fn reduce_into<R: Scalar>(
         &self,
-        blocks: u32,
-        first_pass: impl FnOnce(&mut CudaSlice<u8>) -> Result<()>,
+        launch: impl FnOnce(&GridReduce) -> Result<()>,
         dest: Dest<'_, R>,
     ) -> Result<()> {
-        let partials_len = blocks as usize;
-        let mut scratch = self.inner.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        debug_assert!(16 * (partials_len + 1) <= scratch.len());
-        // The first pass gets the whole scratch and writes its first `blocks` entries.
-        first_pass(&mut scratch)?;
-        let total = scratch.len();
-        let (mut partials, mut out) = scratch.split_at_mut(total - 16);
-        // A device destination is written by the second pass itself.
-        let size = std::mem::size_of::<R>();
-        let (mut host, mut device) = match dest {
-            Dest::Host(result) => (Some(result), None),
-            Dest::Device(buf, at) => (None, Some(buf.slice_mut(at..at + size))),
-        };
-        let f2 = self.function(&kernel::<R>("reduce_warp"))?;
-        let mut b = self.inner.stream.launch_builder(&f2);
-        b.arg(&partials_len).arg(&mut partials);
-        match device.as_mut() {
-            Some(d) => b.arg(d),
-            None => b.arg(&mut out),
-        };
-        let one_warp = cudarc::driver::LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (32, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: `partials` holds `blocks` values of R written by the first pass
-        // (passed mutably only because the view type demands it; pass 2 reads it);
-        // the output (scratch or the caller's buffer) has room for one R and does
-        // not overlap `partials`.
-        unsafe { b.launch(one_warp) }.map_err(dev("reduction pass 2"))?;
-        self.inner.stats.launch("reduce_warp");
-        match host.as_mut() {
-            Some(result) => self.download_into(&out.as_view(), &mut result[..]),
-            None => Ok(()),
-        }
+        self.with_scratch(|reduce, scratch| match dest {
+            Dest::Host(result) => {
+                launch(reduce)?;
+                let len = scratch.len();
+                self.download_into(&scratch.slice(len - 16..), &mut result[..])
+            }
+            Dest::Device(buf, at) => {
+                debug_assert!(at + std::mem::size_of::<R>() <= buf.len());
+                let (ptr, _record) = buf.device_ptr_mut(&self.inner.stream);
+                let reduce = GridReduce {
+                    out: ptr + at as u64,
+                    ..*reduce
+                };
+                launch(&reduce)
+            }
+        })
     }
 
     /// Deterministic BLAS-1 reduction over `n > 0` items of scalar `T`.
@@ -158,34 +186,41 @@ impl CudaBackend {
         first: FirstPass<'_>,
         dest: Dest<'_, R>,
     ) -> Result<()> {
-        // Half the blocks of an elementwise kernel: each thread keeps four loads in
-        // flight (the kernels unroll), so half the threads move the bytes as fast,
-        // and half the partials shorten the second pass. Measured on the H100
-        // against the full grid and a quarter grid (docs/benchmarks.md).
-        let name = match first {
-            FirstPass::Dot(..) => kernel::<T>("dot_partials"),
-            FirstPass::SquaredNorm(_) => kernel::<T>("nrm2_partials"),
+        let (name, op) = match first {
+            FirstPass::Dot(..) => (kernel::<T>("dot"), "dot"),
+            FirstPass::SquaredNorm(_) => (kernel::<T>("squared_norm"), "squared_norm"),
         };
-        let blocks = self.grid_blocks(n).div_ceil(2);
-        let f1 = self.function(&name)?;
+        let blocks = self.reduction_blocks(n);
+        let f = self.function(&name)?;
         self.reduce_into(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f1);
+            |reduce| {
+                let mut b = self.inner.stream.launch_builder(&f);
                 b.arg(&n);
                 match &first {
                     FirstPass::Dot(x, y, conj) => b.arg(*x).arg(*y).arg(conj),
                     FirstPass::SquaredNorm(x) => b.arg(*x),
                 };
-                b.arg(partials);
-                // SAFETY: arguments match the first-pass kernel's declaration; the
-                // scratch holds one element per block of this grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
-                self.inner.stats.launch("reduce_partials");
+                reduce.push(&mut b);
+                b.arg(&reduce.out);
+                // SAFETY: arguments match the kernel's declaration (`dot_*`,
+                // `squared_norm_*`); the inputs hold n elements; the scratch holds
+                // one partial per block of this grid and the counter; `out` has
+                // room for one R.
+                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev(op))?;
+                self.inner.stats.launch(op);
                 Ok(())
             },
             dest,
         )
+    }
+
+    /// Blocks of a BLAS-1 reduction over `n` items: half the grid of an
+    /// elementwise kernel. Each thread keeps four loads in flight (the kernels
+    /// unroll), so half the threads move the bytes as fast, and half the
+    /// partials shorten the last block's sum. Measured on the H100 against the
+    /// full grid and a quarter grid (docs/benchmarks.md).
+    pub(crate) fn reduction_blocks(&self, n: usize) -> u32 {
+        self.grid_blocks(n).div_ceil(2)
     }
 
     /// x^H y written to the first element of `out` on the device, with no download

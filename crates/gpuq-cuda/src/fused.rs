@@ -10,8 +10,8 @@ use gpuq_core::{check_same_len, RealScalar, Result, Scalar};
 impl CudaBackend {
     /// CG's residual update: r = r - alpha q, and returns ||r||^2.
     ///
-    /// One kernel (3 n element moves: q and r read, r written) and the deterministic
-    /// reduction's second pass; one scalar download.
+    /// One kernel (3 n element moves: q and r read, r written) whose last block
+    /// finishes the deterministic reduction; one scalar download.
     pub fn cg_update_residual<T: Scalar>(
         &self,
         alpha: T,
@@ -26,14 +26,16 @@ impl CudaBackend {
         let a = ScalarArg::of(alpha);
         let f = self.function(&kernel::<T>("cg_residual"))?;
         let blocks = self.grid_blocks(n);
-        self.reduce_with::<T::Real>(blocks, |partials| {
+        self.reduce_with::<T::Real>(|reduce| {
             let mut b = self.inner.stream.launch_builder(&f);
             b.arg(&n);
             a.push(&mut b);
-            b.arg(&q.buf).arg(&mut r.buf).arg(partials);
+            b.arg(&q.buf).arg(&mut r.buf);
+            reduce.push(&mut b);
+            b.arg(&reduce.out);
             // SAFETY: arguments match `cg_residual_*`; q and r hold n elements and
             // do not alias (one is borrowed shared, the other mutably); the scratch
-            // has one slot per block of the grid.
+            // has one partial per block of the grid and the counter.
             unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("cg_residual"))?;
             self.inner.stats.launch("cg_residual");
             Ok(())

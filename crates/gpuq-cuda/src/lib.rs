@@ -16,12 +16,14 @@
 //! 256 threads; SpMV walks rows the same way, one thread per row (SELL) or a
 //! power-of-two group of lanes per row chosen from the mean row length (CSR); the
 //! BSR2 kernel takes one thread per block row. Reductions (dot products, norms, the
-//! dot fused into `spmv_dotc`, CG's fused residual update) are two-pass and
-//! deterministic: one partial per block in a fixed order, then one warp sums them.
+//! dot fused into `spmv_dotc`, CG's fused residual update, the methods' fused
+//! steps) take one launch and are deterministic: one partial per block in a fixed
+//! order, then the last block to finish sums them in a fixed order.
 //!
 //! All work goes to one stream of the backend's own. A method whose iteration
 //! keeps its scalars on the device can record the iteration's launches once as
-//! a CUDA graph and replay it ([`CudaBackend::replay`]).
+//! a CUDA graph and replay it ([`CudaBackend::replay`]), and read each
+//! iteration's scalars through a [`ScalarRing`] while the next iteration runs.
 
 #![warn(missing_docs)]
 
@@ -34,6 +36,7 @@ mod gram_schmidt;
 mod qmr;
 mod replay;
 mod slots;
+mod snapshots;
 mod spmv;
 mod tfqmr;
 mod vector;
@@ -41,6 +44,7 @@ mod walks;
 
 pub use backend::{CudaBackend, DeviceInfo};
 pub use replay::Recording;
+pub use snapshots::ScalarRing;
 pub use spmv::CudaMatrix;
 pub use vector::CudaVector;
 pub use walks::{DeviceWalkData, ForwardMapping};

@@ -1,16 +1,16 @@
 //! QMR's steps with device-resident scalars: the kernels read their
 //! coefficients from a small device array (`sc`, slots in
-//! [`gpuq_kernels::slots::qmr`]); reductions write into it, and the second pass
-//! of xi = ||M^T w~|| runs the quasi-minimisation's rotation, so an iteration
-//! takes no host value and needs no host round trip until the caller downloads
-//! `sc` at its end.
+//! [`gpuq_kernels::slots::qmr`]); the reductions' last blocks write into it, and
+//! that of xi = ||M^T w~|| runs the quasi-minimisation's rotation, so an
+//! iteration takes no host value and needs no host round trip until the caller
+//! downloads `sc` at its end.
 
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::{kernel, launch_1d, Dest, FirstPass};
 use crate::vector::CudaVector;
 use cudarc::driver::{DevicePtr, PushKernelArg};
 use gpuq_core::{Result, Scalar};
-use gpuq_kernels::slots::qmr::{DELTA, EPS, LEN, RHO_NEXT, RNORM2};
+use gpuq_kernels::slots::qmr::{EPS, LEN};
 
 impl CudaBackend {
     /// The start: `sc[RHO] = rho`, `sc[XI] = xi`, gamma = 1, eta = -1, every
@@ -27,7 +27,7 @@ impl CudaBackend {
 
     /// v = v~ / rho, w = w~ / xi, z = z / xi (`z` `None`: z is w), and
     /// `sc[DELTA] = z^T v` of the scaled vectors: one kernel (4 or 6 n element
-    /// moves) and the reduction's second pass.
+    /// moves) whose last block finishes the reduction.
     pub fn qmr_scale<T: Scalar>(
         &self,
         sc: &mut CudaVector<T>,
@@ -40,7 +40,6 @@ impl CudaBackend {
         let n = v.len;
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("qmr_scale"))?;
-        let sc_ptr = self.slots_ptr(sc);
         let z_is_w = u32::from(z.is_none());
         // Without a preconditioner the kernel never touches z; w's address only
         // fills the argument.
@@ -54,27 +53,23 @@ impl CudaBackend {
                 ptr
             }
         };
-        self.reduce_into::<T>(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&n)
-                    .arg(&sc_ptr)
-                    .arg(&mut v.buf)
-                    .arg(&mut w.buf)
-                    .arg(&z_ptr)
-                    .arg(&z_is_w)
-                    .arg(partials);
-                // SAFETY: arguments match `qmr_scale_*`; v, w and z hold n
-                // elements and are distinct buffers (z, when given, is borrowed
-                // mutably apart from v and w); the scratch holds one element per
-                // block of the grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_scale"))?;
-                self.inner.stats.launch("qmr_scale");
-                Ok(())
-            },
-            Dest::Device(&mut sc.buf, DELTA * std::mem::size_of::<T>()),
-        )
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n)
+                .arg(&mut sc.buf)
+                .arg(&mut v.buf)
+                .arg(&mut w.buf)
+                .arg(&z_ptr)
+                .arg(&z_is_w);
+            reduce.push(&mut b);
+            // SAFETY: arguments match `qmr_scale_*`; v, w and z hold n elements
+            // and are distinct buffers (z, when given, is borrowed mutably apart
+            // from v and w), sc LEN; the scratch holds one partial per block of
+            // the grid and the counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_scale"))?;
+            self.inner.stats.launch("qmr_scale");
+            Ok(())
+        })
     }
 
     /// p = y - (xi delta / eps) p and q = z - (rho delta / eps) q (6 n element
@@ -114,7 +109,7 @@ impl CudaBackend {
     }
 
     /// v~ = A p - beta v in place of v and `sc[RHO_NEXT] = ||v~||`: one kernel
-    /// (3 n element moves) and the norm's second pass.
+    /// (3 n element moves) whose last block finishes the norm.
     pub fn qmr_v<T: Scalar>(
         &self,
         sc: &mut CudaVector<T>,
@@ -125,27 +120,17 @@ impl CudaBackend {
         let n = v.len;
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("qmr_v"))?;
-        let sc_ptr = self.slots_ptr(sc);
-        self.reduce_into_slots(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&n)
-                    .arg(&sc_ptr)
-                    .arg(&ap.buf)
-                    .arg(&mut v.buf)
-                    .arg(partials);
-                // SAFETY: arguments match `qmr_v_*`; ap and v hold n elements
-                // and do not alias (v is borrowed mutably); the scratch holds one
-                // element per block of the grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_v"))?;
-                self.inner.stats.launch("qmr_v");
-                Ok(())
-            },
-            "qmr_norm",
-            sc,
-            Some((RHO_NEXT, 1)),
-        )
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n).arg(&mut sc.buf).arg(&ap.buf).arg(&mut v.buf);
+            reduce.push(&mut b);
+            // SAFETY: arguments match `qmr_v_*`; ap and v hold n elements and do
+            // not alias (v is borrowed mutably), sc LEN; the scratch holds one
+            // partial per block of the grid and the counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_v"))?;
+            self.inner.stats.launch("qmr_v");
+            Ok(())
+        })
     }
 
     /// w~ = A^T q - beta w in place of w (3 n element moves).
@@ -161,35 +146,29 @@ impl CudaBackend {
         })
     }
 
-    /// xi = ||z|| for the next iteration, and the rotation (see
-    /// `qmr_scalars_*`): the norm kernels' first pass (n reads) and a one-warp
-    /// second pass that updates `sc`.
+    /// xi = ||z|| for the next iteration, and the rotation (see `qmr_xi_*`):
+    /// one kernel (n reads) whose last block finishes the norm and updates `sc`.
     pub fn qmr_rotation<T: Scalar>(&self, z: &CudaVector<T>, sc: &mut CudaVector<T>) -> Result<()> {
         Self::check_slots("qmr_rotation", LEN, sc, &[z.len])?;
         let n = z.len;
-        // The grid of the BLAS-1 reductions (`reduce_blas1`).
-        let blocks = self.grid_blocks(n).div_ceil(2);
-        let f1 = self.function(&kernel::<T>("nrm2_partials"))?;
-        self.reduce_into_slots(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f1);
-                b.arg(&n).arg(&z.buf).arg(partials);
-                // SAFETY: arguments match `nrm2_partials_*`; z holds n elements;
-                // the scratch holds one element per block of this grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
-                self.inner.stats.launch("reduce_partials");
-                Ok(())
-            },
-            "qmr_scalars",
-            sc,
-            None,
-        )
+        let blocks = self.reduction_blocks(n);
+        let f = self.function(&kernel::<T>("qmr_xi"))?;
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n).arg(&z.buf).arg(&mut sc.buf);
+            reduce.push(&mut b);
+            // SAFETY: arguments match `qmr_xi_*`; z holds n elements, sc LEN;
+            // the scratch holds one partial per block of this grid and the
+            // counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_xi"))?;
+            self.inner.stats.launch("qmr_xi");
+            Ok(())
+        })
     }
 
-    /// d = eta p + carry d, s = eta A p + carry s, x = x + d, r = r - s, and
+    /// d = eta p + carry d, s = eta A p + carry s, x = x_in + d, r = r - s, and
     /// `sc[RNORM2] = ||r||^2` (a real value): one kernel (10 n element moves)
-    /// and the reduction's second pass.
+    /// whose last block finishes the reduction.
     #[allow(clippy::too_many_arguments)]
     pub fn qmr_update<T: Scalar>(
         &self,
@@ -198,6 +177,7 @@ impl CudaBackend {
         ap: &CudaVector<T>,
         d: &mut CudaVector<T>,
         s: &mut CudaVector<T>,
+        x_in: &CudaVector<T>,
         x: &mut CudaVector<T>,
         r: &mut CudaVector<T>,
     ) -> Result<()> {
@@ -205,35 +185,30 @@ impl CudaBackend {
             "qmr_update",
             LEN,
             sc,
-            &[p.len, ap.len, d.len, s.len, x.len, r.len],
+            &[p.len, ap.len, d.len, s.len, x_in.len, x.len, r.len],
         )?;
         let n = r.len;
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("qmr_update"))?;
-        let sc_ptr = self.slots_ptr(sc);
-        self.reduce_into_slots(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&n)
-                    .arg(&sc_ptr)
-                    .arg(&p.buf)
-                    .arg(&ap.buf)
-                    .arg(&mut d.buf)
-                    .arg(&mut s.buf)
-                    .arg(&mut x.buf)
-                    .arg(&mut r.buf)
-                    .arg(partials);
-                // SAFETY: arguments match `qmr_update_*`; every vector holds n
-                // elements; the outputs are borrowed mutably, so no two alias;
-                // the scratch holds one element per block of the grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_update"))?;
-                self.inner.stats.launch("qmr_update");
-                Ok(())
-            },
-            "qmr_norm",
-            sc,
-            Some((RNORM2, 0)),
-        )
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n)
+                .arg(&mut sc.buf)
+                .arg(&p.buf)
+                .arg(&ap.buf)
+                .arg(&mut d.buf)
+                .arg(&mut s.buf)
+                .arg(&x_in.buf)
+                .arg(&mut x.buf)
+                .arg(&mut r.buf);
+            reduce.push(&mut b);
+            // SAFETY: arguments match `qmr_update_*`; every vector holds n
+            // elements, sc LEN; the outputs are borrowed mutably, so no two
+            // alias; the scratch holds one partial per block of the grid and the
+            // counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("qmr_update"))?;
+            self.inner.stats.launch("qmr_update");
+            Ok(())
+        })
     }
 }

@@ -2,9 +2,9 @@
 //! implementation of [`CudaBackend`].
 
 use crate::backend::{dev, CudaBackend, THREADS};
-use crate::blas1::{kernel, ScalarArg};
+use crate::blas1::{kernel, GridReduce, ScalarArg};
 use crate::vector::CudaVector;
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 use gpuq_core::{check_same_len, scalars_as_bytes, Backend, Error, Result, Scalar};
 use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
 use std::marker::PhantomData;
@@ -167,9 +167,9 @@ impl SparseBackend for CudaBackend {
             self.spmv(T::one(), a, x, T::zero(), y)?;
             return self.dotc(x, y);
         }
-        let blocks = self.spmv_blocks(a);
-        self.reduce_with(blocks, |partials| {
-            self.launch_spmv(T::one(), a, x, T::zero(), y, Some(partials))
+        self.reduce_with(|reduce| {
+            let dot = Some((&x.buf, reduce));
+            self.launch_spmv(T::one(), a, x, T::zero(), y, dot)
         })
     }
 }
@@ -184,9 +184,10 @@ impl CudaBackend {
         }
     }
 
-    /// Launches the SpMV kernel of `a`'s layout; with `dot`, the CSR and SELL kernels
-    /// also write one partial of x^H y per block into it (the caller checked that `a`
-    /// is square and `dot` is not used with BSR2).
+    /// Launches the SpMV kernel of `a`'s layout; with `dot = (w, reduce)`, the
+    /// CSR and SELL kernels also reduce w^H y through `reduce` into its `out`
+    /// (the caller checked that `a` is square, that w has its rows, and that
+    /// `dot` is not used with BSR2).
     fn launch_spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -194,7 +195,7 @@ impl CudaBackend {
         x: &CudaVector<T>,
         beta: T,
         y: &mut CudaVector<T>,
-        dot: Option<&mut CudaSlice<u8>>,
+        dot: Option<(&CudaSlice<u8>, &GridReduce)>,
     ) -> Result<()> {
         let m = a.shape.0;
         let (al, be) = (ScalarArg::of(alpha), ScalarArg::of(beta));
@@ -219,13 +220,11 @@ impl CudaBackend {
                     .arg(val)
                     .arg(&x.buf)
                     .arg(&mut y.buf);
-                match dot {
-                    Some(d) => b.arg(d),
-                    None => b.arg(&null),
-                };
-                // SAFETY: arguments match `spmv_csr_*` (a null `dot` means no dot);
+                push_dot(&mut b, &dot, &null);
+                // SAFETY: arguments match `spmv_csr_*` (a null `w` means no dot);
                 // the arrays describe a validated CSR matrix of shape (m, n), x and
-                // y have n and m elements, `dot` has one slot per block of the grid.
+                // y have n and m elements, w m; the scratch has one partial per
+                // block of the grid, the counter and the result.
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_csr"))?;
                 self.inner.stats.launch("spmv_csr");
             }
@@ -247,13 +246,10 @@ impl CudaBackend {
                     None => b.arg(&null),
                 };
                 b.arg(&x.buf).arg(&mut y.buf);
-                match dot {
-                    Some(d) => b.arg(d),
-                    None => b.arg(&null),
-                };
+                push_dot(&mut b, &dot, &null);
                 // SAFETY: arguments match `spmv_sell_*` (a null perm means identity,
-                // a null dot no dot); the arrays come from `Sell::from_csr` of a
-                // validated matrix; `dot` has one slot per block of the grid.
+                // a null w no dot); the arrays come from `Sell::from_csr` of a
+                // validated matrix; as for CSR otherwise.
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_sell"))?;
                 self.inner.stats.launch("spmv_sell");
             }
@@ -281,6 +277,25 @@ impl CudaBackend {
             }
         }
         Ok(())
+    }
+}
+
+/// Pushes the SpMV kernels' last four arguments: `w`, the partials, the
+/// counter and the result's address, or four nulls without a dot.
+fn push_dot<'a>(
+    b: &mut LaunchArgs<'a>,
+    dot: &'a Option<(&CudaSlice<u8>, &GridReduce)>,
+    null: &'a u64,
+) {
+    match dot {
+        Some((w, reduce)) => {
+            b.arg(*w);
+            reduce.push(b);
+            b.arg(&reduce.out);
+        }
+        None => {
+            b.arg(null).arg(null).arg(null).arg(null);
+        }
     }
 }
 

@@ -1,8 +1,9 @@
 //! TFQMR's steps with device-resident scalars: the kernels read alpha, beta,
 //! theta^2 and eta from a small device array (`sc`, slots in
-//! [`gpuq_kernels::slots::tfqmr`]), and the second passes of sigma and of each
-//! half-step's ||w||^2 update it, so an iteration takes no host value and needs
-//! no host round trip until the caller downloads `sc` at its end.
+//! [`gpuq_kernels::slots::tfqmr`]), and the last blocks of the reductions of
+//! sigma and of each half-step's ||w||^2 update it, so an iteration takes no
+//! host value and needs no host round trip until the caller downloads `sc` at
+//! its end.
 
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::{kernel, launch_1d, Dest, FirstPass};
@@ -19,8 +20,8 @@ impl CudaBackend {
         self.set_slots("tfqmr_start", sc, &[tau2])
     }
 
-    /// `sc[SIGMA] = rstar^H v` and `sc[RHO] = sc[RHO_NEXT]`: the dot kernels'
-    /// first pass (2 n reads) and a one-warp second pass.
+    /// `sc[SIGMA] = rstar^H v` and `sc[RHO] = sc[RHO_NEXT]`: one kernel (2 n
+    /// reads) whose last block finishes the dot product and moves rho.
     pub fn tfqmr_sigma<T: Scalar>(
         &self,
         rstar: &CudaVector<T>,
@@ -29,29 +30,19 @@ impl CudaBackend {
     ) -> Result<()> {
         Self::check_slots("tfqmr_sigma", LEN, sc, &[rstar.len, v.len])?;
         let n = rstar.len;
-        // The grid of the BLAS-1 reductions (`reduce_blas1`).
-        let blocks = self.grid_blocks(n).div_ceil(2);
-        let f1 = self.function(&kernel::<T>("dot_partials"))?;
-        let conj = 1u32;
-        self.reduce_into_slots(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f1);
-                b.arg(&n)
-                    .arg(&rstar.buf)
-                    .arg(&v.buf)
-                    .arg(&conj)
-                    .arg(partials);
-                // SAFETY: arguments match `dot_partials_*`; both vectors hold n
-                // elements; the scratch holds one element per block of this grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("reduction pass 1"))?;
-                self.inner.stats.launch("reduce_partials");
-                Ok(())
-            },
-            "tfqmr_sigma",
-            sc,
-            None,
-        )
+        let blocks = self.reduction_blocks(n);
+        let f = self.function(&kernel::<T>("tfqmr_sigma"))?;
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n).arg(&rstar.buf).arg(&v.buf).arg(&mut sc.buf);
+            reduce.push(&mut b);
+            // SAFETY: arguments match `tfqmr_sigma_*`; both vectors hold n
+            // elements, sc LEN; the scratch holds one partial per block of this
+            // grid and the counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("tfqmr_sigma"))?;
+            self.inner.stats.launch("tfqmr_sigma");
+            Ok(())
+        })
     }
 
     /// `u_odd = u_even - alpha v` (3 n element moves).
@@ -71,9 +62,9 @@ impl CudaBackend {
         })
     }
 
-    /// One half-step (`w -= alpha amu`, `md = mu + coef md`, 6 n element moves,
-    /// with the partials of the new ||w||^2) and the one-warp second pass that
-    /// advances theta^2, tau^2 and eta in `sc`.
+    /// One half-step (`w -= alpha amu`, `md = mu + coef md`, 6 n element moves)
+    /// in one kernel whose last block finishes the new ||w||^2 and advances
+    /// theta^2, tau^2 and eta in `sc`.
     pub fn tfqmr_half<T: Scalar>(
         &self,
         sc: &mut CudaVector<T>,
@@ -86,45 +77,44 @@ impl CudaBackend {
         let n = w.len;
         let blocks = self.grid_blocks(n);
         let f = self.function(&kernel::<T>("tfqmr_half"))?;
-        // The kernel reads sc while the second pass writes it: two launches in
-        // stream order. The kernel gets sc's raw address because the second pass
-        // holds the buffer's mutable borrow.
-        let sc_ptr = self.slots_ptr(sc);
-        self.reduce_into_slots(
-            blocks,
-            |partials| {
-                let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&n)
-                    .arg(&sc_ptr)
-                    .arg(&amu.buf)
-                    .arg(&mu.buf)
-                    .arg(&mut w.buf)
-                    .arg(&mut md.buf)
-                    .arg(partials);
-                // SAFETY: arguments match `tfqmr_half_*`; every vector holds n
-                // elements; w and md are borrowed mutably, so no input aliases
-                // them (mu may alias u, never w or md); the scratch holds one
-                // element per block of the grid.
-                unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("tfqmr_half"))?;
-                self.inner.stats.launch("tfqmr_half");
-                Ok(())
-            },
-            "tfqmr_scalars",
-            sc,
-            None,
-        )
+        self.reduce_in_kernel(|reduce| {
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&n)
+                .arg(&mut sc.buf)
+                .arg(&amu.buf)
+                .arg(&mu.buf)
+                .arg(&mut w.buf)
+                .arg(&mut md.buf);
+            reduce.push(&mut b);
+            // SAFETY: arguments match `tfqmr_half_*`; every vector holds n
+            // elements, sc LEN; w and md are borrowed mutably, so no input
+            // aliases them (mu may alias u, never w or md); the scratch holds one
+            // partial per block of the grid and the counter.
+            unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("tfqmr_half"))?;
+            self.inner.stats.launch("tfqmr_half");
+            Ok(())
+        })
     }
 
-    /// `x = x + eta md` (3 n element moves).
+    /// `x = x_in + eta md`, or `x = x + eta md` when `x_in` is `None` (3 n
+    /// element moves).
     pub fn tfqmr_x<T: Scalar>(
         &self,
         sc: &CudaVector<T>,
         md: &CudaVector<T>,
+        x_in: Option<&CudaVector<T>>,
         x: &mut CudaVector<T>,
     ) -> Result<()> {
-        Self::check_slots("tfqmr_x", LEN, sc, &[md.len, x.len])?;
+        let xl = x_in.map_or(x.len, |v| v.len);
+        Self::check_slots("tfqmr_x", LEN, sc, &[md.len, x.len, xl])?;
+        let null = 0u64;
         launch_1d!(self, T, "tfqmr_x", x.len, |b| {
-            b.arg(&sc.buf).arg(&md.buf).arg(&mut x.buf);
+            b.arg(&sc.buf).arg(&md.buf);
+            match x_in {
+                Some(v) => b.arg(&v.buf),
+                None => b.arg(&null),
+            };
+            b.arg(&mut x.buf);
         })
     }
 

@@ -4,6 +4,7 @@
 use crate::bicgstab_kernels::{
     guarded_quotient, BicgstabKernels, LEN, R0V, RHO, RNORM2, SNORM2, TS, TT,
 };
+use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -12,16 +13,18 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// starting from the `x` given, for any nonsingular A, real or complex.
 ///
 /// Per iteration: two operator and two preconditioner applications, one
-/// reduction (r0^H v) and four fused steps: p's update; s = r - alpha v with
-/// ||s||^2; t^H s with t^H t; x's and r's updates with ||r||^2 and the next
-/// rho = r0^H r. Every scalar stays on the backend, so from the second
-/// iteration on the launches are the same every time: the backend records them
-/// once and replays them ([`crate::Replay`]; on the GPU one CUDA graph
-/// launch per iteration). The iteration ends with one download of the 6-slot
-/// scalar array (96 bytes for complex f64), which the stopping and breakdown
-/// tests read. 8 vectors of
-/// storage (10 with a preconditioner). The shadow residual is the initial
-/// residual.
+/// reduction (r0^H v) and four fused steps: p's update; s = r - alpha v; t^H s
+/// with t^H t and ||s||^2; x's and r's updates with ||r||^2 and the next rho =
+/// r0^H r. Every scalar stays on the backend, so the launches are the same
+/// every iteration (the first too: with p, v and the scalars but rho zero, p's
+/// update gives p = r): the backend records them
+/// once per parity and replays them ([`crate::Replay`]; on the GPU one CUDA
+/// graph launch per iteration). The iteration ends with one snapshot of the
+/// 6-slot scalar array (96 bytes for complex f64), which the stopping and
+/// breakdown tests read; on the GPU the next iteration is already queued while
+/// the host reads it, and the iterate alternates between two vectors so that
+/// the one the solve stops at survives it. 9 vectors of storage (11 with a
+/// preconditioner). The shadow residual is the initial residual.
 ///
 /// Returns the report with `converged` false at the iteration cap, and
 /// [`gpuq_core::Error::Breakdown`] naming the quantity when rho = r0^H r,
@@ -63,14 +66,20 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
     // M p and M s (aliases of p and s without a preconditioner).
     let mut mp = precond.map(|_| backend.zeros::<T>(n)).transpose()?;
     let mut ms = precond.map(|_| backend.zeros::<T>(n)).transpose()?;
+    // A diagonal preconditioner is applied inside the steps that produce p
+    // and s; another one on its own.
+    let diagonal = precond.and_then(|m| m.diagonal());
     let apply_m = |v: &B::Vector<T>, out: &mut Option<B::Vector<T>>| -> Result<()> {
-        if let (Some(m), Some(o)) = (precond, out.as_mut()) {
+        if let (Some(m), Some(o), None) = (precond, out.as_mut(), diagonal) {
             m.apply(v, o)?;
         }
         Ok(())
     };
     let mut sc = backend.zeros::<T>(LEN)?;
     let mut host = [T::zero(); LEN];
+    // Odd iterations write their iterate to x_alt, even ones to x (see
+    // `Pipeline`).
+    let mut x_alt = backend.zeros::<T>(n)?;
 
     let target = session.target;
     let target2 = <T::Real as RealScalar>::of_f64(target * target);
@@ -80,33 +89,40 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
     if !converged {
         backend.dotc_to_slot(&r0, &r, &mut sc, RHO)?;
     }
-    // Declared after the vectors, so it is dropped before them.
-    let mut recording = None;
-    while !converged && it < session.max_iter {
-        it += 1;
-        let first = it == 1;
-        let mut step = || -> Result<()> {
-            backend.bicgstab_p(first, &sc, &r, &v, &mut p)?;
-            apply_m(&p, &mut mp)?;
-            let phat = mp.as_ref().unwrap_or(&p);
-            a.apply(phat, &mut v)?;
-            backend.dotc_to_slot(&r0, &v, &mut sc, R0V)?;
-            backend.bicgstab_s(&mut sc, &v, &mut r)?;
-            apply_m(&r, &mut ms)?;
-            a.apply(ms.as_ref().unwrap_or(&r), &mut t)?;
-            backend.bicgstab_tt(&t, &r, &mut sc)?;
-            backend.bicgstab_xr(&mut sc, target2, phat, ms.as_ref(), &t, &r0, x, &mut r)
-        };
-        if first {
-            step()?;
-        } else {
-            // SAFETY: from the second iteration on, `step` enqueues the same
-            // steps on the same vectors (declared before `recording`), every
-            // per-iteration scalar in `sc`, and it neither downloads nor waits.
-            unsafe { backend.replay(&mut recording, &mut step)? };
+    // Declared after the vectors, so its recordings are dropped before them.
+    let mut pipe = Pipeline::new(backend, LEN)?;
+    while !converged {
+        while pipe.wants(session.max_iter) {
+            let k = pipe.next_number();
+            {
+                let (x_in, x_out) = iterate_buffers(k, x, &mut x_alt);
+                let mut step = || -> Result<()> {
+                    // In the first iteration p = r: p, v and the scalars but
+                    // rho are zero.
+                    backend.bicgstab_p(&sc, &r, &v, &mut p, diagonal.zip(mp.as_mut()))?;
+                    apply_m(&p, &mut mp)?;
+                    let phat = mp.as_ref().unwrap_or(&p);
+                    a.apply(phat, &mut v)?;
+                    backend.dotc_to_slot(&r0, &v, &mut sc, R0V)?;
+                    backend.bicgstab_s(&sc, &v, &mut r, diagonal.zip(ms.as_mut()))?;
+                    apply_m(&r, &mut ms)?;
+                    a.apply(ms.as_ref().unwrap_or(&r), &mut t)?;
+                    backend.bicgstab_tt(&t, &r, &mut sc)?;
+                    let shat = ms.as_ref();
+                    backend.bicgstab_xr(&mut sc, target2, phat, shat, &t, &r0, x_in, x_out, &mut r)
+                };
+                // SAFETY: `step` enqueues the same steps on the same vectors
+                // for every iteration of a parity (declared before `pipe`),
+                // every per-iteration scalar in `sc`, and it neither downloads
+                // nor waits.
+                unsafe { pipe.enqueue(backend, Record::PerParity, &mut step)? };
+            }
+            pipe.snapshot(backend, &sc)?;
         }
-        // The one download of the iteration: the tests below read its scalars.
-        host.copy_from_slice(&backend.download(&sc)?);
+        let Some(k) = pipe.next(backend, &mut host)? else {
+            break;
+        };
+        it = k;
         if vanished(host[R0V]) || guarded_quotient(host[RHO], host[R0V]).is_zero_value() {
             failure = Some("r0^H A p");
             break;
@@ -141,6 +157,7 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
             break;
         }
     }
+    settle_iterate(backend, it, &x_alt, x)?;
     session.finish(
         backend,
         a,

@@ -45,6 +45,50 @@ pub(crate) fn check_slots(
     Ok(())
 }
 
+/// A diagonal scaling folded into a step: the diagonal d, and the vector that
+/// receives d ⊙ (the step's result).
+pub type Scaled<'a, V> = Option<(&'a V, &'a mut V)>;
+
+/// Runs `update(chunk, start)` over the blocks of `out` in parallel and, with
+/// `scaled = (d, ds)`, writes ds = d ⊙ out for each block right after it.
+fn update_then_scale<T: Scalar>(
+    out: &mut [T],
+    scaled: Scaled<'_, CpuVector<T>>,
+    update: impl Fn(&mut [T], usize) + Sync,
+) {
+    match scaled {
+        Some((d, ds)) => {
+            let d = d.as_slice();
+            out.par_chunks_mut(BLOCK)
+                .zip(ds.as_mut_slice().par_chunks_mut(BLOCK))
+                .enumerate()
+                .for_each(|(c, (oc, dc))| {
+                    update(oc, c * BLOCK);
+                    for (k, (di, oi)) in dc.iter_mut().zip(oc.iter()).enumerate() {
+                        *di = d[c * BLOCK + k] * *oi;
+                    }
+                })
+        }
+        None => out
+            .par_chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(c, oc)| update(oc, c * BLOCK)),
+    }
+}
+
+/// Errors unless a diagonal scaling's vectors have `n` elements.
+fn check_scaled<V: DeviceVector>(
+    op: &'static str,
+    n: usize,
+    scaled: &Option<(&V, &mut V)>,
+) -> Result<()> {
+    if let Some((d, out)) = scaled {
+        check_same_len(op, n, d.len())?;
+        check_same_len(op, n, out.len())?;
+    }
+    Ok(())
+}
+
 /// Errors unless `sc` has [`LEN`] elements and `slot` is one of them.
 fn check_slot(op: &'static str, sc_len: usize, slot: usize) -> Result<()> {
     check_same_len(op, LEN, sc_len)?;
@@ -69,8 +113,8 @@ pub trait BicgstabKernels: Replay {
         slot: usize,
     ) -> Result<()>;
 
-    /// `sc[TS] = t^H s` and `sc[TT] = ||t||^2` (zero imaginary part), in one
-    /// sweep (2 n reads).
+    /// `sc[TS] = t^H s`, `sc[TT] = ||t||^2` and `sc[SNORM2] = ||s||^2` (zero
+    /// imaginary parts), in one sweep (2 n reads).
     fn bicgstab_tt<T: Scalar>(
         &self,
         t: &Self::Vector<T>,
@@ -78,32 +122,35 @@ pub trait BicgstabKernels: Replay {
         sc: &mut Self::Vector<T>,
     ) -> Result<()>;
 
-    /// p = r when `first`, else p = r + beta (p - omega v) with the previous
-    /// iteration's omega = sc[TS] / sc[TT] and beta = sc[RHO] sc[TT] /
-    /// (sc[R0V] sc[TS]). 4 n element moves.
+    /// p = r + beta (p - omega v) with the previous iteration's omega =
+    /// sc[TS] / sc[TT] and beta = sc[RHO] sc[TT] / (sc[R0V] sc[TS]) (both zero
+    /// in a fresh scalar array: then p = r when p and v are zero); with
+    /// `scaled = (d, dp)` also dp = d ⊙ p (a diagonal preconditioner's M p, in
+    /// the same pass). 4 n element moves (6 n scaled).
     fn bicgstab_p<T: Scalar>(
         &self,
-        first: bool,
         sc: &Self::Vector<T>,
         r: &Self::Vector<T>,
         v: &Self::Vector<T>,
         p: &mut Self::Vector<T>,
+        scaled: Scaled<'_, Self::Vector<T>>,
     ) -> Result<()>;
 
-    /// s = r - alpha v in place of r, alpha = sc[RHO] / sc[R0V]; sc[SNORM2] =
-    /// ||s||^2. 3 n element moves.
+    /// s = r - alpha v in place of r, alpha = sc[RHO] / sc[R0V]; with `scaled
+    /// = (d, ds)` also ds = d ⊙ s. 3 n element moves (5 n scaled).
     fn bicgstab_s<T: Scalar>(
         &self,
-        sc: &mut Self::Vector<T>,
+        sc: &Self::Vector<T>,
         v: &Self::Vector<T>,
         r: &mut Self::Vector<T>,
+        scaled: Scaled<'_, Self::Vector<T>>,
     ) -> Result<()>;
 
-    /// x = x + alpha phat + omega shat and r = s - omega t (r holds s; `shat`
-    /// `None` means s itself), alpha = sc[RHO] / sc[R0V], omega = sc[TS] / sc[TT]
-    /// or zero when sc[SNORM2] <= `target2`; then, of the new r, sc[RHO] =
-    /// r0^H r and sc[RNORM2] = ||r||^2, in the same sweep. 8 n element moves (7
-    /// without shat).
+    /// x = x_in + alpha phat + omega shat and r = s - omega t (r holds s;
+    /// `shat` `None` means s itself), alpha = sc[RHO] / sc[R0V], omega = sc[TS] /
+    /// sc[TT] or zero when sc[SNORM2] <= `target2`; then, of the new r, sc[RHO]
+    /// = r0^H r and sc[RNORM2] = ||r||^2, in the same sweep. 8 n element moves
+    /// (7 without shat).
     #[allow(clippy::too_many_arguments)]
     fn bicgstab_xr<T: Scalar>(
         &self,
@@ -113,6 +160,7 @@ pub trait BicgstabKernels: Replay {
         shat: Option<&Self::Vector<T>>,
         t: &Self::Vector<T>,
         r0: &Self::Vector<T>,
+        x_in: &Self::Vector<T>,
         x: &mut Self::Vector<T>,
         r: &mut Self::Vector<T>,
     ) -> Result<()>;
@@ -140,85 +188,87 @@ impl BicgstabKernels for CpuBackend {
         check_same_len("bicgstab_tt", LEN, sc.len())?;
         check_same_len("bicgstab_tt", t.len(), s.len())?;
         let (t, s) = (t.as_slice(), s.as_slice());
-        // Per block, both sums; then each combined pairwise (t^H s has the bits
-        // of dotc).
-        let (ts, tt) = self.run("bicgstab_tt", || {
-            let partials: Vec<(T, T::Real)> = t
+        // Per block, the three sums; then each combined pairwise (t^H s has
+        // the bits of dotc).
+        let (ts, tt, ss) = self.run("bicgstab_tt", || {
+            let partials: Vec<(T, T::Real, T::Real)> = t
                 .par_chunks(BLOCK)
                 .zip(s.par_chunks(BLOCK))
                 .map(|(tc, sc)| {
                     (
                         lane_sum(tc.len(), |i| tc[i].conj() * sc[i]),
                         lane_sum(tc.len(), |i| tc[i].abs_sqr()),
+                        lane_sum(sc.len(), |i| sc[i].abs_sqr()),
                     )
                 })
                 .collect();
-            let (ts, tt): (Vec<T>, Vec<T::Real>) = partials.into_iter().unzip();
-            (pairwise_sum(&ts), pairwise_sum(&tt))
+            let ts: Vec<T> = partials.iter().map(|p| p.0).collect();
+            let tt: Vec<T::Real> = partials.iter().map(|p| p.1).collect();
+            let ss: Vec<T::Real> = partials.iter().map(|p| p.2).collect();
+            (pairwise_sum(&ts), pairwise_sum(&tt), pairwise_sum(&ss))
         });
         let out = sc.as_mut_slice();
         out[TS] = ts;
         out[TT] = T::from_real(tt);
+        out[SNORM2] = T::from_real(ss);
         Ok(())
     }
 
     fn bicgstab_p<T: Scalar>(
         &self,
-        first: bool,
         sc: &CpuVector<T>,
         r: &CpuVector<T>,
         v: &CpuVector<T>,
         p: &mut CpuVector<T>,
+        scaled: Option<(&CpuVector<T>, &mut CpuVector<T>)>,
     ) -> Result<()> {
         check_same_len("bicgstab_p", LEN, sc.len())?;
         check_same_len("bicgstab_p", r.len(), v.len())?;
         check_same_len("bicgstab_p", r.len(), p.len())?;
+        check_scaled("bicgstab_p", r.len(), &scaled)?;
         let s = sc.as_slice();
         let omega = guarded_quotient(s[TS], s[TT]);
         let beta = guarded_quotient(s[RHO] * s[TT], s[R0V] * s[TS]);
         let (r, v) = (r.as_slice(), v.as_slice());
-        self.run("bicgstab_p", || {
-            p.as_mut_slice()
-                .par_chunks_mut(BLOCK)
-                .zip(r.par_chunks(BLOCK).zip(v.par_chunks(BLOCK)))
-                .for_each(|(pc, (rc, vc))| {
-                    for ((pi, &ri), &vi) in pc.iter_mut().zip(rc).zip(vc) {
-                        *pi = if first {
-                            ri
-                        } else {
-                            ri + beta * (*pi - omega * vi)
-                        };
-                    }
-                })
+        let op = if scaled.is_some() {
+            "bicgstab_p_scaled"
+        } else {
+            "bicgstab_p"
+        };
+        self.run(op, || {
+            update_then_scale(p.as_mut_slice(), scaled, |pc, base| {
+                for (k, pi) in pc.iter_mut().enumerate() {
+                    *pi = r[base + k] + beta * (*pi - omega * v[base + k]);
+                }
+            })
         });
         Ok(())
     }
 
     fn bicgstab_s<T: Scalar>(
         &self,
-        sc: &mut CpuVector<T>,
+        sc: &CpuVector<T>,
         v: &CpuVector<T>,
         r: &mut CpuVector<T>,
+        scaled: Option<(&CpuVector<T>, &mut CpuVector<T>)>,
     ) -> Result<()> {
         check_same_len("bicgstab_s", LEN, sc.len())?;
         check_same_len("bicgstab_s", v.len(), r.len())?;
+        check_scaled("bicgstab_s", r.len(), &scaled)?;
         let alpha = guarded_quotient(sc.as_slice()[RHO], sc.as_slice()[R0V]);
         let v = v.as_slice();
-        let s2 = self.run("bicgstab_s", || {
-            let partials: Vec<T::Real> = r
-                .as_mut_slice()
-                .par_chunks_mut(BLOCK)
-                .zip(v.par_chunks(BLOCK))
-                .map(|(rc, vc)| {
-                    for (ri, &vi) in rc.iter_mut().zip(vc) {
-                        *ri -= alpha * vi;
-                    }
-                    lane_sum(rc.len(), |k| rc[k].abs_sqr())
-                })
-                .collect();
-            pairwise_sum(&partials)
+        let op = if scaled.is_some() {
+            "bicgstab_s_scaled"
+        } else {
+            "bicgstab_s"
+        };
+        self.run(op, || {
+            update_then_scale(r.as_mut_slice(), scaled, |rc, base| {
+                for (k, ri) in rc.iter_mut().enumerate() {
+                    *ri -= alpha * v[base + k];
+                }
+            })
         });
-        sc.as_mut_slice()[SNORM2] = T::from_real(s2);
         Ok(())
     }
 
@@ -230,6 +280,7 @@ impl BicgstabKernels for CpuBackend {
         shat: Option<&CpuVector<T>>,
         t: &CpuVector<T>,
         r0: &CpuVector<T>,
+        x_in: &CpuVector<T>,
         x: &mut CpuVector<T>,
         r: &mut CpuVector<T>,
     ) -> Result<()> {
@@ -238,6 +289,7 @@ impl BicgstabKernels for CpuBackend {
             phat.len(),
             t.len(),
             r0.len(),
+            x_in.len(),
             x.len(),
             shat.map_or(r.len(), |s| s.len()),
         ] {
@@ -250,7 +302,12 @@ impl BicgstabKernels for CpuBackend {
         } else {
             guarded_quotient(s[TS], s[TT])
         };
-        let (phat, t, r0) = (phat.as_slice(), t.as_slice(), r0.as_slice());
+        let (phat, t, r0, x_in) = (
+            phat.as_slice(),
+            t.as_slice(),
+            r0.as_slice(),
+            x_in.as_slice(),
+        );
         let shat = shat.map(|v| v.as_slice());
         let (rho, rr) = self.run("bicgstab_xr", || {
             let partials: Vec<(T, T::Real)> = x
@@ -264,7 +321,7 @@ impl BicgstabKernels for CpuBackend {
                         let i = base + k;
                         let si = *ri;
                         let shi = shat.map_or(si, |sh| sh[i]);
-                        *xi += alpha * phat[i] + omega * shi;
+                        *xi = x_in[i] + alpha * phat[i] + omega * shi;
                         *ri = si - omega * t[i];
                     }
                     let r0c = &r0[base..base + rc.len()];
@@ -309,22 +366,23 @@ impl BicgstabKernels for gpuq_cuda::CudaBackend {
 
     fn bicgstab_p<T: Scalar>(
         &self,
-        first: bool,
         sc: &gpuq_cuda::CudaVector<T>,
         r: &gpuq_cuda::CudaVector<T>,
         v: &gpuq_cuda::CudaVector<T>,
         p: &mut gpuq_cuda::CudaVector<T>,
+        scaled: Option<(&gpuq_cuda::CudaVector<T>, &mut gpuq_cuda::CudaVector<T>)>,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::bicgstab_p(self, first, sc, r, v, p)
+        gpuq_cuda::CudaBackend::bicgstab_p(self, sc, r, v, p, scaled)
     }
 
     fn bicgstab_s<T: Scalar>(
         &self,
-        sc: &mut gpuq_cuda::CudaVector<T>,
+        sc: &gpuq_cuda::CudaVector<T>,
         v: &gpuq_cuda::CudaVector<T>,
         r: &mut gpuq_cuda::CudaVector<T>,
+        scaled: Option<(&gpuq_cuda::CudaVector<T>, &mut gpuq_cuda::CudaVector<T>)>,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::bicgstab_s(self, sc, v, r)
+        gpuq_cuda::CudaBackend::bicgstab_s(self, sc, v, r, scaled)
     }
 
     fn bicgstab_xr<T: Scalar>(
@@ -335,9 +393,10 @@ impl BicgstabKernels for gpuq_cuda::CudaBackend {
         shat: Option<&gpuq_cuda::CudaVector<T>>,
         t: &gpuq_cuda::CudaVector<T>,
         r0: &gpuq_cuda::CudaVector<T>,
+        x_in: &gpuq_cuda::CudaVector<T>,
         x: &mut gpuq_cuda::CudaVector<T>,
         r: &mut gpuq_cuda::CudaVector<T>,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::bicgstab_xr(self, sc, target2, phat, shat, t, r0, x, r)
+        gpuq_cuda::CudaBackend::bicgstab_xr(self, sc, target2, phat, shat, t, r0, x_in, x, r)
     }
 }

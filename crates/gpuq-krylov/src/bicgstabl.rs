@@ -2,10 +2,11 @@
 //! followed by a degree-l minimal-residual polynomial.
 
 use crate::bicgstabl_kernels::{
-    coef, len, sigma, tau, BicgstablKernels, ALPHA, BETA, DISCARD, DOT, FLAG, GAMMA_DOT,
-    GAMMA_VANISHED, NEG_ALPHA, NEG_BETA, NEG_OMEGA, NEG_TAU, ONE, RHO0, RHO1, RHO_VANISHED, RNORM2,
-    SIGMA_VANISHED,
+    checked_ratio, coef, len, ratio, sigma, tau, BicgstablKernels, Ratio, ALPHA, BETA, DISCARD,
+    DOT, FLAG, GAMMA_DOT, GAMMA_VANISHED, NEG_ALPHA, NEG_BETA, NEG_OMEGA, NEG_TAU, ONE, RHO0, RHO1,
+    RHO_VANISHED, RNORM2, SIGMA_VANISHED,
 };
+use crate::replay::{Pipeline, Record};
 use crate::session::{Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -21,8 +22,10 @@ use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar,
 /// solve); about l^2 + 5l vector updates. Every scalar stays on the backend
 /// ([`BicgstablKernels`]), so a cycle takes no host value: it is recorded once
 /// and replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and it
-/// ends with one download of the scalar array. Storage: 2 (l + 1) + 3 vectors
-/// (one more with a preconditioner). The residual is checked once per cycle.
+/// ends with one snapshot of the scalar array, which the host reads while the
+/// next cycle runs. A cycle accumulates its increment in y-space (dy); x += M dy
+/// is applied after it, before the next cycle starts. Storage: 2 (l + 1) + 3
+/// vectors. The residual is checked once per cycle.
 /// A quantity that vanishes inside a cycle stops every vector step after it (the
 /// cycle's launches still run, as recorded); x then gets the cycle's increment
 /// up to the breakdown, and the breakdown is reported.
@@ -73,8 +76,8 @@ pub fn bicgstab_l_monitored<B: BicgstablKernels, T: Scalar>(
     session.initial(rnorm);
     let mut rtilde = backend.zeros::<T>(n)?;
     backend.copy(&r[0], &mut rtilde)?;
-    // The y-space increment of a cycle (x += M dy at its end), and M v scratch.
-    let mut dy = precond.map(|_| backend.zeros::<T>(n)).transpose()?;
+    // The y-space increment of a cycle (x += M dy after it), and M v scratch.
+    let mut dy = backend.zeros::<T>(n)?;
     let mut mv = backend.zeros::<T>(n)?;
     // out = A M v
     let apply_am = |v: &B::Vector<T>, mv: &mut B::Vector<T>, out: &mut B::Vector<T>| match precond {
@@ -87,126 +90,117 @@ pub fn bicgstab_l_monitored<B: BicgstablKernels, T: Scalar>(
 
     let mut sc = backend.zeros::<T>(len(l))?;
     backend.bicgstabl_start(&mut sc, l)?;
-    // Declared after the vectors, so it is dropped before them.
-    let mut recording = None;
+    let mut host = vec![T::zero(); len(l)];
+    // Declared after the vectors, so its recording is dropped before them.
+    let mut pipe = Pipeline::new(backend, len(l))?;
 
     let target = session.target;
     let mut converged = rnorm <= target;
     let mut it = 0;
     let mut failure = None;
-    while !converged && it < session.max_iter {
-        it += 1;
-        let mut cycle = || -> Result<()> {
-            // rho0 = -omega rho0
-            backend.slot_ratio(&mut sc, (NEG_OMEGA, RHO0, ONE), RHO0, DISCARD, None, 0)?;
-            if let Some(dy) = dy.as_mut() {
-                backend.fill(dy, T::zero())?;
+    // Cycles whose increment dy is in x: x += M dy is enqueued after a cycle,
+    // before the next one refills dy, so a cycle queued behind the last one
+    // taken never reaches x.
+    let mut applied = 0;
+    let apply_dy = |dy: &B::Vector<T>, mv: &mut B::Vector<T>, x: &mut B::Vector<T>| match precond {
+        Some(m) => {
+            m.apply(dy, mv)?;
+            backend.axpy(T::one(), mv, x)
+        }
+        None => backend.axpy(T::one(), dy, x),
+    };
+    while !converged {
+        while pipe.wants(session.max_iter) {
+            let k = pipe.next_number();
+            if k > 1 {
+                apply_dy(&dy, &mut mv, x)?;
+                applied = k - 1;
             }
-            // BiCG part.
-            for j in 0..l {
-                // rho1 = r~^H r_j; beta = alpha (rho1 / rho0), rounded as the
-                // host form was (the quotient first, in DOT); rho0 = rho1
-                backend.dotc_into_slot(&rtilde, &r[j], &mut sc, RHO1)?;
-                let check = Some(RHO1);
-                backend.slot_ratio(
-                    &mut sc,
-                    (RHO1, ONE, RHO0),
-                    DOT,
-                    DISCARD,
-                    check,
-                    RHO_VANISHED,
-                )?;
-                backend.slot_ratio(&mut sc, (ALPHA, DOT, ONE), BETA, NEG_BETA, None, 0)?;
-                backend.slot_ratio(&mut sc, (RHO1, ONE, ONE), RHO0, DISCARD, None, 0)?;
-                for i in 0..=j {
-                    // u_i = r_i - beta u_i
-                    backend.axpby_slots(&sc, ONE, &r[i], NEG_BETA, &mut u[i])?;
+            let mut cycle = || -> Result<()> {
+                backend.fill(&mut dy, T::zero())?;
+                // BiCG part.
+                for j in 0..l {
+                    // rho1 = r~^H r_j; beta = alpha (rho1 / rho0), rounded as the
+                    // host form was (the quotient first, in DOT); rho0 = rho1.
+                    // The cycle's first also starts it: rho0 = -omega rho0.
+                    let start = ratio(NEG_OMEGA, RHO0, ONE, RHO0, DISCARD);
+                    let then = [
+                        checked_ratio((RHO1, ONE, RHO0), DOT, DISCARD, RHO1, RHO_VANISHED),
+                        ratio(ALPHA, DOT, ONE, BETA, NEG_BETA),
+                        ratio(RHO1, ONE, ONE, RHO0, DISCARD),
+                    ];
+                    let then: Vec<Ratio> =
+                        (j == 0).then_some(start).into_iter().chain(then).collect();
+                    backend.dotc_into_slot(&rtilde, &r[j], &mut sc, RHO1, &then)?;
+                    // u_i = r_i - beta u_i, i <= j
+                    backend.axpby_slots_many(&sc, ONE, &r[..=j], NEG_BETA, &mut u[..=j])?;
+                    let (lo, hi) = u.split_at_mut(j + 1);
+                    apply_am(&lo[j], &mut mv, &mut hi[0])?;
+                    // alpha = rho0 / (r~^H u_(j+1))
+                    let then = [checked_ratio(
+                        (RHO0, ONE, GAMMA_DOT),
+                        ALPHA,
+                        NEG_ALPHA,
+                        GAMMA_DOT,
+                        GAMMA_VANISHED,
+                    )];
+                    backend.dotc_into_slot(&rtilde, &u[j + 1], &mut sc, GAMMA_DOT, &then)?;
+                    // r_i = r_i - alpha u_(i+1), i <= j
+                    backend.axpby_slots_many(&sc, NEG_ALPHA, &u[1..=j + 1], ONE, &mut r[..=j])?;
+                    let (lo, hi) = r.split_at_mut(j + 1);
+                    apply_am(&lo[j], &mut mv, &mut hi[0])?;
+                    backend.axpby_slots(&sc, ALPHA, &u[0], ONE, &mut dy)?;
                 }
-                let (lo, hi) = u.split_at_mut(j + 1);
-                apply_am(&lo[j], &mut mv, &mut hi[0])?;
-                // alpha = rho0 / (r~^H u_(j+1))
-                backend.dotc_into_slot(&rtilde, &u[j + 1], &mut sc, GAMMA_DOT)?;
-                let check = Some(GAMMA_DOT);
-                backend.slot_ratio(
-                    &mut sc,
-                    (RHO0, ONE, GAMMA_DOT),
-                    ALPHA,
-                    NEG_ALPHA,
-                    check,
-                    GAMMA_VANISHED,
-                )?;
-                for i in 0..=j {
-                    // r_i = r_i - alpha u_(i+1)
-                    backend.axpby_slots(&sc, NEG_ALPHA, &u[i + 1], ONE, &mut r[i])?;
+                // Minimal-residual part: modified Gram-Schmidt on r_1..r_l, then
+                // the coefficients of the polynomial minimising ||r_0 - sum
+                // gamma_j r_j||.
+                for j in 1..=l {
+                    for i in 1..j {
+                        // tau_ij = r_i^H r_j / sigma_i; r_j = r_j - tau_ij r_i
+                        let then = [ratio(DOT, ONE, sigma(i), tau(l, i, j), NEG_TAU)];
+                        backend.dotc_into_slot(&r[i], &r[j], &mut sc, DOT, &then)?;
+                        let (lo, hi) = r.split_at_mut(j);
+                        backend.axpby_slots(&sc, NEG_TAU, &lo[i], ONE, &mut hi[0])?;
+                    }
+                    // sigma_j = ||r_j||^2; gamma'_j = r_j^H r_0 / sigma_j
+                    backend.dotc_into_slot(&r[j], &r[j], &mut sc, sigma(j), &[])?;
+                    let then = [checked_ratio(
+                        (DOT, ONE, sigma(j)),
+                        coef(l, 2, j),
+                        coef(l, 3, j),
+                        sigma(j),
+                        SIGMA_VANISHED,
+                    )];
+                    backend.dotc_into_slot(&r[j], &r[0], &mut sc, DOT, &then)?;
                 }
-                let (lo, hi) = r.split_at_mut(j + 1);
-                apply_am(&lo[j], &mut mv, &mut hi[0])?;
-                backend.axpby_slots(&sc, ALPHA, &u[0], ONE, dy.as_mut().unwrap_or(x))?;
-            }
-            // Minimal-residual part: modified Gram-Schmidt on r_1..r_l, then the
-            // coefficients of the polynomial minimising ||r_0 - sum gamma_j r_j||.
-            for j in 1..=l {
-                for i in 1..j {
-                    // tau_ij = r_i^H r_j / sigma_i; r_j = r_j - tau_ij r_i
-                    backend.dotc_into_slot(&r[i], &r[j], &mut sc, DOT)?;
-                    backend.slot_ratio(
-                        &mut sc,
-                        (DOT, ONE, sigma(i)),
-                        tau(l, i, j),
-                        NEG_TAU,
-                        None,
-                        0,
-                    )?;
+                backend.bicgstabl_mr(&mut sc, l)?;
+                // dy += gamma_1 r_0, r_0 -= gamma'_l r_l, u_0 -= gamma_l u_l
+                backend.axpby_slots(&sc, coef(l, 0, 1), &r[0], ONE, &mut dy)?;
+                {
+                    let (lo, hi) = r.split_at_mut(l);
+                    backend.axpby_slots(&sc, coef(l, 3, l), &hi[0], ONE, &mut lo[0])?;
+                    let (lo, hi) = u.split_at_mut(l);
+                    backend.axpby_slots(&sc, coef(l, 1, l), &hi[0], ONE, &mut lo[0])?;
+                }
+                for j in 1..l {
+                    let (lo, hi) = u.split_at_mut(j);
+                    backend.axpby_slots(&sc, coef(l, 1, j), &hi[0], ONE, &mut lo[0])?;
+                    backend.axpby_slots(&sc, coef(l, 4, j), &r[j], ONE, &mut dy)?;
                     let (lo, hi) = r.split_at_mut(j);
-                    backend.axpby_slots(&sc, NEG_TAU, &lo[i], ONE, &mut hi[0])?;
+                    backend.axpby_slots(&sc, coef(l, 3, j), &hi[0], ONE, &mut lo[0])?;
                 }
-                // sigma_j = ||r_j||^2; gamma'_j = r_j^H r_0 / sigma_j
-                backend.dotc_into_slot(&r[j], &r[j], &mut sc, sigma(j))?;
-                backend.dotc_into_slot(&r[j], &r[0], &mut sc, DOT)?;
-                let check = Some(sigma(j));
-                backend.slot_ratio(
-                    &mut sc,
-                    (DOT, ONE, sigma(j)),
-                    coef(l, 2, j),
-                    coef(l, 3, j),
-                    check,
-                    SIGMA_VANISHED,
-                )?;
-            }
-            backend.bicgstabl_mr(&mut sc, l)?;
-            // x += gamma_1 r_0 (in y-space), r_0 -= gamma'_l r_l, u_0 -= gamma_l u_l
-            backend.axpby_slots(&sc, coef(l, 0, 1), &r[0], ONE, dy.as_mut().unwrap_or(x))?;
-            {
-                let (lo, hi) = r.split_at_mut(l);
-                backend.axpby_slots(&sc, coef(l, 3, l), &hi[0], ONE, &mut lo[0])?;
-                let (lo, hi) = u.split_at_mut(l);
-                backend.axpby_slots(&sc, coef(l, 1, l), &hi[0], ONE, &mut lo[0])?;
-            }
-            for j in 1..l {
-                let (lo, hi) = u.split_at_mut(j);
-                backend.axpby_slots(&sc, coef(l, 1, j), &hi[0], ONE, &mut lo[0])?;
-                backend.axpby_slots(&sc, coef(l, 4, j), &r[j], ONE, dy.as_mut().unwrap_or(x))?;
-                let (lo, hi) = r.split_at_mut(j);
-                backend.axpby_slots(&sc, coef(l, 3, j), &hi[0], ONE, &mut lo[0])?;
-            }
-            if let (Some(m), Some(dy)) = (precond, dy.as_ref()) {
-                m.apply(dy, &mut mv)?;
-                backend.axpy(T::one(), &mv, x)?;
-            }
-            backend.dotc_into_slot(&r[0], &r[0], &mut sc, RNORM2)
-        };
-        if it == 1 {
-            // The first cycle runs as it is (its kernels load), the second is
-            // recorded.
-            cycle()?;
-        } else {
+                backend.dotc_into_slot(&r[0], &r[0], &mut sc, RNORM2, &[])
+            };
             // SAFETY: `cycle` enqueues the same steps on the same vectors every
             // time, every per-cycle scalar in `sc`; the vectors are declared
-            // before `recording`; it neither downloads nor waits.
-            unsafe { backend.replay(&mut recording, &mut cycle)? };
+            // before `pipe`; it neither downloads nor waits.
+            unsafe { pipe.enqueue(backend, Record::Once, &mut cycle)? };
+            pipe.snapshot(backend, &sc)?;
         }
-        // The one download of the cycle: the tests below read its scalars.
-        let host = backend.download(&sc)?;
+        let Some(k) = pipe.next(backend, &mut host)? else {
+            break;
+        };
+        it = k;
         rnorm = host[RNORM2].re().to_f64_lossless().sqrt();
         let quantity = match host[FLAG].re().to_f64_lossless() as u32 {
             0 => None,
@@ -228,6 +222,11 @@ pub fn bicgstab_l_monitored<B: BicgstablKernels, T: Scalar>(
             break;
         }
         converged = rnorm <= target;
+    }
+    // x gets the increment of the last cycle taken, unless the next one was
+    // already queued (which enqueued it before refilling dy).
+    if applied < it {
+        apply_dy(&dy, &mut mv, x)?;
     }
     session.finish(
         backend,

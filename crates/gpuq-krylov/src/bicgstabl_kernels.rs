@@ -3,11 +3,11 @@
 //! The scalars live in a backend vector `sc` of [`len`]`(l)` slots (names in
 //! [`gpuq_kernels::slots::bicgstabl`]). Every vector step is `y = sc[a] x +
 //! sc[b] y` with slot indices as arguments (negated copies of the
-//! coefficients are kept for that), dot products land in slots, and the
-//! scalars between them come from small steps over the slot array (a guarded
-//! quotient, the minimal-residual solve), so a cycle takes no value from the
-//! host and can be recorded and replayed ([`crate::Replay`]); the method
-//! downloads `sc` once per cycle. A vanished quantity leaves a breakdown code
+//! coefficients are kept for that; several pairs may go in one step), dot
+//! products land in slots followed by the guarded quotients that use them
+//! ([`Ratio`]), and the minimal-residual solve is one small step over the slot
+//! array, so a cycle takes no value from the host and can be recorded and
+//! replayed ([`crate::Replay`]); the method reads `sc` once per cycle. A vanished quantity leaves a breakdown code
 //! in `sc[FLAG]`, after which the vector steps do nothing: the vectors stay as
 //! they were at the breakdown. The CPU implements every step
 //! directly, CUDA in one kernel each (`CudaBackend::axpby_slots` and the
@@ -28,13 +28,18 @@ pub trait BicgstablKernels: Replay {
     /// [`OMEGA`] = 1 and [`NEG_OMEGA`] = -1 (no transfer).
     fn bicgstabl_start<T: Scalar>(&self, sc: &mut Self::Vector<T>, l: usize) -> Result<()>;
 
-    /// `sc[k] = x^H y` (2 n reads, no download).
+    /// `sc[k] = x^H y`, then the guarded quotients `then` in order (at most
+    /// [`MAX_RATIOS`]; each v = sc[a] sc[b] / sc[c], zero when sc[c] vanished,
+    /// into sc[out] with -v into sc[neg_out]; a vanished sc[check] records
+    /// `code` in sc[FLAG] unless a breakdown is recorded already). 2 n reads,
+    /// no download.
     fn dotc_into_slot<T: Scalar>(
         &self,
         x: &Self::Vector<T>,
         y: &Self::Vector<T>,
         sc: &mut Self::Vector<T>,
         k: usize,
+        then: &[Ratio],
     ) -> Result<()>;
 
     /// `y = sc[ka] x + sc[kb] y` (3 n element moves), or nothing once
@@ -48,17 +53,16 @@ pub trait BicgstablKernels: Replay {
         y: &mut Self::Vector<T>,
     ) -> Result<()>;
 
-    /// `v = sc[a] sc[b] / sc[c]` (zero when `sc[c]` vanished) into `sc[out]` and
-    /// `-v` into `sc[neg_out]`; when `check` names a slot whose value vanished
-    /// and `sc[FLAG]` is still zero, `sc[FLAG] = code`. O(1).
-    fn slot_ratio<T: Scalar>(
+    /// `ys[p] = sc[ka] xs[p] + sc[kb] ys[p]` for every pair (as
+    /// [`BicgstablKernels::axpby_slots`] each; a backend may run them in one
+    /// pass). 3 n element moves a pair.
+    fn axpby_slots_many<T: Scalar>(
         &self,
-        sc: &mut Self::Vector<T>,
-        abc: (usize, usize, usize),
-        out: usize,
-        neg_out: usize,
-        check: Option<usize>,
-        code: u32,
+        sc: &Self::Vector<T>,
+        ka: usize,
+        xs: &[Self::Vector<T>],
+        kb: usize,
+        ys: &mut [Self::Vector<T>],
     ) -> Result<()>;
 
     /// The minimal-residual solve of a cycle: gamma, -gamma and gamma'' from
@@ -70,6 +74,67 @@ pub trait BicgstablKernels: Replay {
 /// Zero, or not finite.
 fn vanished<T: Scalar>(v: T) -> bool {
     v.is_zero_value() || !v.is_finite_value()
+}
+
+/// The quotient v = sc[a] sc[b] / sc[c], or without a check.
+pub const fn ratio(a: usize, b: usize, c: usize, out: usize, neg_out: usize) -> Ratio {
+    Ratio {
+        a: a as u32,
+        b: b as u32,
+        c: c as u32,
+        out: out as u32,
+        neg_out: neg_out as u32,
+        check: NO_CHECK,
+        code: 0,
+    }
+}
+
+/// [`ratio`] that records `code` when sc[`check`] vanished.
+pub const fn checked_ratio(
+    (a, b, c): (usize, usize, usize),
+    out: usize,
+    neg_out: usize,
+    check: usize,
+    code: u32,
+) -> Ratio {
+    Ratio {
+        check: check as u32,
+        code,
+        ..ratio(a, b, c, out, neg_out)
+    }
+}
+
+/// Errors unless `then` has at most [`MAX_RATIOS`] quotients whose slots are
+/// below `len`.
+fn check_ratios(then: &[Ratio], len: usize) -> Result<()> {
+    if then.len() > MAX_RATIOS {
+        return Err(gpuq_core::Error::InvalidArgument(format!(
+            "dotc_into_slot: {} quotients (at most {MAX_RATIOS})",
+            then.len()
+        )));
+    }
+    for r in then {
+        let mut slots: Vec<usize> = [r.a, r.b, r.c, r.out, r.neg_out]
+            .iter()
+            .map(|&s| s as usize)
+            .collect();
+        if r.check != NO_CHECK {
+            slots.push(r.check as usize);
+        }
+        check_indices("dotc_into_slot (quotients)", len, &slots)?;
+    }
+    Ok(())
+}
+
+/// One [`Ratio`] on the host's slot array (the twin of the device's).
+fn apply_ratio<T: Scalar>(s: &mut [T], r: &Ratio) {
+    let at = |k: u32| k as usize;
+    if r.check != NO_CHECK && vanished(s[at(r.check)]) && s[FLAG].is_zero_value() {
+        s[FLAG] = T::from_f64(f64::from(r.code));
+    }
+    let v = guarded_quotient(s[at(r.a)] * s[at(r.b)], s[at(r.c)]);
+    s[at(r.out)] = v;
+    s[at(r.neg_out)] = -v;
 }
 
 impl BicgstablKernels for CpuBackend {
@@ -90,9 +155,14 @@ impl BicgstablKernels for CpuBackend {
         y: &CpuVector<T>,
         sc: &mut CpuVector<T>,
         k: usize,
+        then: &[Ratio],
     ) -> Result<()> {
-        check_indices("dotc_into_slot", sc.len(), &[k])?;
+        check_indices("dotc_into_slot", sc.len(), &[k, FLAG])?;
+        check_ratios(then, sc.len())?;
         sc.as_mut_slice()[k] = self.dotc(x, y)?;
+        for r in then {
+            apply_ratio(sc.as_mut_slice(), r);
+        }
         Ok(())
     }
 
@@ -124,26 +194,18 @@ impl BicgstablKernels for CpuBackend {
         Ok(())
     }
 
-    fn slot_ratio<T: Scalar>(
+    fn axpby_slots_many<T: Scalar>(
         &self,
-        sc: &mut CpuVector<T>,
-        (a, b, c): (usize, usize, usize),
-        out: usize,
-        neg_out: usize,
-        check: Option<usize>,
-        code: u32,
+        sc: &CpuVector<T>,
+        ka: usize,
+        xs: &[CpuVector<T>],
+        kb: usize,
+        ys: &mut [CpuVector<T>],
     ) -> Result<()> {
-        check_indices("slot_ratio", sc.len(), &[a, b, c, out, neg_out, FLAG])?;
-        check_indices("slot_ratio", sc.len(), check.as_slice())?;
-        let s = sc.as_mut_slice();
-        if let Some(k) = check {
-            if vanished(s[k]) && s[FLAG].is_zero_value() {
-                s[FLAG] = T::from_f64(f64::from(code));
-            }
+        check_same_len("axpby_slots_many (pairs)", xs.len(), ys.len())?;
+        for (x, y) in xs.iter().zip(ys.iter_mut()) {
+            self.axpby_slots(sc, ka, x, kb, y)?;
         }
-        let v = guarded_quotient(s[a] * s[b], s[c]);
-        s[out] = v;
-        s[neg_out] = -v;
         Ok(())
     }
 
@@ -197,8 +259,9 @@ impl BicgstablKernels for gpuq_cuda::CudaBackend {
         y: &gpuq_cuda::CudaVector<T>,
         sc: &mut gpuq_cuda::CudaVector<T>,
         k: usize,
+        then: &[Ratio],
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::dotc_into_slot(self, x, y, sc, k)
+        gpuq_cuda::CudaBackend::dotc_into_slot(self, x, y, sc, k, then)
     }
 
     fn axpby_slots<T: Scalar>(
@@ -212,16 +275,15 @@ impl BicgstablKernels for gpuq_cuda::CudaBackend {
         gpuq_cuda::CudaBackend::axpby_slots(self, sc, ka, x, kb, y)
     }
 
-    fn slot_ratio<T: Scalar>(
+    fn axpby_slots_many<T: Scalar>(
         &self,
-        sc: &mut gpuq_cuda::CudaVector<T>,
-        abc: (usize, usize, usize),
-        out: usize,
-        neg_out: usize,
-        check: Option<usize>,
-        code: u32,
+        sc: &gpuq_cuda::CudaVector<T>,
+        ka: usize,
+        xs: &[gpuq_cuda::CudaVector<T>],
+        kb: usize,
+        ys: &mut [gpuq_cuda::CudaVector<T>],
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::slot_ratio(self, sc, abc, out, neg_out, check, code)
+        gpuq_cuda::CudaBackend::axpby_slots_many(self, sc, ka, xs, kb, ys)
     }
 
     fn bicgstabl_mr<T: Scalar>(&self, sc: &mut gpuq_cuda::CudaVector<T>, l: usize) -> Result<()> {
@@ -239,9 +301,10 @@ mod tests {
         let l = 2;
         let mut sc = cpu.zeros::<f64>(len(l)).unwrap();
         cpu.bicgstabl_start(&mut sc, l).unwrap();
-        sc.as_mut_slice()[DOT] = 3.0;
-        // 3 * 1 / 1 into BETA, -3 into NEG_BETA; nothing vanished.
-        cpu.slot_ratio(&mut sc, (DOT, ONE, ONE), BETA, NEG_BETA, Some(ONE), 7)
+        let x = cpu.upload(&[1.0, 2.0]).unwrap();
+        // DOT = 3, then 3 * 1 / 1 into BETA, -3 into NEG_BETA; nothing vanished.
+        let then = [checked_ratio((DOT, ONE, ONE), BETA, NEG_BETA, ONE, 7)];
+        cpu.dotc_into_slot(&x, &cpu.upload(&[1.0, 1.0]).unwrap(), &mut sc, DOT, &then)
             .unwrap();
         assert_eq!(
             (
@@ -251,29 +314,20 @@ mod tests {
             ),
             (3.0, -3.0, 0.0)
         );
-        // Division by the vanished RHO1: zero, and the first code sticks.
-        cpu.slot_ratio(
-            &mut sc,
-            (DOT, ONE, RHO1),
-            ALPHA,
-            NEG_ALPHA,
-            Some(RHO1),
-            RHO_VANISHED,
-        )
-        .unwrap();
-        cpu.slot_ratio(
-            &mut sc,
-            (DOT, ONE, RHO1),
-            ALPHA,
-            NEG_ALPHA,
-            Some(RHO1),
-            GAMMA_VANISHED,
-        )
-        .unwrap();
+        // RHO1 = x^H 0 vanishes: the division by it gives zero, and the first
+        // code sticks.
+        let zero = cpu.upload(&[0.0, 0.0]).unwrap();
+        let then = [
+            checked_ratio((DOT, ONE, RHO1), ALPHA, NEG_ALPHA, RHO1, RHO_VANISHED),
+            checked_ratio((DOT, ONE, RHO1), ALPHA, NEG_ALPHA, RHO1, GAMMA_VANISHED),
+        ];
+        cpu.dotc_into_slot(&x, &zero, &mut sc, RHO1, &then).unwrap();
         assert_eq!(sc.as_slice()[ALPHA], 0.0);
         assert_eq!(sc.as_slice()[FLAG], f64::from(RHO_VANISHED));
+        let bad = [ratio(len(l), ONE, ONE, ALPHA, NEG_ALPHA)];
+        assert!(cpu.dotc_into_slot(&x, &zero, &mut sc, DOT, &bad).is_err());
         assert!(cpu
-            .slot_ratio(&mut sc, (len(l), ONE, ONE), ALPHA, NEG_ALPHA, None, 0)
+            .dotc_into_slot(&x, &zero, &mut sc, DOT, &[then[0]; 5])
             .is_err());
     }
 

@@ -1,7 +1,7 @@
 //! Restarted GMRES(m), right-preconditioned, with re-orthogonalised Gram-Schmidt.
 
+use crate::gmres_kernels::{gs_extra, GmresKernels};
 use crate::session::{Session, STAGNATION};
-use crate::GmresKernels;
 use crate::KrylovOptions;
 use gpuq_core::num_traits::Float;
 use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -56,22 +56,41 @@ impl<T: Scalar> Givens<T> {
 /// Solves A x = b by GMRES(`restart`) with right preconditioning, starting from
 /// the `x` given, for any nonsingular A, real or complex.
 ///
-/// Each inner step applies the operator and the preconditioner once and
-/// orthogonalises against the basis by classical Gram-Schmidt, repeated when the
-/// first pass cancelled most of the vector (the DGKS criterion; "twice is
-/// enough", which keeps the basis orthogonal to working precision): at step j, one
-/// or two passes of j + 1 inner products against the whole basis, one combined
-/// subtraction and the norms before and after ([`GmresKernels::gs_pass`]: on
-/// the GPU four launches and one download per pass). The small
-/// least-squares problem is solved on the host by Givens rotations. Storage:
-/// `restart + 1` basis vectors and 3 more. An iteration, as counted in the report,
-/// is one inner step.
+/// The Arnoldi basis is built by delayed classical Gram-Schmidt with
+/// re-orthogonalisation (DCGS2: Bielich, Langou, Thomas, Swirydowicz, Yamazaki
+/// and Boman, Parallel Computing 2022), which keeps the basis orthogonal to
+/// working precision like classical Gram-Schmidt applied twice, with two
+/// sweeps over the basis per step instead of four. Step j takes u_j, the next
+/// vector projected once, and z = A M u_j, and makes one sweep for every inner
+/// product it needs ([`GmresKernels::gs_dots`]): s = Q^H u_j (the
+/// re-orthogonalisation of u_j, delayed to this step), Q^H z and u_j^H
+/// [u_j, z]. Then q_j = (u_j - Q s) / rho_j with rho_j = ||u_j - Q s|| by
+/// Pythagoras completes column j - 1 of the Hessenberg matrix (its first
+/// projection plus s, and rho_j below), and one sweep
+/// ([`GmresKernels::gs_update`]) writes q_j and u_(j+1) = (z - Q Q^H z - q_j
+/// q_j^H z) / rho_j, the once-projected A M q_j (z - A Q s lies in the span of
+/// [Q, q_j], so projecting z projects A M q_j). Column j's first projection is
+/// (Q^H z - H s) / rho_j from the Arnoldi relation A M Q = Q H. The small
+/// least-squares problem is solved on the host by Givens rotations.
+///
+/// The residual estimate therefore trails the operator by one step: a cycle
+/// applies the operator once more than it has columns, and its last step (at
+/// the restart length or the iteration cap) makes the sweep of inner products
+/// alone. No coefficient goes up inside a cycle (the device computes rho and
+/// q_j^H z itself); each step's inner products come down once, and on the GPU
+/// the next step is already queued while the host reads them. The solution's
+/// update, x += M Q y, is one sweep ([`GmresKernels::gs_combine`]) with one
+/// upload of y per cycle. Storage: `restart` basis vectors and 4 more (5 with
+/// a preconditioner). An iteration, as counted in the report, is one column of
+/// the Hessenberg matrix.
 ///
 /// Returns the report with `converged` false at the iteration cap. An exact
 /// solution found inside the Krylov space (the new basis vector vanishes) is
 /// convergence, not breakdown; [`gpuq_core::Error::Breakdown`] is returned when a
 /// rotation meets a non-finite value. The report's `relative_residual` is
-/// recomputed from b - A x.
+/// recomputed from b - A x. The norms by Pythagoras are taken in the scalar's
+/// precision from squares (in f32 they leave the range when a vector's norm
+/// leaves about [1e-19, 1e19]).
 pub fn gmres<B: GmresKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
@@ -109,119 +128,149 @@ pub fn gmres_monitored<B: GmresKernels, T: Scalar>(
     let mut r = backend.zeros::<T>(n)?;
     let mut rnorm = Session::residual(backend, a, b, x, &mut r)?;
     session.initial(rnorm);
-    let mut basis: Vec<B::Vector<T>> = (0..=m)
+    let mut basis: Vec<B::Vector<T>> = (0..m)
         .map(|_| backend.zeros::<T>(n))
         .collect::<Result<_>>()?;
-    let mut w = backend.zeros::<T>(n)?;
-    let mut z = precond.map(|_| backend.zeros::<T>(n)).transpose()?;
+    // u: the vector a step orthogonalises; z = A M u; w: the solution's update
+    // (and scratch); mz = M u or M w.
+    let (mut u, mut z, mut w) = (
+        backend.zeros::<T>(n)?,
+        backend.zeros::<T>(n)?,
+        backend.zeros::<T>(n)?,
+    );
+    let mut mz = precond.map(|_| backend.zeros::<T>(n)).transpose()?;
+    let e = gs_extra(m);
+    let mut gs = backend.zeros::<T>(e + 2)?;
+    let mut ring = backend.ring::<T>(e + 2)?;
+    let mut snap = vec![T::zero(); e + 2];
 
     let target = session.target;
     let mut converged = rnorm <= target;
     let mut it = 0;
     let mut failure = None;
     let mut stalled = false;
-    // Column j of the Hessenberg matrix, rotated: h[j][0..=j+1].
-    let mut h: Vec<Vec<T>> = Vec::with_capacity(m);
-    let mut rotations: Vec<Givens<T>> = Vec::with_capacity(m);
-    let mut g: Vec<T> = Vec::with_capacity(m + 1);
     while !converged && it < session.max_iter && failure.is_none() {
-        // Start a cycle: v_0 = r / ||r||.
-        backend.copy(&r, &mut basis[0])?;
-        backend.scal(T::from_f64(1.0 / rnorm), &mut basis[0])?;
-        h.clear();
-        rotations.clear();
-        g.clear();
-        g.push(T::from_f64(rnorm));
-        let mut k = 0; // basis vectors used in this cycle's update
-        while k < m && it < session.max_iter {
-            it += 1;
-            // w = A M v_k
-            let vk = &basis[k];
-            match (precond, z.as_mut()) {
-                (Some(pm), Some(z)) => {
-                    pm.apply(vk, z)?;
-                    a.apply(z, &mut w)?;
+        backend.copy(&r, &mut u)?;
+        // The step that only finalises the last column: at the restart length
+        // or the iteration cap.
+        let last = m.min(session.max_iter - it);
+        // Finalised columns of the Hessenberg matrix as computed (for the
+        // Arnoldi relation) and rotated (for the least-squares problem), the
+        // rotations, the rotated right-hand side, and the first projection of
+        // the column in progress.
+        let mut hcols: Vec<Vec<T>> = Vec::with_capacity(last);
+        let mut rotations: Vec<Givens<T>> = Vec::with_capacity(last);
+        let mut rcols: Vec<Vec<T>> = Vec::with_capacity(last);
+        let mut g: Vec<T> = Vec::with_capacity(last + 1);
+        let mut first_projection: Vec<T> = Vec::new();
+        let (mut launched, mut taken) = (0, 0);
+        let mut k = 0; // finalised columns of this cycle
+        loop {
+            while launched <= last && launched <= taken + backend.look_ahead() {
+                let j = launched;
+                if j < last {
+                    match (precond, mz.as_mut()) {
+                        (Some(pm), Some(mu)) => {
+                            pm.apply(&u, mu)?;
+                            a.apply(mu, &mut z)?;
+                        }
+                        _ => a.apply(&u, &mut z)?,
+                    }
+                    backend.gs_dots(&basis, j, &u, Some(&z), &mut gs)?;
+                    backend.snapshot(&gs, &mut ring, j)?;
+                    backend.gs_update(&mut basis, j, &gs, &mut u, &z)?;
+                } else {
+                    backend.gs_dots(&basis, j, &u, None, &mut gs)?;
+                    backend.snapshot(&gs, &mut ring, j)?;
                 }
-                _ => a.apply(vk, &mut w)?,
+                launched += 1;
             }
-            // Classical Gram-Schmidt against v_0..v_k, repeated once when the
-            // first pass cancelled most of w (the DGKS criterion: ||w|| fell below
-            // ||A M v_k|| / sqrt 2), which keeps the basis orthogonal to working
-            // precision. The whole basis goes to every pass, so a backend can keep
-            // its addresses.
-            let all: Vec<&B::Vector<T>> = basis.iter().collect();
-            let mut col = vec![T::zero(); k + 2];
-            let mut pass = vec![T::zero(); k + 1];
-            let mut hnext = T::Real::of_f64(0.0);
-            for round in 0..2 {
-                let (before, after) = backend.gs_pass(&all, k + 1, &mut w, &mut pass)?;
-                for (c, p) in col.iter_mut().zip(&pass) {
-                    *c += *p;
+            let j = taken;
+            backend.read_snapshot(&ring, j, &mut snap)?;
+            taken += 1;
+            let s = &snap[..j];
+            let rho = snap[e + 1].re();
+            let zero = T::Real::of_f64(0.0);
+            if j == 0 {
+                // rho_0 = ||r||.
+                g.push(T::from_real(rho));
+            } else {
+                // Column j - 1: its first projection, plus s, and rho_j below.
+                let mut col = std::mem::take(&mut first_projection);
+                for (c, &si) in col.iter_mut().zip(s) {
+                    *c += si;
                 }
-                hnext = after;
-                if round == 1 || after >= before * T::Real::of_f64(std::f64::consts::FRAC_1_SQRT_2)
-                {
+                col.push(T::from_real(rho));
+                hcols.push(col.clone());
+                // Rotate the new column by the previous rotations, then zero
+                // its tail.
+                for (i, rot) in rotations.iter().enumerate() {
+                    let (hi, lo) = rot.apply(col[i], col[i + 1]);
+                    col[i] = hi;
+                    col[i + 1] = lo;
+                }
+                let (rot, diag) = Givens::new(col[j - 1], col[j]);
+                if !diag.is_finite_value() {
+                    failure = Some("the Hessenberg matrix (non-finite entry)");
+                    break;
+                }
+                col[j - 1] = diag;
+                col[j] = T::zero();
+                let (gj, gj1) = rot.apply(g[j - 1], T::zero());
+                g[j - 1] = gj;
+                g.push(gj1);
+                rotations.push(rot);
+                rcols.push(col);
+                k = j;
+                it += 1;
+                rnorm = gj1.magnitude().to_f64_lossless();
+                stalled = session.iteration(it, rnorm, monitor);
+                // rho_j = 0: the Krylov space holds the solution ("lucky
+                // breakdown").
+                if stalled || rnorm <= target || rho == zero || diag.is_zero_value() {
                     break;
                 }
             }
-            col[k + 1] = T::from_real(hnext);
-            // Rotate the new column by the previous rotations, then zero its tail.
-            for (i, rot) in rotations.iter().enumerate() {
-                let (u, l) = rot.apply(col[i], col[i + 1]);
-                col[i] = u;
-                col[i + 1] = l;
-            }
-            let (rot, diag) = Givens::new(col[k], col[k + 1]);
-            if !diag.is_finite_value() {
-                failure = Some("the Hessenberg matrix (non-finite entry)");
+            if j == last || rho == zero {
                 break;
             }
-            col[k] = diag;
-            col[k + 1] = T::zero();
-            let (gk, gk1) = rot.apply(g[k], T::zero());
-            g[k] = gk;
-            g.push(gk1);
-            rotations.push(rot);
-            h.push(col);
-            k += 1;
-            rnorm = gk1.magnitude().to_f64_lossless();
-            stalled = session.iteration(it, rnorm, monitor);
-            // hnext = 0: the Krylov space holds the solution ("lucky breakdown").
-            if stalled || rnorm <= target || hnext.is_zero_value() || diag.is_zero_value() {
-                break;
+            // Column j's first projection: (Q^H z - H s) / rho_j, with Q^H z =
+            // [t, q_j^H z] and H the finalised columns before it.
+            let kv = j + 1;
+            let mut h: Vec<T> = snap[kv..kv + j].to_vec();
+            h.push(snap[e]);
+            for (l, col) in hcols.iter().enumerate() {
+                for (i, &hil) in col.iter().enumerate() {
+                    h[i] -= hil * s[l];
+                }
             }
-            // The next basis vector (k already counts the step just done).
-            let vnext = &mut basis[k];
-            backend.copy(&w, vnext)?;
-            backend.scal(T::from_real(T::Real::of_f64(1.0) / hnext), vnext)?;
+            let inv = T::from_real(T::Real::of_f64(1.0) / rho);
+            first_projection = h.into_iter().map(|v| v * inv).collect();
         }
         if failure.is_some() || k == 0 {
             break;
         }
-        // Solve the triangular system R y = g[0..k] and update x += M V y.
+        // Solve the triangular system R y = g[0..k] and update x += M Q y.
         let mut y = vec![T::zero(); k];
         for i in (0..k).rev() {
-            let mut s = g[i];
+            let mut sum = g[i];
             for (j, yj) in y.iter().enumerate().skip(i + 1) {
-                s -= h[j][i] * *yj;
+                sum -= rcols[j][i] * *yj;
             }
-            if h[i][i].is_zero_value() {
+            if rcols[i][i].is_zero_value() {
                 failure = Some("the Hessenberg diagonal (singular least-squares problem)");
                 break;
             }
-            y[i] = s / h[i][i];
+            y[i] = sum / rcols[i][i];
         }
         if failure.is_some() {
             break;
         }
-        backend.fill(&mut w, T::zero())?;
-        for (vi, &yi) in basis.iter().zip(&y) {
-            backend.axpy(yi, vi, &mut w)?;
-        }
-        match (precond, z.as_mut()) {
-            (Some(pm), Some(z)) => {
-                pm.apply(&w, z)?;
-                backend.axpy(T::one(), z, x)?;
+        backend.gs_combine(&basis, &y, &mut w)?;
+        match (precond, mz.as_mut()) {
+            (Some(pm), Some(mw)) => {
+                pm.apply(&w, mw)?;
+                backend.axpy(T::one(), mw, x)?;
             }
             _ => backend.axpy(T::one(), &w, x)?,
         }

@@ -1,221 +1,403 @@
-//! GMRES's Gram-Schmidt passes, which a backend may batch.
-//!
-//! [`GmresKernels::gs_pass`]'s default runs one BLAS-1 operation per basis vector
-//! (a dot product with its download, an axpy) and two norms. The CPU backend
-//! overrides it with one pass over memory for the inner products and ||w|| (whose
-//! inner products have the same bits as its `dotc`: the same fixed blocking) and
-//! one for the subtraction and the new ||w||; the CUDA backend with four launches
-//! over the whole basis and a single download (`CudaBackend::gs_pass`).
+//! GMRES's Gram-Schmidt against its whole basis: the three batched steps of
+//! delayed classical Gram-Schmidt with re-orthogonalisation (DCGS2; see
+//! [`crate::gmres()`]), which a backend runs natively. The CPU backend sums with
+//! the fixed blocking of its reductions (so an inner product has the bits of its
+//! `dotc`); the CUDA backend sweeps the whole basis per launch
+//! (`CudaBackend::gs_dots`, `gs_update`, `gs_combine`).
 
-use gpuq_core::{check_same_len, Backend, DeviceVector, Error, Result, Scalar};
-use gpuq_cpu::reduce::{lane_sum, norm_from_squares, pairwise_sum, BLOCK};
+use crate::Replay;
+use gpuq_core::num_traits::Float;
+use gpuq_core::{check_same_len, DeviceVector, Error, RealScalar, Result, Scalar};
+use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
 use rayon::prelude::*;
 
-/// Errors unless `h` has `used` entries and `basis` at least `used` vectors.
-fn check_pass(basis_len: usize, used: usize, h_len: usize) -> Result<()> {
-    check_same_len("gs_pass", used, h_len)?;
-    if used > basis_len {
+pub use gpuq_kernels::gs_extra;
+
+/// The batched steps of GMRES's delayed classical Gram-Schmidt.
+pub trait GmresKernels: Replay {
+    /// One step's inner products and coefficients. With V = [basis[0..used],
+    /// u]: `gs[g] = V_g^H u` and, when `z` is given, `gs[used + 1 + g] = V_g^H
+    /// z`, for g <= used; then, with s = gs[0..used] and t the first `used`
+    /// inner products with z, `gs[e + 1]` = rho = sqrt(u^H u - ||s||^2) (the
+    /// norm of u - sum_g s_g basis[g] by Pythagoras; zero when that is not
+    /// positive) and `gs[e]` = (u^H z - s^H t) / rho (zero without z or when
+    /// rho is zero), e = [`gs_extra`]`(basis.len())`.
+    ///
+    /// Reads `used + 2` vectors (`used + 1` without z) once.
+    fn gs_dots<T: Scalar>(
+        &self,
+        basis: &[Self::Vector<T>],
+        used: usize,
+        u: &Self::Vector<T>,
+        z: Option<&Self::Vector<T>>,
+        gs: &mut Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// One step's update from the coefficients [`GmresKernels::gs_dots`] left
+    /// in `gs` (called with the same basis, `used`, u and z): q = (u - sum_g
+    /// s_g basis[g]) / rho into `basis[used]`, and u = (z - sum_g t_g basis[g]
+    /// - t_k q) / rho in place (zero vectors when rho is zero). Moves `used +
+    /// 4` vectors.
+    fn gs_update<T: Scalar>(
+        &self,
+        basis: &mut [Self::Vector<T>],
+        used: usize,
+        gs: &Self::Vector<T>,
+        u: &mut Self::Vector<T>,
+        z: &Self::Vector<T>,
+    ) -> Result<()>;
+
+    /// w = sum_g y[g] basis[g], g < y.len(). Moves `y.len() + 1` vectors.
+    fn gs_combine<T: Scalar>(
+        &self,
+        basis: &[Self::Vector<T>],
+        y: &[T],
+        w: &mut Self::Vector<T>,
+    ) -> Result<()>;
+}
+
+/// rho and t_k from a step's inner products `uh` (V_g^H u, g <= used) and `zh`
+/// (V_g^H z, or empty), as the backends compute them.
+fn coefficients<T: Scalar>(uh: &[T], zh: &[T]) -> (T, T::Real) {
+    let used = uh.len() - 1;
+    let zero = T::Real::of_f64(0.0);
+    let (mut ss, mut st) = (zero, T::zero());
+    for g in 0..used {
+        ss += uh[g].abs_sqr();
+        if !zh.is_empty() {
+            st += uh[g].conj() * zh[g];
+        }
+    }
+    let rho2 = uh[used].re() - ss;
+    let rho = if rho2 > zero { rho2.sqrt() } else { zero };
+    let tk = if !zh.is_empty() && rho > zero {
+        (zh[used] - st) * T::from_real(T::Real::of_f64(1.0) / rho)
+    } else {
+        T::zero()
+    };
+    (tk, rho)
+}
+
+/// Errors unless `used` vectors of the basis exist (`strict`: and one more to
+/// write), every vector has `n` elements and `gs` has its slots.
+fn check_step<T: Scalar>(
+    op: &'static str,
+    basis: &[CpuVector<T>],
+    used: usize,
+    strict: bool,
+    n: usize,
+    gs_len: usize,
+) -> Result<()> {
+    if used > basis.len() || (strict && used == basis.len()) {
         return Err(Error::InvalidArgument(format!(
-            "gs_pass: {used} basis vectors used of {basis_len}"
+            "{op}: basis vector {used} of {}",
+            basis.len()
         )));
+    }
+    check_same_len(op, gs_extra(basis.len()) + 2, gs_len)?;
+    for v in basis {
+        check_same_len(op, n, v.len())?;
     }
     Ok(())
 }
 
-/// The classical Gram-Schmidt pass of GMRES (one or two per step).
-pub trait GmresKernels: Backend {
-    /// One classical Gram-Schmidt pass of `w` against the first `used` vectors of
-    /// `basis`: `h[j] = basis[j]^H w` for j < used, then `w = w - sum_j h[j]
-    /// basis[j]`. Returns `(||w|| before, ||w|| after)`.
-    ///
-    /// `basis` may hold more vectors than `used` (a backend may cache its
-    /// addresses when it is the same every call). Default: `used` dot products
-    /// (each a download), `used` axpys and two norms, 5 used + 2 vectors moved;
-    /// the batched forms move about 2 used + 3.
-    fn gs_pass<T: Scalar>(
-        &self,
-        basis: &[&Self::Vector<T>],
-        used: usize,
-        w: &mut Self::Vector<T>,
-        h: &mut [T],
-    ) -> Result<(T::Real, T::Real)> {
-        per_vector_pass(self, basis, used, w, h)
-    }
-}
-
-/// [`GmresKernels::gs_pass`] by one BLAS-1 operation per basis vector: the
-/// default for backends without a batched form.
-fn per_vector_pass<B: Backend, T: Scalar>(
-    backend: &B,
-    basis: &[&B::Vector<T>],
-    used: usize,
-    w: &mut B::Vector<T>,
-    h: &mut [T],
-) -> Result<(T::Real, T::Real)> {
-    check_pass(basis.len(), used, h.len())?;
-    let before = backend.nrm2(w)?;
-    for (hj, v) in h.iter_mut().zip(basis) {
-        *hj = backend.dotc(v, w)?;
-    }
-    for (v, &hj) in basis.iter().zip(h.iter()) {
-        backend.axpy(-hj, v, w)?;
-    }
-    Ok((before, backend.nrm2(w)?))
-}
-
 impl GmresKernels for CpuBackend {
-    fn gs_pass<T: Scalar>(
+    fn gs_dots<T: Scalar>(
         &self,
-        basis: &[&CpuVector<T>],
+        basis: &[CpuVector<T>],
         used: usize,
-        w: &mut CpuVector<T>,
-        h: &mut [T],
-    ) -> Result<(T::Real, T::Real)> {
-        check_pass(basis.len(), used, h.len())?;
-        for v in basis {
-            check_same_len("gs_pass", w.len(), v.len())?;
+        u: &CpuVector<T>,
+        z: Option<&CpuVector<T>>,
+        gs: &mut CpuVector<T>,
+    ) -> Result<()> {
+        let n = u.len();
+        check_step("gs_dots", basis, used, false, n, gs.len())?;
+        if let Some(z) = z {
+            check_same_len("gs_dots (z)", n, z.len())?;
         }
-        let basis = &basis[..used];
-        let n = w.len();
-        // Vectors read: the basis vectors and w; then the basis read, w read and
-        // written.
-        self.record("gs_project_vectors", used as u64 + 1);
-        self.record("gs_subtract_vectors", used as u64 + 2);
-        let norms = self.run("gs_pass", || {
-            // Per block of the fixed blocking, the partial sums of every basis
-            // vector and of |w|^2; then, per value, the blocks' sums combined
-            // pairwise: the bits of `dotc`.
-            let ws = w.as_slice();
+        let vectors = used as u64 + 1 + u64::from(z.is_some());
+        self.record("gs_dots_vectors", vectors);
+        let us = u.as_slice();
+        let zs = z.map(|z| z.as_slice());
+        let kv = used + 1;
+        let totals = self.run("gs_dots", || {
+            // Per block of the fixed blocking, the partial sums of every value;
+            // then, per value, the blocks' sums combined pairwise: the bits of
+            // `dotc`.
             let partials: Vec<Vec<T>> = (0..n.div_ceil(BLOCK))
                 .into_par_iter()
                 .map(|b| {
                     let r = b * BLOCK..((b + 1) * BLOCK).min(n);
-                    let wb = &ws[r.clone()];
-                    basis
-                        .iter()
-                        .map(|v| v.as_slice())
-                        .chain(std::iter::once(ws))
-                        .map(|v| {
-                            let vb = &v[r.clone()];
-                            lane_sum(vb.len(), |i| vb[i].conj() * wb[i])
+                    let ub = &us[r.clone()];
+                    let vector = |g: usize| {
+                        if g < used {
+                            &basis[g].as_slice()[r.clone()]
+                        } else {
+                            ub
+                        }
+                    };
+                    let mut sums: Vec<T> = (0..kv)
+                        .map(|g| {
+                            let vb = vector(g);
+                            lane_sum(vb.len(), |i| vb[i].conj() * ub[i])
                         })
-                        .collect()
+                        .collect();
+                    if let Some(zs) = zs {
+                        let zb = &zs[r.clone()];
+                        sums.extend((0..kv).map(|g| {
+                            let vb = vector(g);
+                            lane_sum(vb.len(), |i| vb[i].conj() * zb[i])
+                        }));
+                    }
+                    sums
                 })
                 .collect();
-            let column =
-                |j: usize| pairwise_sum(&partials.iter().map(|p| p[j]).collect::<Vec<T>>());
-            for (j, hj) in h.iter_mut().enumerate() {
-                *hj = column(j);
-            }
-            let before = norm_from_squares(ws, column(used).re());
-            let h = &*h;
-            let squares: Vec<T::Real> = w
-                .as_mut_slice()
+            let values = if zs.is_some() { 2 * kv } else { kv };
+            (0..values)
+                .map(|j| pairwise_sum(&partials.iter().map(|p| p[j]).collect::<Vec<T>>()))
+                .collect::<Vec<T>>()
+        });
+        let (uh, zh) = totals.split_at(kv);
+        let (tk, rho) = coefficients(uh, zh);
+        let e = gs_extra(basis.len());
+        let out = gs.as_mut_slice();
+        out[..totals.len()].copy_from_slice(&totals);
+        out[e] = tk;
+        out[e + 1] = T::from_real(rho);
+        Ok(())
+    }
+
+    fn gs_update<T: Scalar>(
+        &self,
+        basis: &mut [CpuVector<T>],
+        used: usize,
+        gs: &CpuVector<T>,
+        u: &mut CpuVector<T>,
+        z: &CpuVector<T>,
+    ) -> Result<()> {
+        let n = u.len();
+        check_step("gs_update", basis, used, true, n, gs.len())?;
+        check_same_len("gs_update (z)", n, z.len())?;
+        self.record("gs_update_vectors", used as u64 + 4);
+        let e = gs_extra(basis.len());
+        let g = gs.as_slice();
+        let (s, t, tk) = (&g[..used], &g[used + 1..2 * used + 1], g[e]);
+        let rho = g[e + 1].re();
+        let zero = T::Real::of_f64(0.0);
+        let inv_rho = T::from_real(if rho > zero {
+            T::Real::of_f64(1.0) / rho
+        } else {
+            zero
+        });
+        let (done, rest) = basis.split_at_mut(used);
+        let q = &mut rest[0];
+        let zs = z.as_slice();
+        self.run("gs_update", || {
+            q.as_mut_slice()
+                .par_chunks_mut(BLOCK)
+                .zip(u.as_mut_slice().par_chunks_mut(BLOCK))
+                .enumerate()
+                .for_each(|(c, (qc, uc))| {
+                    let base = c * BLOCK;
+                    for (k, (qi, ui)) in qc.iter_mut().zip(uc.iter_mut()).enumerate() {
+                        let i = base + k;
+                        let (mut qv, mut uv) = (*ui, zs[i]);
+                        for (gi, v) in done.iter().enumerate() {
+                            let vi = v.as_slice()[i];
+                            qv -= s[gi] * vi;
+                            uv -= t[gi] * vi;
+                        }
+                        let qv = qv * inv_rho;
+                        *qi = qv;
+                        *ui = (uv - tk * qv) * inv_rho;
+                    }
+                })
+        });
+        Ok(())
+    }
+
+    fn gs_combine<T: Scalar>(
+        &self,
+        basis: &[CpuVector<T>],
+        y: &[T],
+        w: &mut CpuVector<T>,
+    ) -> Result<()> {
+        if y.len() > basis.len() {
+            return Err(Error::InvalidArgument(format!(
+                "gs_combine: {} coefficients for {} basis vectors",
+                y.len(),
+                basis.len()
+            )));
+        }
+        for v in basis {
+            check_same_len("gs_combine", w.len(), v.len())?;
+        }
+        self.record("gs_combine_vectors", y.len() as u64 + 1);
+        self.run("gs_combine", || {
+            w.as_mut_slice()
                 .par_chunks_mut(BLOCK)
                 .enumerate()
-                .map(|(b, wc)| {
-                    let start = b * BLOCK;
-                    for (v, &hj) in basis.iter().zip(h) {
-                        let vs = &v.as_slice()[start..start + wc.len()];
-                        for (wi, &vi) in wc.iter_mut().zip(vs.iter()) {
-                            *wi -= hj * vi;
+                .for_each(|(c, wc)| {
+                    let base = c * BLOCK;
+                    for (k, wi) in wc.iter_mut().enumerate() {
+                        let mut acc = T::zero();
+                        for (v, &yg) in basis.iter().zip(y) {
+                            acc += yg * v.as_slice()[base + k];
                         }
+                        *wi = acc;
                     }
-                    lane_sum(wc.len(), |i| wc[i].abs_sqr())
                 })
-                .collect();
-            (
-                before,
-                norm_from_squares(w.as_slice(), pairwise_sum(&squares)),
-            )
         });
-        Ok(norms)
+        Ok(())
     }
 }
 
-/// The CUDA backend: four launches over the whole basis and one download per
-/// pass (see `CudaBackend::gs_pass`).
+/// The CUDA backend: the same steps as whole-basis launches (see
+/// `CudaBackend::gs_dots` and the others).
 #[cfg(feature = "cuda")]
 impl GmresKernels for gpuq_cuda::CudaBackend {
-    fn gs_pass<T: Scalar>(
+    fn gs_dots<T: Scalar>(
         &self,
-        basis: &[&gpuq_cuda::CudaVector<T>],
+        basis: &[gpuq_cuda::CudaVector<T>],
         used: usize,
+        u: &gpuq_cuda::CudaVector<T>,
+        z: Option<&gpuq_cuda::CudaVector<T>>,
+        gs: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::gs_dots(self, basis, used, u, z, gs)
+    }
+
+    fn gs_update<T: Scalar>(
+        &self,
+        basis: &mut [gpuq_cuda::CudaVector<T>],
+        used: usize,
+        gs: &gpuq_cuda::CudaVector<T>,
+        u: &mut gpuq_cuda::CudaVector<T>,
+        z: &gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::gs_update(self, basis, used, gs, u, z)
+    }
+
+    fn gs_combine<T: Scalar>(
+        &self,
+        basis: &[gpuq_cuda::CudaVector<T>],
+        y: &[T],
         w: &mut gpuq_cuda::CudaVector<T>,
-        h: &mut [T],
-    ) -> Result<(T::Real, T::Real)> {
-        gpuq_cuda::CudaBackend::gs_pass(self, basis, used, w, h)
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::gs_combine(self, basis, y, w)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuq_core::Complex64;
+    use gpuq_core::{Backend, Complex64};
 
+    /// `k` vectors of length `n`, independent (each with its own frequencies).
     fn vectors(n: usize, k: usize) -> Vec<Vec<Complex64>> {
         (0..k)
             .map(|j| {
+                let f = 1.0 + j as f64;
                 (0..n)
                     .map(|i| {
-                        let t = (i * 7 + j * 13) as f64;
-                        Complex64::new((0.37 * t).sin(), (0.11 * t + j as f64).cos())
+                        let t = i as f64;
+                        Complex64::new((0.37 * f * t + f).sin(), (0.11 * (f + 1.0) * t).cos())
                     })
                     .collect()
             })
             .collect()
     }
 
+    fn norm(v: &[Complex64]) -> f64 {
+        v.iter().map(|z| z.norm_sqr()).sum::<f64>().sqrt()
+    }
+
+    /// An orthonormal basis of `k` vectors of length `n` (classical
+    /// Gram-Schmidt twice on the host).
+    fn orthonormal(n: usize, k: usize) -> Vec<Vec<Complex64>> {
+        let mut out: Vec<Vec<Complex64>> = Vec::new();
+        for mut v in vectors(n, k) {
+            for _ in 0..2 {
+                for q in &out {
+                    let h: Complex64 = q.iter().zip(&v).map(|(a, b)| a.conj() * b).sum();
+                    for (vi, qi) in v.iter_mut().zip(q) {
+                        *vi -= h * qi;
+                    }
+                }
+            }
+            let nv = norm(&v);
+            v.iter_mut().for_each(|x| *x /= nv);
+            out.push(v);
+        }
+        out
+    }
+
     #[test]
-    fn batched_pass_matches_the_per_vector_one() {
+    fn a_step_orthonormalises_and_projects() {
         let cpu = CpuBackend::new();
-        for (n, k) in [(0, 3), (1, 1), (37, 9), (BLOCK + 5, 4), (3 * BLOCK, 17)] {
-            let vs = vectors(n, k + 2);
-            let basis: Vec<CpuVector<Complex64>> =
-                vs[..k + 1].iter().map(|v| cpu.upload(v).unwrap()).collect();
-            let refs: Vec<&CpuVector<Complex64>> = basis.iter().collect();
-            let w0 = cpu.upload(&vs[k + 1]).unwrap();
-            // Only the first k of the k + 1 vectors are used.
-            let (mut w1, mut h1) = (w0.clone(), vec![Complex64::default(); k]);
-            let (b1, a1) = cpu.gs_pass(&refs, k, &mut w1, &mut h1).unwrap();
-            // The batched inner products have the bits of dotc.
-            for (j, v) in refs.iter().take(k).enumerate() {
-                assert_eq!(h1[j], cpu.dotc(v, &w0).unwrap(), "n {n} k {k} j {j}");
+        for (n, used) in [(40, 0), (37, 3), (BLOCK + 5, 4), (3 * BLOCK, 9)] {
+            let capacity = used + 2;
+            let q = orthonormal(n, used);
+            let extra = vectors(n, used + 3);
+            // u: once projected, so not quite orthogonal; z: anything.
+            let (u_host, z_host) = (&extra[used + 1], &extra[used + 2]);
+            let mut basis: Vec<CpuVector<Complex64>> =
+                q.iter().map(|v| cpu.upload(v).unwrap()).collect();
+            basis.extend((used..capacity).map(|_| cpu.zeros(n).unwrap()));
+            let mut u = cpu.upload(u_host).unwrap();
+            let z = cpu.upload(z_host).unwrap();
+            let mut gs = cpu.zeros::<Complex64>(gs_extra(capacity) + 2).unwrap();
+            cpu.gs_dots(&basis, used, &u, Some(&z), &mut gs).unwrap();
+            let g = gs.as_slice().to_vec();
+            // The inner products have the bits of dotc.
+            for j in 0..used {
+                assert_eq!(g[j], cpu.dotc(&basis[j], &u).unwrap());
+                assert_eq!(g[used + 1 + j], cpu.dotc(&basis[j], &z).unwrap());
             }
-            let (mut w2, mut h2) = (w0.clone(), vec![Complex64::default(); k]);
-            let (b2, a2) = per_vector_pass(&cpu, &refs, k, &mut w2, &mut h2).unwrap();
-            assert_eq!(h1, h2);
-            for (a, b) in w1.as_slice().iter().zip(w2.as_slice()) {
-                assert!((a - b).norm() <= 1e-14 * (1.0 + b.norm()), "{a} vs {b}");
+            assert_eq!(g[used], cpu.dotc(&u, &u).unwrap());
+            cpu.gs_update(&mut basis, used, &gs, &mut u, &z).unwrap();
+            // The new vector is orthonormal to the basis, with rho its norm
+            // before scaling.
+            let qn = cpu.download(&basis[used]).unwrap();
+            assert!((norm(&qn) - 1.0).abs() < 1e-13, "n {n} used {used}");
+            for qj in &q {
+                let h: Complex64 = qj.iter().zip(&qn).map(|(a, b)| a.conj() * b).sum();
+                assert!(h.norm() < 1e-13, "n {n} used {used}: {h}");
             }
-            for (x, y) in [(b1, b2), (a1, a2)] {
-                assert!((x - y).abs() <= 1e-14 * (1.0 + y), "{x} vs {y}");
+            // u = (z - Q Q^H z - q q^H z) / rho: orthogonal to the basis and q.
+            let un = cpu.download(&u).unwrap();
+            let rho = g[gs_extra(capacity) + 1].re;
+            for qj in q.iter().chain(std::iter::once(&qn)) {
+                let h: Complex64 = qj.iter().zip(&un).map(|(a, b)| a.conj() * b).sum();
+                assert!(
+                    h.norm() * rho < 1e-12 * norm(z_host),
+                    "n {n} used {used}: {h}"
+                );
             }
-            assert!((b1 - cpu.nrm2(&w0).unwrap()).abs() <= 1e-14 * (1.0 + b1));
-            assert!((a1 - cpu.nrm2(&w1).unwrap()).abs() <= 1e-14 * (1.0 + a1));
         }
-        // Norms far outside the range of their squares stay accurate.
-        for scale in [1e-200, 1e200] {
-            let v = cpu
-                .upload(&[Complex64::new(1.0, 0.0), Complex64::default()])
-                .unwrap();
-            let mut w = cpu
-                .upload(&[
-                    Complex64::new(3.0 * scale, 0.0),
-                    Complex64::new(0.0, 4.0 * scale),
-                ])
-                .unwrap();
-            let mut h = [Complex64::default()];
-            let (before, after) = cpu.gs_pass(&[&v], 1, &mut w, &mut h).unwrap();
-            assert!((before / (5.0 * scale) - 1.0).abs() < 1e-15, "{before}");
-            assert!((after / (4.0 * scale) - 1.0).abs() < 1e-15, "{after}");
+    }
+
+    #[test]
+    fn combine_sums_the_basis_and_bad_shapes_are_errors() {
+        let cpu = CpuBackend::new();
+        let vs = vectors(50, 3);
+        let basis: Vec<CpuVector<Complex64>> = vs.iter().map(|v| cpu.upload(v).unwrap()).collect();
+        let y = [Complex64::new(1.0, 2.0), Complex64::new(-0.5, 0.0)];
+        let mut w = cpu.zeros::<Complex64>(50).unwrap();
+        cpu.gs_combine(&basis, &y, &mut w).unwrap();
+        let got = cpu.download(&w).unwrap();
+        for i in 0..50 {
+            let want = y[0] * vs[0][i] + y[1] * vs[1][i];
+            assert!((got[i] - want).norm() < 1e-14);
         }
-        let mut w = cpu.upload(&[Complex64::default(); 3]).unwrap();
-        let short = cpu.upload(&[Complex64::default(); 2]).unwrap();
-        let mut h = [Complex64::default()];
-        assert!(cpu.gs_pass(&[&short], 1, &mut w, &mut h).is_err());
-        assert!(cpu.gs_pass(&[], 1, &mut w, &mut h).is_err());
-        assert!(cpu.gs_pass(&[&w.clone()], 0, &mut w, &mut h).is_err());
+        let mut gs = cpu.zeros::<Complex64>(gs_extra(3) + 2).unwrap();
+        let u = cpu.zeros::<Complex64>(50).unwrap();
+        let short = cpu.zeros::<Complex64>(49).unwrap();
+        assert!(cpu.gs_dots(&basis, 4, &u, None, &mut gs).is_err());
+        assert!(cpu.gs_dots(&basis, 1, &short, None, &mut gs).is_err());
+        let mut small = cpu.zeros::<Complex64>(3).unwrap();
+        assert!(cpu.gs_dots(&basis, 1, &u, None, &mut small).is_err());
+        assert!(cpu.gs_combine(&basis, &[y[0]; 4], &mut w).is_err());
     }
 }

@@ -10,8 +10,8 @@
 //! * [`tfqmr()`]: transpose-free QMR, right-preconditioned, for general systems;
 //! * [`qmr()`]: QMR on two-sided Lanczos (uses A^T; free for symmetric and complex
 //!   symmetric A), right-preconditioned, for general systems;
-//! * [`gmres()`]: restarted GMRES(m), right-preconditioned, with classical
-//!   Gram-Schmidt re-orthogonalised when it cancels (DGKS), for general systems;
+//! * [`gmres()`]: restarted GMRES(m), right-preconditioned, with delayed classical
+//!   Gram-Schmidt re-orthogonalised at every step (DCGS2), for general systems;
 //! * preconditioners as operators: [`Jacobi`], [`BlockJacobi2`] (and `None`, the
 //!   identity); the AMG issue's V-cycle implements the same
 //!   [`gpuq_core::LinearOperator`] trait;
@@ -24,10 +24,11 @@
 //! single-pass kernels, in [`kernels`]); [`BicgstabKernels`], [`TfqmrKernels`]
 //! and [`QmrKernels`] (each method's steps with its scalars kept on the backend,
 //! so a GPU iteration takes no host value, is recorded once and replayed as a
-//! CUDA graph through [`Replay`], and ends with one download;
+//! CUDA graph through [`Replay`], and ends with one snapshot of its scalars,
+//! which the host reads while the next iteration already runs;
 //! [`bicgstab_kernels`], [`bicgstabl_kernels`], [`tfqmr_kernels`], [`qmr_kernels`]); and
-//! [`GmresKernels`] (GMRES's Gram-Schmidt against the whole basis in one batched
-//! pass; [`gmres_kernels`]).
+//! [`GmresKernels`] (GMRES's Gram-Schmidt against the whole basis, two sweeps a
+//! step; [`gmres_kernels`]).
 //!
 //! Every method starts and ends the same way (input checks, ||b||, residual
 //! history, the true residual recomputed at the end, breakdown as an error

@@ -56,6 +56,10 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Jacobi<B, T> {
         self.apply(x, y)
     }
 
+    fn diagonal(&self) -> Option<&B::Vector<T>> {
+        Some(&self.inv_diag)
+    }
+
     fn name(&self) -> &str {
         "jacobi"
     }

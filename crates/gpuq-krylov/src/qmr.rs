@@ -3,6 +3,7 @@
 //! right-preconditioned. It uses the transpose of the operator.
 
 use crate::qmr_kernels::{QmrKernels, CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RNORM2, THETA, XI};
+use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -24,9 +25,11 @@ use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveR
 /// A^T, M and M^T, two unconjugated dot products, three norms and six fused
 /// vector steps ([`QmrKernels`]). Every scalar, the quasi-minimisation's
 /// rotation included, stays on the backend, so the iteration's work is recorded
-/// once and replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and
-/// the iteration ends with one download of the 10-slot scalar array. 11 vectors
-/// of storage (8 without a preconditioner). The residual r = b - A x is updated
+/// once per parity and replayed ([`crate::Replay`]: on the GPU one CUDA graph
+/// launch), and the iteration ends with one snapshot of the 10-slot scalar
+/// array, which the host reads while the next iteration runs (the iterate
+/// alternates between two vectors, so the one the solve stops at survives it).
+/// 12 vectors of storage (9 without a preconditioner). The residual r = b - A x is updated
 /// by recurrence and its norm is what the history records. The rotation is
 /// computed in the scalar's precision (f32 for f32 and `Complex<f32>`).
 ///
@@ -91,60 +94,72 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
     });
     let mut sc = backend.zeros::<T>(LEN)?;
     backend.qmr_start(&mut sc, host[RHO].re(), host[XI].re())?;
-    // Declared after the vectors, so it is dropped before them.
-    let mut recording = None;
+    // Odd iterations write their iterate to x_alt, even ones to x (see
+    // `Pipeline`).
+    let mut x_alt = backend.zeros::<T>(n)?;
+    // Declared after the vectors, so its recordings are dropped before them.
+    let mut pipe = Pipeline::new(backend, LEN)?;
     let target = session.target;
     let mut converged = rnorm <= target;
     let mut it = 0;
     let mut failure = None;
-    while !converged && it < session.max_iter {
+    // rho and xi of the iteration taken last scale the next one's vectors.
+    let lanczos_norms = |host: &[T; LEN]| {
         let (rho, xi) = (
             host[RHO].re().to_f64_lossless(),
             host[XI].re().to_f64_lossless(),
         );
         if !(rho.is_finite() && rho > 0.0) {
-            failure = Some("rho = ||v~||");
-            break;
-        }
-        if !(xi.is_finite() && xi > 0.0) {
-            failure = Some("xi = ||M^T w~||");
-            break;
-        }
-        it += 1;
-        let mut step = || -> Result<()> {
-            // v = v~ / rho, w = w~ / xi, z = M^T w~ / xi; delta = z^T v
-            backend.qmr_scale(&mut sc, &mut vt, &mut wt, z.as_mut())?;
-            if let (Some(m), Some(y)) = (precond, ytil.as_mut()) {
-                m.apply(&vt, y)?;
-            }
-            // p = y~ - (xi delta / eps) p, q = z - (rho delta / eps) q
-            let yv = ytil.as_ref().unwrap_or(&vt);
-            backend.qmr_pq(&sc, yv, z.as_ref().unwrap_or(&wt), &mut p, &mut q)?;
-            a.apply(&p, &mut ptil)?;
-            backend.qmr_eps(&q, &ptil, &mut sc)?;
-            // v~ = A p - beta v; w~ = A^T q - beta w; z = M^T w~
-            backend.qmr_v(&mut sc, &ptil, &mut vt)?;
-            a.apply_transpose(&q, &mut scratch)?;
-            backend.qmr_w(&sc, &scratch, &mut wt)?;
-            if let (Some(m), Some(z)) = (precond, z.as_mut()) {
-                m.apply_transpose(&wt, z)?;
-            }
-            // The quasi-minimisation: one Givens rotation per step, in closed form.
-            backend.qmr_rotation(z.as_ref().unwrap_or(&wt), &mut sc)?;
-            backend.qmr_update(&mut sc, &p, &ptil, &mut d, &mut s, x, &mut r)
-        };
-        if it == 1 {
-            // The first iteration runs as it is (its kernels load), the second
-            // is recorded.
-            step()?;
+            Some("rho = ||v~||")
+        } else if !(xi.is_finite() && xi > 0.0) {
+            Some("xi = ||M^T w~||")
         } else {
-            // SAFETY: `step` enqueues the same steps on the same vectors every
-            // iteration, every per-iteration scalar in `sc`; the vectors are
-            // declared before `recording`; it neither downloads nor waits.
-            unsafe { backend.replay(&mut recording, &mut step)? };
+            None
         }
-        // The one download of the iteration: the tests below read its scalars.
-        host.copy_from_slice(&backend.download(&sc)?);
+    };
+    if !converged {
+        failure = lanczos_norms(&host);
+    }
+    while !converged && failure.is_none() {
+        while pipe.wants(session.max_iter) {
+            let k = pipe.next_number();
+            {
+                let (x_in, x_out) = iterate_buffers(k, x, &mut x_alt);
+                let mut step = || -> Result<()> {
+                    // v = v~ / rho, w = w~ / xi, z = M^T w~ / xi; delta = z^T v
+                    backend.qmr_scale(&mut sc, &mut vt, &mut wt, z.as_mut())?;
+                    if let (Some(m), Some(y)) = (precond, ytil.as_mut()) {
+                        m.apply(&vt, y)?;
+                    }
+                    // p = y~ - (xi delta / eps) p, q = z - (rho delta / eps) q
+                    let yv = ytil.as_ref().unwrap_or(&vt);
+                    backend.qmr_pq(&sc, yv, z.as_ref().unwrap_or(&wt), &mut p, &mut q)?;
+                    a.apply(&p, &mut ptil)?;
+                    backend.qmr_eps(&q, &ptil, &mut sc)?;
+                    // v~ = A p - beta v; w~ = A^T q - beta w; z = M^T w~
+                    backend.qmr_v(&mut sc, &ptil, &mut vt)?;
+                    a.apply_transpose(&q, &mut scratch)?;
+                    backend.qmr_w(&sc, &scratch, &mut wt)?;
+                    if let (Some(m), Some(z)) = (precond, z.as_mut()) {
+                        m.apply_transpose(&wt, z)?;
+                    }
+                    // The quasi-minimisation: one Givens rotation per step, in
+                    // closed form.
+                    backend.qmr_rotation(z.as_ref().unwrap_or(&wt), &mut sc)?;
+                    backend.qmr_update(&mut sc, &p, &ptil, &mut d, &mut s, x_in, x_out, &mut r)
+                };
+                // SAFETY: `step` enqueues the same steps on the same vectors for
+                // every iteration of a parity, every per-iteration scalar in
+                // `sc`; the vectors are declared before `pipe`; it neither
+                // downloads nor waits.
+                unsafe { pipe.enqueue(backend, Record::PerParity, &mut step)? };
+            }
+            pipe.snapshot(backend, &sc)?;
+        }
+        let Some(k) = pipe.next(backend, &mut host)? else {
+            break;
+        };
+        it = k;
         let (delta, eps) = (host[DELTA], host[EPS]);
         if vanished(delta) {
             failure = Some("delta = z^T v");
@@ -177,7 +192,11 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
             break;
         }
         converged = rnorm <= target;
+        if !converged {
+            failure = lanczos_norms(&host);
+        }
     }
+    settle_iterate(backend, it, &x_alt, x)?;
     session.finish(
         backend,
         a,

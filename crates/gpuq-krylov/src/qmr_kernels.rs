@@ -90,9 +90,9 @@ pub trait QmrKernels: Replay {
     /// xi, theta and gamma move along (n reads).
     fn qmr_rotation<T: Scalar>(&self, z: &Self::Vector<T>, sc: &mut Self::Vector<T>) -> Result<()>;
 
-    /// d = eta p + carry d, s = eta ap + carry s, x = x + d, r = r - s (eta and
-    /// carry taken as zero when either is not finite), and `sc[RNORM2] = ||r||^2`
-    /// (10 n element moves).
+    /// d = eta p + carry d, s = eta ap + carry s, x = x_in + d, r = r - s (eta
+    /// and carry taken as zero when either is not finite), and `sc[RNORM2] =
+    /// ||r||^2` (10 n element moves).
     #[allow(clippy::too_many_arguments)]
     fn qmr_update<T: Scalar>(
         &self,
@@ -101,6 +101,7 @@ pub trait QmrKernels: Replay {
         ap: &Self::Vector<T>,
         d: &mut Self::Vector<T>,
         s: &mut Self::Vector<T>,
+        x_in: &Self::Vector<T>,
         x: &mut Self::Vector<T>,
         r: &mut Self::Vector<T>,
     ) -> Result<()>;
@@ -302,6 +303,7 @@ impl QmrKernels for CpuBackend {
         ap: &CpuVector<T>,
         d: &mut CpuVector<T>,
         s: &mut CpuVector<T>,
+        x_in: &CpuVector<T>,
         x: &mut CpuVector<T>,
         r: &mut CpuVector<T>,
     ) -> Result<()> {
@@ -309,7 +311,15 @@ impl QmrKernels for CpuBackend {
             "qmr_update",
             LEN,
             sc.len(),
-            &[p.len(), ap.len(), d.len(), s.len(), x.len(), r.len()],
+            &[
+                p.len(),
+                ap.len(),
+                d.len(),
+                s.len(),
+                x_in.len(),
+                x.len(),
+                r.len(),
+            ],
         )?;
         // A non-finite eta or carry (reported by the method) leaves x and r as
         // they were.
@@ -317,7 +327,7 @@ impl QmrKernels for CpuBackend {
             (eta, carry) if eta.is_finite_value() && carry.is_finite_value() => (eta, carry),
             _ => (T::zero(), T::zero()),
         };
-        let (p, ap) = (p.as_slice(), ap.as_slice());
+        let (p, ap, x_in) = (p.as_slice(), ap.as_slice(), x_in.as_slice());
         let r2 = self.run("qmr_update", || {
             let partials: Vec<T::Real> = d
                 .as_mut_slice()
@@ -337,7 +347,7 @@ impl QmrKernels for CpuBackend {
                     {
                         *di = eta * p[base + k] + carry * *di;
                         *si = eta * ap[base + k] + carry * *si;
-                        *xi += *di;
+                        *xi = x_in[base + k] + *di;
                         *ri -= *si;
                     }
                     lane_sum(rc.len(), |i| rc[i].abs_sqr())
@@ -426,9 +436,10 @@ impl QmrKernels for gpuq_cuda::CudaBackend {
         ap: &gpuq_cuda::CudaVector<T>,
         d: &mut gpuq_cuda::CudaVector<T>,
         s: &mut gpuq_cuda::CudaVector<T>,
+        x_in: &gpuq_cuda::CudaVector<T>,
         x: &mut gpuq_cuda::CudaVector<T>,
         r: &mut gpuq_cuda::CudaVector<T>,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::qmr_update(self, sc, p, ap, d, s, x, r)
+        gpuq_cuda::CudaBackend::qmr_update(self, sc, p, ap, d, s, x_in, x, r)
     }
 }

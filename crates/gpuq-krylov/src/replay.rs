@@ -1,14 +1,47 @@
-//! Recorded iterations: a method whose iteration takes every per-iteration value
-//! from its scalar array on the backend (BiCGSTAB, TFQMR) enqueues the same work
-//! each time, which a backend may record once and replay.
+//! Recorded iterations and their scalars in flight: a method whose iteration
+//! takes every per-iteration value from its scalar array on the backend
+//! (BiCGSTAB, BiCGSTAB(l), TFQMR, QMR) enqueues the same work each time, which a
+//! backend may record once and replay; and it reads each iteration's scalars
+//! from a snapshot, so a backend that runs asynchronously can already be
+//! running the next iteration while the host reads them ([`Pipeline`]).
 
-use gpuq_core::{Backend, Result};
-use gpuq_cpu::CpuBackend;
+use gpuq_core::{Backend, DeviceVector, Result, Scalar};
+use gpuq_cpu::{CpuBackend, CpuVector};
+use std::sync::Mutex;
 
-/// Record-and-replay of an iteration's work.
+/// Record-and-replay of an iteration's work, and snapshots of its scalars.
 pub trait Replay: Backend {
     /// A recorded iteration.
     type Recording;
+
+    /// Two host slots for copies of a scalar array.
+    type Ring<T: Scalar>;
+
+    /// Iterations a method may enqueue beyond the one whose scalars it waits
+    /// for: 0 where every step has run when its call returns (the CPU), 1
+    /// where work is queued and runs later (CUDA).
+    fn look_ahead(&self) -> usize;
+
+    /// Two host slots for copies of a scalar array of `len` elements.
+    fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>>;
+
+    /// Enqueues a copy of `sc` into slot `slot % 2` of `ring`, after all work
+    /// enqueued so far. One download of `len` scalars.
+    fn snapshot<T: Scalar>(
+        &self,
+        sc: &Self::Vector<T>,
+        ring: &mut Self::Ring<T>,
+        slot: usize,
+    ) -> Result<()>;
+
+    /// Waits for the copy last enqueued into slot `slot % 2` and returns its
+    /// values in `out`.
+    fn read_snapshot<T: Scalar>(
+        &self,
+        ring: &Self::Ring<T>,
+        slot: usize,
+        out: &mut [T],
+    ) -> Result<()>;
 
     /// Runs the work `body` enqueues; a backend may record it on the first call
     /// (`recording` `None`) and replay the recording later without calling
@@ -29,6 +62,39 @@ pub trait Replay: Backend {
 
 impl Replay for CpuBackend {
     type Recording = ();
+    type Ring<T: Scalar> = Mutex<[Vec<T>; 2]>;
+
+    fn look_ahead(&self) -> usize {
+        0
+    }
+
+    fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>> {
+        Ok(Mutex::new([vec![T::zero(); len], vec![T::zero(); len]]))
+    }
+
+    fn snapshot<T: Scalar>(
+        &self,
+        sc: &CpuVector<T>,
+        ring: &mut Self::Ring<T>,
+        slot: usize,
+    ) -> Result<()> {
+        let slots = ring.get_mut().unwrap_or_else(|e| e.into_inner());
+        gpuq_core::check_same_len("snapshot", slots[slot % 2].len(), sc.len())?;
+        slots[slot % 2].copy_from_slice(&self.download(sc)?);
+        Ok(())
+    }
+
+    fn read_snapshot<T: Scalar>(
+        &self,
+        ring: &Self::Ring<T>,
+        slot: usize,
+        out: &mut [T],
+    ) -> Result<()> {
+        let slots = ring.lock().unwrap_or_else(|e| e.into_inner());
+        gpuq_core::check_same_len("read_snapshot", slots[slot % 2].len(), out.len())?;
+        out.copy_from_slice(&slots[slot % 2]);
+        Ok(())
+    }
 
     unsafe fn replay(
         &self,
@@ -42,6 +108,33 @@ impl Replay for CpuBackend {
 #[cfg(feature = "cuda")]
 impl Replay for gpuq_cuda::CudaBackend {
     type Recording = gpuq_cuda::Recording;
+    type Ring<T: Scalar> = gpuq_cuda::ScalarRing<T>;
+
+    fn look_ahead(&self) -> usize {
+        1
+    }
+
+    fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>> {
+        self.scalar_ring(len)
+    }
+
+    fn snapshot<T: Scalar>(
+        &self,
+        sc: &gpuq_cuda::CudaVector<T>,
+        ring: &mut Self::Ring<T>,
+        slot: usize,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::snapshot(self, sc, ring, slot)
+    }
+
+    fn read_snapshot<T: Scalar>(
+        &self,
+        ring: &Self::Ring<T>,
+        slot: usize,
+        out: &mut [T],
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::read_snapshot(self, ring, slot, out)
+    }
 
     unsafe fn replay(
         &self,
@@ -50,5 +143,135 @@ impl Replay for gpuq_cuda::CudaBackend {
     ) -> Result<()> {
         // SAFETY: the caller upholds the same contract.
         unsafe { gpuq_cuda::CudaBackend::replay(self, recording, body) }
+    }
+}
+
+/// The iterate's buffers of iteration `k` (from 1; see [`Pipeline`]): odd
+/// iterations read `x` and write `alt`, even ones the reverse.
+pub(crate) fn iterate_buffers<'a, V>(k: usize, x: &'a mut V, alt: &'a mut V) -> (&'a V, &'a mut V) {
+    if k % 2 == 1 {
+        (x, alt)
+    } else {
+        (alt, x)
+    }
+}
+
+/// Leaves the iterate of iteration `k` in `x`: copies it from `alt`, where odd
+/// iterations write it, after whatever is still queued (which may write `x`).
+pub(crate) fn settle_iterate<B: Backend, T: Scalar>(
+    backend: &B,
+    k: usize,
+    alt: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+) -> Result<()> {
+    if k % 2 == 1 {
+        backend.copy(alt, x)?;
+    }
+    Ok(())
+}
+
+/// Which recording an enqueued iteration runs through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Record {
+    /// The recording of the iteration's parity (methods whose iterate
+    /// alternates between two vectors).
+    PerParity,
+    /// One recording for every iteration.
+    Once,
+}
+
+/// The iterations of a method with its scalars on the backend, enqueued up to
+/// [`Replay::look_ahead`] ahead of the one the host reads.
+///
+/// Iteration k (from 1) is enqueued by [`Pipeline::enqueue`] (its work, recorded
+/// and replayed per parity of k: methods alternate their iterate's buffer
+/// between odd and even iterations, so that the iterate of an iteration the host
+/// stops at survives the one already queued behind it) and
+/// [`Pipeline::snapshot`]; the host then takes the iterations' scalars in order
+/// from [`Pipeline::next`]. Iterations are only ever enqueued, never undone:
+/// after the host stops, the work queued behind runs on, on buffers the result
+/// no longer needs.
+pub(crate) struct Pipeline<B: Replay, T: Scalar> {
+    ring: B::Ring<T>,
+    /// The recordings: of odd and even iterations, or one in slot 0.
+    recordings: [Option<B::Recording>; 2],
+    ahead: usize,
+    /// Iterations enqueued.
+    launched: usize,
+    /// Iterations whose scalars the host has taken.
+    taken: usize,
+}
+
+impl<B: Replay, T: Scalar> Pipeline<B, T> {
+    /// A pipeline for a scalar array of `len` elements, numbering iterations
+    /// from 1.
+    pub fn new(backend: &B, len: usize) -> Result<Self> {
+        Ok(Pipeline {
+            ring: backend.ring(len)?,
+            recordings: [None, None],
+            ahead: backend.look_ahead(),
+            launched: 0,
+            taken: 0,
+        })
+    }
+
+    /// The number the next enqueued iteration gets.
+    pub fn next_number(&self) -> usize {
+        self.launched + 1
+    }
+
+    /// Whether to enqueue another iteration now: one is due when fewer than
+    /// `1 + look_ahead` are in flight and the cap `max_iter` is not reached.
+    pub fn wants(&self, max_iter: usize) -> bool {
+        self.launched < max_iter && self.launched <= self.taken + self.ahead
+    }
+
+    /// Enqueues iteration [`Pipeline::next_number`] through the recording of
+    /// its parity ([`Record::PerParity`]) or the one recording
+    /// ([`Record::Once`]).
+    ///
+    /// # Safety
+    /// As [`Replay::replay`], for each recording: `body` enqueues the same work
+    /// on the same vectors for every iteration it serves, and the vectors
+    /// outlive the pipeline.
+    pub unsafe fn enqueue(
+        &mut self,
+        backend: &B,
+        record: Record,
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let k = self.launched + 1;
+        let slot = match record {
+            Record::PerParity => k % 2,
+            Record::Once => 0,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { backend.replay(&mut self.recordings[slot], body)? };
+        self.launched = k;
+        Ok(())
+    }
+
+    /// Enqueues the copy of `sc` that the host reads for the iteration just
+    /// enqueued.
+    pub fn snapshot(&mut self, backend: &B, sc: &B::Vector<T>) -> Result<()> {
+        backend.snapshot(sc, &mut self.ring, self.launched)
+    }
+
+    /// Waits for the scalars of the next iteration not yet taken, into `out`,
+    /// and returns its number; `None` when every enqueued one was taken.
+    pub fn next(&mut self, backend: &B, out: &mut [T]) -> Result<Option<usize>> {
+        if self.taken == self.launched {
+            return Ok(None);
+        }
+        self.taken += 1;
+        backend.read_snapshot(&self.ring, self.taken, out)?;
+        Ok(Some(self.taken))
+    }
+
+    /// Forgets the iterations enqueued but not taken (their work still runs,
+    /// before anything enqueued later): for a method that restarts from the
+    /// last iteration taken.
+    pub fn discard(&mut self) {
+        self.launched = self.taken;
     }
 }

@@ -1,6 +1,7 @@
 //! TFQMR, the transpose-free quasi-minimal residual method (Freund 1993),
 //! right-preconditioned.
 
+use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::tfqmr_kernels::{TfqmrKernels, LEN, RHO_NEXT, SIGMA, TAU2};
 use crate::KrylovOptions;
@@ -13,10 +14,12 @@ use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scala
 /// with one operator and one preconditioner application, so it costs what a
 /// BiCGSTAB iteration costs; per iteration also two dot products, two norms and
 /// seven fused vector steps ([`TfqmrKernels`]). Every scalar, the QMR recurrence
-/// included, stays on the backend, so the iteration's work is recorded once and
-/// replayed ([`crate::Replay`]: on the GPU one CUDA graph launch), and the
-/// iteration ends with one download of the 6-slot scalar array. 11 vectors of
-/// storage (9 without a preconditioner). The shadow residual is the initial
+/// included, stays on the backend, so the iteration's work is recorded once per
+/// parity and replayed ([`crate::Replay`]: on the GPU one CUDA graph launch),
+/// and the iteration ends with one snapshot of the 6-slot scalar array, which
+/// the host reads while the next iteration runs (the iterate alternates between
+/// two vectors, so the one the solve stops at survives it). 12 vectors of
+/// storage (10 without a preconditioner). The shadow residual is the initial
 /// residual.
 ///
 /// The recurrence is kept in the scalar's precision, in squares: in f32, tau^2
@@ -107,8 +110,11 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
     let mut scratch = backend.zeros::<T>(n)?;
     let mut sc = backend.zeros::<T>(LEN)?;
     let mut host = [T::zero(); LEN];
-    // Declared after the vectors, so it is dropped before them.
-    let mut recording = None;
+    // Odd iterations write their iterate to x_alt, even ones to x (see
+    // `Pipeline`).
+    let mut x_alt = backend.zeros::<T>(n)?;
+    // Declared after the vectors, so its recordings are dropped before them.
+    let mut pipe = Pipeline::new(backend, LEN)?;
 
     let target = session.target;
     let mut rnorm = r0norm;
@@ -119,6 +125,9 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
     // (norm `restart_norm`): first r0, then after every residual gap.
     let mut restart_norm = r0norm;
     'restart: while !converged && it < session.max_iter {
+        // An iteration queued behind the last one taken is forgotten; the
+        // refills below come after it.
+        pipe.discard();
         backend.copy(&w, &mut rstar)?;
         backend.copy(&w, &mut even.u)?;
         even.refresh(a, precond)?;
@@ -130,38 +139,41 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
         backend.tfqmr_start(&mut sc, tau2)?;
         backend.tfqmr_rho(&rstar, &w, &mut sc)?;
         let mut m = 0;
-        while it < session.max_iter {
-            it += 1;
-            let mut step = || -> Result<()> {
-                backend.tfqmr_sigma(&rstar, &v, &mut sc)?;
-                // u_{m+1} = u_m - alpha v
-                backend.tfqmr_odd(&sc, &even.u, &v, &mut odd.u)?;
-                odd.refresh(a, precond)?;
-                for dir in [&even, &odd] {
-                    // w = w - alpha A M u; M d = M u + (theta^2 eta / alpha) M d;
-                    // the recurrence; x = x + eta M d
-                    backend.tfqmr_half(&mut sc, &dir.amu, dir.mu(), &mut w, &mut md)?;
-                    backend.tfqmr_x(&sc, &md, x)?;
+        loop {
+            while pipe.wants(session.max_iter) {
+                let k = pipe.next_number();
+                {
+                    let (x_in, x_out) = iterate_buffers(k, x, &mut x_alt);
+                    let mut step = || -> Result<()> {
+                        backend.tfqmr_sigma(&rstar, &v, &mut sc)?;
+                        // u_{m+1} = u_m - alpha v
+                        backend.tfqmr_odd(&sc, &even.u, &v, &mut odd.u)?;
+                        odd.refresh(a, precond)?;
+                        // Each half-step: w = w - alpha A M u; M d = M u + (theta^2
+                        // eta / alpha) M d; the recurrence; x = x + eta M d (the
+                        // first from the previous iteration's iterate).
+                        backend.tfqmr_half(&mut sc, &even.amu, even.mu(), &mut w, &mut md)?;
+                        backend.tfqmr_x(&sc, &md, Some(x_in), x_out)?;
+                        backend.tfqmr_half(&mut sc, &odd.amu, odd.mu(), &mut w, &mut md)?;
+                        backend.tfqmr_x(&sc, &md, None, x_out)?;
+                        // u_{m+2} = w + beta u_{m+1};  v = A M u_{m+2} + beta (A M u_{m+1} + beta v)
+                        backend.tfqmr_rho(&rstar, &w, &mut sc)?;
+                        backend.tfqmr_even(&sc, &w, &odd.u, &mut even.u)?;
+                        even.refresh(a, precond)?;
+                        backend.tfqmr_v(&sc, &even.amu, &odd.amu, &mut v)
+                    };
+                    // SAFETY: `step` enqueues the same steps on the same vectors
+                    // for every iteration of a parity (a restart refills them in
+                    // place), every per-iteration scalar in `sc`; the vectors are
+                    // declared before `pipe`; it neither downloads nor waits.
+                    unsafe { pipe.enqueue(backend, Record::PerParity, &mut step)? };
                 }
-                // u_{m+2} = w + beta u_{m+1};  v = A M u_{m+2} + beta (A M u_{m+1} + beta v)
-                backend.tfqmr_rho(&rstar, &w, &mut sc)?;
-                backend.tfqmr_even(&sc, &w, &odd.u, &mut even.u)?;
-                even.refresh(a, precond)?;
-                backend.tfqmr_v(&sc, &even.amu, &odd.amu, &mut v)
-            };
-            if it == 1 {
-                // The first iteration runs as it is (its kernels load), the
-                // second is recorded.
-                step()?;
-            } else {
-                // SAFETY: `step` enqueues the same steps on the same vectors
-                // every iteration (a restart refills them in place), every
-                // per-iteration scalar in `sc`; the vectors are declared before
-                // `recording`; it neither downloads nor waits.
-                unsafe { backend.replay(&mut recording, &mut step)? };
+                pipe.snapshot(backend, &sc)?;
             }
-            // The one download of the iteration: the tests below read its scalars.
-            host.copy_from_slice(&backend.download(&sc)?);
+            let Some(k) = pipe.next(backend, &mut host)? else {
+                break 'restart;
+            };
+            it = k;
             // A vanished sigma made alpha zero: x is as it was.
             if vanished(host[SIGMA]) {
                 failure = Some("r0^H v");
@@ -174,11 +186,13 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
                 break 'restart;
             }
             if rnorm <= target {
-                // The bound is met: check the true residual. When rounding has
-                // opened a gap between the two (CGS-type recurrences do), restart
-                // from the true residual, unless the last restart gained less
-                // than a factor 2 (stagnation).
-                let true_norm = Session::residual(backend, a, b, x, &mut scratch)?;
+                // The bound is met: check the true residual of this iteration's
+                // iterate. When rounding has opened a gap between the two
+                // (CGS-type recurrences do), restart from the true residual,
+                // unless the last restart gained less than a factor 2
+                // (stagnation).
+                let x_k = if it % 2 == 1 { &x_alt } else { &*x };
+                let true_norm = Session::residual(backend, a, b, x_k, &mut scratch)?;
                 rnorm = true_norm;
                 let stalled = session.iteration(it, rnorm, monitor);
                 if true_norm <= target {
@@ -208,6 +222,7 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
             }
         }
     }
+    settle_iterate(backend, it, &x_alt, x)?;
     session.finish(
         backend,
         a,

@@ -58,11 +58,13 @@ pub trait TfqmrKernels: Replay {
         md: &mut Self::Vector<T>,
     ) -> Result<()>;
 
-    /// `x = x + sc[ETA] md` (3 n moves).
+    /// `x = x_in + sc[ETA] md`, or `x = x + sc[ETA] md` when `x_in` is `None`
+    /// (3 n moves).
     fn tfqmr_x<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
         md: &Self::Vector<T>,
+        x_in: Option<&Self::Vector<T>>,
         x: &mut Self::Vector<T>,
     ) -> Result<()>;
 
@@ -204,10 +206,26 @@ impl TfqmrKernels for CpuBackend {
         &self,
         sc: &CpuVector<T>,
         md: &CpuVector<T>,
+        x_in: Option<&CpuVector<T>>,
         x: &mut CpuVector<T>,
     ) -> Result<()> {
-        check_slots("tfqmr_x", LEN, sc.len(), &[md.len(), x.len()])?;
-        self.axpy(sc.as_slice()[ETA], md, x)
+        let xl = x_in.map_or(x.len(), |v| v.len());
+        check_slots("tfqmr_x", LEN, sc.len(), &[md.len(), x.len(), xl])?;
+        let eta = sc.as_slice()[ETA];
+        let (md, x_in) = (md.as_slice(), x_in.map(|v| v.as_slice()));
+        self.run("tfqmr_x", || {
+            x.as_mut_slice()
+                .par_chunks_mut(BLOCK)
+                .enumerate()
+                .for_each(|(c, xc)| {
+                    let base = c * BLOCK;
+                    for (k, xi) in xc.iter_mut().enumerate() {
+                        let from = x_in.map_or(*xi, |v| v[base + k]);
+                        *xi = from + eta * md[base + k];
+                    }
+                })
+        });
+        Ok(())
     }
 
     fn tfqmr_rho<T: Scalar>(
@@ -325,9 +343,10 @@ impl TfqmrKernels for gpuq_cuda::CudaBackend {
         &self,
         sc: &gpuq_cuda::CudaVector<T>,
         md: &gpuq_cuda::CudaVector<T>,
+        x_in: Option<&gpuq_cuda::CudaVector<T>>,
         x: &mut gpuq_cuda::CudaVector<T>,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::tfqmr_x(self, sc, md, x)
+        gpuq_cuda::CudaBackend::tfqmr_x(self, sc, md, x_in, x)
     }
 
     fn tfqmr_rho<T: Scalar>(

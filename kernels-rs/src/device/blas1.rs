@@ -6,24 +6,86 @@
 //! device properties. Scalars arrive as `(re, im)` pairs of the real type (`im` is
 //! ignored for real kernels).
 //!
-//! Reductions are two-pass and deterministic: `*_partials` leaves one partial sum per
-//! block (thread `t` accumulates elements `t + k * grid_threads` in order of `k`,
-//! each warp sums by a fixed shuffle tree, and the block sums its eight warp sums the
-//! same way: `prelude::block_sum`), and `reduce_warp_*` (one block of one warp) sums
-//! the partials in a fixed order. For a given grid size
-//! the same input gives the same bits on every run.
+//! Reductions take one launch and are deterministic: thread `t` accumulates
+//! elements `t + k * grid_threads` in order of `k`, each block sums its threads by
+//! fixed shuffle trees and leaves one partial, and the last block to finish sums
+//! the partials in a fixed order and writes the result
+//! ([`super::prelude::reduce_grid`]). For a given grid size the same input gives
+//! the same bits on every run.
 //!
 //! Safety contract of every entry point: each pointer is valid device memory for
 //! the `n` elements the kernel touches (`partials` for one element per block of the
-//! grid), and output buffers do not alias inputs unless the kernel says so.
+//! grid, `counter` a zero `u32` no concurrent kernel uses, `out` one element), and
+//! output buffers do not alias inputs unless the kernel says so.
 
-use super::prelude::{global_id, grid_threads, lane, store_block_partial, warp_sum, DeviceScalar};
+use super::prelude::{global_id, grid_threads, reduce_grid, DeviceScalar};
 use crate::scalar::{axpby as axpby_item, KScalar, C32, C64};
+
+/// This thread's share of a dot product: the sum, in order of i, of conj(x_i)
+/// y_i (or x_i y_i) over `i = global_id + k grid_threads < n`, two terms (four
+/// loads) in flight; the unrolling does not change the bits.
+///
+/// # Safety
+/// `x` and `y` must be valid for `n` reads.
+#[inline(always)]
+pub(super) unsafe fn dot_terms<T: DeviceScalar + KScalar>(
+    n: usize,
+    x: *const T,
+    y: *const T,
+    conjugate: bool,
+) -> T {
+    let term = |i: usize| {
+        let xi = T::ldg(x.add(i));
+        let xi = if conjugate { xi.conj() } else { xi };
+        xi * T::ldg(y.add(i))
+    };
+    let t = grid_threads();
+    let mut s = T::zero();
+    let mut i = global_id();
+    while i + t < n {
+        let (a, b) = (term(i), term(i + t));
+        s = s + a + b;
+        i += 2 * t;
+    }
+    while i < n {
+        s = s + term(i);
+        i += t;
+    }
+    s
+}
+
+/// This thread's share of a squared norm: the sum, in order of i, of |x_i|^2
+/// over `i = global_id + k grid_threads < n`, four loads in flight (eight
+/// measured slower at 10^7 and 10^8 on the H100); the unrolling does not change
+/// the bits.
+///
+/// # Safety
+/// `x` must be valid for `n` reads.
+#[inline(always)]
+pub(super) unsafe fn squared_norm_terms<T: DeviceScalar + KScalar>(
+    n: usize,
+    x: *const T,
+) -> T::Real {
+    let term = |i: usize| T::ldg(x.add(i)).abs_sqr();
+    let t = grid_threads();
+    let mut s = T::Real::zero();
+    let mut i = global_id();
+    while i + 3 * t < n {
+        let (a, b, c, d) = (term(i), term(i + t), term(i + 2 * t), term(i + 3 * t));
+        s = s + a + b + c + d;
+        i += 4 * t;
+    }
+    while i < n {
+        s = s + term(i);
+        i += t;
+    }
+    s
+}
 
 macro_rules! blas1 {
     ($t:ty, $r:ty,
      $fill:ident, $copy:ident, $scal:ident, $axpy:ident, $axpby:ident, $mul:ident,
-     $dot:ident, $nrm:ident, $reduce:ident, $cgr:ident, $cgxp:ident) => {
+     $dot:ident, $nrm:ident, $cgr:ident, $cgxp:ident) => {
         /// y_i = value for i < n.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $fill(n: usize, re: $r, im: $r, y: *mut $t) {
@@ -103,8 +165,7 @@ macro_rules! blas1 {
             }
         }
 
-        /// First pass of a dot product: `partials[b]` = the sum over block `b`'s
-        /// elements of conj(x_i) y_i (`conjugate != 0`) or x_i y_i.
+        /// `*out` = the sum of conj(x_i) y_i (`conjugate != 0`) or x_i y_i.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $dot(
             n: usize,
@@ -112,54 +173,33 @@ macro_rules! blas1 {
             y: *const $t,
             conjugate: u32,
             partials: *mut $t,
+            counter: *mut u32,
+            out: *mut $t,
         ) {
-            let term = |i: usize| {
-                let xi = <$t>::ldg(x.add(i));
-                let xi = if conjugate != 0 { xi.conj() } else { xi };
-                xi * <$t>::ldg(y.add(i))
-            };
-            let t = grid_threads();
-            let mut s = <$t>::zero();
-            let mut i = global_id();
-            // Two terms (four loads) in flight per thread, added in order of i, so
-            // the bits do not depend on the unrolling.
-            while i + t < n {
-                let (a, b) = (term(i), term(i + t));
-                s = s + a + b;
-                i += 2 * t;
+            let s = dot_terms(n, x, y, conjugate != 0);
+            if let Some([s]) = reduce_grid([s], partials, 0, counter) {
+                *out = s;
             }
-            while i < n {
-                s = s + term(i);
-                i += t;
-            }
-            store_block_partial(partials, s);
         }
 
-        /// First pass of a squared norm: `partials[b]` = sum of |x_i|^2 over block `b`'s elements.
+        /// `*out` = the sum of |x_i|^2.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $nrm(n: usize, x: *const $t, partials: *mut $r) {
-            let term = |i: usize| <$t>::ldg(x.add(i)).abs_sqr();
-            let t = grid_threads();
-            let mut s = <$r>::zero();
-            let mut i = global_id();
-            // Four independent loads in flight per thread (eight measured slower
-            // at 10^7 and 10^8 on the H100); the terms are still added one by one
-            // in order of i, so the bits do not depend on the unrolling.
-            while i + 3 * t < n {
-                let (a, b, c, d) = (term(i), term(i + t), term(i + 2 * t), term(i + 3 * t));
-                s = s + a + b + c + d;
-                i += 4 * t;
+        pub unsafe extern "ptx-kernel" fn $nrm(
+            n: usize,
+            x: *const $t,
+            partials: *mut $r,
+            counter: *mut u32,
+            out: *mut $r,
+        ) {
+            let s = squared_norm_terms(n, x);
+            if let Some([s]) = reduce_grid([s], partials, 0, counter) {
+                *out = s;
             }
-            while i < n {
-                s = s + term(i);
-                i += t;
-            }
-            store_block_partial(partials, s);
         }
 
-        /// Fused CG residual update: r_i = r_i - alpha q_i, and `partials[b]` = the
-        /// sum of |r_i|^2 over block `b`'s elements (the first pass of ||r||^2).
-        /// One pass: 3 n element moves instead of the 4 n of an axpy and a norm.
+        /// Fused CG residual update: r_i = r_i - alpha q_i, and `*out` = ||r||^2
+        /// of the new r. One pass: 3 n element moves instead of the 4 n of an
+        /// axpy and a norm.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $cgr(
             n: usize,
@@ -168,6 +208,8 @@ macro_rules! blas1 {
             q: *const $t,
             r: *mut $t,
             partials: *mut $r,
+            counter: *mut u32,
+            out: *mut $r,
         ) {
             let a = <$t>::from_parts(re, im);
             let mut s = <$r>::zero();
@@ -178,7 +220,9 @@ macro_rules! blas1 {
                 s = s + ri.abs_sqr();
                 i += grid_threads();
             }
-            store_block_partial(partials, s);
+            if let Some([s]) = reduce_grid([s], partials, 0, counter) {
+                *out = s;
+            }
         }
 
         /// Fused CG direction update: x_i = x_i + alpha p_i, then p_i = z_i + beta p_i.
@@ -204,33 +248,6 @@ macro_rules! blas1 {
                 i += grid_threads();
             }
         }
-
-        /// Second pass: launched as one block of 32 threads, writes the sum of
-        /// `partials[0..m]` to `out[0]` (lane l adds partials l, l + 32, ... in order,
-        /// then the warp sums by shuffles).
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $reduce(m: usize, partials: *const $t, out: *mut $t) {
-            // Eight independent loads in flight per lane (the partials come from
-            // L2, and a one-warp kernel has nothing else to hide their latency
-            // behind), added in order of i, so the bits do not depend on it.
-            let mut s = <$t>::zero();
-            let mut i = lane() as usize;
-            while i + 7 * 32 < m {
-                let p = partials.add(i);
-                let (v0, v1, v2, v3) = (*p, *p.add(32), *p.add(64), *p.add(96));
-                let (v4, v5, v6, v7) = (*p.add(128), *p.add(160), *p.add(192), *p.add(224));
-                s = s + v0 + v1 + v2 + v3 + v4 + v5 + v6 + v7;
-                i += 256;
-            }
-            while i < m {
-                s = s + *partials.add(i);
-                i += 32;
-            }
-            let s = warp_sum(s);
-            if lane() == 0 {
-                *out = s;
-            }
-        }
     };
 }
 
@@ -243,9 +260,8 @@ blas1!(
     axpy_f32,
     axpby_f32,
     mul_f32,
-    dot_partials_f32,
-    nrm2_partials_f32,
-    reduce_warp_f32,
+    dot_f32,
+    squared_norm_f32,
     cg_residual_f32,
     cg_xp_f32
 );
@@ -258,9 +274,8 @@ blas1!(
     axpy_f64,
     axpby_f64,
     mul_f64,
-    dot_partials_f64,
-    nrm2_partials_f64,
-    reduce_warp_f64,
+    dot_f64,
+    squared_norm_f64,
     cg_residual_f64,
     cg_xp_f64
 );
@@ -273,9 +288,8 @@ blas1!(
     axpy_c32,
     axpby_c32,
     mul_c32,
-    dot_partials_c32,
-    nrm2_partials_c32,
-    reduce_warp_c32,
+    dot_c32,
+    squared_norm_c32,
     cg_residual_c32,
     cg_xp_c32
 );
@@ -288,9 +302,8 @@ blas1!(
     axpy_c64,
     axpby_c64,
     mul_c64,
-    dot_partials_c64,
-    nrm2_partials_c64,
-    reduce_warp_c64,
+    dot_c64,
+    squared_norm_c64,
     cg_residual_c64,
     cg_xp_c64
 );

@@ -7,105 +7,129 @@
 //! sees the vanished scalar when it downloads `sc` at the end of the iteration and
 //! reports the breakdown. Launch mapping and safety contract as in `blas1`.
 
-use super::prelude::{
-    global_id, grid_threads, store_block_partial, store_block_partials, DeviceScalar,
-};
+use super::prelude::{global_id, grid_threads, reduce_grid, DeviceScalar};
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
-use crate::slots::bicgstab::{R0V, RHO, SNORM2, TS, TT};
+use crate::slots::bicgstab::{R0V, RHO, RNORM2, SNORM2, TS, TT};
 
 macro_rules! bicgstab {
     ($t:ty, $r:ty, $p:ident, $s:ident, $tt:ident, $xr:ident) => {
-        /// p_i = r_i (first iteration) or r_i + beta (p_i - omega v_i) with the
-        /// previous iteration's omega = ts / tt and beta = rho tt / (r0v ts).
+        /// p_i = r_i + beta (p_i - omega v_i) with the previous iteration's
+        /// omega = ts / tt and beta = rho tt / (r0v ts) (both zero in a fresh
+        /// scalar array, where p and v are zero too: p = r); and, unless `d` is
+        /// null, dp_i = d_i p_i (a diagonal preconditioner's M p).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $p(
             n: usize,
-            first: u32,
             sc: *const $t,
             r: *const $t,
             v: *const $t,
             p: *mut $t,
+            d: *const $t,
+            dp: *mut $t,
         ) {
             let (rho, r0v, ts, tt) = (*sc.add(RHO), *sc.add(R0V), *sc.add(TS), *sc.add(TT));
             let omega = guarded_quotient(ts, tt);
             let beta = guarded_quotient(rho * tt, r0v * ts);
             let mut i = global_id();
             while i < n {
-                let ri = <$t>::ldg(r.add(i));
-                *p.add(i) = if first != 0 {
-                    ri
+                let (ri, vi, pi) = (<$t>::ldg(r.add(i)), <$t>::ldg(v.add(i)), *p.add(i));
+                let di = if d.is_null() {
+                    <$t>::zero()
                 } else {
-                    ri + beta * (*p.add(i) - omega * <$t>::ldg(v.add(i)))
+                    <$t>::ldg(d.add(i))
                 };
+                let pi = ri + beta * (pi - omega * vi);
+                *p.add(i) = pi;
+                if !d.is_null() {
+                    *dp.add(i) = di * pi;
+                }
                 i += grid_threads();
             }
         }
 
-        /// s_i = r_i - alpha v_i in place of r, alpha = rho / r0v; `partials[b]` =
-        /// the sum of |s_i|^2 over block `b`'s elements (first pass of ||s||^2).
+        /// s_i = r_i - alpha v_i in place of r, alpha = rho / r0v; and, unless
+        /// `d` is null, ds_i = d_i s_i (a diagonal preconditioner's M s).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $s(
             n: usize,
             sc: *const $t,
             v: *const $t,
             r: *mut $t,
-            partials: *mut $r,
+            d: *const $t,
+            ds: *mut $t,
         ) {
             let alpha = guarded_quotient(*sc.add(RHO), *sc.add(R0V));
-            let mut acc = <$r>::zero();
             let mut i = global_id();
             while i < n {
-                let si = *r.add(i) - alpha * <$t>::ldg(v.add(i));
+                let (vi, ri) = (<$t>::ldg(v.add(i)), *r.add(i));
+                let di = if d.is_null() {
+                    <$t>::zero()
+                } else {
+                    <$t>::ldg(d.add(i))
+                };
+                let si = ri - alpha * vi;
                 *r.add(i) = si;
-                acc = acc + si.abs_sqr();
+                if !d.is_null() {
+                    *ds.add(i) = di * si;
+                }
                 i += grid_threads();
             }
-            store_block_partial(partials, acc);
         }
 
-        /// First passes of t^H s and t^H t in one sweep: `partials[b]` and
-        /// `partials[stride + b]` = block b's sums (t^H t with a zero imaginary
-        /// part).
+        /// `sc[TS]` = t^H s, `sc[TT]` = t^H t and `sc[SNORM2]` = s^H s (zero
+        /// imaginary parts) in one sweep, a single-launch reduction of three
+        /// values (`partials` holds three segments of `stride`).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $tt(
             n: usize,
             t: *const $t,
             s: *const $t,
+            sc: *mut $t,
             partials: *mut $t,
             stride: usize,
+            counter: *mut u32,
         ) {
             let mut ts = <$t>::zero();
-            let mut tt = <$r>::zero();
+            let (mut tt, mut ss) = (<$r>::zero(), <$r>::zero());
             let mut i = global_id();
             while i < n {
-                let ti = <$t>::ldg(t.add(i));
-                ts = ts + ti.conj() * <$t>::ldg(s.add(i));
+                let (ti, si) = (<$t>::ldg(t.add(i)), <$t>::ldg(s.add(i)));
+                ts = ts + ti.conj() * si;
                 tt = tt + ti.abs_sqr();
+                ss = ss + si.abs_sqr();
                 i += grid_threads();
             }
-            store_block_partials([ts, <$t>::from_real(tt)], 2, partials, stride);
+            let sums = [ts, <$t>::from_real(tt), <$t>::from_real(ss)];
+            if let Some([ts, tt, ss]) = reduce_grid(sums, partials, stride, counter) {
+                *sc.add(TS) = ts;
+                *sc.add(TT) = tt;
+                *sc.add(SNORM2) = ss;
+            }
         }
 
-        /// x_i += alpha phat_i + omega shat_i and r_i = s_i - omega t_i (r holds s),
+        /// x_i = xin_i + alpha phat_i + omega shat_i and r_i = s_i - omega t_i (r holds s),
         /// with alpha = rho / r0v and omega = ts / tt, or omega = 0 when
         /// ||s||^2 <= `target2` (s already meets the tolerance). `s_in_r != 0`:
         /// shat is s itself (no preconditioner), read from r (and `shat` unused).
-        /// With the update, the first passes of the next rho = r0^H r and of
-        /// ||r||^2: `partials[b]` and `partials[stride + b]` = block b's sums.
+        /// With the update, `sc[RHO]` = r0^H r and `sc[RNORM2]` = ||r||^2 of the
+        /// new r, a single-launch reduction of two values (`partials` holds two
+        /// segments of `stride`).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $xr(
             n: usize,
-            sc: *const $t,
+            sc: *mut $t,
             target2: $r,
             phat: *const $t,
             shat: *const $t,
             s_in_r: u32,
             t: *const $t,
             r0: *const $t,
+            xin: *const $t,
             x: *mut $t,
             r: *mut $t,
             partials: *mut $t,
             stride: usize,
+            counter: *mut u32,
         ) {
             let alpha = guarded_quotient(*sc.add(RHO), *sc.add(R0V));
             let omega = if (*sc.add(SNORM2)).re() <= target2 {
@@ -123,14 +147,18 @@ macro_rules! bicgstab {
                 } else {
                     <$t>::ldg(shat.add(i))
                 };
-                *x.add(i) = *x.add(i) + alpha * <$t>::ldg(phat.add(i)) + omega * shi;
+                *x.add(i) = <$t>::ldg(xin.add(i)) + alpha * <$t>::ldg(phat.add(i)) + omega * shi;
                 let ri = si - omega * <$t>::ldg(t.add(i));
                 *r.add(i) = ri;
                 rho = rho + <$t>::ldg(r0.add(i)).conj() * ri;
                 rr = rr + ri.abs_sqr();
                 i += grid_threads();
             }
-            store_block_partials([rho, <$t>::from_real(rr)], 2, partials, stride);
+            let sums = [rho, <$t>::from_real(rr)];
+            if let Some([rho, rr]) = reduce_grid(sums, partials, stride, counter) {
+                *sc.add(RHO) = rho;
+                *sc.add(RNORM2) = rr;
+            }
         }
     };
 }

@@ -106,6 +106,13 @@ pub trait DeviceScalar: Copy {
     /// # Safety
     /// `p` must be valid for reads and not written during the kernel.
     unsafe fn ldg(p: *const Self) -> Self;
+    /// Load through the read-only cache of data read once (a matrix streamed
+    /// by an SpMV): `ld.global.cs.nc`, evict-first in L1 and L2, so the
+    /// streamed bytes do not push the vectors out of L2.
+    ///
+    /// # Safety
+    /// As [`DeviceScalar::ldg`].
+    unsafe fn ldg_stream(p: *const Self) -> Self;
     /// Stores the value in 16-byte slot `w` (< 64) of the block scratch.
     fn scratch_store(self, w: u32);
     /// Loads 16-byte slot `w` (< 64) of the block scratch.
@@ -131,6 +138,12 @@ impl DeviceScalar for f32 {
         asm!("ld.global.nc.f32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p);
         r
     }
+    #[inline(always)]
+    unsafe fn ldg_stream(p: *const f32) -> f32 {
+        let r: f32;
+        asm!("ld.global.cs.nc.f32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p);
+        r
+    }
 }
 
 impl DeviceScalar for f64 {
@@ -153,6 +166,12 @@ impl DeviceScalar for f64 {
     unsafe fn ldg(p: *const f64) -> f64 {
         let r: f64;
         asm!("ld.global.nc.f64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p);
+        r
+    }
+    #[inline(always)]
+    unsafe fn ldg_stream(p: *const f64) -> f64 {
+        let r: f64;
+        asm!("ld.global.cs.nc.f64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p);
         r
     }
 }
@@ -183,6 +202,17 @@ impl DeviceScalar for C32 {
         let (re, im): (f32, f32);
         asm!(
             "ld.global.nc.v2.f32 {{{re}, {im}}}, [{p}];",
+            re = out(reg32) re,
+            im = out(reg32) im,
+            p = in(reg64) p,
+        );
+        C32 { re, im }
+    }
+    #[inline(always)]
+    unsafe fn ldg_stream(p: *const C32) -> C32 {
+        let (re, im): (f32, f32);
+        asm!(
+            "ld.global.cs.nc.v2.f32 {{{re}, {im}}}, [{p}];",
             re = out(reg32) re,
             im = out(reg32) im,
             p = in(reg64) p,
@@ -224,6 +254,29 @@ impl DeviceScalar for C64 {
         );
         C64 { re, im }
     }
+    #[inline(always)]
+    unsafe fn ldg_stream(p: *const C64) -> C64 {
+        let (re, im): (f64, f64);
+        asm!(
+            "ld.global.cs.nc.v2.f64 {{{re}, {im}}}, [{p}];",
+            re = out(reg64) re,
+            im = out(reg64) im,
+            p = in(reg64) p,
+        );
+        C64 { re, im }
+    }
+}
+
+/// Read-only load of a `u32` read once (an SpMV's column indices), evict-first
+/// in L1 and L2 (`ld.global.cs.nc`; see [`DeviceScalar::ldg_stream`]).
+///
+/// # Safety
+/// `p` must be valid for reads and not written during the kernel.
+#[inline(always)]
+pub unsafe fn ldg_stream_u32(p: *const u32) -> u32 {
+    let r: u32;
+    asm!("ld.global.cs.nc.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p);
+    r
 }
 
 /// Read-only cached load of a `u32` (column indices, permutations).
@@ -284,59 +337,21 @@ fn scratch_addr(offset: u32) -> u32 {
     base + offset
 }
 
-/// The sum of `s` over every thread of the block (a 256-thread block), valid in
-/// thread 0: a fixed shuffle tree per warp, the eight warp sums through the
-/// block scratch, then a fixed shuffle tree over them, so the bits depend only on
-/// the inputs. Every thread of the block must call it, at most once per kernel.
-#[inline(always)]
-pub fn block_sum<T: DeviceScalar + crate::scalar::KScalar>(s: T) -> T {
-    let s = warp_sum(s);
-    // SAFETY: reading a special register has no preconditions.
-    let warp = unsafe { nvptx::_thread_idx_x() as u32 } / 32;
-    if lane() == 0 {
-        s.scratch_store(warp);
-    }
-    sync_threads();
-    let mut t = T::zero();
-    if warp == 0 {
-        if lane() < crate::BLOCK_THREADS / 32 {
-            t = T::scratch_load(lane());
-        }
-        t = warp_sum(t);
-    }
-    t
-}
-
-/// Writes the block's sum of `s` ([`block_sum`]) to `partials[block index]`: the
-/// first pass of every two-pass reduction, one partial per block.
-///
-/// # Safety
-/// `partials` must hold one element per block of the grid.
-#[inline(always)]
-pub unsafe fn store_block_partial<T: DeviceScalar + crate::scalar::KScalar>(
-    partials: *mut T,
-    s: T,
-) {
-    let s = block_sum(s);
-    if nvptx::_thread_idx_x() == 0 {
-        *partials.add(nvptx::_block_idx_x() as usize) = s;
-    }
-}
-
 /// Writes the block sums of the first `k <= K <= 8` of `vals` to
-/// `partials[j * stride + block index]`, j < k: each warp sums every value by a
+/// `partials[j * stride + block]`, j < k: each warp sums every value by a
 /// fixed shuffle tree and stores its sums in the block scratch; then warp j sums
-/// the eight warp sums of value j the same way. Deterministic like [`block_sum`].
-/// Every thread of the block must call it, at most once per kernel.
+/// the eight warp sums of value j the same way, so the bits depend only on the
+/// inputs. Every thread of the block must call it, at most once per kernel.
 ///
 /// # Safety
-/// `partials` must hold `k * stride` elements, `stride` >= the grid's blocks.
+/// `partials` must hold `k * stride` elements, `block < stride`.
 #[inline(always)]
 pub unsafe fn store_block_partials<T: DeviceScalar + crate::scalar::KScalar, const K: usize>(
     vals: [T; K],
     k: u32,
     partials: *mut T,
     stride: usize,
+    block: usize,
 ) {
     const WARPS: u32 = crate::BLOCK_THREADS / 32;
     let warp = nvptx::_thread_idx_x() as u32 / 32;
@@ -355,7 +370,7 @@ pub unsafe fn store_block_partials<T: DeviceScalar + crate::scalar::KScalar, con
         }
         let t = warp_sum(t);
         if lane() == 0 {
-            *partials.add(warp as usize * stride + nvptx::_block_idx_x() as usize) = t;
+            *partials.add(warp as usize * stride + block) = t;
         }
     }
 }
@@ -401,4 +416,228 @@ pub unsafe fn atomic_add_u64(p: *mut u64, v: u64) -> u64 {
     let r: u64;
     asm!("atom.global.add.u64 {r}, [{p}], {v};", r = out(reg64) r, p = in(reg64) p, v = in(reg64) v);
     r
+}
+
+/// `fence.acq_rel.gpu`: orders this thread's memory accesses before and after
+/// it for every thread of the device (`__threadfence`).
+#[inline(always)]
+pub fn fence_gpu() {
+    // SAFETY: a fence has no preconditions.
+    unsafe { asm!("fence.acq_rel.gpu;") }
+}
+
+/// A block barrier (`bar.red.or.pred`) that also tells every thread whether
+/// any thread of the block passed `p` true. Every thread of the block must
+/// call it.
+#[inline(always)]
+pub fn sync_threads_or(p: bool) -> bool {
+    let r: u32;
+    // SAFETY: a block-wide barrier with a reduction; called by every thread.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q; setp.ne.u32 p, {x}, 0; bar.red.or.pred q, 0, p; selp.u32 {r}, 1, 0, q; }}",
+            x = in(reg32) p as u32,
+            r = out(reg32) r,
+        );
+    }
+    r != 0
+}
+
+/// Loads that bypass the SM's L1 cache (`ld.global.cg`): values other blocks
+/// wrote during this kernel, read after a fence.
+pub trait L2Load: Copy {
+    /// The value at `p`, read from L2.
+    ///
+    /// # Safety
+    /// `p` must be valid for reads.
+    unsafe fn ld_cg(p: *const Self) -> Self;
+}
+
+impl L2Load for f32 {
+    #[inline(always)]
+    unsafe fn ld_cg(p: *const f32) -> f32 {
+        let r: f32;
+        asm!("ld.global.cg.f32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p);
+        r
+    }
+}
+
+impl L2Load for f64 {
+    #[inline(always)]
+    unsafe fn ld_cg(p: *const f64) -> f64 {
+        let r: f64;
+        asm!("ld.global.cg.f64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p);
+        r
+    }
+}
+
+impl L2Load for C32 {
+    #[inline(always)]
+    unsafe fn ld_cg(p: *const C32) -> C32 {
+        let (re, im): (f32, f32);
+        asm!(
+            "ld.global.cg.v2.f32 {{{re}, {im}}}, [{p}];",
+            re = out(reg32) re,
+            im = out(reg32) im,
+            p = in(reg64) p,
+        );
+        C32 { re, im }
+    }
+}
+
+impl L2Load for C64 {
+    #[inline(always)]
+    unsafe fn ld_cg(p: *const C64) -> C64 {
+        let (re, im): (f64, f64);
+        asm!(
+            "ld.global.cg.v2.f64 {{{re}, {im}}}, [{p}];",
+            re = out(reg64) re,
+            im = out(reg64) im,
+            p = in(reg64) p,
+        );
+        C64 { re, im }
+    }
+}
+
+/// Atomically adds 1 to `*p` (`atom.global.add.u32`); returns the old value.
+///
+/// # Safety
+/// `p` must point to device global memory valid for reads and writes.
+#[inline(always)]
+unsafe fn atomic_inc_u32(p: *mut u32) -> u32 {
+    let r: u32;
+    asm!("atom.global.add.u32 {r}, [{p}], 1;", r = out(reg32) r, p = in(reg64) p);
+    r
+}
+
+/// The end of a single-launch deterministic reduction of up to four values
+/// per thread: stores the block's sums of `vals` at `partials[j * stride +
+/// block]` (as [`store_block_partials`]), and the last block of the grid to
+/// get here sums every block's partials in a fixed order (thread t adds
+/// partials t, t + 256, ... in order, then the fixed shuffle trees of [`store_block_partials`]),
+/// so the bits depend only on the inputs and the grid size, never on which
+/// block came last. Returns the totals in thread 0 of that last block, `None`
+/// in every other thread. The block that sums resets `*counter` to zero for
+/// the next launch.
+///
+/// Every thread of the block must call it, once, at the end of its kernel;
+/// the kernel must not read memory the caller of the totals writes (the totals
+/// are only known once every block has finished its reads).
+///
+/// # Safety
+/// `partials` must hold `K * stride` elements with `stride` at least the
+/// grid's blocks; `counter` must point to a `u32` that is zero at the launch
+/// and that no other kernel uses concurrently.
+#[inline(always)]
+pub unsafe fn reduce_grid<T: DeviceScalar + L2Load + crate::scalar::KScalar, const K: usize>(
+    vals: [T; K],
+    partials: *mut T,
+    stride: usize,
+    counter: *mut u32,
+) -> Option<[T; K]> {
+    const WARPS: u32 = crate::BLOCK_THREADS / 32;
+    const { assert!(K >= 1 && K <= 4) };
+    // Every loop over the K values below is unrolled by hand (constant
+    // indices, `j < K` known at compile time), so no array leaves registers.
+    macro_rules! each {
+        (|$j:ident| $body:block) => {{
+            #[allow(unused_mut)]
+            let mut f = |$j: usize| {
+                if $j < K $body
+            };
+            f(0);
+            f(1);
+            f(2);
+            f(3);
+        }};
+    }
+    let tid = nvptx::_thread_idx_x() as u32;
+    let warp = tid / 32;
+    let block = nvptx::_block_idx_x() as usize;
+    each!(|j| {
+        let s = warp_sum(vals[j]);
+        if lane() == 0 {
+            s.scratch_store(j as u32 * WARPS + warp);
+        }
+    });
+    sync_threads();
+    if (warp as usize) < K {
+        let mut t = T::zero();
+        if lane() < WARPS {
+            t = T::scratch_load(warp * WARPS + lane());
+        }
+        let t = warp_sum(t);
+        if lane() == 0 {
+            *partials.add(warp as usize * stride + block) = t;
+            // Visible to the device before this block is counted.
+            fence_gpu();
+        }
+    }
+    sync_threads();
+    let blocks = nvptx::_grid_dim_x() as u32;
+    let mut last = false;
+    if tid == 0 {
+        // The other warps' partials were fenced by their writers before the
+        // barrier; this fence carries them along with the count.
+        fence_gpu();
+        last = atomic_inc_u32(counter) == blocks - 1;
+        if last {
+            // Every block has counted itself: nobody reads the counter again
+            // in this launch.
+            *counter = 0;
+        }
+    }
+    if !sync_threads_or(last) {
+        return None;
+    }
+    fence_gpu();
+    let m = blocks as usize;
+    let step = crate::BLOCK_THREADS as usize;
+    let mut sums = [T::zero(); 4];
+    each!(|j| {
+        let p = partials.add(j * stride);
+        let mut s = T::zero();
+        let mut i = tid as usize;
+        // Four loads in flight, added in order of i.
+        while i + 3 * step < m {
+            let (a, b) = (T::ld_cg(p.add(i)), T::ld_cg(p.add(i + step)));
+            let (c, d) = (T::ld_cg(p.add(i + 2 * step)), T::ld_cg(p.add(i + 3 * step)));
+            s = s + a + b + c + d;
+            i += 4 * step;
+        }
+        while i < m {
+            s = s + T::ld_cg(p.add(i));
+            i += step;
+        }
+        sums[j] = s;
+    });
+    // The block scratch is free again: every thread passed the barrier above
+    // after the partials' reads of it.
+    each!(|j| {
+        let s = warp_sum(sums[j]);
+        if lane() == 0 {
+            s.scratch_store(j as u32 * WARPS + warp);
+        }
+    });
+    sync_threads();
+    if (warp as usize) < K {
+        let mut t = T::zero();
+        if lane() < WARPS {
+            t = T::scratch_load(warp * WARPS + lane());
+        }
+        let t = warp_sum(t);
+        if lane() == 0 {
+            // Slots 32.. are past the 4 x 8 warp sums.
+            t.scratch_store(32 + warp);
+        }
+    }
+    sync_threads();
+    if tid != 0 {
+        return None;
+    }
+    let mut totals = [T::zero(); K];
+    each!(|j| {
+        totals[j] = T::scratch_load(32 + j as u32);
+    });
+    Some(totals)
 }

@@ -1,21 +1,20 @@
 //! QMR's steps with its scalars on the device (slots in [`crate::slots::qmr`];
 //! see `gpuq_krylov::qmr` for the algorithm). Every coefficient is read from the
-//! scalar array `sc`; `qmr_norm_*` and `qmr_scalars_*` are second passes that
-//! also update it (the latter runs the quasi-minimisation's rotation and moves
-//! rho and xi along), so an iteration needs no host value. A vanished Lanczos
+//! scalar array `sc`; the reductions' last blocks write their results into it
+//! (`qmr_xi_*`'s also runs the quasi-minimisation's rotation and moves rho and
+//! xi along), so an iteration needs no host value. A vanished Lanczos
 //! quantity zeroes the update's coefficients (x and r stay as they were); the
 //! host reads the slots once per iteration and reports the breakdown. Launch
 //! mapping and safety contract as in `blas1`.
 
-use super::prelude::{
-    global_id, grid_threads, lane, store_block_partial, warp_total, DeviceReal, DeviceScalar,
-};
+use super::blas1::squared_norm_terms;
+use super::prelude::{global_id, grid_threads, reduce_grid, DeviceReal, DeviceScalar};
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
-use crate::slots::qmr::{CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RHO_NEXT, THETA, XI};
+use crate::slots::qmr::{CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RHO_NEXT, RNORM2, THETA, XI};
 
 macro_rules! qmr {
-    ($t:ty, $r:ty, $start:ident, $scale:ident, $pq:ident, $v:ident, $norm:ident, $w:ident,
-     $scalars:ident, $update:ident) => {
+    ($t:ty, $r:ty, $start:ident, $scale:ident, $pq:ident, $v:ident, $w:ident,
+     $xi:ident, $update:ident) => {
         /// The start, one thread: `sc[RHO] = rho`, `sc[XI] = xi`, gamma = 1,
         /// eta = -1, every other slot zero.
         #[no_mangle]
@@ -34,17 +33,18 @@ macro_rules! qmr {
         }
 
         /// v = v~ / rho, w = w~ / xi and z = z / xi (z is w when `z_is_w` is
-        /// set), with `partials[b]` = block b's sum of z_i v_i (the first pass of
-        /// delta = z^T v, unconjugated).
+        /// set), and `sc[DELTA]` = z^T v (unconjugated) of the scaled vectors, a
+        /// single-launch reduction (see `blas1`).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $scale(
             n: usize,
-            sc: *const $t,
+            sc: *mut $t,
             v: *mut $t,
             w: *mut $t,
             z: *mut $t,
             z_is_w: u32,
             partials: *mut $t,
+            counter: *mut u32,
         ) {
             let inv_rho = <$t>::from_real(1.0 / (*sc.add(RHO)).re());
             let inv_xi = <$t>::from_real(1.0 / (*sc.add(XI)).re());
@@ -65,7 +65,9 @@ macro_rules! qmr {
                 acc = acc + zi * vi;
                 i += grid_threads();
             }
-            store_block_partial(partials, acc);
+            if let Some([delta]) = reduce_grid([acc], partials, 0, counter) {
+                *sc.add(DELTA) = delta;
+            }
         }
 
         /// p = y - (xi delta / eps) p and q = z - (rho delta / eps) q (plain
@@ -90,15 +92,16 @@ macro_rules! qmr {
             }
         }
 
-        /// v~ = A p - beta v in place of v, beta = eps / delta; `partials[b]` =
-        /// block b's sum of |v~_i|^2.
+        /// v~ = A p - beta v in place of v, beta = eps / delta, and
+        /// `sc[RHO_NEXT]` = ||v~|| (real; a single-launch reduction).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $v(
             n: usize,
-            sc: *const $t,
+            sc: *mut $t,
             ap: *const $t,
             v: *mut $t,
             partials: *mut $r,
+            counter: *mut u32,
         ) {
             let beta = guarded_quotient(*sc.add(EPS), *sc.add(DELTA));
             let mut acc = <$r>::zero();
@@ -109,23 +112,8 @@ macro_rules! qmr {
                 acc = acc + vi.abs_sqr();
                 i += grid_threads();
             }
-            store_block_partial(partials, acc);
-        }
-
-        /// Second pass of a norm, one warp: `sc[slot]` = the sum of
-        /// `partials[0..m]`, or its square root when `root` is non-zero (a real
-        /// value: a complex slot's imaginary part is zeroed).
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $norm(
-            m: usize,
-            partials: *const $r,
-            sc: *mut $t,
-            slot: usize,
-            root: u32,
-        ) {
-            let s = warp_total(m, partials);
-            if lane() == 0 {
-                *sc.add(slot) = <$t>::from_real(if root != 0 { s.sqrt_rn() } else { s });
+            if let Some([s]) = reduce_grid([acc], partials, 0, counter) {
+                *sc.add(RHO_NEXT) = <$t>::from_real(s.sqrt_rn());
             }
         }
 
@@ -140,16 +128,23 @@ macro_rules! qmr {
             }
         }
 
-        /// Second pass of xi = ||M^T w~||, one warp, then the rotation:
-        /// theta = rho_next / (gamma_prev |beta|), gamma = 1 / sqrt(1 + theta^2),
-        /// eta = -eta rho gamma^2 / (beta gamma_prev^2), carry = (theta_prev
-        /// gamma)^2 (both zero when delta, eps or beta vanished or theta is not
-        /// finite; eta as computed, also when it overflowed), and rho, xi,
-        /// theta, gamma move along.
+        /// xi = ||z|| with z = M^T w~ (a single-launch reduction), then the
+        /// rotation: theta = rho_next / (gamma_prev |beta|), gamma = 1 / sqrt(1
+        /// + theta^2), eta = -eta rho gamma^2 / (beta gamma_prev^2), carry =
+        /// (theta_prev gamma)^2 (both zero when delta, eps or beta vanished or
+        /// theta is not finite; eta as computed, also when it overflowed), and
+        /// rho, xi, theta, gamma move along.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $scalars(m: usize, partials: *const $r, sc: *mut $t) {
-            let xi = warp_total(m, partials).sqrt_rn();
-            if lane() == 0 {
+        pub unsafe extern "ptx-kernel" fn $xi(
+            n: usize,
+            z: *const $t,
+            sc: *mut $t,
+            partials: *mut $r,
+            counter: *mut u32,
+        ) {
+            let acc = squared_norm_terms(n, z);
+            if let Some([z2]) = reduce_grid([acc], partials, 0, counter) {
+                let xi = z2.sqrt_rn();
                 let (delta, eps) = (*sc.add(DELTA), *sc.add(EPS));
                 let beta = guarded_quotient(eps, delta);
                 let rho = (*sc.add(RHO)).re();
@@ -184,21 +179,22 @@ macro_rules! qmr {
             }
         }
 
-        /// d = eta p + carry d, s = eta A p + carry s, x = x + d, r = r - s (eta
-        /// and carry taken as zero when either is not finite);
-        /// `partials[b]` = block b's sum of |r_i|^2 (the first pass of
-        /// `sc[RNORM2]`).
+        /// d = eta p + carry d, s = eta A p + carry s, x = xin + d, r = r - s (eta
+        /// and carry taken as zero when either is not finite), and
+        /// `sc[RNORM2]` = ||r||^2 (real; a single-launch reduction).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $update(
             n: usize,
-            sc: *const $t,
+            sc: *mut $t,
             p: *const $t,
             ap: *const $t,
             d: *mut $t,
             s: *mut $t,
+            xin: *const $t,
             x: *mut $t,
             r: *mut $t,
             partials: *mut $r,
+            counter: *mut u32,
         ) {
             // A non-finite eta or carry (reported by the host) leaves x and r as
             // they were.
@@ -215,13 +211,15 @@ macro_rules! qmr {
                 *d.add(i) = di;
                 let si = eta * <$t>::ldg(ap.add(i)) + carry * *s.add(i);
                 *s.add(i) = si;
-                *x.add(i) = *x.add(i) + di;
+                *x.add(i) = <$t>::ldg(xin.add(i)) + di;
                 let ri = *r.add(i) - si;
                 *r.add(i) = ri;
                 acc = acc + ri.abs_sqr();
                 i += grid_threads();
             }
-            store_block_partial(partials, acc);
+            if let Some([rr]) = reduce_grid([acc], partials, 0, counter) {
+                *sc.add(RNORM2) = <$t>::from_real(rr);
+            }
         }
     };
 }
@@ -233,9 +231,8 @@ qmr!(
     qmr_scale_f32,
     qmr_pq_f32,
     qmr_v_f32,
-    qmr_norm_f32,
     qmr_w_f32,
-    qmr_scalars_f32,
+    qmr_xi_f32,
     qmr_update_f32
 );
 qmr!(
@@ -245,9 +242,8 @@ qmr!(
     qmr_scale_f64,
     qmr_pq_f64,
     qmr_v_f64,
-    qmr_norm_f64,
     qmr_w_f64,
-    qmr_scalars_f64,
+    qmr_xi_f64,
     qmr_update_f64
 );
 qmr!(
@@ -257,9 +253,8 @@ qmr!(
     qmr_scale_c32,
     qmr_pq_c32,
     qmr_v_c32,
-    qmr_norm_c32,
     qmr_w_c32,
-    qmr_scalars_c32,
+    qmr_xi_c32,
     qmr_update_c32
 );
 qmr!(
@@ -269,8 +264,7 @@ qmr!(
     qmr_scale_c64,
     qmr_pq_c64,
     qmr_v_c64,
-    qmr_norm_c64,
     qmr_w_c64,
-    qmr_scalars_c64,
+    qmr_xi_c64,
     qmr_update_c64
 );

@@ -7,9 +7,69 @@
 //! `y` aliases none of the inputs.
 
 use super::prelude::{
-    global_id, grid_threads, ldg_u32, ldg_u64, store_block_partial, DeviceScalar,
+    global_id, grid_threads, ldg_stream_u32, ldg_u32, ldg_u64, reduce_grid, DeviceScalar,
 };
 use crate::scalar::{spmv_out, KScalar, C32, C64};
+
+/// The sum of `val[q] * x[col[q]]` over `q = start, start + step, ... < end`,
+/// added one term at a time in order of q, with four entries' loads in flight
+/// (a thread's column index, then the gathered x, would otherwise be two
+/// dependent memory round trips per entry). The matrix is read once, with
+/// evict-first loads, so that x and the method's other vectors stay in L2.
+///
+/// # Safety
+/// The entries' column indices must be below `x`'s length, and every `q` a
+/// valid index of `col` and `val`.
+#[inline(always)]
+unsafe fn row_sum<T: DeviceScalar + KScalar>(
+    start: usize,
+    end: usize,
+    step: usize,
+    col: *const u32,
+    val: *const T,
+    x: *const T,
+) -> T {
+    let mut acc = T::zero();
+    let mut q = start;
+    while q + 3 * step < end {
+        let (j0, j1) = (
+            ldg_stream_u32(col.add(q)),
+            ldg_stream_u32(col.add(q + step)),
+        );
+        let (j2, j3) = (
+            ldg_stream_u32(col.add(q + 2 * step)),
+            ldg_stream_u32(col.add(q + 3 * step)),
+        );
+        let (v0, v1) = (T::ldg_stream(val.add(q)), T::ldg_stream(val.add(q + step)));
+        let (v2, v3) = (
+            T::ldg_stream(val.add(q + 2 * step)),
+            T::ldg_stream(val.add(q + 3 * step)),
+        );
+        let (x0, x1) = (T::ldg(x.add(j0 as usize)), T::ldg(x.add(j1 as usize)));
+        let (x2, x3) = (T::ldg(x.add(j2 as usize)), T::ldg(x.add(j3 as usize)));
+        acc = acc + v0 * x0;
+        acc = acc + v1 * x1;
+        acc = acc + v2 * x2;
+        acc = acc + v3 * x3;
+        q += 4 * step;
+    }
+    if q + step < end {
+        let (j0, j1) = (
+            ldg_stream_u32(col.add(q)),
+            ldg_stream_u32(col.add(q + step)),
+        );
+        let (v0, v1) = (T::ldg_stream(val.add(q)), T::ldg_stream(val.add(q + step)));
+        let (x0, x1) = (T::ldg(x.add(j0 as usize)), T::ldg(x.add(j1 as usize)));
+        acc = acc + v0 * x0;
+        acc = acc + v1 * x1;
+        q += 2 * step;
+    }
+    if q < end {
+        let j = ldg_stream_u32(col.add(q)) as usize;
+        acc = acc + T::ldg_stream(val.add(q)) * T::ldg(x.add(j));
+    }
+    acc
+}
 
 /// Sum over aligned groups of `1 << log2` lanes by shuffles; the total is valid in
 /// the first lane of each group. Every lane of the warp must call it.
@@ -27,12 +87,12 @@ macro_rules! spmv {
     ($t:ty, $r:ty, $csr:ident, $sell:ident, $bsr2:ident) => {
         /// CSR, `1 << lanes_log2` consecutive lanes per row (1 to 32, a power of two
         /// chosen by the host from the mean row length), grid-stride over rows: any
-        /// grid of whole warps is correct (of whole 256-thread blocks when `dot`
+        /// grid of whole warps is correct (of whole 256-thread blocks when `w`
         /// is not null: the block sum needs them).
         ///
-        /// When `dot` is not null (square matrices only) it also leaves, per block
-        /// `b`, `dot[b]` = the sum over the block's rows of conj(x_i) y_i, the first
-        /// pass of a deterministic x^H y (see the BLAS-1 reductions).
+        /// When `w` is not null (square matrices only) it also writes `*out` =
+        /// w^H y, a deterministic single-launch reduction (see the BLAS-1
+        /// reductions) through `partials` and `counter`.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $csr(
             nrows: usize,
@@ -47,7 +107,10 @@ macro_rules! spmv {
             val: *const $t,
             x: *const $t,
             y: *mut $t,
-            dot: *mut $t,
+            w: *const $t,
+            partials: *mut $t,
+            counter: *mut u32,
+            out: *mut $t,
         ) {
             let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
             let g = global_id();
@@ -61,28 +124,26 @@ macro_rules! spmv {
             while warp_row < nrows {
                 let mut s = <$t>::zero();
                 if row < nrows {
-                    let end = ldg_u64(row_ptr.add(row + 1));
-                    let mut k = ldg_u64(row_ptr.add(row)) + sub;
-                    while k < end {
-                        let j = ldg_u32(col.add(k as usize)) as usize;
-                        s = s + <$t>::ldg(val.add(k as usize)) * <$t>::ldg(x.add(j));
-                        k += 1u64 << lanes_log2;
-                    }
+                    let end = ldg_u64(row_ptr.add(row + 1)) as usize;
+                    let start = ldg_u64(row_ptr.add(row)) as usize + sub as usize;
+                    s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
                 }
                 let s = group_sum(s, lanes_log2);
                 if row < nrows && sub == 0 {
                     let yp = y.add(row);
-                    let out = spmv_out(a, s, b, || *yp, beta_zero != 0);
-                    *yp = out;
-                    if !dot.is_null() {
-                        d = d + <$t>::ldg(x.add(row)).conj() * out;
+                    let yi = spmv_out(a, s, b, || *yp, beta_zero != 0);
+                    *yp = yi;
+                    if !w.is_null() {
+                        d = d + <$t>::ldg(w.add(row)).conj() * yi;
                     }
                 }
                 row += stride;
                 warp_row += stride;
             }
-            if !dot.is_null() {
-                store_block_partial(dot, d);
+            if !w.is_null() {
+                if let Some([d]) = reduce_grid([d], partials, 0, counter) {
+                    *out = d;
+                }
             }
         }
 
@@ -90,7 +151,7 @@ macro_rules! spmv {
         /// `p / c`, lane `p % c`); entry k of the row sits at
         /// `slice_ptr[s] + k c + p % c`, so a warp reads consecutive addresses. The
         /// result goes to row `perm[p]` (or `p` when `perm` is null, i.e. sigma = 1).
-        /// `dot` as for CSR.
+        /// `w`, `partials`, `counter` and `out` as for CSR.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $sell(
             nrows: usize,
@@ -106,7 +167,10 @@ macro_rules! spmv {
             perm: *const u32,
             x: *const $t,
             y: *mut $t,
-            dot: *mut $t,
+            w: *const $t,
+            partials: *mut $t,
+            counter: *mut u32,
+            out: *mut $t,
         ) {
             let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
             if c == 0 {
@@ -121,28 +185,24 @@ macro_rules! spmv {
                 let c = c as usize;
                 let start = ldg_u64(slice_ptr.add(s)) as usize;
                 let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
-                let mut acc = <$t>::zero();
-                let mut q = start + r;
-                while q < end {
-                    let j = ldg_u32(col.add(q)) as usize;
-                    acc = acc + <$t>::ldg(val.add(q)) * <$t>::ldg(x.add(j));
-                    q += c;
-                }
+                let acc = row_sum(start + r, end, c, col, val, x);
                 let row = if perm.is_null() {
                     p
                 } else {
                     ldg_u32(perm.add(p)) as usize
                 };
                 let yp = y.add(row);
-                let out = spmv_out(a, acc, b, || *yp, beta_zero != 0);
-                *yp = out;
-                if !dot.is_null() {
-                    d = d + <$t>::ldg(x.add(row)).conj() * out;
+                let yi = spmv_out(a, acc, b, || *yp, beta_zero != 0);
+                *yp = yi;
+                if !w.is_null() {
+                    d = d + <$t>::ldg(w.add(row)).conj() * yi;
                 }
                 p += grid_threads();
             }
-            if !dot.is_null() {
-                store_block_partial(dot, d);
+            if !w.is_null() {
+                if let Some([d]) = reduce_grid([d], partials, 0, counter) {
+                    *out = d;
+                }
             }
         }
 

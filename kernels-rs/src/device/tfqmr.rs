@@ -1,20 +1,19 @@
 //! TFQMR's steps with its scalars on the device (slots in
 //! [`crate::slots::tfqmr`]; see `gpuq_krylov::tfqmr` for the algorithm). Every
-//! coefficient is read from the scalar array `sc`; the second passes of the two
-//! reductions that feed the recurrence also update it (`tfqmr_sigma_*` moves
-//! rho along, `tfqmr_scalars_*` advances theta^2, tau^2 and eta), so an
+//! coefficient is read from the scalar array `sc`; the last block of the two
+//! reductions that feed the recurrence also updates it (`tfqmr_sigma_*` moves
+//! rho along, `tfqmr_half_*` advances theta^2, tau^2 and eta), so an
 //! iteration needs no host value. Vanished denominators give zero coefficients
 //! ([`guarded_quotient`]); the host reads the slots once per iteration and
 //! reports the breakdown. Launch mapping and safety contract as in `blas1`.
 
-use super::prelude::{
-    global_id, grid_threads, lane, store_block_partial, warp_total, DeviceScalar,
-};
+use super::blas1::dot_terms;
+use super::prelude::{global_id, grid_threads, reduce_grid, DeviceScalar};
 use crate::scalar::{guarded_quotient, KScalar, C32, C64};
 use crate::slots::tfqmr::{ETA, LEN, RHO, RHO_NEXT, SIGMA, TAU2, THETA2};
 
 macro_rules! tfqmr {
-    ($t:ty, $r:ty, $start:ident, $sigma:ident, $odd:ident, $half:ident, $scalars:ident,
+    ($t:ty, $r:ty, $start:ident, $sigma:ident, $odd:ident, $half:ident,
      $x:ident, $even:ident, $v:ident) => {
         /// The start of a cycle, one thread: every slot zero but `sc[TAU2]` =
         /// `tau2` (the cycle's ||r||^2).
@@ -30,12 +29,19 @@ macro_rules! tfqmr {
             }
         }
 
-        /// Second pass of sigma = r*^H v, one warp: `sc[SIGMA]` = the sum of
-        /// `partials[0..m]`, and rho moves along (`sc[RHO] = sc[RHO_NEXT]`).
+        /// `sc[SIGMA]` = r*^H v (the BLAS-1 dot's terms and single-launch
+        /// reduction), and rho moves along (`sc[RHO] = sc[RHO_NEXT]`).
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $sigma(m: usize, partials: *const $t, sc: *mut $t) {
-            let s = warp_total(m, partials);
-            if lane() == 0 {
+        pub unsafe extern "ptx-kernel" fn $sigma(
+            n: usize,
+            rstar: *const $t,
+            v: *const $t,
+            sc: *mut $t,
+            partials: *mut $t,
+            counter: *mut u32,
+        ) {
+            let s = dot_terms(n, rstar, v, true);
+            if let Some([s]) = reduce_grid([s], partials, 0, counter) {
                 *sc.add(SIGMA) = s;
                 *sc.add(RHO) = *sc.add(RHO_NEXT);
             }
@@ -59,17 +65,20 @@ macro_rules! tfqmr {
         }
 
         /// One half-step: w = w - alpha A M u and M d = M u + (theta^2 eta /
-        /// alpha) M d, with theta^2 and eta of the previous half-step;
-        /// `partials[b]` = block b's sum of |w_i|^2 (zero imaginary part).
+        /// alpha) M d, with theta^2 and eta of the previous half-step; then,
+        /// from ||w||^2 (a single-launch reduction), the half-step's
+        /// recurrence: theta^2 = ||w||^2 / tau^2, c^2 = 1 / (1 + theta^2),
+        /// tau^2 = ||w||^2 c^2, eta = c^2 alpha.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $half(
             n: usize,
-            sc: *const $t,
+            sc: *mut $t,
             amu: *const $t,
             mu: *const $t,
             w: *mut $t,
             md: *mut $t,
-            partials: *mut $t,
+            partials: *mut $r,
+            counter: *mut u32,
         ) {
             let alpha = guarded_quotient(*sc.add(RHO), *sc.add(SIGMA));
             let coef = guarded_quotient(*sc.add(THETA2) * *sc.add(ETA), alpha);
@@ -82,17 +91,7 @@ macro_rules! tfqmr {
                 *md.add(i) = <$t>::ldg(mu.add(i)) + coef * *md.add(i);
                 i += grid_threads();
             }
-            store_block_partial(partials, <$t>::from_real(acc));
-        }
-
-        /// Second pass of ||w||^2, one warp, and the half-step's recurrence:
-        /// theta^2 = ||w||^2 / tau^2, c^2 = 1 / (1 + theta^2), tau^2 =
-        /// ||w||^2 c^2, eta = c^2 alpha.
-        #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $scalars(m: usize, partials: *const $t, sc: *mut $t) {
-            let w2 = warp_total(m, partials).re();
-            if lane() == 0 {
-                let alpha = guarded_quotient(*sc.add(RHO), *sc.add(SIGMA));
+            if let Some([w2]) = reduce_grid([acc], partials, 0, counter) {
                 let theta2 = w2 / (*sc.add(TAU2)).re();
                 let c2 = 1.0 / (1.0 + theta2);
                 *sc.add(THETA2) = <$t>::from_real(theta2);
@@ -101,13 +100,24 @@ macro_rules! tfqmr {
             }
         }
 
-        /// x = x + eta M d.
+        /// x = xin + eta M d, or x = x + eta M d when `xin` is null.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $x(n: usize, sc: *const $t, md: *const $t, x: *mut $t) {
+        pub unsafe extern "ptx-kernel" fn $x(
+            n: usize,
+            sc: *const $t,
+            md: *const $t,
+            xin: *const $t,
+            x: *mut $t,
+        ) {
             let eta = *sc.add(ETA);
             let mut i = global_id();
             while i < n {
-                *x.add(i) = *x.add(i) + eta * <$t>::ldg(md.add(i));
+                let from = if xin.is_null() {
+                    *x.add(i)
+                } else {
+                    <$t>::ldg(xin.add(i))
+                };
+                *x.add(i) = from + eta * <$t>::ldg(md.add(i));
                 i += grid_threads();
             }
         }
@@ -156,7 +166,6 @@ tfqmr!(
     tfqmr_sigma_f32,
     tfqmr_odd_f32,
     tfqmr_half_f32,
-    tfqmr_scalars_f32,
     tfqmr_x_f32,
     tfqmr_even_f32,
     tfqmr_v_f32
@@ -168,7 +177,6 @@ tfqmr!(
     tfqmr_sigma_f64,
     tfqmr_odd_f64,
     tfqmr_half_f64,
-    tfqmr_scalars_f64,
     tfqmr_x_f64,
     tfqmr_even_f64,
     tfqmr_v_f64
@@ -180,7 +188,6 @@ tfqmr!(
     tfqmr_sigma_c32,
     tfqmr_odd_c32,
     tfqmr_half_c32,
-    tfqmr_scalars_c32,
     tfqmr_x_c32,
     tfqmr_even_c32,
     tfqmr_v_c32
@@ -192,7 +199,6 @@ tfqmr!(
     tfqmr_sigma_c64,
     tfqmr_odd_c64,
     tfqmr_half_c64,
-    tfqmr_scalars_c64,
     tfqmr_x_c64,
     tfqmr_even_c64,
     tfqmr_v_c64
