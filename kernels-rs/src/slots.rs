@@ -162,6 +162,38 @@ pub mod bicgstabl {
         pub code: u32,
     }
 
+    impl Ratio {
+        /// A quotient that does nothing a kernel reads (fills unused places).
+        pub const UNUSED: Ratio = Ratio {
+            a: 0,
+            b: 0,
+            c: 0,
+            out: 0,
+            neg_out: 0,
+            check: NO_CHECK,
+            code: 0,
+        };
+
+        /// Every slot it reads or writes (`a` in place of an absent check),
+        /// for a bounds check before a launch.
+        #[inline]
+        pub const fn slots(&self) -> [usize; 6] {
+            let check = if self.check == NO_CHECK {
+                self.a
+            } else {
+                self.check
+            };
+            [
+                self.a as usize,
+                self.b as usize,
+                self.c as usize,
+                self.out as usize,
+                self.neg_out as usize,
+                check as usize,
+            ]
+        }
+    }
+
     /// The most quotients that follow one dot product.
     pub const MAX_RATIOS: usize = 4;
 
@@ -174,6 +206,23 @@ pub mod bicgstabl {
         pub count: u32,
         /// The quotients.
         pub ops: [Ratio; MAX_RATIOS],
+    }
+
+    impl Ratios {
+        /// `then` as a kernel argument, or `None` when it holds more than
+        /// [`MAX_RATIOS`] quotients.
+        #[inline]
+        pub fn new(then: &[Ratio]) -> Option<Ratios> {
+            if then.len() > MAX_RATIOS {
+                return None;
+            }
+            let mut ops = [Ratio::UNUSED; MAX_RATIOS];
+            ops[..then.len()].copy_from_slice(then);
+            Some(Ratios {
+                count: then.len() as u32,
+                ops,
+            })
+        }
     }
 
     /// The most vector pairs one batched update takes.

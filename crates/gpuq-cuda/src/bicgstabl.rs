@@ -13,7 +13,7 @@ use crate::slots::ONE_WARP;
 use crate::vector::CudaVector;
 use cudarc::driver::{DevicePtr, DevicePtrMut, DeviceRepr, PushKernelArg};
 use gpuq_core::{check_indices, check_same_len, Error, Result, Scalar};
-use gpuq_kernels::slots::bicgstabl::{len, Ratio, Ratios, FLAG, MAX_PAIRS, MAX_RATIOS, NO_CHECK};
+use gpuq_kernels::slots::bicgstabl::{len, Ratio, Ratios, FLAG, MAX_PAIRS, MAX_RATIOS};
 
 /// [`Ratios`] as a kernel argument.
 #[repr(transparent)]
@@ -37,34 +37,16 @@ unsafe impl DeviceRepr for PairsArg {}
 /// `then` as the kernel's argument, after checking its length and that every
 /// slot it names is below `len`.
 fn ratios_arg(then: &[Ratio], len: usize) -> Result<RatiosArg> {
-    if then.len() > MAX_RATIOS {
-        return Err(Error::InvalidArgument(format!(
+    let ratios = Ratios::new(then).ok_or_else(|| {
+        Error::InvalidArgument(format!(
             "dotc_into_slot: {} quotients (at most {MAX_RATIOS})",
             then.len()
-        )));
+        ))
+    })?;
+    for r in then {
+        check_indices("dotc_into_slot (quotients)", len, &r.slots())?;
     }
-    let mut ops = [Ratio {
-        a: 0,
-        b: 0,
-        c: 0,
-        out: 0,
-        neg_out: 0,
-        check: NO_CHECK,
-        code: 0,
-    }; MAX_RATIOS];
-    for (o, r) in ops.iter_mut().zip(then) {
-        let mut slots = vec![r.a, r.b, r.c, r.out, r.neg_out];
-        if r.check != NO_CHECK {
-            slots.push(r.check);
-        }
-        let slots: Vec<usize> = slots.into_iter().map(|s| s as usize).collect();
-        check_indices("dotc_into_slot (quotients)", len, &slots)?;
-        *o = *r;
-    }
-    Ok(RatiosArg(Ratios {
-        count: then.len() as u32,
-        ops,
-    }))
+    Ok(RatiosArg(ratios))
 }
 
 impl CudaBackend {

@@ -107,21 +107,14 @@ pub const fn checked_ratio(
 /// Errors unless `then` has at most [`MAX_RATIOS`] quotients whose slots are
 /// below `len`.
 fn check_ratios(then: &[Ratio], len: usize) -> Result<()> {
-    if then.len() > MAX_RATIOS {
+    if Ratios::new(then).is_none() {
         return Err(gpuq_core::Error::InvalidArgument(format!(
             "dotc_into_slot: {} quotients (at most {MAX_RATIOS})",
             then.len()
         )));
     }
     for r in then {
-        let mut slots: Vec<usize> = [r.a, r.b, r.c, r.out, r.neg_out]
-            .iter()
-            .map(|&s| s as usize)
-            .collect();
-        if r.check != NO_CHECK {
-            slots.push(r.check as usize);
-        }
-        check_indices("dotc_into_slot (quotients)", len, &slots)?;
+        check_indices("dotc_into_slot (quotients)", len, &r.slots())?;
     }
     Ok(())
 }
