@@ -30,7 +30,7 @@
 //! the GPU time per iteration over that is how far each method is from the
 //! bandwidth bound of the kernels it runs.
 
-use gpuq::core::{Backend, Complex64, SolveReport, Stats};
+use gpuq::core::{Backend, Complex64, FusedDot, SolveReport, Stats};
 use gpuq::cpu::CpuBackend;
 use gpuq::cuda::CudaBackend;
 use gpuq::krylov::{solve_csr_monitored, KrylovOptions, Method, Preconditioner, SolverConfig};
@@ -88,6 +88,8 @@ fn op_bytes(op: &str, n: f64, s: f64, spmv: f64) -> Option<f64> {
         // and r read, x and r written.
         "bicgstab_xr" => 8.0 * n * s,
         "spmv_csr" | "spmv_sell" | "spmv_dotc_csr" => spmv,
+        // w read for the fused dot product.
+        "spmv_dot_csr" => spmv + n * s,
         // GMRES's Gram-Schmidt: counted by the vectors each step touches.
         "gs_dots_vectors" | "gs_update_vectors" | "gs_combine_vectors" => n * s,
         "gs_dots" | "gs_update" | "gs_combine" => 0.0,
@@ -304,6 +306,110 @@ fn kernel_costs(g: &CudaBackend, a: &Csr<Complex64>, bw: f64) {
     });
     let bytes = 20.0 * a.nnz() as f64 + 4.0 * (n + 1) as f64 + 32.0 * n as f64;
     row("SpMV SELL-32-1, cylinder-2", n, t, bytes);
+    let w = g.upload(&vec![one; n]).unwrap();
+    let mut sc = g.zeros::<Complex64>(6).unwrap();
+    let t = in_graph(g, &mut || {
+        let dot = FusedDot {
+            w: &w,
+            sc: &mut sc,
+            slot: 0,
+        };
+        assert!(g.spmv_dot(&m, &x, &mut y, dot).unwrap());
+    });
+    row("SpMV + w^H y (fused)", n, t, bytes + 16.0 * n as f64);
+    let t = in_graph(g, &mut || g.bicgstab_tt(&x, &w, &mut sc).unwrap());
+    row("bicgstab_tt (t^H s, t^H t, s^H s)", n, t, 32.0 * n as f64);
+    setup_costs(g, n);
+}
+
+/// What a solve's fixed steps cost (in `--kernel-costs`): the median of 9
+/// timings of each, waited for, drops included.
+fn setup_costs(g: &CudaBackend, n: usize) {
+    let median = |f: &mut dyn FnMut()| {
+        f();
+        let mut t: Vec<f64> = (0..9)
+            .map(|_| {
+                let s = Instant::now();
+                f();
+                g.synchronize().unwrap();
+                s.elapsed().as_secs_f64()
+            })
+            .collect();
+        t.sort_by(f64::total_cmp);
+        t[4]
+    };
+    let half = Complex64::new(0.5, 0.25);
+    let x = g.upload(&vec![half; n]).unwrap();
+    let mut y = g.zeros::<Complex64>(n).unwrap();
+    let mut eight = || {
+        for _ in 0..8 {
+            g.axpby(half, &x, half, &mut y)?;
+        }
+        Ok(())
+    };
+    println!("\n| fixed step of a solve | us |");
+    println!("|---|---|");
+    let ring = median(&mut || drop(g.scalar_ring::<Complex64>(6).unwrap()));
+    println!(
+        "| scalar ring (page-locked 2 x 96 B, two events), made and dropped | {:.1} |",
+        1e6 * ring
+    );
+    let zeros = median(&mut || drop(g.zeros::<Complex64>(n).unwrap()));
+    println!(
+        "| zeros, {n} complex values (memory pool) | {:.1} |",
+        1e6 * zeros
+    );
+    // SAFETY (both): the body enqueues the same kernels on the same buffers,
+    // which outlive the recording, with no download and no wait.
+    let fresh = median(&mut || {
+        let mut rec = None;
+        unsafe { g.replay(&mut rec, &mut eight) }.unwrap();
+    });
+    println!(
+        "| 8 axpby recorded, instantiated and launched | {:.1} |",
+        1e6 * fresh
+    );
+    let mut rec = None;
+    unsafe { g.replay(&mut rec, &mut eight) }.unwrap();
+    let again = median(&mut || unsafe { g.replay(&mut rec, &mut eight) }.unwrap());
+    println!("| the same 8 replayed | {:.1} |", 1e6 * again);
+    // An iteration's snapshot (96 bytes into mapped page-locked memory by a
+    // one-block kernel, and an event): what it adds to a stream of 100 replays
+    // of a one-kernel graph, as a launch of its own after each replay and as a
+    // node of the graph.
+    let sc = g.zeros::<Complex64>(6).unwrap();
+    let mut ring = g.scalar_ring::<Complex64>(6).unwrap();
+    let slot = g.ring_slot(&ring, 0);
+    let mut one = || g.axpby(half, &x, half, &mut y);
+    let mut y2 = g.zeros::<Complex64>(n).unwrap();
+    let mut with_copy = || {
+        g.axpby(half, &x, half, &mut y2)?;
+        g.copy_to_slot(&sc, &slot)
+    };
+    let (mut rec, mut rec_copy) = (None, None);
+    for (label, snap) in [
+        ("a one-axpby graph replayed", 0),
+        ("the same, then the copy and the event", 1),
+        ("a graph of the axpby and the copy, then the event", 2),
+    ] {
+        let t = median(&mut || {
+            for _ in 0..100 {
+                // SAFETY: as above; the slot outlives the recordings.
+                if snap == 2 {
+                    unsafe { g.replay(&mut rec_copy, &mut with_copy) }.unwrap();
+                } else {
+                    unsafe { g.replay(&mut rec, &mut one) }.unwrap();
+                }
+                if snap == 1 {
+                    g.copy_to_slot(&sc, &slot).unwrap();
+                }
+                if snap > 0 {
+                    g.mark_slot(&mut ring, 0).unwrap();
+                }
+            }
+        }) / 100.0;
+        println!("| {label} (per replay) | {:.2} |", 1e6 * t);
+    }
 }
 
 fn write_bin<T: Copy>(path: &Path, v: &[T]) {

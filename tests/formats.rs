@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpuq::core::{Backend, Complex64};
+use gpuq::core::{Backend, Complex64, Error, FusedDot};
 use gpuq::cpu::CpuBackend;
 use gpuq::sparse::{Bsr2, Csr, Ell, Layout, Sell, SparseBackend};
 use proptest::prelude::*;
@@ -60,6 +60,46 @@ fn check_products<T: RandomScalar>(a: &Csr<T>, c: usize, sigma: usize, seed: u64
     }
 }
 
+/// `spmv_dot` on the CPU: fused for CSR (y as `spmv` gives it, the slot as
+/// the dot product of that y), `false` and y alone for SELL and BSR2; the
+/// other slots untouched.
+fn check_fused_dot<T: RandomScalar>(a: &Csr<T>, seed: u64, tol: f64) {
+    let be = CpuBackend::new();
+    let n = a.nrows();
+    let (x, w) = (random_vec::<T>(n, seed), random_vec::<T>(n, seed ^ 2));
+    let (xv, wv) = (be.upload(&x).unwrap(), be.upload(&w).unwrap());
+    let want = dense_mul(a, &x);
+    let sentinel = T::from_f64(-7.0);
+    let mut layouts = vec![Layout::Csr, Layout::Sell { c: 4, sigma: 8 }];
+    if n % 2 == 0 {
+        layouts.push(Layout::Bsr2);
+    }
+    for layout in layouts {
+        let m = be.upload_matrix(a, layout).unwrap();
+        let mut sc = be.upload(&[sentinel; 6]).unwrap();
+        let mut y = be.zeros::<T>(n).unwrap();
+        let dot = FusedDot {
+            w: &wv,
+            sc: &mut sc,
+            slot: 2,
+        };
+        let fused = be.spmv_dot(&m, &xv, &mut y, dot).unwrap();
+        assert_eq!(fused, layout == Layout::Csr, "{layout:?}");
+        let y = be.download(&y).unwrap();
+        assert_close(&y, &want, tol);
+        let got = be.download(&sc).unwrap();
+        if fused {
+            let wy: T = w.iter().zip(&y).map(|(p, q)| p.conj() * *q).sum();
+            assert_close(&got[2..3], &[wy], tol * (n as f64 + 1.0));
+        }
+        for (k, v) in got.iter().enumerate() {
+            if !(fused && k == 2) {
+                assert_eq!(*v, sentinel, "{layout:?} slot {k} written");
+            }
+        }
+    }
+}
+
 /// Slice heights and windows to exercise: sigma = 1 (interleaved ELLPACK) and sorted.
 fn sell_params() -> impl Strategy<Value = (usize, usize)> {
     (1usize..18, 0usize..4).prop_map(|(c, k)| (c, if k == 0 { 1 } else { c * k }))
@@ -99,6 +139,16 @@ proptest! {
     }
 
     #[test]
+    fn fused_dot_f64(n in 0usize..300, d in 0.0f64..0.3, seed in any::<u64>()) {
+        check_fused_dot(&random_csr::<f64>(n, n, d, seed), seed, 64.0 * f64::EPSILON * (n as f64 + 1.0));
+    }
+
+    #[test]
+    fn fused_dot_c64(n in 0usize..300, d in 0.0f64..0.3, seed in any::<u64>()) {
+        check_fused_dot(&random_csr::<Complex64>(n, n, d, seed), seed, 64.0 * f64::EPSILON * (n as f64 + 1.0));
+    }
+
+    #[test]
     fn nalgebra_round_trip((m, n, d, seed) in shapes()) {
         let a = random_csr::<f64>(m, n, d, seed);
         prop_assert_eq!(Csr::from_nalgebra(&a.to_nalgebra()).unwrap(), a);
@@ -119,4 +169,44 @@ fn spmv_rejects_wrong_shapes() {
     assert!(be
         .upload_matrix(&a, Layout::Sell { c: 4, sigma: 6 })
         .is_err());
+}
+
+#[test]
+fn fused_dot_rejects_bad_shapes_and_slots() {
+    let be = CpuBackend::new();
+    let a = gpuq::sparse::generators::laplace1d::<f64>(5, 0.0);
+    let m = be.upload_matrix(&a, Layout::Csr).unwrap();
+    let x = be.upload(&[1.0; 5]).unwrap();
+    let (w4, w5) = (be.upload(&[1.0; 4]).unwrap(), be.upload(&[1.0; 5]).unwrap());
+    let mut y = be.zeros::<f64>(5).unwrap();
+    let mut sc = be.zeros::<f64>(6).unwrap();
+    let short = FusedDot {
+        w: &w4,
+        sc: &mut sc,
+        slot: 0,
+    };
+    assert!(matches!(
+        be.spmv_dot(&m, &x, &mut y, short),
+        Err(Error::ShapeMismatch { .. })
+    ));
+    let outside = FusedDot {
+        w: &w5,
+        sc: &mut sc,
+        slot: 6,
+    };
+    assert!(matches!(
+        be.spmv_dot(&m, &x, &mut y, outside),
+        Err(Error::InvalidArgument(_))
+    ));
+    let mut coo = gpuq::sparse::Coo::new(5, 4);
+    coo.push(0, 0, 1.0).unwrap();
+    let rect = Csr::<f64>::from_coo(&coo).unwrap();
+    let mr = be.upload_matrix(&rect, Layout::Csr).unwrap();
+    let x4 = be.upload(&[1.0; 4]).unwrap();
+    let dot = FusedDot {
+        w: &w5,
+        sc: &mut sc,
+        slot: 0,
+    };
+    assert!(be.spmv_dot(&mr, &x4, &mut y, dot).is_err());
 }

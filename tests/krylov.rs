@@ -218,6 +218,44 @@ fn breakdown_is_reported_with_the_quantity() {
     assert!(xs[0].abs() < 1e-12 && (xs[1] - 1.0).abs() < 1e-12, "{xs:?}");
 }
 
+/// A system that one step solves exactly (a diagonal matrix with its Jacobi
+/// preconditioner): the residual after the step is zero, so
+/// the next scalars (rho = r0^H r, t^H t, ...) vanish. That is
+/// convergence, not a breakdown: every method reports `converged` with the
+/// exact solution.
+#[test]
+fn a_system_solved_in_one_step_converges_without_a_breakdown() {
+    let n = 50;
+    let mut coo = Coo::new(n, n);
+    for i in 0..n {
+        // Powers of two: the Jacobi-preconditioned operator is the identity
+        // to the bit, so the first step leaves a residual of exactly zero.
+        coo.push(i, i, Complex64::new(f64::powi(2.0, i as i32 % 7 - 3), 0.0))
+            .unwrap();
+    }
+    let diag = Csr::from_coo(&coo).unwrap();
+    let x_true: Vec<Complex64> = random_vec(n, 5);
+    let b = diag.mul_vec(&x_true).unwrap();
+    let mut failures = Vec::new();
+    for method in METHODS {
+        for precond in [Preconditioner::Jacobi, Preconditioner::Block2] {
+            let config = SolverConfig {
+                method,
+                precond,
+                ..SolverConfig::default()
+            };
+            match solve_csr(&CpuBackend::new(), &diag, &b, &config) {
+                Ok((x, r)) if r.converged && rel_err(&x, &x_true) < 1e-12 => {
+                    println!("{method:?} {precond:?}: {} iterations", r.iterations)
+                }
+                Ok((_, r)) => failures.push(format!("{method:?} {precond:?}: {r:?}")),
+                Err(e) => failures.push(format!("{method:?} {precond:?}: {e}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 #[test]
 fn iteration_cap_gives_an_unconverged_report() {
     let a = generators::convdiff2d::<f64>(30, 10.0);

@@ -231,3 +231,49 @@ fn krylov_family_matches_the_cpu() {
         "iteration counts out of margin (see the lines above)"
     );
 }
+
+/// A system one step solves exactly (powers of two on the diagonal, Jacobi):
+/// every method converges on the device too, where the zero residual makes
+/// the next step's scalars vanish inside the recorded iteration.
+#[test]
+fn a_system_solved_in_one_step_converges_on_the_device() {
+    // A handle of its own: the solves record CUDA graphs, which other tests'
+    // work on a shared handle would join.
+    let Some(g) = private_gpu("one_step") else {
+        return;
+    };
+    let g = &g;
+    let n = 300;
+    let mut coo = gpuq::sparse::Coo::new(n, n);
+    for i in 0..n {
+        let d = f64::powi(2.0, i as i32 % 7 - 3);
+        coo.push(i, i, Complex64::new(d, 0.0)).unwrap();
+    }
+    let a = Csr::from_coo(&coo).unwrap();
+    let x_true: Vec<Complex64> = random_vec(n, 8);
+    let b = a.mul_vec(&x_true).unwrap();
+    for method in [
+        Method::Bicgstab,
+        Method::BicgstabL { l: 1 },
+        Method::BicgstabL { l: 4 },
+        Method::Tfqmr,
+        Method::Qmr,
+        Method::Gmres { restart: 10 },
+    ] {
+        for layout in [Layout::Csr, Layout::Sell { c: 32, sigma: 1 }] {
+            let config = SolverConfig {
+                method,
+                precond: Preconditioner::Jacobi,
+                layout,
+                ..SolverConfig::default()
+            };
+            let (x, r) = solve_csr(g, &a, &b, &config)
+                .unwrap_or_else(|e| panic!("{method:?} {layout:?}: {e}"));
+            assert!(
+                r.converged && r.iterations <= 1,
+                "{method:?} {layout:?}: {r:?}"
+            );
+            assert!(rel_err(&x, &x_true) < 1e-12, "{method:?} {layout:?}");
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::common::{random_csr, random_vec, RandomScalar};
 use crate::{gpu, two_gamma};
-use gpuq::core::{Backend, Complex32, Complex64, RealScalar};
+use gpuq::core::{Backend, Complex32, Complex64, FusedDot, RealScalar};
 use gpuq::cpu::CpuBackend;
 use gpuq::sparse::{generators, Csr, Layout, SparseBackend};
 use proptest::prelude::*;
@@ -97,8 +97,79 @@ fn check_spmv<T: RandomScalar>(a: &Csr<T>, seed: u64) {
                 g.spmv_dotc(&mg, &xg, &mut q).unwrap(),
                 "{layout:?}: spmv_dotc not deterministic"
             );
+            check_fused_dot(a, layout, &xs, &bound, seed);
         }
     }
+}
+
+/// `spmv_dot` on the device (fused for CSR and SELL, `false` for BSR2)
+/// against the CPU's fused CSR product: w^H y within the per-row SpMV bound
+/// `bound` carried through the sum plus both sides' summation errors; bitwise
+/// the same on a second call; the other slots of the scalar array untouched.
+fn check_fused_dot<T: RandomScalar>(
+    a: &Csr<T>,
+    layout: Layout,
+    xs: &[T],
+    bound: &[f64],
+    seed: u64,
+) {
+    let Some(g) = gpu("spmv_dot") else { return };
+    let c = CpuBackend::new();
+    let n = a.nrows();
+    let eps = T::Real::eps().to_f64_lossless();
+    let g2 = 2.0 * two_gamma(n, eps, T::IS_COMPLEX);
+    let ws: Vec<T> = random_vec(n, seed ^ 0x5eed);
+    let mag = |v: &T| v.magnitude().to_f64_lossless();
+    let mg = g.upload_matrix(a, layout).unwrap();
+    let mc = c.upload_matrix(a, Layout::Csr).unwrap();
+    let (xg, xc) = (g.upload(xs).unwrap(), c.upload(xs).unwrap());
+    let (wg, wc) = (g.upload(&ws).unwrap(), c.upload(&ws).unwrap());
+    let sentinel = T::from_f64(-3.0);
+    let on_gpu = || {
+        let mut sc = g.upload(&[sentinel; 6]).unwrap();
+        let mut y = g.zeros::<T>(n).unwrap();
+        let dot = FusedDot {
+            w: &wg,
+            sc: &mut sc,
+            slot: 1,
+        };
+        let f = g.spmv_dot(&mg, &xg, &mut y, dot).unwrap();
+        (f, g.download(&y).unwrap(), g.download(&sc).unwrap())
+    };
+    let (fused, gy, gsc) = on_gpu();
+    let mut sc = c.upload(&[sentinel; 6]).unwrap();
+    let mut y = c.zeros::<T>(n).unwrap();
+    let dot = FusedDot {
+        w: &wc,
+        sc: &mut sc,
+        slot: 1,
+    };
+    assert!(c.spmv_dot(&mc, &xc, &mut y, dot).unwrap());
+    let (cy, csc) = (c.download(&y).unwrap(), c.download(&sc).unwrap());
+    assert_eq!(fused, layout != Layout::Bsr2 && n > 0, "{layout:?}");
+    for i in 0..n {
+        assert!(mag(&(gy[i] - cy[i])) <= bound[i], "{layout:?} row {i}");
+    }
+    if fused {
+        // |w^H y - w^H y'| <= sum |w_i| (e_i + 2 gamma_n |y'_i|), with e_i the
+        // rows' bound.
+        let limit: f64 = (0..n)
+            .map(|i| mag(&ws[i]) * (bound[i] + g2 * mag(&cy[i])))
+            .sum();
+        let d = mag(&(gsc[1] - csc[1]));
+        assert!(
+            d <= limit + f64::MIN_POSITIVE,
+            "{layout:?}: gpu {} cpu {} differ by {d:e} > {limit:e}",
+            gsc[1],
+            csc[1]
+        );
+    }
+    for (k, v) in gsc.iter().enumerate() {
+        if !(fused && k == 1) {
+            assert_eq!(*v, sentinel, "{layout:?}: slot {k} written");
+        }
+    }
+    assert_eq!(gsc, on_gpu().2, "{layout:?}: spmv_dot not deterministic");
 }
 
 #[test]

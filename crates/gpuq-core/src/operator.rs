@@ -22,6 +22,26 @@ pub trait LinearOperator<B: Backend, T: Scalar> {
         backend.dotc(x, y)
     }
 
+    /// Computes y = Op(x) and, where the operator can in the same pass over
+    /// memory, the dot product `dot` names, `sc[slot] = w^H y`, written into a
+    /// scalar array on the backend; returns whether it did. With `false` only y
+    /// was computed, and the caller reduces on its own.
+    ///
+    /// The default applies and returns `false`; matrix operators whose backend
+    /// fuses the dot product into its SpMV kernel override it (BiCGSTAB's
+    /// r0^H v then costs one read of r0 instead of a pass over two vectors).
+    fn apply_dot(
+        &self,
+        backend: &B,
+        x: &B::Vector<T>,
+        y: &mut B::Vector<T>,
+        dot: FusedDot<'_, B, T>,
+    ) -> Result<bool> {
+        let _ = (backend, dot);
+        self.apply(x, y)?;
+        Ok(false)
+    }
+
     /// Computes y = Op^T x (the transpose, not conjugated), overwriting `y`.
     ///
     /// Methods built on two-sided Lanczos (QMR) need it. The default returns
@@ -45,6 +65,35 @@ pub trait LinearOperator<B: Backend, T: Scalar> {
 
     /// A short name for reports (`"csr"`, `"jacobi"`, ...).
     fn name(&self) -> &str;
+}
+
+/// A dot product with the result y of an operator application that an
+/// operator may fuse into it ([`LinearOperator::apply_dot`]): `sc[slot] = w^H
+/// y`, written into a scalar array `sc` on the backend (the form in which the
+/// methods that keep their scalars on the device hold them).
+pub struct FusedDot<'a, B: Backend, T: Scalar> {
+    /// The vector conjugated.
+    pub w: &'a B::Vector<T>,
+    /// The scalar array.
+    pub sc: &'a mut B::Vector<T>,
+    /// Where the result goes.
+    pub slot: usize,
+}
+
+impl<B: Backend, T: Scalar> FusedDot<'_, B, T> {
+    /// Errors unless w has `n` elements and the slot lies inside `sc`.
+    pub fn check(&self, op: &'static str, n: usize) -> Result<()> {
+        use crate::DeviceVector;
+        crate::check_same_len(op, n, self.w.len())?;
+        if self.slot >= self.sc.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{op}: slot {} is outside the {}-slot scalar array",
+                self.slot,
+                self.sc.len()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The identity operator of a given size: y = x. Cost: one copy.

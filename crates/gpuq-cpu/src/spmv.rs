@@ -7,7 +7,7 @@
 
 use crate::reduce::pairwise_sum;
 use crate::{CpuBackend, CpuMatrix, CpuVector};
-use gpuq_core::{check_same_len, Backend, DeviceVector, Error, Result, Scalar};
+use gpuq_core::{check_same_len, Backend, DeviceVector, Error, FusedDot, Result, Scalar};
 use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
 use rayon::prelude::*;
 
@@ -47,7 +47,9 @@ fn csr_spmv<T: Scalar>(alpha: T, a: &Csr<T>, x: &[T], beta: T, y: &mut [T]) {
     });
 }
 
-fn csr_spmv_dotc<T: Scalar>(a: &Csr<T>, x: &[T], y: &mut [T]) -> T {
+/// y = A x and, in the same pass, w^H y: per block of [`ROWS`] rows, then
+/// pairwise.
+fn csr_spmv_dot<T: Scalar>(a: &Csr<T>, x: &[T], w: &[T], y: &mut [T]) -> T {
     let partials: Vec<T> = y
         .par_chunks_mut(ROWS)
         .enumerate()
@@ -56,7 +58,7 @@ fn csr_spmv_dotc<T: Scalar>(a: &Csr<T>, x: &[T], y: &mut [T]) -> T {
             for (k, yi) in yc.iter_mut().enumerate() {
                 let i = b * ROWS + k;
                 *yi = csr_row(a, x, i);
-                acc += x[i].conj() * *yi;
+                acc += w[i].conj() * *yi;
             }
             acc
         })
@@ -199,12 +201,43 @@ impl SparseBackend for CpuBackend {
         }
         match a {
             CpuMatrix::Csr(a) => Ok(self.run("spmv_dotc_csr", || {
-                csr_spmv_dotc(a, x.as_slice(), y.as_mut_slice())
+                csr_spmv_dot(a, x.as_slice(), x.as_slice(), y.as_mut_slice())
             })),
             CpuMatrix::Sell(..) | CpuMatrix::Bsr2(..) => {
                 self.spmv(T::one(), a, x, T::zero(), y)?;
                 self.dotc(x, y)
             }
         }
+    }
+
+    /// Fused for CSR (`spmv_dot_csr` in the counters); SELL and BSR2 compute y
+    /// only and return `false`.
+    fn spmv_dot<T: Scalar>(
+        &self,
+        a: &CpuMatrix<T>,
+        x: &CpuVector<T>,
+        y: &mut CpuVector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        let (m, n) = a.shape();
+        if m != n {
+            return Err(Error::shape(
+                "spmv_dot",
+                "a square matrix",
+                format!("{m} x {n}"),
+            ));
+        }
+        dot.check("spmv_dot (w vs rows)", m)?;
+        let CpuMatrix::Csr(csr) = a else {
+            self.spmv(T::one(), a, x, T::zero(), y)?;
+            return Ok(false);
+        };
+        check_same_len("spmv_dot (x vs columns)", n, x.len())?;
+        check_same_len("spmv_dot (y vs rows)", m, y.len())?;
+        let sum = self.run("spmv_dot_csr", || {
+            csr_spmv_dot(csr, x.as_slice(), dot.w.as_slice(), y.as_mut_slice())
+        });
+        dot.sc.as_mut_slice()[dot.slot] = sum;
+        Ok(true)
     }
 }

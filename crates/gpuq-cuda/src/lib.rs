@@ -44,7 +44,7 @@ mod walks;
 
 pub use backend::{CudaBackend, DeviceInfo};
 pub use replay::Recording;
-pub use snapshots::ScalarRing;
+pub use snapshots::{ScalarRing, SnapshotSlot};
 pub use spmv::CudaMatrix;
 pub use vector::CudaVector;
 pub use walks::{DeviceWalkData, ForwardMapping};

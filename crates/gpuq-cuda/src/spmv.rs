@@ -2,10 +2,10 @@
 //! implementation of [`CudaBackend`].
 
 use crate::backend::{dev, CudaBackend, THREADS};
-use crate::blas1::{kernel, GridReduce, ScalarArg};
+use crate::blas1::{kernel, Dest, GridReduce, ScalarArg};
 use crate::vector::CudaVector;
 use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
-use gpuq_core::{check_same_len, scalars_as_bytes, Backend, Error, Result, Scalar};
+use gpuq_core::{check_same_len, scalars_as_bytes, Backend, Error, FusedDot, Result, Scalar};
 use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
 use std::marker::PhantomData;
 
@@ -150,16 +150,7 @@ impl SparseBackend for CudaBackend {
         x: &CudaVector<T>,
         y: &mut CudaVector<T>,
     ) -> Result<T> {
-        let (m, n) = a.shape;
-        check_same_len("spmv_dotc (x vs columns)", n, x.len)?;
-        check_same_len("spmv_dotc (y vs rows)", m, y.len)?;
-        if m != n {
-            return Err(Error::shape(
-                "spmv_dotc (needs a square matrix)",
-                format!("{m} x {m}"),
-                format!("{m} x {n}"),
-            ));
-        }
+        let m = check_square("spmv_dotc", a, x, y)?;
         if m == 0 {
             return Ok(T::zero());
         }
@@ -171,6 +162,29 @@ impl SparseBackend for CudaBackend {
             let dot = Some((&x.buf, reduce));
             self.launch_spmv(T::one(), a, x, T::zero(), y, dot)
         })
+    }
+
+    /// Fused into the CSR and SELL kernels (their last block writes the slot;
+    /// nothing waits); BSR2 computes y only and returns `false`.
+    fn spmv_dot<T: Scalar>(
+        &self,
+        a: &CudaMatrix<T>,
+        x: &CudaVector<T>,
+        y: &mut CudaVector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        let m = check_square("spmv_dot", a, x, y)?;
+        dot.check("spmv_dot (w vs rows)", m)?;
+        if m == 0 || matches!(a.arrays, Arrays::Bsr2 { .. }) {
+            self.spmv(T::one(), a, x, T::zero(), y)?;
+            return Ok(false);
+        }
+        let at = dot.slot * std::mem::size_of::<T>();
+        self.reduce_into::<T>(
+            |reduce| self.launch_spmv(T::one(), a, x, T::zero(), y, Some((&dot.w.buf, reduce))),
+            Dest::Device(&mut dot.sc.buf, at),
+        )?;
+        Ok(true)
     }
 }
 
@@ -278,6 +292,27 @@ impl CudaBackend {
         }
         Ok(())
     }
+}
+
+/// Errors unless `a` is square and x and y have its size (for the SpMVs with a
+/// fused dot product, `op`); returns the size.
+fn check_square<T>(
+    op: &'static str,
+    a: &CudaMatrix<T>,
+    x: &CudaVector<T>,
+    y: &CudaVector<T>,
+) -> Result<usize> {
+    let (m, n) = a.shape;
+    if m != n {
+        return Err(Error::shape(
+            op,
+            format!("a square matrix ({m} x {m})"),
+            format!("{m} x {n}"),
+        ));
+    }
+    check_same_len(op, n, x.len)?;
+    check_same_len(op, m, y.len)?;
+    Ok(m)
 }
 
 /// Pushes the SpMV kernels' last four arguments: `w`, the partials, the

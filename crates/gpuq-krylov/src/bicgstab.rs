@@ -7,15 +7,16 @@ use crate::bicgstab_kernels::{
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
-use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
+use gpuq_core::{DeviceVector, FusedDot, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
 /// Solves A x = b by BiCGSTAB with right preconditioning (A M y = b, x = M y),
 /// starting from the `x` given, for any nonsingular A, real or complex.
 ///
 /// Per iteration: two operator and two preconditioner applications, one
-/// reduction (r0^H v) and four fused steps: p's update; s = r - alpha v; t^H s
-/// with t^H t and ||s||^2; x's and r's updates with ||r||^2 and the next rho =
-/// r0^H r. Every scalar stays on the backend, so the launches are the same
+/// reduction (r0^H v; computed by the product that makes v when the operator
+/// fuses it, [`LinearOperator::apply_dot`], a pass of its own otherwise) and
+/// four fused steps: p's update; s = r - alpha v; t^H s with t^H t and
+/// ||s||^2; x's and r's updates with ||r||^2 and the next rho = r0^H r. Every scalar stays on the backend, so the launches are the same
 /// every iteration (the first too: with p, v and the scalars but rho zero, p's
 /// update gives p = r): the backend records them
 /// once per parity and replays them ([`crate::Replay`]; on the GPU one CUDA
@@ -89,12 +90,17 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
     if !converged {
         backend.dotc_to_slot(&r0, &r, &mut sc, RHO)?;
     }
+    // The first rho, r0^H r0 = ||r0||^2, as the host knows it (the device's
+    // sum may differ in the last bits; only its vanishing or overflow in a
+    // quotient matters).
+    let mut rho_prev = T::from_real(<T::Real as RealScalar>::of_f64(rnorm * rnorm));
     // Declared after the vectors, so its recordings are dropped before them.
     let mut pipe = Pipeline::new(backend, LEN)?;
     while !converged {
         while pipe.wants(session.max_iter) {
             let k = pipe.next_number();
             {
+                let slot = pipe.next_slot(backend);
                 let (x_in, x_out) = iterate_buffers(k, x, &mut x_alt);
                 let mut step = || -> Result<()> {
                     // In the first iteration p = r: p, v and the scalars but
@@ -102,14 +108,22 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
                     backend.bicgstab_p(&sc, &r, &v, &mut p, diagonal.zip(mp.as_mut()))?;
                     apply_m(&p, &mut mp)?;
                     let phat = mp.as_ref().unwrap_or(&p);
-                    a.apply(phat, &mut v)?;
-                    backend.dotc_to_slot(&r0, &v, &mut sc, R0V)?;
+                    let r0v = FusedDot {
+                        w: &r0,
+                        sc: &mut sc,
+                        slot: R0V,
+                    };
+                    if !a.apply_dot(backend, phat, &mut v, r0v)? {
+                        backend.dotc_to_slot(&r0, &v, &mut sc, R0V)?;
+                    }
                     backend.bicgstab_s(&sc, &v, &mut r, diagonal.zip(ms.as_mut()))?;
                     apply_m(&r, &mut ms)?;
                     a.apply(ms.as_ref().unwrap_or(&r), &mut t)?;
                     backend.bicgstab_tt(&t, &r, &mut sc)?;
                     let shat = ms.as_ref();
-                    backend.bicgstab_xr(&mut sc, target2, phat, shat, &t, &r0, x_in, x_out, &mut r)
+                    backend
+                        .bicgstab_xr(&mut sc, target2, phat, shat, &t, &r0, x_in, x_out, &mut r)?;
+                    backend.copy_to_slot(&sc, &slot)
                 };
                 // SAFETY: `step` enqueues the same steps on the same vectors
                 // for every iteration of a parity (declared before `pipe`),
@@ -117,13 +131,16 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
                 // nor waits.
                 unsafe { pipe.enqueue(backend, Record::PerParity, &mut step)? };
             }
-            pipe.snapshot(backend, &sc)?;
+            pipe.mark(backend)?;
         }
         let Some(k) = pipe.next(backend, &mut host)? else {
             break;
         };
         it = k;
-        if vanished(host[R0V]) || guarded_quotient(host[RHO], host[R0V]).is_zero_value() {
+        // alpha = rho / r0^H v with the rho the iteration started from (the
+        // snapshot's is the next one, which is zero when the iteration
+        // solved the system).
+        if vanished(host[R0V]) || guarded_quotient(rho_prev, host[R0V]).is_zero_value() {
             failure = Some("r0^H A p");
             break;
         }
@@ -156,6 +173,7 @@ pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
             failure = Some("rho = r0^H r");
             break;
         }
+        rho_prev = host[RHO];
     }
     settle_iterate(backend, it, &x_alt, x)?;
     session.finish(

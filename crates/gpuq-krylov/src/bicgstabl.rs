@@ -28,7 +28,9 @@ use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar,
 /// vectors. The residual is checked once per cycle.
 /// A quantity that vanishes inside a cycle stops every vector step after it (the
 /// cycle's launches still run, as recorded); x then gets the cycle's increment
-/// up to the breakdown, and the breakdown is reported.
+/// up to the breakdown, and the breakdown is reported, unless the residual
+/// reached by then meets the tolerance (a residual that vanished takes rho and
+/// the norms with it): then the solve has converged.
 ///
 /// Returns the report with `converged` false at the iteration cap,
 /// [`Error::InvalidArgument`] for `l = 0`, and [`Error::Breakdown`] naming the
@@ -209,7 +211,11 @@ pub fn bicgstab_l_monitored<B: BicgstablKernels, T: Scalar>(
             SIGMA_VANISHED => Some("||r_j||^2 in the minimal-residual part"),
             _ => Some("omega (the last minimal-residual coefficient)"),
         };
-        if quantity.is_some() {
+        // A quantity that vanished because the residual did (an exact or
+        // tolerance-meeting step inside the cycle) is convergence, not a
+        // breakdown: r_0 stopped where x did.
+        let met = rnorm <= target;
+        if quantity.is_some() && !met {
             failure = quantity;
             break;
         }

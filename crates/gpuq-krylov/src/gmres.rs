@@ -1,6 +1,7 @@
 //! Restarted GMRES(m), right-preconditioned, with re-orthogonalised Gram-Schmidt.
 
 use crate::gmres_kernels::{gs_extra, GmresKernels};
+use crate::replay::snapshot;
 use crate::session::{Session, STAGNATION};
 use crate::KrylovOptions;
 use gpuq_core::num_traits::Float;
@@ -177,11 +178,11 @@ pub fn gmres_monitored<B: GmresKernels, T: Scalar>(
                         _ => a.apply(&u, &mut z)?,
                     }
                     backend.gs_dots(&basis, j, &u, Some(&z), &mut gs)?;
-                    backend.snapshot(&gs, &mut ring, j)?;
+                    snapshot(backend, &gs, &mut ring, j)?;
                     backend.gs_update(&mut basis, j, &gs, &mut u, &z)?;
                 } else {
                     backend.gs_dots(&basis, j, &u, None, &mut gs)?;
-                    backend.snapshot(&gs, &mut ring, j)?;
+                    snapshot(backend, &gs, &mut ring, j)?;
                 }
                 launched += 1;
             }

@@ -124,6 +124,7 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
         while pipe.wants(session.max_iter) {
             let k = pipe.next_number();
             {
+                let slot = pipe.next_slot(backend);
                 let (x_in, x_out) = iterate_buffers(k, x, &mut x_alt);
                 let mut step = || -> Result<()> {
                     // v = v~ / rho, w = w~ / xi, z = M^T w~ / xi; delta = z^T v
@@ -146,7 +147,8 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
                     // The quasi-minimisation: one Givens rotation per step, in
                     // closed form.
                     backend.qmr_rotation(z.as_ref().unwrap_or(&wt), &mut sc)?;
-                    backend.qmr_update(&mut sc, &p, &ptil, &mut d, &mut s, x_in, x_out, &mut r)
+                    backend.qmr_update(&mut sc, &p, &ptil, &mut d, &mut s, x_in, x_out, &mut r)?;
+                    backend.copy_to_slot(&sc, &slot)
                 };
                 // SAFETY: `step` enqueues the same steps on the same vectors for
                 // every iteration of a parity, every per-iteration scalar in
@@ -154,7 +156,7 @@ pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
                 // downloads nor waits.
                 unsafe { pipe.enqueue(backend, Record::PerParity, &mut step)? };
             }
-            pipe.snapshot(backend, &sc)?;
+            pipe.mark(backend)?;
         }
         let Some(k) = pipe.next(backend, &mut host)? else {
             break;

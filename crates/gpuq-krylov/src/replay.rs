@@ -7,7 +7,7 @@
 
 use gpuq_core::{Backend, DeviceVector, Result, Scalar};
 use gpuq_cpu::{CpuBackend, CpuVector};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Record-and-replay of an iteration's work, and snapshots of its scalars.
 pub trait Replay: Backend {
@@ -17,6 +17,9 @@ pub trait Replay: Backend {
     /// Two host slots for copies of a scalar array.
     type Ring<T: Scalar>;
 
+    /// One slot of a [`Replay::Ring`], as a handle that recorded work may keep.
+    type Slot<T: Scalar>: Clone;
+
     /// Iterations a method may enqueue beyond the one whose scalars it waits
     /// for: 0 where every step has run when its call returns (the CPU), 1
     /// where work is queued and runs later (CUDA).
@@ -25,16 +28,19 @@ pub trait Replay: Backend {
     /// Two host slots for copies of a scalar array of `len` elements.
     fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>>;
 
-    /// Enqueues a copy of `sc` into slot `slot % 2` of `ring`, after all work
-    /// enqueued so far. One download of `len` scalars.
-    fn snapshot<T: Scalar>(
-        &self,
-        sc: &Self::Vector<T>,
-        ring: &mut Self::Ring<T>,
-        slot: usize,
-    ) -> Result<()>;
+    /// Slot `slot % 2` of `ring`.
+    fn ring_slot<T: Scalar>(&self, ring: &Self::Ring<T>, slot: usize) -> Self::Slot<T>;
 
-    /// Waits for the copy last enqueued into slot `slot % 2` and returns its
+    /// Enqueues a copy of `sc` into `slot`, after all work enqueued so far; it
+    /// neither downloads nor waits, so recorded work may end with it. One
+    /// download of `len` scalars in the counters.
+    fn copy_to_slot<T: Scalar>(&self, sc: &Self::Vector<T>, slot: &Self::Slot<T>) -> Result<()>;
+
+    /// Marks the completion of the copy into slot `slot % 2` of `ring`, after
+    /// all work enqueued so far.
+    fn mark_slot<T: Scalar>(&self, ring: &mut Self::Ring<T>, slot: usize) -> Result<()>;
+
+    /// Waits for the copy last marked in slot `slot % 2` and returns its
     /// values in `out`.
     fn read_snapshot<T: Scalar>(
         &self,
@@ -62,25 +68,32 @@ pub trait Replay: Backend {
 
 impl Replay for CpuBackend {
     type Recording = ();
-    type Ring<T: Scalar> = Mutex<[Vec<T>; 2]>;
+    type Ring<T: Scalar> = Arc<Mutex<[Vec<T>; 2]>>;
+    type Slot<T: Scalar> = (Arc<Mutex<[Vec<T>; 2]>>, usize);
 
     fn look_ahead(&self) -> usize {
         0
     }
 
     fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>> {
-        Ok(Mutex::new([vec![T::zero(); len], vec![T::zero(); len]]))
+        Ok(Arc::new(Mutex::new([
+            vec![T::zero(); len],
+            vec![T::zero(); len],
+        ])))
     }
 
-    fn snapshot<T: Scalar>(
-        &self,
-        sc: &CpuVector<T>,
-        ring: &mut Self::Ring<T>,
-        slot: usize,
-    ) -> Result<()> {
-        let slots = ring.get_mut().unwrap_or_else(|e| e.into_inner());
-        gpuq_core::check_same_len("snapshot", slots[slot % 2].len(), sc.len())?;
-        slots[slot % 2].copy_from_slice(&self.download(sc)?);
+    fn ring_slot<T: Scalar>(&self, ring: &Self::Ring<T>, slot: usize) -> Self::Slot<T> {
+        (ring.clone(), slot % 2)
+    }
+
+    fn copy_to_slot<T: Scalar>(&self, sc: &CpuVector<T>, slot: &Self::Slot<T>) -> Result<()> {
+        let mut slots = slot.0.lock().unwrap_or_else(|e| e.into_inner());
+        gpuq_core::check_same_len("copy_to_slot", slots[slot.1].len(), sc.len())?;
+        slots[slot.1].copy_from_slice(&self.download(sc)?);
+        Ok(())
+    }
+
+    fn mark_slot<T: Scalar>(&self, _ring: &mut Self::Ring<T>, _slot: usize) -> Result<()> {
         Ok(())
     }
 
@@ -109,6 +122,7 @@ impl Replay for CpuBackend {
 impl Replay for gpuq_cuda::CudaBackend {
     type Recording = gpuq_cuda::Recording;
     type Ring<T: Scalar> = gpuq_cuda::ScalarRing<T>;
+    type Slot<T: Scalar> = gpuq_cuda::SnapshotSlot<T>;
 
     fn look_ahead(&self) -> usize {
         1
@@ -118,13 +132,20 @@ impl Replay for gpuq_cuda::CudaBackend {
         self.scalar_ring(len)
     }
 
-    fn snapshot<T: Scalar>(
+    fn ring_slot<T: Scalar>(&self, ring: &Self::Ring<T>, slot: usize) -> Self::Slot<T> {
+        gpuq_cuda::CudaBackend::ring_slot(self, ring, slot)
+    }
+
+    fn copy_to_slot<T: Scalar>(
         &self,
         sc: &gpuq_cuda::CudaVector<T>,
-        ring: &mut Self::Ring<T>,
-        slot: usize,
+        slot: &Self::Slot<T>,
     ) -> Result<()> {
-        gpuq_cuda::CudaBackend::snapshot(self, sc, ring, slot)
+        gpuq_cuda::CudaBackend::copy_to_slot(self, sc, slot)
+    }
+
+    fn mark_slot<T: Scalar>(&self, ring: &mut Self::Ring<T>, slot: usize) -> Result<()> {
+        gpuq_cuda::CudaBackend::mark_slot(self, ring, slot)
     }
 
     fn read_snapshot<T: Scalar>(
@@ -144,6 +165,19 @@ impl Replay for gpuq_cuda::CudaBackend {
         // SAFETY: the caller upholds the same contract.
         unsafe { gpuq_cuda::CudaBackend::replay(self, recording, body) }
     }
+}
+
+/// Copies `sc` into slot `slot % 2` of `ring` and marks it, after all work
+/// enqueued so far (outside recorded work).
+pub(crate) fn snapshot<B: Replay, T: Scalar>(
+    backend: &B,
+    sc: &B::Vector<T>,
+    ring: &mut B::Ring<T>,
+    slot: usize,
+) -> Result<()> {
+    let target = backend.ring_slot(ring, slot);
+    backend.copy_to_slot(sc, &target)?;
+    backend.mark_slot(ring, slot)
 }
 
 /// The iterate's buffers of iteration `k` (from 1; see [`Pipeline`]): odd
@@ -186,8 +220,11 @@ pub(crate) enum Record {
 /// Iteration k (from 1) is enqueued by [`Pipeline::enqueue`] (its work, recorded
 /// and replayed per parity of k: methods alternate their iterate's buffer
 /// between odd and even iterations, so that the iterate of an iteration the host
-/// stops at survives the one already queued behind it) and
-/// [`Pipeline::snapshot`]; the host then takes the iterations' scalars in order
+/// stops at survives the one already queued behind it), whose work ends with
+/// the copy of its scalars into [`Pipeline::next_slot`], and
+/// [`Pipeline::mark`] (or, for [`Record::Once`], whose one recording cannot
+/// keep a slot, [`Pipeline::snapshot`] after it); the host then takes the
+/// iterations' scalars in order
 /// from [`Pipeline::next`]. Iterations are only ever enqueued, never undone:
 /// after the host stops, the work queued behind runs on, on buffers the result
 /// no longer needs.
@@ -251,10 +288,25 @@ impl<B: Replay, T: Scalar> Pipeline<B, T> {
         Ok(())
     }
 
-    /// Enqueues the copy of `sc` that the host reads for the iteration just
-    /// enqueued.
+    /// The slot the next enqueued iteration copies its scalars into, for a
+    /// body that ends with [`Replay::copy_to_slot`] (then [`Pipeline::mark`]
+    /// follows [`Pipeline::enqueue`]); recorded per parity, each recording
+    /// keeps its own slot.
+    pub fn next_slot(&self, backend: &B) -> B::Slot<T> {
+        backend.ring_slot(&self.ring, self.launched + 1)
+    }
+
+    /// Marks the end of the iteration just enqueued, whose body copied its
+    /// scalars into [`Pipeline::next_slot`].
+    pub fn mark(&mut self, backend: &B) -> Result<()> {
+        backend.mark_slot(&mut self.ring, self.launched)
+    }
+
+    /// Copies `sc` into the slot of the iteration just enqueued (its body did
+    /// not) and marks it: for work recorded once for every iteration, which
+    /// cannot keep one slot.
     pub fn snapshot(&mut self, backend: &B, sc: &B::Vector<T>) -> Result<()> {
-        backend.snapshot(sc, &mut self.ring, self.launched)
+        snapshot(backend, sc, &mut self.ring, self.launched)
     }
 
     /// Waits for the scalars of the next iteration not yet taken, into `out`,

@@ -143,6 +143,7 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
             while pipe.wants(session.max_iter) {
                 let k = pipe.next_number();
                 {
+                    let slot = pipe.next_slot(backend);
                     let (x_in, x_out) = iterate_buffers(k, x, &mut x_alt);
                     let mut step = || -> Result<()> {
                         backend.tfqmr_sigma(&rstar, &v, &mut sc)?;
@@ -160,7 +161,8 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
                         backend.tfqmr_rho(&rstar, &w, &mut sc)?;
                         backend.tfqmr_even(&sc, &w, &odd.u, &mut even.u)?;
                         even.refresh(a, precond)?;
-                        backend.tfqmr_v(&sc, &even.amu, &odd.amu, &mut v)
+                        backend.tfqmr_v(&sc, &even.amu, &odd.amu, &mut v)?;
+                        backend.copy_to_slot(&sc, &slot)
                     };
                     // SAFETY: `step` enqueues the same steps on the same vectors
                     // for every iteration of a parity (a restart refills them in
@@ -168,7 +170,7 @@ pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
                     // declared before `pipe`; it neither downloads nor waits.
                     unsafe { pipe.enqueue(backend, Record::PerParity, &mut step)? };
                 }
-                pipe.snapshot(backend, &sc)?;
+                pipe.mark(backend)?;
             }
             let Some(k) = pipe.next(backend, &mut host)? else {
                 break 'restart;

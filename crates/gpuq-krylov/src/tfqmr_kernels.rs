@@ -101,6 +101,19 @@ fn alpha<T: Scalar>(sc: &[T]) -> T {
     guarded_quotient(sc[RHO], sc[SIGMA])
 }
 
+/// A half-step's QMR recurrence from ||w||^2 and the previous tau^2: (theta^2,
+/// c^2) with theta^2 = ||w||^2 / tau^2 and c^2 = 1 / (1 + theta^2); when tau^2
+/// is zero (a residual that vanished exactly), (0, 0), so tau^2 and eta stay
+/// zero and x stops where it solved the system (the host-side twin of the
+/// `tfqmr_half` kernel's).
+fn tfqmr_recurrence<R: RealScalar>(w2: R, tau2: R) -> (R, R) {
+    if tau2 == R::zero() {
+        return (R::zero(), R::zero());
+    }
+    let theta2 = w2 / tau2;
+    (theta2, R::one() / (R::one() + theta2))
+}
+
 /// beta = sc[RHO_NEXT] / sc[RHO] (zero when rho vanished).
 fn beta<T: Scalar>(sc: &[T]) -> T {
     guarded_quotient(sc[RHO_NEXT], sc[RHO])
@@ -194,8 +207,7 @@ impl TfqmrKernels for CpuBackend {
             pairwise_sum(&partials)
         });
         let s = sc.as_mut_slice();
-        let theta2 = w2 / s[TAU2].re();
-        let c2 = T::Real::of_f64(1.0) / (T::Real::of_f64(1.0) + theta2);
+        let (theta2, c2) = tfqmr_recurrence(w2, s[TAU2].re());
         s[THETA2] = T::from_real(theta2);
         s[TAU2] = T::from_real(w2 * c2);
         s[ETA] = T::from_real(c2) * a;

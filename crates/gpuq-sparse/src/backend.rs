@@ -1,7 +1,7 @@
 //! The sparse side of a backend: resident matrices and SpMV.
 
 use crate::Csr;
-use gpuq_core::{Backend, LinearOperator, Result, Scalar};
+use gpuq_core::{Backend, FusedDot, LinearOperator, Result, Scalar};
 
 /// How a backend stores a matrix it was given in CSR form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -85,6 +85,24 @@ pub trait SparseBackend: Backend {
         self.spmv(T::one(), a, x, T::zero(), y)?;
         self.dotc(x, y)
     }
+
+    /// y = A x and, fused into the same kernel where the backend can (then it
+    /// returns `true`), `sc[slot] = w^H y` into the scalar array `dot` holds.
+    /// Fused, the dot product costs one extra read of w and no pass over y. The
+    /// default (and any layout a backend does not fuse) computes y only and
+    /// returns `false`: the caller then reduces on its own. Errors on a shape
+    /// mismatch, a non-square A, or a slot outside the array.
+    fn spmv_dot<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        x: &Self::Vector<T>,
+        y: &mut Self::Vector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        let _ = dot;
+        self.spmv(T::one(), a, x, T::zero(), y)?;
+        Ok(false)
+    }
 }
 
 /// How a [`MatrixOperator`] applies A^T.
@@ -154,6 +172,16 @@ impl<B: SparseBackend, T: Scalar> LinearOperator<B, T> for MatrixOperator<B, T> 
 
     fn apply_dotc(&self, backend: &B, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<T> {
         backend.spmv_dotc(&self.matrix, x, y)
+    }
+
+    fn apply_dot(
+        &self,
+        backend: &B,
+        x: &B::Vector<T>,
+        y: &mut B::Vector<T>,
+        dot: FusedDot<'_, B, T>,
+    ) -> Result<bool> {
+        backend.spmv_dot(&self.matrix, x, y, dot)
     }
 
     fn apply_transpose(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {

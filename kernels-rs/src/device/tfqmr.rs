@@ -68,7 +68,8 @@ macro_rules! tfqmr {
         /// alpha) M d, with theta^2 and eta of the previous half-step; then,
         /// from ||w||^2 (a single-launch reduction), the half-step's
         /// recurrence: theta^2 = ||w||^2 / tau^2, c^2 = 1 / (1 + theta^2),
-        /// tau^2 = ||w||^2 c^2, eta = c^2 alpha.
+        /// tau^2 = ||w||^2 c^2, eta = c^2 alpha (theta^2 = c^2 = 0 when tau^2
+        /// was zero).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $half(
             n: usize,
@@ -92,8 +93,15 @@ macro_rules! tfqmr {
                 i += grid_threads();
             }
             if let Some([w2]) = reduce_grid([acc], partials, 0, counter) {
-                let theta2 = w2 / (*sc.add(TAU2)).re();
-                let c2 = 1.0 / (1.0 + theta2);
+                // A tau^2 that vanished (an exact solve) keeps tau^2 and eta
+                // zero: x stays where it is.
+                let tau2 = (*sc.add(TAU2)).re();
+                let (theta2, c2) = if tau2 == 0.0 {
+                    (0.0, 0.0)
+                } else {
+                    let theta2 = w2 / tau2;
+                    (theta2, 1.0 / (1.0 + theta2))
+                };
                 *sc.add(THETA2) = <$t>::from_real(theta2);
                 *sc.add(TAU2) = <$t>::from_real(w2 * c2);
                 *sc.add(ETA) = <$t>::from_real(c2) * alpha;
