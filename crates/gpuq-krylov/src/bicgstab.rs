@@ -16,15 +16,16 @@ use gpuq_core::{DeviceVector, FusedDot, LinearOperator, RealScalar, Result, Scal
 /// reduction (r0^H v; computed by the product that makes v when the operator
 /// fuses it, [`LinearOperator::apply_dot`], a pass of its own otherwise) and
 /// four fused steps: p's update; s = r - alpha v; t^H s with t^H t and
-/// ||s||^2; x's and r's updates with ||r||^2 and the next rho = r0^H r. Every scalar stays on the backend, so the launches are the same
-/// every iteration (the first too: with p, v and the scalars but rho zero, p's
-/// update gives p = r): the backend records them
-/// once per parity and replays them ([`crate::Replay`]; on the GPU one CUDA
-/// graph launch per iteration). The iteration ends with one snapshot of the
-/// 6-slot scalar array (96 bytes for complex f64), which the stopping and
-/// breakdown tests read; on the GPU the next iteration is already queued while
-/// the host reads it, and the iterate alternates between two vectors so that
-/// the one the solve stops at survives it. 9 vectors of storage (11 with a
+/// ||s||^2; x's and r's updates with ||r||^2 and the next rho = r0^H r. Every
+/// scalar stays on the backend, so the launches are the same every iteration
+/// (the first too: with p, v and the scalars but rho zero, p's update gives
+/// p = r): the backend records them once per parity and replays them
+/// ([`crate::Replay`]; on the GPU one CUDA graph launch per iteration). The
+/// iteration ends with one snapshot of the 6-slot scalar array (96 bytes for
+/// complex f64; on the GPU copied by the graph's last kernel), which the
+/// stopping and breakdown tests read; on the GPU the next iteration is already
+/// queued while the host reads it, and the iterate alternates between two
+/// vectors so that the one the solve stops at survives it. 9 vectors of storage (11 with a
 /// preconditioner). The shadow residual is the initial residual.
 ///
 /// Returns the report with `converged` false at the iteration cap, and
