@@ -7,10 +7,14 @@
 //! stopping and breakdown tests. A vanished denominator gives a zero coefficient
 //! (the vectors stay as they were) and is reported by the method after the
 //! download. Both backends implement every step natively: the CPU in one Rayon
-//! pass each, CUDA in one kernel each (`CudaBackend::bicgstab_*`). Because no
+//! pass each, CUDA in one kernel each (`CudaBackend::bicgstab_*`); any other
+//! backend gets default methods built from its BLAS-1 operations, which read
+//! and write `sc` on the host (a download and an upload of its [`LEN`]
+//! scalars per step that touches it). Because no
 //! step takes a per-iteration value from the host, an iteration's launches can be
 //! recorded once and replayed ([`crate::Replay`]: a CUDA graph).
 
+use crate::kernels::{norm2_squared, update_slots};
 use crate::Replay;
 use gpuq_core::{check_same_len, Backend, DeviceVector, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
@@ -103,30 +107,56 @@ fn check_slot(op: &'static str, sc_len: usize, slot: usize) -> Result<()> {
 /// The steps of [`crate::bicgstab()`] a backend implements, with the scalars in
 /// `sc` (a vector of [`LEN`] elements on the backend). Costs are per call for
 /// vectors of n elements.
+///
+/// Every method has a default built from [`Backend`] operations (so `impl
+/// BicgstabKernels for MyBackend {}` runs [`crate::bicgstab()`]): the same
+/// coefficients and guarded quotients as the fused kernels, each vector step
+/// as one to three BLAS-1 calls, each reduction as `dotc`, and the slots read
+/// and written on the host (one download, and one upload when the step writes
+/// slots, of [`LEN`] scalars).
 pub trait BicgstabKernels: Replay {
-    /// `sc[slot] = x^H y` (2 n reads).
+    /// `sc[slot] = x^H y` (2 n reads). Default: `dotc`, then `sc` downloaded
+    /// and uploaded.
     fn dotc_to_slot<T: Scalar>(
         &self,
         x: &Self::Vector<T>,
         y: &Self::Vector<T>,
         sc: &mut Self::Vector<T>,
         slot: usize,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slot("dotc_to_slot", sc.len(), slot)?;
+        let v = self.dotc(x, y)?;
+        update_slots(self, sc, |s| s[slot] = v)
+    }
 
     /// `sc[TS] = t^H s`, `sc[TT] = ||t||^2` and `sc[SNORM2] = ||s||^2` (zero
-    /// imaginary parts), in one sweep (2 n reads).
+    /// imaginary parts), in one sweep (2 n reads). Default: three `dotc`
+    /// (4 n reads), then `sc` downloaded and uploaded.
     fn bicgstab_tt<T: Scalar>(
         &self,
         t: &Self::Vector<T>,
         s: &Self::Vector<T>,
         sc: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_same_len("bicgstab_tt", LEN, sc.len())?;
+        check_same_len("bicgstab_tt", t.len(), s.len())?;
+        let ts = self.dotc(t, s)?;
+        let tt = norm2_squared(self, t)?;
+        let ss = norm2_squared(self, s)?;
+        update_slots(self, sc, |out| {
+            out[TS] = ts;
+            out[TT] = T::from_real(tt);
+            out[SNORM2] = T::from_real(ss);
+        })
+    }
 
     /// p = r + beta (p - omega v) with the previous iteration's omega =
     /// sc[TS] / sc[TT] and beta = sc[RHO] sc[TT] / (sc[R0V] sc[TS]) (both zero
     /// in a fresh scalar array: then p = r when p and v are zero); with
     /// `scaled = (d, dp)` also dp = d ⊙ p (a diagonal preconditioner's M p, in
-    /// the same pass). 4 n element moves (6 n scaled).
+    /// the same pass). 4 n element moves (6 n scaled). Default: `sc`
+    /// downloaded, then axpy, axpby (and the elementwise product): 6 n moves
+    /// (9 n scaled).
     fn bicgstab_p<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
@@ -134,23 +164,50 @@ pub trait BicgstabKernels: Replay {
         v: &Self::Vector<T>,
         p: &mut Self::Vector<T>,
         scaled: Scaled<'_, Self::Vector<T>>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_same_len("bicgstab_p", LEN, sc.len())?;
+        check_same_len("bicgstab_p", r.len(), v.len())?;
+        check_same_len("bicgstab_p", r.len(), p.len())?;
+        check_scaled("bicgstab_p", r.len(), &scaled)?;
+        let s = self.download(sc)?;
+        let omega = guarded_quotient(s[TS], s[TT]);
+        let beta = guarded_quotient(s[RHO] * s[TT], s[R0V] * s[TS]);
+        self.axpy(-omega, v, p)?;
+        self.axpby(T::one(), r, beta, p)?;
+        match scaled {
+            Some((d, dp)) => self.mul_elementwise(d, p, dp),
+            None => Ok(()),
+        }
+    }
 
     /// s = r - alpha v in place of r, alpha = sc[RHO] / sc[R0V]; with `scaled
-    /// = (d, ds)` also ds = d ⊙ s. 3 n element moves (5 n scaled).
+    /// = (d, ds)` also ds = d ⊙ s. 3 n element moves (5 n scaled). Default:
+    /// `sc` downloaded, then axpy (and the elementwise product): 3 n moves
+    /// (6 n scaled).
     fn bicgstab_s<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
         v: &Self::Vector<T>,
         r: &mut Self::Vector<T>,
         scaled: Scaled<'_, Self::Vector<T>>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_same_len("bicgstab_s", LEN, sc.len())?;
+        check_same_len("bicgstab_s", v.len(), r.len())?;
+        check_scaled("bicgstab_s", r.len(), &scaled)?;
+        let s = self.download(sc)?;
+        self.axpy(-guarded_quotient(s[RHO], s[R0V]), v, r)?;
+        match scaled {
+            Some((d, ds)) => self.mul_elementwise(d, r, ds),
+            None => Ok(()),
+        }
+    }
 
     /// x = x_in + alpha phat + omega shat and r = s - omega t (r holds s;
     /// `shat` `None` means s itself), alpha = sc[RHO] / sc[R0V], omega = sc[TS] /
     /// sc[TT] or zero when sc[SNORM2] <= `target2`; then, of the new r, sc[RHO]
     /// = r0^H r and sc[RNORM2] = ||r||^2, in the same sweep. 8 n element moves
-    /// (7 without shat).
+    /// (7 without shat). Default: `sc` downloaded, copy, two axpy for x, one
+    /// for r, two `dotc`, `sc` uploaded: 15 n moves.
     #[allow(clippy::too_many_arguments)]
     fn bicgstab_xr<T: Scalar>(
         &self,
@@ -163,7 +220,37 @@ pub trait BicgstabKernels: Replay {
         x_in: &Self::Vector<T>,
         x: &mut Self::Vector<T>,
         r: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_same_len("bicgstab_xr", LEN, sc.len())?;
+        for len in [
+            phat.len(),
+            t.len(),
+            r0.len(),
+            x_in.len(),
+            x.len(),
+            shat.map_or(r.len(), |s| s.len()),
+        ] {
+            check_same_len("bicgstab_xr", r.len(), len)?;
+        }
+        let s = self.download(sc)?;
+        let alpha = guarded_quotient(s[RHO], s[R0V]);
+        let omega = if s[SNORM2].re() <= target2 {
+            T::zero()
+        } else {
+            guarded_quotient(s[TS], s[TT])
+        };
+        self.copy(x_in, x)?;
+        self.axpy(alpha, phat, x)?;
+        // r holds s until it is updated below.
+        self.axpy(omega, shat.unwrap_or(r), x)?;
+        self.axpy(-omega, t, r)?;
+        let rho = self.dotc(r0, r)?;
+        let rr = norm2_squared(self, r)?;
+        update_slots(self, sc, |out| {
+            out[RHO] = rho;
+            out[RNORM2] = T::from_real(rr);
+        })
+    }
 }
 
 impl BicgstabKernels for CpuBackend {

@@ -11,9 +11,13 @@
 //! in `sc[FLAG]`, after which the vector steps do nothing: the vectors stay as
 //! they were at the breakdown. The CPU implements every step
 //! directly, CUDA in one kernel each (`CudaBackend::axpby_slots` and the
-//! others). Costs are per call for vectors of n elements.
+//! others); any other backend gets default methods built from its BLAS-1
+//! operations, which do the slot arithmetic on the host (a download, and an
+//! upload when slots change, of the [`len`]`(l)` scalars per step). Costs are
+//! per call for vectors of n elements.
 
 use crate::bicgstab_kernels::guarded_quotient;
+use crate::kernels::{start_slots, update_slots};
 use crate::Replay;
 use gpuq_core::{check_indices, check_same_len, Backend, DeviceVector, Result, Scalar};
 use gpuq_cpu::reduce::BLOCK;
@@ -23,16 +27,23 @@ use rayon::prelude::*;
 
 /// The steps of [`crate::bicgstab_l()`] a backend implements, with the scalars
 /// in `sc` (a vector of [`len`]`(l)` elements on the backend).
+///
+/// Every method has a default built from [`Backend`] operations (so `impl
+/// BicgstablKernels for MyBackend {}` runs [`crate::bicgstab_l()`]), with the
+/// slot arithmetic of the CPU's steps done on the host copy of `sc`.
 pub trait BicgstablKernels: Replay {
     /// The start of a solve: every slot zero but [`ONE`] = 1, [`RHO0`] = 1,
-    /// [`OMEGA`] = 1 and [`NEG_OMEGA`] = -1 (no transfer).
-    fn bicgstabl_start<T: Scalar>(&self, sc: &mut Self::Vector<T>, l: usize) -> Result<()>;
+    /// [`OMEGA`] = 1 and [`NEG_OMEGA`] = -1 (no transfer). Default: one upload.
+    fn bicgstabl_start<T: Scalar>(&self, sc: &mut Self::Vector<T>, l: usize) -> Result<()> {
+        start_slots(self, "bicgstabl_start", sc, len(l), start_values)
+    }
 
     /// `sc[k] = x^H y`, then the guarded quotients `then` in order (at most
     /// [`MAX_RATIOS`]; each v = sc[a] sc[b] / sc[c], zero when sc[c] vanished,
     /// into sc[out] with -v into sc[neg_out]; a vanished sc[check] records
     /// `code` in sc[FLAG] unless a breakdown is recorded already). 2 n reads,
-    /// no download.
+    /// no download. Default: `dotc`, then the quotients on the host between a
+    /// download and an upload of `sc`.
     fn dotc_into_slot<T: Scalar>(
         &self,
         x: &Self::Vector<T>,
@@ -40,10 +51,21 @@ pub trait BicgstablKernels: Replay {
         sc: &mut Self::Vector<T>,
         k: usize,
         then: &[Ratio],
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_indices("dotc_into_slot", sc.len(), &[k, FLAG])?;
+        check_ratios(then, sc.len())?;
+        let v = self.dotc(x, y)?;
+        update_slots(self, sc, |s| {
+            s[k] = v;
+            for r in then {
+                apply_ratio(s, r);
+            }
+        })
+    }
 
     /// `y = sc[ka] x + sc[kb] y` (3 n element moves), or nothing once
     /// `sc[FLAG]` records a breakdown (the vectors stay as they were then).
+    /// Default: `sc` downloaded, then `axpby`.
     fn axpby_slots<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
@@ -51,11 +73,20 @@ pub trait BicgstablKernels: Replay {
         x: &Self::Vector<T>,
         kb: usize,
         y: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_same_len("axpby_slots", x.len(), y.len())?;
+        check_indices("axpby_slots", sc.len(), &[ka, kb, FLAG])?;
+        let s = self.download(sc)?;
+        if !s[FLAG].is_zero_value() {
+            return Ok(());
+        }
+        self.axpby(s[ka], x, s[kb], y)
+    }
 
     /// `ys[p] = sc[ka] xs[p] + sc[kb] ys[p]` for every pair (as
     /// [`BicgstablKernels::axpby_slots`] each; a backend may run them in one
-    /// pass). 3 n element moves a pair.
+    /// pass). 3 n element moves a pair. Default: `sc` downloaded once, then
+    /// one `axpby` a pair.
     fn axpby_slots_many<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
@@ -63,12 +94,68 @@ pub trait BicgstablKernels: Replay {
         xs: &[Self::Vector<T>],
         kb: usize,
         ys: &mut [Self::Vector<T>],
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_same_len("axpby_slots_many (pairs)", xs.len(), ys.len())?;
+        check_indices("axpby_slots_many", sc.len(), &[ka, kb, FLAG])?;
+        for (x, y) in xs.iter().zip(ys.iter()) {
+            check_same_len("axpby_slots_many", x.len(), y.len())?;
+        }
+        let s = self.download(sc)?;
+        if !s[FLAG].is_zero_value() {
+            return Ok(());
+        }
+        for (x, y) in xs.iter().zip(ys.iter_mut()) {
+            self.axpby(s[ka], x, s[kb], y)?;
+        }
+        Ok(())
+    }
 
     /// The minimal-residual solve of a cycle: gamma, -gamma and gamma'' from
     /// the tau and gamma' slots, omega = gamma_l (flagged when it vanished).
-    /// O(l^2).
-    fn bicgstabl_mr<T: Scalar>(&self, sc: &mut Self::Vector<T>, l: usize) -> Result<()>;
+    /// O(l^2). Default: on the host between a download and an upload of `sc`.
+    fn bicgstabl_mr<T: Scalar>(&self, sc: &mut Self::Vector<T>, l: usize) -> Result<()> {
+        check_same_len("bicgstabl_mr", len(l), sc.len())?;
+        update_slots(self, sc, |s| minimal_residual(s, l))
+    }
+}
+
+/// The slots of a fresh scalar array ([`BicgstablKernels::bicgstabl_start`]).
+fn start_values<T: Scalar>(s: &mut [T]) {
+    s.fill(T::zero());
+    s[ONE] = T::one();
+    s[RHO0] = T::one();
+    s[OMEGA] = T::one();
+    s[NEG_OMEGA] = -T::one();
+}
+
+/// [`BicgstablKernels::bicgstabl_mr`] on a host slot array (the twin of the
+/// device's).
+fn minimal_residual<T: Scalar>(s: &mut [T], l: usize) {
+    let g = |j: usize| coef(l, 0, j);
+    s[g(l)] = s[coef(l, 2, l)];
+    for j in (1..l).rev() {
+        let mut v = s[coef(l, 2, j)];
+        for i in j + 1..=l {
+            v -= s[tau(l, j, i)] * s[g(i)];
+        }
+        s[g(j)] = v;
+    }
+    for j in 1..l {
+        let mut v = s[g(j + 1)];
+        for i in j + 1..l {
+            v += s[tau(l, j, i)] * s[g(i + 1)];
+        }
+        s[coef(l, 4, j)] = v;
+    }
+    for j in 1..=l {
+        s[coef(l, 1, j)] = -s[g(j)];
+    }
+    let omega = s[g(l)];
+    if vanished(omega) && s[FLAG].is_zero_value() {
+        s[FLAG] = T::from_f64(f64::from(OMEGA_VANISHED));
+    }
+    s[OMEGA] = omega;
+    s[NEG_OMEGA] = -omega;
 }
 
 /// Zero, or not finite.
@@ -133,12 +220,7 @@ fn apply_ratio<T: Scalar>(s: &mut [T], r: &Ratio) {
 impl BicgstablKernels for CpuBackend {
     fn bicgstabl_start<T: Scalar>(&self, sc: &mut CpuVector<T>, l: usize) -> Result<()> {
         check_same_len("bicgstabl_start", len(l), sc.len())?;
-        let s = sc.as_mut_slice();
-        s.fill(T::zero());
-        s[ONE] = T::one();
-        s[RHO0] = T::one();
-        s[OMEGA] = T::one();
-        s[NEG_OMEGA] = -T::one();
+        start_values(sc.as_mut_slice());
         Ok(())
     }
 
@@ -204,32 +286,7 @@ impl BicgstablKernels for CpuBackend {
 
     fn bicgstabl_mr<T: Scalar>(&self, sc: &mut CpuVector<T>, l: usize) -> Result<()> {
         check_same_len("bicgstabl_mr", len(l), sc.len())?;
-        let s = sc.as_mut_slice();
-        let g = |j: usize| coef(l, 0, j);
-        s[g(l)] = s[coef(l, 2, l)];
-        for j in (1..l).rev() {
-            let mut v = s[coef(l, 2, j)];
-            for i in j + 1..=l {
-                v -= s[tau(l, j, i)] * s[g(i)];
-            }
-            s[g(j)] = v;
-        }
-        for j in 1..l {
-            let mut v = s[g(j + 1)];
-            for i in j + 1..l {
-                v += s[tau(l, j, i)] * s[g(i + 1)];
-            }
-            s[coef(l, 4, j)] = v;
-        }
-        for j in 1..=l {
-            s[coef(l, 1, j)] = -s[g(j)];
-        }
-        let omega = s[g(l)];
-        if vanished(omega) && s[FLAG].is_zero_value() {
-            s[FLAG] = T::from_f64(f64::from(OMEGA_VANISHED));
-        }
-        s[OMEGA] = omega;
-        s[NEG_OMEGA] = -omega;
+        minimal_residual(sc.as_mut_slice(), l);
         Ok(())
     }
 }

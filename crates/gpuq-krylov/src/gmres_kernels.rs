@@ -3,8 +3,11 @@
 //! [`crate::gmres()`]), which a backend runs natively. The CPU backend sums with
 //! the fixed blocking of its reductions (so an inner product has the bits of its
 //! `dotc`); the CUDA backend sweeps the whole basis per launch
-//! (`CudaBackend::gs_dots`, `gs_update`, `gs_combine`).
+//! (`CudaBackend::gs_dots`, `gs_update`, `gs_combine`); any other backend gets
+//! default methods built from its BLAS-1 operations (one `dotc` per inner
+//! product, one axpy per basis vector).
 
+use crate::kernels::update_slots;
 use crate::Replay;
 use gpuq_core::num_traits::Float;
 use gpuq_core::{check_same_len, DeviceVector, Error, RealScalar, Result, Scalar};
@@ -15,6 +18,12 @@ use rayon::prelude::*;
 pub use gpuq_kernels::gs_extra;
 
 /// The batched steps of GMRES's delayed classical Gram-Schmidt.
+///
+/// Every method has a default built from [`gpuq_core::Backend`] operations
+/// (so `impl GmresKernels for MyBackend {}` runs [`crate::gmres()`]): the inner
+/// products as separate `dotc` calls (each a pass over two vectors instead of
+/// one sweep over the basis), the updates as one axpy per basis vector, and
+/// the coefficients computed on the host as the CPU does.
 pub trait GmresKernels: Replay {
     /// One step's inner products and coefficients. With V = [basis[0..used],
     /// u]: `gs[g] = V_g^H u` and, when `z` is given, `gs[used + 1 + g] = V_g^H
@@ -25,6 +34,9 @@ pub trait GmresKernels: Replay {
     /// rho is zero), e = [`gs_extra`]`(basis.len())`.
     ///
     /// Reads `used + 2` vectors (`used + 1` without z) once.
+    ///
+    /// Default: one `dotc` per inner product (`used + 1`, twice that with
+    /// z), each reading two vectors, then `gs` downloaded and uploaded.
     fn gs_dots<T: Scalar>(
         &self,
         basis: &[Self::Vector<T>],
@@ -32,13 +44,33 @@ pub trait GmresKernels: Replay {
         u: &Self::Vector<T>,
         z: Option<&Self::Vector<T>>,
         gs: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let n = u.len();
+        check_step("gs_dots", basis, used, false, n, gs.len())?;
+        if let Some(z) = z {
+            check_same_len("gs_dots (z)", n, z.len())?;
+        }
+        let vector = |g: usize| if g < used { &basis[g] } else { u };
+        let mut totals = (0..=used)
+            .map(|g| self.dotc(vector(g), u))
+            .collect::<Result<Vec<T>>>()?;
+        if let Some(z) = z {
+            for g in 0..=used {
+                totals.push(self.dotc(vector(g), z)?);
+            }
+        }
+        let e = gs_extra(basis.len());
+        update_slots(self, gs, |out| finish_dots(out, &totals, used, e))
+    }
 
     /// One step's update from the coefficients [`GmresKernels::gs_dots`] left
     /// in `gs` (called with the same basis, `used`, u and z): q = (u - sum_g
     /// s_g basis[g]) / rho into `basis[used]`, and u = (z - sum_g t_g basis[g]
     /// - t_k q) / rho in place (zero vectors when rho is zero). Moves `used +
     /// 4` vectors.
+    ///
+    /// Default: `gs` downloaded, then copy, `used` axpy and a scaling for q,
+    /// and the same plus one axpy for u (about 6 `used` + 12 vector moves).
     fn gs_update<T: Scalar>(
         &self,
         basis: &mut [Self::Vector<T>],
@@ -46,15 +78,84 @@ pub trait GmresKernels: Replay {
         gs: &Self::Vector<T>,
         u: &mut Self::Vector<T>,
         z: &Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let n = u.len();
+        check_step("gs_update", basis, used, true, n, gs.len())?;
+        check_same_len("gs_update (z)", n, z.len())?;
+        let e = gs_extra(basis.len());
+        let g = self.download(gs)?;
+        let (s, t, tk) = (&g[..used], &g[used + 1..2 * used + 1], g[e]);
+        let inv_rho = inverse_rho(g[e + 1]);
+        let (done, rest) = basis.split_at_mut(used);
+        let q = &mut rest[0];
+        self.copy(u, q)?;
+        for (v, &sg) in done.iter().zip(s) {
+            self.axpy(-sg, v, q)?;
+        }
+        self.scal(inv_rho, q)?;
+        self.copy(z, u)?;
+        for (v, &tg) in done.iter().zip(t) {
+            self.axpy(-tg, v, u)?;
+        }
+        self.axpy(-tk, q, u)?;
+        self.scal(inv_rho, u)
+    }
 
     /// w = sum_g y[g] basis[g], g < y.len(). Moves `y.len() + 1` vectors.
+    /// Default: fill and one axpy a coefficient (3 `y.len()` + 1 moves).
     fn gs_combine<T: Scalar>(
         &self,
         basis: &[Self::Vector<T>],
         y: &[T],
         w: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_combine(basis, y, w.len())?;
+        self.fill(w, T::zero())?;
+        for (v, &yg) in basis.iter().zip(y) {
+            self.axpy(yg, v, w)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a step's inner products `totals` (V_g^H u for g <= used, then V_g^H
+/// z when given) into the host copy `gs` of the coefficient array, with the
+/// coefficients [`GmresKernels::gs_dots`] derives from them: t_k at `gs[e]`
+/// and rho at `gs[e + 1]`, e = [`gs_extra`]`(basis length)`. For backends that
+/// sum the inner products themselves (a distributed one sums them over
+/// ranks). O(used).
+pub fn finish_dots<T: Scalar>(gs: &mut [T], totals: &[T], used: usize, e: usize) {
+    let (uh, zh) = totals.split_at(used + 1);
+    let (tk, rho) = coefficients(uh, zh);
+    gs[..totals.len()].copy_from_slice(totals);
+    gs[e] = tk;
+    gs[e + 1] = T::from_real(rho);
+}
+
+/// 1 / rho, or zero when rho is not positive (then q and u become zero).
+fn inverse_rho<T: Scalar>(rho: T) -> T {
+    let (rho, zero) = (rho.re(), T::Real::of_f64(0.0));
+    T::from_real(if rho > zero {
+        T::Real::of_f64(1.0) / rho
+    } else {
+        zero
+    })
+}
+
+/// Errors unless `y` has at most one coefficient a basis vector and every
+/// basis vector has `n` elements.
+fn check_combine<V: DeviceVector, T>(basis: &[V], y: &[T], n: usize) -> Result<()> {
+    if y.len() > basis.len() {
+        return Err(Error::InvalidArgument(format!(
+            "gs_combine: {} coefficients for {} basis vectors",
+            y.len(),
+            basis.len()
+        )));
+    }
+    for v in basis {
+        check_same_len("gs_combine", n, v.len())?;
+    }
+    Ok(())
 }
 
 /// rho and t_k from a step's inner products `uh` (V_g^H u, g <= used) and `zh`
@@ -81,9 +182,9 @@ fn coefficients<T: Scalar>(uh: &[T], zh: &[T]) -> (T, T::Real) {
 
 /// Errors unless `used` vectors of the basis exist (`strict`: and one more to
 /// write), every vector has `n` elements and `gs` has its slots.
-fn check_step<T: Scalar>(
+fn check_step<V: DeviceVector>(
     op: &'static str,
-    basis: &[CpuVector<T>],
+    basis: &[V],
     used: usize,
     strict: bool,
     n: usize,
@@ -158,13 +259,7 @@ impl GmresKernels for CpuBackend {
                 .map(|j| pairwise_sum(&partials.iter().map(|p| p[j]).collect::<Vec<T>>()))
                 .collect::<Vec<T>>()
         });
-        let (uh, zh) = totals.split_at(kv);
-        let (tk, rho) = coefficients(uh, zh);
-        let e = gs_extra(basis.len());
-        let out = gs.as_mut_slice();
-        out[..totals.len()].copy_from_slice(&totals);
-        out[e] = tk;
-        out[e + 1] = T::from_real(rho);
+        finish_dots(gs.as_mut_slice(), &totals, used, gs_extra(basis.len()));
         Ok(())
     }
 
@@ -183,13 +278,7 @@ impl GmresKernels for CpuBackend {
         let e = gs_extra(basis.len());
         let g = gs.as_slice();
         let (s, t, tk) = (&g[..used], &g[used + 1..2 * used + 1], g[e]);
-        let rho = g[e + 1].re();
-        let zero = T::Real::of_f64(0.0);
-        let inv_rho = T::from_real(if rho > zero {
-            T::Real::of_f64(1.0) / rho
-        } else {
-            zero
-        });
+        let inv_rho = inverse_rho(g[e + 1]);
         let (done, rest) = basis.split_at_mut(used);
         let q = &mut rest[0];
         let zs = z.as_slice();
@@ -223,16 +312,7 @@ impl GmresKernels for CpuBackend {
         y: &[T],
         w: &mut CpuVector<T>,
     ) -> Result<()> {
-        if y.len() > basis.len() {
-            return Err(Error::InvalidArgument(format!(
-                "gs_combine: {} coefficients for {} basis vectors",
-                y.len(),
-                basis.len()
-            )));
-        }
-        for v in basis {
-            check_same_len("gs_combine", w.len(), v.len())?;
-        }
+        check_combine(basis, y, w.len())?;
         self.record("gs_combine_vectors", y.len() as u64 + 1);
         self.run("gs_combine", || {
             w.as_mut_slice()

@@ -4,11 +4,57 @@
 //! overrides them with one pass over memory each (fewer bytes moved per iteration),
 //! and keeps the reductions deterministic with the same fixed blocking as its dots
 //! ([`gpuq_cpu::reduce::BLOCK`] elements per block, block sums combined pairwise).
+//!
+//! The module also holds the helpers that the default methods of the other
+//! solver-owned kernel traits ([`crate::BicgstabKernels`] and the rest) use to
+//! read and write a method's small scalar array on any backend.
 
 use gpuq_core::{check_same_len, Backend, DeviceVector, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
 use rayon::prelude::*;
+
+/// Downloads a method's scalar array `sc`, lets `update` change it on the host
+/// and uploads the result in its place; returns what `update` returns. The
+/// default kernel methods use it for the slot arithmetic: one download and one
+/// upload of `sc.len()` scalars (a few dozen bytes, but a round trip and a
+/// synchronisation on an asynchronous backend).
+pub(crate) fn update_slots<B: Backend, T: Scalar, R>(
+    backend: &B,
+    sc: &mut B::Vector<T>,
+    update: impl FnOnce(&mut [T]) -> R,
+) -> Result<R> {
+    let mut host = backend.download(sc)?;
+    let out = update(&mut host);
+    *sc = backend.upload(&host)?;
+    Ok(out)
+}
+
+/// Uploads a fresh scalar array of `len` zeros after `init` set its slots, in
+/// place of `sc`, which must have `len` elements (one upload, no download).
+pub(crate) fn start_slots<B: Backend, T: Scalar>(
+    backend: &B,
+    op: &'static str,
+    sc: &mut B::Vector<T>,
+    len: usize,
+    init: impl FnOnce(&mut [T]),
+) -> Result<()> {
+    check_same_len(op, len, sc.len())?;
+    let mut host = vec![T::zero(); len];
+    init(&mut host);
+    *sc = backend.upload(&host)?;
+    Ok(())
+}
+
+/// sum_i |x_i|^2 as the real part of x^H x: with the bits of the sum of
+/// squares a fused CPU kernel forms (each term re^2 + im^2), unlike `nrm2`^2.
+/// 1 n reads.
+pub(crate) fn norm2_squared<B: Backend, T: Scalar>(
+    backend: &B,
+    x: &B::Vector<T>,
+) -> Result<T::Real> {
+    Ok(backend.dotc(x, x)?.re())
+}
 
 /// The steps of a CG iteration that a backend can fuse.
 pub trait CgKernels: Backend {

@@ -30,6 +30,13 @@
 //! [`GmresKernels`] (GMRES's Gram-Schmidt against the whole basis, two sweeps a
 //! step; [`gmres_kernels`]).
 //!
+//! Every method of these traits has a default body built from the core
+//! operations ([`gpuq_core::Backend`]'s BLAS-1 and `gpuq_sparse::SparseBackend`),
+//! the slot arithmetic done on a host copy of the method's small scalar array;
+//! so a new backend runs every method after `impl ReplayByRerun for MyBackend
+//! {}` and one empty `impl` per kernel trait (`impl CgKernels for MyBackend
+//! {}`, ...; see `tests/default_kernels.rs`), and overrides the steps it fuses.
+
 //! Every method starts and ends the same way (input checks, ||b||, residual
 //! history, the true residual recomputed at the end, breakdown as an error
 //! carrying the partial report).
@@ -72,8 +79,10 @@ pub use options::{KrylovOptions, Method, Preconditioner};
 pub use precond::{BlockJacobi2, Jacobi};
 pub use qmr::{qmr, qmr_monitored};
 pub use qmr_kernels::QmrKernels;
-pub use replay::Replay;
+pub use replay::{Replay, ReplayByRerun};
 pub use session::STAGNATION;
-pub use solve::{solve_csr, solve_csr_monitored, KrylovBackend, SolverConfig};
+pub use solve::{
+    solve_csr, solve_csr_monitored, solve_csr_with_precond, KrylovBackend, SolverConfig,
+};
 pub use tfqmr::{tfqmr, tfqmr_monitored};
 pub use tfqmr_kernels::TfqmrKernels;

@@ -10,10 +10,13 @@
 //! update's coefficients, so x and r stay as they were, and the method reports
 //! the breakdown after the download. Both backends implement every step
 //! natively: the CPU in one Rayon pass each, CUDA in one kernel each plus the
-//! reductions' second passes (`CudaBackend::qmr_*`). Costs are per call for
-//! vectors of n elements.
+//! reductions' second passes (`CudaBackend::qmr_*`); any other backend gets
+//! default methods built from its BLAS-1 operations, with the rotation and the
+//! coefficients on the host (a download, and an upload when slots change, of
+//! the [`LEN`] scalars per step). Costs are per call for vectors of n elements.
 
 use crate::bicgstab_kernels::{check_slots, guarded_quotient};
+use crate::kernels::{norm2_squared, start_slots, update_slots};
 use crate::Replay;
 use gpuq_core::num_traits::Float;
 use gpuq_core::{Backend, DeviceVector, RealScalar, Result, Scalar};
@@ -26,29 +29,53 @@ use rayon::prelude::*;
 
 /// The steps of [`crate::qmr()`] a backend implements, with the scalars in `sc`
 /// (a vector of [`LEN`] elements on the backend).
+///
+/// Every method has a default built from [`Backend`] operations (so `impl
+/// QmrKernels for MyBackend {}` runs [`crate::qmr()`]), with the CPU's
+/// coefficients and rotation computed on the host copy of `sc`.
 pub trait QmrKernels: Replay {
     /// The start: `sc[RHO] = rho`, `sc[XI] = xi`, gamma = 1, eta = -1, every
-    /// other slot zero (no transfer).
+    /// other slot zero (no transfer). Default: one upload.
     fn qmr_start<T: Scalar>(
         &self,
         sc: &mut Self::Vector<T>,
         rho: T::Real,
         xi: T::Real,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        start_slots(self, "qmr_start", sc, LEN, |s| start_values(s, rho, xi))
+    }
 
     /// v = v~ / rho, w = w~ / xi, z = z / xi (`z` `None`: z is w itself), and
     /// `sc[DELTA] = z^T v` (unconjugated) of the scaled vectors (4 n element
-    /// moves, 6 n with z).
+    /// moves, 6 n with z). Default: `sc` downloaded, two or three `scal` and
+    /// `dotu`, `sc` uploaded.
     fn qmr_scale<T: Scalar>(
         &self,
         sc: &mut Self::Vector<T>,
         v: &mut Self::Vector<T>,
         w: &mut Self::Vector<T>,
         z: Option<&mut Self::Vector<T>>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let zl = z.as_ref().map_or(w.len(), |z| z.len());
+        check_slots("qmr_scale", LEN, sc.len(), &[v.len(), w.len(), zl])?;
+        let s = self.download(sc)?;
+        let inv_rho = T::from_real(T::Real::of_f64(1.0) / s[RHO].re());
+        let inv_xi = T::from_real(T::Real::of_f64(1.0) / s[XI].re());
+        self.scal(inv_rho, v)?;
+        self.scal(inv_xi, w)?;
+        let delta = match z {
+            Some(z) => {
+                self.scal(inv_xi, z)?;
+                self.dotu(z, v)?
+            }
+            None => self.dotu(w, v)?,
+        };
+        update_slots(self, sc, |s| s[DELTA] = delta)
+    }
 
     /// p = y - (xi delta / eps) p and q = z - (rho delta / eps) q, plain copies
-    /// while `sc[EPS]` is zero (6 n element moves).
+    /// while `sc[EPS]` is zero (6 n element moves). Default: `sc` downloaded,
+    /// two axpby.
     fn qmr_pq<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
@@ -56,43 +83,77 @@ pub trait QmrKernels: Replay {
         z: &Self::Vector<T>,
         p: &mut Self::Vector<T>,
         q: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots(
+            "qmr_pq",
+            LEN,
+            sc.len(),
+            &[y.len(), z.len(), p.len(), q.len()],
+        )?;
+        let s = self.download(sc)?;
+        let cp = guarded_quotient(s[XI] * s[DELTA], s[EPS]);
+        let cq = guarded_quotient(s[RHO] * s[DELTA], s[EPS]);
+        self.axpby(T::one(), y, -cp, p)?;
+        self.axpby(T::one(), z, -cq, q)
+    }
 
-    /// `sc[EPS] = q^T ap`, unconjugated (2 n reads).
+    /// `sc[EPS] = q^T ap`, unconjugated (2 n reads). Default: `dotu`, then
+    /// `sc` downloaded and uploaded.
     fn qmr_eps<T: Scalar>(
         &self,
         q: &Self::Vector<T>,
         ap: &Self::Vector<T>,
         sc: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots("qmr_eps", LEN, sc.len(), &[q.len(), ap.len()])?;
+        let eps = self.dotu(q, ap)?;
+        update_slots(self, sc, |s| s[EPS] = eps)
+    }
 
     /// v~ = ap - beta v in place of v, beta = eps / delta, and `sc[RHO_NEXT] =
-    /// ||v~||` (3 n element moves).
+    /// ||v~||` (3 n element moves). Default: `sc` downloaded, axpby and
+    /// `dotc` (4 n moves), `sc` uploaded.
     fn qmr_v<T: Scalar>(
         &self,
         sc: &mut Self::Vector<T>,
         ap: &Self::Vector<T>,
         v: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots("qmr_v", LEN, sc.len(), &[ap.len(), v.len()])?;
+        let b = beta(&self.download(sc)?);
+        self.axpby(T::one(), ap, -b, v)?;
+        let v2 = norm2_squared(self, v)?;
+        update_slots(self, sc, |s| s[RHO_NEXT] = T::from_real(v2.sqrt()))
+    }
 
-    /// w~ = atq - beta w in place of w (3 n element moves).
+    /// w~ = atq - beta w in place of w (3 n element moves). Default: `sc`
+    /// downloaded, axpby.
     fn qmr_w<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
         atq: &Self::Vector<T>,
         w: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots("qmr_w", LEN, sc.len(), &[atq.len(), w.len()])?;
+        self.axpby(T::one(), atq, -beta(&self.download(sc)?), w)
+    }
 
     /// xi = ||z|| for the next iteration and the rotation: theta = rho_next /
     /// (gamma_prev |beta|), gamma = 1 / sqrt(1 + theta^2), eta = -eta rho
     /// gamma^2 / (beta gamma_prev^2), carry = (theta_prev gamma)^2 (both zero on
     /// a breakdown; eta stored as computed, also when it overflowed); then rho,
-    /// xi, theta and gamma move along (n reads).
-    fn qmr_rotation<T: Scalar>(&self, z: &Self::Vector<T>, sc: &mut Self::Vector<T>) -> Result<()>;
+    /// xi, theta and gamma move along (n reads). Default: `nrm2`, then the
+    /// rotation on the host between a download and an upload of `sc`.
+    fn qmr_rotation<T: Scalar>(&self, z: &Self::Vector<T>, sc: &mut Self::Vector<T>) -> Result<()> {
+        check_slots("qmr_rotation", LEN, sc.len(), &[z.len()])?;
+        let xi = self.nrm2(z)?;
+        update_slots(self, sc, |s| rotation(s, xi))
+    }
 
     /// d = eta p + carry d, s = eta ap + carry s, x = x_in + d, r = r - s (eta
     /// and carry taken as zero when either is not finite), and `sc[RNORM2] =
-    /// ||r||^2` (10 n element moves).
+    /// ||r||^2` (10 n element moves). Default: `sc` downloaded, two axpby,
+    /// copy, two axpy and `dotc` (17 n moves), `sc` uploaded.
     #[allow(clippy::too_many_arguments)]
     fn qmr_update<T: Scalar>(
         &self,
@@ -104,7 +165,48 @@ pub trait QmrKernels: Replay {
         x_in: &Self::Vector<T>,
         x: &mut Self::Vector<T>,
         r: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots(
+            "qmr_update",
+            LEN,
+            sc.len(),
+            &[
+                p.len(),
+                ap.len(),
+                d.len(),
+                s.len(),
+                x_in.len(),
+                x.len(),
+                r.len(),
+            ],
+        )?;
+        let (eta, carry) = update_coefficients(&self.download(sc)?);
+        self.axpby(eta, p, carry, d)?;
+        self.axpby(eta, ap, carry, s)?;
+        self.copy(x_in, x)?;
+        self.axpy(T::one(), d, x)?;
+        self.axpy(-T::one(), s, r)?;
+        let r2 = norm2_squared(self, r)?;
+        update_slots(self, sc, |out| out[RNORM2] = T::from_real(r2))
+    }
+}
+
+/// The slots at the start ([`QmrKernels::qmr_start`]).
+fn start_values<T: Scalar>(s: &mut [T], rho: T::Real, xi: T::Real) {
+    s.fill(T::zero());
+    s[RHO] = T::from_real(rho);
+    s[XI] = T::from_real(xi);
+    s[GAMMA] = T::one();
+    s[ETA] = -T::one();
+}
+
+/// The update's (eta, carry): zero both when either is not finite (reported
+/// by the method), so x and r stay as they were.
+fn update_coefficients<T: Scalar>(s: &[T]) -> (T, T) {
+    match (s[ETA], s[CARRY]) {
+        (eta, carry) if eta.is_finite_value() && carry.is_finite_value() => (eta, carry),
+        _ => (T::zero(), T::zero()),
+    }
 }
 
 /// beta = eps / delta (zero when delta vanished).
@@ -152,12 +254,7 @@ fn rotation<T: Scalar>(sc: &mut [T], xi: T::Real) {
 impl QmrKernels for CpuBackend {
     fn qmr_start<T: Scalar>(&self, sc: &mut CpuVector<T>, rho: T::Real, xi: T::Real) -> Result<()> {
         check_slots("qmr_start", LEN, sc.len(), &[])?;
-        let s = sc.as_mut_slice();
-        s.fill(T::zero());
-        s[RHO] = T::from_real(rho);
-        s[XI] = T::from_real(xi);
-        s[GAMMA] = T::one();
-        s[ETA] = -T::one();
+        start_values(sc.as_mut_slice(), rho, xi);
         Ok(())
     }
 
@@ -321,12 +418,7 @@ impl QmrKernels for CpuBackend {
                 r.len(),
             ],
         )?;
-        // A non-finite eta or carry (reported by the method) leaves x and r as
-        // they were.
-        let (eta, carry) = match (sc.as_slice()[ETA], sc.as_slice()[CARRY]) {
-            (eta, carry) if eta.is_finite_value() && carry.is_finite_value() => (eta, carry),
-            _ => (T::zero(), T::zero()),
-        };
+        let (eta, carry) = update_coefficients(sc.as_slice());
         let (p, ap, x_in) = (p.as_slice(), ap.as_slice(), x_in.as_slice());
         let r2 = self.run("qmr_update", || {
             let partials: Vec<T::Real> = d

@@ -6,10 +6,13 @@
 //! running the next iteration while the host reads them ([`Pipeline`]).
 
 use gpuq_core::{Backend, DeviceVector, Result, Scalar};
-use gpuq_cpu::{CpuBackend, CpuVector};
+use gpuq_cpu::CpuBackend;
 use std::sync::{Arc, Mutex};
 
 /// Record-and-replay of an iteration's work, and snapshots of its scalars.
+///
+/// Its default, for any backend, is [`ReplayByRerun`] (one empty `impl` line):
+/// look-ahead 0, the body run again at every replay.
 pub trait Replay: Backend {
     /// A recorded iteration.
     type Recording;
@@ -66,7 +69,22 @@ pub trait Replay: Backend {
     ) -> Result<()>;
 }
 
-impl Replay for CpuBackend {
+/// The default [`Replay`] of a backend whose every operation has finished when
+/// its call returns (the CPU, and any backend built from such operations, such
+/// as the distributed one): writing `impl ReplayByRerun for MyBackend {}` gives
+/// it [`Replay`] with look-ahead 0, replays that run the body again each time
+/// (nothing is recorded), and snapshots that are host copies of the scalar
+/// array (one download of its few scalars each).
+///
+/// Rust has no defaults for associated types, so the default lives in this
+/// marker trait and a blanket implementation rather than in [`Replay`] itself;
+/// a backend with recordings of its own (CUDA graphs) implements [`Replay`]
+/// directly instead.
+pub trait ReplayByRerun: Backend {}
+
+impl ReplayByRerun for CpuBackend {}
+
+impl<B: ReplayByRerun> Replay for B {
     type Recording = ();
     type Ring<T: Scalar> = Arc<Mutex<[Vec<T>; 2]>>;
     type Slot<T: Scalar> = (Arc<Mutex<[Vec<T>; 2]>>, usize);
@@ -86,7 +104,7 @@ impl Replay for CpuBackend {
         (ring.clone(), slot % 2)
     }
 
-    fn copy_to_slot<T: Scalar>(&self, sc: &CpuVector<T>, slot: &Self::Slot<T>) -> Result<()> {
+    fn copy_to_slot<T: Scalar>(&self, sc: &B::Vector<T>, slot: &Self::Slot<T>) -> Result<()> {
         let mut slots = slot.0.lock().unwrap_or_else(|e| e.into_inner());
         gpuq_core::check_same_len("copy_to_slot", slots[slot.1].len(), sc.len())?;
         slots[slot.1].copy_from_slice(&self.download(sc)?);

@@ -80,6 +80,41 @@ where
     B: KrylovBackend,
     T: Scalar,
 {
+    solve_csr_inner(backend, a, b, config, None, monitor)
+}
+
+/// [`solve_csr_monitored`] with a preconditioner the caller built (an AMG
+/// hierarchy, say) in place of `config.precond`: `precond` is applied as given
+/// (`None`: no preconditioning). Its construction is not part of
+/// `report.setup_time_s`, which covers the uploads only.
+pub fn solve_csr_with_precond<B, T>(
+    backend: &B,
+    a: &Csr<T>,
+    b: &[T],
+    config: &SolverConfig,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<(Vec<T>, SolveReport)>
+where
+    B: KrylovBackend,
+    T: Scalar,
+{
+    solve_csr_inner(backend, a, b, config, Some(precond), monitor)
+}
+
+/// The solve, with `prebuilt` (when `Some`) replacing `config.precond`.
+fn solve_csr_inner<B, T>(
+    backend: &B,
+    a: &Csr<T>,
+    b: &[T],
+    config: &SolverConfig,
+    prebuilt: Option<Option<&dyn LinearOperator<B, T>>>,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<(Vec<T>, SolveReport)>
+where
+    B: KrylovBackend,
+    T: Scalar,
+{
     if let Some(index) = b.iter().position(|v| !v.is_finite_value()) {
         return Err(Error::NonFinite {
             what: "right-hand side".into(),
@@ -99,15 +134,15 @@ where
     } else {
         MatrixOperator::new(backend, a, config.layout)?
     };
-    let precond: Option<Box<dyn LinearOperator<B, T>>> = match config.precond {
-        Preconditioner::None => None,
-        Preconditioner::Jacobi => Some(Box::new(Jacobi::new(backend, a)?)),
-        Preconditioner::Block2 => Some(Box::new(BlockJacobi2::new(backend, a)?)),
+    let precond: Option<Box<dyn LinearOperator<B, T>>> = match (prebuilt, config.precond) {
+        (Some(_), _) | (None, Preconditioner::None) => None,
+        (None, Preconditioner::Jacobi) => Some(Box::new(Jacobi::new(backend, a)?)),
+        (None, Preconditioner::Block2) => Some(Box::new(BlockJacobi2::new(backend, a)?)),
     };
     let bv = backend.upload(b)?;
     let mut x = backend.zeros::<T>(a.ncols())?;
     let setup_s = setup.elapsed().as_secs_f64();
-    let m = precond.as_deref();
+    let m = prebuilt.unwrap_or(precond.as_deref());
     let (x0, opts) = (&mut x, &config.options);
     let report = match config.method {
         Method::Cg => cg_monitored(backend, &op, m, &bv, x0, opts, monitor),

@@ -11,9 +11,13 @@
 //! denominator gives a zero coefficient and is reported by the method after the
 //! download. Both backends implement every step natively: the CPU in one Rayon
 //! pass each, CUDA in one kernel each plus the reductions' second passes
-//! (`CudaBackend::tfqmr_*`). Costs are per call for vectors of n elements.
+//! (`CudaBackend::tfqmr_*`); any other backend gets default methods built
+//! from its BLAS-1 operations, with the recurrence on the host (a download,
+//! and an upload when slots change, of the [`LEN`] scalars per step). Costs
+//! are per call for vectors of n elements.
 
 use crate::bicgstab_kernels::{check_slots, guarded_quotient};
+use crate::kernels::{norm2_squared, start_slots, update_slots};
 use crate::Replay;
 use gpuq_core::{Backend, DeviceVector, RealScalar, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
@@ -23,32 +27,61 @@ use rayon::prelude::*;
 
 /// The steps of [`crate::tfqmr()`] a backend implements, with the scalars in
 /// `sc` (a vector of [`LEN`] elements on the backend).
+///
+/// Every method has a default built from [`Backend`] operations (so `impl
+/// TfqmrKernels for MyBackend {}` runs [`crate::tfqmr()`]), with the CPU's
+/// coefficients and recurrence computed on the host copy of `sc`.
 pub trait TfqmrKernels: Replay {
     /// The start of a cycle: every slot zero but `sc[TAU2] = tau2`, the
-    /// cycle's ||r||^2 (no transfer).
-    fn tfqmr_start<T: Scalar>(&self, sc: &mut Self::Vector<T>, tau2: T::Real) -> Result<()>;
+    /// cycle's ||r||^2 (no transfer). Default: one upload.
+    fn tfqmr_start<T: Scalar>(&self, sc: &mut Self::Vector<T>, tau2: T::Real) -> Result<()> {
+        start_slots(self, "tfqmr_start", sc, LEN, |s| {
+            s[TAU2] = T::from_real(tau2)
+        })
+    }
 
     /// `sc[SIGMA] = rstar^H v`, then `sc[RHO] = sc[RHO_NEXT]` (2 n reads).
+    /// Default: `dotc`, then `sc` downloaded and uploaded.
     fn tfqmr_sigma<T: Scalar>(
         &self,
         rstar: &Self::Vector<T>,
         v: &Self::Vector<T>,
         sc: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots("tfqmr_sigma", LEN, sc.len(), &[rstar.len(), v.len()])?;
+        let sigma = self.dotc(rstar, v)?;
+        update_slots(self, sc, |s| {
+            s[SIGMA] = sigma;
+            s[RHO] = s[RHO_NEXT];
+        })
+    }
 
     /// `u_odd = u_even - alpha v`, alpha = sc[RHO] / sc[SIGMA] (3 n moves).
+    /// Default: `sc` downloaded, copy and axpy (5 n moves).
     fn tfqmr_odd<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
         u_even: &Self::Vector<T>,
         v: &Self::Vector<T>,
         u_odd: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots(
+            "tfqmr_odd",
+            LEN,
+            sc.len(),
+            &[u_even.len(), v.len(), u_odd.len()],
+        )?;
+        let a = alpha(&self.download(sc)?);
+        self.copy(u_even, u_odd)?;
+        self.axpy(-a, v, u_odd)
+    }
 
     /// One half-step: `w = w - alpha amu` and `md = mu + (theta^2 eta / alpha)
     /// md` with the previous half-step's theta^2 and eta; then, from the new
     /// ||w||^2: theta^2 = ||w||^2 / tau^2, c^2 = 1 / (1 + theta^2), tau^2 =
-    /// ||w||^2 c^2 and eta = c^2 alpha into `sc` (6 n moves).
+    /// ||w||^2 c^2 and eta = c^2 alpha into `sc` (6 n moves). Default: `sc`
+    /// downloaded, axpy, axpby and `dotc` (7 n moves), the recurrence on the
+    /// host, `sc` uploaded.
     fn tfqmr_half<T: Scalar>(
         &self,
         sc: &mut Self::Vector<T>,
@@ -56,44 +89,102 @@ pub trait TfqmrKernels: Replay {
         mu: &Self::Vector<T>,
         w: &mut Self::Vector<T>,
         md: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots(
+            "tfqmr_half",
+            LEN,
+            sc.len(),
+            &[amu.len(), mu.len(), w.len(), md.len()],
+        )?;
+        let s = self.download(sc)?;
+        let a = alpha(&s);
+        let coef = guarded_quotient(s[THETA2] * s[ETA], a);
+        self.axpy(-a, amu, w)?;
+        self.axpby(T::one(), mu, coef, md)?;
+        let w2 = norm2_squared(self, w)?;
+        update_slots(self, sc, |s| half_step_slots(s, w2, a))
+    }
 
     /// `x = x_in + sc[ETA] md`, or `x = x + sc[ETA] md` when `x_in` is `None`
-    /// (3 n moves).
+    /// (3 n moves). Default: `sc` downloaded, (copy and) axpy.
     fn tfqmr_x<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
         md: &Self::Vector<T>,
         x_in: Option<&Self::Vector<T>>,
         x: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        let xl = x_in.map_or(x.len(), |v| v.len());
+        check_slots("tfqmr_x", LEN, sc.len(), &[md.len(), x.len(), xl])?;
+        let eta = self.download(sc)?[ETA];
+        if let Some(x_in) = x_in {
+            self.copy(x_in, x)?;
+        }
+        self.axpy(eta, md, x)
+    }
 
-    /// `sc[RHO_NEXT] = rstar^H w` (2 n reads).
+    /// `sc[RHO_NEXT] = rstar^H w` (2 n reads). Default: `dotc`, then `sc`
+    /// downloaded and uploaded.
     fn tfqmr_rho<T: Scalar>(
         &self,
         rstar: &Self::Vector<T>,
         w: &Self::Vector<T>,
         sc: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots("tfqmr_rho", LEN, sc.len(), &[rstar.len(), w.len()])?;
+        let rho = self.dotc(rstar, w)?;
+        update_slots(self, sc, |s| s[RHO_NEXT] = rho)
+    }
 
     /// `u_even = w + beta u_odd`, beta = sc[RHO_NEXT] / sc[RHO] (3 n moves).
+    /// Default: `sc` downloaded, copy and axpy (5 n moves).
     fn tfqmr_even<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
         w: &Self::Vector<T>,
         u_odd: &Self::Vector<T>,
         u_even: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots(
+            "tfqmr_even",
+            LEN,
+            sc.len(),
+            &[w.len(), u_odd.len(), u_even.len()],
+        )?;
+        let b = beta(&self.download(sc)?);
+        self.copy(w, u_even)?;
+        self.axpy(b, u_odd, u_even)
+    }
 
     /// `v = amu_even + beta (amu_odd + beta v)`, beta as in
-    /// [`TfqmrKernels::tfqmr_even`] (4 n moves).
+    /// [`TfqmrKernels::tfqmr_even`] (4 n moves). Default: `sc` downloaded,
+    /// two axpby (6 n moves).
     fn tfqmr_v<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
         amu_even: &Self::Vector<T>,
         amu_odd: &Self::Vector<T>,
         v: &mut Self::Vector<T>,
-    ) -> Result<()>;
+    ) -> Result<()> {
+        check_slots(
+            "tfqmr_v",
+            LEN,
+            sc.len(),
+            &[amu_even.len(), amu_odd.len(), v.len()],
+        )?;
+        let b = beta(&self.download(sc)?);
+        self.axpby(T::one(), amu_odd, b, v)?;
+        self.axpby(T::one(), amu_even, b, v)
+    }
+}
+
+/// The slots a half-step leaves, from its ||w||^2 and alpha (shared by the
+/// CPU's step and the default).
+fn half_step_slots<T: Scalar>(s: &mut [T], w2: T::Real, a: T) {
+    let (theta2, c2) = tfqmr_recurrence(w2, s[TAU2].re());
+    s[THETA2] = T::from_real(theta2);
+    s[TAU2] = T::from_real(w2 * c2);
+    s[ETA] = T::from_real(c2) * a;
 }
 
 /// alpha = sc[RHO] / sc[SIGMA] (zero when sigma vanished).
@@ -206,11 +297,7 @@ impl TfqmrKernels for CpuBackend {
                 .collect();
             pairwise_sum(&partials)
         });
-        let s = sc.as_mut_slice();
-        let (theta2, c2) = tfqmr_recurrence(w2, s[TAU2].re());
-        s[THETA2] = T::from_real(theta2);
-        s[TAU2] = T::from_real(w2 * c2);
-        s[ETA] = T::from_real(c2) * a;
+        half_step_slots(sc.as_mut_slice(), w2, a);
         Ok(())
     }
 
