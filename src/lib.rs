@@ -9,6 +9,8 @@
 //! * [`krylov`]: Krylov solvers (CG, BiCGSTAB, BiCGSTAB(l), TFQMR, QMR, GMRES) and
 //!   preconditioners;
 //! * [`mcls`]: Monte Carlo linear solvers (forward and adjoint Neumann-Ulam, MCSA);
+//! * [`dist`]: distributed solves (row-block partitions, halo exchange, the `Dist`
+//!   backend over threads, or over MPI with the feature `mpi`);
 //! * `cuda` (feature `cuda`, on by default): the CUDA backend, kernels written in Rust.
 //!
 //! ```
@@ -27,6 +29,7 @@ pub use gpuq_core as core;
 pub use gpuq_cpu as cpu;
 #[cfg(feature = "cuda")]
 pub use gpuq_cuda as cuda;
+pub use gpuq_dist as dist;
 pub use gpuq_krylov as krylov;
 pub use gpuq_mcls as mcls;
 pub use gpuq_sparse as sparse;

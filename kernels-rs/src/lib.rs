@@ -23,8 +23,11 @@
 )]
 
 pub mod chacha;
+pub mod cubature;
+pub mod ionic;
 pub mod scalar;
 pub mod slots;
+pub mod uq;
 pub mod walk;
 
 #[cfg(target_arch = "nvptx64")]

@@ -21,13 +21,24 @@ pub enum Command {
     Solve(Box<SolveArgs>),
     /// Write a generated test matrix (and right-hand side) as Matrix Market files.
     Generate(GenerateArgs),
+    /// Time-step the cardiac bidomain model (AMG-preconditioned CG each step).
+    Bidomain(Box<crate::bidomain::BidomainArgs>),
+    /// Uncertainty quantification (seed 001): static, psd, convolution, sdof, expectation.
+    Uq(Box<crate::uq::UqArgs>),
+    /// Build the AMG hierarchy of a matrix and print its levels, complexities
+    /// and setup time per phase.
+    AmgInfo(Box<crate::amg::AmgInfoArgs>),
+    /// Adaptive cubature (CUHRE, two-phase, breadth-first) or tensor Gauss rules
+    /// of a built-in integrand.
+    Integrate(Box<crate::integrate::IntegrateArgs>),
 }
 
 /// Arguments of `gpuq generate`.
 #[derive(Args, Debug)]
 pub struct GenerateArgs {
     /// The problem: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND],
-    /// helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL[:hard|soft] (0, 1, 2).
+    /// helmholtz3d:M[:KH[:DAMPING]], helmholtz-cylinder:LEVEL[:hard|soft] (0, 1, 2),
+    /// elasticity2d:N, bidomain2d:N[:DT] or bidomain3d:N[:DT].
     pub spec: String,
     /// Where to write A (Matrix Market coordinate, real or complex general).
     #[arg(long)]
@@ -48,7 +59,8 @@ pub struct SolveArgs {
     pub rhs: Option<PathBuf>,
     /// Generate A instead of reading it: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M,
     /// convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or
-    /// helmholtz-cylinder:LEVEL[:hard|soft] (b is then the problem's own right-hand side if it has one).
+    /// helmholtz-cylinder:LEVEL[:hard|soft], elasticity2d:N, bidomain2d:N[:DT] or
+    /// bidomain3d:N[:DT] (b is then the problem's own right-hand side if it has one).
     #[arg(long)]
     pub generate: Option<String>,
     /// Method. Krylov: cg, bicgstab, bicgstab-l[:L] (L = 8), tfqmr, qmr, gmres[:M]
@@ -56,7 +68,7 @@ pub struct SolveArgs {
     /// mc-adjoint, mcsa.
     #[arg(long, default_value = "cg")]
     pub method: String,
-    /// Preconditioner: none, jacobi or block2 (2x2-block Jacobi).
+    /// Preconditioner: none, jacobi, block2 (2x2-block Jacobi) or amg (see the --amg options).
     #[arg(long, default_value = "none")]
     pub precond: String,
     /// Relative residual tolerance ||b - A x|| / ||b||.
@@ -103,6 +115,9 @@ pub struct SolveArgs {
     /// Monte Carlo forward method on the GPU: thread-per-entry or thread-per-history.
     #[arg(long, default_value = "thread-per-entry")]
     pub mapping: String,
+    /// AMG options (with --precond amg).
+    #[command(flatten)]
+    pub amg: crate::amg::AmgArgs,
     /// Print the solve report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

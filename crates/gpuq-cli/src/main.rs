@@ -6,17 +6,25 @@
 //!                   [--precond none|jacobi|block2] [--tol 1e-8] [--json] [--out x.mtx]
 //! gpuq solve --generate laplace3d:100 --method cg --precond jacobi
 //! gpuq generate helmholtz-cylinder:1 --out A.mtx --rhs-out b.mtx
+//! gpuq bidomain --grid 128 --steps 400 --dt 0.05 --png activation.png
+//! gpuq integrate --integrand f4 --dim 6 --rel-tol 1e-5 --method two-phase --backend cuda --json
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; a solve that does not
 //! converge prints its report and exits with status 3.
 
+mod amg;
 mod args;
+mod bidomain;
+#[cfg(feature = "mpi")]
+mod dist_solve;
 mod generate;
 mod info;
+mod integrate;
 mod montecarlo;
 mod progress;
 mod solve;
+mod uq;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -36,8 +44,14 @@ fn main() -> ExitCode {
     };
     let outcome = match cli.command {
         args::Command::Info => info::run(),
+        #[cfg(feature = "mpi")]
+        args::Command::Solve(a) if dist_solve::under_mpi() => dist_solve::run(&a),
         args::Command::Solve(a) => solve::run(&a),
         args::Command::Generate(a) => generate::run(&a),
+        args::Command::Bidomain(a) => bidomain::run(&a),
+        args::Command::Uq(a) => uq::run(&a),
+        args::Command::AmgInfo(a) => amg::info(&a),
+        args::Command::Integrate(a) => integrate::run(&a),
     };
     match outcome {
         Ok(code) => code,

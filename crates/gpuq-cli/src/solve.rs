@@ -26,6 +26,9 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     if crate::montecarlo::is_monte_carlo(&args.method) {
         return crate::montecarlo::run(args);
     }
+    if crate::amg::is_amg(&args.precond) {
+        return crate::amg::run_solve(args);
+    }
     let config = SolverConfig {
         method: Method::parse(&args.method)?,
         precond: Preconditioner::parse(&args.precond)?,

@@ -30,15 +30,19 @@
 mod backend;
 mod bicgstab;
 mod bicgstabl;
+mod bidomain;
 mod blas1;
+mod cubature;
 mod fused;
 mod gram_schmidt;
+mod halo;
 mod qmr;
 mod replay;
 mod slots;
 mod snapshots;
 mod spmv;
 mod tfqmr;
+mod uq;
 mod vector;
 mod walks;
 
@@ -46,6 +50,7 @@ pub use backend::{CudaBackend, DeviceInfo};
 pub use replay::Recording;
 pub use snapshots::{ScalarRing, SnapshotSlot};
 pub use spmv::CudaMatrix;
+pub use uq::{SdofPart, SdofReal, SdofRun, SdofSums};
 pub use vector::CudaVector;
 pub use walks::{DeviceWalkData, ForwardMapping};
 

@@ -12,7 +12,7 @@ use gpuq_core::{Error, Result, Scalar};
 
 /// Builds a CSR matrix row by row from a closure that appends `(col, value)`
 /// pairs in increasing column order.
-fn build<T: Scalar>(
+pub(crate) fn build<T: Scalar>(
     n: usize,
     per_row: usize,
     mut row: impl FnMut(usize, &mut Vec<(u32, T)>),
@@ -224,6 +224,29 @@ pub enum ProblemSpec {
         /// The side wall ([`Cylinder::level`] or [`Cylinder::soft_level`]).
         side_wall: SideWall,
     },
+    /// `elasticity2d:N` (2 N (N+1) unknowns, two per node; see
+    /// [`crate::elasticity`])
+    Elasticity2d {
+        /// Elements per side.
+        n: usize,
+    },
+    /// `bidomain2d:N[:DT]` (2 (N+1)^2 unknowns, `(phi_e, v_m)` per node; time
+    /// step DT in ms, 0.05 by default; the right-hand side of the first step
+    /// from rest with a corner stimulus; see [`crate::bidomain`])
+    Bidomain2d {
+        /// Cells per side.
+        n: usize,
+        /// Time step, ms.
+        dt: f64,
+    },
+    /// `bidomain3d:N[:DT]` (a slab of N x N x max(1, N/4) cells; see
+    /// [`crate::bidomain`])
+    Bidomain3d {
+        /// Cells per side.
+        n: usize,
+        /// Time step, ms.
+        dt: f64,
+    },
 }
 
 /// A generated system: the matrix and, when the problem defines one (the
@@ -238,7 +261,7 @@ pub struct Generated<T: Scalar> {
 
 impl ProblemSpec {
     /// What [`ProblemSpec::parse`] accepts.
-    pub const SPELLINGS: &'static str = "laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or helmholtz-cylinder:LEVEL[:hard|soft]";
+    pub const SPELLINGS: &'static str = "laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] helmholtz-cylinder:LEVEL[:hard|soft], elasticity2d:N, bidomain2d:N[:DT] or bidomain3d:N[:DT]";
 
     /// Parses one of [`ProblemSpec::SPELLINGS`].
     pub fn parse(spec: &str) -> Result<Self> {
@@ -316,6 +339,30 @@ impl ProblemSpec {
                     _ => Err(bad("the cylinder level must be 0, 1 or 2")),
                 }
             }
+            ["elasticity2d", n] => {
+                let n = size(n)?;
+                crate::elasticity::Elasticity2d::new(n)
+                    .map_err(|_| bad("too many unknowns for 32-bit indices"))?;
+                Ok(ProblemSpec::Elasticity2d { n })
+            }
+            [name @ ("bidomain2d" | "bidomain3d"), n, rest @ ..] if rest.len() <= 1 => {
+                use crate::bidomain::Tissue;
+                let n = size(n)?;
+                let dt = match rest.first() {
+                    None => Tissue::DT,
+                    Some(d) => match number(d, "dt")? {
+                        dt if dt > 0.0 => dt,
+                        _ => return Err(bad("dt must be positive")),
+                    },
+                };
+                if *name == "bidomain2d" {
+                    Tissue::square(n).map_err(|_| bad("too many unknowns for 32-bit indices"))?;
+                    Ok(ProblemSpec::Bidomain2d { n, dt })
+                } else {
+                    Tissue::slab(n).map_err(|_| bad("too many unknowns for 32-bit indices"))?;
+                    Ok(ProblemSpec::Bidomain3d { n, dt })
+                }
+            }
             _ => Err(bad("unknown generator")),
         }
     }
@@ -349,6 +396,27 @@ impl ProblemSpec {
                 return Ok(Generated {
                     matrix: p.matrix,
                     rhs: Some(p.rhs),
+                });
+            }
+            ProblemSpec::Bidomain2d { n, dt } => {
+                let (matrix, rhs) = crate::bidomain::bidomain2d(n, dt)?;
+                return Ok(Generated {
+                    matrix,
+                    rhs: Some(rhs),
+                });
+            }
+            ProblemSpec::Bidomain3d { n, dt } => {
+                let (matrix, rhs) = crate::bidomain::bidomain3d(n, dt)?;
+                return Ok(Generated {
+                    matrix,
+                    rhs: Some(rhs),
+                });
+            }
+            ProblemSpec::Elasticity2d { n } => {
+                let (matrix, rhs) = crate::elasticity::elasticity2d(n)?;
+                return Ok(Generated {
+                    matrix,
+                    rhs: Some(rhs),
                 });
             }
         };

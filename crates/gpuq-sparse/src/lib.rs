@@ -18,9 +18,11 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod bidomain;
 mod bsr2;
 mod coo;
 mod csr;
+pub mod elasticity;
 mod ell;
 pub mod fem_cylinder;
 pub mod generators;

@@ -1,7 +1,9 @@
 //! Device code: the prelude and the PTX entry points (compiled for nvptx64 only).
 
 mod bicgstabl;
+mod bidomain;
 mod blas1;
+mod cubature;
 mod gram_schmidt;
 mod krylov;
 mod mcls;
@@ -9,6 +11,7 @@ pub mod prelude;
 mod qmr;
 mod spmv;
 mod tfqmr;
+mod uq;
 
 /// A kernel never panics by design (every index is checked against the sizes it is
 /// given); should a core routine panic anyway, the thread traps and the launch

@@ -1,0 +1,172 @@
+//! The block diagonal D of a level (bs x bs blocks on the diagonal, seed 002
+//! section 8.2) and its inverse, for the Jacobi-type smoothers, the
+//! prolongator smoothing and the seed's coarsest solve.
+
+use gpuq_core::{Error, Result};
+use gpuq_sparse::Csr;
+use rayon::prelude::*;
+
+/// The diagonal blocks of a matrix, row-major, bs^2 values per node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockDiagonal {
+    bs: usize,
+    blocks: Vec<f64>,
+}
+
+impl BlockDiagonal {
+    /// The bs x bs diagonal blocks of `a` (n divisible by bs). With `l1`, each
+    /// row's sum of |a_ij| over the columns outside its block is added to the
+    /// block's diagonal entry (the l1-Jacobi matrix). O(nnz).
+    pub fn of(a: &Csr<f64>, bs: usize, l1: bool) -> Self {
+        let nodes = a.nrows() / bs;
+        let mut blocks = vec![0.0; nodes * bs * bs];
+        blocks
+            .par_chunks_mut(bs * bs)
+            .enumerate()
+            .for_each(|(k, blk)| {
+                for r in 0..bs {
+                    let i = bs * k + r;
+                    let (c, v) = a.row(i);
+                    for (&j, &x) in c.iter().zip(v) {
+                        let j = j as usize;
+                        if j / bs == k {
+                            blk[r * bs + j % bs] += x;
+                        } else if l1 {
+                            blk[r * bs + r] += x.abs();
+                        }
+                    }
+                }
+            });
+        BlockDiagonal { bs, blocks }
+    }
+
+    /// Block size.
+    pub fn block(&self) -> usize {
+        self.bs
+    }
+
+    /// The blocks, row-major, bs^2 values per node.
+    pub fn blocks(&self) -> &[f64] {
+        &self.blocks
+    }
+
+    /// y = D x. O(n bs).
+    pub fn mul(&self, x: &[f64]) -> Vec<f64> {
+        let bs = self.bs;
+        let mut y = vec![0.0; x.len()];
+        y.par_chunks_mut(bs)
+            .zip(x.par_chunks(bs))
+            .zip(self.blocks.par_chunks(bs * bs))
+            .for_each(|((yk, xk), b)| {
+                for r in 0..bs {
+                    yk[r] = (0..bs).map(|c| b[r * bs + c] * xk[c]).sum();
+                }
+            });
+        y
+    }
+
+    /// The inverse blocks, each by Gauss-Jordan elimination with partial
+    /// pivoting. Errors naming the first node whose block is singular (a pivot
+    /// at or below 1e-12 times the block's largest entry) or not finite.
+    /// O(n bs^2).
+    pub fn inverse(&self) -> Result<BlockDiagonal> {
+        let bs = self.bs;
+        let inv: Vec<Option<Vec<f64>>> = self
+            .blocks
+            .par_chunks(bs * bs)
+            .map(|b| invert_small(b, bs))
+            .collect();
+        let mut blocks = Vec::with_capacity(self.blocks.len());
+        for (k, b) in inv.into_iter().enumerate() {
+            match b {
+                Some(b) => blocks.extend_from_slice(&b),
+                None => {
+                    return Err(Error::Precondition {
+                        method: "amg",
+                        reason: format!(
+                            "diagonal block of node {k} (rows {}..{}) is singular",
+                            bs * k,
+                            bs * (k + 1)
+                        ),
+                    })
+                }
+            }
+        }
+        Ok(BlockDiagonal { bs, blocks })
+    }
+
+    /// The blocks as a block-diagonal CSR matrix (explicit zeros inside blocks
+    /// kept, so the pattern is bs entries per row). O(n bs).
+    pub fn to_csr(&self) -> Result<Csr<f64>> {
+        let bs = self.bs;
+        let n = self.blocks.len() / bs;
+        let row_ptr = (0..=n).map(|i| i * bs).collect();
+        let col_idx = (0..n)
+            .flat_map(|i| (0..bs).map(move |c| (i / bs * bs + c) as u32))
+            .collect();
+        Csr::try_new(n, n, row_ptr, col_idx, self.blocks.clone())
+    }
+}
+
+/// The inverse of a dense bs x bs row-major block, or `None` when it is
+/// singular or not finite.
+fn invert_small(b: &[f64], bs: usize) -> Option<Vec<f64>> {
+    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    if !(scale.is_finite() && scale > 0.0) {
+        return None;
+    }
+    let mut m = b.to_vec();
+    let mut inv = vec![0.0; bs * bs];
+    for r in 0..bs {
+        inv[r * bs + r] = 1.0;
+    }
+    for col in 0..bs {
+        let piv =
+            (col..bs).max_by(|&p, &q| m[p * bs + col].abs().total_cmp(&m[q * bs + col].abs()))?;
+        if m[piv * bs + col].abs() <= 1e-12 * scale {
+            return None;
+        }
+        for c in 0..bs {
+            m.swap(col * bs + c, piv * bs + c);
+            inv.swap(col * bs + c, piv * bs + c);
+        }
+        let d = 1.0 / m[col * bs + col];
+        for c in 0..bs {
+            m[col * bs + c] *= d;
+            inv[col * bs + c] *= d;
+        }
+        for r in 0..bs {
+            if r != col {
+                let f = m[r * bs + col];
+                for c in 0..bs {
+                    m[r * bs + c] -= f * m[col * bs + c];
+                    inv[r * bs + c] -= f * inv[col * bs + c];
+                }
+            }
+        }
+    }
+    inv.iter().all(|x| x.is_finite()).then_some(inv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inverse_blocks_times_blocks_is_identity() {
+        let a = gpuq_sparse::generators::convdiff2d::<f64>(4, 0.4);
+        for bs in [1, 2] {
+            let d = BlockDiagonal::of(&a, bs, false);
+            let di = d.inverse().unwrap();
+            let x: Vec<f64> = (0..16).map(|i| (i as f64 * 0.37).sin()).collect();
+            let y = di.mul(&d.mul(&x));
+            for (p, q) in x.iter().zip(&y) {
+                assert!((p - q).abs() < 1e-13);
+            }
+            let csr = di.to_csr().unwrap();
+            assert_eq!(csr.mul_vec(&x).unwrap(), di.mul(&x));
+        }
+        let zero = Csr::<f64>::try_new(2, 2, vec![0, 1, 1], vec![1], vec![1.0]).unwrap();
+        assert!(BlockDiagonal::of(&zero, 1, false).inverse().is_err());
+    }
+}

@@ -1,0 +1,297 @@
+//! The V-cycle as a [`LinearOperator`] on any backend: every level's A, P, R,
+//! smoother matrix and the coarsest (pseudo-)inverse are uploaded once; a cycle
+//! is then SpMVs, BLAS-1 operations and the [`AmgKernels`] steps on resident
+//! vectors, with no transfer and no host round trip.
+
+use crate::hierarchy::Hierarchy;
+use crate::kernels::AmgKernels;
+use crate::options::{CycleKind, CycleOptions, Smoother};
+use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
+use gpuq_sparse::{Csr, Layout};
+use std::sync::Mutex;
+
+/// One level's resident data (every level but the coarsest).
+struct DeviceLevel<B: AmgKernels, T: Scalar> {
+    a: B::Matrix<T>,
+    p: B::Matrix<T>,
+    r: B::Matrix<T>,
+    dinv: B::Matrix<T>,
+    block: usize,
+    omega: T,
+    /// Chebyshev: centre and half-width of [lambda_max / 30, lambda_max], with
+    /// lambda_max = 1.1 rho(D^-1 A).
+    theta: f64,
+    delta: f64,
+}
+
+/// The work vectors of one smoothed level, allocated once.
+struct LevelWork<B: Backend, T: Scalar> {
+    /// The residual / sweep scratch of this level.
+    scratch: B::Vector<T>,
+    /// Chebyshev's direction (Chebyshev only).
+    dir: Option<B::Vector<T>>,
+    /// The next coarser level's right-hand side and iterate.
+    bc: B::Vector<T>,
+    xc: B::Vector<T>,
+    /// W-cycle only (and not into the coarsest level): the next coarser level's
+    /// residual after its first cycle, and the second cycle's correction.
+    second: Option<(B::Vector<T>, B::Vector<T>)>,
+}
+
+/// The AMG cycle M ~ A^-1 on backend `B`: pre-smoothing from a zero guess,
+/// residual and restriction, the coarse cycle (a W-cycle runs it twice, the
+/// second time on the residual the first left), prolongation and
+/// post-smoothing by the same sweeps (so M is symmetric when A is, and PCG may
+/// use it); the coarsest level is one SpMV with its stored (pseudo-)inverse.
+///
+/// Cost of one application: per level, (2 nu + 1) SpMVs with A for Jacobi
+/// (nu sweeps before and after, the first from zero needing none; plus the
+/// residual), one with R and P, and the smoother's block-diagonal products; for
+/// Chebyshev of degree d, about 2 nu d products with A. In total about
+/// (operator complexity) x that of the finest level for a V-cycle; a W-cycle
+/// visits level l 2^l times (and adds a residual per second visit), which
+/// pays when the operator complexity is small.
+pub struct Amg<B: AmgKernels, T: Scalar> {
+    backend: B,
+    levels: Vec<DeviceLevel<B, T>>,
+    coarse: B::Matrix<T>,
+    n: usize,
+    sweeps: usize,
+    smoother: Smoother,
+    symmetric: bool,
+    work: Mutex<Vec<LevelWork<B, T>>>,
+}
+
+/// `a` with its values converted to `T`.
+fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
+    Csr::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        a.values().iter().map(|&v| T::from_f64(v)).collect(),
+    )
+}
+
+/// The requested layout, or CSR where BSR2 cannot hold the matrix (an odd
+/// dimension) or, with `blocks_match` false, its 2x2 tiles would not be the
+/// level's node blocks (a block-diagonal inverse of another block size).
+fn layout_for(requested: Layout, a: &Csr<f64>, blocks_match: bool) -> Layout {
+    match requested {
+        Layout::Bsr2 if a.nrows() % 2 != 0 || a.ncols() % 2 != 0 || !blocks_match => Layout::Csr,
+        l => l,
+    }
+}
+
+impl<B: AmgKernels, T: Scalar> Amg<B, T> {
+    /// Uploads the hierarchy to `backend` in `options.layout` (BSR2 only where
+    /// the dimensions are even; the smoother's block diagonal in BSR2 only on
+    /// levels of block size 2, else CSR; the coarsest inverse in CSR) and
+    /// allocates the work vectors: O(total nonzeros) transfer, about 4 vectors
+    /// per level.
+    pub fn new(backend: &B, h: &Hierarchy, options: &CycleOptions) -> Result<Self> {
+        let up = |m: &Csr<f64>, blocks_match: bool| {
+            backend.upload_matrix(
+                &convert::<T>(m)?,
+                layout_for(options.layout, m, blocks_match),
+            )
+        };
+        let o = h.options();
+        let all = h.levels();
+        let missing = || Error::InvalidArgument("AMG level without its operators".into());
+        let mut levels = Vec::new();
+        for l in &all[..all.len() - 1] {
+            let (p, r, s) = (
+                l.p.as_ref().ok_or_else(missing)?,
+                l.r.as_ref().ok_or_else(missing)?,
+                l.smoother.as_ref().ok_or_else(missing)?,
+            );
+            let upper = 1.1 * s.rho;
+            let lower = upper / 30.0;
+            levels.push(DeviceLevel {
+                a: up(&l.a, true)?,
+                p: up(p, true)?,
+                r: up(r, true)?,
+                dinv: up(&s.dinv, l.block == 2)?,
+                block: l.block,
+                omega: T::from_f64(s.omega),
+                theta: 0.5 * (upper + lower),
+                delta: 0.5 * (upper - lower),
+            });
+        }
+        let coarse = backend.upload_matrix(&convert::<T>(h.coarse_solve())?, Layout::Csr)?;
+        let chebyshev = matches!(o.smoother, Smoother::Chebyshev { .. });
+        let w_cycle = o.cycle == CycleKind::W;
+        let mut work = Vec::new();
+        for (k, pair) in all.windows(2).enumerate() {
+            let (n, nc) = (pair[0].a.nrows(), pair[1].a.nrows());
+            let second = if w_cycle && k + 2 < all.len() {
+                Some((backend.zeros(nc)?, backend.zeros(nc)?))
+            } else {
+                None
+            };
+            work.push(LevelWork {
+                scratch: backend.zeros(n)?,
+                dir: if chebyshev {
+                    Some(backend.zeros(n)?)
+                } else {
+                    None
+                },
+                bc: backend.zeros(nc)?,
+                xc: backend.zeros(nc)?,
+                second,
+            });
+        }
+        Ok(Amg {
+            backend: backend.clone(),
+            levels,
+            coarse,
+            n: all[0].a.nrows(),
+            sweeps: o.sweeps,
+            smoother: o.smoother,
+            symmetric: h.is_symmetric(),
+            work: Mutex::new(work),
+        })
+    }
+
+    /// Number of levels, the coarsest included.
+    pub fn num_levels(&self) -> usize {
+        self.levels.len() + 1
+    }
+
+    /// Pre-smoothing from x = 0 (`zero`) or post-smoothing from the given x.
+    fn smooth(
+        &self,
+        lev: &DeviceLevel<B, T>,
+        b: &B::Vector<T>,
+        x: &mut B::Vector<T>,
+        scratch: &mut B::Vector<T>,
+        dir: Option<&mut B::Vector<T>>,
+        zero: bool,
+    ) -> Result<()> {
+        let be = &self.backend;
+        match (self.smoother, dir) {
+            (Smoother::Chebyshev { degree }, Some(d)) => {
+                for s in 0..self.sweeps {
+                    self.chebyshev(lev, degree, b, x, scratch, d, zero && s == 0)?;
+                }
+                Ok(())
+            }
+            _ => {
+                let mut first = 0;
+                if zero {
+                    // A sweep from x = 0 is x = omega D^-1 b (seed's zero_iteration).
+                    be.spmv(lev.omega, &lev.dinv, b, T::zero(), x)?;
+                    first = 1;
+                }
+                for _ in first..self.sweeps {
+                    be.amg_jacobi(&lev.a, &lev.dinv, lev.block, lev.omega, b, x, scratch)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// One application of the Chebyshev polynomial (Saad, Iterative Methods,
+    /// algorithm 12.1, preconditioned by D^-1): `degree` products with A.
+    #[allow(clippy::too_many_arguments)]
+    fn chebyshev(
+        &self,
+        lev: &DeviceLevel<B, T>,
+        degree: usize,
+        b: &B::Vector<T>,
+        x: &mut B::Vector<T>,
+        r: &mut B::Vector<T>,
+        d: &mut B::Vector<T>,
+        zero: bool,
+    ) -> Result<()> {
+        let be = &self.backend;
+        let (theta, delta) = (lev.theta, lev.delta);
+        let sigma = theta / delta;
+        let mut rho = 1.0 / sigma;
+        if zero {
+            be.copy(b, r)?;
+        } else {
+            be.amg_residual(&lev.a, b, x, r)?;
+        }
+        be.spmv(T::from_f64(1.0 / theta), &lev.dinv, r, T::zero(), d)?;
+        if zero {
+            be.copy(d, x)?;
+        } else {
+            be.axpy(T::one(), d, x)?;
+        }
+        for _ in 1..degree {
+            be.spmv(-T::one(), &lev.a, d, T::one(), r)?;
+            let rho_new = 1.0 / (2.0 * sigma - rho);
+            be.spmv(
+                T::from_f64(2.0 * rho_new / delta),
+                &lev.dinv,
+                r,
+                T::from_f64(rho_new * rho),
+                d,
+            )?;
+            be.axpy(T::one(), d, x)?;
+            rho = rho_new;
+        }
+        Ok(())
+    }
+
+    /// The cycle from level `l` down: x = M_l b, with `work` the work of
+    /// levels l and coarser.
+    fn cycle(
+        &self,
+        l: usize,
+        b: &B::Vector<T>,
+        x: &mut B::Vector<T>,
+        work: &mut [LevelWork<B, T>],
+    ) -> Result<()> {
+        let be = &self.backend;
+        let Some((w, rest)) = work.split_first_mut() else {
+            return be.spmv(T::one(), &self.coarse, b, T::zero(), x);
+        };
+        let lev = &self.levels[l];
+        self.smooth(lev, b, x, &mut w.scratch, w.dir.as_mut(), true)?;
+        be.amg_residual_restrict(&lev.a, &lev.r, b, x, &mut w.scratch, &mut w.bc)?;
+        self.cycle(l + 1, &w.bc, &mut w.xc, rest)?;
+        if let Some((rc, ec)) = w.second.as_mut() {
+            be.amg_residual(&self.levels[l + 1].a, &w.bc, &w.xc, rc)?;
+            self.cycle(l + 1, rc, ec, rest)?;
+            be.axpy(T::one(), ec, &mut w.xc)?;
+        }
+        be.spmv(T::one(), &lev.p, &w.xc, T::one(), x)?;
+        self.smooth(lev, b, x, &mut w.scratch, w.dir.as_mut(), false)
+    }
+}
+
+impl<B: AmgKernels, T: Scalar> LinearOperator<B, T> for Amg<B, T> {
+    fn shape(&self) -> (usize, usize) {
+        (self.n, self.n)
+    }
+
+    /// y = M x: one cycle with right-hand side x from a zero guess.
+    fn apply(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        gpuq_core::check_same_len("amg (x)", self.n, gpuq_core::DeviceVector::len(x))?;
+        gpuq_core::check_same_len("amg (y)", self.n, gpuq_core::DeviceVector::len(y))?;
+        let mut w = self
+            .work
+            .lock()
+            .map_err(|_| Error::InvalidArgument("AMG work vectors poisoned by a panic".into()))?;
+        self.cycle(0, x, y, &mut w)
+    }
+
+    /// For symmetric A the cycle is symmetric, M^T = M: one cycle. For
+    /// nonsymmetric A the transposed cycle is not implemented: an error.
+    fn apply_transpose(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+        if !self.symmetric {
+            return Err(Error::Precondition {
+                method: "transpose",
+                reason: "the AMG cycle of a nonsymmetric matrix has no transpose here".into(),
+            });
+        }
+        self.apply(x, y)
+    }
+
+    fn name(&self) -> &str {
+        "amg"
+    }
+}

@@ -1,0 +1,477 @@
+//! The host setup: levels of matrices, prolongators and smoother data, built
+//! once from a CSR matrix, deterministic whatever the thread count.
+
+use crate::aggregate::{mis2_aggregates, seed_selection};
+use crate::blockdiag::BlockDiagonal;
+use crate::coarse::dense_inverse;
+use crate::galerkin::{fix_empty_rows, galerkin};
+use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
+use crate::prolong::{seed_prolongator, smooth, tentative};
+use crate::spectral::rho_dinv_a;
+use crate::strength::{norm_matrix, strong_graph};
+use gpuq_core::{Error, Result, Scalar};
+use gpuq_sparse::Csr;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// What a level's smoother needs, computed on the host.
+#[derive(Clone, Debug)]
+pub struct SmootherData {
+    /// The inverse block diagonal (of D, or of the l1 matrix for l1-Jacobi) as a
+    /// block-diagonal CSR matrix.
+    pub dinv: Csr<f64>,
+    /// The Jacobi damping: 4 / (3 rho(D^-1 A)) for damped Jacobi, 1 for l1-Jacobi.
+    pub omega: f64,
+    /// The estimate of rho(D^-1 A) (largest Lanczos Ritz value).
+    pub rho: f64,
+}
+
+/// One level of the hierarchy.
+#[derive(Clone, Debug)]
+pub struct Level {
+    /// The level's matrix (the input matrix on level 0).
+    pub a: Csr<f64>,
+    /// Unknowns per node on this level.
+    pub block: usize,
+    /// The prolongator to this level from the next coarser one (`None` on the
+    /// coarsest level).
+    pub p: Option<Csr<f64>>,
+    /// The restriction R = P^T (`None` on the coarsest level).
+    pub r: Option<Csr<f64>>,
+    /// The smoother's data (`None` on the coarsest level).
+    pub smoother: Option<SmootherData>,
+    /// Aggregate of each node (smoothed aggregation), or for the seed's method the
+    /// coarse node each node interpolates from first; `None` on the coarsest level.
+    pub aggregate_of: Option<Vec<u32>>,
+}
+
+/// Seconds spent in each phase of the setup.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SetupTimings {
+    /// Norm matrix and strength graph.
+    pub strength_s: f64,
+    /// Coarse selection or aggregation.
+    pub aggregation_s: f64,
+    /// Prolongators (tentative, smoothing) and their transposes.
+    pub prolongation_s: f64,
+    /// Galerkin products R A P.
+    pub galerkin_s: f64,
+    /// Block-diagonal inverses and spectral-radius estimates.
+    pub smoother_s: f64,
+    /// The coarsest solve's (pseudo-)inverse.
+    pub coarse_s: f64,
+    /// The whole setup.
+    pub total_s: f64,
+}
+
+/// One level in a report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LevelInfo {
+    /// Rows.
+    pub rows: usize,
+    /// Stored nonzeros.
+    pub nnz: usize,
+    /// Unknowns per node.
+    pub block: usize,
+}
+
+/// The hierarchy in a report: sizes, complexities and timings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HierarchyInfo {
+    /// `sa` or `seed`.
+    pub coarsening: String,
+    /// The smoother's name.
+    pub smoother: String,
+    /// Smoothing applications before and after the coarse correction.
+    pub sweeps: usize,
+    /// `v` or `w`.
+    pub cycle: String,
+    /// Strength threshold.
+    pub strength: f64,
+    /// Per level, finest first.
+    pub levels: Vec<LevelInfo>,
+    /// Sum of the levels' nonzeros over the finest level's.
+    pub operator_complexity: f64,
+    /// Sum of the levels' rows over the finest level's.
+    pub grid_complexity: f64,
+    /// `dense` (pseudo-inverse / LU) or `block-diagonal`.
+    pub coarse_solver: String,
+    /// Dimension of the null space handled explicitly (0: nonsingular).
+    pub null_space_dim: usize,
+    /// Setup time per phase.
+    pub timings: SetupTimings,
+}
+
+/// The AMG hierarchy, built on the host.
+#[derive(Clone, Debug)]
+pub struct Hierarchy {
+    levels: Vec<Level>,
+    coarse: Csr<f64>,
+    kernel: Vec<Vec<f64>>,
+    symmetric: bool,
+    options: AmgOptions,
+    timings: SetupTimings,
+}
+
+fn time<R>(acc: &mut f64, f: impl FnOnce() -> R) -> R {
+    let t = Instant::now();
+    let r = f();
+    *acc += t.elapsed().as_secs_f64();
+    r
+}
+
+fn bad(reason: String) -> Error {
+    Error::Precondition {
+        method: "amg",
+        reason,
+    }
+}
+
+impl Hierarchy {
+    /// Builds the hierarchy of `a` (square, real, finite, size divisible by the
+    /// block size, nonzero diagonal blocks).
+    ///
+    /// Per level: the block norm matrix and strength graph (O(nnz)); the seed's
+    /// greedy selection or the MIS-2 aggregation (O(nnz) per round); the
+    /// prolongator (seed: O(n); SA: thin QR per aggregate, O(n k^2), then one
+    /// smoothing step, two sparse products); the Galerkin product R (A P) (two
+    /// sparse products); the inverse block diagonal and a Lanczos estimate of
+    /// rho(D^-1 A) (`lanczos_steps` products). Coarsening stops at
+    /// `coarse_size` unknowns, at `max_levels`, or when a level shrinks by less
+    /// than 10%; the coarsest matrix is then inverted densely (O(n_c^3)).
+    ///
+    /// Errors on invalid options, a non-square or non-finite matrix, a size the
+    /// block does not divide, near-null-space vectors of the wrong length, and a
+    /// singular diagonal block.
+    pub fn build(a: &Csr<f64>, options: &AmgOptions) -> Result<Self> {
+        options.validate()?;
+        let total = Instant::now();
+        let n = a.nrows();
+        if n != a.ncols() || n == 0 {
+            return Err(bad(format!(
+                "matrix is {} x {}, not square and non-empty",
+                n,
+                a.ncols()
+            )));
+        }
+        if n % options.block != 0 {
+            return Err(bad(format!(
+                "block size {} does not divide the {n} unknowns",
+                options.block
+            )));
+        }
+        a.check_finite()?;
+        let mut nns: Vec<Vec<f64>> = match &options.near_null_space {
+            Some(v) => {
+                if v.is_empty()
+                    || v.iter()
+                        .any(|x| x.len() != n || x.iter().any(|y| !y.is_finite()))
+                {
+                    return Err(Error::InvalidArgument(format!(
+                        "near-null-space vectors must be finite, at least one, each of length {n}"
+                    )));
+                }
+                v.clone()
+            }
+            None => component_constants(n, options.block),
+        };
+        let kernel = detect_kernel(a, options.block)?;
+        let symmetric = is_symmetric(a);
+        let mut t = SetupTimings::default();
+        let mut levels = Vec::new();
+        let mut cur = a.clone();
+        let mut bs = options.block;
+        let coarse = loop {
+            let rows = cur.nrows();
+            let last = rows <= options.coarse_size || levels.len() + 1 >= options.max_levels;
+            if last {
+                break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
+            }
+            let smoother = time(&mut t.smoother_s, || smoother_data(&cur, bs, options))?;
+            let mut attempt = None;
+            for eps in [options.strength, 0.0] {
+                let built = coarsen(&cur, bs, &nns, eps, smoother.rho, options, &mut t)?;
+                let shrinks = built.ac.nrows() > 0 && built.ac.nrows() * 10 <= rows * 9;
+                if shrinks {
+                    attempt = Some(built);
+                    break;
+                }
+                if eps == 0.0 {
+                    break;
+                }
+            }
+            let Some(Coarsened {
+                p,
+                r,
+                ac,
+                aggregate_of,
+                next_bs,
+                next_nns,
+            }) = attempt
+            else {
+                break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
+            };
+            let next = std::mem::replace(&mut cur, ac);
+            levels.push(Level {
+                a: next,
+                block: bs,
+                p: Some(p),
+                r: Some(r),
+                smoother: Some(smoother),
+                aggregate_of: Some(aggregate_of),
+            });
+            bs = next_bs;
+            nns = next_nns;
+        };
+        levels.push(Level {
+            a: cur,
+            block: bs,
+            p: None,
+            r: None,
+            smoother: None,
+            aggregate_of: None,
+        });
+        t.total_s = total.elapsed().as_secs_f64();
+        Ok(Hierarchy {
+            levels,
+            coarse,
+            kernel,
+            symmetric,
+            options: options.clone(),
+            timings: t,
+        })
+    }
+
+    /// The levels, finest first; the last is the coarsest.
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// The coarsest solve as a matrix: the dense (pseudo-)inverse, or the
+    /// inverse block diagonal for [`CoarseSolver::BlockDiagonal`].
+    pub fn coarse_solve(&self) -> &Csr<f64> {
+        &self.coarse
+    }
+
+    /// Whether the finest matrix is symmetric (to 1e-12 of its largest entry):
+    /// then so is every level and the cycle.
+    pub fn is_symmetric(&self) -> bool {
+        self.symmetric
+    }
+
+    /// The options it was built with.
+    pub fn options(&self) -> &AmgOptions {
+        &self.options
+    }
+
+    /// An orthonormal basis of the null space of the finest matrix found among
+    /// the constants of each block component and their sum (empty when A is
+    /// nonsingular there).
+    pub fn null_space(&self) -> &[Vec<f64>] {
+        &self.kernel
+    }
+
+    /// Removes the null-space components from `v` on the host: v -= (q^T v) q for
+    /// each basis vector q. O(n) per vector; does nothing for nonsingular A.
+    /// Apply it to the right-hand side of a singular system (to make it
+    /// consistent) and to the solution (to pick the minimal-norm one).
+    pub fn project<T: Scalar>(&self, v: &mut [T]) {
+        for q in &self.kernel {
+            let dot = q
+                .iter()
+                .zip(v.iter())
+                .fold(T::zero(), |s, (&qi, &vi)| s + T::from_f64(qi) * vi);
+            for (vi, &qi) in v.iter_mut().zip(q) {
+                *vi -= dot * T::from_f64(qi);
+            }
+        }
+    }
+
+    /// Sizes, complexities and setup timings.
+    pub fn info(&self) -> HierarchyInfo {
+        let levels: Vec<LevelInfo> = self
+            .levels
+            .iter()
+            .map(|l| LevelInfo {
+                rows: l.a.nrows(),
+                nnz: l.a.nnz(),
+                block: l.block,
+            })
+            .collect();
+        let (r0, z0) = (levels[0].rows as f64, levels[0].nnz.max(1) as f64);
+        HierarchyInfo {
+            coarsening: self.options.coarsening.name().into(),
+            smoother: self.options.smoother.name(),
+            sweeps: self.options.sweeps,
+            cycle: self.options.cycle.name().into(),
+            strength: self.options.strength,
+            operator_complexity: levels.iter().map(|l| l.nnz as f64).sum::<f64>() / z0,
+            grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / r0,
+            levels,
+            coarse_solver: match self.options.coarse_solver {
+                CoarseSolver::Direct => "dense".into(),
+                CoarseSolver::BlockDiagonal => "block-diagonal".into(),
+            },
+            null_space_dim: self.kernel.len(),
+            timings: self.timings.clone(),
+        }
+    }
+}
+
+/// One coarsening step's products.
+struct Coarsened {
+    p: Csr<f64>,
+    r: Csr<f64>,
+    ac: Csr<f64>,
+    aggregate_of: Vec<u32>,
+    next_bs: usize,
+    next_nns: Vec<Vec<f64>>,
+}
+
+/// Strength graph with threshold `eps`, selection or aggregation, prolongator,
+/// restriction and Galerkin product of one level, timed into `t`.
+fn coarsen(
+    cur: &Csr<f64>,
+    bs: usize,
+    nns: &[Vec<f64>],
+    eps: f64,
+    rho: f64,
+    options: &AmgOptions,
+    t: &mut SetupTimings,
+) -> Result<Coarsened> {
+    let s = time(&mut t.strength_s, || {
+        strong_graph(&norm_matrix(cur, bs)?, eps)
+    })?;
+    let (p, aggregate_of, next_bs, next_nns) = match options.coarsening {
+        Coarsening::Seed => {
+            let sel = time(&mut t.aggregation_s, || seed_selection(&s));
+            let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?;
+            let first = sel.parents.iter().map(|p| p[0]).collect();
+            (p, first, bs, Vec::new())
+        }
+        Coarsening::SmoothedAggregation => {
+            let (agg, naggs) = time(&mut t.aggregation_s, || mis2_aggregates(&s));
+            let (p, cn) = time(&mut t.prolongation_s, || -> Result<_> {
+                let tent = tentative(&agg, naggs, bs, nns)?;
+                let d = BlockDiagonal::of(cur, bs, false).inverse()?;
+                Ok((smooth(cur, &d, rho, &tent.p)?, tent.coarse_null))
+            })?;
+            (p, agg, nns.len(), cn)
+        }
+    };
+    let r = time(&mut t.prolongation_s, || p.transpose(false));
+    let ac = time(&mut t.galerkin_s, || -> Result<_> {
+        Ok(fix_empty_rows(galerkin(&r, cur, &p)?)?.0)
+    })?;
+    Ok(Coarsened {
+        p,
+        r,
+        ac,
+        aggregate_of,
+        next_bs,
+        next_nns,
+    })
+}
+
+/// Whether `a` equals its transpose to 1e-12 of its largest entry. O(nnz).
+fn is_symmetric(a: &Csr<f64>) -> bool {
+    let t = a.transpose(false);
+    let scale = a.values().iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    (0..a.nrows()).all(|i| {
+        let ((ca, va), (ct, vt)) = (a.row(i), t.row(i));
+        // Compare the two rows as sparse vectors (a stored zero equals a missing entry).
+        let (mut p, mut q) = (0, 0);
+        while p < ca.len() || q < ct.len() {
+            let (x, y) = match (ca.get(p), ct.get(q)) {
+                (Some(&j), Some(&k)) if j == k => {
+                    p += 1;
+                    q += 1;
+                    (va[p - 1], vt[q - 1])
+                }
+                (Some(&j), Some(&k)) if j < k => {
+                    p += 1;
+                    (va[p - 1], 0.0)
+                }
+                (Some(_), None) => {
+                    p += 1;
+                    (va[p - 1], 0.0)
+                }
+                _ => {
+                    q += 1;
+                    (0.0, vt[q - 1])
+                }
+            };
+            if (x - y).abs() > 1e-12 * scale {
+                return false;
+            }
+        }
+        true
+    })
+}
+
+/// The constant of each block component: `bs` vectors of length n.
+fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
+    (0..bs)
+        .map(|c| (0..n).map(|i| f64::from(i % bs == c)).collect())
+        .collect()
+}
+
+/// The smoother's data of a level: inverse block diagonal, rho(D^-1 A), omega.
+fn smoother_data(a: &Csr<f64>, bs: usize, o: &AmgOptions) -> Result<SmootherData> {
+    let d = BlockDiagonal::of(a, bs, false);
+    let dinv = d.inverse()?;
+    let rho = rho_dinv_a(a, &d, &dinv, o.lanczos_steps)?;
+    if !(rho > 0.0 && rho.is_finite()) {
+        return Err(bad(format!(
+            "rho(D^-1 A) estimated as {rho}: is A positive definite?"
+        )));
+    }
+    let (dinv, omega) = match o.smoother {
+        Smoother::L1Jacobi => (BlockDiagonal::of(a, bs, true).inverse()?, 1.0),
+        _ => (dinv, 4.0 / (3.0 * rho)),
+    };
+    Ok(SmootherData {
+        dinv: dinv.to_csr()?,
+        omega,
+        rho,
+    })
+}
+
+/// The coarsest solve's matrix.
+fn coarse_matrix(a: &Csr<f64>, bs: usize, o: &AmgOptions) -> Result<Csr<f64>> {
+    match o.coarse_solver {
+        CoarseSolver::Direct => Ok(dense_inverse(a)?.matrix),
+        CoarseSolver::BlockDiagonal => BlockDiagonal::of(a, bs, false).inverse()?.to_csr(),
+    }
+}
+
+/// The null space of `a` among the block-component constants and the all-ones
+/// vector: those v with ||A v||_inf <= 1e-10 max_i sum_j |a_ij|, orthonormalised
+/// (dependent ones dropped). O(nnz) per candidate.
+fn detect_kernel(a: &Csr<f64>, bs: usize) -> Result<Vec<Vec<f64>>> {
+    let n = a.nrows();
+    let norm = (0..n)
+        .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
+        .fold(0.0, f64::max);
+    let mut cands = component_constants(n, bs);
+    if bs > 1 {
+        cands.push(vec![1.0; n]);
+    }
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    for mut v in cands {
+        let av = a.mul_vec(&v)?;
+        if av.iter().any(|x| x.abs() > 1e-10 * norm) {
+            continue;
+        }
+        for q in &basis {
+            let d: f64 = q.iter().zip(&v).map(|(x, y)| x * y).sum();
+            v.iter_mut().zip(q).for_each(|(x, y)| *x -= d * y);
+        }
+        let nv = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        if nv > 1e-8 * (n as f64).sqrt() {
+            v.iter_mut().for_each(|x| *x /= nv);
+            basis.push(v);
+        }
+    }
+    Ok(basis)
+}

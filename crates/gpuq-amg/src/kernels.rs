@@ -1,0 +1,247 @@
+//! The cycle's fusable steps: [`AmgKernels`], with default bodies made of
+//! SpMV and BLAS-1 operations (so any [`SparseBackend`] runs the cycle), and
+//! one-pass Rayon versions for [`CpuBackend`] (CSR or BSR2 matrices with a CSR
+//! or BSR2 block-diagonal inverse; other layouts take the defaults).
+//!
+//! The CUDA backend takes the defaults (behind the `cuda` feature): a Jacobi
+//! sweep is then three launches (copy, SpMV with beta = 1, SpMV with beta = 1)
+//! instead of one fused kernel. Fused CUDA kernels are not written yet.
+
+use gpuq_core::{check_same_len, DeviceVector, Result, Scalar};
+use gpuq_cpu::{CpuBackend, CpuMatrix, CpuVector};
+use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, SparseBackend};
+use rayon::prelude::*;
+
+/// The steps of an AMG cycle that a backend can fuse.
+pub trait AmgKernels: SparseBackend {
+    /// r = b - A x. Default: a copy and an SpMV (two passes over r); fused: one.
+    fn amg_residual<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        b: &Self::Vector<T>,
+        x: &Self::Vector<T>,
+        r: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        default_residual(self, a, b, x, r)
+    }
+
+    /// One damped block-Jacobi sweep x <- x + omega D^-1 (b - A x), D^-1 the
+    /// block-diagonal matrix `dinv` with blocks of `block` rows; `scratch` (of
+    /// x's length) is overwritten. Default: the residual into `scratch`, then
+    /// x += omega D^-1 scratch as one SpMV with beta = 1; fused: one pass that
+    /// writes the new iterate.
+    #[allow(clippy::too_many_arguments)]
+    fn amg_jacobi<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        dinv: &Self::Matrix<T>,
+        block: usize,
+        omega: T,
+        b: &Self::Vector<T>,
+        x: &mut Self::Vector<T>,
+        scratch: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        let _ = block;
+        default_jacobi(self, a, dinv, omega, b, x, scratch)
+    }
+
+    /// The residual restricted: scratch = b - A x, then bc = R scratch.
+    /// Default: [`AmgKernels::amg_residual`] and one SpMV.
+    fn amg_residual_restrict<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        r: &Self::Matrix<T>,
+        b: &Self::Vector<T>,
+        x: &Self::Vector<T>,
+        scratch: &mut Self::Vector<T>,
+        bc: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        self.amg_residual(a, b, x, scratch)?;
+        self.spmv(T::one(), r, scratch, T::zero(), bc)
+    }
+}
+
+/// The default residual: r = b, then r = -A x + r.
+fn default_residual<B: SparseBackend, T: Scalar>(
+    be: &B,
+    a: &B::Matrix<T>,
+    b: &B::Vector<T>,
+    x: &B::Vector<T>,
+    r: &mut B::Vector<T>,
+) -> Result<()> {
+    be.copy(b, r)?;
+    be.spmv(-T::one(), a, x, T::one(), r)
+}
+
+/// The default Jacobi sweep.
+fn default_jacobi<B: SparseBackend, T: Scalar>(
+    be: &B,
+    a: &B::Matrix<T>,
+    dinv: &B::Matrix<T>,
+    omega: T,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    scratch: &mut B::Vector<T>,
+) -> Result<()> {
+    default_residual(be, a, b, x, scratch)?;
+    be.spmv(omega, dinv, scratch, T::one(), x)
+}
+
+/// Row access to the CPU matrix layouts the fused kernels handle.
+enum Rows<'a, T> {
+    Csr(&'a Csr<T>),
+    Bsr2(&'a Bsr2<T>),
+}
+
+impl<'a, T: Scalar> Rows<'a, T> {
+    fn of(m: &'a CpuMatrix<T>) -> Option<Self> {
+        match m {
+            CpuMatrix::Csr(a) => Some(Rows::Csr(a)),
+            CpuMatrix::Bsr2(a, _) => Some(Rows::Bsr2(a)),
+            CpuMatrix::Sell(..) => None,
+        }
+    }
+
+    /// Row i times x.
+    #[inline(always)]
+    fn dot(&self, i: usize, x: &[T]) -> T {
+        match self {
+            Rows::Csr(a) => {
+                let (c, v) = a.row(i);
+                c.iter()
+                    .zip(v)
+                    .fold(T::zero(), |s, (&j, &aij)| s + aij * x[j as usize])
+            }
+            Rows::Bsr2(a) => {
+                let (bi, half) = (i / 2, 2 * (i % 2));
+                let (ptr, col, blk) = (a.block_row_ptr(), a.block_col(), a.blocks());
+                (ptr[bi]..ptr[bi + 1]).fold(T::zero(), |s, q| {
+                    let j = 2 * col[q] as usize;
+                    s + blk[q][half] * x[j] + blk[q][half + 1] * x[j + 1]
+                })
+            }
+        }
+    }
+}
+
+/// Largest block the fused CPU Jacobi sweep keeps on the stack.
+const MAX_BLOCK: usize = 8;
+
+/// Rows per task of the fused CPU kernels (a multiple of every block up to 8
+/// that divides 840).
+const TASK_ROWS: usize = 1680;
+
+impl AmgKernels for CpuBackend {
+    /// One pass: r_i = b_i - A_i x, in tasks of 1680 rows.
+    fn amg_residual<T: Scalar>(
+        &self,
+        a: &CpuMatrix<T>,
+        b: &CpuVector<T>,
+        x: &CpuVector<T>,
+        r: &mut CpuVector<T>,
+    ) -> Result<()> {
+        let Some(rows) = Rows::of(a) else {
+            return default_residual(self, a, b, x, r);
+        };
+        let (m, n) = a.shape();
+        check_same_len("amg_residual (x vs columns)", n, x.len())?;
+        check_same_len("amg_residual (b vs rows)", m, b.len())?;
+        check_same_len("amg_residual (r vs rows)", m, r.len())?;
+        let (b, x) = (b.as_slice(), x.as_slice());
+        self.run("amg_residual", || {
+            r.as_mut_slice()
+                .par_chunks_mut(TASK_ROWS)
+                .enumerate()
+                .for_each(|(c, rc)| {
+                    for (k, ri) in rc.iter_mut().enumerate() {
+                        let i = c * TASK_ROWS + k;
+                        *ri = b[i] - rows.dot(i, x);
+                    }
+                })
+        });
+        Ok(())
+    }
+
+    /// One pass writing the new iterate into `scratch` (each block's residual
+    /// kept on the stack), then the two vectors are swapped (no copy).
+    fn amg_jacobi<T: Scalar>(
+        &self,
+        a: &CpuMatrix<T>,
+        dinv: &CpuMatrix<T>,
+        block: usize,
+        omega: T,
+        b: &CpuVector<T>,
+        x: &mut CpuVector<T>,
+        scratch: &mut CpuVector<T>,
+    ) -> Result<()> {
+        let (Some(rows), Some(drows)) = (Rows::of(a), Rows::of(dinv)) else {
+            return default_jacobi(self, a, dinv, omega, b, x, scratch);
+        };
+        let bsr2_mismatch = matches!(drows, Rows::Bsr2(_)) && block != 2;
+        if block == 0 || block > MAX_BLOCK || TASK_ROWS % block != 0 || bsr2_mismatch {
+            return default_jacobi(self, a, dinv, omega, b, x, scratch);
+        }
+        let (m, n) = a.shape();
+        check_same_len("amg_jacobi (A square)", m, n)?;
+        check_same_len("amg_jacobi (D^-1 vs A)", m, dinv.shape().0)?;
+        check_same_len("amg_jacobi (x vs rows)", m, x.len())?;
+        check_same_len("amg_jacobi (b vs rows)", m, b.len())?;
+        check_same_len("amg_jacobi (scratch vs rows)", m, scratch.len())?;
+        if m % block != 0 {
+            return default_jacobi(self, a, dinv, omega, b, x, scratch);
+        }
+        let (bs, xs) = (b.as_slice(), x.as_slice());
+        self.run("amg_jacobi", || {
+            scratch
+                .as_mut_slice()
+                .par_chunks_mut(TASK_ROWS)
+                .enumerate()
+                .for_each(|(c, out)| {
+                    let row0 = c * TASK_ROWS;
+                    let mut res = [T::zero(); MAX_BLOCK];
+                    for (k, blk) in out.chunks_mut(block).enumerate() {
+                        let first = row0 + k * block;
+                        for (q, rq) in res.iter_mut().take(blk.len()).enumerate() {
+                            *rq = bs[first + q] - rows.dot(first + q, xs);
+                        }
+                        // D^-1 only couples rows of the block: read its rows
+                        // against the block's residual placed at its columns.
+                        for (q, o) in blk.iter_mut().enumerate() {
+                            let i = first + q;
+                            let corr = drows.dot_local(i, first, &res);
+                            *o = xs[i] + omega * corr;
+                        }
+                    }
+                })
+        });
+        std::mem::swap(x, scratch);
+        Ok(())
+    }
+}
+
+impl<T: Scalar> Rows<'_, T> {
+    /// Row i of a block-diagonal matrix times a vector whose only nonzeros are
+    /// `local[0..]` at positions `first..` (the block's residual).
+    #[inline(always)]
+    fn dot_local(&self, i: usize, first: usize, local: &[T]) -> T {
+        match self {
+            Rows::Csr(a) => {
+                let (c, v) = a.row(i);
+                c.iter()
+                    .zip(v)
+                    .fold(T::zero(), |s, (&j, &d)| s + d * local[j as usize - first])
+            }
+            Rows::Bsr2(a) => {
+                let (bi, half) = (i / 2, 2 * (i % 2));
+                let (ptr, col, blk) = (a.block_row_ptr(), a.block_col(), a.blocks());
+                (ptr[bi]..ptr[bi + 1]).fold(T::zero(), |s, q| {
+                    let j = 2 * col[q] as usize - first;
+                    s + blk[q][half] * local[j] + blk[q][half + 1] * local[j + 1]
+                })
+            }
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl AmgKernels for gpuq_cuda::CudaBackend {}

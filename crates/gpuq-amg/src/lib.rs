@@ -1,0 +1,125 @@
+//! # gpuq-amg
+//!
+//! Algebraic multigrid for scalar and 2x2-block systems (unknowns numbered node
+//! by node), used as a preconditioner by every Krylov method of `gpuq-krylov`.
+//!
+//! ## What is implemented
+//!
+//! * [`Hierarchy::build`], the setup, on the host (Rayon where it pays;
+//!   deterministic: the same hierarchy whatever the thread count):
+//!   - the strength test of seed 002: the Frobenius-norm matrix of the bs x bs
+//!     blocks and the Mandel-Brezina test e_kl^2 >= eps e_kk e_ll ([`strength`]);
+//!   - [`Coarsening::Seed`], seed 002's method: greedy coarse-node selection in
+//!     node order, each node interpolating from its n_i strongly connected
+//!     coarse nodes with weight (1/n_i) I per block, R = P^T, Galerkin R A P;
+//!   - [`Coarsening::SmoothedAggregation`]: aggregates from a distance-2
+//!     maximal independent set (rounds of max-propagation of a hashed key, so
+//!     a parallel or GPU setup builds the same ones, [`aggregate`]); the
+//!     tentative prolongator from near-null-space vectors (the constant of each
+//!     block component by default, or any given set such as the rigid-body modes
+//!     of 2D elasticity), orthonormalised per aggregate by a thin QR; smoothed by
+//!     one weighted-Jacobi step with omega = 4 / (3 rho(D^-1 A)), rho from a
+//!     Lanczos estimate ([`prolong`], [`spectral`]);
+//!   - the Galerkin products with our own row-parallel sparse matrix-matrix
+//!     product ([`galerkin`]);
+//!   - the time of each phase ([`SetupTimings`]).
+//! * [`Amg`], the V-cycle as a [`gpuq_core::LinearOperator`] on any backend with
+//!   [`AmgKernels`]: every level's A, P, R and smoother matrix uploaded once in
+//!   the chosen layout (CSR, SELL, or BSR2 where the level's blocks are 2x2);
+//!   V- or W-cycle ([`CycleKind`]);
+//!   smoothers: damped block Jacobi (the seed's 2x2-block Jacobi; point Jacobi
+//!   for block 1), l1-Jacobi, Chebyshev of degree 2-4; pre- and post-smoothing
+//!   mirror each other, so the cycle is symmetric for symmetric A and PCG may
+//!   use it; the coarsest level is one SpMV with its stored dense
+//!   (pseudo-)inverse ([`CoarseSolver::Direct`]) or the seed's inverse block
+//!   diagonal ([`CoarseSolver::BlockDiagonal`]). No transfer and no host
+//!   round trip happens inside a cycle on any backend.
+//! * [`AmgKernels`]: the fusable steps (residual, Jacobi sweep, residual and
+//!   restriction) with default bodies made of SpMV and BLAS-1 operations; the
+//!   CPU backend overrides the residual and the Jacobi sweep with one-pass
+//!   Rayon kernels; the CUDA backend (feature `cuda`) takes the defaults.
+//!
+//! ## Singular systems
+//!
+//! A pure Neumann problem (positive semidefinite A whose null space holds the
+//! constants, or for block 2 the constant of a component or of both) is handled
+//! explicitly: [`Hierarchy::build`] detects the null space among those vectors
+//! ([`Hierarchy::null_space`]); the coarsest level uses the Moore-Penrose
+//! pseudo-inverse (from a Cholesky factorisation with complete pivoting that
+//! stops at the numerical rank of the symmetric coarsest matrix); and the caller projects the null space out of the right-hand side
+//! (so that it is consistent) and out of the solution with
+//! [`Hierarchy::project`], on the host, before and after the solve. Inside the
+//! solve the iterates are not projected (that would cost a reduction read back
+//! per cycle); their null-space component does not change the residual, and the
+//! final projection removes it.
+//!
+//! ## Costs
+//!
+//! Setup: O(nnz) per level for the strength graph and the aggregation rounds,
+//! two sparse products for the smoothed prolongator and two for R A P, a few
+//! (15 by default) products with A per level for the spectral-radius estimate,
+//! and O(n_c^3) for the coarsest dense inverse (n_c <= the coarse size, 100 by
+//! default). A cycle costs about the operator complexity times the work of the
+//! finest level's smoothing, residual and transfer products (see [`Amg`]).
+//!
+//! ## The default: smoothed aggregation, measured
+//!
+//! PCG to 1e-8 on laplace3d:100 (10^6 unknowns, b = 1) on the CPU backend (the
+//! 2 cores of the development machine, release build, `gpuq solve --precond
+//! ...`), default options otherwise (one damped-Jacobi sweep before and after,
+//! eps = 0.001, coarsest at or below 100 unknowns). Times are the best of four
+//! runs per row: the machine was shared and the other runs were up to 2x
+//! slower, but smoothed aggregation beat the seed's method in every run, and the
+//! iterations and complexities are exact:
+//!
+//! | preconditioner | iterations | solve s | setup s | operator / grid complexity |
+//! | --- | ---: | ---: | ---: | --- |
+//! | Jacobi | 249 | 2.01 | 0.07 | - |
+//! | AMG, smoothed aggregation (default) | 19 | 0.66 | 1.78 | 1.48 / 1.09 |
+//! | AMG, smoothed aggregation, W-cycle | 17 | 0.72 | 2.03 | 1.48 / 1.09 |
+//! | AMG, smoothed aggregation, Chebyshev degree 3 | 12 | 0.88 | 1.80 | 1.48 / 1.09 |
+//! | AMG, seed 002's method | 16 | 0.79 | 2.48 | 3.02 / 1.61 |
+//!
+//! The seed's method needs fewer iterations (its coarsening halves the grid,
+//! so the coarse spaces are rich), but its greedy selection coarsens a 3D
+//! Laplacian only by about 2 per level, with denser coarse stencils: operator
+//! complexity 3.0 against 1.5, so each cycle costs more and the setup's
+//! Galerkin products take twice as long. Smoothed aggregation was faster in
+//! setup and in solve in every run, and is therefore the default
+//! ([`Coarsening`]'s default). Its setup on this problem splits into strength
+//! 0.3 s, aggregation 0.2 s, prolongator 0.3 s, Galerkin 0.5 s and smoother data
+//! (block inverses and Lanczos) 0.45 s. On 2D elasticity (`elasticity2d:64`,
+//! two unknowns per node) PCG with block smoothed aggregation and the
+//! rigid-body modes takes 27 iterations against 397 with 2x2-block Jacobi.
+//!
+//! The iteration count barely grows with the mesh: 17 iterations on
+//! laplace3d:64 (2.6 x 10^5 unknowns) and 19 on laplace3d:100 (10^6), same
+//! options.
+//!
+//! ## Not done
+//!
+//! * The setup runs on the host only; the hierarchy is then uploaded. A GPU
+//!   setup (strength, aggregation rounds, SpGEMM in device kernels) is not
+//!   written, though the aggregation is the parallel deterministic scheme such
+//!   a setup would run.
+//! * The CUDA backend runs the default kernel bodies (no fused CUDA kernels);
+//!   the cycle is not recorded as a CUDA graph.
+
+#![warn(missing_docs)]
+
+pub mod aggregate;
+pub mod blockdiag;
+pub mod coarse;
+mod cycle;
+pub mod galerkin;
+mod hierarchy;
+pub mod kernels;
+mod options;
+pub mod prolong;
+pub mod spectral;
+pub mod strength;
+
+pub use cycle::Amg;
+pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData};
+pub use kernels::AmgKernels;
+pub use options::{AmgOptions, CoarseSolver, Coarsening, CycleKind, CycleOptions, Smoother};

@@ -1,0 +1,230 @@
+//! The choices of an AMG setup and cycle, with their parsers.
+
+use gpuq_core::{Error, Result};
+use gpuq_sparse::Layout;
+use serde::{Deserialize, Serialize};
+
+/// How the coarse levels are made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Coarsening {
+    /// Smoothed aggregation: distance-2 maximal-independent-set aggregates, a
+    /// tentative prolongator from the near-null-space vectors (thin QR per
+    /// aggregate), smoothed by one weighted-Jacobi step.
+    #[default]
+    SmoothedAggregation,
+    /// Seed 002's method: greedy coarse-node selection with the Mandel-Brezina
+    /// test, interpolation with weights 1/n_i per block from the n_i strongly
+    /// connected coarse nodes.
+    Seed,
+}
+
+impl Coarsening {
+    /// Parses `sa` or `seed`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "sa" => Ok(Coarsening::SmoothedAggregation),
+            "seed" => Ok(Coarsening::Seed),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown AMG coarsening '{s}' (available: sa, seed)"
+            ))),
+        }
+    }
+
+    /// The name used in reports (`sa`, `seed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Coarsening::SmoothedAggregation => "sa",
+            Coarsening::Seed => "seed",
+        }
+    }
+}
+
+/// The smoother of every level but the coarsest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Smoother {
+    /// Damped block Jacobi (block size of the level; 1 is point Jacobi):
+    /// x += omega D^-1 (b - A x), omega = 4 / (3 rho(D^-1 A)) per level.
+    #[default]
+    Jacobi,
+    /// l1-Jacobi: D_l1 = D + diag(sum of |a_ij| outside the diagonal block of row
+    /// i), undamped; convergent for any symmetric positive definite A.
+    L1Jacobi,
+    /// Chebyshev polynomial of D^-1 A of the given degree (2 to 4) over
+    /// [lambda_max / 30, 1.1 lambda_max], lambda_max estimated by Lanczos.
+    Chebyshev {
+        /// Polynomial degree (matrix products per application).
+        degree: usize,
+    },
+}
+
+impl Smoother {
+    /// Parses `jacobi`, `l1`, `chebyshev` (degree 3) or `chebyshev:D` (D in 2..=4).
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.split_once(':') {
+            None => match s {
+                "jacobi" => Ok(Smoother::Jacobi),
+                "l1" | "l1-jacobi" => Ok(Smoother::L1Jacobi),
+                "chebyshev" => Ok(Smoother::Chebyshev { degree: 3 }),
+                _ => Err(Self::unknown(s)),
+            },
+            Some(("chebyshev", d)) => match d.parse::<usize>() {
+                Ok(degree @ 2..=4) => Ok(Smoother::Chebyshev { degree }),
+                _ => Err(Error::InvalidArgument(format!(
+                    "Chebyshev degree '{d}' must be 2, 3 or 4"
+                ))),
+            },
+            Some(_) => Err(Self::unknown(s)),
+        }
+    }
+
+    fn unknown(s: &str) -> Error {
+        Error::InvalidArgument(format!(
+            "unknown AMG smoother '{s}' (available: jacobi, l1, chebyshev, chebyshev:D)"
+        ))
+    }
+
+    /// The name used in reports.
+    pub fn name(self) -> String {
+        match self {
+            Smoother::Jacobi => "jacobi".into(),
+            Smoother::L1Jacobi => "l1".into(),
+            Smoother::Chebyshev { degree } => format!("chebyshev:{degree}"),
+        }
+    }
+}
+
+/// How the coarsest level is solved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CoarseSolver {
+    /// Exactly: the (pseudo-)inverse of the coarsest matrix, stored dense and
+    /// applied as one SpMV. Symmetric matrices get the Moore-Penrose
+    /// pseudo-inverse from a rank-revealing pivoted Cholesky factorisation (so
+    /// singular ones work);
+    /// others an LU-based inverse.
+    #[default]
+    Direct,
+    /// Seed 002's block-diagonal solve: the inverse of the coarsest matrix's
+    /// diagonal blocks.
+    BlockDiagonal,
+}
+
+/// The shape of the cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CycleKind {
+    /// One coarse-level cycle per level.
+    #[default]
+    V,
+    /// Two coarse-level cycles per level (the second on the residual the
+    /// first left), except into the coarsest level, which is solved exactly.
+    W,
+}
+
+impl CycleKind {
+    /// Parses `v` or `w`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "v" | "V" => Ok(CycleKind::V),
+            "w" | "W" => Ok(CycleKind::W),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown AMG cycle '{s}' (available: v, w)"
+            ))),
+        }
+    }
+
+    /// The name used in reports (`v`, `w`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CycleKind::V => "v",
+            CycleKind::W => "w",
+        }
+    }
+}
+
+/// Everything the setup and the cycle need besides the matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AmgOptions {
+    /// How coarse levels are made (default smoothed aggregation).
+    pub coarsening: Coarsening,
+    /// Unknowns per node, 1 or 2, numbered node by node (default 1).
+    pub block: usize,
+    /// Strength threshold eps of the seed's test e_kl^2 >= eps e_kk e_ll on the
+    /// block Frobenius-norm matrix (default 0.001; the test is squared, so this
+    /// is the classical |a_kl| >= 0.032 sqrt(a_kk a_ll)). A level that would
+    /// shrink by less than 10% is coarsened again with eps = 0 (every nonzero
+    /// block strong).
+    pub strength: f64,
+    /// Smoother (default damped Jacobi).
+    pub smoother: Smoother,
+    /// Smoothing applications before and after the coarse correction (default 1).
+    pub sweeps: usize,
+    /// Stop coarsening at or below this many unknowns (default 100).
+    pub coarse_size: usize,
+    /// At most this many levels, the finest included (default 25).
+    pub max_levels: usize,
+    /// The coarsest solve (default exact).
+    pub coarse_solver: CoarseSolver,
+    /// V- or W-cycle (default V).
+    pub cycle: CycleKind,
+    /// Near-null-space vectors of the finest level for smoothed aggregation,
+    /// each of length n (default: the constant of each block component, i.e.
+    /// `block` vectors). E.g. the three rigid-body modes of 2D elasticity.
+    pub near_null_space: Option<Vec<Vec<f64>>>,
+    /// Lanczos steps of the spectral-radius estimates (default 15).
+    pub lanczos_steps: usize,
+}
+
+impl Default for AmgOptions {
+    fn default() -> Self {
+        AmgOptions {
+            coarsening: Coarsening::default(),
+            block: 1,
+            strength: 0.001,
+            smoother: Smoother::default(),
+            sweeps: 1,
+            coarse_size: 100,
+            max_levels: 25,
+            coarse_solver: CoarseSolver::default(),
+            cycle: CycleKind::default(),
+            near_null_space: None,
+            lanczos_steps: 15,
+        }
+    }
+}
+
+impl AmgOptions {
+    /// Checks the ranges: block 1 or 2, eps in [0, 1], at least one sweep, a
+    /// coarse size of at least 1, at least one level, at least 2 Lanczos steps.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if !(1..=2).contains(&self.block) {
+            return bad(format!("AMG block size {} (must be 1 or 2)", self.block));
+        }
+        if !(self.strength.is_finite() && (0.0..=1.0).contains(&self.strength)) {
+            return bad(format!(
+                "AMG strength threshold {} (must lie in [0, 1])",
+                self.strength
+            ));
+        }
+        if self.sweeps == 0 || self.coarse_size == 0 || self.max_levels == 0 {
+            return bad("AMG sweeps, coarse size and levels must be positive".into());
+        }
+        if self.lanczos_steps < 2 {
+            return bad("AMG needs at least 2 Lanczos steps".into());
+        }
+        if let Smoother::Chebyshev { degree } = self.smoother {
+            if !(2..=4).contains(&degree) {
+                return bad(format!("Chebyshev degree {degree} (must be 2, 3 or 4)"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How the cycle stores its matrices on the backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CycleOptions {
+    /// Layout of every level's A, P, R and smoother matrix: CSR, SELL, or BSR2
+    /// (BSR2 falls back to CSR for a matrix with an odd dimension or a level
+    /// whose block size is not 2).
+    pub layout: Layout,
+}

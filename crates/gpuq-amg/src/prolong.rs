@@ -1,0 +1,204 @@
+//! Prolongators: seed 002's 1/n_i interpolation (section 10.1), the tentative
+//! prolongator of smoothed aggregation from near-null-space vectors, and its
+//! smoothing by one weighted-Jacobi step.
+
+use crate::aggregate::Selection;
+use crate::blockdiag::BlockDiagonal;
+use crate::galerkin::{par_build, Accumulator};
+use gpuq_core::Result;
+use gpuq_sparse::Csr;
+use rayon::prelude::*;
+
+/// Seed 002's prolongator: block (i, J) is (1/n_i) I_bs for each of the n_i
+/// coarse nodes J node i interpolates from. Rows sum to 1 per component, so
+/// constants (per component) are interpolated exactly. O(n bs).
+pub fn seed_prolongator(sel: &Selection, bs: usize) -> Result<Csr<f64>> {
+    let nc = sel.coarse.len();
+    par_build(
+        sel.parents.len() * bs,
+        nc * bs,
+        || (),
+        |i, _, out| {
+            let (k, comp) = (i / bs, i % bs);
+            let p = &sel.parents[k];
+            let w = 1.0 / p.len() as f64;
+            out.extend(p.iter().map(|&c| (c * bs as u32 + comp as u32, w)));
+        },
+    )
+}
+
+/// The tentative prolongator of smoothed aggregation and the coarse
+/// near-null-space vectors.
+pub struct Tentative {
+    /// P_T: (n bs) x (aggregates k), orthonormal columns within each aggregate.
+    pub p: Csr<f64>,
+    /// The coarse near-null-space vectors B_c (k of them, each of length
+    /// aggregates k): B = P_T B_c.
+    pub coarse_null: Vec<Vec<f64>>,
+    /// Columns left zero because their aggregate had fewer independent rows
+    /// than near-null-space vectors.
+    pub zero_columns: usize,
+}
+
+/// P_T from aggregates and the k near-null-space vectors `b` (each of length n
+/// bs, the node of row r being r / bs): for each aggregate, the rows of its
+/// nodes' unknowns of [b_1 .. b_k] are factored Q R (modified Gram-Schmidt,
+/// twice); Q becomes the aggregate's k columns of P_T and R its block of B_c. A
+/// column that is dependent on the earlier ones (norm below 1e-10 of the
+/// original) is left zero. O(n bs k^2).
+pub fn tentative(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result<Tentative> {
+    let k = b.len();
+    let nrows = agg.len() * bs;
+    // Rows of each aggregate, in increasing order.
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); naggs];
+    for r in 0..nrows {
+        members[agg[r / bs] as usize].push(r);
+    }
+    // Per aggregate: Q (rows x k, column-major) and R (k x k, row-major).
+    let factors: Vec<(Vec<f64>, Vec<f64>, usize)> = members
+        .par_iter()
+        .map(|rows| {
+            let m = rows.len();
+            let mut q: Vec<f64> = (0..k)
+                .flat_map(|c| rows.iter().map(move |&r| b[c][r]))
+                .collect();
+            let mut rr = vec![0.0; k * k];
+            let mut zeros = 0;
+            for c in 0..k {
+                let orig: f64 = q[c * m..(c + 1) * m]
+                    .iter()
+                    .map(|x| x * x)
+                    .sum::<f64>()
+                    .sqrt();
+                for _ in 0..2 {
+                    for p in 0..c {
+                        let d: f64 = (0..m).map(|i| q[p * m + i] * q[c * m + i]).sum();
+                        rr[p * k + c] += d;
+                        for i in 0..m {
+                            q[c * m + i] -= d * q[p * m + i];
+                        }
+                    }
+                }
+                let nrm: f64 = q[c * m..(c + 1) * m]
+                    .iter()
+                    .map(|x| x * x)
+                    .sum::<f64>()
+                    .sqrt();
+                if nrm <= 1e-10 * orig || nrm == 0.0 {
+                    q[c * m..(c + 1) * m].iter_mut().for_each(|x| *x = 0.0);
+                    zeros += 1;
+                } else {
+                    rr[c * k + c] = nrm;
+                    q[c * m..(c + 1) * m].iter_mut().for_each(|x| *x /= nrm);
+                }
+            }
+            (q, rr, zeros)
+        })
+        .collect();
+    // Row r of P_T: its aggregate's Q row at r's position among the members.
+    let mut pos = vec![0usize; nrows];
+    for rows in &members {
+        for (p, &r) in rows.iter().enumerate() {
+            pos[r] = p;
+        }
+    }
+    let p = par_build(
+        nrows,
+        naggs * k,
+        || (),
+        |r, _, out| {
+            let a = agg[r / bs] as usize;
+            let (q, m) = (&factors[a].0, members[a].len());
+            for c in 0..k {
+                out.push(((a * k + c) as u32, q[c * m + pos[r]]));
+            }
+        },
+    )?;
+    let coarse_null = (0..k)
+        .map(|c| {
+            (0..naggs * k)
+                .map(|i| factors[i / k].1[(i % k) * k + c])
+                .collect()
+        })
+        .collect();
+    let zero_columns = factors.iter().map(|f| f.2).sum();
+    Ok(Tentative {
+        p,
+        coarse_null,
+        zero_columns,
+    })
+}
+
+/// The smoothed prolongator P = (I - omega D^-1 A) P_T with omega = 4 / (3
+/// rho), rho an estimate of rho(D^-1 A), in one row-parallel pass: row i of P
+/// is row i of P_T minus omega times the rows of A P_T of i's node combined by
+/// the inverse block of that node (Gustavson accumulation). O(flops(A P_T) bs).
+pub fn smooth(a: &Csr<f64>, dinv: &BlockDiagonal, rho: f64, pt: &Csr<f64>) -> Result<Csr<f64>> {
+    let omega = 4.0 / (3.0 * rho);
+    let bs = dinv.block();
+    let blocks = dinv.blocks();
+    par_build(
+        a.nrows(),
+        pt.ncols(),
+        || Accumulator::new(pt.ncols()),
+        |i, acc, out| {
+            let (k, r) = (i / bs, i % bs);
+            let (pc, pv) = pt.row(i);
+            for (&j, &v) in pc.iter().zip(pv) {
+                acc.add(j, v);
+            }
+            for c in 0..bs {
+                let w = -omega * blocks[(k * bs + r) * bs + c];
+                if w == 0.0 {
+                    continue;
+                }
+                let (ac, av) = a.row(k * bs + c);
+                for (&m, &amv) in ac.iter().zip(av) {
+                    let (tc, tv) = pt.row(m as usize);
+                    for (&j, &t) in tc.iter().zip(tv) {
+                        acc.add(j, w * amv * t);
+                    }
+                }
+            }
+            acc.drain_into(out);
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tentative_reproduces_near_null_space() {
+        // 6 nodes, block 2, aggregates {0,1,2} {3,4,5}; vectors: the two
+        // component constants and a "rotation" -y, x.
+        let agg = [0, 0, 0, 1, 1, 1];
+        let xs = [0.0, 1.0, 2.0, 0.0, 1.0, 2.0];
+        let ys = [0.0, 0.0, 0.0, 1.0, 1.0, 1.5];
+        let b: Vec<Vec<f64>> = vec![
+            (0..12).map(|r| f64::from(r % 2 == 0)).collect(),
+            (0..12).map(|r| f64::from(r % 2 == 1)).collect(),
+            (0..12)
+                .map(|r| if r % 2 == 0 { -ys[r / 2] } else { xs[r / 2] })
+                .collect(),
+        ];
+        let t = tentative(&agg, 2, 2, &b).unwrap();
+        assert_eq!(t.zero_columns, 0);
+        // Columns orthonormal.
+        let pd = t.p.to_dense();
+        for c in 0..6 {
+            for d in 0..6 {
+                let s: f64 = (0..12).map(|r| pd[r * 6 + c] * pd[r * 6 + d]).sum();
+                assert!((s - f64::from(c == d)).abs() < 1e-12);
+            }
+        }
+        // P_T B_c = B.
+        for (bv, bc) in b.iter().zip(&t.coarse_null) {
+            let got = t.p.mul_vec(bc).unwrap();
+            for (x, y) in got.iter().zip(bv) {
+                assert!((x - y).abs() < 1e-12);
+            }
+        }
+    }
+}

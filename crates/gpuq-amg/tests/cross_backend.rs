@@ -1,0 +1,172 @@
+//! The cycle on the CUDA backend against the CPU: the same hierarchy (built
+//! once on the host), the cycle applied to a vector agreeing to rounding, and
+//! PCG + AMG iteration counts within 2. Each test skips (passing, one line on
+//! stdout) without a CUDA driver or device.
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use common::*;
+use gpuq_amg::{Amg, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, Smoother};
+use gpuq_cpu::CpuBackend;
+use gpuq_cuda::CudaBackend;
+use gpuq_sparse::generators::laplace3d;
+use gpuq_sparse::{Csr, Layout};
+use std::sync::OnceLock;
+
+/// The device under test, or `None` (and one line on stdout) when there is none.
+fn gpu(test: &str) -> Option<&'static CudaBackend> {
+    static GPU: OnceLock<Option<CudaBackend>> = OnceLock::new();
+    let g = GPU
+        .get_or_init(|| match CudaBackend::new(0) {
+            Ok(g) => Some(g),
+            Err(gpuq_core::Error::NoCudaDevice(_)) => None,
+            Err(e) => panic!("the CUDA backend failed to start: {e}"),
+        })
+        .as_ref();
+    if g.is_none() {
+        println!("{test}: skipped (no CUDA device)");
+    }
+    g
+}
+
+/// The problems: a 3D Laplacian (block 1) and a coupled 2x2-block system.
+fn problems() -> Vec<(Csr<f64>, usize)> {
+    vec![(laplace3d::<f64>(14), 1), (coupled2d(24, 0.05), 2)]
+}
+
+fn layouts(block: usize) -> Vec<Layout> {
+    let mut l = vec![Layout::Csr, Layout::Sell { c: 32, sigma: 256 }];
+    if block == 2 {
+        l.push(Layout::Bsr2);
+    }
+    l
+}
+
+#[test]
+fn cycle_agrees_with_cpu() {
+    let Some(g) = gpu("cycle_agrees_with_cpu") else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    for (a, block) in problems() {
+        for smoother in [
+            Smoother::Jacobi,
+            Smoother::L1Jacobi,
+            Smoother::Chebyshev { degree: 3 },
+        ] {
+            for coarsening in [Coarsening::SmoothedAggregation, Coarsening::Seed] {
+                let o = AmgOptions {
+                    block,
+                    smoother,
+                    coarsening,
+                    sweeps: 2,
+                    ..AmgOptions::default()
+                };
+                let h = Hierarchy::build(&a, &o).unwrap();
+                let x = vector(a.nrows(), 0.61);
+                for layout in layouts(block) {
+                    let c = CycleOptions { layout };
+                    let on_cpu = Amg::<CpuBackend, f64>::new(&cpu, &h, &c).unwrap();
+                    let on_gpu = Amg::<CudaBackend, f64>::new(g, &h, &c).unwrap();
+                    let (y1, y2) = (apply(&cpu, &on_cpu, &x), apply(g, &on_gpu, &x));
+                    let scale = y1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                    for (i, (p, q)) in y1.iter().zip(&y2).enumerate() {
+                        assert!(
+                            (p - q).abs() <= 1e-10 * scale,
+                            "{o:?} {layout:?}: y[{i}] cpu {p} gpu {q}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn pcg_amg_iterations_agree_with_cpu() {
+    let Some(g) = gpu("pcg_amg_iterations_agree_with_cpu") else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    for (a, block) in problems() {
+        for coarsening in [Coarsening::SmoothedAggregation, Coarsening::Seed] {
+            let o = AmgOptions {
+                block,
+                coarsening,
+                cycle: if block == 2 {
+                    CycleKind::W
+                } else {
+                    CycleKind::V
+                },
+                ..AmgOptions::default()
+            };
+            let h = Hierarchy::build(&a, &o).unwrap();
+            let x_true = vector(a.nrows(), 0.917);
+            let b = a.mul_vec(&x_true).unwrap();
+            for layout in layouts(block) {
+                let c = CycleOptions { layout };
+                let m1 = Amg::<CpuBackend, f64>::new(&cpu, &h, &c).unwrap();
+                let m2 = Amg::<CudaBackend, f64>::new(g, &h, &c).unwrap();
+                let (_, r1) = pcg(&cpu, &a, &b, &m1);
+                let (x2, r2) = pcg(g, &a, &b, &m2);
+                assert!(r2.converged, "{o:?} {layout:?}");
+                assert!(true_residual(&a, &x2, &b) <= 1e-8);
+                assert!(
+                    r1.iterations.abs_diff(r2.iterations) <= 2,
+                    "{o:?} {layout:?}: cpu {} gpu {}",
+                    r1.iterations,
+                    r2.iterations
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn singular_neumann_on_gpu() {
+    let Some(g) = gpu("singular_neumann_on_gpu") else {
+        return;
+    };
+    let a = neumann2d(40);
+    let h = Hierarchy::build(&a, &AmgOptions::default()).unwrap();
+    let m = Amg::<CudaBackend, f64>::new(g, &h, &CycleOptions::default()).unwrap();
+    let mut b: Vec<f64> = vector(a.nrows(), 0.41).iter().map(|v| v + 0.5).collect();
+    h.project(&mut b);
+    let (mut x, rep) = pcg(g, &a, &b, &m);
+    assert!(rep.converged && rep.iterations < 40, "{}", rep.iterations);
+    h.project(&mut x);
+    assert!(true_residual(&a, &x, &b) <= 1e-8);
+}
+
+#[test]
+fn f32_cycle_agrees_with_cpu() {
+    let Some(g) = gpu("f32_cycle_agrees_with_cpu") else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    let a = laplace3d::<f64>(12);
+    let h = Hierarchy::build(&a, &AmgOptions::default()).unwrap();
+    let c = CycleOptions::default();
+    let m1 = Amg::<CpuBackend, f32>::new(&cpu, &h, &c).unwrap();
+    let m2 = Amg::<CudaBackend, f32>::new(g, &h, &c).unwrap();
+    let x: Vec<f32> = vector(a.nrows(), 0.3).iter().map(|&v| v as f32).collect();
+    let y1 = apply32(&cpu, &m1, &x);
+    let y2 = apply32(g, &m2, &x);
+    let scale = y1.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    for (p, q) in y1.iter().zip(&y2) {
+        assert!((p - q).abs() <= 1e-3 * scale, "{p} vs {q}");
+    }
+}
+
+/// y = M x in f32 through the backend.
+fn apply32<B: gpuq_core::Backend>(
+    backend: &B,
+    m: &dyn gpuq_core::LinearOperator<B, f32>,
+    x: &[f32],
+) -> Vec<f32> {
+    let xv = backend.upload(x).unwrap();
+    let mut y = backend.zeros::<f32>(x.len()).unwrap();
+    m.apply(&xv, &mut y).unwrap();
+    backend.download(&y).unwrap()
+}

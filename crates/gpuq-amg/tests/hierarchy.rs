@@ -1,0 +1,261 @@
+//! Hierarchy invariants: prolongator columns, aggregates covering every node,
+//! R = P^T, R A P against an explicit dense product, determinism, bad inputs.
+
+mod common;
+
+use common::*;
+use gpuq_amg::{AmgOptions, CoarseSolver, Coarsening, Hierarchy};
+use gpuq_sparse::generators::{laplace2d, laplace3d};
+use gpuq_sparse::Csr;
+
+fn options(coarsening: Coarsening, block: usize) -> AmgOptions {
+    AmgOptions {
+        coarsening,
+        block,
+        coarse_size: 20,
+        ..AmgOptions::default()
+    }
+}
+
+fn dense_rap(r: &Csr<f64>, a: &Csr<f64>, p: &Csr<f64>) -> Vec<f64> {
+    let (dr, da, dp) = (r.to_dense(), a.to_dense(), p.to_dense());
+    let (n, nc) = (a.nrows(), p.ncols());
+    let mut ap = vec![0.0; n * nc];
+    for i in 0..n {
+        for k in 0..n {
+            let aik = da[i * n + k];
+            if aik != 0.0 {
+                for j in 0..nc {
+                    ap[i * nc + j] += aik * dp[k * nc + j];
+                }
+            }
+        }
+    }
+    let mut c = vec![0.0; nc * nc];
+    for i in 0..nc {
+        for k in 0..n {
+            let rik = dr[i * n + k];
+            if rik != 0.0 {
+                for j in 0..nc {
+                    c[i * nc + j] += rik * ap[k * nc + j];
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Whether the symmetric n x n row-major `g` is positive definite (its Cholesky
+/// pivots stay above 1e-12 of the largest diagonal entry).
+fn cholesky_succeeds(mut g: Vec<f64>, n: usize) -> bool {
+    let top = (0..n).map(|i| g[i * n + i]).fold(0.0f64, f64::max);
+    for j in 0..n {
+        let d = g[j * n + j] - (0..j).map(|k| g[j * n + k] * g[j * n + k]).sum::<f64>();
+        if d <= 1e-12 * top {
+            return false;
+        }
+        let d = d.sqrt();
+        g[j * n + j] = d;
+        for i in j + 1..n {
+            let s: f64 = (0..j).map(|k| g[i * n + k] * g[j * n + k]).sum();
+            g[i * n + j] = (g[i * n + j] - s) / d;
+        }
+    }
+    true
+}
+
+fn check_invariants(a: &Csr<f64>, o: &AmgOptions) -> Hierarchy {
+    let h = Hierarchy::build(a, o).unwrap();
+    let levels = h.levels();
+    assert!(levels.len() >= 2, "{} levels", levels.len());
+    for w in levels.windows(2) {
+        let (fine, coarse) = (&w[0], &w[1]);
+        let p = fine.p.as_ref().unwrap();
+        let r = fine.r.as_ref().unwrap();
+        assert_eq!(p.shape(), (fine.a.nrows(), coarse.a.nrows()));
+        assert_eq!(*r, p.transpose(false));
+        // Every column of P holds a nonzero (no empty coarse unknown).
+        let mut col_has = vec![false; p.ncols()];
+        for (&c, &v) in p.col_idx().iter().zip(p.values()) {
+            col_has[c as usize] |= v != 0.0;
+        }
+        assert!(col_has.iter().all(|&x| x));
+        // Aggregates (or first parents) cover every node.
+        let agg = fine.aggregate_of.as_ref().unwrap();
+        assert_eq!(agg.len(), fine.a.nrows() / fine.block);
+        let naggs = coarse.a.nrows() / coarse.block;
+        let mut used = vec![false; naggs];
+        for &g in agg {
+            assert!((g as usize) < naggs);
+            used[g as usize] = true;
+        }
+        if o.coarsening == Coarsening::SmoothedAggregation {
+            assert!(used.iter().all(|&u| u));
+        }
+        assert!(coarse.a.nrows() < fine.a.nrows());
+        // Full column rank on small levels: P^T P has a Cholesky factor.
+        if p.ncols() <= 300 {
+            let g = gpuq_amg::galerkin::spgemm(r, p).unwrap().to_dense();
+            assert!(cholesky_succeeds(g, p.ncols()), "P is rank deficient");
+        }
+        // Galerkin: R A P equals the dense product on small levels.
+        if fine.a.nrows() <= 800 {
+            let want = dense_rap(r, &fine.a, p);
+            let got = coarse.a.to_dense();
+            let scale = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            for (x, y) in got.iter().zip(&want) {
+                assert!((x - y).abs() <= 1e-12 * scale);
+            }
+        }
+    }
+    let info = h.info();
+    // The seed's selection halves a Laplacian per level with denser coarse
+    // stencils; smoothed aggregation coarsens by 5 to 30.
+    let most = if o.coarsening == Coarsening::Seed {
+        4.5
+    } else {
+        2.0
+    };
+    let oc = info.operator_complexity;
+    assert!(oc >= 1.0 && oc < most, "operator complexity {oc}");
+    assert!(info.grid_complexity >= 1.0 && info.grid_complexity < 2.0);
+    h
+}
+
+#[test]
+fn seed_and_sa_hierarchies_on_laplacians() {
+    for coarsening in [Coarsening::Seed, Coarsening::SmoothedAggregation] {
+        check_invariants(&laplace2d(20), &options(coarsening, 1));
+        check_invariants(&laplace3d(8), &options(coarsening, 1));
+    }
+}
+
+#[test]
+fn block2_hierarchies() {
+    let a = coupled2d(12, 1.0);
+    for coarsening in [Coarsening::Seed, Coarsening::SmoothedAggregation] {
+        let h = check_invariants(&a, &options(coarsening, 2));
+        assert!(h.levels().iter().all(|l| l.block == 2));
+    }
+}
+
+#[test]
+fn seed_prolongator_rows_sum_to_one_per_component() {
+    let h = Hierarchy::build(&coupled2d(10, 1.0), &options(Coarsening::Seed, 2)).unwrap();
+    let p = h.levels()[0].p.as_ref().unwrap();
+    for i in 0..p.nrows() {
+        let (c, v) = p.row(i);
+        assert!((v.iter().sum::<f64>() - 1.0).abs() < 1e-14);
+        // Component preserved: row 2k + c only touches coarse columns of component c.
+        assert!(c.iter().all(|&j| j as usize % 2 == i % 2));
+    }
+}
+
+#[test]
+fn setup_is_deterministic_across_thread_counts() {
+    let a = laplace3d::<f64>(10);
+    let o = options(Coarsening::SmoothedAggregation, 1);
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let four = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    let h1 = one.install(|| Hierarchy::build(&a, &o).unwrap());
+    let h4 = four.install(|| Hierarchy::build(&a, &o).unwrap());
+    assert_eq!(h1.levels().len(), h4.levels().len());
+    for (x, y) in h1.levels().iter().zip(h4.levels()) {
+        assert_eq!(x.a, y.a);
+        assert_eq!(x.p, y.p);
+        assert_eq!(x.aggregate_of, y.aggregate_of);
+    }
+    assert_eq!(h1.coarse_solve(), h4.coarse_solve());
+}
+
+#[test]
+fn null_space_is_detected() {
+    let h = Hierarchy::build(&neumann2d(12), &options(Coarsening::SmoothedAggregation, 1)).unwrap();
+    assert_eq!(h.null_space().len(), 1);
+    let h = Hierarchy::build(&laplace2d(12), &options(Coarsening::SmoothedAggregation, 1)).unwrap();
+    assert!(h.null_space().is_empty());
+    let mut v = vec![1.0; 144];
+    v[0] = 2.0;
+    let h = Hierarchy::build(&neumann2d(12), &AmgOptions::default()).unwrap();
+    h.project(&mut v);
+    assert!(v.iter().sum::<f64>().abs() < 1e-12);
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let o = AmgOptions::default();
+    let rect = Csr::<f64>::try_new(2, 3, vec![0, 1, 2], vec![0, 1], vec![1.0, 1.0]).unwrap();
+    assert!(Hierarchy::build(&rect, &o).is_err());
+    let odd = laplace2d::<f64>(3);
+    assert!(Hierarchy::build(
+        &odd,
+        &AmgOptions {
+            block: 2,
+            ..o.clone()
+        }
+    )
+    .is_err());
+    assert!(Hierarchy::build(
+        &odd,
+        &AmgOptions {
+            block: 3,
+            ..o.clone()
+        }
+    )
+    .is_err());
+    assert!(Hierarchy::build(
+        &odd,
+        &AmgOptions {
+            strength: 2.0,
+            ..o.clone()
+        }
+    )
+    .is_err());
+    assert!(Hierarchy::build(
+        &odd,
+        &AmgOptions {
+            sweeps: 0,
+            ..o.clone()
+        }
+    )
+    .is_err());
+    // A zero diagonal entry (row 1 has only an off-diagonal entry).
+    let zero_diag = Csr::<f64>::try_new(
+        3,
+        3,
+        vec![0, 2, 3, 5],
+        vec![0, 1, 0, 1, 2],
+        vec![2.0, -1.0, -1.0, -1.0, 2.0],
+    )
+    .unwrap();
+    let small = AmgOptions {
+        coarse_size: 1,
+        ..o.clone()
+    };
+    assert!(Hierarchy::build(&zero_diag, &small).is_err());
+    let nan =
+        Csr::<f64>::try_new_allow_nonfinite(1, 1, vec![0, 1], vec![0], vec![f64::NAN]).unwrap();
+    assert!(Hierarchy::build(&nan, &o).is_err());
+    let bad_nns = AmgOptions {
+        near_null_space: Some(vec![vec![1.0; 5]]),
+        ..o
+    };
+    assert!(Hierarchy::build(&odd, &bad_nns).is_err());
+}
+
+#[test]
+fn block_diagonal_coarse_solve_builds() {
+    let o = AmgOptions {
+        coarse_solver: CoarseSolver::BlockDiagonal,
+        ..options(Coarsening::Seed, 2)
+    };
+    let h = Hierarchy::build(&coupled2d(8, 1.0), &o).unwrap();
+    let c = h.coarse_solve();
+    assert_eq!(c.nnz(), 2 * c.nrows());
+}

@@ -1,0 +1,278 @@
+//! `gpuq solve --precond amg` and `gpuq amg-info`: the AMG hierarchy of
+//! `gpuq-amg` built on the host, its V-cycle on the chosen backend.
+
+use crate::args::SolveArgs;
+use crate::progress::Progress;
+use crate::solve::{print_report, Chosen, Source};
+use clap::Args;
+use gpuq_amg::{
+    Amg, AmgKernels, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, HierarchyInfo,
+    Smoother,
+};
+use gpuq_core::{Error, Result, Scalar, SolveReport};
+use gpuq_krylov::{
+    solve_csr_with_precond, KrylovBackend, KrylovOptions, Method, Preconditioner, SolverConfig,
+};
+use gpuq_sparse::generators::ProblemSpec;
+use gpuq_sparse::matrix_market as mm;
+use gpuq_sparse::{Csr, Layout};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// The AMG options of `gpuq solve` (used with `--precond amg`) and `gpuq amg-info`.
+#[derive(Args, Debug, Clone)]
+pub struct AmgArgs {
+    /// AMG coarsening: sa (smoothed aggregation) or seed (seed 002's greedy
+    /// selection with 1/n_i interpolation).
+    #[arg(long = "amg", default_value = "sa")]
+    pub coarsening: String,
+    /// Unknowns per node for AMG, numbered node by node: 1 or 2.
+    #[arg(long, default_value_t = 1)]
+    pub block: usize,
+    /// AMG strength threshold eps of e_kl^2 >= eps e_kk e_ll (block norms).
+    #[arg(long = "amg-strength", default_value_t = 0.001)]
+    pub strength: f64,
+    /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4).
+    #[arg(long = "amg-smoother", default_value = "jacobi")]
+    pub smoother: String,
+    /// AMG smoothing applications before and after the coarse correction.
+    #[arg(long = "amg-sweeps", default_value_t = 1)]
+    pub sweeps: usize,
+    /// AMG cycle: v or w.
+    #[arg(long = "amg-cycle", default_value = "v")]
+    pub cycle: String,
+    /// AMG coarsest size: stop coarsening at or below this many unknowns.
+    #[arg(long = "amg-coarse", default_value_t = 100)]
+    pub coarse: usize,
+}
+
+impl AmgArgs {
+    /// The setup options these arguments name; for a generated `elasticity2d`
+    /// problem with block 2, its three rigid-body modes as near-null space.
+    fn options(&self, source: &Source) -> Result<AmgOptions> {
+        let near_null_space = match source {
+            Source::Generated(ProblemSpec::Elasticity2d { n })
+                if self.block == 2 && self.coarsening == "sa" =>
+            {
+                Some(gpuq_sparse::elasticity::elasticity2d_rigid_body_modes(*n)?)
+            }
+            _ => None,
+        };
+        let o = AmgOptions {
+            coarsening: Coarsening::parse(&self.coarsening)?,
+            block: self.block,
+            strength: self.strength,
+            smoother: Smoother::parse(&self.smoother)?,
+            sweeps: self.sweeps,
+            coarse_size: self.coarse,
+            cycle: CycleKind::parse(&self.cycle)?,
+            near_null_space,
+            ..AmgOptions::default()
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+/// Arguments of `gpuq amg-info`.
+#[derive(Args, Debug)]
+pub struct AmgInfoArgs {
+    /// Matrix Market file holding A (real).
+    #[arg(required_unless_present = "generate", conflicts_with = "generate")]
+    pub matrix: Option<PathBuf>,
+    /// Generate A instead of reading it (the spellings of `gpuq solve --generate`).
+    #[arg(long)]
+    pub generate: Option<String>,
+    /// The AMG options.
+    #[command(flatten)]
+    pub amg: AmgArgs,
+    /// Print the hierarchy as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Whether `--precond` asks for AMG.
+pub fn is_amg(precond: &str) -> bool {
+    precond == "amg"
+}
+
+/// Loads a real A as f64 (erroring on a complex one) and b.
+fn load_real(source: &Source, rhs: Option<&std::path::Path>) -> Result<(Csr<f64>, Vec<f64>)> {
+    if source.is_complex()? {
+        return Err(Error::InvalidArgument(
+            "AMG needs a real matrix (this one is complex)".into(),
+        ));
+    }
+    source.load::<f64>(rhs)
+}
+
+/// `gpuq amg-info`: builds the hierarchy and prints its levels, complexities
+/// and setup time per phase.
+pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
+    let source = match (&args.generate, &args.matrix) {
+        (Some(spec), _) => Source::Generated(ProblemSpec::parse(spec)?),
+        (None, Some(path)) => Source::File(path),
+        (None, None) => {
+            return Err(Error::InvalidArgument(
+                "give a Matrix Market file or --generate SPEC".into(),
+            ))
+        }
+    };
+    let (a, _) = load_real(&source, None)?;
+    let h = Hierarchy::build(&a, &args.amg.options(&source)?)?;
+    let info = h.info();
+    if args.json {
+        println!("{}", to_json(&info)?);
+    } else {
+        print_hierarchy(&info);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
+    serde_json::to_string_pretty(v)
+        .map_err(|e| Error::InvalidArgument(format!("cannot serialise the report: {e}")))
+}
+
+/// The hierarchy as a table, then the complexities and setup times.
+fn print_hierarchy(info: &HierarchyInfo) {
+    println!(
+        "AMG {} ({}-cycle, smoother {}, {} sweep(s), strength {}), coarsest solve {}",
+        info.coarsening, info.cycle, info.smoother, info.sweeps, info.strength, info.coarse_solver
+    );
+    println!("level        rows         nnz  block  nnz/row");
+    for (l, lev) in info.levels.iter().enumerate() {
+        println!(
+            "{l:>5} {:>11} {:>11} {:>6} {:>8.1}",
+            lev.rows,
+            lev.nnz,
+            lev.block,
+            lev.nnz as f64 / lev.rows.max(1) as f64
+        );
+    }
+    println!(
+        "operator complexity {:.3}  grid complexity {:.3}  null space dimension {}",
+        info.operator_complexity, info.grid_complexity, info.null_space_dim
+    );
+    let t = &info.timings;
+    println!(
+        "setup {:.4} s: strength {:.4}, aggregation {:.4}, prolongation {:.4}, galerkin {:.4}, smoother {:.4}, coarse {:.4}",
+        t.total_s, t.strength_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.smoother_s, t.coarse_s
+    );
+}
+
+/// `gpuq solve ... --precond amg`: builds the hierarchy of A on the host,
+/// uploads the cycle to the backend and runs the method with it. For a singular
+/// system (a null space found among the block-component constants) the
+/// right-hand side and the solution are projected on the host.
+pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
+    let config = SolverConfig {
+        method: Method::parse(&args.method)?,
+        precond: Preconditioner::None,
+        options: KrylovOptions {
+            rtol: args.tol,
+            atol: args.atol,
+            max_iter: args.max_iter,
+            ..KrylovOptions::default()
+        },
+        layout: Layout::parse(&args.layout)?,
+    };
+    config.options.validate()?;
+    let backend = Chosen::parse(&args.backend)?;
+    let source = Source::from_args(args)?;
+    let options = args.amg.options(&source)?;
+    match (&backend, args.precision.as_str()) {
+        (Chosen::Cpu(b), "f64") => solve_typed::<_, f64>(b, args, &source, &config, &options),
+        (Chosen::Cpu(b), "f32") => solve_typed::<_, f32>(b, args, &source, &config, &options),
+        (Chosen::Cuda(b), "f64") => solve_typed::<_, f64>(b, args, &source, &config, &options),
+        (Chosen::Cuda(b), "f32") => solve_typed::<_, f32>(b, args, &source, &config, &options),
+        (_, p) => Err(Error::InvalidArgument(format!(
+            "unknown precision '{p}' (available: f32, f64)"
+        ))),
+    }
+}
+
+/// `v` converted to `T`.
+fn convert<T: Scalar>(v: &[f64]) -> Vec<T> {
+    v.iter().map(|&x| T::from_f64(x)).collect()
+}
+
+fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar>(
+    backend: &B,
+    args: &SolveArgs,
+    source: &Source,
+    config: &SolverConfig,
+    options: &AmgOptions,
+) -> Result<ExitCode> {
+    let (a, mut b) = load_real(source, args.rhs.as_deref())?;
+    let setup = Instant::now();
+    let h = Hierarchy::build(&a, options)?;
+    h.project(&mut b);
+    let cycle = Amg::<B, T>::new(
+        backend,
+        &h,
+        &CycleOptions {
+            layout: config.layout,
+        },
+    )?;
+    let amg_setup_s = setup.elapsed().as_secs_f64();
+    let a_t = Csr::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        convert::<T>(a.values()),
+    )?;
+    let mut progress = Progress::new();
+    let (mut x, mut report) = solve_csr_with_precond(
+        backend,
+        &a_t,
+        &convert::<T>(&b),
+        config,
+        Some(&cycle),
+        &mut |it, r| progress.update(it, r),
+    )
+    .inspect_err(|_| progress.finish())?;
+    progress.finish();
+    h.project(&mut x);
+    report.setup_time_s += amg_setup_s;
+    if let Some(path) = &args.out {
+        mm::save_dense_vector(&x, path)?;
+    }
+    let info = h.info();
+    print_amg_report(&report, &info, amg_setup_s, args.json)?;
+    Ok(if report.converged {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "gpuq: not converged: relative residual {:.3e} after {} iterations (tolerance {:.1e})",
+            report.relative_residual, report.iterations, args.tol
+        );
+        ExitCode::from(3)
+    })
+}
+
+/// The solve report; as JSON with the hierarchy under `amg` and the AMG setup
+/// time (hierarchy and upload) under `amg_setup_s`.
+fn print_amg_report(
+    report: &SolveReport,
+    info: &HierarchyInfo,
+    amg_setup_s: f64,
+    json: bool,
+) -> Result<()> {
+    if !json {
+        print_report(report, false)?;
+        print_hierarchy(info);
+        println!("AMG setup with upload: {amg_setup_s:.4} s");
+        return Ok(());
+    }
+    let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
+    let mut value = serde_json::to_value(report).map_err(bad)?;
+    if let serde_json::Value::Object(map) = &mut value {
+        map.insert("amg".into(), serde_json::to_value(info).map_err(bad)?);
+        map.insert("amg_setup_s".into(), amg_setup_s.into());
+    }
+    println!("{}", to_json(&value)?);
+    Ok(())
+}

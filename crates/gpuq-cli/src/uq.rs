@@ -1,0 +1,777 @@
+//! `gpuq uq ...`: the uncertainty-quantification procedures of [`gpuq_uq`] on
+//! either backend, with a text summary or a JSON report on stdout.
+
+use crate::solve::Chosen;
+use clap::{Args, Subcommand};
+use gpuq_core::{Error, Result};
+use gpuq_cubature::{builtin, kind_of, Func};
+use gpuq_uq::plot::{self, Frame};
+use gpuq_uq::{
+    convolution_response, response_psd, response_psd_full, sdof_monte_carlo, smolyak_expectation,
+    static_response, tensor_expectation, Ar1, Beam, ConvolutionProblem, Design, HistogramSpec,
+    Precision, PsdProblem, SdofProblem, StaticProblem, StaticSolver,
+};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `gpuq uq`.
+#[derive(Args, Debug)]
+pub struct UqArgs {
+    /// The procedure.
+    #[command(subcommand)]
+    pub command: UqCommand,
+}
+
+/// The UQ procedures.
+#[derive(Subcommand, Debug)]
+pub enum UqCommand {
+    /// (i) Static response of a cantilever to a Gaussian tip load (and lognormal
+    /// element moduli): mean, std and quantiles of the tip deflection.
+    Static(StaticArgs),
+    /// (iv) Monte Carlo of the SDOF oscillator m x'' + c x' + sgn(x')|x'|^0.5 + k x
+    /// = A [sin t + white noise] by RK4: mean and variance of x(t).
+    Sdof(SdofArgs),
+    /// (ii) Response PSD of the cantilever to an AR(1) tip load: diagonal and tip
+    /// output, optionally the full S_xx(w) matrices on the backend.
+    Psd(PsdArgs),
+    /// (iii) Tip response to AR(1) load samples by FFT convolution.
+    Convolution(ConvolutionArgs),
+    /// (v) E[g(q)] of standard normals by tensor Gauss-Hermite or a Smolyak grid.
+    Expectation(ExpectationArgs),
+}
+
+/// The AR(1) load process.
+#[derive(Args, Debug)]
+pub struct Ar1Args {
+    /// AR(1) coefficient phi (|phi| < 1).
+    #[arg(long, default_value_t = 0.9)]
+    pub phi: f64,
+    /// Standard deviation of the AR(1) innovations.
+    #[arg(long, default_value_t = 1.0)]
+    pub sigma: f64,
+    /// Sampling interval of the load (and time step of the convolution).
+    #[arg(long, default_value_t = 0.01)]
+    pub dt: f64,
+}
+
+impl Ar1Args {
+    fn process(&self) -> Ar1 {
+        Ar1 {
+            phi: self.phi,
+            sigma: self.sigma,
+            dt: self.dt,
+        }
+    }
+}
+
+/// Arguments of `gpuq uq psd`.
+#[derive(Args, Debug)]
+pub struct PsdArgs {
+    /// Degrees of freedom of the unit cantilever (even).
+    #[arg(long, default_value_t = 128)]
+    pub dofs: usize,
+    /// Angular frequencies, comma-separated.
+    #[arg(long, conflicts_with = "freq_range")]
+    pub freqs: Option<String>,
+    /// Angular frequencies A:B:K (K points from A to B).
+    #[arg(long, default_value = "0:100:101", allow_hyphen_values = true)]
+    pub freq_range: String,
+    /// Also form the full S_xx(w) matrices (n^2 complex values each) on the backend.
+    #[arg(long)]
+    pub full: bool,
+    #[command(flatten)]
+    pub load: Ar1Args,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Arguments of `gpuq uq convolution`.
+#[derive(Args, Debug)]
+pub struct ConvolutionArgs {
+    /// Degrees of freedom of the unit cantilever (even).
+    #[arg(long, default_value_t = 64)]
+    pub dofs: usize,
+    /// Time steps N_t.
+    #[arg(long, default_value_t = 1024)]
+    pub steps: usize,
+    /// Load samples.
+    #[arg(long, default_value_t = 100)]
+    pub samples: usize,
+    #[command(flatten)]
+    pub load: Ar1Args,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Arguments of `gpuq uq expectation`.
+#[derive(Args, Debug)]
+pub struct ExpectationArgs {
+    /// The integrand: sum-of-squares (q^T q), or another built-in of gpuq-cubature
+    /// (tensor rule only).
+    #[arg(long, default_value = "sum-of-squares")]
+    pub integrand: String,
+    /// Number of standard normal variables N.
+    #[arg(long)]
+    pub dim: usize,
+    /// Gauss-Hermite points per axis N_a (tensor rule).
+    #[arg(long, default_value_t = 4)]
+    pub points: usize,
+    /// Use the Smolyak sparse grid of this level instead (exact to total degree
+    /// 2 LEVEL + 1; host evaluation, sum-of-squares only).
+    #[arg(long)]
+    pub sparse_grid: Option<usize>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Options every procedure takes.
+#[derive(Args, Debug)]
+pub struct Common {
+    /// Backend: cpu, cuda (device 0) or auto.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// Seed of the random streams (the same samples on every backend; the
+    /// deterministic procedures psd and expectation do not use it).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Write a PNG plot (lines and grid, no text: the axis ranges are printed).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+}
+
+/// Arguments of `gpuq uq static`.
+#[derive(Args, Debug)]
+pub struct StaticArgs {
+    /// Degrees of freedom (even: two per node).
+    #[arg(long, default_value_t = 128)]
+    pub dofs: usize,
+    /// Number of load samples.
+    #[arg(long, default_value_t = 1000)]
+    pub samples: usize,
+    /// Beam length L.
+    #[arg(long, default_value_t = 1.0)]
+    pub length: f64,
+    /// Young's modulus E (mean modulus with --modulus-cov).
+    #[arg(long, default_value_t = 1.0)]
+    pub modulus: f64,
+    /// Second moment of area I.
+    #[arg(long, default_value_t = 1.0)]
+    pub inertia: f64,
+    /// Mean tip load.
+    #[arg(long, default_value_t = 1.0)]
+    pub load_mean: f64,
+    /// Standard deviation of the tip load.
+    #[arg(long, default_value_t = 0.1)]
+    pub load_std: f64,
+    /// Coefficient of variation of independent lognormal element moduli (each
+    /// sample then factors its own K).
+    #[arg(long)]
+    pub modulus_cov: Option<f64>,
+    /// DOF whose statistics are reported (default: the tip deflection, N - 2).
+    #[arg(long)]
+    pub dof: Option<usize>,
+    /// Solver: band (banded Cholesky) or dense (the seed's dense LU per sample).
+    #[arg(long, default_value = "band")]
+    pub solver: String,
+    /// Sampling design: mc, lhs (Latin hypercube over every variable) or sobol
+    /// (the load from scrambled Sobol points, the moduli by Monte Carlo).
+    #[arg(long, default_value = "mc")]
+    pub design: String,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Arguments of `gpuq uq sdof`.
+#[derive(Args, Debug)]
+pub struct SdofArgs {
+    /// Number of samples.
+    #[arg(long, default_value_t = 10_000)]
+    pub samples: u64,
+    /// Simulated time in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Time step in seconds (duration / dt steps, rounded).
+    #[arg(long, default_value_t = 0.01)]
+    pub dt: f64,
+    /// Load amplitude A.
+    #[arg(long, default_value_t = 1.0)]
+    pub amplitude: f64,
+    /// Drop the nonlinear damping term sgn(x')|x'|^0.5.
+    #[arg(long)]
+    pub linear: bool,
+    /// Arithmetic of the integration: f32 or f64.
+    #[arg(long, default_value = "f64")]
+    pub precision: String,
+    /// Sampling design of the noise: mc or lhs (Latin hypercube per step).
+    #[arg(long, default_value = "mc")]
+    pub design: String,
+    /// Times (seconds, comma-separated) at which to histogram x.
+    #[arg(long)]
+    pub hist_times: Option<String>,
+    /// Histogram range and bins LO:HI:BINS.
+    #[arg(long, default_value = "-0.3:0.3:30", allow_hyphen_values = true)]
+    pub hist_range: String,
+    /// Include the mean and variance at every time point in the JSON report.
+    #[arg(long)]
+    pub series: bool,
+    /// Also time the kernel's ingredients alone (RK4 arithmetic, square roots,
+    /// normals, steps without statistics) on the CUDA backend.
+    #[arg(long)]
+    pub kernel_costs: bool,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Runs `gpuq uq ...`.
+pub fn run(args: &UqArgs) -> Result<ExitCode> {
+    match &args.command {
+        UqCommand::Static(a) => run_static(a),
+        UqCommand::Sdof(a) => run_sdof(a),
+        UqCommand::Psd(a) => run_psd(a),
+        UqCommand::Convolution(a) => run_convolution(a),
+        UqCommand::Expectation(a) => run_expectation(a),
+    }
+}
+
+/// Prints where a plot went and the ranges its axes span (stderr with --json).
+fn report_plot(path: &Path, what: &str, frame: Frame, json: bool) {
+    let line = format!(
+        "plot {}: {what}; x from {:.4e} to {:.4e}, y from {:.4e} to {:.4e}",
+        path.display(),
+        frame.x.0,
+        frame.x.1,
+        frame.y.0,
+        frame.y.1
+    );
+    if json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+}
+
+/// `dir/stem_suffix.png` next to `path`.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or("plot".into(), |s| s.to_string_lossy());
+    path.with_file_name(format!("{stem}_{suffix}.png"))
+}
+
+fn backend_name(c: &Chosen) -> &'static str {
+    match c {
+        Chosen::Cpu(_) => "cpu",
+        Chosen::Cuda(_) => "cuda",
+    }
+}
+
+fn run_static(a: &StaticArgs) -> Result<ExitCode> {
+    let mut beam = Beam::unit(a.dofs)?;
+    beam.length = a.length;
+    beam.modulus = a.modulus;
+    beam.inertia = a.inertia;
+    beam.validate()?;
+    let problem = StaticProblem {
+        dof: a.dof.unwrap_or(beam.tip()),
+        beam,
+        load_mean: a.load_mean,
+        load_std: a.load_std,
+        modulus_cov: a.modulus_cov,
+        design: parse_design(&a.design)?,
+        solver: match a.solver.as_str() {
+            "band" => StaticSolver::Band,
+            "dense" => StaticSolver::Dense,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown solver '{other}' (available: band, dense)"
+                )))
+            }
+        },
+    };
+    let chosen = Chosen::parse(&a.common.backend)?;
+    let r = match &chosen {
+        Chosen::Cpu(b) => static_response(b, &problem, a.samples, a.common.seed)?,
+        Chosen::Cuda(b) => static_response(b, &problem, a.samples, a.common.seed)?,
+    };
+    let (exact_mean, exact_std) = problem.tip_moments();
+    let tip = problem.dof == problem.beam.tip();
+    if let (Some(path), Some(&lo), Some(&hi)) = (&a.common.plot, r.values.first(), r.values.last())
+    {
+        let bins = 40;
+        let width = (hi - lo).max(f64::MIN_POSITIVE) / bins as f64;
+        let mut counts = vec![0u64; bins];
+        for v in &r.values {
+            counts[(((v - lo) / width) as usize).min(bins - 1)] += 1;
+        }
+        let f = plot::histogram(path, lo, hi, &counts)?;
+        report_plot(
+            path,
+            "histogram of u[dof] over the samples",
+            f,
+            a.common.json,
+        );
+    }
+    if a.common.json {
+        let report = json!({
+            "procedure": "static",
+            "backend": backend_name(&chosen),
+            "dofs": a.dofs,
+            "dof": problem.dof,
+            "samples": r.samples,
+            "seed": a.common.seed,
+            "random_modulus": problem.sampling().random_modulus,
+            "design": a.design,
+            "solver": a.solver,
+            "tip_mean": if tip { Some(r.mean) } else { None },
+            "tip_std": if tip { Some(r.std) } else { None },
+            "mean": r.mean,
+            "std": r.std,
+            "quantiles": r.quantiles,
+            "exact_tip_mean": exact_mean,
+            "exact_tip_std": exact_std,
+            "failed": r.failed,
+            "time_s": r.time_s,
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "static: {} DOFs, {} samples on {} in {:.3} s",
+            a.dofs,
+            r.samples,
+            backend_name(&chosen),
+            r.time_s
+        );
+        println!(
+            "DOF {}: mean {:.6e}, std {:.6e}",
+            problem.dof, r.mean, r.std
+        );
+        if tip {
+            println!("exact tip: mean {exact_mean:.6e}, std {exact_std:.6e}");
+        }
+        for (q, v) in &r.quantiles {
+            println!("  q{:<4} {v:.6e}", q * 100.0);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_precision(s: &str) -> Result<Precision> {
+    match s {
+        "f32" => Ok(Precision::F32),
+        "f64" => Ok(Precision::F64),
+        other => Err(Error::InvalidArgument(format!(
+            "unknown precision '{other}' (available: f32, f64)"
+        ))),
+    }
+}
+
+fn parse_design(s: &str) -> Result<Design> {
+    Design::parse(s).ok_or_else(|| {
+        Error::InvalidArgument(format!("unknown design '{s}' (available: mc, lhs, sobol)"))
+    })
+}
+
+fn bad(what: &str, value: &str) -> Error {
+    Error::InvalidArgument(format!("cannot parse {what} '{value}'"))
+}
+
+/// The number of steps duration / dt, which must be a whole number (to 1e-9).
+fn steps_of(duration: f64, dt: f64) -> Result<usize> {
+    let ratio = duration / dt;
+    if !(ratio.is_finite() && ratio >= 1.0) || (ratio - ratio.round()).abs() > 1e-9 * ratio {
+        return Err(Error::InvalidArgument(format!(
+            "duration {duration} is not a positive whole number of steps of {dt}"
+        )));
+    }
+    Ok(ratio.round() as usize)
+}
+
+fn histogram(a: &SdofArgs, steps: usize) -> Result<Option<HistogramSpec>> {
+    let Some(times) = &a.hist_times else {
+        return Ok(None);
+    };
+    let mut idx = Vec::new();
+    for t in times.split(',') {
+        let v: f64 = t.trim().parse().map_err(|_| bad("histogram time", t))?;
+        let j = (v / a.dt).round();
+        if !(0.0..=steps as f64).contains(&j) {
+            return Err(Error::InvalidArgument(format!(
+                "histogram time {v} is outside 0..={}",
+                a.duration
+            )));
+        }
+        idx.push(j as usize);
+    }
+    idx.sort_unstable();
+    idx.dedup();
+    let parts: Vec<&str> = a.hist_range.split(':').collect();
+    let [lo, hi, bins] = parts[..] else {
+        return Err(bad("histogram range LO:HI:BINS", &a.hist_range));
+    };
+    Ok(Some(HistogramSpec {
+        steps: idx,
+        lo: lo.parse().map_err(|_| bad("histogram low edge", lo))?,
+        hi: hi.parse().map_err(|_| bad("histogram high edge", hi))?,
+        bins: bins.parse().map_err(|_| bad("histogram bins", bins))?,
+    }))
+}
+
+fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
+    let steps = steps_of(a.duration, a.dt)?;
+    let problem = SdofProblem {
+        g: if a.linear { 0.0 } else { 1.0 },
+        amplitude: a.amplitude,
+        dt: a.dt,
+        steps,
+        precision: parse_precision(&a.precision)?,
+        design: parse_design(&a.design)?,
+        histogram: histogram(a, steps)?,
+        ..SdofProblem::seed001()
+    };
+    let chosen = Chosen::parse(&a.common.backend)?;
+    let r = match &chosen {
+        Chosen::Cpu(b) => sdof_monte_carlo(b, &problem, a.samples, a.common.seed)?,
+        Chosen::Cuda(b) => sdof_monte_carlo(b, &problem, a.samples, a.common.seed)?,
+    };
+    let costs = match (&chosen, a.kernel_costs) {
+        (_, false) => None,
+        (Chosen::Cuda(b), true) => Some(gpuq_uq::sdof::sdof_kernel_costs(
+            b,
+            &problem,
+            a.samples,
+            a.common.seed,
+        )?),
+        (Chosen::Cpu(_), true) => {
+            return Err(Error::InvalidArgument(
+                "--kernel-costs times device kernels: use --backend cuda".into(),
+            ))
+        }
+    };
+    let last = steps;
+    if let Some(path) = &a.common.plot {
+        let band = |k: f64| -> Vec<(f64, f64)> {
+            r.times
+                .iter()
+                .zip(r.mean.iter().zip(&r.variance))
+                .map(|(t, (m, v))| (*t, m + k * v.sqrt()))
+                .collect()
+        };
+        let f = plot::lines(path, &[band(0.0), band(2.0), band(-2.0)])?;
+        report_plot(
+            path,
+            "mean (blue) and mean +/- 2 std (red) of x(t)",
+            f,
+            a.common.json,
+        );
+        if let Some(h) = &problem.histogram {
+            for (j, counts) in h.steps.iter().zip(&r.histograms) {
+                let p = sibling(path, &format!("hist_t{j}"));
+                let f = plot::histogram(&p, h.lo, h.hi, &counts[1..=h.bins])?;
+                let what = format!("histogram of x at t = {}", *j as f64 * a.dt);
+                report_plot(&p, &what, f, a.common.json);
+            }
+        }
+    }
+    let linear_var = gpuq_uq::sdof::linear_stationary_variance(a.amplitude, problem.c, problem.k);
+    if a.common.json {
+        let hist: Vec<_> = problem
+            .histogram
+            .iter()
+            .flat_map(|h| {
+                h.steps
+                    .iter()
+                    .zip(&r.histograms)
+                    .map(move |(j, c)| (j, c, h))
+            })
+            .map(|(j, c, h)| json!({"time": *j as f64 * a.dt, "lo": h.lo, "hi": h.hi, "counts": c}))
+            .collect();
+        let report = json!({
+            "procedure": "sdof",
+            "backend": backend_name(&chosen),
+            "samples": a.samples,
+            "seed": a.common.seed,
+            "precision": a.precision,
+            "design": a.design,
+            "linear": a.linear,
+            "steps": steps,
+            "dt": a.dt,
+            "final_mean": r.mean[last],
+            "final_variance": r.variance[last],
+            "linear_stationary_variance": linear_var,
+            "time_s": r.time_s,
+            "steps_per_s": a.samples as f64 * steps as f64 / r.time_s,
+            "mean": a.series.then_some(&r.mean),
+            "variance": a.series.then_some(&r.variance),
+            "histograms": hist,
+            "kernel_costs": costs,
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "sdof: {} samples x {} steps ({}, {}) on {} in {:.3} s",
+            a.samples,
+            steps,
+            a.precision,
+            if a.linear { "linear" } else { "nonlinear" },
+            backend_name(&chosen),
+            r.time_s
+        );
+        println!(
+            "x({}): mean {:.6e}, variance {:.6e}",
+            a.duration, r.mean[last], r.variance[last]
+        );
+        if a.linear {
+            println!("linear stationary variance A^2/(2ck) = {linear_var:.6e}");
+        }
+        if let Some(c) = &costs {
+            println!(
+                "alone: RK4 arithmetic {:.4} s, square roots {:.4} s, normals {:.4} s; \
+                 steps without statistics {:.4} s; full run {:.4} s",
+                c.rk4_arithmetic_s,
+                c.square_roots_s,
+                c.normals_s,
+                c.steps_without_statistics_s,
+                c.full_s
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_list(s: &str, what: &str) -> Result<Vec<f64>> {
+    s.split(',')
+        .map(|v| v.trim().parse().map_err(|_| bad(what, v)))
+        .collect()
+}
+
+fn frequencies(a: &PsdArgs) -> Result<Vec<f64>> {
+    if let Some(list) = &a.freqs {
+        return parse_list(list, "frequency");
+    }
+    let parts: Vec<&str> = a.freq_range.split(':').collect();
+    let [lo, hi, k] = parts[..] else {
+        return Err(bad("frequency range A:B:K", &a.freq_range));
+    };
+    let lo: f64 = lo.parse().map_err(|_| bad("frequency", lo))?;
+    let hi: f64 = hi.parse().map_err(|_| bad("frequency", hi))?;
+    let k: usize = k.parse().map_err(|_| bad("frequency count", k))?;
+    Ok(match k {
+        0 => Vec::new(),
+        1 => vec![lo],
+        _ => (0..k)
+            .map(|i| lo + (hi - lo) * i as f64 / (k - 1) as f64)
+            .collect(),
+    })
+}
+
+fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
+    let beam = Beam::unit(a.dofs)?;
+    let mut tip_row = vec![0.0; beam.dofs()];
+    tip_row[beam.tip()] = 1.0;
+    let problem = PsdProblem {
+        k: beam.stiffness(),
+        m: beam.mass(),
+        c: beam.damping(),
+        load_dof: beam.tip(),
+        load: a.load.process(),
+        freqs: frequencies(a)?,
+        output: vec![tip_row],
+    };
+    let t = Instant::now();
+    let r = response_psd(&problem)?;
+    let cheap_s = t.elapsed().as_secs_f64();
+    let chosen = Chosen::parse(&a.common.backend)?;
+    let full_s = if a.full {
+        let t = Instant::now();
+        match &chosen {
+            Chosen::Cpu(b) => {
+                response_psd_full(b, &problem)?;
+            }
+            Chosen::Cuda(b) => {
+                let v = response_psd_full(b, &problem)?;
+                b.synchronize()?;
+                drop(v);
+            }
+        }
+        Some(t.elapsed().as_secs_f64())
+    } else {
+        None
+    };
+    let n = beam.dofs();
+    let bytes = 16.0 * (n * n * problem.freqs.len()) as f64;
+    let tip: Vec<f64> = r.output.iter().map(|o| o[0].re).collect();
+    if let Some(path) = &a.common.plot {
+        let log = |v: &[f64]| -> Vec<(f64, f64)> {
+            r.freqs
+                .iter()
+                .zip(v)
+                .map(|(w, p)| (*w, p.log10()))
+                .collect()
+        };
+        let f = plot::lines(path, &[log(&tip), log(&r.sff)])?;
+        report_plot(
+            path,
+            "log10 of the tip PSD (blue) and of S_ff (red) against w",
+            f,
+            a.common.json,
+        );
+    }
+    if a.common.json {
+        let report = json!({
+            "procedure": "psd",
+            "backend": backend_name(&chosen),
+            "dofs": n,
+            "freqs": r.freqs,
+            "sff": r.sff,
+            "tip_psd": tip,
+            "cheap_outputs_s": cheap_s,
+            "full_s": full_s,
+            "full_bytes": if a.full { Some(bytes) } else { None },
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "psd: {n} DOFs, {} frequencies; diagonal and tip output in {cheap_s:.3} s",
+            r.freqs.len()
+        );
+        if let Some(s) = full_s {
+            println!(
+                "full S_xx on {}: {s:.4} s ({:.1} GB/s written)",
+                backend_name(&chosen),
+                bytes / s / 1e9
+            );
+        }
+        for (w, p) in r.freqs.iter().zip(&tip).take(12) {
+            println!("  w {w:>10.4}  S_tip {p:.6e}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
+    let beam = Beam::unit(a.dofs)?;
+    let mut tip_row = vec![0.0; 2 * beam.dofs()];
+    tip_row[beam.tip()] = 1.0;
+    let problem = ConvolutionProblem {
+        load_dof: beam.tip(),
+        beam,
+        load: a.load.process(),
+        steps: a.steps,
+        output: vec![tip_row],
+    };
+    let chosen = Chosen::parse(&a.common.backend)?;
+    let r = match &chosen {
+        Chosen::Cpu(b) => convolution_response(b, &problem, a.samples, a.common.seed)?,
+        Chosen::Cuda(b) => convolution_response(b, &problem, a.samples, a.common.seed)?,
+    };
+    let last: Vec<f64> = r
+        .responses
+        .chunks(a.steps)
+        .map(|y| y[a.steps - 1])
+        .collect();
+    if let Some(path) = &a.common.plot {
+        let series: Vec<Vec<(f64, f64)>> = r
+            .responses
+            .chunks(a.steps)
+            .take(3)
+            .map(|y| {
+                y.iter()
+                    .enumerate()
+                    .map(|(k, v)| (k as f64 * a.load.dt, *v))
+                    .collect()
+            })
+            .collect();
+        let f = plot::lines(path, &series)?;
+        report_plot(path, "tip response of the first samples", f, a.common.json);
+    }
+    let n = last.len().max(1) as f64;
+    let mean = last.iter().sum::<f64>() / n;
+    let std = (last.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt();
+    if a.common.json {
+        let report = json!({
+            "procedure": "convolution",
+            "backend": backend_name(&chosen),
+            "fft": "rustfft (host)",
+            "dofs": a.dofs,
+            "steps": a.steps,
+            "samples": a.samples,
+            "seed": a.common.seed,
+            "final_tip_mean": mean,
+            "final_tip_std": std,
+            "setup_s": r.setup_s,
+            "time_s": r.time_s,
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "convolution: {} DOFs, {} steps, {} samples (host FFTs) in {:.3} s (set-up {:.3} s)",
+            a.dofs, a.steps, a.samples, r.time_s, r.setup_s
+        );
+        println!("tip at the last step: mean {mean:.6e}, std {std:.6e}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
+    if a.common.plot.is_some() {
+        return Err(Error::InvalidArgument(
+            "expectation has nothing to plot (a single number)".into(),
+        ));
+    }
+    let chosen = Chosen::parse(&a.common.backend)?;
+    let (method, e) = match a.sparse_grid {
+        Some(level) => {
+            if a.integrand != "sum-of-squares" {
+                return Err(Error::InvalidArgument(
+                    "the sparse grid evaluates sum-of-squares only".into(),
+                ));
+            }
+            let g = |x: &[f64]| x.iter().map(|v| v * v).sum::<f64>();
+            ("smolyak (host)", smolyak_expectation(a.dim, level, &g)?)
+        }
+        None => {
+            let f = Func::Builtin(builtin(kind_of(&a.integrand)?, a.dim, &[], &[])?);
+            let e = match &chosen {
+                Chosen::Cpu(b) => tensor_expectation(b, a.dim, a.points, f)?,
+                Chosen::Cuda(b) => tensor_expectation(b, a.dim, a.points, f)?,
+            };
+            ("tensor gauss-hermite", e)
+        }
+    };
+    let exact = (a.integrand == "sum-of-squares").then_some(a.dim as f64);
+    if a.common.json {
+        let report = json!({
+            "procedure": "expectation",
+            "backend": backend_name(&chosen),
+            "method": method,
+            "integrand": a.integrand,
+            "dim": a.dim,
+            "points_per_axis": a.sparse_grid.is_none().then_some(a.points),
+            "sparse_grid_level": a.sparse_grid,
+            "estimate": e.estimate,
+            "exact": exact,
+            "evaluations": e.points,
+            "time_s": e.time_s,
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "expectation ({method}, {}): E[{}] over {} normals = {:.15e} ({} evaluations, {:.3} s)",
+            backend_name(&chosen),
+            a.integrand,
+            a.dim,
+            e.estimate,
+            e.points,
+            e.time_s
+        );
+        if let Some(x) = exact {
+            println!("exact: {x}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,117 @@
+//! End-to-end tests of `gpuq solve --precond amg` and `gpuq amg-info`.
+
+use std::process::{Command, Output};
+
+/// The binary under test: `GPUQ_BIN` when set (a packed copy run on another
+/// machine), else the one cargo built.
+fn gpuq(args: &[&str]) -> Output {
+    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
+    Command::new(bin)
+        .args(args)
+        .output()
+        .expect("the gpuq binary runs")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("the output is JSON")
+}
+
+#[test]
+fn solve_with_amg_reports_the_hierarchy() {
+    for method in ["sa", "seed"] {
+        let o = gpuq(&[
+            "solve",
+            "--generate",
+            "laplace2d:40",
+            "--precond",
+            "amg",
+            "--amg",
+            method,
+            "--amg-smoother",
+            "chebyshev:2",
+            "--json",
+        ]);
+        let v = json(&o);
+        assert_eq!(v["converged"], true);
+        assert_eq!(v["preconditioner"], "amg");
+        assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8);
+        assert_eq!(v["amg"]["coarsening"], method);
+        assert!(v["amg"]["levels"].as_array().unwrap().len() >= 2);
+        assert!(v["amg"]["operator_complexity"].as_f64().unwrap() >= 1.0);
+        assert!(v["amg_setup_s"].as_f64().unwrap() >= 0.0);
+    }
+}
+
+#[test]
+fn block2_amg_beats_block_jacobi_on_elasticity() {
+    let its = |extra: &[&str]| {
+        let mut args = vec!["solve", "--generate", "elasticity2d:16", "--json"];
+        args.extend_from_slice(extra);
+        json(&gpuq(&args))["iterations"].as_u64().unwrap()
+    };
+    let amg = its(&["--precond", "amg", "--block", "2", "--layout", "bsr2"]);
+    let block2 = its(&["--precond", "block2"]);
+    assert!(3 * amg <= block2, "amg {amg} vs block2 {block2}");
+}
+
+#[test]
+fn amg_info_prints_levels_and_phases() {
+    let o = gpuq(&["amg-info", "--generate", "laplace3d:12"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("operator complexity"));
+    assert!(text.contains("galerkin"));
+    let v = json(&gpuq(&["amg-info", "--generate", "laplace3d:12", "--json"]));
+    assert_eq!(v["levels"][0]["rows"], 1728);
+    assert!(v["timings"]["total_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_amg_arguments_are_one_line_errors() {
+    for args in [
+        &[
+            "solve",
+            "--generate",
+            "laplace2d:8",
+            "--precond",
+            "amg",
+            "--amg",
+            "rs",
+        ][..],
+        &[
+            "solve",
+            "--generate",
+            "laplace2d:9",
+            "--precond",
+            "amg",
+            "--block",
+            "2",
+        ],
+        &[
+            "solve",
+            "--generate",
+            "laplace2d:8",
+            "--precond",
+            "amg",
+            "--amg-smoother",
+            "sor",
+        ],
+        &["solve", "--generate", "helmholtz3d:4", "--precond", "amg"],
+        &[
+            "amg-info",
+            "--generate",
+            "laplace2d:8",
+            "--amg-strength",
+            "3",
+        ],
+    ] {
+        let o = gpuq(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.starts_with("gpuq: error:") && err.lines().count() == 1,
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! End-to-end tests of `gpuq uq ...`: each procedure on the CPU (and on CUDA
+//! when a device is present), checked against its closed form through the JSON
+//! report.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+/// The binary under test: `GPUQ_BIN` when set, else the one cargo built.
+fn gpuq(args: &[&str]) -> Output {
+    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
+    Command::new(bin)
+        .args(args)
+        .output()
+        .expect("the gpuq binary runs")
+}
+
+/// Runs `gpuq uq ARGS --json` and parses the report.
+fn report(args: &[&str]) -> Value {
+    let mut all = vec!["uq"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let o = gpuq(&all);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON report")
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+}
+
+/// Backends to exercise: the CPU, and CUDA when `gpuq info` finds a device.
+fn backends() -> Vec<&'static str> {
+    let o = gpuq(&[
+        "uq",
+        "static",
+        "--dofs",
+        "2",
+        "--samples",
+        "1",
+        "--backend",
+        "cuda",
+    ]);
+    if o.status.success() {
+        vec!["cpu", "cuda"]
+    } else {
+        vec!["cpu"]
+    }
+}
+
+#[test]
+fn static_tip_statistics_match_p_l3_over_3ei() {
+    for b in backends() {
+        let r = report(&[
+            "static",
+            "--dofs",
+            "16",
+            "--samples",
+            "4000",
+            "--length",
+            "2",
+            "--modulus",
+            "2e11",
+            "--inertia",
+            "4e-6",
+            "--load-mean",
+            "1000",
+            "--load-std",
+            "100",
+            "--design",
+            "lhs",
+            "--backend",
+            b,
+        ]);
+        let exact = 1000.0 * 8.0 / (3.0 * 2e11 * 4e-6);
+        assert!((num(&r, "exact_tip_mean") / exact - 1.0).abs() < 1e-12);
+        assert!((num(&r, "tip_mean") / exact - 1.0).abs() < 1e-3, "{b}: {r}");
+        assert!(
+            (num(&r, "tip_std") / (0.1 * exact) - 1.0).abs() < 0.03,
+            "{b}: {r}"
+        );
+    }
+}
+
+#[test]
+fn sdof_reports_final_moments_and_time() {
+    let mut finals = Vec::new();
+    for b in backends() {
+        let r = report(&[
+            "sdof",
+            "--samples",
+            "64",
+            "--duration",
+            "2",
+            "--dt",
+            "0.01",
+            "--backend",
+            b,
+            "--seed",
+            "3",
+        ]);
+        assert!(num(&r, "time_s") >= 0.0);
+        assert!(num(&r, "final_variance") > 0.0);
+        finals.push((num(&r, "final_mean"), num(&r, "final_variance")));
+    }
+    // The same seed gives the same samples on both backends.
+    if let [(m0, v0), (m1, v1)] = finals[..] {
+        assert!((m0 - m1).abs() < 1e-12 && (v0 - v1).abs() < 1e-12 * v0.max(1.0));
+    }
+}
+
+#[test]
+fn psd_convolution_and_expectation_run() {
+    for b in backends() {
+        let r = report(&[
+            "psd",
+            "--dofs",
+            "8",
+            "--freqs",
+            "0,1,2",
+            "--full",
+            "--backend",
+            b,
+        ]);
+        let tip = r["tip_psd"].as_array().unwrap();
+        assert_eq!(tip.len(), 3);
+        let r = report(&[
+            "convolution",
+            "--dofs",
+            "4",
+            "--steps",
+            "128",
+            "--samples",
+            "4",
+            "--backend",
+            b,
+        ]);
+        assert!(num(&r, "final_tip_std") > 0.0);
+        let r = report(&["expectation", "--dim", "5", "--points", "3", "--backend", b]);
+        assert!((num(&r, "estimate") - 5.0).abs() < 1e-12);
+    }
+    let r = report(&["expectation", "--dim", "30", "--sparse-grid", "1"]);
+    assert!((num(&r, "estimate") - 30.0).abs() < 1e-10);
+}
+
+#[test]
+fn bad_arguments_are_one_line_errors() {
+    for args in [
+        &["uq", "sdof", "--duration", "1", "--dt", "0.3"][..],
+        &["uq", "sdof", "--design", "sobol", "--samples", "2"][..],
+        &["uq", "static", "--dofs", "7"][..],
+        &["uq", "expectation", "--dim", "2", "--plot", "x.png"][..],
+    ] {
+        let o = gpuq(args);
+        assert!(!o.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}

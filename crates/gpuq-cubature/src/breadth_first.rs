@@ -1,0 +1,166 @@
+//! The breadth-first algorithm (the approach of later GPU work such as PAGANI):
+//! rounds over all live boxes, at most `max_boxes` of them at a time.
+//!
+//! Each round evaluates the new boxes in one batch; together with the boxes
+//! parked from earlier rounds (whose results are kept, not recomputed) they are
+//! classified (in the first round every box is bad: its error has not been
+//! checked against its children's yet): a box whose error is within its volume's share of the target is
+//! retired into the running sums; of the others, the ones of largest error are
+//! halved along their split axis, as many as memory allows (the bad boxes plus
+//! one more per split stay within `max_boxes`), and the rest stay parked. When
+//! more than 3/4 of `max_boxes` are bad, the bad boxes of smallest error are
+//! retired (the memory-bounded heuristic: their error is the least likely to
+//! matter); if the retired error alone then exceeds the target, no refinement
+//! can reach it and the run stops with [`Status::MemoryCap`].
+
+use crate::func::Func;
+use crate::kernels::{Boxes, CubatureKernels};
+use crate::outcome::{Options, Outcome, Status, Timings};
+use crate::parallel::{add_all, totals, Retired};
+use crate::region::{check_box, initial_partition};
+use crate::rules::build;
+use gpuq_core::Result;
+use gpuq_kernels::cubature::rule::{adjust_children, BoxResult};
+use std::time::Instant;
+
+/// Boxes with their results.
+struct Live {
+    boxes: Boxes,
+    results: Vec<BoxResult>,
+}
+
+impl Live {
+    /// Appends `other`'s boxes and results.
+    fn append(&mut self, other: Boxes, results: Vec<BoxResult>) {
+        self.boxes.center.extend(other.center);
+        self.boxes.half.extend(other.half);
+        self.results.extend(results);
+    }
+}
+
+pub(crate) fn run<B: CubatureKernels>(
+    backend: &B,
+    f: Func<'_>,
+    lo: &[f64],
+    hi: &[f64],
+    opts: &Options,
+) -> Result<Outcome> {
+    opts.check()?;
+    let start = Instant::now();
+    let n = check_box(&f, lo, hi)?;
+    let rule = build(opts.rule, n)?;
+    let pts = rule.points as u64;
+    let volume: f64 = lo.iter().zip(hi).map(|(a, b)| b - a).product();
+    let cap = opts.max_boxes;
+    let mut fresh = initial_partition(lo, hi, opts.initial_boxes.min(cap));
+    // The parents of `fresh` (two children each) once the first split happened.
+    let mut parents: Vec<BoxResult> = Vec::new();
+    let mut parked = Live {
+        boxes: Boxes::new(n),
+        results: Vec::new(),
+    };
+    let mut done = Retired::default();
+    let (mut evals, mut rounds) = (0u64, 0u64);
+    let status = loop {
+        let cost = fresh.len() as u64 * pts;
+        if evals + cost > opts.max_evals {
+            add_all(&mut done, &parents);
+            add_all(&mut done, &parked.results);
+            break Status::EvaluationCap;
+        }
+        let mut res = backend.cub_evaluate(&rule, f, &fresh)?;
+        evals += cost;
+        rounds += 1;
+        for (g, p) in parents.iter().enumerate() {
+            adjust_children(&rule.errcof, p.estimate, &mut res[2 * g..2 * g + 2]);
+        }
+        // Parked boxes first, then this round's, in order.
+        let mut all = parked;
+        all.append(fresh, res);
+        let (est, err) = totals(&done, &all.results);
+        let target = opts.target(est);
+        if err <= target {
+            add_all(&mut done, &all.results);
+            break Status::Converged;
+        }
+        let share = target / volume;
+        let m = all.results.len();
+        // The first round's boxes have had no parent-children consistency check
+        // yet (their error estimates can be deceptively small): all are bad.
+        let mut bad = backend.cub_classify(&all.boxes, &all.results, share, rounds == 1)?;
+        // Bad boxes by decreasing error (ties to the lower index).
+        let mut order: Vec<usize> = (0..m).filter(|&b| bad[b]).collect();
+        order.sort_by(|&a, &b| {
+            all.results[b]
+                .error
+                .total_cmp(&all.results[a].error)
+                .then(a.cmp(&b))
+        });
+        let limit = (cap * 3 / 4).max(1);
+        for &b in order.iter().skip(limit) {
+            bad[b] = false;
+        }
+        order.truncate(limit);
+        for (r, _) in all.results.iter().zip(&bad).filter(|(_, b)| !**b) {
+            done.estimate += r.estimate;
+            done.error += r.error;
+            done.boxes += 1;
+        }
+        if order.is_empty() {
+            break if done.error <= opts.target(done.estimate) {
+                Status::Converged
+            } else {
+                Status::MemoryCap
+            };
+        }
+        if done.error > target {
+            for &b in &order {
+                let r = all.results[b];
+                done.estimate += r.estimate;
+                done.error += r.error;
+                done.boxes += 1;
+            }
+            break Status::MemoryCap;
+        }
+        // Split the k worst; the other bad boxes stay parked.
+        let k = order.len().min(cap - order.len()).max(1);
+        let mut split = vec![false; m];
+        for &b in &order[..k] {
+            split[b] = true;
+        }
+        let stay: Vec<bool> = (0..m).map(|b| bad[b] && !split[b]).collect();
+        parents = (0..m)
+            .filter(|&b| split[b])
+            .map(|b| all.results[b])
+            .collect();
+        fresh = backend.cub_split(&all.boxes, &all.results, &split, 2)?;
+        parked = Live {
+            boxes: backend.cub_split(&all.boxes, &all.results, &stay, 1)?,
+            results: (0..m)
+                .filter(|&b| stay[b])
+                .map(|b| all.results[b])
+                .collect(),
+        };
+    };
+    let status = if done.error <= opts.target(done.estimate) {
+        Status::Converged
+    } else if status == Status::Converged {
+        Status::EvaluationCap
+    } else {
+        status
+    };
+    let total_s = start.elapsed().as_secs_f64();
+    Ok(Outcome {
+        estimate: done.estimate,
+        error: done.error,
+        evaluations: evals,
+        boxes: done.boxes,
+        rounds,
+        status,
+        timings: Timings {
+            phase1_s: total_s,
+            phase2_s: 0.0,
+            total_s,
+        },
+    })
+}

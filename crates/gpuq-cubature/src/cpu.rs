@@ -1,0 +1,91 @@
+//! The CPU backend's cubature steps: Rayon over boxes (or tensor chunks), results
+//! in index order, so they do not depend on the number of threads.
+
+use crate::func::{ClosureIntegrand, Func};
+use crate::kernels::{with_integrand, Boxes, CubatureKernels, LOCAL_HEAP};
+use gpuq_core::Result;
+use gpuq_cpu::CpuBackend;
+use gpuq_kernels::cubature::rule::{self, BoxResult, LocalOutcome, Rule};
+use gpuq_kernels::cubature::tensor::{tensor_chunk, TENSOR_CHUNK};
+use rayon::prelude::*;
+
+impl CubatureKernels for CpuBackend {
+    fn cub_evaluate(&self, rule: &Rule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
+        self.record("cub_evaluate", boxes.len() as u64 * rule.points as u64);
+        Ok(self.run("cub_evaluate", || {
+            with_integrand!(f, g, {
+                (0..boxes.len())
+                    .into_par_iter()
+                    .map(|b| rule::evaluate(rule, g, boxes.center_of(b), boxes.half_of(b)))
+                    .collect()
+            })
+        }))
+    }
+
+    fn cub_classify(
+        &self,
+        boxes: &Boxes,
+        results: &[BoxResult],
+        share: f64,
+        all_bad: bool,
+    ) -> Result<Vec<bool>> {
+        gpuq_core::check_same_len("cubature classify", boxes.len(), results.len())?;
+        Ok(self.run("cub_classify", || {
+            (0..boxes.len())
+                .into_par_iter()
+                .map(|b| all_bad || results[b].error > share * boxes.volume_of(b))
+                .collect()
+        }))
+    }
+
+    fn cub_local(
+        &self,
+        rule: &Rule,
+        f: Func<'_>,
+        boxes: &Boxes,
+        tol: f64,
+        max_evals: u64,
+    ) -> Result<Vec<LocalOutcome>> {
+        Ok(self.run("cub_local", || {
+            with_integrand!(f, g, {
+                (0..boxes.len())
+                    .into_par_iter()
+                    .map(|b| {
+                        rule::local_cuhre::<_, LOCAL_HEAP>(
+                            rule,
+                            g,
+                            boxes.center_of(b),
+                            boxes.half_of(b),
+                            tol,
+                            max_evals,
+                        )
+                    })
+                    .collect()
+            })
+        }))
+    }
+
+    fn cub_tensor(
+        &self,
+        f: Func<'_>,
+        dim: usize,
+        nodes: &[f64],
+        weights: &[f64],
+        total: u64,
+    ) -> Result<Vec<f64>> {
+        let chunks = total.div_ceil(TENSOR_CHUNK);
+        self.record("cub_tensor", total);
+        Ok(self.run("cub_tensor", || {
+            with_integrand!(f, g, {
+                (0..chunks)
+                    .into_par_iter()
+                    .map(|c| {
+                        let first = c * TENSOR_CHUNK;
+                        let end = (first + TENSOR_CHUNK).min(total);
+                        tensor_chunk(g, dim, nodes, weights, first, end)
+                    })
+                    .collect()
+            })
+        }))
+    }
+}

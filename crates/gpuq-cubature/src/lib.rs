@@ -1,0 +1,98 @@
+//! # gpuq-cubature
+//!
+//! Adaptive multidimensional cubature over boxes, and tensor Gauss rules, on
+//! the CPU (Rayon) and CUDA backends.
+//!
+//! * [`rules`]: the Berntsen-Espelid-Genz rules of DCUHRE (degree 13 for n = 2,
+//!   11 for n = 3, 9 for n >= 4, each with four null rules for the error
+//!   estimate and the fourth divided difference choosing the split axis) and the
+//!   Genz-Malik degree-7/5 pair, for n = 2..=16; one application of a rule to a
+//!   box is `gpuq_kernels::cubature::rule::evaluate`, shared by both backends.
+//! * [`cuhre()`]: sequential CUHRE (priority queue on the error) on the host.
+//! * [`two_phase()`] ([`parallel`]) and [`breadth_first()`] ([`mod@breadth_first`]): the
+//!   parallel algorithms, written once over [`CubatureKernels`], the trait of backend
+//!   steps (batch evaluation, classification, compaction and splitting,
+//!   second-phase local CUHRE, tensor chunk sums) whose default bodies run on
+//!   the host and which the CPU and CUDA backends override.
+//! * [`tensor`]: Gauss-Legendre and Gauss-Hermite product rules, N_a^N points with
+//!   the index read as base-N_a digits, deterministic reduction.
+//! * [`func`]: the integrands: seed 004's f1-f5, Genz's six families and q^T q
+//!   compiled into the kernels, or any Rust closure (CPU backend).
+//! * [`mod@reference`]: exact integrals of the Genz families over any box and the
+//!   reference values of f1-f5.
+//!
+//! Every method returns an [`Outcome`]: estimate, error estimate, evaluations,
+//! boxes, rounds, phase timings and a [`Status`] that says "not converged" when
+//! the evaluation cap or a memory cap stopped the run.
+//!
+//! ## Costs
+//!
+//! A rule application costs its points in evaluations: 65 (n = 2), 127 (n = 3),
+//! 2^n + 4 n^3 / 3 + 2 n^2 + 8/3 n + 1 (degree 9), 2^n + 2 n^2 + 2 n + 1
+//! (Genz-Malik). Sequential CUHRE makes two applications per split; the parallel
+//! methods one per live box per round, plus the second phase's local runs.
+//!
+//! ## Determinism
+//!
+//! Each box's estimate, error and axis are computed by the same code on both
+//! backends (the integrands' `sin`, `cos`, `exp`, `asin` are our own in
+//! `gpuq_kernels::cubature::math`, `sqrt` is correctly rounded); the sums over boxes
+//! and over tensor chunks are added on the host in a fixed order. Results do not
+//! depend on the thread count.
+//!
+//! ## Provenance of the rules
+//!
+//! DCUHRE: J. Berntsen, T. O. Espelid and A. Genz, "An adaptive algorithm for the
+//! approximate calculation of multiple integrals" and "DCUHRE" (ACM TOMS 17(4),
+//! 1991); the degree-13 rule is S. Eriksen's (1984), the degree-11 rule Berntsen
+//! and Espelid's (SIAM J. Numer. Anal. 25, 1988), the degree-9 rule and its null
+//! rules Genz and Malik's construction (SIAM J. Numer. Anal. 20, 1983), with
+//! DCUHRE's error heuristics. Genz-Malik: J. Comput. Appl. Math. 6 (1980).
+//! Constants were transcribed from the publications' tables and formulas; the
+//! tests check that every rule integrates every monomial up to its degree
+//! exactly and every null rule annihilates the monomials of its degree.
+//!
+//! ## Not done
+//!
+//! * The CUDA backend runs the batch evaluation (one thread per box), the second
+//!   phase (one thread per box, bounded heap in local memory) and the tensor sums
+//!   on the device, but the rounds' classification, compaction and splitting use
+//!   the trait's host defaults: each round uploads the new boxes (2 n values
+//!   each) and downloads three values per box. A device-resident breadth-first
+//!   loop (boxes kept on the device between rounds) is not written, and the
+//!   device runs have not been timed here (no device on the development
+//!   machine); `docs/benchmarks.md` has no cubature section yet.
+//! * One thread per box, not one warp per box: for n >= 10 (over 2000 points a
+//!   box) a warp per box would balance better; not done.
+//! * Closures run only on the CPU backend (the CUDA backend rejects them); a new
+//!   device integrand is added as described in `gpuq_kernels::cubature::integrand`.
+//! * Reference values for f1 at n other than 7 and for f3 are not computed in
+//!   closed form (see [`mod@reference`]).
+
+#![warn(missing_docs)]
+
+pub mod breadth_first;
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod cuhre;
+pub mod func;
+pub mod kernels;
+pub mod method;
+pub mod outcome;
+pub mod parallel;
+pub mod reference;
+pub mod region;
+pub mod rules;
+pub mod tensor;
+
+pub use cuhre::cuhre;
+pub use func::{builtin, kind_of, Func};
+pub use gpuq_kernels::cubature::integrand::Builtin;
+pub use gpuq_kernels::cubature::rule::{BoxResult, Rule};
+pub use kernels::{Boxes, CubatureKernels};
+pub use method::{integrate, Method};
+pub use outcome::{Options, Outcome, Status, Timings};
+pub use parallel::{breadth_first, two_phase};
+pub use rules::RuleKind;
+pub use tensor::{gauss_hermite, gauss_legendre, TensorRule};

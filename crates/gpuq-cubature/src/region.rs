@@ -1,0 +1,62 @@
+//! Checks on the integration box and the initial l^n partition.
+
+use crate::func::Func;
+use crate::kernels::Boxes;
+use gpuq_core::{Error, Result};
+
+/// Checks that `lo`, `hi` describe a finite box with lo < hi on every axis,
+/// of the integrand's dimension (for a built-in one), with 2..=16 axes; returns n.
+pub fn check_box(f: &Func<'_>, lo: &[f64], hi: &[f64]) -> Result<usize> {
+    let n = lo.len();
+    if hi.len() != n {
+        return Err(Error::shape("integration box", n, hi.len()));
+    }
+    if let Func::Builtin(b) = f {
+        if b.dim as usize != n {
+            return Err(Error::shape(
+                "integration box",
+                format!("{} axes (the integrand's dimension)", b.dim),
+                n,
+            ));
+        }
+    }
+    for i in 0..n {
+        if !(lo[i].is_finite() && hi[i].is_finite() && lo[i] < hi[i]) {
+            return Err(Error::InvalidArgument(format!(
+                "axis {i}: need finite lo < hi, got [{}, {}]",
+                lo[i], hi[i]
+            )));
+        }
+    }
+    Ok(n)
+}
+
+/// INIT-PARTITION: the box split into l equal parts along every axis, l the
+/// largest integer with l^n <= `max_boxes` (at least 1). Boxes in row-major
+/// order of their per-axis indices (axis 0 fastest). Cost: O(l^n n).
+pub fn initial_partition(lo: &[f64], hi: &[f64], max_boxes: usize) -> Boxes {
+    let n = lo.len();
+    let mut l = 1usize;
+    while (l + 1)
+        .checked_pow(n as u32)
+        .is_some_and(|v| v <= max_boxes)
+    {
+        l += 1;
+    }
+    let count = l.pow(n as u32);
+    let mut out = Boxes::new(n);
+    let mut c = vec![0.0; n];
+    let mut h = vec![0.0; n];
+    for idx in 0..count {
+        let mut r = idx;
+        for i in 0..n {
+            let d = r % l;
+            r /= l;
+            let w = (hi[i] - lo[i]) / l as f64;
+            h[i] = 0.5 * w;
+            c[i] = lo[i] + (d as f64 + 0.5) * w;
+        }
+        out.push(&c, &h);
+    }
+    out
+}

@@ -1,0 +1,550 @@
+//! [`Dist`]: a local backend on every rank plus a communicator, seen as one
+//! backend whose vectors are split by rows across the ranks.
+
+use crate::comm::Communicator;
+use crate::halo::{split_rows, HaloBackend, HaloPlan, SplitRows};
+use crate::partition::RowPartition;
+use gpuq_core::{Backend, Error, FusedDot, RealScalar, Result, Scalar, Stats};
+use gpuq_sparse::{Csr, DeviceMatrix, Layout, SparseBackend};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Time and traffic of a [`Dist`]'s communication since its last reset.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CommStats {
+    /// Halo exchanges (one per distributed SpMV with neighbours).
+    pub halo_exchanges: u64,
+    /// Bytes this rank sent and received in halo exchanges.
+    pub halo_bytes: u64,
+    /// Seconds in halo exchanges, less the time the owned-block SpMV took to
+    /// enqueue (on an asynchronous backend its kernel may still run during
+    /// the exchange's waits, and that part is counted here).
+    pub halo_s: f64,
+    /// Collectives (allreduces of dot products and norms, and the like).
+    pub collectives: u64,
+    /// Seconds in collectives.
+    pub collective_s: f64,
+}
+
+/// The counters behind [`CommStats`], shared by the clones of a [`Dist`].
+#[derive(Debug, Default)]
+struct Counters {
+    halo_exchanges: AtomicU64,
+    halo_bytes: AtomicU64,
+    halo_ns: AtomicU64,
+    collectives: AtomicU64,
+    collective_ns: AtomicU64,
+}
+
+/// A distributed backend: on every rank, the local backend `B` holds the
+/// rank's rows of every vector (its owned part) and matrix; operations that
+/// need other ranks' data go through the communicator.
+///
+/// * BLAS-1 updates are local (no communication).
+/// * `dotc`, `dotu` and `nrm2` are the local backend's deterministic partial,
+///   then one [`Communicator::allreduce_sum`] (gathered in rank order, summed
+///   in a fixed order): the same rank count and input give the same bits on
+///   every rank and every run. With one rank they are the local backend's bits.
+/// * SpMV on a [`DistMatrix`] built by [`DistMatrix::new`] is the halo
+///   exchange overlapped with the owned block's SpMV, then the ghost block's.
+///   [`SparseBackend::upload_matrix`] uploads a matrix local to the rank (no
+///   exchange: a block-diagonal operator such as a block-Jacobi inverse).
+/// * `upload`, `download` and `zeros` act on the rank's part, so a method's
+///   small scalar arrays are replicated: every rank computes the same values.
+///
+/// Every Krylov method of `gpuq-krylov` runs on it through the kernel traits'
+/// defaults, with CG's, BiCGSTAB's and GMRES's reductions split into the local
+/// backend's fused kernel and one collective (see the crate docs). Every rank
+/// must run the same sequence of operations.
+pub struct Dist<B> {
+    local: B,
+    comm: Arc<dyn Communicator>,
+    counters: Arc<Counters>,
+}
+
+impl<B: Clone> Clone for Dist<B> {
+    fn clone(&self) -> Self {
+        Dist {
+            local: self.local.clone(),
+            comm: self.comm.clone(),
+            counters: self.counters.clone(),
+        }
+    }
+}
+
+impl<B: HaloBackend> Dist<B> {
+    /// The distributed backend of this rank: `local` for its data, `comm` to
+    /// reach the others.
+    pub fn new(local: B, comm: Arc<dyn Communicator>) -> Self {
+        Dist {
+            local,
+            comm,
+            counters: Arc::default(),
+        }
+    }
+
+    /// The local backend.
+    pub fn local(&self) -> &B {
+        &self.local
+    }
+
+    /// The communicator.
+    pub fn comm(&self) -> &dyn Communicator {
+        &*self.comm
+    }
+
+    /// Communication time and traffic since creation or the last
+    /// [`Backend::reset_stats`].
+    pub fn comm_stats(&self) -> CommStats {
+        let c = &self.counters;
+        let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-9;
+        CommStats {
+            halo_exchanges: c.halo_exchanges.load(Ordering::Relaxed),
+            halo_bytes: c.halo_bytes.load(Ordering::Relaxed),
+            halo_s: secs(&c.halo_ns),
+            collectives: c.collectives.load(Ordering::Relaxed),
+            collective_s: secs(&c.collective_ns),
+        }
+    }
+
+    /// [`Communicator::allreduce_sum`], timed and counted.
+    pub fn allreduce(&self, local: &[f64]) -> Result<Vec<f64>> {
+        let t = Instant::now();
+        let out = self.comm.allreduce_sum(local);
+        self.counters.collectives.fetch_add(1, Ordering::Relaxed);
+        add_ns(&self.counters.collective_ns, t);
+        out
+    }
+
+    /// The sums over ranks of scalar partials (each as its real and imaginary
+    /// part, summed in f64), in one collective.
+    pub fn sum_scalars<T: Scalar>(&self, partials: &[T]) -> Result<Vec<T>> {
+        let flat: Vec<f64> = partials
+            .iter()
+            .flat_map(|v| [v.re().to_f64_lossless(), v.im().to_f64_lossless()])
+            .collect();
+        let sums = self.allreduce(&flat)?;
+        Ok(sums
+            .chunks_exact(2)
+            .map(|p| T::from_parts(T::Real::of_f64(p[0]), T::Real::of_f64(p[1])))
+            .collect())
+    }
+
+    /// Sums the slots `slots` of a replicated scalar array over ranks, where
+    /// a local kernel left this rank's partials (one download, one collective,
+    /// one overwrite of `sc`).
+    pub fn sum_slots<T: Scalar>(&self, sc: &mut B::Vector<T>, slots: &[usize]) -> Result<()> {
+        let mut host = self.local.download(sc)?;
+        gpuq_core::check_indices("sum_slots", host.len(), slots)?;
+        let partials: Vec<T> = slots.iter().map(|&k| host[k]).collect();
+        for (&k, v) in slots.iter().zip(self.sum_scalars(&partials)?) {
+            host[k] = v;
+        }
+        self.local.overwrite(&host, sc)
+    }
+
+    /// [`crate::agree`] over this backend's communicator.
+    pub fn agree<X>(&self, local: Result<X>) -> Result<X> {
+        crate::comm::agree(self.comm(), local)
+    }
+
+    /// Every rank's flag, in rank order.
+    fn allreduce_flags(&self, flag: bool) -> Result<Vec<bool>> {
+        let all = self.comm.allgather(&[f64::from(u8::from(flag))])?;
+        Ok(all.into_iter().map(|f| f != 0.0).collect())
+    }
+}
+
+/// Adds the nanoseconds since `t` to `counter`.
+fn add_ns(counter: &AtomicU64, t: Instant) {
+    counter.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+}
+
+impl<B: HaloBackend> Backend for Dist<B> {
+    type Vector<T: Scalar> = B::Vector<T>;
+
+    fn name(&self) -> String {
+        format!("dist{}:{}", self.comm.size(), self.local.name())
+    }
+
+    fn upload<T: Scalar>(&self, host: &[T]) -> Result<Self::Vector<T>> {
+        self.local.upload(host)
+    }
+
+    fn download<T: Scalar>(&self, v: &Self::Vector<T>) -> Result<Vec<T>> {
+        self.local.download(v)
+    }
+
+    fn zeros<T: Scalar>(&self, n: usize) -> Result<Self::Vector<T>> {
+        self.local.zeros(n)
+    }
+
+    fn fill<T: Scalar>(&self, x: &mut Self::Vector<T>, value: T) -> Result<()> {
+        self.local.fill(x, value)
+    }
+
+    fn copy<T: Scalar>(&self, x: &Self::Vector<T>, y: &mut Self::Vector<T>) -> Result<()> {
+        self.local.copy(x, y)
+    }
+
+    fn scal<T: Scalar>(&self, alpha: T, x: &mut Self::Vector<T>) -> Result<()> {
+        self.local.scal(alpha, x)
+    }
+
+    fn axpy<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Self::Vector<T>,
+        y: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        self.local.axpy(alpha, x, y)
+    }
+
+    fn axpby<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Self::Vector<T>,
+        beta: T,
+        y: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        self.local.axpby(alpha, x, beta, y)
+    }
+
+    fn mul_elementwise<T: Scalar>(
+        &self,
+        x: &Self::Vector<T>,
+        y: &Self::Vector<T>,
+        z: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        self.local.mul_elementwise(x, y, z)
+    }
+
+    fn dotc<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T> {
+        let local = self.local.dotc(x, y)?;
+        Ok(self.sum_scalars(&[local])?[0])
+    }
+
+    fn dotu<T: Scalar>(&self, x: &Self::Vector<T>, y: &Self::Vector<T>) -> Result<T> {
+        let local = self.local.dotu(x, y)?;
+        Ok(self.sum_scalars(&[local])?[0])
+    }
+
+    /// The local norms gathered in rank order and combined as m sqrt(sum_r
+    /// (n_r / m)^2), m the largest (no overflow; with one rank, the local
+    /// norm's bits).
+    fn nrm2<T: Scalar>(&self, x: &Self::Vector<T>) -> Result<T::Real> {
+        let local = self.local.nrm2(x)?.to_f64_lossless();
+        let t = Instant::now();
+        let norms = self.comm.allgather(&[local]);
+        self.counters.collectives.fetch_add(1, Ordering::Relaxed);
+        add_ns(&self.counters.collective_ns, t);
+        Ok(T::Real::of_f64(combine_norms(&norms?)))
+    }
+
+    fn stats(&self) -> Stats {
+        self.local.stats()
+    }
+
+    fn reset_stats(&self) {
+        self.local.reset_stats();
+        let c = &self.counters;
+        for a in [
+            &c.halo_exchanges,
+            &c.halo_bytes,
+            &c.halo_ns,
+            &c.collectives,
+            &c.collective_ns,
+        ] {
+            a.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// sqrt(sum n_r^2) of per-rank norms, scaled by the largest (exact for one
+/// rank; NaN or infinity propagate).
+fn combine_norms(norms: &[f64]) -> f64 {
+    let m = norms
+        .iter()
+        .fold(0.0f64, |a, &b| if b > a || b.is_nan() { b } else { a });
+    if m == 0.0 || !m.is_finite() {
+        return m;
+    }
+    let scaled: Vec<f64> = norms.iter().map(|&n| (n / m) * (n / m)).collect();
+    m * crate::comm::ordered_sum(&scaled).sqrt()
+}
+
+/// A matrix of a [`Dist`] backend: the rank's rows, as the block on its own
+/// columns and, for a matrix built by [`DistMatrix::new`], the block on ghost
+/// columns with the halo plan that fills them.
+pub struct DistMatrix<B: SparseBackend, T: Scalar> {
+    owned: B::Matrix<T>,
+    ghost: Option<Ghosts<B, T>>,
+    global: (usize, usize),
+}
+
+/// The ghost side of a [`DistMatrix`].
+struct Ghosts<B: SparseBackend, T: Scalar> {
+    matrix: B::Matrix<T>,
+    plan: HaloPlan,
+    /// The ghost values of the latest exchange.
+    values: Mutex<B::Vector<T>>,
+}
+
+impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
+    /// Distributes a square matrix: `rows` are the rows `partition` gives this
+    /// rank, with global column indices. Splits them into the owned block
+    /// (uploaded in `layout`) and the ghost block (CSR), and builds the halo
+    /// plan. Collective. Errors (on every rank, through [`Dist::agree`]) when
+    /// the partition does not have one block per rank, differs between ranks,
+    /// or does not match `rows`.
+    pub fn new(
+        dist: &Dist<B>,
+        partition: &RowPartition,
+        rows: &Csr<T>,
+        layout: Layout,
+    ) -> Result<Self> {
+        let checked = partition
+            .check(partition.rows(), dist.comm().size())
+            .and_then(|_| split_rows(partition, dist.comm().rank(), rows));
+        let split = dist.agree(checked)?;
+        Self::from_split(dist, partition, &split, layout)
+    }
+
+    /// [`DistMatrix::new`] from rows already split by
+    /// [`crate::halo::split_rows`] (whose owned block a caller may also need,
+    /// for a preconditioner). Collective; the same errors.
+    pub fn from_split(
+        dist: &Dist<B>,
+        partition: &RowPartition,
+        split: &SplitRows<T>,
+        layout: Layout,
+    ) -> Result<Self> {
+        let comm = dist.comm();
+        dist.agree(
+            partition
+                .check(partition.rows(), comm.size())
+                .and_then(|_| {
+                    gpuq_core::check_same_len(
+                        "DistMatrix (split rows vs partition)",
+                        partition.range(comm.rank()).len(),
+                        split.owned.nrows(),
+                    )
+                }),
+        )?;
+        // The same partition on every rank.
+        let starts: Vec<f64> = partition.starts().iter().map(|&s| s as f64).collect();
+        let all = comm.allgather(&starts)?;
+        let same = all.chunks_exact(starts.len()).all(|c| c == starts);
+        dist.agree(if same {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(
+                "the ranks were given different partitions".into(),
+            ))
+        })?;
+        let plan = HaloPlan::build(comm, partition, &split.ghost_cols)?;
+        let local = dist.local();
+        let uploaded = local.upload_matrix(&split.owned, layout).and_then(|owned| {
+            let matrix = local.upload_matrix(&split.ghost, Layout::Csr)?;
+            let values = local.zeros(plan.ghosts())?;
+            Ok((owned, matrix, values))
+        });
+        let (owned, matrix, values) = dist.agree(uploaded)?;
+        Ok(DistMatrix {
+            owned,
+            ghost: Some(Ghosts {
+                matrix,
+                plan,
+                values: Mutex::new(values),
+            }),
+            global: (partition.rows(), partition.rows()),
+        })
+    }
+
+    /// The halo plan (`None` for a matrix local to the rank).
+    pub fn plan(&self) -> Option<&HaloPlan> {
+        self.ghost.as_ref().map(|g| &g.plan)
+    }
+
+    /// The global shape (the local one for a matrix local to the rank).
+    pub fn global_shape(&self) -> (usize, usize) {
+        self.global
+    }
+}
+
+impl<B: SparseBackend, T: Scalar> DeviceMatrix for DistMatrix<B, T> {
+    /// The rank's block: (its rows, its rows), as the solvers check it against
+    /// the rank's vectors.
+    fn shape(&self) -> (usize, usize) {
+        self.owned.shape()
+    }
+
+    fn nnz(&self) -> usize {
+        self.owned.nnz() + self.ghost.as_ref().map_or(0, |g| g.matrix.nnz())
+    }
+
+    fn layout(&self) -> Layout {
+        self.owned.layout()
+    }
+}
+
+impl<B: HaloBackend> SparseBackend for Dist<B> {
+    type Matrix<T: Scalar> = DistMatrix<B, T>;
+
+    /// Uploads `a` as a matrix local to the rank (its rows and columns are the
+    /// rank's own; no exchange). Use [`DistMatrix::new`] for a matrix with
+    /// couplings between ranks.
+    fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<Self::Matrix<T>> {
+        Ok(DistMatrix {
+            owned: self.local.upload_matrix(a, layout)?,
+            ghost: None,
+            global: a.shape(),
+        })
+    }
+
+    /// y = alpha A x + beta y: the halo exchange overlapped with the owned
+    /// block's SpMV, then y += alpha A_ghost x_ghost.
+    fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        a: &Self::Matrix<T>,
+        x: &Self::Vector<T>,
+        beta: T,
+        y: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        let Some(g) = &a.ghost else {
+            return self.local.spmv(alpha, &a.owned, x, beta, y);
+        };
+        self.exchange(g, x, &mut || self.local.spmv(alpha, &a.owned, x, beta, y))?;
+        self.add_ghosts(alpha, g, y)
+    }
+
+    /// y = A x and x^H y: where this rank has no ghosts, the local backend's
+    /// fused SpMV and dot product (overlapped with the exchange the other
+    /// ranks need), otherwise the SpMV then a local dot product; then one
+    /// allreduce. With one rank, the local backend's bits.
+    fn spmv_dotc<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        x: &Self::Vector<T>,
+        y: &mut Self::Vector<T>,
+    ) -> Result<T> {
+        let mut fused = None;
+        match &a.ghost {
+            None => fused = Some(self.local.spmv_dotc(&a.owned, x, y)?),
+            Some(g) if g.plan.ghosts() == 0 => {
+                self.exchange(g, x, &mut || {
+                    fused = Some(self.local.spmv_dotc(&a.owned, x, y)?);
+                    Ok(())
+                })?;
+            }
+            Some(_) => self.spmv(T::one(), a, x, T::zero(), y)?,
+        }
+        let partial = match fused {
+            Some(d) => d,
+            None => self.local.dotc(x, y)?,
+        };
+        Ok(self.sum_scalars(&[partial])?[0])
+    }
+
+    /// y = A x and, where no rank has ghosts (one rank, or decoupled blocks)
+    /// and every rank's local backend fuses it, `sc[slot] = w^H y` summed over
+    /// ranks (then `true` on every rank: the ranks agree in one collective);
+    /// otherwise y only and `false` on every rank, with no collective.
+    fn spmv_dot<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        x: &Self::Vector<T>,
+        y: &mut Self::Vector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        let FusedDot { w, sc, slot } = dot;
+        let fused = match &a.ghost {
+            None => self
+                .local
+                .spmv_dot(&a.owned, x, y, FusedDot { w, sc, slot })?,
+            Some(g) if !g.plan.coupled() => {
+                let mut fused = false;
+                self.exchange(g, x, &mut || {
+                    fused = self
+                        .local
+                        .spmv_dot(&a.owned, x, y, FusedDot { w, sc, slot })?;
+                    Ok(())
+                })?;
+                fused
+            }
+            Some(_) => {
+                self.spmv(T::one(), a, x, T::zero(), y)?;
+                return Ok(false);
+            }
+        };
+        // Every rank fused, or the dot product is left to the caller on all.
+        let everywhere = self
+            .allreduce_flags(!fused)?
+            .iter()
+            .all(|&unfused| !unfused);
+        if everywhere {
+            self.sum_slots(sc, &[slot])?;
+        }
+        Ok(everywhere)
+    }
+}
+
+impl<B: HaloBackend> Dist<B> {
+    /// The halo exchange of `x` for the ghost side `g`, with `overlap` (the
+    /// owned block's work) run while it travels; leaves the ghost values in
+    /// `g`'s vector and counts bytes and time (less the overlap's).
+    fn exchange<T: Scalar>(
+        &self,
+        g: &Ghosts<B, T>,
+        x: &B::Vector<T>,
+        overlap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let t = Instant::now();
+        let mut overlap_ns = 0u64;
+        let ghosts = g.plan.exchange(self.comm(), &self.local, x, &mut || {
+            let t0 = Instant::now();
+            let out = overlap();
+            overlap_ns = t0.elapsed().as_nanos() as u64;
+            out
+        })?;
+        let mut values = g.values.lock().unwrap_or_else(|e| e.into_inner());
+        self.local.overwrite(&ghosts, &mut values)?;
+        let c = &self.counters;
+        c.halo_exchanges.fetch_add(1, Ordering::Relaxed);
+        let bytes = (g.plan.sent() + g.plan.ghosts()) * std::mem::size_of::<T>();
+        c.halo_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        let halo_ns = (t.elapsed().as_nanos() as u64).saturating_sub(overlap_ns);
+        c.halo_ns.fetch_add(halo_ns, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// y += alpha A_ghost x_ghost with the ghost values of the latest exchange.
+    fn add_ghosts<T: Scalar>(
+        &self,
+        alpha: T,
+        g: &Ghosts<B, T>,
+        y: &mut B::Vector<T>,
+    ) -> Result<()> {
+        if g.plan.ghosts() == 0 || alpha.is_zero_value() {
+            return Ok(());
+        }
+        let values = g.values.lock().unwrap_or_else(|e| e.into_inner());
+        self.local.spmv(alpha, &g.matrix, &values, T::one(), y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::combine_norms;
+
+    #[test]
+    fn norms_combine_without_overflow_and_keep_one_rank_exact() {
+        assert_eq!(combine_norms(&[3.5]), 3.5);
+        assert_eq!(combine_norms(&[3.0, 4.0]), 5.0);
+        assert_eq!(combine_norms(&[0.0, 0.0]), 0.0);
+        assert_eq!(combine_norms(&[1e300, 1e300]), 1e300 * 2f64.sqrt());
+        assert!(combine_norms(&[1.0, f64::NAN]).is_nan());
+    }
+}

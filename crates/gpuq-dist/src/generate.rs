@@ -1,0 +1,187 @@
+//! Each rank's rows of a generated stencil problem, built in place: no rank
+//! holds the whole matrix.
+
+use crate::partition::RowPartition;
+use gpuq_core::{Error, RealScalar, Result, Scalar};
+use gpuq_sparse::generators::ProblemSpec;
+use gpuq_sparse::Csr;
+use std::ops::Range;
+
+/// A 7-point stencil on a grid of `dims` points (x fastest): `lower` for the
+/// neighbours before a point, `upper` for those after, `diag` on the diagonal.
+struct Stencil<T> {
+    dims: [usize; 3],
+    diag: T,
+    lower: T,
+    upper: T,
+}
+
+impl<T: Scalar> Stencil<T> {
+    /// The stencil of `spec`, with the values `gpuq_sparse::generators` uses
+    /// (so the rows are bit for bit those of the whole matrix), or `None` for
+    /// a problem that is not a stencil (finite elements, bidomain).
+    fn of(spec: &ProblemSpec) -> Result<Option<Self>> {
+        let one = T::from_f64(-1.0);
+        let grid = |dims, diag| Stencil {
+            dims,
+            diag,
+            lower: one,
+            upper: one,
+        };
+        Ok(Some(match *spec {
+            ProblemSpec::Laplace1d { n, shift } => grid([n, 1, 1], T::from_f64(2.0 + shift)),
+            ProblemSpec::Laplace2d { m } => grid([m, m, 1], T::from_f64(4.0)),
+            ProblemSpec::Laplace3d { m } => grid([m, m, m], T::from_f64(6.0)),
+            ProblemSpec::ConvDiff2d { m, wind } => {
+                let c = wind / (m as f64 + 1.0);
+                Stencil {
+                    dims: [m, m, 1],
+                    diag: T::from_f64(4.0 + 2.0 * c),
+                    lower: T::from_f64(-1.0 - c),
+                    upper: T::from_f64(-1.0),
+                }
+            }
+            ProblemSpec::Helmholtz3d { m, kh, damping } => {
+                if !T::IS_COMPLEX && damping != 0.0 {
+                    return Err(Error::InvalidArgument(format!(
+                        "helmholtz3d with damping {damping} needs a complex scalar type, not {}",
+                        T::KIND.name()
+                    )));
+                }
+                let k2 = kh * kh;
+                let sigma = T::from_parts(
+                    <T::Real as RealScalar>::of_f64(k2),
+                    <T::Real as RealScalar>::of_f64(k2 * damping),
+                );
+                grid([m, m, m], T::from_f64(6.0) - sigma)
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    /// The number of unknowns.
+    fn size(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    /// Rows `range` (global columns), in increasing column order per row.
+    fn rows(&self, range: Range<usize>) -> Result<Csr<T>> {
+        let [mx, my, mz] = self.dims;
+        let (sx, sy) = (1usize, mx);
+        let sz = mx * my;
+        let mut ptr = Vec::with_capacity(range.len() + 1);
+        let mut cols: Vec<u32> = Vec::with_capacity(7 * range.len());
+        let mut vals = Vec::with_capacity(7 * range.len());
+        ptr.push(0);
+        for i in range.clone() {
+            let (x, y, z) = (i % mx, (i / mx) % my, i / sz);
+            let mut push = |j: usize, v: T| {
+                cols.push(j as u32);
+                vals.push(v);
+            };
+            if z > 0 {
+                push(i - sz, self.lower);
+            }
+            if y > 0 {
+                push(i - sy, self.lower);
+            }
+            if x > 0 {
+                push(i - sx, self.lower);
+            }
+            push(i, self.diag);
+            if x + 1 < mx {
+                push(i + sx, self.upper);
+            }
+            if y + 1 < my {
+                push(i + sy, self.upper);
+            }
+            if z + 1 < mz {
+                push(i + sz, self.upper);
+            }
+            ptr.push(cols.len());
+        }
+        Csr::try_new(range.len(), self.size(), ptr, cols, vals)
+    }
+}
+
+/// The number of unknowns of a stencil problem (`None` for other problems).
+pub fn stencil_size(spec: &ProblemSpec) -> Option<usize> {
+    // The complex type accepts every stencil (a damped shift needs it).
+    Stencil::<gpuq_core::Complex64>::of(spec)
+        .ok()
+        .flatten()
+        .map(|s| s.size())
+}
+
+/// Rank `rank`'s rows of the stencil problem `spec` (1D/2D/3D Laplacians,
+/// convection-diffusion, the shifted 3D Laplacian), built in place with the
+/// values of `gpuq_sparse::generators`, and their rows of b = A * ones (the
+/// generators' problems have no right-hand side of their own), summed as
+/// `Csr::mul_vec` does. `None` for a problem that is not a stencil. Errors
+/// when the partition does not cover the problem. O(the rank's nnz).
+#[allow(clippy::type_complexity)]
+pub fn generated_rows<T: Scalar>(
+    spec: &ProblemSpec,
+    partition: &RowPartition,
+    rank: usize,
+) -> Result<Option<(Csr<T>, Vec<T>)>> {
+    let Some(stencil) = Stencil::<T>::of(spec)? else {
+        return Ok(None);
+    };
+    if partition.rows() != stencil.size() {
+        return Err(Error::InvalidArgument(format!(
+            "the partition covers {} rows, the problem has {}",
+            partition.rows(),
+            stencil.size()
+        )));
+    }
+    let rows = stencil.rows(partition.range(rank))?;
+    let b = (0..rows.nrows())
+        .map(|i| rows.row(i).1.iter().map(|&a| a * T::one()).sum())
+        .collect();
+    Ok(Some((rows, b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rows_of;
+    use gpuq_core::Complex64;
+
+    fn same_as_whole<T: Scalar>(spec: &str) {
+        let spec = ProblemSpec::parse(spec).unwrap();
+        let whole: Csr<T> = spec.build().unwrap().matrix;
+        let n = whole.nrows();
+        assert_eq!(stencil_size(&spec), Some(n));
+        let ones = vec![T::one(); n];
+        let b = whole.mul_vec(&ones).unwrap();
+        let p = RowPartition::contiguous(n, 3).unwrap();
+        for rank in 0..3 {
+            let (rows, br) = generated_rows::<T>(&spec, &p, rank).unwrap().unwrap();
+            assert_eq!(rows, rows_of(&whole, &p, rank).unwrap());
+            assert_eq!(br, b[p.range(rank)].to_vec());
+        }
+    }
+
+    #[test]
+    fn stencil_rows_are_the_generators_rows() {
+        same_as_whole::<f64>("laplace1d:10:0.5");
+        same_as_whole::<f64>("laplace2d:5");
+        same_as_whole::<f32>("laplace3d:4");
+        same_as_whole::<f64>("convdiff2d:6:3");
+        same_as_whole::<Complex64>("helmholtz3d:4:0.7:0.2");
+    }
+
+    #[test]
+    fn other_problems_and_wrong_partitions_are_refused() {
+        let fem = ProblemSpec::parse("helmholtz-cylinder:0").unwrap();
+        let p = RowPartition::contiguous(10, 2).unwrap();
+        assert!(generated_rows::<f64>(&fem, &p, 0).unwrap().is_none());
+        assert_eq!(stencil_size(&fem), None);
+        let lap = ProblemSpec::parse("laplace2d:4").unwrap();
+        assert!(generated_rows::<f64>(&lap, &p, 0).is_err());
+        let damped = ProblemSpec::parse("helmholtz3d:3:0.5:0.1").unwrap();
+        let p27 = RowPartition::contiguous(27, 2).unwrap();
+        assert!(generated_rows::<f64>(&damped, &p27, 0).is_err());
+    }
+}

@@ -1,0 +1,514 @@
+//! A rank's rows split into the block on its own columns and the block on
+//! ghost columns, and the halo plan that brings the ghost values in.
+//!
+//! As in seed 002's shared-node exchange, only the entries a neighbour needs
+//! travel: the plan lists, built once, which owned entries go to which
+//! neighbour and which ghosts come from whom; an exchange packs those entries
+//! ([`HaloBackend::gather`]), sends them while the owned block's SpMV runs, and
+//! writes the arrivals into the ghost vector ([`HaloBackend::overwrite`]).
+
+use crate::comm::{comm_error, Communicator};
+use crate::partition::RowPartition;
+use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, DeviceVector, Error, Result, Scalar};
+use gpuq_cpu::{CpuBackend, CpuVector};
+use gpuq_krylov::KrylovBackend;
+use gpuq_sparse::Csr;
+use std::ops::Range;
+
+/// The tag of the plan's set-up messages.
+const PLAN_TAG: u16 = 1;
+/// The tag of the halo values.
+const HALO_TAG: u16 = 2;
+
+/// The owned entries an exchange sends (in the order the neighbours want
+/// them), and the few contiguous ranges of the vector that cover them (runs
+/// of entries at most [`Pack::GAP`] apart merged): what a backend that stages
+/// its halo through the host copies instead of the whole vector. Built once
+/// with the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pack {
+    indices: Vec<usize>,
+    ranges: Vec<Range<usize>>,
+    /// Where each index lies in the concatenation of the ranges.
+    positions: Vec<usize>,
+}
+
+impl Pack {
+    /// The largest gap between two entries that still share a range.
+    pub const GAP: usize = 16;
+
+    /// The pack of `indices`. O(k log k) for k indices.
+    pub fn new(indices: Vec<usize>) -> Self {
+        let mut sorted = indices.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut ranges: Vec<Range<usize>> = Vec::new();
+        for &i in &sorted {
+            match ranges.last_mut() {
+                Some(r) if i <= r.end + Self::GAP => r.end = i + 1,
+                _ => ranges.push(i..i + 1),
+            }
+        }
+        let mut starts = Vec::with_capacity(ranges.len());
+        let mut at = 0;
+        for r in &ranges {
+            starts.push(at);
+            at += r.len();
+        }
+        let positions = indices
+            .iter()
+            .map(|&i| {
+                let k = ranges.partition_point(|r| r.end <= i);
+                starts[k] + (i - ranges[k].start)
+            })
+            .collect();
+        Pack {
+            indices,
+            ranges,
+            positions,
+        }
+    }
+
+    /// The entries, in sending order.
+    pub fn indices(&self) -> &[usize] {
+        &self.indices
+    }
+
+    /// The covering ranges, increasing and disjoint.
+    pub fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    /// The number of values the ranges hold together.
+    pub fn staged_len(&self) -> usize {
+        self.ranges.iter().map(|r| r.len()).sum()
+    }
+
+    /// The entries from `staged`, the concatenation of the ranges' values.
+    /// O(k).
+    pub fn pick_staged<T: Copy>(&self, staged: &[T]) -> Result<Vec<T>> {
+        gpuq_core::check_same_len("Pack::pick_staged", self.staged_len(), staged.len())?;
+        Ok(self.positions.iter().map(|&p| staged[p]).collect())
+    }
+}
+
+/// A backend a distributed backend can wrap: every Krylov method's steps (its
+/// own or the defaults), plus packing and unpacking halo values.
+///
+/// The defaults stage through the host: [`HaloBackend::gather`] downloads the
+/// whole vector (n values) and [`HaloBackend::overwrite`] uploads a new one.
+/// The CPU backend overrides both (no copy of the whole vector); the CUDA
+/// backend (feature `cuda`) downloads only the pack's covering ranges and
+/// uploads into the ghost vector in place. Packing on the device and an
+/// exchange between GPUs (NCCL) are not done.
+pub trait HaloBackend: KrylovBackend {
+    /// `x[i]` for every index of `pack`, in its order. Default: one download
+    /// of x, O(n + k).
+    fn gather<T: Scalar>(&self, x: &Self::Vector<T>, pack: &Pack) -> Result<Vec<T>> {
+        pick(&self.download(x)?, pack.indices())
+    }
+
+    /// Overwrites `v` with `host` (same length). Default: one upload that
+    /// replaces `v`.
+    fn overwrite<T: Scalar>(&self, host: &[T], v: &mut Self::Vector<T>) -> Result<()> {
+        gpuq_core::check_same_len("overwrite", v.len(), host.len())?;
+        *v = self.upload(host)?;
+        Ok(())
+    }
+}
+
+/// `x[idx[k]]`, or an error naming the first index out of range.
+fn pick<T: Scalar>(x: &[T], idx: &[usize]) -> Result<Vec<T>> {
+    gpuq_core::check_indices("gather", x.len(), idx)?;
+    Ok(idx.iter().map(|&i| x[i]).collect())
+}
+
+impl HaloBackend for CpuBackend {
+    fn gather<T: Scalar>(&self, x: &CpuVector<T>, pack: &Pack) -> Result<Vec<T>> {
+        pick(x.as_slice(), pack.indices())
+    }
+
+    fn overwrite<T: Scalar>(&self, host: &[T], v: &mut CpuVector<T>) -> Result<()> {
+        gpuq_core::check_same_len("overwrite", v.len(), host.len())?;
+        v.as_mut_slice().copy_from_slice(host);
+        Ok(())
+    }
+}
+
+/// The CUDA backend stages its halo through the host: one download per
+/// covering range of the pack (a grid plane per neighbour for a slab of a
+/// structured grid; the whole vector when the ranges are many or cover most
+/// of it) and one upload of the ghosts into their vector.
+#[cfg(feature = "cuda")]
+impl HaloBackend for gpuq_cuda::CudaBackend {
+    fn gather<T: Scalar>(&self, x: &gpuq_cuda::CudaVector<T>, pack: &Pack) -> Result<Vec<T>> {
+        if pack.ranges().len() > 64 || 2 * pack.staged_len() > x.len() {
+            return pick(&gpuq_core::Backend::download(self, x)?, pack.indices());
+        }
+        let mut staged = Vec::with_capacity(pack.staged_len());
+        for r in pack.ranges() {
+            staged.extend(self.download_range(x, r.clone())?);
+        }
+        pack.pick_staged(&staged)
+    }
+
+    fn overwrite<T: Scalar>(&self, host: &[T], v: &mut gpuq_cuda::CudaVector<T>) -> Result<()> {
+        self.upload_into(host, v)
+    }
+}
+
+/// A rank's rows, split: `owned` on the rank's own columns (renumbered from
+/// 0), `ghost` on the other columns it touches (numbered by `ghost_cols`,
+/// their global indices in increasing order).
+#[derive(Clone, Debug)]
+pub struct SplitRows<T> {
+    /// n_local x n_local.
+    pub owned: Csr<T>,
+    /// n_local x ghost_cols.len().
+    pub ghost: Csr<T>,
+    /// The global column of each ghost, increasing.
+    pub ghost_cols: Vec<usize>,
+}
+
+/// Splits rank `rank`'s rows `rows` (global column indices, one row per row
+/// the partition gives the rank) into the owned and the ghost block. Errors
+/// when the row count or the column count does not match the partition.
+/// O(nnz log nnz) on the host.
+pub fn split_rows<T: Scalar>(
+    partition: &RowPartition,
+    rank: usize,
+    rows: &Csr<T>,
+) -> Result<SplitRows<T>> {
+    let own = partition.range(rank);
+    let n = own.len();
+    if rows.nrows() != n || rows.ncols() != partition.rows() {
+        return Err(Error::shape(
+            "split_rows (the rank's rows vs the partition)",
+            format!("{n} x {}", partition.rows()),
+            format!("{} x {}", rows.nrows(), rows.ncols()),
+        ));
+    }
+    let mut ghost_cols: Vec<usize> = rows
+        .col_idx()
+        .iter()
+        .map(|&c| c as usize)
+        .filter(|c| !own.contains(c))
+        .collect();
+    ghost_cols.sort_unstable();
+    ghost_cols.dedup();
+    let (mut optr, mut ocol, mut oval) = (vec![0usize], Vec::new(), Vec::new());
+    let (mut gptr, mut gcol, mut gval) = (vec![0usize], Vec::new(), Vec::new());
+    for i in 0..n {
+        let (cols, vals) = rows.row(i);
+        for (&c, &v) in cols.iter().zip(vals) {
+            let c = c as usize;
+            if own.contains(&c) {
+                ocol.push((c - own.start) as u32);
+                oval.push(v);
+            } else {
+                let g = ghost_cols
+                    .binary_search(&c)
+                    .expect("every ghost was listed");
+                gcol.push(g as u32);
+                gval.push(v);
+            }
+        }
+        optr.push(ocol.len());
+        gptr.push(gcol.len());
+    }
+    Ok(SplitRows {
+        owned: Csr::try_new_allow_nonfinite(n, n, optr, ocol, oval)?,
+        ghost: Csr::try_new_allow_nonfinite(n, ghost_cols.len(), gptr, gcol, gval)?,
+        ghost_cols,
+    })
+}
+
+/// Who exchanges what with whom in a halo exchange; built once per matrix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HaloPlan {
+    /// Per neighbour that needs owned entries: its rank and the local indices
+    /// it needs, in the order it numbers them.
+    sends: Vec<(usize, Vec<usize>)>,
+    /// Per neighbour the ghosts come from: its rank and the ghost range.
+    recvs: Vec<(usize, Range<usize>)>,
+    /// All sent indices, concatenated in the order of `sends`.
+    packed: Pack,
+    n_ghost: usize,
+    /// Whether any rank has ghosts (the same on every rank).
+    coupled: bool,
+}
+
+impl HaloPlan {
+    /// Builds the plan for a rank whose ghost columns are `ghost_cols` (global
+    /// indices, increasing, none owned by the rank). Collective: every rank
+    /// calls it; one allgather of a count per rank pair, then one exchange of
+    /// the index lists between neighbours. Errors when a ghost lies outside
+    /// the partition or on the rank itself, or the partition does not have one
+    /// rank per process.
+    pub fn build(
+        comm: &dyn Communicator,
+        partition: &RowPartition,
+        ghost_cols: &[usize],
+    ) -> Result<Self> {
+        let (rank, size) = (comm.rank(), comm.size());
+        partition.check(partition.rows(), size)?;
+        let own = partition.range(rank);
+        // Ghosts are increasing and blocks contiguous: each owner's ghosts
+        // form one range.
+        let mut recvs: Vec<(usize, Range<usize>)> = Vec::new();
+        for (g, &col) in ghost_cols.iter().enumerate() {
+            let q = partition
+                .owner(col)
+                .filter(|&q| q != rank)
+                .ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "halo plan: ghost column {col} of rank {rank} is outside the partition or owned by the rank itself"
+                    ))
+                })?;
+            if g > 0 && ghost_cols[g - 1] >= col {
+                return Err(Error::InvalidArgument(
+                    "halo plan: ghost columns must increase".into(),
+                ));
+            }
+            match recvs.last_mut() {
+                Some((last, range)) if *last == q => range.end = g + 1,
+                _ => recvs.push((q, g..g + 1)),
+            }
+        }
+        let mut counts = vec![0.0; size];
+        for (q, range) in &recvs {
+            counts[*q] = range.len() as f64;
+        }
+        // needs[p * size + q]: how many entries rank p needs from rank q.
+        let needs = comm.allgather(&counts)?;
+        let senders_to_me: Vec<usize> = (0..size)
+            .filter(|&p| p != rank && needs[p * size + rank] > 0.0)
+            .collect();
+        let requests: Vec<(usize, Vec<u8>)> = recvs
+            .iter()
+            .map(|(q, range)| {
+                let bytes = ghost_cols[range.clone()]
+                    .iter()
+                    .flat_map(|&c| (c as u64).to_le_bytes())
+                    .collect();
+                (*q, bytes)
+            })
+            .collect();
+        let views: Vec<(usize, &[u8])> = requests.iter().map(|(q, b)| (*q, &b[..])).collect();
+        let asked = comm.exchange(PLAN_TAG, &views, &senders_to_me, &mut || Ok(()))?;
+        let mut sends = Vec::with_capacity(asked.len());
+        for (&p, bytes) in senders_to_me.iter().zip(&asked) {
+            let idx = bytes
+                .chunks_exact(8)
+                .map(|c| {
+                    let g = u64::from_le_bytes(c.try_into().expect("chunks of 8")) as usize;
+                    if own.contains(&g) {
+                        Ok(g - own.start)
+                    } else {
+                        Err(comm_error(format!(
+                            "halo plan: rank {p} asked rank {rank} for row {g}, which it does not own"
+                        )))
+                    }
+                })
+                .collect::<Result<Vec<usize>>>()?;
+            if idx.len() as f64 != needs[p * size + rank] {
+                return Err(comm_error(format!(
+                    "halo plan: rank {p} announced {} entries and asked for {}",
+                    needs[p * size + rank],
+                    idx.len()
+                )));
+            }
+            sends.push((p, idx));
+        }
+        let packed = Pack::new(
+            sends
+                .iter()
+                .flat_map(|(_, idx)| idx.iter().copied())
+                .collect(),
+        );
+        Ok(HaloPlan {
+            sends,
+            recvs,
+            packed,
+            n_ghost: ghost_cols.len(),
+            coupled: needs.iter().any(|&c| c > 0.0),
+        })
+    }
+
+    /// The number of ghost values the rank receives per exchange.
+    pub fn ghosts(&self) -> usize {
+        self.n_ghost
+    }
+
+    /// Whether any rank has ghosts: `false` when the ranks' blocks are
+    /// decoupled (one rank, or a block-diagonal matrix). The same on every rank.
+    pub fn coupled(&self) -> bool {
+        self.coupled
+    }
+
+    /// The number of owned values the rank sends per exchange.
+    pub fn sent(&self) -> usize {
+        self.packed.indices().len()
+    }
+
+    /// The ranks the rank sends to, increasing.
+    pub fn send_ranks(&self) -> Vec<usize> {
+        self.sends.iter().map(|(p, _)| *p).collect()
+    }
+
+    /// The ranks the rank receives from, increasing.
+    pub fn recv_ranks(&self) -> Vec<usize> {
+        self.recvs.iter().map(|(q, _)| *q).collect()
+    }
+
+    /// One exchange: packs the owned entries of `x` the neighbours need,
+    /// sends them, runs `overlap` (the owned block's SpMV) while they travel,
+    /// and returns the ghost values in ghost order. Collective among
+    /// neighbours. Costs one gather on the backend, (sent + ghosts) values
+    /// through the communicator.
+    pub fn exchange<B: HaloBackend, T: Scalar>(
+        &self,
+        comm: &dyn Communicator,
+        backend: &B,
+        x: &B::Vector<T>,
+        overlap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Vec<T>> {
+        let values = backend.gather(x, &self.packed)?;
+        let mut views: Vec<(usize, &[u8])> = Vec::with_capacity(self.sends.len());
+        let mut at = 0;
+        for (p, idx) in &self.sends {
+            views.push((*p, scalars_as_bytes(&values[at..at + idx.len()])));
+            at += idx.len();
+        }
+        let from = self.recv_ranks();
+        let arrived = comm.exchange(HALO_TAG, &views, &from, overlap)?;
+        let mut ghosts = vec![T::zero(); self.n_ghost];
+        for ((q, range), bytes) in self.recvs.iter().zip(&arrived) {
+            let dst = scalars_as_bytes_mut(&mut ghosts[range.clone()]);
+            if dst.len() != bytes.len() {
+                return Err(comm_error(format!(
+                    "halo: rank {q} sent {} bytes for {} ghosts",
+                    bytes.len(),
+                    range.len()
+                )));
+            }
+            dst.copy_from_slice(bytes);
+        }
+        Ok(ghosts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ThreadComm;
+    use gpuq_core::Backend;
+    use gpuq_sparse::generators;
+
+    /// The rows `range` of `a` (global columns).
+    fn rows_of(a: &Csr<f64>, range: Range<usize>) -> Csr<f64> {
+        let mut ptr = vec![0];
+        let (mut col, mut val) = (Vec::new(), Vec::new());
+        for i in range.clone() {
+            let (c, v) = a.row(i);
+            col.extend_from_slice(c);
+            val.extend_from_slice(v);
+            ptr.push(col.len());
+        }
+        Csr::try_new(range.len(), a.ncols(), ptr, col, val).unwrap()
+    }
+
+    /// Plans and one exchange of x = global index on every rank of `p`;
+    /// returns per rank (plan, ghost values).
+    fn plans(a: &Csr<f64>, p: &RowPartition) -> Vec<(HaloPlan, Vec<f64>)> {
+        ThreadComm::run(p.ranks(), |c| {
+            let range = p.range(c.rank());
+            let split = split_rows(p, c.rank(), &rows_of(a, range.clone())).unwrap();
+            let plan = HaloPlan::build(&c, p, &split.ghost_cols).unwrap();
+            let cpu = CpuBackend::new();
+            let x = cpu
+                .upload(&range.map(|i| i as f64).collect::<Vec<_>>())
+                .unwrap();
+            let ghosts = plan.exchange(&c, &cpu, &x, &mut || Ok(())).unwrap();
+            let expect: Vec<f64> = split.ghost_cols.iter().map(|&g| g as f64).collect();
+            assert_eq!(ghosts, expect);
+            (plan, ghosts)
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_pack_covers_its_entries_with_few_ranges() {
+        let pack = Pack::new(vec![40, 3, 5, 100, 4, 41]);
+        assert_eq!(pack.ranges(), &[3..6, 40..42, 100..101]);
+        assert_eq!(pack.staged_len(), 6);
+        let staged = [3, 4, 5, 40, 41, 100];
+        assert_eq!(
+            pack.pick_staged(&staged).unwrap(),
+            vec![40, 3, 5, 100, 4, 41]
+        );
+        assert!(pack.pick_staged(&staged[1..]).is_err());
+        // Entries at most GAP apart share a range.
+        let near = Pack::new(vec![0, Pack::GAP + 1]);
+        assert_eq!(near.ranges().len(), 1);
+        assert_eq!(near.ranges()[0], 0..Pack::GAP + 2);
+        assert!(Pack::new(Vec::new()).ranges().is_empty());
+    }
+
+    #[test]
+    fn a_tridiagonal_matrix_has_left_and_right_neighbours() {
+        let a = generators::laplace1d::<f64>(10, 0.0);
+        let p = RowPartition::contiguous(10, 3).unwrap();
+        let out = plans(&a, &p);
+        assert_eq!(out[0].0.recv_ranks(), vec![1]);
+        assert_eq!(out[1].0.recv_ranks(), vec![0, 2]);
+        assert_eq!(out[1].0.send_ranks(), vec![0, 2]);
+        assert_eq!(out[2].1, vec![6.0]);
+        assert_eq!(out[1].0.sent(), 2);
+    }
+
+    #[test]
+    fn empty_ranks_and_ranks_without_neighbours_exchange_nothing() {
+        // Block diagonal: two decoupled 1D Laplacians; rank 1 owns no rows.
+        let n = 8;
+        let a = generators::laplace1d::<f64>(n, 0.0);
+        let full = a.to_coo();
+        let mut coo = gpuq_sparse::Coo::with_capacity(n, n, full.nnz());
+        for (i, j, v) in full.triplets() {
+            if (i < 4) == (j < 4) {
+                coo.push(i, j, v).unwrap();
+            }
+        }
+        let a = Csr::from_coo(&coo).unwrap();
+        let p = RowPartition::from_counts(&[4, 0, 4]).unwrap();
+        let out = plans(&a, &p);
+        for (plan, ghosts) in &out {
+            assert!(plan.recv_ranks().is_empty() && plan.send_ranks().is_empty());
+            assert!(ghosts.is_empty());
+        }
+        // Coupled, with the empty rank in the middle: ranks 0 and 2 talk past it.
+        let a = generators::laplace1d::<f64>(n, 0.0);
+        let out = plans(&a, &p);
+        assert_eq!(out[0].0.recv_ranks(), vec![2]);
+        assert!(out[1].0.recv_ranks().is_empty() && out[1].0.send_ranks().is_empty());
+        assert_eq!(out[2].1, vec![3.0]);
+    }
+
+    #[test]
+    fn rows_that_do_not_match_the_partition_are_errors() {
+        let a = generators::laplace1d::<f64>(6, 0.0);
+        let p = RowPartition::contiguous(6, 2).unwrap();
+        assert!(split_rows(&p, 0, &rows_of(&a, 0..4)).is_err());
+        let wrong_cols = Csr::<f64>::identity(3);
+        assert!(split_rows(&p, 0, &wrong_cols).is_err());
+        let split = split_rows(&p, 0, &rows_of(&a, 0..3)).unwrap();
+        assert_eq!(split.ghost_cols, vec![3]);
+        assert_eq!(
+            split.owned.nnz() + split.ghost.nnz(),
+            rows_of(&a, 0..3).nnz()
+        );
+        // A plan for a communicator of another size.
+        let err = ThreadComm::run(3, |c| HaloPlan::build(&c, &p, &[]).is_err()).unwrap();
+        assert_eq!(err, vec![true; 3]);
+    }
+}

@@ -1,0 +1,180 @@
+//! Moving rows between one rank and the others: a matrix read by one rank,
+//! scattered by rows; a solution gathered to one rank.
+
+use crate::comm::{comm_error, Communicator};
+use crate::partition::RowPartition;
+use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, Result, Scalar};
+use gpuq_sparse::Csr;
+
+/// The tag of scattered rows.
+const SCATTER_TAG: u16 = 4;
+/// The tag of gathered rows.
+const GATHER_TAG: u16 = 5;
+
+/// Rank `root` holds A and b whole (`whole`, ignored elsewhere); every rank
+/// gets its rows of A (global columns) and of b as `partition` gives them.
+/// Collective; one message from the root to each other rank (its rows'
+/// pointers, columns, values and b). Errors when the root's A or b does not
+/// match the partition.
+pub fn scatter_rows<T: Scalar>(
+    comm: &dyn Communicator,
+    partition: &RowPartition,
+    root: usize,
+    whole: Option<(&Csr<T>, &[T])>,
+) -> Result<(Csr<T>, Vec<T>)> {
+    let rank = comm.rank();
+    if rank != root {
+        return decode(&comm.recv(root, SCATTER_TAG)?, partition.rows());
+    }
+    let (a, b) = whole.ok_or_else(|| comm_error("scatter_rows: the root holds no matrix"))?;
+    partition.check(a.nrows(), comm.size())?;
+    gpuq_core::check_same_len("scatter_rows (b)", a.nrows(), b.len())?;
+    let mut mine = None;
+    for r in 0..comm.size() {
+        let (rows, br) = slice(a, b, partition, r)?;
+        if r == root {
+            mine = Some((rows, br));
+        } else {
+            comm.send(r, SCATTER_TAG, &encode(&rows, &br))?;
+        }
+    }
+    mine.ok_or_else(|| comm_error("scatter_rows: the root is outside the communicator"))
+}
+
+/// Rank `r`'s rows of A and b.
+fn slice<T: Scalar>(
+    a: &Csr<T>,
+    b: &[T],
+    partition: &RowPartition,
+    r: usize,
+) -> Result<(Csr<T>, Vec<T>)> {
+    let range = partition.range(r);
+    Ok((crate::rows_of(a, partition, r)?, b[range].to_vec()))
+}
+
+/// Rows and b as bytes: rows, columns of A, nnz (u64 each), the row
+/// pointers (u64), the column indices (u32), the values, then b.
+fn encode<T: Scalar>(rows: &Csr<T>, b: &[T]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in [rows.nrows(), rows.ncols(), rows.nnz()] {
+        out.extend_from_slice(&(v as u64).to_le_bytes());
+    }
+    for &p in rows.row_ptr() {
+        out.extend_from_slice(&(p as u64).to_le_bytes());
+    }
+    for &c in rows.col_idx() {
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+    out.extend_from_slice(scalars_as_bytes(rows.values()));
+    out.extend_from_slice(scalars_as_bytes(b));
+    out
+}
+
+/// The inverse of [`encode`], checked against the global size `n`.
+fn decode<T: Scalar>(bytes: &[u8], n: usize) -> Result<(Csr<T>, Vec<T>)> {
+    let bad = || comm_error("scatter_rows: a malformed message");
+    let mut at = 0usize;
+    let mut take = |len: usize| -> Result<&[u8]> {
+        let s = bytes.get(at..at + len).ok_or_else(bad)?;
+        at += len;
+        Ok(s)
+    };
+    let mut word = || -> Result<usize> {
+        Ok(u64::from_le_bytes(take(8)?.try_into().map_err(|_| bad())?) as usize)
+    };
+    let (nrows, ncols, nnz) = (word()?, word()?, word()?);
+    if ncols != n {
+        return Err(bad());
+    }
+    let ptr = (0..=nrows)
+        .map(|_| word())
+        .collect::<Result<Vec<usize>>>()?;
+    let cols: Vec<u32> = take(4 * nnz)?
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect();
+    let mut vals = vec![T::zero(); nnz];
+    scalars_as_bytes_mut(&mut vals).copy_from_slice(take(nnz * std::mem::size_of::<T>())?);
+    let mut b = vec![T::zero(); nrows];
+    scalars_as_bytes_mut(&mut b).copy_from_slice(take(nrows * std::mem::size_of::<T>())?);
+    Ok((
+        Csr::try_new_allow_nonfinite(nrows, ncols, ptr, cols, vals)?,
+        b,
+    ))
+}
+
+/// Every rank's part of a vector split by `partition`, concatenated on rank
+/// `root` (`Some` there, `None` elsewhere). Collective; one message from each
+/// other rank to the root.
+pub fn gather_rows<T: Scalar>(
+    comm: &dyn Communicator,
+    partition: &RowPartition,
+    root: usize,
+    local: &[T],
+) -> Result<Option<Vec<T>>> {
+    let rank = comm.rank();
+    gpuq_core::check_same_len(
+        "gather_rows (the rank's part)",
+        partition.range(rank).len(),
+        local.len(),
+    )?;
+    if rank != root {
+        comm.send(root, GATHER_TAG, scalars_as_bytes(local))?;
+        return Ok(None);
+    }
+    let mut whole = vec![T::zero(); partition.rows()];
+    for r in 0..comm.size() {
+        let dst = &mut whole[partition.range(r)];
+        if r == root {
+            dst.copy_from_slice(local);
+            continue;
+        }
+        let bytes = comm.recv(r, GATHER_TAG)?;
+        let dst = scalars_as_bytes_mut(dst);
+        if dst.len() != bytes.len() {
+            return Err(comm_error(format!(
+                "gather_rows: rank {r} sent {} bytes for {}",
+                bytes.len(),
+                dst.len()
+            )));
+        }
+        dst.copy_from_slice(&bytes);
+    }
+    Ok(Some(whole))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{rows_of, ThreadComm};
+    use gpuq_core::Complex64;
+    use gpuq_sparse::generators;
+
+    #[test]
+    fn rows_scattered_from_one_rank_and_gathered_back() {
+        let a = generators::helmholtz3d::<Complex64>(3, 0.5, 0.2).unwrap();
+        let b: Vec<Complex64> = (0..27).map(|i| Complex64::new(i as f64, -1.0)).collect();
+        let p = RowPartition::from_counts(&[10, 0, 17]).unwrap();
+        let out = ThreadComm::run(3, |c| {
+            let whole = (c.rank() == 2).then_some((&a, &b[..]));
+            let (rows, br) = scatter_rows(&c, &p, 2, whole).unwrap();
+            assert_eq!(rows, rows_of(&a, &p, c.rank()).unwrap());
+            assert_eq!(br, b[p.range(c.rank())].to_vec());
+            gather_rows(&c, &p, 1, &br).unwrap()
+        })
+        .unwrap();
+        assert_eq!(out[1].as_deref(), Some(&b[..]));
+        assert!(out[0].is_none() && out[2].is_none());
+    }
+
+    #[test]
+    fn a_root_without_a_matching_matrix_is_an_error() {
+        let a = generators::laplace1d::<f64>(4, 0.0);
+        let b = [1.0; 4];
+        let p = RowPartition::contiguous(5, 1).unwrap();
+        let c = crate::SingleRank;
+        assert!(scatter_rows(&c, &p, 0, Some((&a, &b[..]))).is_err());
+        assert!(scatter_rows::<f64>(&c, &p, 0, None).is_err());
+        assert!(decode::<f64>(&[1, 2, 3], 4).is_err());
+    }
+}

@@ -1,0 +1,94 @@
+//! # gpuq-uq
+//!
+//! The five uncertainty-quantification procedures of seed 001 (Gaurav and
+//! Wojtkiewicz, "Use of GPU computing for uncertainty quantification in
+//! computational mechanics: a case study"), each written once, generic over the
+//! backend: a procedure calls a solver-owned trait (`SdofKernels`,
+//! `StaticKernels`, `PsdKernels`, `ConvolutionKernels`) whose methods have
+//! default bodies (a sequential host fallback, so any backend runs them), which
+//! the CPU backend overrides with Rayon (the same values, independent of the
+//! thread count) and the CUDA backend with its kernels. The per-item arithmetic
+//! (an RK4 step, a load sample, a banded factorisation, a normal draw) lives in
+//! `gpuq_kernels::uq` and is shared by both backends, so the same seed gives the
+//! same samples on the CPU and the GPU: random numbers come from keyed ChaCha8
+//! streams (stream = sample index), normals by Box-Muller with `ln`, `sqrt`
+//! and a reduced sine/cosine written in plain IEEE arithmetic (no FMA, no libm),
+//! so the device reproduces the host's bits.
+//!
+//! ## Models
+//!
+//! * [`beam`]: a cantilever Euler-Bernoulli beam (length L, modulus E, second
+//!   moment I, mass per length rho A), `ne` cubic Hermite elements with two
+//!   DOFs per node, consistent mass, Rayleigh damping C = alpha M + beta K;
+//!   K, M, C as symmetric bands (semi-bandwidth 3), dense, or `gpuq_sparse::Csr`.
+//!   O(ne) assembly.
+//! * [`sdof`]: m x'' + c x' + g sgn(x') |x'|^(1/2) + k x = A [sin t + eps_t]
+//!   (seed: m = 2, c = 1.6, k = 62.84, g = 1; `g = 0` is linear).
+//! * [`psd::Ar1`]: the stationary AR(1) load process and its PSD.
+//!
+//! ## Procedures
+//!
+//! * (i) [`mod@static_response`]: S samples of a Gaussian tip load and optionally
+//!   independent lognormal element moduli; one shared banded Cholesky factor
+//!   when K is deterministic (14 n flops per sample), otherwise a banded
+//!   assembly and Cholesky per sample (one thread per sample on the device, the
+//!   bands strided across the batch); mean, std and quantiles of one DOF, exact
+//!   closed forms for the tip ([`StaticProblem::tip_moments`]).
+//! * (ii) [`psd`]: S_xx(w) = S_ff(w) h h^H, h = (K - w^2 M + i w C)^-1 e_dof by
+//!   banded complex-symmetric LDL^T on the host (O(n) per frequency); the full
+//!   matrices by a memory-bound rank-1 kernel on the backend (16 n^2 bytes per
+//!   frequency); the diagonal and C S_xx C^T directly from h.
+//! * (iii) [`convolution`]: y = C int h(t - tau) f(tau) dtau by FFT (`rustfft`)
+//!   with the zero-order-hold kernel C e^(A j dt) Gamma (exactly equal to direct
+//!   time stepping), many AR(1) samples, O((1 + r) L log L) per sample.
+//! * (iv) [`sdof`]: RK4, one thread per sample, f32 or f64, streamed mean and
+//!   variance of x(t) at every time point (per-chunk or per-warp sums, never a
+//!   samples x time array), histograms of x at chosen times.
+//! * (v) [`expectation`]: tensor Gauss-Hermite through `gpuq-cubature` (any
+//!   backend), and a Smolyak grid of non-nested Gauss-Hermite rules (host) for
+//!   dimensions where the tensor grid is hopeless (N = 30).
+//! * [`design`]: Latin hypercube sampling for (i) and (iv), scrambled Sobol
+//!   points for the static load of (i).
+//! * `plot` (feature `plot`, default): PNG line plots and histograms with
+//!   `plotters` (bitmap backend, no fonts: the images have no text).
+//!
+//! ## Not done
+//!
+//! * Single precision for (i) and (ii); the seed's dense batched LU path for
+//!   (i) is there ([`StaticSolver::Dense`]), but one sample per thread, not a
+//!   MAGMA-style blocked batched factorisation.
+//! * cuFFT for (iii): the CUDA backend runs the host FFTs (`rustfft`), so
+//!   `convolution` on CUDA gives the CPU's numbers at the CPU's speed.
+//! * The comparison of the PSD kernel with cuBLAS `zherk`/`cherk`, and the
+//!   benchmarks against NumPy/CuPy (`docs/benchmarks.md`).
+//! * Sobol points for the SDOF's per-step noise (1000 dimensions need direction
+//!   numbers that are not in the tree); the Smolyak grid on the device.
+//! * x0 != 0 in the convolution (the seed's formula adds x0 without propagating it).
+
+#![warn(missing_docs)]
+
+pub mod beam;
+pub mod convolution;
+pub mod design;
+pub mod expectation;
+#[cfg(feature = "plot")]
+pub mod plot;
+pub mod psd;
+pub mod sdof;
+pub mod static_response;
+#[cfg(test)]
+mod test_backend;
+
+pub use beam::{Band, Beam};
+pub use convolution::{
+    convolution_response, ConvolutionKernels, ConvolutionProblem, ConvolutionResult,
+};
+pub use design::Design;
+pub use expectation::{smolyak_expectation, tensor_expectation, Expectation, SmolyakRule};
+pub use psd::{response_psd, response_psd_full, Ar1, PsdKernels, PsdProblem, PsdResult};
+pub use sdof::{
+    sdof_monte_carlo, HistogramSpec, Precision, SdofKernels, SdofProblem, SdofResult, SdofSums,
+};
+pub use static_response::{
+    static_response, StaticKernels, StaticProblem, StaticResult, StaticSolver,
+};

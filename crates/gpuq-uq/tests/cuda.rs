@@ -1,0 +1,300 @@
+//! The UQ procedures on the CUDA backend against the CPU backend (same seeds,
+//! same samples). Every test prints a line and passes when there is no CUDA
+//! driver or device.
+
+#![cfg(feature = "cuda")]
+
+use gpuq_cpu::CpuBackend;
+use gpuq_cuda::CudaBackend;
+use gpuq_uq::sdof::{linear_discrete_variance, linear_stationary_variance};
+use gpuq_uq::{sdof_monte_carlo, HistogramSpec, Precision, SdofProblem};
+use std::sync::OnceLock;
+
+/// The device, or `None` (and one line on stdout) when there is none.
+pub fn gpu(test: &str) -> Option<&'static CudaBackend> {
+    static GPU: OnceLock<Option<CudaBackend>> = OnceLock::new();
+    let g = GPU
+        .get_or_init(|| match CudaBackend::new(0) {
+            Ok(g) => Some(g),
+            Err(gpuq_core::Error::NoCudaDevice(_)) => None,
+            Err(e) => panic!("the CUDA backend failed to start: {e}"),
+        })
+        .as_ref();
+    if g.is_none() {
+        println!("{test}: skipped (no CUDA device)");
+    }
+    g
+}
+
+fn problem(precision: Precision) -> SdofProblem {
+    SdofProblem {
+        steps: 200,
+        precision,
+        keep: 40,
+        histogram: Some(HistogramSpec {
+            steps: vec![50, 200],
+            lo: -0.3,
+            hi: 0.3,
+            bins: 12,
+        }),
+        ..SdofProblem::seed001()
+    }
+}
+
+fn cpu_and_gpu_agree(precision: Precision, tol: f64) {
+    let Some(g) = gpu("sdof_cpu_and_gpu_agree") else {
+        return;
+    };
+    let p = problem(precision);
+    let samples = 3001;
+    let c = sdof_monte_carlo(&CpuBackend::new(), &p, samples, 17).unwrap();
+    let d = sdof_monte_carlo(g, &p, samples, 17).unwrap();
+    // The same samples: trajectories agree to rounding (bitwise when the device
+    // evaluates the shared arithmetic exactly as the host does).
+    let mut max_traj = 0.0f64;
+    for (a, b) in c.trajectories.iter().zip(&d.trajectories) {
+        for (x, y) in a.iter().zip(b) {
+            max_traj = max_traj.max((x - y).abs());
+        }
+    }
+    println!("{precision:?}: largest trajectory difference {max_traj:e}");
+    assert!(max_traj <= tol, "{max_traj}");
+    // Moments: only the order of the sums differs.
+    for j in 0..=p.steps {
+        let scale = c.variance[j].sqrt() + 1e-12;
+        assert!(
+            (c.mean[j] - d.mean[j]).abs() <= tol + 1e-12 * scale,
+            "mean at {j}"
+        );
+        assert!(
+            (c.variance[j] - d.variance[j]).abs() <= 10.0 * tol * scale + 1e-12 * c.variance[j],
+            "variance at {j}"
+        );
+    }
+    for (hc, hd) in c.histograms.iter().zip(&d.histograms) {
+        assert_eq!(hd.iter().sum::<u64>(), samples);
+        let moved: u64 = hc.iter().zip(hd).map(|(a, b)| a.abs_diff(*b)).sum();
+        assert!(moved <= 2, "{hc:?} vs {hd:?}");
+    }
+}
+
+#[test]
+fn sdof_f64_cpu_and_gpu_agree() {
+    cpu_and_gpu_agree(Precision::F64, 1e-12);
+}
+
+#[test]
+fn sdof_f32_cpu_and_gpu_agree() {
+    cpu_and_gpu_agree(Precision::F32, 1e-5);
+}
+
+#[test]
+fn sdof_latin_hypercube_cpu_and_gpu_agree() {
+    let Some(g) = gpu("sdof_latin_hypercube_cpu_and_gpu_agree") else {
+        return;
+    };
+    for precision in [Precision::F64, Precision::F32] {
+        let mut p = problem(precision);
+        p.design = gpuq_uq::Design::LatinHypercube;
+        let c = sdof_monte_carlo(&CpuBackend::new(), &p, 777, 3).unwrap();
+        let d = sdof_monte_carlo(g, &p, 777, 3).unwrap();
+        let tol = if precision == Precision::F64 {
+            1e-12
+        } else {
+            1e-5
+        };
+        for (a, b) in c.trajectories.iter().zip(&d.trajectories) {
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() <= tol, "{x} vs {y}");
+            }
+        }
+        for j in 0..=p.steps {
+            assert!((c.mean[j] - d.mean[j]).abs() <= tol + 1e-12);
+        }
+    }
+}
+
+#[test]
+fn sdof_gpu_linear_variance_matches_the_closed_form() {
+    let Some(g) = gpu("sdof_gpu_linear_variance_matches_the_closed_form") else {
+        return;
+    };
+    for precision in [Precision::F64, Precision::F32] {
+        let p = SdofProblem {
+            g: 0.0,
+            precision,
+            ..SdofProblem::seed001()
+        };
+        let samples = 200_000;
+        let r = sdof_monte_carlo(g, &p, samples, 5).unwrap();
+        let exact = linear_stationary_variance(p.amplitude, p.c, p.k);
+        let discrete = linear_discrete_variance(&p, p.steps);
+        let sigma = (2.0 / samples as f64).sqrt();
+        let v = r.variance[p.steps];
+        println!(
+            "{precision:?}: variance {v} (discrete {discrete}, continuous {exact}), {} s",
+            r.time_s
+        );
+        assert!((v / discrete - 1.0).abs() < 4.0 * sigma + 1e-3);
+    }
+}
+
+#[test]
+fn sdof_gpu_handles_ragged_and_empty_runs() {
+    let Some(g) = gpu("sdof_gpu_handles_ragged_and_empty_runs") else {
+        return;
+    };
+    let p = problem(Precision::F64);
+    for samples in [0, 1, 31, 33] {
+        let c = sdof_monte_carlo(&CpuBackend::new(), &p, samples, 1).unwrap();
+        let d = sdof_monte_carlo(g, &p, samples, 1).unwrap();
+        assert_eq!(c.trajectories.len(), d.trajectories.len());
+        for j in 0..=p.steps {
+            assert!((c.mean[j] - d.mean[j]).abs() < 1e-12);
+        }
+    }
+}
+
+fn static_problem(cov: Option<f64>) -> gpuq_uq::StaticProblem {
+    let mut beam = gpuq_uq::Beam::unit(24).unwrap();
+    beam.length = 2.0;
+    beam.modulus = 200e9;
+    beam.inertia = 4e-6;
+    gpuq_uq::StaticProblem {
+        dof: beam.tip(),
+        beam,
+        load_mean: 1000.0,
+        load_std: 150.0,
+        modulus_cov: cov,
+        design: gpuq_uq::Design::MonteCarlo,
+        solver: gpuq_uq::StaticSolver::Band,
+    }
+}
+
+#[test]
+fn static_cpu_and_gpu_solve_the_same_samples() {
+    let Some(g) = gpu("static_cpu_and_gpu_solve_the_same_samples") else {
+        return;
+    };
+    use gpuq_kernels::uq::beam::cholesky;
+    use gpuq_uq::Design;
+    use gpuq_uq::StaticKernels;
+    for (cov, design) in [
+        (None, Design::MonteCarlo),
+        (Some(0.25), Design::MonteCarlo),
+        (Some(0.25), Design::LatinHypercube),
+        (None, Design::Sobol),
+    ] {
+        let mut p = static_problem(cov);
+        p.design = design;
+        let mut shared = p.beam.stiffness();
+        assert!(cholesky(&mut shared, p.beam.dofs()));
+        let samples = 3000;
+        let c = CpuBackend::new()
+            .static_samples(&p.sampling(), (4, design.code()), samples, p.dof, &shared)
+            .unwrap();
+        let d = g
+            .static_samples(&p.sampling(), (4, design.code()), samples, p.dof, &shared)
+            .unwrap();
+        let worst = c
+            .iter()
+            .zip(&d)
+            .map(|(a, b)| ((a - b) / a).abs())
+            .fold(0.0f64, f64::max);
+        println!("static {cov:?} {design:?}: largest relative difference {worst:e}");
+        assert!(worst < 1e-12);
+        let r = gpuq_uq::static_response(g, &p, 20_000, 9).unwrap();
+        let (mean, std) = p.tip_moments();
+        assert!((r.mean - mean).abs() < 4.0 * std / (20_000f64).sqrt());
+        println!("static {cov:?} {design:?}: 20000 samples in {} s", r.time_s);
+        // The seed's dense LU path solves the same samples.
+        let e = CpuBackend::new()
+            .static_samples_dense(&p.sampling(), (4, design.code()), 300, p.dof)
+            .unwrap();
+        let f = g
+            .static_samples_dense(&p.sampling(), (4, design.code()), 300, p.dof)
+            .unwrap();
+        for ((a, b), x) in e.iter().zip(&f).zip(&c) {
+            assert!(((a - b) / a).abs() < 1e-12, "{a} vs {b}");
+            assert!(((a - x) / x).abs() < 1e-9, "{a} vs {x}");
+        }
+    }
+}
+
+#[test]
+fn psd_rank1_cpu_and_gpu_agree() {
+    let Some(g) = gpu("psd_rank1_cpu_and_gpu_agree") else {
+        return;
+    };
+    use gpuq_core::Backend;
+    use gpuq_uq::{response_psd_full, Ar1, PsdProblem};
+    let beam = gpuq_uq::Beam::unit(40).unwrap();
+    let p = PsdProblem {
+        k: beam.stiffness(),
+        m: beam.mass(),
+        c: beam.damping(),
+        load_dof: beam.tip(),
+        load: Ar1 {
+            phi: 0.9,
+            sigma: 1.0,
+            dt: 0.01,
+        },
+        freqs: (0..7).map(|i| 1.5 * i as f64).collect(),
+        output: Vec::new(),
+    };
+    let cpu = CpuBackend::new();
+    let c = cpu.download(&response_psd_full(&cpu, &p).unwrap()).unwrap();
+    let d = g.download(&response_psd_full(g, &p).unwrap()).unwrap();
+    assert_eq!(c.len(), d.len());
+    let worst = c
+        .iter()
+        .zip(&d)
+        .map(|(a, b)| (a - b).norm() / a.norm().max(1e-300))
+        .fold(0.0f64, f64::max);
+    println!("psd rank-1: largest relative difference {worst:e}");
+    assert!(worst <= 1e-15);
+}
+
+#[test]
+fn tensor_expectation_on_the_gpu_is_n() {
+    let Some(g) = gpu("tensor_expectation_on_the_gpu_is_n") else {
+        return;
+    };
+    use gpuq_cubature::{builtin, Func};
+    use gpuq_kernels::cubature::integrand::SUM_OF_SQUARES;
+    for dim in [3, 8] {
+        let f = builtin(SUM_OF_SQUARES, dim, &[], &[]).unwrap();
+        let d = gpuq_uq::tensor_expectation(g, dim, 4, Func::Builtin(f)).unwrap();
+        let c = gpuq_uq::tensor_expectation(&CpuBackend::new(), dim, 4, Func::Builtin(f)).unwrap();
+        println!(
+            "tensor GH dim {dim}: gpu {} cpu {} ({} points, {} s)",
+            d.estimate, c.estimate, d.points, d.time_s
+        );
+        assert!((d.estimate - dim as f64).abs() < 1e-12 * dim as f64);
+        assert!((d.estimate - c.estimate).abs() < 1e-12 * dim as f64);
+    }
+}
+
+#[test]
+fn sdof_kernel_costs_run() {
+    let Some(g) = gpu("sdof_kernel_costs_run") else {
+        return;
+    };
+    for precision in [Precision::F64, Precision::F32] {
+        let p = SdofProblem {
+            precision,
+            ..SdofProblem::seed001()
+        };
+        let c = gpuq_uq::sdof::sdof_kernel_costs(g, &p, 100_000, 2).unwrap();
+        println!("{precision:?}: {c:?}");
+        for t in [
+            c.rk4_arithmetic_s,
+            c.square_roots_s,
+            c.normals_s,
+            c.steps_without_statistics_s,
+            c.full_s,
+        ] {
+            assert!(t > 0.0 && t.is_finite());
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Adaptive cubature and tensor Gauss rules, per item: elementary functions that
+//! give the same bits on both backends ([`math`]), the built-in integrands
+//! ([`integrand`]), one rule application to a box and the per-thread bounded
+//! CUHRE ([`rule`]), and tensor-rule points and chunk sums ([`tensor`]).
+
+pub mod integrand;
+pub mod math;
+pub mod rule;
+pub mod tensor;

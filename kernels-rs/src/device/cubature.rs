@@ -1,0 +1,96 @@
+//! Cubature kernels: one thread per box applies a rule
+//! ([`crate::cubature::rule::evaluate`]) or runs the second phase's bounded-heap
+//! CUHRE ([`crate::cubature::rule::local_cuhre`]) on it; one thread per chunk of
+//! a tensor Gauss rule sums its points in index order. The integrand is a
+//! [`Builtin`] (kind id + parameters) read once per thread; the rule is read
+//! from global memory. All per-item arithmetic is the shared code, so a box
+//! gives the same bits as on the CPU.
+
+use super::prelude::{global_id, grid_threads};
+use crate::cubature::integrand::Builtin;
+use crate::cubature::rule::{evaluate, local_cuhre, LocalOutcome, Rule, LOCAL_HEAP};
+use crate::cubature::tensor::{tensor_chunk, TENSOR_CHUNK};
+use core::slice::from_raw_parts;
+
+/// out[3 b..3 b + 3] = (estimate, error, axis) of box b, for b < boxes; box b is
+/// center[b n..] +- half[b n..], n = rule.dim.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn cub_evaluate(
+    rule: *const Rule,
+    f: *const Builtin,
+    boxes: usize,
+    center: *const f64,
+    half: *const f64,
+    out: *mut f64,
+) {
+    let rule = &*rule;
+    let f = *f;
+    let n = rule.dim as usize;
+    let mut b = global_id();
+    while b < boxes {
+        // SAFETY (caller): center and half hold boxes x n values, out 3 x boxes.
+        let c = from_raw_parts(center.add(b * n), n);
+        let h = from_raw_parts(half.add(b * n), n);
+        let r = evaluate(rule, &f, c, h);
+        *out.add(3 * b) = r.estimate;
+        *out.add(3 * b + 1) = r.error;
+        *out.add(3 * b + 2) = r.axis as f64;
+        b += grid_threads();
+    }
+}
+
+/// out[b] = bounded-heap CUHRE on box b with absolute tolerance `tol` and at
+/// most `max_evals` evaluations.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn cub_local(
+    rule: *const Rule,
+    f: *const Builtin,
+    boxes: usize,
+    center: *const f64,
+    half: *const f64,
+    tol: f64,
+    max_evals: u64,
+    out: *mut LocalOutcome,
+) {
+    let rule = &*rule;
+    let f = *f;
+    let n = rule.dim as usize;
+    let mut b = global_id();
+    while b < boxes {
+        // SAFETY (caller): as for `cub_evaluate`; out holds boxes outcomes.
+        let c = from_raw_parts(center.add(b * n), n);
+        let h = from_raw_parts(half.add(b * n), n);
+        *out.add(b) = local_cuhre::<_, LOCAL_HEAP>(rule, &f, c, h, tol, max_evals);
+        b += grid_threads();
+    }
+}
+
+/// partials[c] = sum of w_i f(x_i) over points c T..min((c + 1) T, total) of the
+/// tensor rule (na = nodes per axis, dim = f.dim), T = `TENSOR_CHUNK`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn cub_tensor(
+    f: *const Builtin,
+    nodes: *const f64,
+    weights: *const f64,
+    na: usize,
+    total: u64,
+    partials: *mut f64,
+) {
+    let f = *f;
+    let dim = f.dim as usize;
+    // SAFETY (caller): nodes and weights hold na values.
+    let x = from_raw_parts(nodes, na);
+    let w = from_raw_parts(weights, na);
+    let chunks = total.div_ceil(TENSOR_CHUNK);
+    let mut c = global_id() as u64;
+    while c < chunks {
+        let first = c * TENSOR_CHUNK;
+        let end = if first + TENSOR_CHUNK < total {
+            first + TENSOR_CHUNK
+        } else {
+            total
+        };
+        *partials.add(c as usize) = tensor_chunk(&f, dim, x, w, first, end);
+        c += grid_threads() as u64;
+    }
+}

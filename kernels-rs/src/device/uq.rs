@@ -1,0 +1,551 @@
+//! Uncertainty quantification on the device (launched from `gpuq-cuda/src/uq.rs`).
+//!
+//! `uq_sdof_{f32,f64}` (`uq_sdof_lhs_*`: Latin hypercube noise): the Monte
+//! Carlo of the SDOF oscillator, one thread per
+//! sample ([`crate::uq::sdof::run_sample`], the same arithmetic as the CPU). Each
+//! warp takes 32 consecutive samples at a time (grid-stride over chunks), and at
+//! every time point sums x and x^2 over its lanes by a fixed shuffle tree (in
+//! `f64`; [`pair_sum`]: one exchange splits the two sums between the half-warps,
+//! so both take five 64-bit shuffles instead of ten), lanes 0 and 16 adding the
+//! sums into the warp's own row of partial sums: no atomics, so the bits depend
+//! only on the grid. Samples below `keep` also store
+//! their trajectory time-major (the seed's coalesced layout: consecutive samples
+//! of one time point are adjacent). Histogram counts go by 64-bit atomic adds
+//! (integers: exact in any order).
+//!
+//! `uq_sum_rows`: out[c] = sum over rows r of partial[r width + c], in a fixed order.
+//!
+//! `uq_beam_static_f64`: one thread per static sample of the cantilever
+//! ([`crate::uq::beam::static_sample`]); a sample with a random modulus keeps
+//! its own band and right-hand side strided across the batch (entry (i, d) of
+//! sample t at (4 i + d) count + t, right-hand side entry i at (4 n + i) count + t:
+//! consecutive threads touch consecutive addresses), samples of a deterministic
+//! modulus share the factor `shared` (n x 4, read through the read-only cache).
+
+use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, DeviceScalar};
+use crate::chacha::key_from_seed;
+use crate::scalar::{KScalar, C64};
+use crate::uq::beam::{static_sample_designed, BandStore, StaticSampling};
+use crate::uq::dense::{static_dense_designed, DenseStore};
+use crate::uq::gauss::NormalStream;
+use crate::uq::real::UqReal;
+use crate::uq::sampling::LhsNormals;
+use crate::uq::sdof::{hist_bin, run_sample, SdofParams, SinTable};
+use core::num::NonZeroUsize;
+
+/// `shfl.sync.bfly.b32` over the full warp: the value of lane `lane ^ mask`.
+#[inline(always)]
+fn shfl_xor_b32(v: u32, mask: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a full-warp shuffle; called from converged warps only.
+    unsafe {
+        core::arch::asm!(
+            "shfl.sync.bfly.b32 {r}, {v}, {m}, 31, 0xffffffff;",
+            r = out(reg32) r,
+            v = in(reg32) v,
+            m = in(reg32) mask,
+        );
+    }
+    r
+}
+
+/// [`shfl_xor_b32`] of an f64 (two 32-bit shuffles).
+#[inline(always)]
+fn shfl_xor_f64(v: f64, mask: u32) -> f64 {
+    let b = v.to_bits();
+    let lo = shfl_xor_b32(b as u32, mask);
+    let hi = shfl_xor_b32((b >> 32) as u32, mask);
+    f64::from_bits(((hi as u64) << 32) | lo as u64)
+}
+
+/// Sums a and b over the warp's 32 lanes in a fixed order: the low half-warp
+/// keeps a and receives the high half's a, the high half the reverse (one
+/// exchange), then each half sums its 16 values by a shuffle-down tree. The sum
+/// of a is valid in lane 0, that of b in lane 16. Every lane must call it;
+/// `high` is lane >= 16.
+#[inline(always)]
+fn pair_sum(a: f64, b: f64, high: bool) -> f64 {
+    let (keep, send) = if high { (b, a) } else { (a, b) };
+    let mut v = keep + shfl_xor_f64(send, 16);
+    let mut d = 8;
+    while d > 0 {
+        v += v.shfl_down(d);
+        d /= 2;
+    }
+    v
+}
+
+/// The sine table in device memory, read through the read-only cache.
+struct DevSin<T>(*const T);
+
+macro_rules! sin_table {
+    ($t:ty) => {
+        impl SinTable<$t> for DevSin<$t> {
+            #[inline(always)]
+            fn at(&self, j: usize) -> $t {
+                // SAFETY: j <= 2 steps; the host uploads 2 steps + 1 values.
+                unsafe { <$t>::ldg(self.0.add(j)) }
+            }
+        }
+    };
+}
+
+sin_table!(f64);
+sin_table!(f32);
+
+/// The normals of sample `s` (of `n`) under `key`: plain Monte Carlo or Latin
+/// hypercube.
+macro_rules! source {
+    (mc, $t:ty, $key:expr, $s:expr, $n:expr) => {
+        NormalStream::<$t>::new($key, $s)
+    };
+    (lhs, $t:ty, $key:expr, $s:expr, $n:expr) => {
+        LhsNormals::new($key, $s, $n)
+    };
+}
+
+macro_rules! sdof_kernel {
+    ($name:ident, $t:ty, $design:ident) => {
+        /// Samples 0..samples of the SDOF oscillator (see the module notes).
+        /// `partial` holds (grid threads / 32) rows of 2 (steps + 1) zeroed f64;
+        /// `traj` holds keep (steps + 1) values; `hist_steps` holds `hist_count`
+        /// increasing time indices and `counts` hist_count (bins + 2) zeroed
+        /// counters. The block size is a multiple of 32.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(
+            inv_m: $t,
+            c: $t,
+            k: $t,
+            g: $t,
+            amp: $t,
+            noise: $t,
+            h: $t,
+            steps: usize,
+            sin: *const $t,
+            seed: u64,
+            samples: u64,
+            partial: *mut f64,
+            keep: u64,
+            traj: *mut $t,
+            hist_steps: *const u64,
+            hist_count: usize,
+            hist_lo: f64,
+            hist_width: f64,
+            bins: usize,
+            counts: *mut u64,
+        ) {
+            let p = SdofParams::<$t> {
+                inv_m,
+                c,
+                k,
+                g,
+                amp,
+                noise,
+                h,
+                steps,
+            };
+            let table = DevSin(sin);
+            let key = key_from_seed(seed);
+            let l = lane() as u64;
+            let first = global_id() as u64 - l;
+            let row = partial.add((first as usize / 32) * 2 * (steps + 1));
+            let stride = grid_threads() as u64;
+            let high = l >= 16;
+            let mut base = first;
+            while base < samples {
+                let s = base + l;
+                let active = s < samples;
+                let mut next_hist = 0usize;
+                let mut next_at = if hist_count > 0 {
+                    *hist_steps
+                } else {
+                    u64::MAX
+                };
+                let mut normals = source!($design, $t, key, if active { s } else { base }, samples);
+                run_sample(&p, &table, &mut normals, |j, x| {
+                    let xv = if active { x as f64 } else { 0.0 };
+                    // sum x lands in lane 0, sum x^2 in lane 16.
+                    let v = pair_sum(xv, xv * xv, high);
+                    if l & 15 == 0 {
+                        *row.add(2 * j + (l >> 4) as usize) += v;
+                    }
+                    if s < keep {
+                        *traj.add(j * keep as usize + s as usize) = x;
+                    }
+                    if j as u64 == next_at {
+                        if active {
+                            let b = hist_bin(xv, hist_lo, hist_width, bins);
+                            atomic_add_u64(counts.add(next_hist * (bins + 2) + b), 1);
+                        }
+                        next_hist += 1;
+                        next_at = if next_hist < hist_count {
+                            *hist_steps.add(next_hist)
+                        } else {
+                            u64::MAX
+                        };
+                    }
+                });
+                base += stride;
+            }
+        }
+    };
+}
+
+sdof_kernel!(uq_sdof_f64, f64, mc);
+sdof_kernel!(uq_sdof_f32, f32, mc);
+sdof_kernel!(uq_sdof_lhs_f64, f64, lhs);
+sdof_kernel!(uq_sdof_lhs_f32, f32, lhs);
+
+/// out[c] = sum_{r < rows} partial[r width + c] (one thread per column,
+/// grid-stride): eight accumulators take rows r = 8 q + a in order of q (the
+/// last rows % 8 rows go to the first), so eight loads are in flight at a time,
+/// and are then added in the fixed order a = 0..8 (deterministic).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn uq_sum_rows(
+    rows: usize,
+    width: usize,
+    partial: *const f64,
+    out: *mut f64,
+) {
+    let mut col = global_id();
+    while col < width {
+        let mut acc = [0.0f64; 8];
+        let mut r = 0;
+        while r + 8 <= rows {
+            let mut a = 0;
+            while a < 8 {
+                acc[a] += f64::ldg(partial.add((r + a) * width + col));
+                a += 1;
+            }
+            r += 8;
+        }
+        // The last rows % 8 rows go to the first accumulator, in order.
+        while r < rows {
+            acc[0] += f64::ldg(partial.add(r * width + col));
+            r += 1;
+        }
+        let total = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+        *out.add(col) = total;
+        col += grid_threads();
+    }
+}
+
+/// One sample's band and right-hand side, strided across the batch.
+struct Strided {
+    base: *mut f64,
+    n: usize,
+    count: usize,
+    t: usize,
+}
+
+impl BandStore<f64> for Strided {
+    #[inline(always)]
+    fn band(&self, i: usize, d: usize) -> f64 {
+        // SAFETY: i < n, d < 4, t < count: inside the 5 n count work values.
+        unsafe { *self.base.add((4 * i + d) * self.count + self.t) }
+    }
+    #[inline(always)]
+    fn set_band(&mut self, i: usize, d: usize, v: f64) {
+        // SAFETY: as above.
+        unsafe { *self.base.add((4 * i + d) * self.count + self.t) = v }
+    }
+    #[inline(always)]
+    fn rhs(&self, i: usize) -> f64 {
+        // SAFETY: as above.
+        unsafe { *self.base.add((4 * self.n + i) * self.count + self.t) }
+    }
+    #[inline(always)]
+    fn set_rhs(&mut self, i: usize, v: f64) {
+        // SAFETY: as above.
+        unsafe { *self.base.add((4 * self.n + i) * self.count + self.t) = v }
+    }
+}
+
+/// The shared factor (n x 4, row-major band), read-only.
+struct SharedFactor(*const f64);
+
+impl BandStore<f64> for SharedFactor {
+    #[inline(always)]
+    fn band(&self, i: usize, d: usize) -> f64 {
+        // SAFETY: the host uploads 4 n values whenever the modulus is deterministic.
+        unsafe { f64::ldg(self.0.add(4 * i + d)) }
+    }
+    #[inline(always)]
+    fn set_band(&mut self, _i: usize, _d: usize, _v: f64) {}
+    #[inline(always)]
+    fn rhs(&self, _i: usize) -> f64 {
+        0.0
+    }
+    #[inline(always)]
+    fn set_rhs(&mut self, _i: usize, _v: f64) {}
+}
+
+/// Static samples first..first + count (of `samples`) of the cantilever:
+/// out[t] = u[dof] of sample first + t, its normals by `design`
+/// ([`static_sample_designed`], stream first + t under `seed`). `work` holds 5 n count
+/// values (n = 2 ne); `shared` the deterministic K's factor (4 n values) when
+/// `random_modulus` is 0.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn uq_beam_static_f64(
+    ne: usize,
+    h: f64,
+    inertia: f64,
+    load_mean: f64,
+    load_std: f64,
+    random_modulus: u32,
+    mu_ln: f64,
+    sigma_ln: f64,
+    seed: u64,
+    design: u32,
+    samples: u64,
+    first: u64,
+    count: usize,
+    dof: usize,
+    shared: *const f64,
+    work: *mut f64,
+    out: *mut f64,
+) {
+    let p = StaticSampling {
+        ne,
+        h,
+        inertia,
+        load_mean,
+        load_std,
+        random_modulus: random_modulus != 0,
+        mu_ln,
+        sigma_ln,
+    };
+    let factor = SharedFactor(shared);
+    let mut t = global_id();
+    while t < count {
+        let mut store = Strided {
+            base: work,
+            n: 2 * ne,
+            count,
+            t,
+        };
+        *out.add(t) = static_sample_designed(
+            &p,
+            &mut store,
+            &factor,
+            dof,
+            design,
+            seed,
+            first + t as u64,
+            samples,
+        );
+        t += grid_threads();
+    }
+}
+
+/// The response PSD's rank-1 Hermitian update for `nf` frequencies:
+/// out[f n^2 + i n + j] = (scale[f] h[f n + i]) conj(h[f n + j]) (the full n x n
+/// matrix per frequency, row-major), one thread per entry, grid-stride. Reads
+/// of h hit the cache; the 16 n^2 nf bytes written are the memory floor.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn uq_rank1_c64(
+    n: usize,
+    nf: usize,
+    scale: *const f64,
+    h: *const C64,
+    out: *mut C64,
+) {
+    let (Some(nz), Some(nnz)) = (NonZeroUsize::new(n), NonZeroUsize::new(n * n)) else {
+        return;
+    };
+    let nn = nnz.get();
+    let total = nn * nf;
+    let mut idx = global_id();
+    while idx < total {
+        let f = idx / nnz;
+        let r = idx - f * nn;
+        let i = r / nz;
+        let j = r - i * n;
+        let s = f64::ldg(scale.add(f));
+        let hi = C64::ldg(h.add(f * n + i));
+        let hj = C64::ldg(h.add(f * n + j));
+        // (scale h_i) conj(h_j): the CPU's order of operations, so the bits agree.
+        let si = C64 {
+            re: hi.re * s,
+            im: hi.im * s,
+        };
+        *out.add(idx) = si * hj.conj();
+        idx += grid_threads();
+    }
+}
+
+/// One sample's dense matrix and right-hand side, strided across the batch:
+/// entry (i, j) at (i n + j) count + t, right-hand side entry i at
+/// (n^2 + i) count + t.
+struct DenseStrided {
+    base: *mut f64,
+    n: usize,
+    count: usize,
+    t: usize,
+}
+
+impl DenseStore<f64> for DenseStrided {
+    #[inline(always)]
+    fn a(&self, i: usize, j: usize) -> f64 {
+        // SAFETY: i, j < n, t < count: inside the (n^2 + n) count work values.
+        unsafe { *self.base.add((i * self.n + j) * self.count + self.t) }
+    }
+    #[inline(always)]
+    fn set_a(&mut self, i: usize, j: usize, v: f64) {
+        // SAFETY: as above.
+        unsafe { *self.base.add((i * self.n + j) * self.count + self.t) = v }
+    }
+    #[inline(always)]
+    fn rhs(&self, i: usize) -> f64 {
+        // SAFETY: as above.
+        unsafe { *self.base.add((self.n * self.n + i) * self.count + self.t) }
+    }
+    #[inline(always)]
+    fn set_rhs(&mut self, i: usize, v: f64) {
+        // SAFETY: as above.
+        unsafe { *self.base.add((self.n * self.n + i) * self.count + self.t) = v }
+    }
+}
+
+/// The seed's dense path for static samples first..first + count (of
+/// `samples`): each thread assembles its sample's dense K in `work` ((n^2 + n)
+/// count values, strided) and solves by LU with partial pivoting
+/// ([`static_dense_designed`]); out[t] = u[dof].
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn uq_beam_static_dense_f64(
+    ne: usize,
+    h: f64,
+    inertia: f64,
+    load_mean: f64,
+    load_std: f64,
+    random_modulus: u32,
+    mu_ln: f64,
+    sigma_ln: f64,
+    seed: u64,
+    design: u32,
+    samples: u64,
+    first: u64,
+    count: usize,
+    dof: usize,
+    work: *mut f64,
+    out: *mut f64,
+) {
+    let p = StaticSampling {
+        ne,
+        h,
+        inertia,
+        load_mean,
+        load_std,
+        random_modulus: random_modulus != 0,
+        mu_ln,
+        sigma_ln,
+    };
+    let mut t = global_id();
+    while t < count {
+        let mut store = DenseStrided {
+            base: work,
+            n: 2 * ne,
+            count,
+            t,
+        };
+        *out.add(t) = static_dense_designed(
+            &p,
+            &mut store,
+            dof,
+            design,
+            (seed, first + t as u64, samples),
+        );
+        t += grid_threads();
+    }
+}
+
+/// The SDOF kernel's ingredients timed alone (for the roofline of
+/// `uq_sdof_*`), one thread per sample, `steps` iterations each, one value
+/// per sample written to `out` so nothing is optimised away:
+/// mode 0: the arithmetic of an RK4 step (linear, no noise, no square root);
+/// mode 1: four square roots per step (chained);
+/// mode 2: one normal per step from the sample's ChaCha8 stream (Box-Muller);
+/// mode 3: the full nonlinear step with noise, without the statistics.
+macro_rules! sdof_part_kernel {
+    ($name:ident, $t:ty) => {
+        /// See the macro's notes; `out` holds `samples` values.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(
+            mode: u32,
+            inv_m: $t,
+            c: $t,
+            k: $t,
+            g: $t,
+            amp: $t,
+            noise: $t,
+            h: $t,
+            steps: usize,
+            sin: *const $t,
+            seed: u64,
+            samples: u64,
+            out: *mut $t,
+        ) {
+            let key = key_from_seed(seed);
+            let table = DevSin(sin);
+            let mut s = global_id() as u64;
+            while s < samples {
+                let one = <$t>::from_f64(1.0);
+                let seedv = <$t>::from_f64(s as f64 * 1e-9);
+                let mut acc = seedv;
+                if mode == 0 {
+                    let p = SdofParams::<$t> {
+                        inv_m,
+                        c,
+                        k,
+                        g: <$t>::from_f64(0.0),
+                        amp,
+                        noise,
+                        h,
+                        steps,
+                    };
+                    let (mut x, mut v) = (seedv, <$t>::from_f64(0.0));
+                    let mut j = 0;
+                    while j < steps {
+                        (x, v) = p.rk4(x, v, amp, amp, amp);
+                        j += 1;
+                    }
+                    acc = x + v;
+                } else if mode == 1 {
+                    let mut j = 0;
+                    while j < steps {
+                        acc = (acc + one).sqrt();
+                        acc = (acc + one).sqrt();
+                        acc = (acc + one).sqrt();
+                        acc = (acc + one).sqrt();
+                        j += 1;
+                    }
+                } else if mode == 2 {
+                    let mut z = NormalStream::<$t>::new(key, s);
+                    let mut j = 0;
+                    while j < steps {
+                        acc = acc + z.next_normal();
+                        j += 1;
+                    }
+                } else {
+                    let p = SdofParams::<$t> {
+                        inv_m,
+                        c,
+                        k,
+                        g,
+                        amp,
+                        noise,
+                        h,
+                        steps,
+                    };
+                    let mut z = NormalStream::<$t>::new(key, s);
+                    run_sample(&p, &table, &mut z, |_, x| acc = x);
+                }
+                *out.add(s as usize) = acc;
+                s += grid_threads() as u64;
+            }
+        }
+    };
+}
+
+sdof_part_kernel!(uq_sdof_part_f64, f64);
+sdof_part_kernel!(uq_sdof_part_f32, f32);

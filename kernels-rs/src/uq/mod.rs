@@ -1,0 +1,19 @@
+//! Per-item math of the uncertainty-quantification procedures (crate `gpuq-uq`),
+//! shared by the CPU and the CUDA backend:
+//!
+//! * [`real`]: `f32`/`f64` behind one trait, with `sqrt`, `ln`, `exp` and a
+//!   reduced sine/cosine in plain arithmetic (the same bits on both backends);
+//! * [`gauss`]: standard normals from the keyed ChaCha8 streams (Box-Muller);
+//! * [`sdof`]: one Monte Carlo sample of the nonlinear SDOF oscillator by RK4;
+//! * [`beam`]: the cantilever beam's banded stiffness, banded Cholesky and one
+//!   static sample under a random tip load and random element moduli;
+//! * [`dense`]: the seed's dense path (dense K, LU with partial pivoting);
+//! * [`sampling`]: Latin hypercube (keyed permutations) and Owen-scrambled
+//!   one-dimensional Sobol points, the alternatives to plain Monte Carlo.
+
+pub mod beam;
+pub mod dense;
+pub mod gauss;
+pub mod real;
+pub mod sampling;
+pub mod sdof;
