@@ -58,10 +58,12 @@ pub fn gpu_pack() -> Result<(), String> {
         let name = target["name"].as_str().unwrap_or("unnamed");
         let kind = target["kind"][0].as_str().unwrap_or("");
         let is_test = msg["profile"]["test"].as_bool().unwrap_or(false);
+        let package = package_name(msg["package_id"].as_str().unwrap_or(""));
         let (file, list) = match (kind, is_test) {
             ("bin", false) => (name.to_string(), None),
             ("bench", _) => (format!("bench-{name}"), Some(&mut benches)),
-            (_, true) => (format!("test-{kind}-{name}"), Some(&mut tests)),
+            // Several crates have a `tests/cuda.rs`: the package keeps the names apart.
+            (_, true) => (format!("test-{package}-{kind}-{name}"), Some(&mut tests)),
             _ => continue,
         };
         let dest = pack.join(&file);
@@ -94,6 +96,18 @@ pub fn gpu_pack() -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The package's name in a cargo package id: `path+file:///..#name@0.1.0`,
+/// `path+file:///../name#0.1.0`, or the older `name 0.1.0 (path+file:///..)`.
+fn package_name(id: &str) -> &str {
+    match id.split_once('#') {
+        Some((path, tail)) => match tail.split_once('@') {
+            Some((name, _)) => name,
+            None => path.rsplit('/').next().unwrap_or(path),
+        },
+        None => id.split(' ').next().unwrap_or(id),
+    }
 }
 
 fn folder_bytes(dir: &Path) -> Result<u64, String> {
