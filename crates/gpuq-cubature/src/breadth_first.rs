@@ -6,8 +6,10 @@
 //! classified (in the first round every box is bad: its error has not been
 //! checked against its children's yet): a box whose error is within its volume's share of the target is
 //! retired into the running sums; of the others, the ones of largest error are
-//! halved along their split axis, as many as memory allows (the bad boxes plus
-//! one more per split stay within `max_boxes`), and the rest stay parked. When
+//! halved along their split axis: the fewest whose error covers the excess of
+//! the total over half the target, at most as many as memory allows (the bad
+//! boxes plus one more per split stay within `max_boxes`), and the rest stay
+//! parked. When
 //! more than 3/4 of `max_boxes` are bad, the bad boxes of smallest error are
 //! retired (the memory-bounded heuristic: their error is the least likely to
 //! matter); if the retired error alone then exceeds the target, no refinement
@@ -36,6 +38,16 @@ impl Live {
         self.boxes.half.extend(other.half);
         self.results.extend(results);
     }
+}
+
+/// The fraction of the target that the boxes left unsplit in a round may keep:
+/// a round splits the worst boxes until the others' error is within it.
+const SPLIT_AIM: f64 = 0.5;
+
+/// The total error once the good boxes are retired: the retired error plus the
+/// live bad boxes' (`order`).
+fn err_after(done: &Retired, results: &[BoxResult], order: &[usize]) -> f64 {
+    done.error + order.iter().map(|&b| results[b].error).sum::<f64>()
 }
 
 pub(crate) fn run<B: CubatureKernels>(
@@ -122,8 +134,21 @@ pub(crate) fn run<B: CubatureKernels>(
             }
             break Status::MemoryCap;
         }
-        // Split the k worst; the other bad boxes stay parked.
-        let k = order.len().min(cap - order.len()).max(1);
+        // Split the fewest worst boxes whose error covers the excess over half
+        // the target (splitting every bad box wastes evaluations on boxes whose
+        // error would not decide convergence), as many as memory allows; the
+        // other bad boxes stay parked with their results.
+        let need = err_after(&done, &all.results, &order) - SPLIT_AIM * target;
+        let mut covered = 0.0;
+        let wanted = order
+            .iter()
+            .take_while(|&&b| {
+                let go = covered < need;
+                covered += all.results[b].error;
+                go
+            })
+            .count();
+        let k = wanted.min(cap - order.len()).max(1);
         let mut split = vec![false; m];
         for &b in &order[..k] {
             split[b] = true;

@@ -242,6 +242,23 @@ impl CudaBackend {
             .ok_or_else(|| Error::Device(format!("kernel {name} not found in the PTX")))
     }
 
+    /// Blocks of [`THREADS`] threads of `f` that can be resident on one SM at
+    /// once (the driver's occupancy calculator; at least 1). The context is bound
+    /// to the calling thread first: the driver call needs it, and a thread that
+    /// has not yet touched the device has none. Cost: two driver calls.
+    pub(crate) fn blocks_per_sm(&self, f: &CudaFunction) -> Result<usize> {
+        self.inner
+            .stream
+            .context()
+            .bind_to_thread()
+            .map_err(dev("binding the context"))?;
+        Ok(
+            f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
+                .map_err(dev("occupancy"))?
+                .max(1) as usize,
+        )
+    }
+
     /// Blocks for a grid-stride kernel over `n` items: enough to fill the device
     /// (8 blocks per SM), never more than the items need, at least 1.
     pub(crate) fn grid_blocks(&self, n: usize) -> u32 {

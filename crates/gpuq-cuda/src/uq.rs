@@ -114,10 +114,7 @@ impl CudaBackend {
         } else {
             T::SDOF_KERNEL
         })?;
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-            .map_err(dev("occupancy"))?
-            .max(1) as usize;
+        let per_sm = self.blocks_per_sm(&f)?;
         let blocks = (run.samples as usize)
             .div_ceil(THREADS as usize)
             .clamp(1, per_sm * self.info().multiprocessors);
@@ -269,10 +266,7 @@ impl CudaBackend {
             ));
         }
         let f = self.function(T::SDOF_PART_KERNEL)?;
-        let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)
-            .map_err(dev("occupancy"))?
-            .max(1) as usize;
+        let per_sm = self.blocks_per_sm(&f)?;
         let blocks = (samples as usize)
             .div_ceil(THREADS as usize)
             .clamp(1, per_sm * self.info().multiprocessors);

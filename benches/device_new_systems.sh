@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The GPU runs of AMG, bidomain, cubature, UQ and the distributed backend (issues 16-19),
+# on the device machine from the repository root after `cargo xtask gpu-pack` here:
+#   bash benches/device_new_systems.sh tests     # the cross-backend tests of those crates
+#   bash benches/device_new_systems.sh bench     # CPU vs GPU vs peers, one table at the end
+# Peers: PyAMG (wheel carried in .whl/), CuPy (on the image). Logs to $OUT/logs-WHAT.tgz.
+set -u
+WHAT="${1:-tests}"
+bash gpu-pack/run.sh unpack || exit 1
+PACK=/tmp/gpuq-pack; G="$PACK/gpuq"
+LOGS=/tmp/gpuq-device-logs; mkdir -p "$LOGS"
+export GPUQ_BIN="$G"
+TABLE=""
+row() { TABLE="$TABLE$(printf '%-46s %s' "$1" "$2")\n"; printf 'ROW %-46s %s\n' "$1" "$2"; }
+# j FILE KEY...: the values of top-level JSON keys (dotted paths allowed), space separated.
+j() { python3 - "$@" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"(no json: {e.__class__.__name__})"); sys.exit()
+out = []
+for k in sys.argv[2:]:
+    v = d
+    for p in k.split("."):
+        v = v.get(p) if isinstance(v, dict) else None
+    out.append(f"{k.split('.')[-1]}={v:.4g}" if isinstance(v, float) else f"{k.split('.')[-1]}={v}")
+print(" ".join(out))
+PY
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/device: /'
+
+if [ "$WHAT" = tests ]; then
+    for t in "$PACK"/test-gpuq-amg-* "$PACK"/test-gpuq-bidomain-* "$PACK"/test-gpuq-cubature-* \
+             "$PACK"/test-gpuq-uq-* "$PACK"/test-gpuq-dist-* "$PACK"/test-gpuq-krylov-* "$PACK"/test-gpuq-cli-*; do
+        name=$(basename "$t")
+        timeout 300 "$t" --nocapture >"$LOGS/$name.log" 2>&1
+        rc=$?
+        counts=$(grep -E '^test result:' "$LOGS/$name.log" | awk '{p+=$4; f+=$6} END {printf "%d passed, %d failed", p, f}')
+        sk=$(grep -ci 'skipped' "$LOGS/$name.log")
+        row "$name" "rc=$rc $counts skipped-lines=$sk"
+        [ $rc -ne 0 ] && grep -E "panicked|^---- |assert" "$LOGS/$name.log" | head -12
+    done
+    # seed 004's Table III cases on the GPU (ignored by default: long on a CPU)
+    for t in "$PACK"/test-gpuq-cubature-*cross_backend*; do
+        timeout 240 "$t" --ignored --nocapture >"$LOGS/table3.log" 2>&1
+        row "cubature Table III (--ignored)" "rc=$? $(grep -E '^test result:' "$LOGS/table3.log")"
+        grep -iE "f[1-5].*(s|err)" "$LOGS/table3.log" | head -12
+    done
+fi
+
+if [ "$WHAT" = bench ]; then
+    pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
+    # AMG-PCG on laplace3d:200 (8e6 rows), both backends, and the peers
+    for be in cpu cuda; do
+        timeout 200 "$G" solve --generate laplace3d:200 --method cg --precond amg --backend $be --tol 1e-8 --json >"$LOGS/amg-$be.json" 2>"$LOGS/amg-$be.err"
+        row "amg sa laplace3d:200 $be" "$(j "$LOGS/amg-$be.json" iterations amg_setup_s time_s relative_residual amg.operator_complexity amg.levels)"
+    done
+    timeout 60 "$G" solve --generate laplace3d:200 --method cg --precond jacobi --backend cuda --tol 1e-8 --json >"$LOGS/jac-cuda.json" 2>&1
+    row "jacobi pcg laplace3d:200 cuda" "$(j "$LOGS/jac-cuda.json" iterations time_s)"
+    timeout 240 python3 benches/anchors/amg_peers.py --rtol 1e-8 laplace3d:200 >"$LOGS/amg-peers.json" 2>"$LOGS/amg-peers.err"
+    python3 -c "
+import json; d=json.load(open('$LOGS/amg-peers.json'))
+for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v) for k,v in r.items()})" 2>&1 | head -8
+    # SDOF Monte Carlo, 10^7 samples, f64 and f32, with the kernel's ingredient costs
+    for p in f64 f32; do
+        timeout 120 "$G" uq sdof --samples 10000000 --precision $p --backend cuda --kernel-costs --json >"$LOGS/sdof-$p.json" 2>"$LOGS/sdof-$p.err"
+        row "sdof 1e7 $p cuda" "$(j "$LOGS/sdof-$p.json" time_s steps_per_s final_variance)"
+        python3 -c "import json; print('kernel_costs $p', json.load(open('$LOGS/sdof-$p.json'))['kernel_costs'])"
+    done
+    timeout 60 "$G" uq sdof --samples 100000 --backend cpu --json >"$LOGS/sdof-cpu.json" 2>&1
+    row "sdof 1e5 f64 cpu (16 cores)" "$(j "$LOGS/sdof-cpu.json" time_s steps_per_s final_variance)"
+    timeout 150 python3 benches/anchors/uq_peers.py --samples 10000000 >"$LOGS/uq-peers.json" 2>"$LOGS/uq-peers.err"
+    python3 -c "
+import json; d=json.load(open('$LOGS/uq-peers.json'))
+for r in d['runs']: print('peer', r)" 2>&1 | tail -8
+    # the other procedures, both backends
+    for be in cpu cuda; do
+        timeout 60 "$G" uq static --dofs 128 --samples 100000 --modulus-cov 0.1 --backend $be --json >"$LOGS/static-$be.json" 2>&1
+        row "uq static 128 dofs 1e5 samples cov $be" "$(j "$LOGS/static-$be.json" time_s mean std)"
+        timeout 60 "$G" uq psd --dofs 512 --freq-range 0:100:201 --full --backend $be --json >"$LOGS/psd-$be.json" 2>&1
+        row "uq psd 512 dofs 201 freqs full $be" "$(j "$LOGS/psd-$be.json" full_s cheap_outputs_s full_bytes)"
+        timeout 60 "$G" uq convolution --dofs 64 --steps 8192 --samples 1000 --backend $be --json >"$LOGS/conv-$be.json" 2>&1
+        row "uq convolution 8192 x 1000 $be" "$(j "$LOGS/conv-$be.json" time_s setup_s fft)"
+        timeout 60 "$G" uq expectation --dim 10 --points 6 --backend $be --json >"$LOGS/exp-$be.json" 2>&1
+        row "uq expectation GH 6^10 $be" "$(j "$LOGS/exp-$be.json" time_s estimate exact)"
+    done
+    # seed 004 Table III on the GPU, two-phase and breadth-first
+    for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7"; do
+        set -- $c
+        for m in two-phase breadth-first; do
+            timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $m --backend cuda --json >"$LOGS/int-$1-$m.json" 2>&1
+            row "integrate $1 n=$2 $3 $m cuda" "$(j "$LOGS/int-$1-$m.json" time_s estimate error evaluations converged)"
+        done
+    done
+    # bidomain: 100 steps on a 128^2 grid, AMG built once
+    for be in cpu cuda; do
+        timeout 120 "$G" bidomain --grid 128 --steps 100 --backend $be --json >"$LOGS/bido-$be.json" 2>&1
+        row "bidomain 128^2 100 steps $be" "$(j "$LOGS/bido-$be.json" total_s setup.precond_s total_iterations activated_fraction)"
+    done
+fi
+[ -n "${OUT:-}" ] && tar czf "$OUT/logs-$WHAT.tgz" -C "$LOGS" .
+echo
+echo "== summary ($WHAT)"
+printf "$TABLE"
