@@ -51,17 +51,36 @@ fi
 
 if [ "$WHAT" = bench ]; then
     pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
-    # AMG-PCG on laplace3d:200 (8e6 rows), both backends, and the peers
-    for be in cpu cuda; do
-        timeout 200 "$G" solve --generate laplace3d:200 --method cg --precond amg --backend $be --tol 1e-8 --json >"$LOGS/amg-$be.json" 2>"$LOGS/amg-$be.err"
-        row "amg sa laplace3d:200 $be" "$(j "$LOGS/amg-$be.json" iterations amg_setup_s time_s relative_residual amg.operator_complexity amg.levels)"
+    # AMG-PCG on laplace3d:200 (8e6 rows) with b = ones (b = A * ones, the generator's
+    # default, is solved by one smoothed-aggregation cycle), on the GPU, and the peers
+    python3 -c "
+n = 200 ** 3
+with open('$LOGS/ones200.mtx', 'w') as f:
+    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
+    f.write('1\n' * n)"
+    for cfg in "sa jacobi 1" "sa chebyshev 1" "sa chebyshev 2" "seed jacobi 1" "seed chebyshev 1"; do
+        set -- $cfg
+        out="$LOGS/amg-$1-$2-$3.json"
+        timeout 120 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond amg \
+            --amg $1 --amg-smoother $2 --amg-sweeps $3 --backend cuda --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "amg $1 $2x$3 laplace3d:200 cuda" "$(j "$out" iterations amg_setup_s time_s relative_residual amg.operator_complexity)"
     done
-    timeout 60 "$G" solve --generate laplace3d:200 --method cg --precond jacobi --backend cuda --tol 1e-8 --json >"$LOGS/jac-cuda.json" 2>&1
+    timeout 60 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond jacobi --backend cuda --tol 1e-8 --json >"$LOGS/jac-cuda.json" 2>&1
     row "jacobi pcg laplace3d:200 cuda" "$(j "$LOGS/jac-cuda.json" iterations time_s)"
-    timeout 240 python3 benches/anchors/amg_peers.py --rtol 1e-8 laplace3d:200 >"$LOGS/amg-peers.json" 2>"$LOGS/amg-peers.err"
+    timeout 240 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones --skip-rs laplace3d:200 >"$LOGS/amg-peers.json" 2>"$LOGS/amg-peers.err"
     python3 -c "
 import json; d=json.load(open('$LOGS/amg-peers.json'))
+print('versions', d['versions'])
 for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v) for k,v in r.items()})" 2>&1 | head -8
+    # 2D elasticity (two unknowns per node): AMG with 2x2 blocks vs 2x2-block Jacobi
+    "$G" generate elasticity2d:256 --out "$LOGS/el.mtx" --rhs-out "$LOGS/el_b.mtx" >"$LOGS/el-gen.log" 2>&1
+    for be in cpu cuda; do
+        for pc in "amg --block 2" "block2"; do
+            out="$LOGS/el-$be-${pc%% *}.json"
+            timeout 60 "$G" solve "$LOGS/el.mtx" --rhs "$LOGS/el_b.mtx" --method cg --precond $pc --backend $be --tol 1e-8 --json >"$out" 2>&1
+            row "elasticity2d:256 cg $pc $be" "$(j "$out" iterations time_s relative_residual)"
+        done
+    done
     # SDOF Monte Carlo, 10^7 samples, f64 and f32, with the kernel's ingredient costs
     for p in f64 f32; do
         timeout 120 "$G" uq sdof --samples 10000000 --precision $p --backend cuda --kernel-costs --json >"$LOGS/sdof-$p.json" 2>"$LOGS/sdof-$p.err"
@@ -70,7 +89,7 @@ for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v)
     done
     timeout 60 "$G" uq sdof --samples 100000 --backend cpu --json >"$LOGS/sdof-cpu.json" 2>&1
     row "sdof 1e5 f64 cpu (16 cores)" "$(j "$LOGS/sdof-cpu.json" time_s steps_per_s final_variance)"
-    timeout 150 python3 benches/anchors/uq_peers.py --samples 10000000 >"$LOGS/uq-peers.json" 2>"$LOGS/uq-peers.err"
+    timeout 150 python3 benches/anchors/uq_peers.py --samples 10000000 --psd-n 512 --psd-freqs 201 >"$LOGS/uq-peers.json" 2>"$LOGS/uq-peers.err"
     python3 -c "
 import json; d=json.load(open('$LOGS/uq-peers.json'))
 for r in d['runs']: print('peer', r)" 2>&1 | tail -8
@@ -79,7 +98,7 @@ for r in d['runs']: print('peer', r)" 2>&1 | tail -8
         timeout 60 "$G" uq static --dofs 128 --samples 100000 --modulus-cov 0.1 --backend $be --json >"$LOGS/static-$be.json" 2>&1
         row "uq static 128 dofs 1e5 samples cov $be" "$(j "$LOGS/static-$be.json" time_s mean std)"
         timeout 60 "$G" uq psd --dofs 512 --freq-range 0:100:201 --full --backend $be --json >"$LOGS/psd-$be.json" 2>&1
-        row "uq psd 512 dofs 201 freqs full $be" "$(j "$LOGS/psd-$be.json" full_s cheap_outputs_s full_bytes)"
+        row "uq psd 512 dofs 201 freqs full $be" "$(j "$LOGS/psd-$be.json" full_s cheap_outputs_s full_bytes rank1_kernel_s rank1_kernel_gbps)"
         timeout 60 "$G" uq convolution --dofs 64 --steps 8192 --samples 1000 --backend $be --json >"$LOGS/conv-$be.json" 2>&1
         row "uq convolution 8192 x 1000 $be" "$(j "$LOGS/conv-$be.json" time_s setup_s fft)"
         timeout 60 "$G" uq expectation --dim 10 --points 6 --backend $be --json >"$LOGS/exp-$be.json" 2>&1
@@ -89,7 +108,7 @@ for r in d['runs']: print('peer', r)" 2>&1 | tail -8
     for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7"; do
         set -- $c
         for m in two-phase breadth-first; do
-            timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $m --backend cuda --json >"$LOGS/int-$1-$m.json" 2>&1
+            timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $m --backend cuda --max-evals 20000000000 --json >"$LOGS/int-$1-$m.json" 2>&1
             row "integrate $1 n=$2 $3 $m cuda" "$(j "$LOGS/int-$1-$m.json" time_s estimate error evaluations converged)"
         done
     done

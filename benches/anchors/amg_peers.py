@@ -23,7 +23,7 @@ in float64 on the host.
 Prints one JSON object on stdout (`runs`: one object per library, method and system);
 progress goes to stderr.
 
-Usage: python3 benches/anchors/amg_peers.py [--rtol 1e-8] [--block B] SYSTEM [SYSTEM ...]
+Usage: python3 benches/anchors/amg_peers.py [--rtol 1e-8] [--block B] [--rhs-ones] [--skip-rs] SYSTEM [SYSTEM ...]
 """
 import argparse
 import json
@@ -44,10 +44,10 @@ def laplace3d(m):
     return a
 
 
-def load(spec):
+def load(spec, rhs_ones=False):
     if spec.startswith("laplace3d:"):
         a = laplace3d(int(spec.split(":")[1]))
-        return a, a @ np.ones(a.shape[0])
+        return a, np.ones(a.shape[0]) if rhs_ones else a @ np.ones(a.shape[0])
     a = scipy.io.mmread(spec).tocsr().astype(np.float64)
     a.sort_indices()
     rhs = spec[:-4] + "_b.mtx"
@@ -138,12 +138,14 @@ def main():
     p.add_argument("--block", type=int, default=1)
     p.add_argument("--no-gpu", action="store_true")
     p.add_argument("--skip-rs", action="store_true")
+    p.add_argument("--rhs-ones", action="store_true",
+                   help="b = ones for generated systems (A * ones is solved exactly by one SA cycle)")
     p.add_argument("systems", nargs="+")
     args = p.parse_args()
     runs = []
     for spec in args.systems:
         log(f"amg_peers: {spec}")
-        a, b = load(spec)
+        a, b = load(spec, args.rhs_ones)
         base = {"system": spec, "n": a.shape[0], "nnz": int(a.nnz)}
         methods = ["pyamg-sa"] + ([] if args.skip_rs else ["pyamg-rs"])
         for name in methods:

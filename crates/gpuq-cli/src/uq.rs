@@ -569,6 +569,26 @@ fn frequencies(a: &PsdArgs) -> Result<Vec<f64>> {
     })
 }
 
+/// The CUDA rank-1 kernel alone on resident inputs and output (the transfers
+/// and the output's allocation excluded): seconds per launch, the best of 10.
+fn rank1_kernel_seconds(b: &gpuq_cuda::CudaBackend, problem: &PsdProblem) -> Result<f64> {
+    use gpuq_core::Backend;
+    let (h, sff) = problem.transfers()?;
+    let n = problem.k.n;
+    let s = b.upload(&sff)?;
+    let hv = b.upload(&h)?;
+    let mut out = b.zeros::<num_complex::Complex64>(sff.len() * n * n)?;
+    let mut best = f64::INFINITY;
+    for _ in 0..10 {
+        b.synchronize()?;
+        let t = Instant::now();
+        b.uq_rank1_c64(n, &s, &hv, &mut out)?;
+        b.synchronize()?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    Ok(best)
+}
+
 fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
     let beam = Beam::unit(a.dofs)?;
     let mut tip_row = vec![0.0; beam.dofs()];
@@ -602,6 +622,10 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
     } else {
         None
     };
+    let kernel_s = match (&chosen, a.full) {
+        (Chosen::Cuda(b), true) => Some(rank1_kernel_seconds(b, &problem)?),
+        _ => None,
+    };
     let n = beam.dofs();
     let bytes = 16.0 * (n * n * problem.freqs.len()) as f64;
     let tip: Vec<f64> = r.output.iter().map(|o| o[0].re).collect();
@@ -632,6 +656,8 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
             "cheap_outputs_s": cheap_s,
             "full_s": full_s,
             "full_bytes": if a.full { Some(bytes) } else { None },
+            "rank1_kernel_s": kernel_s,
+            "rank1_kernel_gbps": kernel_s.map(|k| bytes / k / 1e9),
         });
         println!("{report}");
     } else {

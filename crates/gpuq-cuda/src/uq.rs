@@ -360,8 +360,8 @@ impl CudaBackend {
 
     /// The response PSD's rank-1 Hermitian updates for nf frequencies:
     /// out[f n^2 + i n + j] = scale[f] h[f n + i] conj(h[f n + j]) (`scale` holds
-    /// nf values, `h` nf n, `out` nf n^2). One launch; traffic 16 n^2 nf bytes
-    /// written, 16 n nf read.
+    /// nf values, `h` nf n, `out` nf n^2). One launch, a block per output row;
+    /// traffic 16 n^2 nf bytes written, 16 n nf read.
     pub fn uq_rank1_c64(
         &self,
         n: usize,
@@ -387,7 +387,8 @@ impl CudaBackend {
             .arg(&h.buf)
             .arg(&mut out.buf);
         // SAFETY: arguments match `uq_rank1_c64`; the lengths are checked above.
-        unsafe { b.launch(cfg(self.grid_blocks(out.len))) }.map_err(dev("uq_rank1_c64"))?;
+        unsafe { b.launch(cfg(self.grid_blocks(nf * n * THREADS as usize))) }
+            .map_err(dev("uq_rank1_c64"))?;
         self.inner.stats.launch("uq_rank1_c64");
         Ok(())
     }

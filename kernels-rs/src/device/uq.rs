@@ -31,6 +31,7 @@ use crate::uq::gauss::NormalStream;
 use crate::uq::real::UqReal;
 use crate::uq::sampling::LhsNormals;
 use crate::uq::sdof::{hist_bin, run_sample, SdofParams, SinTable};
+use core::arch::nvptx;
 use core::num::NonZeroUsize;
 
 /// `shfl.sync.bfly.b32` over the full warp: the value of lane `lane ^ mask`.
@@ -339,7 +340,7 @@ pub unsafe extern "ptx-kernel" fn uq_beam_static_f64(
 }
 
 /// The response PSD's rank-1 Hermitian update for `nf` frequencies:
-/// out[f n^2 + i n + j] = (scale[f] h[f n + i]) conj(h[f n + j]) (the full n x n
+/// matrix per frequency, row-major), a block per row, grid-stride over rows. Reads
 /// matrix per frequency, row-major), one thread per entry, grid-stride. Reads
 /// of h hit the cache; the 16 n^2 nf bytes written are the memory floor.
 #[no_mangle]
@@ -350,27 +351,36 @@ pub unsafe extern "ptx-kernel" fn uq_rank1_c64(
     h: *const C64,
     out: *mut C64,
 ) {
-    let (Some(nz), Some(nnz)) = (NonZeroUsize::new(n), NonZeroUsize::new(n * n)) else {
+    // One block per output row (f, i) at a time, its threads across the row:
+    // the row's index is decoded once per row, not once per entry, and the
+    // writes of a warp are contiguous.
+    let (block, blocks, tid, width) = (
+        nvptx::_block_idx_x() as usize,
+        nvptx::_grid_dim_x() as usize,
+        nvptx::_thread_idx_x() as usize,
+        nvptx::_block_dim_x() as usize,
+    );
+    let Some(nz) = NonZeroUsize::new(n) else {
         return;
     };
-    let nn = nnz.get();
-    let total = nn * nf;
-    let mut idx = global_id();
-    while idx < total {
-        let f = idx / nnz;
-        let r = idx - f * nn;
-        let i = r / nz;
-        let j = r - i * n;
+    let mut row = block;
+    while row < nf * n {
+        let f = row / nz;
         let s = f64::ldg(scale.add(f));
-        let hi = C64::ldg(h.add(f * n + i));
-        let hj = C64::ldg(h.add(f * n + j));
+        let hi = C64::ldg(h.add(row));
         // (scale h_i) conj(h_j): the CPU's order of operations, so the bits agree.
         let si = C64 {
             re: hi.re * s,
             im: hi.im * s,
         };
-        *out.add(idx) = si * hj.conj();
-        idx += grid_threads();
+        let hf = h.add(f * n);
+        let o = out.add(row * n);
+        let mut j = tid;
+        while j < n {
+            *o.add(j) = si * C64::ldg(hf.add(j)).conj();
+            j += width;
+        }
+        row += blocks;
     }
 }
 
