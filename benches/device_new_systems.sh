@@ -58,14 +58,14 @@ n = 200 ** 3
 with open('$LOGS/ones200.mtx', 'w') as f:
     f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
     f.write('1\n' * n)"
-    for cfg in "sa jacobi 1" "sa chebyshev 1" "sa chebyshev 2" "seed jacobi 1" "seed chebyshev 1"; do
+    for cfg in "sa jacobi 1 csr" "sa jacobi 1 sell" "sa chebyshev 1 sell" "sa chebyshev 2 sell" "seed jacobi 1 sell" "seed chebyshev 1 sell"; do
         set -- $cfg
-        out="$LOGS/amg-$1-$2-$3.json"
+        out="$LOGS/amg-$1-$2-$3-$4.json"
         timeout 120 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond amg \
-            --amg $1 --amg-smoother $2 --amg-sweeps $3 --backend cuda --tol 1e-8 --json >"$out" 2>"$out.err"
-        row "amg $1 $2x$3 laplace3d:200 cuda" "$(j "$out" iterations amg_setup_s time_s relative_residual amg.operator_complexity)"
+            --amg $1 --amg-smoother $2 --amg-sweeps $3 --layout $4 --backend cuda --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "amg $1 $2x$3 $4 laplace3d:200 cuda" "$(j "$out" iterations amg_setup_s time_s relative_residual amg.operator_complexity)"
     done
-    timeout 60 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond jacobi --backend cuda --tol 1e-8 --json >"$LOGS/jac-cuda.json" 2>&1
+    timeout 60 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond jacobi --layout sell --backend cuda --tol 1e-8 --json >"$LOGS/jac-cuda.json" 2>&1
     row "jacobi pcg laplace3d:200 cuda" "$(j "$LOGS/jac-cuda.json" iterations time_s)"
     timeout 240 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones --skip-rs laplace3d:200 >"$LOGS/amg-peers.json" 2>"$LOGS/amg-peers.err"
     python3 -c "
