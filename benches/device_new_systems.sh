@@ -3,6 +3,14 @@
 # on the device machine from the repository root after `cargo xtask gpu-pack` here:
 #   bash benches/device_new_systems.sh tests     # the cross-backend tests of those crates
 #   bash benches/device_new_systems.sh bench     # CPU vs GPU vs peers, one table at the end
+#   bash benches/device_new_systems.sh amg       # AMG on laplace3d:200: smoother choices,
+#                                                #   cycle time vs floor, CuPy and PyAMG peers
+#   bash benches/device_new_systems.sh cubature  # seed 004 Table III, breadth-first with
+#                                                #   --split-aim 0 and 0.5, and two-phase
+#   bash benches/device_new_systems.sh psd       # the PSD rank-1 kernel vs CuPy and cuBLAS zherk
+#   bash benches/device_new_systems.sh mpi       # gpuq solve under mpirun, 1 and 2 ranks on
+#                                                #   the GPU(s) and on CPU ranks (needs
+#                                                #   gpu-pack/gpuq-mpi.xz, see docs/benchmarks.md)
 # Peers: PyAMG (wheel carried in .whl/), CuPy (on the image). Logs to $OUT/logs-WHAT.tgz.
 set -u
 WHAT="${1:-tests}"
@@ -117,6 +125,81 @@ for r in d['runs']: print('peer', r)" 2>&1 | tail -8
         timeout 120 "$G" bidomain --grid 128 --steps 100 --backend $be --json >"$LOGS/bido-$be.json" 2>&1
         row "bidomain 128^2 100 steps $be" "$(j "$LOGS/bido-$be.json" total_s setup.precond_s total_iterations activated_fraction)"
     done
+fi
+if [ "$WHAT" = amg ]; then
+    pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
+    for t in "$PACK"/test-gpuq-amg-*; do
+        timeout 300 "$t" >"$LOGS/$(basename "$t").log" 2>&1
+        row "$(basename "$t")" "rc=$? $(grep -E '^test result:' "$LOGS/$(basename "$t").log" | awk '{p+=$4; f+=$6} END {printf "%d passed, %d failed", p, f}')"
+    done
+    python3 -c "
+n = 200 ** 3
+with open('$LOGS/ones200.mtx', 'w') as f:
+    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
+    f.write('1\n' * n)"
+    # one V-cycle against its floor (the copy rate measured in the same process)
+    CYC=("jacobi 1 sell" "jacobi 1 csr" "chebyshev:2 1 sell" "chebyshev:3 1 sell")
+    SOL=("jacobi 1 sell" "jacobi 1 csr" "jacobi 2 sell" "chebyshev:2 1 sell" "chebyshev:3 1 sell" "l1 1 sell")
+    # AMG_QUICK=1: three configurations, no peers
+    if [ -n "${AMG_QUICK:-}" ]; then
+        CYC=("jacobi 1 sell" "jacobi 1 csr" "chebyshev:3 1 sell"); SOL=("${CYC[@]}")
+    fi
+    for cfg in "${CYC[@]}"; do
+        set -- $cfg
+        out="$LOGS/cyc-$1-$2-$3.json"
+        timeout 120 "$G" amg-info --generate laplace3d:200 --amg-smoother $1 --amg-sweeps $2 --layout $3 --backend cuda --bench-cycles 50 --json >"$out" 2>"$out.err"
+        row "v-cycle sa $1x$2 $3 laplace3d:200 cuda" "$(j "$out" cycle_bench.cycle_s cycle_bench.floor_s cycle_bench.ratio cycle_bench.copy_bytes_per_s operator_complexity)"
+    done
+    for cfg in "${SOL[@]}"; do
+        set -- $cfg
+        out="$LOGS/amg-$1-$2-$3.json"
+        timeout 120 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond amg \
+            --amg-smoother $1 --amg-sweeps $2 --layout $3 --backend cuda --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "pcg amg sa $1x$2 $3 laplace3d:200 cuda" "$(j "$out" iterations time_s amg_setup_s relative_residual)"
+    done
+    timeout 60 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond jacobi --layout sell --backend cuda --tol 1e-8 --json >"$LOGS/jac-cuda.json" 2>&1
+    row "pcg jacobi sell laplace3d:200 cuda" "$(j "$LOGS/jac-cuda.json" iterations time_s)"
+    [ -z "${AMG_QUICK:-}" ] && timeout 300 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones --skip-rs laplace3d:200 >"$LOGS/amg-peers.json" 2>"$LOGS/amg-peers.err" \
+        && python3 -c "
+import json; d=json.load(open('$LOGS/amg-peers.json'))
+print('versions', d['versions'])
+for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v) for k,v in r.items()})" 2>&1 | head -8
+fi
+
+if [ "$WHAT" = cubature ]; then
+    for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7"; do
+        set -- $c
+        for m in "two-phase 0.5" "breadth-first 0" "breadth-first 0.5"; do
+            set -- $c $m
+            out="$LOGS/int-$1-$4-$5.json"
+            timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $4 --split-aim $5 --backend cuda --max-evals 20000000000 --json >"$out" 2>&1
+            row "integrate $1 n=$2 $3 $4 aim=$5 cuda" "$(j "$out" time_s error evaluations rounds converged)"
+        done
+    done
+fi
+
+if [ "$WHAT" = psd ]; then
+    timeout 60 "$G" uq psd --dofs 512 --freq-range 0:100:201 --full --backend cuda --json >"$LOGS/psd-cuda.json" 2>&1
+    row "uq psd 512 dofs 201 freqs rank-1 kernel cuda" "$(j "$LOGS/psd-cuda.json" rank1_kernel_s rank1_kernel_gbps full_bytes)"
+    timeout 120 python3 benches/anchors/uq_peers.py --what psd --psd-n 512 --psd-freqs 201 >"$LOGS/psd-peers.json" 2>"$LOGS/psd-peers.err"
+    row "psd peers (s)" "$(python3 -c "import json; print(json.load(open('$LOGS/psd-peers.json'))['runs'])" 2>&1 | tail -c 300)"
+fi
+
+if [ "$WHAT" = mpi ]; then
+    M=/tmp/gpuq-mpi
+    xz -dc gpu-pack/gpuq-mpi.xz >"$M" && chmod +x "$M" || exit 1
+    R="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+    nvidia-smi -L
+    for np in 1 2; do
+        for be in cuda cpu; do
+            out="$LOGS/mpi-$np-$be.json"
+            timeout 120 $R -n $np "$M" solve --generate laplace3d:200 --method cg --precond jacobi --backend $be --tol 1e-8 --json >"$out" 2>"$out.err"
+            row "mpirun -n $np cg jacobi laplace3d:200 $be" "$(j "$out" ranks gpus iterations time_s relative_residual halo_s collective_s)"
+            grep -v "^$" "$out.err" | tail -3
+        done
+    done
+    timeout 120 "$G" solve --generate laplace3d:200 --method cg --precond jacobi --backend cuda --tol 1e-8 --json >"$LOGS/serial-cuda.json" 2>&1
+    row "serial cg jacobi laplace3d:200 cuda" "$(j "$LOGS/serial-cuda.json" iterations time_s relative_residual)"
 fi
 [ -n "${OUT:-}" ] && tar czf "$OUT/logs-$WHAT.tgz" -C "$LOGS" .
 echo

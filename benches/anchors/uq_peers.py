@@ -11,7 +11,8 @@
   still drawn by `cupy.random`), the strongest CuPy form short of a raw CUDA kernel.
 * `psd`: S_xx(w_f) = s_f h_f h_f^H, an n x n complex matrix per frequency for nf
   frequencies (n = 512, nf = 201 by default), as one CuPy broadcast multiply and as
-  one cuBLAS `zherk` (k = 1, through CuPy's raw cuBLAS bindings) per frequency;
+  one cuBLAS `zherk` (k = 1, `cublasZherk_v2` called through ctypes on the
+  image's libcublas, with a handle of its own) per frequency;
   the floor is the 16 n^2 nf bytes written (zherk writes one triangle: half).
 
 Timing: `time.perf_counter` around device-synchronised calls, one warm-up run.
@@ -115,8 +116,8 @@ def psd_runs(n, nf):
     """S_xx(w_f) = s_f h_f h_f^H for nf frequencies (n x n complex each, written
     once: 16 n^2 nf bytes, the floor), as CuPy broadcasting and as one cuBLAS
     `zherk` per frequency (k = 1; it writes one triangle, half the bytes)."""
-    from cupy_backends.cuda.libs import cublas
     import ctypes
+    import glob
 
     rng = cp.random.default_rng(3)
     h = (rng.standard_normal((nf, n)) + 1j * rng.standard_normal((nf, n))).astype(cp.complex128)
@@ -127,17 +128,37 @@ def psd_runs(n, nf):
         cp.multiply((s[:, None] * h)[:, :, None], h.conj()[:, None, :], out=out)
         return out
 
-    handle = cp.cuda.device.get_cublas_handle()
+    def load_cublas():
+        names = ["libcublas.so", "libcublas.so.13", "libcublas.so.12"]
+        names += sorted(glob.glob("/usr/local/cuda*/targets/x86_64-linux/lib/libcublas.so*"))
+        names += sorted(glob.glob("/usr/local/cuda*/lib64/libcublas.so*"))
+        for name in names:
+            try:
+                return ctypes.CDLL(name)
+            except OSError:
+                continue
+        raise OSError("libcublas not found")
+
+    lib = load_cublas()
+    vp, ci = ctypes.c_void_p, ctypes.c_int
+    lib.cublasCreate_v2.argtypes = [ctypes.POINTER(vp)]
+    lib.cublasZherk_v2.argtypes = [vp, ci, ci, ci, ci, vp, vp, ci, vp, vp, ci]
+    handle = vp()
+    if lib.cublasCreate_v2(ctypes.byref(handle)) != 0:
+        raise RuntimeError("cublasCreate failed")
+    upper, op_n = 1, 0  # CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N
     s_host = cp.asnumpy(s)
+    alphas = [ctypes.c_double(float(v)) for v in s_host]
     beta = ctypes.c_double(0.0)
 
     def herk():
-        # column-major C = alpha A A^H with A the n x 1 column h_f
+        # column-major C = alpha A A^H with A the n x 1 column h_f, on the
+        # legacy default stream (CuPy's too)
         for f in range(nf):
-            alpha = ctypes.c_double(float(s_host[f]))
-            cublas.zherk(handle, cublas.CUBLAS_FILL_MODE_UPPER, cublas.CUBLAS_OP_N, n, 1,
-                         ctypes.addressof(alpha), h[f].data.ptr, n,
-                         ctypes.addressof(beta), out[f].data.ptr, n)
+            st = lib.cublasZherk_v2(handle, upper, op_n, n, 1, ctypes.addressof(alphas[f]),
+                                    h[f].data.ptr, n, ctypes.addressof(beta), out[f].data.ptr, n)
+            if st != 0:
+                raise RuntimeError(f"cublasZherk_v2 returned {st}")
         return out
 
     res = {}

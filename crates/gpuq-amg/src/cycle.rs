@@ -16,6 +16,9 @@ struct DeviceLevel<B: AmgKernels, T: Scalar> {
     p: B::Matrix<T>,
     r: B::Matrix<T>,
     dinv: B::Matrix<T>,
+    /// omega times the diagonal of `dinv`, as a vector, where `dinv` is
+    /// diagonal (block 1) and the smoother Jacobi-type.
+    diag: Option<B::Vector<T>>,
     block: usize,
     omega: T,
     /// Chebyshev: centre and half-width of [lambda_max / 30, lambda_max], with
@@ -73,12 +76,32 @@ fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
     )
 }
 
+/// `omega` times the diagonal of `d`, converted to `T`, when `d` is a
+/// diagonal matrix (one entry per row, on the diagonal); `None` otherwise.
+fn diagonal_of<T: Scalar>(d: &Csr<f64>, omega: f64) -> Option<Vec<T>> {
+    (0..d.nrows())
+        .map(|i| match d.row(i) {
+            (&[j], &[v]) if j as usize == i => Some(T::from_f64(omega * v)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Mean stored entries per row above which a matrix asked for in SELL is kept
+/// in CSR: SELL gives each row one thread, CSR a group of lanes sized to the
+/// mean row, and the long rows of the restriction (one per aggregate) and of
+/// the denser coarse operators ran up to 1.3x slower in SELL on the H100
+/// (`docs/benchmarks.md`, AMG).
+const SELL_MAX_MEAN_ROW: usize = 16;
+
 /// The requested layout, or CSR where BSR2 cannot hold the matrix (an odd
 /// dimension) or, with `blocks_match` false, its 2x2 tiles would not be the
-/// level's node blocks (a block-diagonal inverse of another block size).
+/// level's node blocks (a block-diagonal inverse of another block size), or
+/// where SELL was asked for a matrix of long rows ([`SELL_MAX_MEAN_ROW`]).
 fn layout_for(requested: Layout, a: &Csr<f64>, blocks_match: bool) -> Layout {
     match requested {
         Layout::Bsr2 if a.nrows() % 2 != 0 || a.ncols() % 2 != 0 || !blocks_match => Layout::Csr,
+        Layout::Sell { .. } if a.nnz() > SELL_MAX_MEAN_ROW * a.nrows() => Layout::Csr,
         l => l,
     }
 }
@@ -99,6 +122,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         let o = h.options();
         let all = h.levels();
         let missing = || Error::InvalidArgument("AMG level without its operators".into());
+        let chebyshev = matches!(o.smoother, Smoother::Chebyshev { .. });
         let mut levels = Vec::new();
         for l in &all[..all.len() - 1] {
             let (p, r, s) = (
@@ -113,6 +137,10 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 p: up(p, true)?,
                 r: up(r, true)?,
                 dinv: up(&s.dinv, l.block == 2)?,
+                diag: match diagonal_of(&s.dinv, s.omega).filter(|_| l.block == 1 && !chebyshev) {
+                    Some(d) => Some(backend.upload(&d)?),
+                    None => None,
+                },
                 block: l.block,
                 omega: T::from_f64(s.omega),
                 theta: 0.5 * (upper + lower),
@@ -120,7 +148,6 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             });
         }
         let coarse = backend.upload_matrix(&convert::<T>(h.coarse_solve())?, Layout::Csr)?;
-        let chebyshev = matches!(o.smoother, Smoother::Chebyshev { .. });
         let w_cycle = o.cycle == CycleKind::W;
         let mut work = Vec::new();
         for (k, pair) in all.windows(2).enumerate() {
@@ -181,11 +208,23 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 let mut first = 0;
                 if zero {
                     // A sweep from x = 0 is x = omega D^-1 b (seed's zero_iteration).
-                    be.spmv(lev.omega, &lev.dinv, b, T::zero(), x)?;
+                    match &lev.diag {
+                        Some(d) => be.mul_elementwise(d, b, x)?,
+                        None => be.spmv(lev.omega, &lev.dinv, b, T::zero(), x)?,
+                    }
                     first = 1;
                 }
                 for _ in first..self.sweeps {
-                    be.amg_jacobi(&lev.a, &lev.dinv, lev.block, lev.omega, b, x, scratch)?;
+                    be.amg_jacobi(
+                        &lev.a,
+                        &lev.dinv,
+                        lev.diag.as_ref(),
+                        lev.block,
+                        lev.omega,
+                        b,
+                        x,
+                        scratch,
+                    )?;
                 }
                 Ok(())
             }

@@ -3,9 +3,10 @@
 //! one-pass Rayon versions for [`CpuBackend`] (CSR or BSR2 matrices with a CSR
 //! or BSR2 block-diagonal inverse; other layouts take the defaults).
 //!
-//! The CUDA backend takes the defaults (behind the `cuda` feature): a Jacobi
-//! sweep is then three launches (copy, SpMV with beta = 1, SpMV with beta = 1)
-//! instead of one fused kernel. Fused CUDA kernels are not written yet.
+//! The CUDA backend (behind the `cuda` feature) fuses the residual and the
+//! point-Jacobi sweep over CSR and SELL matrices into one kernel
+//! ([`gpuq_cuda::CudaBackend::amg_sweep`]); 2x2-block sweeps and BSR2 matrices
+//! take the defaults (a copy, an SpMV with beta = 1 and a block-diagonal SpMV).
 
 use gpuq_core::{check_same_len, DeviceVector, Result, Scalar};
 use gpuq_cpu::{CpuBackend, CpuMatrix, CpuVector};
@@ -26,8 +27,9 @@ pub trait AmgKernels: SparseBackend {
     }
 
     /// One damped block-Jacobi sweep x <- x + omega D^-1 (b - A x), D^-1 the
-    /// block-diagonal matrix `dinv` with blocks of `block` rows; `scratch` (of
-    /// x's length) is overwritten. Default: the residual into `scratch`, then
+    /// block-diagonal matrix `dinv` with blocks of `block` rows (for block 1
+    /// also given as `diag`, the vector of omega D^-1's diagonal, the damping
+    /// folded in); `scratch` (of x's length) is overwritten. Default: the residual into `scratch`, then
     /// x += omega D^-1 scratch as one SpMV with beta = 1; fused: one pass that
     /// writes the new iterate.
     #[allow(clippy::too_many_arguments)]
@@ -35,13 +37,14 @@ pub trait AmgKernels: SparseBackend {
         &self,
         a: &Self::Matrix<T>,
         dinv: &Self::Matrix<T>,
+        diag: Option<&Self::Vector<T>>,
         block: usize,
         omega: T,
         b: &Self::Vector<T>,
         x: &mut Self::Vector<T>,
         scratch: &mut Self::Vector<T>,
     ) -> Result<()> {
-        let _ = block;
+        let _ = (block, diag);
         default_jacobi(self, a, dinv, omega, b, x, scratch)
     }
 
@@ -168,6 +171,7 @@ impl AmgKernels for CpuBackend {
         &self,
         a: &CpuMatrix<T>,
         dinv: &CpuMatrix<T>,
+        _diag: Option<&CpuVector<T>>,
         block: usize,
         omega: T,
         b: &CpuVector<T>,
@@ -244,4 +248,49 @@ impl<T: Scalar> Rows<'_, T> {
 }
 
 #[cfg(feature = "cuda")]
-impl AmgKernels for gpuq_cuda::CudaBackend {}
+mod cuda {
+    use super::{default_jacobi, default_residual, AmgKernels};
+    use gpuq_core::{Backend, Result, Scalar};
+    use gpuq_cuda::{CudaBackend, CudaMatrix, CudaVector};
+
+    impl AmgKernels for CudaBackend {
+        /// One fused pass over a CSR or SELL matrix; BSR2 takes the default.
+        fn amg_residual<T: Scalar>(
+            &self,
+            a: &CudaMatrix<T>,
+            b: &CudaVector<T>,
+            x: &CudaVector<T>,
+            r: &mut CudaVector<T>,
+        ) -> Result<()> {
+            if self.amg_sweep(a, T::zero(), b, x, None, r)? {
+                Ok(())
+            } else {
+                default_residual(self, a, b, x, r)
+            }
+        }
+
+        /// Block 1 over a CSR or SELL matrix: one fused pass writing the new
+        /// iterate into `scratch`, then a copy back into x (x may be the
+        /// caller's vector, and a recorded iteration keeps its buffers, so
+        /// the two are not swapped). Blocks of 2 and BSR2 take the default.
+        fn amg_jacobi<T: Scalar>(
+            &self,
+            a: &CudaMatrix<T>,
+            dinv: &CudaMatrix<T>,
+            diag: Option<&CudaVector<T>>,
+            block: usize,
+            omega: T,
+            b: &CudaVector<T>,
+            x: &mut CudaVector<T>,
+            scratch: &mut CudaVector<T>,
+        ) -> Result<()> {
+            if let (1, Some(d)) = (block, diag) {
+                // d already holds omega D^-1
+                if self.amg_sweep(a, T::one(), b, x, Some(d), scratch)? {
+                    return self.copy(scratch, x);
+                }
+            }
+            default_jacobi(self, a, dinv, omega, b, x, scratch)
+        }
+    }
+}

@@ -111,6 +111,7 @@ pub mod aggregate;
 pub mod blockdiag;
 pub mod coarse;
 mod cycle;
+pub mod floor;
 pub mod galerkin;
 mod hierarchy;
 pub mod kernels;

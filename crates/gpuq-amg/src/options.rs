@@ -225,6 +225,7 @@ impl AmgOptions {
 pub struct CycleOptions {
     /// Layout of every level's A, P, R and smoother matrix: CSR, SELL, or BSR2
     /// (BSR2 falls back to CSR for a matrix with an odd dimension or a level
-    /// whose block size is not 2).
+    /// whose block size is not 2; SELL to CSR for a matrix of more than 16
+    /// entries per row on average, such as the restriction).
     pub layout: Layout,
 }

@@ -90,6 +90,94 @@ pub struct AmgInfoArgs {
     /// Print the hierarchy as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also time this many cycles (f64, from a zero guess on b = 1) on
+    /// `--backend`, and report the time per cycle against its memory floor
+    /// at the copy rate measured in the same run (0: no timing).
+    #[arg(long = "bench-cycles", default_value_t = 0)]
+    pub bench_cycles: usize,
+    /// Backend of `--bench-cycles`: cpu, cuda or auto.
+    #[arg(long, default_value = "cpu")]
+    pub backend: String,
+    /// Matrix layout of `--bench-cycles`: csr, sell or sell:C:SIGMA, bsr2.
+    #[arg(long, default_value = "csr")]
+    pub layout: String,
+}
+
+/// One timed run of the cycle (`gpuq amg-info --bench-cycles K`).
+#[derive(serde::Serialize, Debug)]
+struct CycleBench {
+    backend: String,
+    layout: String,
+    cycles: usize,
+    /// Seconds per cycle (K cycles back to back, one synchronisation).
+    cycle_s: f64,
+    /// The floor's bytes per cycle ([`gpuq_amg::floor::cycle_floor_bytes`]).
+    floor_bytes: f64,
+    /// The backend's copy rate in the same run (bytes read plus written per second).
+    copy_bytes_per_s: f64,
+    /// floor_bytes / copy rate.
+    floor_s: f64,
+    /// cycle_s / floor_s.
+    ratio: f64,
+}
+
+/// Elements of the copy that measures the bandwidth: 2^26 (a 512 MiB f64
+/// vector, well beyond any cache).
+const COPY_LEN: usize = 1 << 26;
+
+/// Copies timed back to back for the bandwidth.
+const COPIES: usize = 10;
+
+/// Times `k` cycles of `h` on `backend` (after one warm-up cycle) and
+/// [`COPIES`] copies of [`COPY_LEN`] values, each batch ended by a reduction
+/// that waits for the queued work (the copies' less one reduction timed
+/// alone). O(k cycles + 10 copies).
+fn bench_cycles<B: AmgKernels>(
+    backend: &B,
+    h: &Hierarchy,
+    layout: Layout,
+    k: usize,
+) -> Result<CycleBench> {
+    use gpuq_core::LinearOperator;
+    let cycle = Amg::<B, f64>::new(backend, h, &CycleOptions { layout })?;
+    let n = h.levels()[0].a.nrows();
+    let b = backend.upload(&vec![1.0; n])?;
+    let mut y = backend.zeros::<f64>(n)?;
+    cycle.apply(&b, &mut y)?;
+    backend.nrm2(&y)?;
+    let t = Instant::now();
+    for _ in 0..k {
+        cycle.apply(&b, &mut y)?;
+    }
+    backend.nrm2(&y)?;
+    let cycle_s = t.elapsed().as_secs_f64() / k as f64;
+    let src = backend.upload(&vec![1.0f64; COPY_LEN])?;
+    let mut dst = backend.zeros::<f64>(COPY_LEN)?;
+    let copy_s = {
+        backend.nrm2(&dst)?;
+        let t = Instant::now();
+        for _ in 0..COPIES {
+            backend.copy(&src, &mut dst)?;
+        }
+        backend.nrm2(&dst)?;
+        let all = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        backend.nrm2(&dst)?;
+        ((all - t.elapsed().as_secs_f64()) / COPIES as f64).max(1e-9)
+    };
+    let copy_bytes_per_s = 16.0 * COPY_LEN as f64 / copy_s;
+    let floor_bytes = gpuq_amg::floor::cycle_floor_bytes(h, 8);
+    let floor_s = floor_bytes / copy_bytes_per_s;
+    Ok(CycleBench {
+        backend: backend.name(),
+        layout: format!("{layout:?}"),
+        cycles: k,
+        cycle_s,
+        floor_bytes,
+        copy_bytes_per_s,
+        floor_s,
+        ratio: cycle_s / floor_s,
+    })
 }
 
 /// Whether `--precond` asks for AMG.
@@ -122,10 +210,37 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let (a, _) = load_real(&source, None)?;
     let h = Hierarchy::build(&a, &args.amg.options(&source)?)?;
     let info = h.info();
+    let bench = if args.bench_cycles == 0 {
+        None
+    } else {
+        let layout = Layout::parse(&args.layout)?;
+        Some(match Chosen::parse(&args.backend)? {
+            Chosen::Cpu(b) => bench_cycles(&b, &h, layout, args.bench_cycles)?,
+            Chosen::Cuda(b) => bench_cycles(&b, &h, layout, args.bench_cycles)?,
+        })
+    };
     if args.json {
-        println!("{}", to_json(&info)?);
+        let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
+        let mut value = serde_json::to_value(&info).map_err(bad)?;
+        if let (serde_json::Value::Object(map), Some(c)) = (&mut value, &bench) {
+            map.insert("cycle_bench".into(), serde_json::to_value(c).map_err(bad)?);
+        }
+        println!("{}", to_json(&value)?);
     } else {
         print_hierarchy(&info);
+        if let Some(c) = &bench {
+            println!(
+                "cycle on {} ({}): {:.4} ms over {} cycles; floor {:.1} MB = {:.4} ms at the copy rate {:.1} GB/s; {:.2}x the floor",
+                c.backend,
+                c.layout,
+                1e3 * c.cycle_s,
+                c.cycles,
+                c.floor_bytes / 1e6,
+                1e3 * c.floor_s,
+                c.copy_bytes_per_s / 1e9,
+                c.ratio
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

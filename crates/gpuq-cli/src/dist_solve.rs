@@ -1,5 +1,6 @@
 //! `gpuq solve` under `mpirun` (feature `mpi`): one rank per process, one GPU
-//! per rank with `--backend cuda` (the rank's local rank picks the device).
+//! per rank with `--backend cuda` (the rank's local rank picks the device;
+//! ranks beyond a node's GPU count share them round robin).
 //!
 //! The stencil generators (laplace1d/2d/3d, convdiff2d, helmholtz3d) build
 //! each rank's rows in place, so no rank holds the whole matrix; a Matrix
@@ -103,7 +104,9 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             None,
         ),
         "cuda" => {
-            let device = local_rank();
+            // More ranks than GPUs on a node share them round robin.
+            let gpus = agree(&*comm, CudaBackend::device_count())?.max(1);
+            let device = local_rank() % gpus;
             let gpu = agree(&*comm, CudaBackend::new(device))?;
             by_precision(
                 &Dist::new(gpu, comm),

@@ -48,6 +48,10 @@ pub struct IntegrateArgs {
     /// Boxes of the initial l^n partition (l^n at most this).
     #[arg(long, default_value_t = 1 << 10)]
     pub initial_boxes: usize,
+    /// Breadth-first: split the worst bad boxes until the rest's error is within
+    /// this fraction of the target, in [0, 1) (0: split every bad box).
+    #[arg(long, default_value_t = 0.5)]
+    pub split_aim: f64,
     /// Lower end of every axis (upper end with --hi); the unit cube by default.
     #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
     pub lo: f64,
@@ -86,6 +90,7 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
         rule: rule_kind(&a.rule)?,
         max_boxes: a.max_boxes,
         initial_boxes: a.initial_boxes,
+        split_aim: a.split_aim,
     };
     let (lo, hi) = (vec![a.lo; a.dim], vec![a.hi; a.dim]);
     let chosen = Chosen::parse(&a.backend)?;

@@ -7,7 +7,7 @@
 //! checked against its children's yet): a box whose error is within its volume's share of the target is
 //! retired into the running sums; of the others, the ones of largest error are
 //! halved along their split axis: the fewest whose error covers the excess of
-//! the total over half the target, at most as many as memory allows (the bad
+//! the total over `split_aim` (default half) of the target, at most as many as memory allows (the bad
 //! boxes plus one more per split stay within `max_boxes`), and the rest stay
 //! parked. When
 //! more than 3/4 of `max_boxes` are bad, the bad boxes of smallest error are
@@ -39,10 +39,6 @@ impl Live {
         self.results.extend(results);
     }
 }
-
-/// The fraction of the target that the boxes left unsplit in a round may keep:
-/// a round splits the worst boxes until the others' error is within it.
-const SPLIT_AIM: f64 = 0.5;
 
 /// The total error once the good boxes are retired: the retired error plus the
 /// live bad boxes' (`order`).
@@ -134,11 +130,11 @@ pub(crate) fn run<B: CubatureKernels>(
             }
             break Status::MemoryCap;
         }
-        // Split the fewest worst boxes whose error covers the excess over half
-        // the target (splitting every bad box wastes evaluations on boxes whose
+        // Split the fewest worst boxes whose error covers the excess over
+        // `split_aim` of the target (splitting every bad box wastes evaluations on boxes whose
         // error would not decide convergence), as many as memory allows; the
         // other bad boxes stay parked with their results.
-        let need = err_after(&done, &all.results, &order) - SPLIT_AIM * target;
+        let need = err_after(&done, &all.results, &order) - opts.split_aim * target;
         let mut covered = 0.0;
         let wanted = order
             .iter()

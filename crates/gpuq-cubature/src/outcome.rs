@@ -82,6 +82,11 @@ pub struct Options {
     pub max_boxes: usize,
     /// Boxes of the initial l^n partition (l the largest with l^n at most this).
     pub initial_boxes: usize,
+    /// Breadth-first only: a round splits the worst bad boxes until the error
+    /// of those left unsplit is within this fraction of the target, in [0, 1);
+    /// 0 splits every bad box (fewest rounds), larger values fewer boxes per
+    /// round (fewest evaluations, more rounds). Default 0.5.
+    pub split_aim: f64,
 }
 
 impl Default for Options {
@@ -93,6 +98,7 @@ impl Default for Options {
             rule: crate::rules::RuleKind::Cuhre,
             max_boxes: 1 << 16,
             initial_boxes: 1 << 10,
+            split_aim: 0.5,
         }
     }
 }
@@ -111,12 +117,13 @@ impl Options {
             && (self.rel_tol > 0.0 || self.abs_tol > 0.0)
             && self.max_evals > 0
             && self.max_boxes >= 2
-            && self.initial_boxes >= 1;
+            && self.initial_boxes >= 1
+            && (0.0..1.0).contains(&self.split_aim);
         if ok {
             Ok(())
         } else {
             Err(gpuq_core::Error::InvalidArgument(format!(
-                "cubature options: tolerances must be >= 0 and not both 0, caps positive ({self:?})"
+                "cubature options: tolerances must be >= 0 and not both 0, caps positive, split_aim in [0, 1) ({self:?})"
             )))
         }
     }

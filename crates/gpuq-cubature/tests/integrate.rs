@@ -19,6 +19,7 @@ fn opts(rel_tol: f64, max_evals: u64) -> Options {
         rule: RuleKind::Cuhre,
         max_boxes: 2048,
         initial_boxes: 16,
+        split_aim: 0.5,
     }
 }
 
@@ -276,4 +277,26 @@ fn closures_integrate_on_the_cpu() {
             );
         }
     }
+}
+
+/// `split_aim` 0 splits every bad box each round: never more rounds than the
+/// default's fewest-boxes selection, which in turn never needs more
+/// evaluations here; both meet the tolerance; a value outside [0, 1) errors.
+#[test]
+fn split_aim_trades_rounds_for_evaluations() {
+    let f = builtin(k::F1, 4, &[], &[]).unwrap();
+    let (lo, hi) = (vec![0.0; 4], vec![1.0; 4]);
+    let cpu = CpuBackend::new();
+    let run = |aim: f64| {
+        let o = Options {
+            split_aim: aim,
+            ..opts(1e-6, 200_000_000)
+        };
+        integrate(&cpu, Method::BreadthFirst, Func::Builtin(f), &lo, &hi, &o)
+    };
+    let (wide, lean) = (run(0.0).unwrap(), run(0.5).unwrap());
+    assert!(wide.converged() && lean.converged(), "{wide:?} {lean:?}");
+    assert!(wide.rounds <= lean.rounds, "{wide:?} {lean:?}");
+    assert!(lean.evaluations <= wide.evaluations, "{wide:?} {lean:?}");
+    assert!(run(1.0).is_err() && run(-0.1).is_err() && run(f64::NAN).is_err());
 }

@@ -114,6 +114,18 @@ fn keep_freed_memory(device: cudarc::driver::sys::CUdevice) -> Result<()> {
 pub(crate) const THREADS: u32 = gpuq_kernels::BLOCK_THREADS;
 
 impl CudaBackend {
+    /// The number of CUDA devices the driver reports: 0 when the driver
+    /// library is missing; an error only when the driver fails the query. O(1).
+    pub fn device_count() -> Result<usize> {
+        // SAFETY: probing only tries to open the driver library by name.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Ok(0);
+        }
+        let count = CudaContext::device_count()
+            .map_err(|e| Error::NoCudaDevice(format!("cannot query devices: {e}")))?;
+        Ok(count.max(0) as usize)
+    }
+
     /// Opens device `ordinal`: loads the driver library, creates a context and a
     /// stream, and loads the embedded PTX (JIT-compiled by the driver for the device).
     /// Vectors come from the device's default memory pool, set to keep freed

@@ -27,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+mod amg;
 mod backend;
 mod bicgstab;
 mod bicgstabl;

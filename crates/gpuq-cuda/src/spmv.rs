@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 
 /// The device arrays of a matrix, per layout. Index arrays are `u64` (pointers)
 /// and `u32` (column indices, permutation), stored as bytes.
-enum Arrays {
+pub(crate) enum Arrays {
     Csr {
         row_ptr: CudaSlice<u8>,
         col: CudaSlice<u8>,
@@ -34,8 +34,8 @@ enum Arrays {
 
 /// A sparse matrix resident on the device, in the layout it was uploaded with.
 pub struct CudaMatrix<T> {
-    arrays: Arrays,
-    shape: (usize, usize),
+    pub(crate) arrays: Arrays,
+    pub(crate) shape: (usize, usize),
     nnz: usize,
     layout: Layout,
     _t: PhantomData<T>,

@@ -226,7 +226,7 @@ impl CudaBackend {
     /// resident at once (the driver's occupancy for this kernel times the SMs),
     /// fewer when the items need fewer.
     fn resident_blocks(&self, f: &cudarc::driver::CudaFunction, items: usize) -> Result<u32> {
-        let per_sm = self.blocks_per_sm(&f)?;
+        let per_sm = self.blocks_per_sm(f)?;
         Ok(items
             .div_ceil(THREADS as usize)
             .clamp(1, per_sm * self.info().multiprocessors) as u32)

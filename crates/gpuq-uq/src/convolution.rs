@@ -299,9 +299,14 @@ impl ConvolutionKernels for CpuBackend {
     }
 }
 
-/// cuFFT is not used yet: the CUDA backend runs the host fallback.
+/// cuFFT is not used yet: the CUDA backend runs the CPU backend's Rayon FFTs
+/// on the host (the same values, at the CPU's speed).
 #[cfg(feature = "cuda")]
-impl ConvolutionKernels for gpuq_cuda::CudaBackend {}
+impl ConvolutionKernels for gpuq_cuda::CudaBackend {
+    fn convolve(&self, k: &Kernels, load: &Ar1, seed: u64, samples: usize) -> Result<Vec<f64>> {
+        CpuBackend::new().convolve(k, load, seed, samples)
+    }
+}
 
 /// A convolution problem on the beam.
 #[derive(Clone, Debug, Serialize)]

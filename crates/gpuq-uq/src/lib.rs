@@ -57,10 +57,11 @@
 //! * Single precision for (i) and (ii); the seed's dense batched LU path for
 //!   (i) is there ([`StaticSolver::Dense`]), but one sample per thread, not a
 //!   MAGMA-style blocked batched factorisation.
-//! * cuFFT for (iii): the CUDA backend runs the host FFTs (`rustfft`), so
-//!   `convolution` on CUDA gives the CPU's numbers at the CPU's speed.
-//! * The comparison of the PSD kernel with cuBLAS `zherk`/`cherk`, and the
-//!   benchmarks against NumPy/CuPy (`docs/benchmarks.md`).
+//! * cuFFT for (iii): the CUDA backend runs the CPU backend's host FFTs
+//!   (`rustfft`, Rayon), so `convolution` on CUDA gives the CPU's numbers at
+//!   the CPU's speed.
+//! * CuPy and NumPy peers for (i), (iii) and (v) (`docs/benchmarks.md` has
+//!   the SDOF and PSD peers: CuPy, cuBLAS `zherk`).
 //! * Sobol points for the SDOF's per-step noise (1000 dimensions need direction
 //!   numbers that are not in the tree); the Smolyak grid on the device.
 //! * x0 != 0 in the convolution (the seed's formula adds x0 without propagating it).

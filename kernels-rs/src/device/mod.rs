@@ -1,5 +1,6 @@
 //! Device code: the prelude and the PTX entry points (compiled for nvptx64 only).
 
+mod amg;
 mod bicgstabl;
 mod bidomain;
 mod blas1;

@@ -21,7 +21,7 @@ use crate::scalar::{spmv_out, KScalar, C32, C64};
 /// The entries' column indices must be below `x`'s length, and every `q` a
 /// valid index of `col` and `val`.
 #[inline(always)]
-unsafe fn row_sum<T: DeviceScalar + KScalar>(
+pub(super) unsafe fn row_sum<T: DeviceScalar + KScalar>(
     start: usize,
     end: usize,
     step: usize,
@@ -74,7 +74,7 @@ unsafe fn row_sum<T: DeviceScalar + KScalar>(
 /// Sum over aligned groups of `1 << log2` lanes by shuffles; the total is valid in
 /// the first lane of each group. Every lane of the warp must call it.
 #[inline(always)]
-fn group_sum<T: DeviceScalar + KScalar>(mut s: T, log2: u32) -> T {
+pub(super) fn group_sum<T: DeviceScalar + KScalar>(mut s: T, log2: u32) -> T {
     let mut d = (1u32 << log2) >> 1;
     while d > 0 {
         s = s + s.shfl_down(d);

@@ -1,0 +1,123 @@
+//! The fused steps of an AMG cycle: one pass over a CSR or SELL matrix that
+//! writes either the residual `out = b - A x` or, given the inverse diagonal
+//! `dinv`, the damped point-Jacobi iterate `out = x + omega dinv (b - A x)`.
+//!
+//! Safety contract as for the SpMV kernels (the arrays describe a validated
+//! square matrix of `nrows` rows; `b`, `x`, `dinv` and `out` hold `nrows`
+//! values), and `out` aliases none of the inputs (a Jacobi sweep reads every
+//! old value of x, so it cannot run in place).
+
+use super::prelude::{global_id, grid_threads, ldg_u32, ldg_u64, DeviceScalar};
+use super::spmv::{group_sum, row_sum};
+use crate::scalar::{KScalar, C32, C64};
+
+/// Row `row`'s output given its product `s = A_row x`: the residual, or with
+/// `dinv` not null the Jacobi update.
+///
+/// # Safety
+/// `row` must index `b`, `x` and (when not null) `dinv`.
+#[inline(always)]
+unsafe fn sweep_out<T: DeviceScalar + KScalar>(
+    row: usize,
+    s: T,
+    omega: T,
+    b: *const T,
+    x: *const T,
+    dinv: *const T,
+) -> T {
+    let r = T::ldg(b.add(row)) - s;
+    if dinv.is_null() {
+        r
+    } else {
+        T::ldg(x.add(row)) + omega * T::ldg(dinv.add(row)) * r
+    }
+}
+
+macro_rules! amg_sweep {
+    ($t:ty, $r:ty, $csr:ident, $sell:ident) => {
+        /// CSR, `1 << lanes_log2` lanes per row (as `spmv_csr`), grid-stride
+        /// over rows: any grid of whole warps is correct. `out[row]` = the
+        /// residual, or with `dinv` not null the Jacobi iterate with damping
+        /// `omega = (ore, oim)`.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $csr(
+            nrows: usize,
+            lanes_log2: u32,
+            ore: $r,
+            oim: $r,
+            row_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            b: *const $t,
+            x: *const $t,
+            dinv: *const $t,
+            out: *mut $t,
+        ) {
+            let omega = <$t>::from_parts(ore, oim);
+            let g = global_id();
+            let sub = g & ((1usize << lanes_log2) - 1);
+            let stride = grid_threads() >> lanes_log2;
+            let mut row = g >> lanes_log2;
+            // Uniform across the warp: every lane runs the same rounds and
+            // takes part in every shuffle.
+            let mut warp_row = (g & !31) >> lanes_log2;
+            while warp_row < nrows {
+                let mut s = <$t>::zero();
+                if row < nrows {
+                    let end = ldg_u64(row_ptr.add(row + 1)) as usize;
+                    let start = ldg_u64(row_ptr.add(row)) as usize + sub;
+                    s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
+                }
+                let s = group_sum(s, lanes_log2);
+                if row < nrows && sub == 0 {
+                    *out.add(row) = sweep_out(row, s, omega, b, x, dinv);
+                }
+                row += stride;
+                warp_row += stride;
+            }
+        }
+
+        /// SELL-C-sigma, one thread per sorted row position (as `spmv_sell`);
+        /// the output as for the CSR kernel, at row `perm[p]` (or `p` when
+        /// `perm` is null).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $sell(
+            nrows: usize,
+            c: u32,
+            ore: $r,
+            oim: $r,
+            slice_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            perm: *const u32,
+            b: *const $t,
+            x: *const $t,
+            dinv: *const $t,
+            out: *mut $t,
+        ) {
+            if c == 0 {
+                return; // no such matrix: the host never uploads c = 0
+            }
+            let omega = <$t>::from_parts(ore, oim);
+            let mut p = global_id();
+            while p < nrows {
+                let (s, r) = ((p as u32 / c) as usize, (p as u32 % c) as usize);
+                let start = ldg_u64(slice_ptr.add(s)) as usize;
+                let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
+                let acc = row_sum(start + r, end, c as usize, col, val, x);
+                let row = if perm.is_null() {
+                    p
+                } else {
+                    ldg_u32(perm.add(p)) as usize
+                };
+                *out.add(row) = sweep_out(row, acc, omega, b, x, dinv);
+                p += grid_threads();
+            }
+        }
+    };
+}
+
+amg_sweep!(f32, f32, amg_sweep_csr_f32, amg_sweep_sell_f32);
+amg_sweep!(f64, f64, amg_sweep_csr_f64, amg_sweep_sell_f64);
+amg_sweep!(C32, f32, amg_sweep_csr_c32, amg_sweep_sell_c32);
+amg_sweep!(C64, f64, amg_sweep_csr_c64, amg_sweep_sell_c64);
