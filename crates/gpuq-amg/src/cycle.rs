@@ -89,9 +89,9 @@ fn diagonal_of<T: Scalar>(d: &Csr<f64>, omega: f64) -> Option<Vec<T>> {
 
 /// Mean stored entries per row above which a matrix asked for in SELL is kept
 /// in CSR: SELL gives each row one thread, CSR a group of lanes sized to the
-/// mean row, and the long rows of the restriction (one per aggregate) and of
-/// the denser coarse operators ran up to 1.3x slower in SELL on the H100
-/// (`docs/benchmarks.md`, AMG).
+/// mean row. With the restriction (a row per aggregate) and the coarse
+/// operators (34-213 entries per row) in SELL too, a V-cycle on laplace3d:200
+/// took 2.87 ms on the H100; in CSR, 2.12 ms (`docs/benchmarks.md`, AMG).
 const SELL_MAX_MEAN_ROW: usize = 16;
 
 /// The requested layout, or CSR where BSR2 cannot hold the matrix (an odd

@@ -1,6 +1,8 @@
 //! `gpuq solve` under `mpirun` (feature `mpi`): one rank per process, one GPU
 //! per rank with `--backend cuda` (the rank's local rank picks the device;
-//! ranks beyond a node's GPU count share them round robin).
+//! ranks beyond a node's GPU count share them round robin); with `--backend
+//! cpu` each rank's Rayon pool gets the node's cores divided among its ranks
+//! (or `RAYON_NUM_THREADS`).
 //!
 //! The stencil generators (laplace1d/2d/3d, convdiff2d, helmholtz3d) build
 //! each rank's rows in place, so no rank holds the whole matrix; a Matrix
@@ -51,6 +53,25 @@ fn local_rank() -> usize {
     .unwrap_or(0)
 }
 
+/// The number of ranks on this node (1 when the launcher does not say).
+fn local_size() -> usize {
+    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+        .unwrap_or(1)
+}
+
+/// The CPU backend of one rank: `RAYON_NUM_THREADS` threads when set, else
+/// the node's cores divided among its ranks (at least one each), so that
+/// ranks sharing a node do not oversubscribe its cores.
+fn cpu_for_rank() -> Result<CpuBackend> {
+    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
+        return Ok(CpuBackend::new());
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    CpuBackend::with_threads((cores / local_size().max(1)).max(1))
+}
+
 /// Runs a distributed solve as the arguments say; every rank returns the
 /// same exit code (3 when not converged).
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
@@ -96,7 +117,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     };
     match args.backend.as_str() {
         "cpu" => by_precision(
-            &Dist::new(CpuBackend::new(), comm),
+            &Dist::new(agree(&*comm, cpu_for_rank())?, comm),
             args,
             &source,
             &config,

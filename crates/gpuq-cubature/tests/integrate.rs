@@ -279,11 +279,11 @@ fn closures_integrate_on_the_cpu() {
     }
 }
 
-/// `split_aim` 0 splits every bad box each round: never more rounds than the
-/// default's fewest-boxes selection, which in turn never needs more
-/// evaluations here; both meet the tolerance; a value outside [0, 1) errors.
+/// `split_aim` 0 splits every bad box each round, the default 0.5 only the
+/// worst: on this case the first needs no more rounds; both meet the
+/// tolerance and agree within it; a value outside [0, 1) errors.
 #[test]
-fn split_aim_trades_rounds_for_evaluations() {
+fn split_aim_zero_takes_no_more_rounds() {
     let f = builtin(k::F1, 4, &[], &[]).unwrap();
     let (lo, hi) = (vec![0.0; 4], vec![1.0; 4]);
     let cpu = CpuBackend::new();
@@ -297,6 +297,7 @@ fn split_aim_trades_rounds_for_evaluations() {
     let (wide, lean) = (run(0.0).unwrap(), run(0.5).unwrap());
     assert!(wide.converged() && lean.converged(), "{wide:?} {lean:?}");
     assert!(wide.rounds <= lean.rounds, "{wide:?} {lean:?}");
-    assert!(lean.evaluations <= wide.evaluations, "{wide:?} {lean:?}");
+    let diff = (wide.estimate - lean.estimate).abs();
+    assert!(diff <= 2e-6 * lean.estimate.abs(), "{wide:?} {lean:?}");
     assert!(run(1.0).is_err() && run(-0.1).is_err() && run(f64::NAN).is_err());
 }
