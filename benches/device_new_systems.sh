@@ -8,6 +8,7 @@
 #   bash benches/device_new_systems.sh cubature  # seed 004 Table III, breadth-first with
 #                                                #   --split-aim 0 and 0.5, and two-phase
 #   bash benches/device_new_systems.sh psd       # the PSD rank-1 kernel vs CuPy and cuBLAS zherk
+#   bash benches/device_new_systems.sh uqpeers   # (iii) and (v) on both backends vs CuPy
 #   bash benches/device_new_systems.sh mpi       # gpuq solve under mpirun, 1 and 2 ranks on
 #                                                #   the GPU(s) and on CPU ranks (needs
 #                                                #   gpu-pack/gpuq-mpi.xz, see docs/benchmarks.md)
@@ -183,6 +184,20 @@ if [ "$WHAT" = psd ]; then
     row "uq psd 512 dofs 201 freqs rank-1 kernel cuda" "$(j "$LOGS/psd-cuda.json" rank1_kernel_s rank1_kernel_gbps full_bytes)"
     timeout 120 python3 benches/anchors/uq_peers.py --what psd --psd-n 512 --psd-freqs 201 >"$LOGS/psd-peers.json" 2>"$LOGS/psd-peers.err"
     row "psd peers (s)" "$(python3 -c "import json; print(json.load(open('$LOGS/psd-peers.json'))['runs'])" 2>&1 | tail -c 300)"
+fi
+
+if [ "$WHAT" = uqpeers ]; then
+    for be in cpu cuda; do
+        timeout 60 "$G" uq expectation --dim 10 --points 6 --backend $be --json >"$LOGS/exp-$be.json" 2>&1
+        row "uq expectation GH 6^10 $be" "$(j "$LOGS/exp-$be.json" time_s estimate exact)"
+        timeout 60 "$G" uq convolution --dofs 64 --steps 8192 --samples 1000 --backend $be --json >"$LOGS/conv-$be.json" 2>&1
+        row "uq convolution 8192 x 1000 $be" "$(j "$LOGS/conv-$be.json" time_s setup_s)"
+    done
+    timeout 120 python3 benches/anchors/uq_peers.py --what expectation,convolution >"$LOGS/uqp.json" 2>"$LOGS/uqp.err"
+    python3 -c "
+import json
+for r in json.load(open('$LOGS/uqp.json'))['runs']: print('peer', r)" 2>&1 | tail -5
+    tail -3 "$LOGS/uqp.err"
 fi
 
 if [ "$WHAT" = mpi ]; then

@@ -18,7 +18,13 @@
 Timing: `time.perf_counter` around device-synchronised calls, one warm-up run.
 Prints one JSON object on stdout.
 
-Usage: python3 benches/anchors/uq_peers.py [--samples N] [--psd-n N] [--psd-freqs NF] [--what sdof,sdof-fused,psd]
+* `expectation`: E[q^T q] by the tensor Gauss-Hermite rule (6^10 nodes by default), as
+  CuPy array operations and as one fused `ElementwiseKernel`.
+* `convolution`: AR(1) loads by `cupyx.scipy.signal.lfilter`, then `cupy.fft`
+  rfft / product / irfft of length 2 N_t (8192 steps, 1000 samples by default).
+
+Usage: python3 benches/anchors/uq_peers.py [--samples N] [--psd-n N] [--psd-freqs NF]
+       [--what sdof,sdof-fused,psd,expectation,convolution]
 """
 import argparse
 import json
@@ -171,12 +177,84 @@ def psd_runs(n, nf):
     return res
 
 
+def expectation_runs(dim, pts):
+    """E[q^T q] for q ~ N(0, I_dim) by the tensor Gauss-Hermite rule of pts points
+    per axis (pts^dim nodes, the flat index decoded into digits): as CuPy array
+    operations (one pass per axis) and as one fused ElementwiseKernel plus a sum."""
+    import numpy as np
+
+    x, w = np.polynomial.hermite_e.hermegauss(pts)
+    w = w / w.sum()
+    xd, wd = cp.asarray(x), cp.asarray(w)
+    total = pts**dim
+
+    def vectorised():
+        idx = cp.arange(total, dtype=cp.int64)
+        acc_w = cp.ones(total)
+        acc_f = cp.zeros(total)
+        for _ in range(dim):
+            digit = idx % pts
+            idx //= pts
+            acc_w *= wd[digit]
+            acc_f += xd[digit] ** 2
+        return float((acc_w * acc_f).sum())
+
+    kern = []
+
+    def fused():
+        if not kern:
+            kern.append(cp.ElementwiseKernel(
+                "int64 idx, raw float64 xs, raw float64 ws, int32 dim, int32 pts", "float64 out",
+                """long long k = idx; double wp = 1.0, f = 0.0;
+           for (int d = 0; d < dim; ++d) { int j = k % pts; k /= pts;
+             wp *= ws[j]; f += xs[j] * xs[j]; }
+           out = wp * f;""", "gh_tensor"))
+        out = kern[0](cp.arange(total, dtype=cp.int64), xd, wd, cp.int32(dim), cp.int32(pts))
+        return float(out.sum())
+
+    res = {}
+    for name, fn in [("cupy-gh-vectorised", vectorised), ("cupy-gh-fused", fused)]:
+        try:
+            secs, val = timed(fn)
+            res[name] = (min(secs, *(timed(fn)[0] for _ in range(2))), val)
+        except Exception as e:  # noqa: BLE001 - a peer's failure is data
+            res[name] = (repr(e), None)
+    return res
+
+
+def convolution_runs(steps, samples, phi=0.9):
+    """The FFT convolution of (iii) for `samples` AR(1) load records of `steps`
+    points with one kernel: the loads by `cupyx.scipy.signal.lfilter` from
+    normal draws, then `cupy.fft.rfft` of length 2 steps, the product with the
+    kernel's spectrum and `irfft`."""
+    from cupyx.scipy import signal
+
+    rng = cp.random.default_rng(5)
+    h = cp.exp(-0.01 * cp.arange(steps)) * cp.sin(0.3 * cp.arange(steps))
+    hs = cp.fft.rfft(h, 2 * steps)
+
+    def run():
+        e = rng.standard_normal((samples, steps))
+        f = signal.lfilter(cp.array([1.0]), cp.array([1.0, -phi]), e, axis=1)
+        y = cp.fft.irfft(cp.fft.rfft(f, 2 * steps, axis=1) * hs, 2 * steps, axis=1)[:, :steps]
+        return y
+
+    try:
+        return {"cupy-fft-convolution": min(timed(run)[0] for _ in range(3))}
+    except Exception as e:  # noqa: BLE001 - a peer's failure is data
+        return {"cupy-fft-convolution": repr(e)}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--samples", type=int, default=10_000_000)
     p.add_argument("--psd-n", type=int, default=512)
     p.add_argument("--psd-freqs", type=int, default=201)
     p.add_argument("--what", default="sdof,sdof-fused,psd")
+    p.add_argument("--gh-dim", type=int, default=10)
+    p.add_argument("--gh-points", type=int, default=6)
+    p.add_argument("--conv-steps", type=int, default=8192)
+    p.add_argument("--conv-samples", type=int, default=1000)
     a = p.parse_args()
     runs = []
     what = a.what.split(",")
@@ -193,6 +271,14 @@ def main():
         for name, secs in psd_runs(a.psd_n, a.psd_freqs).items():
             runs.append({"peer": name, "n": a.psd_n, "freqs": a.psd_freqs, "time_s": secs,
                          "bytes_floor": 16 * a.psd_n**2 * a.psd_freqs})
+    if "expectation" in what:
+        for name, (secs, val) in expectation_runs(a.gh_dim, a.gh_points).items():
+            runs.append({"peer": name, "dim": a.gh_dim, "points": a.gh_points,
+                         "time_s": secs, "estimate": val})
+    if "convolution" in what:
+        for name, secs in convolution_runs(a.conv_steps, a.conv_samples).items():
+            runs.append({"peer": name, "steps": a.conv_steps, "samples": a.conv_samples,
+                         "time_s": secs})
     print(json.dumps({"runs": runs}, indent=1))
 
 

@@ -60,8 +60,8 @@
 //! * cuFFT for (iii): the CUDA backend runs the CPU backend's host FFTs
 //!   (`rustfft`, Rayon), so `convolution` on CUDA gives the CPU's numbers at
 //!   the CPU's speed.
-//! * CuPy and NumPy peers for (i), (iii) and (v) (`docs/benchmarks.md` has
-//!   the SDOF and PSD peers: CuPy, cuBLAS `zherk`).
+//! * A CuPy peer for (i) and NumPy peers (`docs/benchmarks.md` has the CuPy
+//!   and cuBLAS peers of (ii)-(v); (iii) and the fused form of (v) beat gpuq).
 //! * Sobol points for the SDOF's per-step noise (1000 dimensions need direction
 //!   numbers that are not in the tree); the Smolyak grid on the device.
 //! * x0 != 0 in the convolution (the seed's formula adds x0 without propagating it).
