@@ -7,8 +7,12 @@
 #                                                #   cycle time vs floor, CuPy and PyAMG peers
 #   bash benches/device_new_systems.sh cubature  # seed 004 Table III, breadth-first with
 #                                                #   --split-aim 0 and 0.5, and two-phase
+#   bash benches/device_new_systems.sh amggs     # Gauss-Seidel smoothing configurations
+#                                                #   (AMG_GS), cycle vs floor, PCG, CuPy CG
+#   bash benches/device_new_systems.sh cubbest   # Table III at each case's best options of the
+#                                                #   sweep, with the rounds' evaluation time
 #   bash benches/device_new_systems.sh psd       # the PSD rank-1 kernel vs CuPy and cuBLAS zherk
-#   bash benches/device_new_systems.sh uqpeers   # (iii) and (v) on both backends vs CuPy
+#   bash benches/device_new_systems.sh uqpeers   # (i), (iii) and (v) on both backends vs CuPy
 #   bash benches/device_new_systems.sh mpi       # gpuq solve under mpirun, 1 and 2 ranks on
 #                                                #   the GPU(s) and on CPU ranks (needs
 #                                                #   gpu-pack/gpuq-mpi.xz, see docs/benchmarks.md)
@@ -19,6 +23,8 @@ bash gpu-pack/run.sh unpack || exit 1
 PACK=/tmp/gpuq-pack; G="$PACK/gpuq"
 LOGS=/tmp/gpuq-device-logs; mkdir -p "$LOGS"
 export GPUQ_BIN="$G"
+# cuFFT (the convolution of UQ procedure (iii)) is loaded at run time.
+export LD_LIBRARY_PATH="/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 TABLE=""
 row() { TABLE="$TABLE$(printf '%-46s %s' "$1" "$2")\n"; printf 'ROW %-46s %s\n' "$1" "$2"; }
 # j FILE KEY...: the values of top-level JSON keys (dotted paths allowed), space separated.
@@ -167,6 +173,45 @@ print('versions', d['versions'])
 for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v) for k,v in r.items()})" 2>&1 | head -8
 fi
 
+if [ "$WHAT" = amggs ]; then
+    # Gauss-Seidel smoothing on laplace3d:200 (AMG_GS: "smoother coarse-smoother layout" rows;
+    # a coarse smoother of "-" means the same as the finest), each cycle against its floor
+    # and PCG to 1e-8, then Jacobi PCG and CuPy CG + Jacobi in the same call
+    python3 -c "
+n = 200 ** 3
+with open('$LOGS/ones200.mtx', 'w') as f:
+    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
+    f.write('1\n' * n)"
+    IFS=';' read -ra CFGS <<<"${AMG_GS:-gs - sell;jacobi - sell}"
+    for cfg in "${CFGS[@]}"; do
+        set -- $cfg
+        co=(); [ "$2" != - ] && co=(--amg-coarse-smoother "$2")
+        tag="$1-$2-$3"
+        timeout 120 "$G" amg-info --generate laplace3d:200 --amg-smoother $1 "${co[@]}" --layout $3 --backend cuda --bench-cycles 50 --json >"$LOGS/cyc-$tag.json" 2>"$LOGS/cyc-$tag.err"
+        row "v-cycle $tag cuda" "$(j "$LOGS/cyc-$tag.json" cycle_bench.cycle_s cycle_bench.floor_s cycle_bench.ratio cycle_bench.copy_bytes_per_s)"
+        for rep in 1 2; do
+            timeout 120 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond amg \
+                --amg-smoother $1 "${co[@]}" --layout $3 --backend cuda --tol 1e-8 --json >"$LOGS/amg-$tag.json" 2>"$LOGS/amg-$tag.err"
+            row "pcg amg $tag cuda (run $rep)" "$(j "$LOGS/amg-$tag.json" iterations time_s amg_setup_s relative_residual)"
+        done
+    done
+    timeout 60 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond jacobi --layout sell --backend cuda --tol 1e-8 --json >"$LOGS/jac-cuda.json" 2>&1
+    row "pcg jacobi sell laplace3d:200 cuda" "$(j "$LOGS/jac-cuda.json" iterations time_s)"
+    timeout 120 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones --skip-pyamg laplace3d:200 >"$LOGS/cupy-cg.json" 2>"$LOGS/cupy-cg.err"
+    row "cupy cg jacobi laplace3d:200" "$(python3 -c "import json; print([(r['library'], round(r['solve_s'],4), r['iterations']) for r in json.load(open('$LOGS/cupy-cg.json'))['runs']])" 2>&1 | tail -c 200)"
+fi
+
+if [ "$WHAT" = cubbest ]; then
+    for c in "f1 7 1e-5 two-phase 65536 262144" "f2 5 1e-2 breadth-first 1024 262144" \
+             "f3 5 1e-2 breadth-first 16384 262144" "f4 6 1e-5 breadth-first 1024 262144" \
+             "f5 8 1e-7 breadth-first 16384 1048576"; do
+        set -- $c
+        out="$LOGS/best-$1.json"
+        timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $4 --initial-boxes $5 --max-boxes $6 --backend cuda --max-evals 20000000000 --json >"$out" 2>&1
+        row "integrate $1 n=$2 $3 $4 IB $5 MB $6 cuda" "$(j "$out" time_s evaluate_s error evaluations rounds converged)"
+    done
+fi
+
 if [ "$WHAT" = cubature ]; then
     for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7"; do
         set -- $c
@@ -188,15 +233,21 @@ fi
 
 if [ "$WHAT" = uqpeers ]; then
     for be in cpu cuda; do
-        timeout 60 "$G" uq expectation --dim 10 --points 6 --backend $be --json >"$LOGS/exp-$be.json" 2>&1
-        row "uq expectation GH 6^10 $be" "$(j "$LOGS/exp-$be.json" time_s estimate exact)"
-        timeout 60 "$G" uq convolution --dofs 64 --steps 8192 --samples 1000 --backend $be --json >"$LOGS/conv-$be.json" 2>&1
-        row "uq convolution 8192 x 1000 $be" "$(j "$LOGS/conv-$be.json" time_s setup_s)"
+        timeout 60 "$G" uq expectation --dim 10 --points 6 --repeat 3 --backend $be --json >"$LOGS/exp-$be.json" 2>&1
+        row "uq expectation GH 6^10 $be" "$(j "$LOGS/exp-$be.json" time_s first_s estimate exact)"
+        timeout 60 "$G" uq convolution --dofs 64 --steps 8192 --samples 1000 --repeat 3 --backend $be --json >"$LOGS/conv-$be.json" 2>&1
+        row "uq convolution 8192 x 1000 $be" "$(j "$LOGS/conv-$be.json" time_s first_s setup_s final_tip_std peak_tip_mean fft)"
+        timeout 60 "$G" uq static --dofs 128 --samples 100000 --modulus-cov 0.1 --backend $be --json >"$LOGS/static-$be.json" 2>&1
+        row "uq static 128 dofs 1e5 samples cov 0.1 $be" "$(j "$LOGS/static-$be.json" time_s mean std)"
     done
-    timeout 120 python3 benches/anchors/uq_peers.py --what expectation,convolution >"$LOGS/uqp.json" 2>"$LOGS/uqp.err"
+    timeout 60 "$G" uq convolution --dofs 64 --steps 8192 --samples 10000 --repeat 3 --backend cuda --json >"$LOGS/conv-big.json" 2>&1
+    row "uq convolution 8192 x 10000 cuda" "$(j "$LOGS/conv-big.json" time_s first_s final_tip_std)"
+    timeout 300 python3 benches/anchors/uq_peers.py --what expectation,convolution,static >"$LOGS/uqp.json" 2>"$LOGS/uqp.err"
+    timeout 120 python3 benches/anchors/uq_peers.py --what convolution --conv-samples 10000 >"$LOGS/uqp-big.json" 2>>"$LOGS/uqp.err"
     python3 -c "
 import json
-for r in json.load(open('$LOGS/uqp.json'))['runs']: print('peer', r)" 2>&1 | tail -5
+for f in ['$LOGS/uqp.json', '$LOGS/uqp-big.json']:
+    for r in json.load(open(f))['runs']: print('peer', r)" 2>&1 | tail -8
     tail -3 "$LOGS/uqp.err"
 fi
 

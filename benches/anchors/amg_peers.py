@@ -23,7 +23,7 @@ in float64 on the host.
 Prints one JSON object on stdout (`runs`: one object per library, method and system);
 progress goes to stderr.
 
-Usage: python3 benches/anchors/amg_peers.py [--rtol 1e-8] [--block B] [--rhs-ones] [--skip-rs] SYSTEM [SYSTEM ...]
+Usage: python3 benches/anchors/amg_peers.py [--rtol 1e-8] [--block B] [--rhs-ones] [--skip-rs] [--skip-pyamg] SYSTEM [SYSTEM ...]
 """
 import argparse
 import json
@@ -138,6 +138,7 @@ def main():
     p.add_argument("--block", type=int, default=1)
     p.add_argument("--no-gpu", action="store_true")
     p.add_argument("--skip-rs", action="store_true")
+    p.add_argument("--skip-pyamg", action="store_true", help="CuPy only")
     p.add_argument("--rhs-ones", action="store_true",
                    help="b = ones for generated systems (A * ones is solved exactly by one SA cycle)")
     p.add_argument("systems", nargs="+")
@@ -147,7 +148,7 @@ def main():
         log(f"amg_peers: {spec}")
         a, b = load(spec, args.rhs_ones)
         base = {"system": spec, "n": a.shape[0], "nnz": int(a.nnz)}
-        methods = ["pyamg-sa"] + ([] if args.skip_rs else ["pyamg-rs"])
+        methods = [] if args.skip_pyamg else ["pyamg-sa"] + ([] if args.skip_rs else ["pyamg-rs"])
         for name in methods:
             try:
                 runs.append({**base, "library": name, **pyamg_run(name, a, b, args.rtol, args.block)})

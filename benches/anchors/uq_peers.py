@@ -21,10 +21,18 @@ Prints one JSON object on stdout.
 * `expectation`: E[q^T q] by the tensor Gauss-Hermite rule (6^10 nodes by default), as
   CuPy array operations and as one fused `ElementwiseKernel`.
 * `convolution`: AR(1) loads by `cupyx.scipy.signal.lfilter`, then `cupy.fft`
-  rfft / product / irfft of length 2 N_t (8192 steps, 1000 samples by default).
+  rfft / product / irfft of length 2 N_t (8192 steps, 1000 samples by default),
+  then what gpuq reports: mean and standard deviation over the samples at every
+  step and each sample's peak |y|.
+* `static`: the cantilever of (i) (128 DOFs, 64 Hermite elements, E = I = L = 1)
+  with independent lognormal element moduli (cov 0.1) and a normal tip load
+  (mean 1, std 0.1), 10^5 samples, mean and std of the tip deflection: (a) the
+  banded Cholesky vectorised over the samples (one CuPy array operation per
+  band entry and row, band stored row by row with the samples contiguous) and
+  (b) the seed's dense path, `cupy.linalg.solve` on batches of 10^4 dense K.
 
 Usage: python3 benches/anchors/uq_peers.py [--samples N] [--psd-n N] [--psd-freqs NF]
-       [--what sdof,sdof-fused,psd,expectation,convolution]
+       [--what sdof,sdof-fused,psd,expectation,convolution,static]
 """
 import argparse
 import json
@@ -237,12 +245,99 @@ def convolution_runs(steps, samples, phi=0.9):
         e = rng.standard_normal((samples, steps))
         f = signal.lfilter(cp.array([1.0]), cp.array([1.0, -phi]), e, axis=1)
         y = cp.fft.irfft(cp.fft.rfft(f, 2 * steps, axis=1) * hs, 2 * steps, axis=1)[:, :steps]
-        return y
+        return y.mean(axis=0), y.std(axis=0, ddof=1), cp.abs(y).max(axis=1)
 
     try:
         return {"cupy-fft-convolution": min(timed(run)[0] for _ in range(3))}
     except Exception as e:  # noqa: BLE001 - a peer's failure is data
         return {"cupy-fft-convolution": repr(e)}
+
+
+def static_runs(samples, dofs=128, cov=0.1, load_mean=1.0, load_std=0.1, dense_batch=10_000):
+    """Random static response of the cantilever (procedure (i)), see the module notes."""
+    import math
+
+    ne = dofs // 2
+    n = dofs
+    h = 1.0 / ne
+    s2 = math.log(1.0 + cov * cov)
+    mu, sig = -0.5 * s2, math.sqrt(s2)
+    a = 1.0 / h**3
+    # Element stiffness of E I = 1 (scaled per element by its modulus).
+    ke = [[a * v for v in row] for row in [[12.0, 6 * h, -12.0, 6 * h],
+                                           [6 * h, 4 * h * h, -6 * h, 2 * h * h],
+                                           [-12.0, -6 * h, 12.0, -6 * h],
+                                           [6 * h, 2 * h * h, -6 * h, 4 * h * h]]]
+    rng = cp.random.default_rng(3)
+
+    def band(E, count):
+        # B[i, d] = K[i, i - d] of every sample (the fixed end's two DOFs removed).
+        B = cp.zeros((n, 4, count))
+        for ai in range(4):
+            for bi in range(ai + 1):
+                d = ai - bi
+                e0 = 1 if bi < 2 else 0  # first element whose both DOFs are free
+                rows = slice(2 * e0 + ai - 2, 2 * ne + ai - 2, 2)
+                B[rows, d, :] += ke[ai][bi] * E[e0:, :]
+        return B
+
+    def banded():
+        E = cp.exp(mu + sig * rng.standard_normal((ne, samples)))
+        P = load_mean + load_std * rng.standard_normal(samples)
+        B = band(E, samples)
+        for j in range(n):
+            for k in range(max(0, j - 3), j):
+                B[j, 0] -= B[j, j - k] ** 2
+            B[j, 0] = cp.sqrt(B[j, 0])
+            for i in range(j + 1, min(n, j + 4)):
+                v = B[i, i - j]
+                for k in range(max(0, i - 3), j):
+                    v = v - B[i, i - k] * B[j, j - k]
+                B[i, i - j] = v / B[j, 0]
+        y = cp.zeros((n, samples))
+        y[n - 2] = P
+        for i in range(n):
+            v = y[i]
+            for k in range(max(0, i - 3), i):
+                v = v - B[i, i - k] * y[k]
+            y[i] = v / B[i, 0]
+        for i in range(n - 1, -1, -1):
+            v = y[i]
+            for k in range(i + 1, min(n, i + 4)):
+                v = v - B[k, k - i] * y[k]
+            y[i] = v / B[i, 0]
+        tip = y[n - 2]
+        return float(tip.mean()), float(tip.std(ddof=1))
+
+    def dense():
+        tips = []
+        done = 0
+        while done < samples:
+            c = min(dense_batch, samples - done)
+            E = cp.exp(mu + sig * rng.standard_normal((ne, c)))
+            P = load_mean + load_std * rng.standard_normal(c)
+            B = band(E, c)
+            K = cp.zeros((c, n, n))
+            idx = cp.arange(n)
+            for d in range(4):
+                i = idx[d:]
+                K[:, i, i - d] = B[d:, d, :].T
+                K[:, i - d, i] = B[d:, d, :].T
+            f = cp.zeros((c, n))
+            f[:, n - 2] = P
+            tips.append(cp.linalg.solve(K, f[..., None])[:, n - 2, 0])
+            done += c
+        tip = cp.concatenate(tips)
+        return float(tip.mean()), float(tip.std(ddof=1))
+
+    res = {}
+    for name, fn in [("cupy-static-banded-vectorised", banded), ("cupy-static-dense-batched", dense)]:
+        try:
+            secs, val = timed(fn)
+            res[name] = (min(secs, timed(fn)[0]), val)
+        except Exception as e:  # noqa: BLE001 - a peer's failure is data
+            res[name] = (repr(e), None)
+    return res
 
 
 def main():
@@ -255,6 +350,7 @@ def main():
     p.add_argument("--gh-points", type=int, default=6)
     p.add_argument("--conv-steps", type=int, default=8192)
     p.add_argument("--conv-samples", type=int, default=1000)
+    p.add_argument("--static-samples", type=int, default=100_000)
     a = p.parse_args()
     runs = []
     what = a.what.split(",")
@@ -279,6 +375,10 @@ def main():
         for name, secs in convolution_runs(a.conv_steps, a.conv_samples).items():
             runs.append({"peer": name, "steps": a.conv_steps, "samples": a.conv_samples,
                          "time_s": secs})
+    if "static" in what:
+        for name, (secs, val) in static_runs(a.static_samples).items():
+            runs.append({"peer": name, "samples": a.static_samples, "time_s": secs,
+                         "tip_mean_std": val})
     print(json.dumps({"runs": runs}, indent=1))
 
 

@@ -3,6 +3,7 @@
 //! is then SpMVs, BLAS-1 operations and the [`AmgKernels`] steps on resident
 //! vectors, with no transfer and no host round trip.
 
+use crate::coloring::symmetric_order;
 use crate::hierarchy::Hierarchy;
 use crate::kernels::AmgKernels;
 use crate::options::{CycleKind, CycleOptions, Smoother};
@@ -12,6 +13,7 @@ use std::sync::Mutex;
 
 /// One level's resident data (every level but the coarsest).
 struct DeviceLevel<B: AmgKernels, T: Scalar> {
+    smoother: Smoother,
     a: B::Matrix<T>,
     p: B::Matrix<T>,
     r: B::Matrix<T>,
@@ -25,6 +27,8 @@ struct DeviceLevel<B: AmgKernels, T: Scalar> {
     /// lambda_max = 1.1 rho(D^-1 A).
     theta: f64,
     delta: f64,
+    /// Gauss-Seidel: each colour's (scaled, select, scatter) matrices.
+    colors: Vec<[B::Matrix<T>; 3]>,
 }
 
 /// The work vectors of one smoothed level, allocated once.
@@ -33,6 +37,8 @@ struct LevelWork<B: Backend, T: Scalar> {
     scratch: B::Vector<T>,
     /// Chebyshev's direction (Chebyshev only).
     dir: Option<B::Vector<T>>,
+    /// Gauss-Seidel: one colour-length vector per colour.
+    color_t: Vec<B::Vector<T>>,
     /// The next coarser level's right-hand side and iterate.
     bc: B::Vector<T>,
     xc: B::Vector<T>,
@@ -60,7 +66,6 @@ pub struct Amg<B: AmgKernels, T: Scalar> {
     coarse: B::Matrix<T>,
     n: usize,
     sweeps: usize,
-    smoother: Smoother,
     symmetric: bool,
     work: Mutex<Vec<LevelWork<B, T>>>,
 }
@@ -122,7 +127,6 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         let o = h.options();
         let all = h.levels();
         let missing = || Error::InvalidArgument("AMG level without its operators".into());
-        let chebyshev = matches!(o.smoother, Smoother::Chebyshev { .. });
         let mut levels = Vec::new();
         for l in &all[..all.len() - 1] {
             let (p, r, s) = (
@@ -132,7 +136,9 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             );
             let upper = 1.1 * s.rho;
             let lower = upper / 30.0;
+            let chebyshev = matches!(s.kind, Smoother::Chebyshev { .. });
             levels.push(DeviceLevel {
+                smoother: s.kind,
                 a: up(&l.a, true)?,
                 p: up(p, true)?,
                 r: up(r, true)?,
@@ -145,6 +151,17 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 omega: T::from_f64(s.omega),
                 theta: 0.5 * (upper + lower),
                 delta: 0.5 * (upper - lower),
+                colors: s
+                    .colors
+                    .iter()
+                    .map(|c| {
+                        // The selections in CSR: a fused sweep reads the row
+                        // index and inverse diagonal from the selection's arrays.
+                        let csr =
+                            |m: &Csr<f64>| backend.upload_matrix(&convert::<T>(m)?, Layout::Csr);
+                        Ok([up(&c.scaled, true)?, csr(&c.select)?, csr(&c.scatter)?])
+                    })
+                    .collect::<Result<_>>()?,
             });
         }
         let coarse = backend.upload_matrix(&convert::<T>(h.coarse_solve())?, Layout::Csr)?;
@@ -152,6 +169,13 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         let mut work = Vec::new();
         for (k, pair) in all.windows(2).enumerate() {
             let (n, nc) = (pair[0].a.nrows(), pair[1].a.nrows());
+            let s = pair[0].smoother.as_ref().ok_or_else(missing)?;
+            let color_t = s
+                .colors
+                .iter()
+                .map(|c| backend.zeros(c.scaled.nrows()))
+                .collect::<Result<_>>()?;
+            let chebyshev = matches!(s.kind, Smoother::Chebyshev { .. });
             let second = if w_cycle && k + 2 < all.len() {
                 Some((backend.zeros(nc)?, backend.zeros(nc)?))
             } else {
@@ -164,6 +188,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 } else {
                     None
                 },
+                color_t,
                 bc: backend.zeros(nc)?,
                 xc: backend.zeros(nc)?,
                 second,
@@ -175,7 +200,6 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             coarse,
             n: all[0].a.nrows(),
             sweeps: o.sweeps,
-            smoother: o.smoother,
             symmetric: h.is_symmetric(),
             work: Mutex::new(work),
         })
@@ -192,12 +216,23 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         lev: &DeviceLevel<B, T>,
         b: &B::Vector<T>,
         x: &mut B::Vector<T>,
-        scratch: &mut B::Vector<T>,
-        dir: Option<&mut B::Vector<T>>,
+        w: &mut LevelWork<B, T>,
         zero: bool,
     ) -> Result<()> {
         let be = &self.backend;
-        match (self.smoother, dir) {
+        let scratch = &mut w.scratch;
+        if lev.smoother == Smoother::GaussSeidel {
+            let mut first = zero;
+            for _ in 0..self.sweeps {
+                for c in symmetric_order(lev.colors.len()) {
+                    let [scaled, select, scatter] = &lev.colors[c];
+                    be.amg_gs_color(scaled, select, scatter, b, x, &mut w.color_t[c], first)?;
+                    first = false;
+                }
+            }
+            return Ok(());
+        }
+        match (lev.smoother, w.dir.as_mut()) {
             (Smoother::Chebyshev { degree }, Some(d)) => {
                 for s in 0..self.sweeps {
                     self.chebyshev(lev, degree, b, x, scratch, d, zero && s == 0)?;
@@ -289,7 +324,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             return be.spmv(T::one(), &self.coarse, b, T::zero(), x);
         };
         let lev = &self.levels[l];
-        self.smooth(lev, b, x, &mut w.scratch, w.dir.as_mut(), true)?;
+        self.smooth(lev, b, x, w, true)?;
         be.amg_residual_restrict(&lev.a, &lev.r, b, x, &mut w.scratch, &mut w.bc)?;
         self.cycle(l + 1, &w.bc, &mut w.xc, rest)?;
         if let Some((rc, ec)) = w.second.as_mut() {
@@ -298,7 +333,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             be.axpy(T::one(), ec, &mut w.xc)?;
         }
         be.spmv(T::one(), &lev.p, &w.xc, T::one(), x)?;
-        self.smooth(lev, b, x, &mut w.scratch, w.dir.as_mut(), false)
+        self.smooth(lev, b, x, w, false)
     }
 }
 

@@ -4,6 +4,7 @@
 //! measured copy rate gives the time a bandwidth-bound cycle cannot beat, the
 //! yardstick of `gpuq amg-info --bench-cycles`.
 
+use crate::coloring::symmetric_order;
 use crate::hierarchy::Hierarchy;
 use crate::options::{CycleKind, Smoother};
 use gpuq_sparse::Csr;
@@ -20,6 +21,10 @@ fn matrix_bytes(a: &Csr<f64>, scalar: f64) -> f64 {
 ///
 /// * a Jacobi-type sweep: A once, x, b and the diagonal read, x written
 ///   (the first, from zero, reads only b and the diagonal);
+/// * Gauss-Seidel per application: the colours' updates in symmetric order,
+///   each reading the colour's scaled rows and, per row, the selection's
+///   index and value, b and x, and writing x (the first from zero instead
+///   zeroes x and reads no matrix);
 /// * Chebyshev of degree d per application: the residual (or, from zero,
 ///   a copy of b), a diagonal product and the iterate update, then d - 1
 ///   steps of a product with A, a diagonal product and an update (ten
@@ -49,13 +54,26 @@ pub fn cycle_floor_bytes(h: &Hierarchy, scalar_bytes: usize) -> f64 {
             l.p.as_ref().map_or(0.0, |m| matrix_bytes(m, s)),
         );
         let nu = o.sweeps as f64;
-        let smoothing = match o.smoother {
+        let smoothing = match o.smoother_of(k) {
             Smoother::Chebyshev { degree } => {
                 // an application from zero starts with 7 vector passes, one
                 // from x with the residual and 6; then degree - 1 steps
                 let steps = (degree as f64 - 1.0) * (a + 10.0 * n * s);
                 let (from_zero, from_x) = (7.0 * n * s + steps, a + 9.0 * n * s + steps);
                 from_zero + (2.0 * nu - 1.0) * from_x
+            }
+            Smoother::GaussSeidel => {
+                let colors = l.smoother.as_ref().map_or(&[][..], |d| &d.colors[..]);
+                let update = |c: usize| {
+                    let sc = &colors[c].scaled;
+                    matrix_bytes(sc, s) + sc.nrows() as f64 * (4.0 + 4.0 * s)
+                };
+                let step: f64 = symmetric_order(colors.len()).map(update).sum();
+                2.0 * nu * step
+                    - colors.first().map_or(0.0, |c| {
+                        // from zero: no matrix and no read of x, but x zeroed
+                        matrix_bytes(&c.scaled, s) + c.scaled.nrows() as f64 * s - n * s
+                    })
             }
             _ => (3.0 * n * s + (nu - 1.0) * (a + 4.0 * n * s)) + nu * (a + 4.0 * n * s),
         };

@@ -4,6 +4,7 @@
 use crate::aggregate::{mis2_aggregates, seed_selection};
 use crate::blockdiag::BlockDiagonal;
 use crate::coarse::dense_inverse;
+use crate::coloring::{color_sweeps, greedy, ColorSweep};
 use crate::galerkin::{fix_empty_rows, galerkin};
 use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
 use crate::prolong::{seed_prolongator, smooth, tentative};
@@ -17,6 +18,8 @@ use std::time::Instant;
 /// What a level's smoother needs, computed on the host.
 #[derive(Clone, Debug)]
 pub struct SmootherData {
+    /// The level's smoother.
+    pub kind: Smoother,
     /// The inverse block diagonal (of D, or of the l1 matrix for l1-Jacobi) as a
     /// block-diagonal CSR matrix.
     pub dinv: Csr<f64>,
@@ -24,6 +27,9 @@ pub struct SmootherData {
     pub omega: f64,
     /// The estimate of rho(D^-1 A) (largest Lanczos Ritz value).
     pub rho: f64,
+    /// Gauss-Seidel only: the colour sweeps, in colour order (empty for the
+    /// other smoothers).
+    pub colors: Vec<ColorSweep>,
 }
 
 /// One level of the hierarchy.
@@ -73,6 +79,10 @@ pub struct LevelInfo {
     pub nnz: usize,
     /// Unknowns per node.
     pub block: usize,
+    /// Gauss-Seidel: the colours of the level's smoother (0 otherwise, and
+    /// on the coarsest level).
+    #[serde(default)]
+    pub colors: usize,
 }
 
 /// The hierarchy in a report: sizes, complexities and timings.
@@ -80,8 +90,12 @@ pub struct LevelInfo {
 pub struct HierarchyInfo {
     /// `sa` or `seed`.
     pub coarsening: String,
-    /// The smoother's name.
+    /// The finest level's smoother (of every level but the coarsest when
+    /// `coarse_smoother` is the same).
     pub smoother: String,
+    /// The smoother of the levels below the finest.
+    #[serde(default)]
+    pub coarse_smoother: String,
     /// Smoothing applications before and after the coarse correction.
     pub sweeps: usize,
     /// `v` or `w`.
@@ -187,7 +201,8 @@ impl Hierarchy {
             if last {
                 break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
             }
-            let smoother = time(&mut t.smoother_s, || smoother_data(&cur, bs, options))?;
+            let kind = options.smoother_of(levels.len());
+            let smoother = time(&mut t.smoother_s, || smoother_data(&cur, bs, kind, options))?;
             let mut attempt = None;
             for eps in [options.strength, 0.0] {
                 let built = coarsen(&cur, bs, &nns, eps, smoother.rho, options, &mut t)?;
@@ -296,12 +311,14 @@ impl Hierarchy {
                 rows: l.a.nrows(),
                 nnz: l.a.nnz(),
                 block: l.block,
+                colors: l.smoother.as_ref().map_or(0, |s| s.colors.len()),
             })
             .collect();
         let (r0, z0) = (levels[0].rows as f64, levels[0].nnz.max(1) as f64);
         HierarchyInfo {
             coarsening: self.options.coarsening.name().into(),
             smoother: self.options.smoother.name(),
+            coarse_smoother: self.options.smoother_of(1).name(),
             sweeps: self.options.sweeps,
             cycle: self.options.cycle.name().into(),
             strength: self.options.strength,
@@ -417,7 +434,7 @@ fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
 }
 
 /// The smoother's data of a level: inverse block diagonal, rho(D^-1 A), omega.
-fn smoother_data(a: &Csr<f64>, bs: usize, o: &AmgOptions) -> Result<SmootherData> {
+fn smoother_data(a: &Csr<f64>, bs: usize, kind: Smoother, o: &AmgOptions) -> Result<SmootherData> {
     let d = BlockDiagonal::of(a, bs, false);
     let dinv = d.inverse()?;
     let rho = rho_dinv_a(a, &d, &dinv, o.lanczos_steps)?;
@@ -426,14 +443,20 @@ fn smoother_data(a: &Csr<f64>, bs: usize, o: &AmgOptions) -> Result<SmootherData
             "rho(D^-1 A) estimated as {rho}: is A positive definite?"
         )));
     }
-    let (dinv, omega) = match o.smoother {
-        Smoother::L1Jacobi => (BlockDiagonal::of(a, bs, true).inverse()?, 1.0),
-        _ => (dinv, 4.0 / (3.0 * rho)),
+    let (dinv, omega, colors) = match kind {
+        Smoother::L1Jacobi => (BlockDiagonal::of(a, bs, true).inverse()?, 1.0, Vec::new()),
+        Smoother::GaussSeidel => {
+            let colors = color_sweeps(a, bs, &dinv, &greedy(a, bs))?;
+            (dinv, 1.0, colors)
+        }
+        _ => (dinv, 4.0 / (3.0 * rho), Vec::new()),
     };
     Ok(SmootherData {
+        kind,
         dinv: dinv.to_csr()?,
         omega,
         rho,
+        colors,
     })
 }
 

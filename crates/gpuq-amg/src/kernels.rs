@@ -48,6 +48,27 @@ pub trait AmgKernels: SparseBackend {
         default_jacobi(self, a, dinv, omega, b, x, scratch)
     }
 
+    /// One colour's Gauss-Seidel update ([`crate::coloring::ColorSweep`]):
+    /// t = select b - scaled x, then x += scatter t, i.e. the colour's nodes
+    /// x_u += D_u^-1 (b_u - A_u x). With `zero`, x is taken as zero on entry
+    /// and overwritten (the colour's rows get D^-1 b, the others 0). `t`
+    /// holds the colour's n_c values. Default: three SpMVs (two from zero);
+    /// fused: one pass over `scaled` that updates x in place (the colour's
+    /// rows read only other colours' entries of x and their own).
+    #[allow(clippy::too_many_arguments)]
+    fn amg_gs_color<T: Scalar>(
+        &self,
+        scaled: &Self::Matrix<T>,
+        select: &Self::Matrix<T>,
+        scatter: &Self::Matrix<T>,
+        b: &Self::Vector<T>,
+        x: &mut Self::Vector<T>,
+        t: &mut Self::Vector<T>,
+        zero: bool,
+    ) -> Result<()> {
+        default_gs_color(self, scaled, select, scatter, b, x, t, zero)
+    }
+
     /// The residual restricted: scratch = b - A x, then bc = R scratch.
     /// Default: [`AmgKernels::amg_residual`] and one SpMV.
     fn amg_residual_restrict<T: Scalar>(
@@ -88,6 +109,26 @@ fn default_jacobi<B: SparseBackend, T: Scalar>(
 ) -> Result<()> {
     default_residual(be, a, b, x, scratch)?;
     be.spmv(omega, dinv, scratch, T::one(), x)
+}
+
+/// The default colour update: three SpMVs (two from zero).
+#[allow(clippy::too_many_arguments)]
+fn default_gs_color<B: SparseBackend, T: Scalar>(
+    be: &B,
+    scaled: &B::Matrix<T>,
+    select: &B::Matrix<T>,
+    scatter: &B::Matrix<T>,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    t: &mut B::Vector<T>,
+    zero: bool,
+) -> Result<()> {
+    be.spmv(T::one(), select, b, T::zero(), t)?;
+    if zero {
+        return be.spmv(T::one(), scatter, t, T::zero(), x);
+    }
+    be.spmv(-T::one(), scaled, x, T::one(), t)?;
+    be.spmv(T::one(), scatter, t, T::one(), x)
 }
 
 /// Row access to the CPU matrix layouts the fused kernels handle.
@@ -249,7 +290,7 @@ impl<T: Scalar> Rows<'_, T> {
 
 #[cfg(feature = "cuda")]
 mod cuda {
-    use super::{default_jacobi, default_residual, AmgKernels};
+    use super::{default_gs_color, default_jacobi, default_residual, AmgKernels};
     use gpuq_core::{Backend, Result, Scalar};
     use gpuq_cuda::{CudaBackend, CudaMatrix, CudaVector};
 
@@ -291,6 +332,26 @@ mod cuda {
                 }
             }
             default_jacobi(self, a, dinv, omega, b, x, scratch)
+        }
+
+        /// One fused in-place pass over `scaled` where `select` has one
+        /// entry per row (block 1) and `scaled` is CSR or SELL (from zero:
+        /// x zeroed, then the pass without reading `scaled`). Blocks of 2
+        /// and BSR2 take the default.
+        fn amg_gs_color<T: Scalar>(
+            &self,
+            scaled: &CudaMatrix<T>,
+            select: &CudaMatrix<T>,
+            scatter: &CudaMatrix<T>,
+            b: &CudaVector<T>,
+            x: &mut CudaVector<T>,
+            t: &mut CudaVector<T>,
+            zero: bool,
+        ) -> Result<()> {
+            if self.amg_gs_color(scaled, select, b, x, zero)? {
+                return Ok(());
+            }
+            default_gs_color(self, scaled, select, scatter, b, x, t, zero)
         }
     }
 }

@@ -121,6 +121,7 @@
 pub mod aggregate;
 pub mod blockdiag;
 pub mod coarse;
+pub mod coloring;
 mod cycle;
 pub mod floor;
 pub mod galerkin;

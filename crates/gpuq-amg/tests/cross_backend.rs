@@ -54,6 +54,7 @@ fn cycle_agrees_with_cpu() {
             Smoother::Jacobi,
             Smoother::L1Jacobi,
             Smoother::Chebyshev { degree: 3 },
+            Smoother::GaussSeidel,
         ] {
             for coarsening in [Coarsening::SmoothedAggregation, Coarsening::Seed] {
                 let o = AmgOptions {

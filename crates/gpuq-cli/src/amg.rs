@@ -33,9 +33,13 @@ pub struct AmgArgs {
     /// AMG strength threshold eps of e_kl^2 >= eps e_kk e_ll (block norms).
     #[arg(long = "amg-strength", default_value_t = 0.001)]
     pub strength: f64,
-    /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4).
+    /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4),
+    /// gs (multicolour symmetric block Gauss-Seidel).
     #[arg(long = "amg-smoother", default_value = "jacobi")]
     pub smoother: String,
+    /// AMG smoother of the levels below the finest (the same choices; default: --amg-smoother).
+    #[arg(long = "amg-coarse-smoother")]
+    pub coarse_smoother: Option<String>,
     /// AMG smoothing applications before and after the coarse correction.
     #[arg(long = "amg-sweeps", default_value_t = 1)]
     pub sweeps: usize,
@@ -64,6 +68,11 @@ impl AmgArgs {
             block: self.block,
             strength: self.strength,
             smoother: Smoother::parse(&self.smoother)?,
+            coarse_smoother: self
+                .coarse_smoother
+                .as_deref()
+                .map(Smoother::parse)
+                .transpose()?,
             sweeps: self.sweeps,
             coarse_size: self.coarse,
             cycle: CycleKind::parse(&self.cycle)?,
@@ -253,17 +262,24 @@ fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
 /// The hierarchy as a table, then the complexities and setup times.
 fn print_hierarchy(info: &HierarchyInfo) {
     println!(
-        "AMG {} ({}-cycle, smoother {}, {} sweep(s), strength {}), coarsest solve {}",
-        info.coarsening, info.cycle, info.smoother, info.sweeps, info.strength, info.coarse_solver
+        "AMG {} ({}-cycle, smoother {} (coarse levels {}), {} sweep(s), strength {}), coarsest solve {}",
+        info.coarsening,
+        info.cycle,
+        info.smoother,
+        info.coarse_smoother,
+        info.sweeps,
+        info.strength,
+        info.coarse_solver
     );
-    println!("level        rows         nnz  block  nnz/row");
+    println!("level        rows         nnz  block  nnz/row  colours");
     for (l, lev) in info.levels.iter().enumerate() {
         println!(
-            "{l:>5} {:>11} {:>11} {:>6} {:>8.1}",
+            "{l:>5} {:>11} {:>11} {:>6} {:>8.1} {:>8}",
             lev.rows,
             lev.nnz,
             lev.block,
-            lev.nnz as f64 / lev.rows.max(1) as f64
+            lev.nnz as f64 / lev.rows.max(1) as f64,
+            lev.colors
         );
     }
     println!(

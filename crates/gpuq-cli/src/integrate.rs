@@ -127,6 +127,7 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             "converged": o.converged(),
             "status": o.status.describe(),
             "phase1_s": o.timings.phase1_s,
+            "evaluate_s": o.timings.evaluate_s,
             "phase2_s": o.timings.phase2_s,
             "time_s": time_s,
             "setup_s": setup_s,

@@ -137,10 +137,15 @@ fn psd_convolution_and_expectation_run() {
             "128",
             "--samples",
             "4",
+            "--repeat",
+            "2",
             "--backend",
             b,
         ]);
         assert!(num(&r, "final_tip_std") > 0.0);
+        assert!(num(&r, "peak_tip_max") >= num(&r, "peak_tip_mean"));
+        assert!(num(&r, "peak_tip_mean") > 0.0);
+        assert!(num(&r, "time_s") <= num(&r, "first_s"));
         let r = report(&["expectation", "--dim", "5", "--points", "3", "--backend", b]);
         assert!((num(&r, "estimate") - 5.0).abs() < 1e-12);
     }

@@ -23,6 +23,7 @@ use crate::region::{check_box, initial_partition};
 use crate::rules::build;
 use gpuq_core::Result;
 use gpuq_kernels::cubature::rule::{adjust_children, BoxResult};
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// Boxes with their results.
@@ -69,6 +70,7 @@ pub(crate) fn run<B: CubatureKernels>(
     };
     let mut done = Retired::default();
     let (mut evals, mut rounds) = (0u64, 0u64);
+    let mut evaluate_s = 0.0;
     let status = loop {
         let cost = fresh.len() as u64 * pts;
         if evals + cost > opts.max_evals {
@@ -76,7 +78,9 @@ pub(crate) fn run<B: CubatureKernels>(
             add_all(&mut done, &parked.results);
             break Status::EvaluationCap;
         }
+        let t = Instant::now();
         let mut res = backend.cub_evaluate(&rule, f, &fresh)?;
+        evaluate_s += t.elapsed().as_secs_f64();
         evals += cost;
         rounds += 1;
         for (g, p) in parents.iter().enumerate() {
@@ -98,7 +102,8 @@ pub(crate) fn run<B: CubatureKernels>(
         let mut bad = backend.cub_classify(&all.boxes, &all.results, share, rounds == 1)?;
         // Bad boxes by decreasing error (ties to the lower index).
         let mut order: Vec<usize> = (0..m).filter(|&b| bad[b]).collect();
-        order.sort_by(|&a, &b| {
+        // A total order (ties by index): the parallel sort gives one answer.
+        order.par_sort_unstable_by(|&a, &b| {
             all.results[b]
                 .error
                 .total_cmp(&all.results[a].error)
@@ -182,6 +187,7 @@ pub(crate) fn run<B: CubatureKernels>(
             phase1_s: total_s,
             phase2_s: 0.0,
             total_s,
+            evaluate_s,
         },
     })
 }

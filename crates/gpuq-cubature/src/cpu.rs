@@ -6,7 +6,7 @@ use crate::kernels::{with_integrand, Boxes, CubatureKernels, LOCAL_HEAP};
 use gpuq_core::Result;
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::cubature::rule::{self, BoxResult, LocalOutcome, Rule};
-use gpuq_kernels::cubature::tensor::{tensor_chunk, TENSOR_CHUNK};
+use gpuq_kernels::cubature::tensor::{tensor_group, TENSOR_CHUNK, TENSOR_GROUP};
 use rayon::prelude::*;
 
 impl CubatureKernels for CpuBackend {
@@ -36,6 +36,17 @@ impl CubatureKernels for CpuBackend {
                 .map(|b| all_bad || results[b].error > share * boxes.volume_of(b))
                 .collect()
         }))
+    }
+
+    fn cub_split(
+        &self,
+        boxes: &Boxes,
+        results: &[BoxResult],
+        keep: &[bool],
+        parts: u32,
+    ) -> Result<Boxes> {
+        gpuq_core::check_same_len("cubature split", boxes.len(), keep.len())?;
+        Ok(self.run("cub_split", || parallel_split(boxes, results, keep, parts)))
     }
 
     fn cub_local(
@@ -77,15 +88,49 @@ impl CubatureKernels for CpuBackend {
         self.record("cub_tensor", total);
         Ok(self.run("cub_tensor", || {
             with_integrand!(f, g, {
-                (0..chunks)
+                (0..chunks.div_ceil(TENSOR_GROUP))
                     .into_par_iter()
-                    .map(|c| {
-                        let first = c * TENSOR_CHUNK;
-                        let end = (first + TENSOR_CHUNK).min(total);
-                        tensor_chunk(g, dim, nodes, weights, first, end)
-                    })
+                    .map(|q| tensor_group(g, dim, nodes, weights, total, q))
                     .collect()
             })
         }))
     }
+}
+
+/// [`CubatureKernels::cub_split`] with Rayon over the kept boxes (the same
+/// output as the default body: kept boxes in order, children contiguous).
+pub(crate) fn parallel_split(
+    boxes: &Boxes,
+    results: &[BoxResult],
+    keep: &[bool],
+    parts: u32,
+) -> Boxes {
+    let n = boxes.dim;
+    let per = parts as usize;
+    let kept: Vec<usize> = (0..boxes.len()).filter(|&b| keep[b]).collect();
+    let mut out = Boxes {
+        dim: n,
+        center: vec![0.0; kept.len() * per * n],
+        half: vec![0.0; kept.len() * per * n],
+    };
+    let width = (per * n).max(1);
+    out.center
+        .par_chunks_mut(width)
+        .zip(out.half.par_chunks_mut(width))
+        .zip(kept.par_iter())
+        .for_each(|((c, h), &b)| {
+            for k in 0..per {
+                let o = k * n;
+                rule::child(
+                    boxes.center_of(b),
+                    boxes.half_of(b),
+                    results[b].axis as usize,
+                    parts,
+                    k as u32,
+                    &mut c[o..o + n],
+                    &mut h[o..o + n],
+                );
+            }
+        });
+    out
 }

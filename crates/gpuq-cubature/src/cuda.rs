@@ -1,6 +1,7 @@
 //! The CUDA backend's cubature steps: batch evaluation, the second phase and the
 //! tensor chunk sums run on the device (`gpuq_cuda::CudaBackend::cubature_*`),
-//! for built-in integrands; splitting and compaction use the host default.
+//! for built-in integrands; classification, splitting and compaction run on
+//! the host with Rayon (the boxes live on the host between rounds).
 
 use crate::func::Func;
 use crate::kernels::{Boxes, CubatureKernels};
@@ -21,6 +22,27 @@ fn device_integrand(f: Func<'_>) -> Result<Builtin> {
 }
 
 impl CubatureKernels for CudaBackend {
+    fn cub_classify(
+        &self,
+        boxes: &Boxes,
+        results: &[BoxResult],
+        share: f64,
+        all_bad: bool,
+    ) -> Result<Vec<bool>> {
+        gpuq_cpu::CpuBackend::new().cub_classify(boxes, results, share, all_bad)
+    }
+
+    fn cub_split(
+        &self,
+        boxes: &Boxes,
+        results: &[BoxResult],
+        keep: &[bool],
+        parts: u32,
+    ) -> Result<Boxes> {
+        gpuq_core::check_same_len("cubature split", boxes.len(), keep.len())?;
+        Ok(crate::cpu::parallel_split(boxes, results, keep, parts))
+    }
+
     fn cub_evaluate(&self, rule: &Rule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
         self.cubature_evaluate(rule, &device_integrand(f)?, &boxes.center, &boxes.half)
     }

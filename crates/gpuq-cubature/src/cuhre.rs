@@ -136,6 +136,7 @@ fn run<F: Integrand + ?Sized>(
             phase1_s: s,
             phase2_s: 0.0,
             total_s: s,
+            evaluate_s: 0.0,
         },
     }
 }

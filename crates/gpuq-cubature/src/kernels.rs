@@ -6,7 +6,7 @@
 use crate::func::{ClosureIntegrand, Func};
 use gpuq_core::{Backend, Result};
 use gpuq_kernels::cubature::rule::{self, BoxResult, LocalOutcome, Rule};
-use gpuq_kernels::cubature::tensor::{tensor_chunk, TENSOR_CHUNK};
+use gpuq_kernels::cubature::tensor::{tensor_group, TENSOR_CHUNK, TENSOR_GROUP};
 
 /// Capacity of a thread's heap in the second phase (regions).
 pub const LOCAL_HEAP: usize = 32;
@@ -121,9 +121,11 @@ pub trait CubatureKernels: Backend {
         }))
     }
 
-    /// The chunk sums of a tensor rule: partial c is the sum of w_i f(x_i) over
-    /// points c T..min((c + 1) T, total) in index order, T = `TENSOR_CHUNK`.
-    /// Cost: `total` evaluations.
+    /// The group sums of a tensor rule: partial g is the sum, in chunk order,
+    /// of the chunk sums c in g G..min((g + 1) G, chunks), chunk c being the
+    /// sum of w_i f(x_i) over points c T..min((c + 1) T, total) in index
+    /// order (T = `TENSOR_CHUNK`, G = `TENSOR_GROUP`). Cost: `total`
+    /// evaluations.
     fn cub_tensor(
         &self,
         f: Func<'_>,
@@ -134,12 +136,8 @@ pub trait CubatureKernels: Backend {
     ) -> Result<Vec<f64>> {
         let chunks = total.div_ceil(TENSOR_CHUNK);
         Ok(with_integrand!(f, g, {
-            (0..chunks)
-                .map(|c| {
-                    let first = c * TENSOR_CHUNK;
-                    let end = (first + TENSOR_CHUNK).min(total);
-                    tensor_chunk(g, dim, nodes, weights, first, end)
-                })
+            (0..chunks.div_ceil(TENSOR_GROUP))
+                .map(|q| tensor_group(g, dim, nodes, weights, total, q))
                 .collect()
         }))
     }

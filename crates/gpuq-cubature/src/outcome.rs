@@ -36,6 +36,12 @@ pub struct Timings {
     pub phase2_s: f64,
     /// The whole run.
     pub total_s: f64,
+    /// Of the rounds, the seconds inside the backend's batch evaluations
+    /// (`cub_evaluate`, `cub_tensor`; on the device with the transfers of
+    /// boxes and results): the rest of `phase1_s` is the bookkeeping between
+    /// rounds (classification, ordering, splitting). Zero for sequential
+    /// CUHRE, which makes no batch calls.
+    pub evaluate_s: f64,
 }
 
 /// The result of one integration.

@@ -83,6 +83,7 @@ fn run<B: CubatureKernels>(
     let mut done = Retired::default();
     let mut evals = 0u64;
     let mut rounds = 0u64;
+    let mut evaluate_s = 0.0;
     // Estimates of the parents of the current boxes (children contiguous, `parts`
     // per parent) and their results, the fallback if the cap stops the run.
     let mut parents: Vec<BoxResult> = Vec::new();
@@ -99,7 +100,9 @@ fn run<B: CubatureKernels>(
             }
             break Status::EvaluationCap;
         }
+        let t = Instant::now();
         let mut res = backend.cub_evaluate(&rule, f, &boxes)?;
+        evaluate_s += t.elapsed().as_secs_f64();
         evals += cost;
         rounds += 1;
         if parts > 1 {
@@ -186,6 +189,7 @@ fn run<B: CubatureKernels>(
             phase1_s,
             phase2_s,
             total_s: start.elapsed().as_secs_f64(),
+            evaluate_s,
         },
     })
 }

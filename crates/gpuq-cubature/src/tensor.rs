@@ -3,8 +3,10 @@
 //! seed 001, section 3.5). Point i's coordinates are the base-N_a digits of i
 //! (digit k, least significant first, picks axis k's node). The sum is
 //! deterministic: fixed chunks of `TENSOR_CHUNK` points summed in index order
-//! by the backend, then the chunk sums added in chunk order on the host, so the
-//! result does not depend on the thread count, and the backends agree.
+//! by the backend, the chunk sums of each group of `TENSOR_GROUP` chunks added
+//! in chunk order (on the device for CUDA), then the group sums added in group
+//! order on the host, so the result does not depend on the thread count, and
+//! the backends agree.
 //!
 //! 1D nodes and weights: Newton's method on the three-term recurrence in f64
 //! (Legendre from the Chebyshev-like guesses cos(pi (i - 1/4) / (N_a + 1/2));
@@ -226,6 +228,7 @@ impl TensorRule {
                 phase1_s: s,
                 phase2_s: 0.0,
                 total_s: s,
+                evaluate_s: s,
             },
         })
     }

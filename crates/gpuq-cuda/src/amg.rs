@@ -100,3 +100,104 @@ impl CudaBackend {
         Ok(true)
     }
 }
+
+impl CudaBackend {
+    /// One colour's Gauss-Seidel update in place (`amg_gs_csr_*` /
+    /// `amg_gs_sell_*`): for each row k of `scaled` (D^-1 S A, CSR or SELL),
+    /// x[i] += d b[i] - scaled_k x, with i and d the column and value of row k
+    /// of `select` (D^-1 S in CSR with one entry per row). One pass: reads
+    /// `scaled` once and b, x at the colour's rows, writes x there. With
+    /// `zero`, x is zeroed first and `scaled` is not read.
+    ///
+    /// Returns `Ok(false)` without launching when `select` is not CSR with
+    /// one entry per row or `scaled` is BSR2 (the caller takes its unfused
+    /// path); errors on mismatched shapes.
+    pub fn amg_gs_color<T: Scalar>(
+        &self,
+        scaled: &CudaMatrix<T>,
+        select: &CudaMatrix<T>,
+        b: &CudaVector<T>,
+        x: &mut CudaVector<T>,
+        zero: bool,
+    ) -> Result<bool> {
+        let (m, n) = scaled.shape;
+        if select.shape != (m, n) {
+            return Err(Error::shape("amg_gs_color (select)", m, select.shape.0));
+        }
+        check_same_len("amg_gs_color (b)", n, b.len)?;
+        check_same_len("amg_gs_color (x)", n, x.len)?;
+        let one_per_row = gpuq_sparse::DeviceMatrix::nnz(select) == m;
+        let Arrays::Csr {
+            col: sel_col,
+            val: sel_val,
+            ..
+        } = &select.arrays
+        else {
+            return Ok(false);
+        };
+        if !one_per_row || matches!(scaled.arrays, Arrays::Bsr2 { .. }) {
+            return Ok(false);
+        }
+        if zero {
+            gpuq_core::Backend::fill(self, x, T::zero())?;
+        }
+        let null = 0u64;
+        let flag = u32::from(zero);
+        match &scaled.arrays {
+            Arrays::Csr {
+                row_ptr,
+                col,
+                val,
+                lanes_log2,
+            } => {
+                let f = self.function(&kernel::<T>("amg_gs_csr"))?;
+                let mut l = self.inner.stream.launch_builder(&f);
+                l.arg(&m)
+                    .arg(lanes_log2)
+                    .arg(row_ptr)
+                    .arg(col)
+                    .arg(val)
+                    .arg(sel_col)
+                    .arg(sel_val)
+                    .arg(&b.buf)
+                    .arg(&mut x.buf)
+                    .arg(&flag);
+                // SAFETY: arguments match `amg_gs_csr_*`; the arrays describe
+                // validated CSR matrices of m rows with columns below n; the
+                // selection has one entry per row (checked), each below n;
+                // b and x hold n values (checked); no two rows of a colour
+                // select the same entry of x (the colouring).
+                let blocks = self.grid_blocks(m << lanes_log2);
+                unsafe { l.launch(Self::cfg(blocks)) }.map_err(dev("amg_gs_csr"))?;
+                self.inner.stats.launch("amg_gs_csr");
+            }
+            Arrays::Sell {
+                slice_ptr,
+                col,
+                val,
+                perm,
+                c,
+            } => {
+                let f = self.function(&kernel::<T>("amg_gs_sell"))?;
+                let mut l = self.inner.stream.launch_builder(&f);
+                l.arg(&m).arg(c).arg(slice_ptr).arg(col).arg(val);
+                match perm {
+                    Some(p) => l.arg(p),
+                    None => l.arg(&null),
+                };
+                l.arg(sel_col)
+                    .arg(sel_val)
+                    .arg(&b.buf)
+                    .arg(&mut x.buf)
+                    .arg(&flag);
+                // SAFETY: as for CSR; the SELL arrays come from
+                // `Sell::from_csr` of a validated matrix (null perm: the
+                // identity).
+                unsafe { l.launch(Self::cfg(self.grid_blocks(m))) }.map_err(dev("amg_gs_sell"))?;
+                self.inner.stats.launch("amg_gs_sell");
+            }
+            Arrays::Bsr2 { .. } => return Ok(false),
+        }
+        Ok(true)
+    }
+}

@@ -42,6 +42,8 @@ pub(crate) struct Inner {
     pinned: Mutex<PinnedHostSlice<u8>>,
     /// GMRES's Gram-Schmidt: the basis' address table and scratch.
     pub(crate) gs: Mutex<crate::gram_schmidt::GsCache>,
+    /// cuFFT plans built so far (the UQ convolution's).
+    pub(crate) ffts: Mutex<crate::uq_convolution::FftCache>,
 }
 
 /// The CUDA backend. Cheap to clone (clones share the context, stream and counters).
@@ -200,6 +202,7 @@ impl CudaBackend {
                 scratch: Mutex::new(scratch),
                 pinned: Mutex::new(pinned),
                 gs: Mutex::default(),
+                ffts: Mutex::default(),
             }),
         })
     }

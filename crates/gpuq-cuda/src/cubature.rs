@@ -7,7 +7,7 @@ use cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuq_core::{Error, Result};
 use gpuq_kernels::cubature::integrand::{Builtin, MAX_DIM};
 use gpuq_kernels::cubature::rule::{BoxResult, LocalOutcome, Rule};
-use gpuq_kernels::cubature::tensor::TENSOR_CHUNK;
+use gpuq_kernels::cubature::tensor::{TENSOR_CHUNK, TENSOR_GROUP};
 
 /// The bytes of a `#[repr(C)]` value without padding.
 fn bytes_of<T: Copy>(v: &T) -> &[u8] {
@@ -148,9 +148,11 @@ impl CudaBackend {
             .collect())
     }
 
-    /// The chunk sums of the tensor rule with 1D `nodes` and `weights` on
-    /// `f.dim` axes over points 0..total (chunks of `TENSOR_CHUNK`, one thread
-    /// per chunk). Three uploads, one launch, one download of one value per chunk.
+    /// The group sums of the tensor rule with 1D `nodes` and `weights` on
+    /// `f.dim` axes over points 0..total (chunks of `TENSOR_CHUNK` points, one
+    /// thread per chunk; then groups of `TENSOR_GROUP` chunks added in order,
+    /// one thread per group). Three uploads, two launches, one download of one
+    /// value per group.
     pub fn cubature_tensor(
         &self,
         f: &Builtin,
@@ -161,14 +163,16 @@ impl CudaBackend {
         if nodes.is_empty() || nodes.len() != weights.len() {
             return Err(Error::shape("tensor rule", nodes.len(), weights.len()));
         }
-        let chunks = total.div_ceil(TENSOR_CHUNK) as usize;
+        let chunks = total.div_ceil(TENSOR_CHUNK);
         if chunks == 0 {
             return Ok(Vec::new());
         }
+        let groups = chunks.div_ceil(TENSOR_GROUP) as usize;
         let d_f = self.upload_bytes(bytes_of(f))?;
         let d_x = self.upload_bytes(f64_bytes(nodes))?;
         let d_w = self.upload_bytes(f64_bytes(weights))?;
-        let mut out = self.cub_zeroed(8 * chunks)?;
+        let mut partials = self.cub_zeroed(8 * chunks as usize)?;
+        let mut out = self.cub_zeroed(8 * groups)?;
         let na = nodes.len();
         let k = self.function("cub_tensor")?;
         let mut b = self.inner.stream.launch_builder(&k);
@@ -177,12 +181,20 @@ impl CudaBackend {
             .arg(&d_w)
             .arg(&na)
             .arg(&total)
-            .arg(&mut out);
+            .arg(&mut partials);
         // SAFETY: arguments match `cub_tensor`; nodes and weights hold na
-        // values, out one value per chunk of `total` points.
-        unsafe { b.launch(Self::cfg(self.grid_blocks(chunks))) }.map_err(dev("cub_tensor"))?;
+        // values, partials one value per chunk of `total` points.
+        unsafe { b.launch(Self::cfg(self.grid_blocks(chunks as usize))) }
+            .map_err(dev("cub_tensor"))?;
         self.inner.stats.launch("cub_tensor");
-        let mut host = vec![0.0f64; chunks];
+        let k = self.function("cub_tensor_groups")?;
+        let mut b = self.inner.stream.launch_builder(&k);
+        b.arg(&chunks).arg(&partials).arg(&mut out);
+        // SAFETY: partials holds `chunks` values, out one per group of them.
+        unsafe { b.launch(Self::cfg(self.grid_blocks(groups))) }
+            .map_err(dev("cub_tensor_groups"))?;
+        self.inner.stats.launch("cub_tensor_groups");
+        let mut host = vec![0.0f64; groups];
         self.download_into(&out.slice(..), &mut host)?;
         Ok(host)
     }

@@ -44,6 +44,7 @@ mod snapshots;
 mod spmv;
 mod tfqmr;
 mod uq;
+mod uq_convolution;
 mod vector;
 mod walks;
 
@@ -52,6 +53,7 @@ pub use replay::Recording;
 pub use snapshots::{ScalarRing, SnapshotSlot};
 pub use spmv::CudaMatrix;
 pub use uq::{SdofPart, SdofReal, SdofRun, SdofSums};
+pub use uq_convolution::{ConvolutionRun, ConvolutionSums};
 pub use vector::CudaVector;
 pub use walks::{DeviceWalkData, ForwardMapping};
 

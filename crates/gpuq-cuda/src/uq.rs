@@ -394,7 +394,7 @@ impl CudaBackend {
     }
 
     /// A zeroed device buffer of `bytes` bytes.
-    fn zeroed_bytes(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+    pub(crate) fn zeroed_bytes(&self, bytes: usize) -> Result<CudaSlice<u8>> {
         self.inner
             .stream
             .alloc_zeros::<u8>(bytes)

@@ -11,20 +11,31 @@
 //! Gamma = int_0^dt e^(As) ds B (both from one matrix exponential of the
 //! augmented matrix [A, B; 0, 0] dt, by scaling and squaring of a degree-12
 //! Taylor polynomial). The output kernel g_j = C Phi^j Gamma is formed once
-//! (N_t matrix-vector products), transformed once, and every sample costs one
-//! forward FFT of its load, r pointwise products and r inverse FFTs of length
-//! L = next power of two >= 2 N_t (`rustfft`). The result equals direct time
-//! stepping x_{k+1} = Phi x_k + Gamma f_k up to rounding (tested).
+//! (N_t matrix-vector products).
 //!
 //! Load samples: f_0 = sigma / sqrt(1 - phi^2) z_0, f_k = phi f_{k-1} + sigma z_k,
 //! z_k the normals of the sample's ChaCha8 stream (the same on every backend).
+//! That is f = a * z' with a_j = sigma phi^j and z' the normals with z'_0
+//! scaled by 1 / sqrt(1 - phi^2), so the set-up also folds the AR(1) filter
+//! into the kernel: c = g * a by the recurrence c_k = phi c_{k-1} + sigma g_k,
+//! shifted one step (y_0 = 0, y_k depends on the loads before step k), and
+//! transformed once at length L = next power of two >= 2 N_t. A sample then
+//! costs its normals (generated independently, sixteen per ChaCha8 block:
+//! `gpuq_kernels::uq::convolution`), one forward FFT, r products and r
+//! inverse FFTs; no sequential recursion. The result equals direct time
+//! stepping x_{k+1} = Phi x_k + Gamma f_k of the recursive load up to
+//! rounding (tested).
 //!
-//! Costs: set-up O((2n)^3 log) for the exponential and O(N_t (2n)^2) for the
-//! kernel; per sample O((1 + r) L log L).
+//! What comes back: per output and step the mean and the (unbiased)
+//! standard deviation over the samples, each sample's peak |y|, and the
+//! histories of the first `keep` samples. The statistics fold groups of
+//! `STATS_GROUP` samples in order on every backend. The CPU backend runs
+//! the samples of a batch in parallel (`rustfft`, Rayon); the CUDA backend
+//! generates, transforms (cuFFT) and reduces on the device, and only the
+//! statistics and the kept histories leave it.
 //!
-//! Not done: cuFFT. The CUDA backend runs the host fallback (the default body of
-//! [`ConvolutionKernels`], sequential `rustfft`), so `--backend cuda` gives the
-//! CPU's numbers without GPU speed-up. Only x0 = 0 is supported.
+//! Costs: set-up O((2n)^3 log) for the exponential, O(N_t (2n)^2) for the
+//! kernel; per sample O((1 + r) L log L). Only x0 = 0 is supported.
 
 use crate::beam::{Band, Beam};
 use crate::psd::Ar1;
@@ -32,6 +43,9 @@ use gpuq_core::{Backend, Complex64, Error, Result};
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::key_from_seed;
 use gpuq_kernels::uq::beam::{cholesky, solve};
+use gpuq_kernels::uq::convolution::{
+    chunk_moments, load_block, merge_moments, LOADS_PER_BLOCK, STATS_GROUP,
+};
 use gpuq_kernels::uq::gauss::NormalStream;
 use rayon::prelude::*;
 use rustfft::FftPlanner;
@@ -233,32 +247,104 @@ pub fn ar1_sample(load: &Ar1, seed: u64, s: u64, nt: usize) -> Vec<f64> {
     f
 }
 
-/// The transformed output kernels and the sizes of a convolution run.
+/// Device or host memory one batch of samples may use (inputs, spectra,
+/// products, outputs).
+const BATCH_BYTES: usize = 1 << 30;
+
+/// The transformed kernels and the sizes of a convolution run.
 #[derive(Clone, Debug)]
 pub struct Kernels {
-    /// FFT of each output's g, zero-padded to `len`.
+    /// FFT (length `len`) of each output's kernel (g with the AR(1) filter
+    /// folded in, shifted one step), divided by `len`.
     pub spectra: Vec<Vec<Complex64>>,
     /// Time steps N_t.
     pub nt: usize,
-    /// FFT length L.
+    /// FFT length L (a power of two >= max(16, 2 N_t)).
     pub len: usize,
+    /// The scale of a sample's first normal, 1 / sqrt(1 - phi^2).
+    pub first_scale: f64,
+    /// Samples per batch: a multiple of `STATS_GROUP`.
+    pub chunk: usize,
 }
 
-/// The convolutions on a backend: for samples 0..samples, `y[s][r][k]`.
-/// The default body is the sequential host path (`rustfft`); the CPU backend
-/// runs samples in parallel with Rayon (the same values).
-pub trait ConvolutionKernels: Backend {
-    /// Responses of samples 0..samples (sample-major, then output, then time).
-    fn convolve(&self, k: &Kernels, load: &Ar1, seed: u64, samples: usize) -> Result<Vec<f64>> {
-        let mut planner = FftPlanner::new();
-        let plans = (
-            planner.plan_fft_forward(k.len),
-            planner.plan_fft_inverse(k.len),
-        );
-        Ok((0..samples)
-            .flat_map(|s| one_sample(k, load, seed, s as u64, &plans))
-            .collect())
+impl Kernels {
+    /// Kernels of the output kernels `g[r][0..nt]` under the load `load`:
+    /// folds the AR(1) filter in, shifts, transforms. Batches of
+    /// `BATCH_BYTES` at most. O(r L log L).
+    pub fn new(g: &[Vec<f64>], load: &Ar1, nt: usize) -> Self {
+        let len = (2 * nt).next_power_of_two().max(LOADS_PER_BLOCK);
+        let fft = FftPlanner::new().plan_fft_forward(len);
+        let inv = 1.0 / len as f64;
+        let spectra = g
+            .iter()
+            .map(|gr| {
+                let mut h = vec![Complex64::new(0.0, 0.0); len];
+                let mut c = 0.0;
+                for (k, &gk) in gr.iter().take(nt.saturating_sub(1)).enumerate() {
+                    c = load.phi * c + load.sigma * gk;
+                    h[k + 1] = Complex64::new(c * inv, 0.0);
+                }
+                fft.process(&mut h);
+                h
+            })
+            .collect();
+        let per_sample = 8 * len * (2 + 3 * g.len().max(1));
+        let chunk = (BATCH_BYTES / per_sample / STATS_GROUP).max(1) * STATS_GROUP;
+        Kernels {
+            spectra,
+            nt,
+            len,
+            first_scale: 1.0 / (1.0 - load.phi * load.phi).sqrt(),
+            chunk,
+        }
     }
+}
+
+/// What the convolutions of a run bring back (r outputs, N_t steps).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvolutionSums {
+    /// Mean of y over the samples per output and step (r N_t, output-major).
+    pub mean: Vec<f64>,
+    /// Sum of squared deviations from the mean, the same layout.
+    pub m2: Vec<f64>,
+    /// max_k |y_k| per sample and output (sample-major).
+    pub peaks: Vec<f64>,
+    /// y of samples 0..keep (sample, output, step).
+    pub histories: Vec<f64>,
+}
+
+/// The convolutions on a backend, for samples 0..samples. The default body
+/// is the sequential host path (`rustfft`); the CPU backend runs a batch's
+/// samples in parallel with Rayon, the CUDA backend on the device with cuFFT.
+pub trait ConvolutionKernels: Backend {
+    /// Statistics of samples 0..samples and the histories of 0..keep.
+    fn convolve(
+        &self,
+        k: &Kernels,
+        seed: u64,
+        samples: usize,
+        keep: usize,
+    ) -> Result<ConvolutionSums> {
+        Ok(host_convolve(k, seed, samples, keep, false))
+    }
+}
+
+/// y[r][k] of one sample, flattened output-major.
+fn one_sample(k: &Kernels, seed: u64, s: u64, plans: &Plans) -> Vec<f64> {
+    let key = key_from_seed(seed);
+    let mut fs = Vec::with_capacity(k.len);
+    for b in 0..(k.len / LOADS_PER_BLOCK) as u64 {
+        let v = load_block(&key, s, b, k.nt as u64, k.first_scale);
+        fs.extend(v.iter().map(|&x| Complex64::new(x, 0.0)));
+    }
+    plans.0.process(&mut fs);
+    let mut out = Vec::with_capacity(k.spectra.len() * k.nt);
+    for h in &k.spectra {
+        let mut p: Vec<Complex64> = h.iter().zip(&fs).map(|(a, b)| a * b).collect();
+        plans.1.process(&mut p);
+        out.extend(p[..k.nt].iter().map(|v| v.re));
+    }
+    out
 }
 
 type Plans = (
@@ -266,45 +352,124 @@ type Plans = (
     std::sync::Arc<dyn rustfft::Fft<f64>>,
 );
 
-/// y[r][k] of one sample, flattened output-major.
-fn one_sample(k: &Kernels, load: &Ar1, seed: u64, s: u64, plans: &Plans) -> Vec<f64> {
-    let f = ar1_sample(load, seed, s, k.nt);
-    let mut fs: Vec<Complex64> = f.iter().map(|&v| Complex64::new(v, 0.0)).collect();
-    fs.resize(k.len, Complex64::new(0.0, 0.0));
-    plans.0.process(&mut fs);
-    let mut out = Vec::with_capacity(k.spectra.len() * k.nt);
-    let inv = 1.0 / k.len as f64;
-    for g in &k.spectra {
-        let mut p: Vec<Complex64> = g.iter().zip(&fs).map(|(a, b)| a * b).collect();
-        plans.1.process(&mut p);
-        // y_0 = 0; y_k = (g * f)_{k-1}.
-        out.push(0.0);
-        out.extend(p[..k.nt - 1].iter().map(|v| v.re * inv));
+/// The host path: batches of `k.chunk` samples, each sample's responses
+/// (sequentially or with Rayon), then the statistics by groups in order.
+fn host_convolve(
+    k: &Kernels,
+    seed: u64,
+    samples: usize,
+    keep: usize,
+    parallel: bool,
+) -> ConvolutionSums {
+    let mut planner = FftPlanner::new();
+    let plans: Plans = (
+        planner.plan_fft_forward(k.len),
+        planner.plan_fft_inverse(k.len),
+    );
+    let r = k.spectra.len();
+    let width = r * k.nt;
+    let keep = keep.min(samples);
+    let mut sums = ConvolutionSums {
+        mean: vec![0.0; width],
+        m2: vec![0.0; width],
+        peaks: Vec::with_capacity(samples * r),
+        histories: Vec::with_capacity(keep * width),
+    };
+    let mut first = 0;
+    while first < samples {
+        let count = k.chunk.max(1).min(samples - first);
+        let one = |s: usize| one_sample(k, seed, (first + s) as u64, &plans);
+        let ys: Vec<Vec<f64>> = if parallel {
+            (0..count).into_par_iter().map(one).collect()
+        } else {
+            (0..count).map(one).collect()
+        };
+        let column = |c: usize, (mean, m2): (f64, f64)| {
+            let mut acc = (mean, m2);
+            let mut n = first as f64;
+            for g in (0..count).step_by(STATS_GROUP) {
+                let size = STATS_GROUP.min(count - g);
+                let part = chunk_moments(size, |s| ys[g + s][c]);
+                acc = merge_moments(n, acc, size as f64, part);
+                n += size as f64;
+            }
+            acc
+        };
+        let merged: Vec<(f64, f64)> = if parallel {
+            (0..width)
+                .into_par_iter()
+                .map(|c| column(c, (sums.mean[c], sums.m2[c])))
+                .collect()
+        } else {
+            (0..width)
+                .map(|c| column(c, (sums.mean[c], sums.m2[c])))
+                .collect()
+        };
+        for (c, (m, q)) in merged.into_iter().enumerate() {
+            sums.mean[c] = m;
+            sums.m2[c] = q;
+        }
+        for (s, y) in ys.iter().enumerate() {
+            sums.peaks.extend(y.chunks(k.nt).map(|row| {
+                row.iter()
+                    .fold(0.0f64, |m, v| if v.abs() > m { v.abs() } else { m })
+            }));
+            if first + s < keep {
+                sums.histories.extend_from_slice(y);
+            }
+        }
+        first += count;
     }
-    out
+    sums
 }
 
 impl ConvolutionKernels for CpuBackend {
-    fn convolve(&self, k: &Kernels, load: &Ar1, seed: u64, samples: usize) -> Result<Vec<f64>> {
-        let mut planner = FftPlanner::new();
-        let plans = (
-            planner.plan_fft_forward(k.len),
-            planner.plan_fft_inverse(k.len),
-        );
-        let parts: Vec<Vec<f64>> = (0..samples)
-            .into_par_iter()
-            .map(|s| one_sample(k, load, seed, s as u64, &plans))
-            .collect();
-        Ok(parts.concat())
+    fn convolve(
+        &self,
+        k: &Kernels,
+        seed: u64,
+        samples: usize,
+        keep: usize,
+    ) -> Result<ConvolutionSums> {
+        Ok(host_convolve(k, seed, samples, keep, true))
     }
 }
 
-/// cuFFT is not used yet: the CUDA backend runs the CPU backend's Rayon FFTs
-/// on the host (the same values, at the CPU's speed).
+/// On the device: loads, cuFFT transforms and statistics
+/// (`CudaBackend::uq_convolve`); the bins 0..=L/2 of the kernels' spectra
+/// go up (the inputs are real).
 #[cfg(feature = "cuda")]
 impl ConvolutionKernels for gpuq_cuda::CudaBackend {
-    fn convolve(&self, k: &Kernels, load: &Ar1, seed: u64, samples: usize) -> Result<Vec<f64>> {
-        CpuBackend::new().convolve(k, load, seed, samples)
+    fn convolve(
+        &self,
+        k: &Kernels,
+        seed: u64,
+        samples: usize,
+        keep: usize,
+    ) -> Result<ConvolutionSums> {
+        let half = k.len / 2 + 1;
+        let spectra: Vec<Complex64> = k
+            .spectra
+            .iter()
+            .flat_map(|h| h[..half].iter().copied())
+            .collect();
+        let s = self.uq_convolve(&gpuq_cuda::ConvolutionRun {
+            spectra: &spectra,
+            outputs: k.spectra.len(),
+            nt: k.nt,
+            len: k.len,
+            first_scale: k.first_scale,
+            seed,
+            samples,
+            chunk: k.chunk,
+            keep,
+        })?;
+        Ok(ConvolutionSums {
+            mean: s.mean,
+            m2: s.m2,
+            peaks: s.peaks,
+            histories: s.histories,
+        })
     }
 }
 
@@ -323,16 +488,25 @@ pub struct ConvolutionProblem {
     pub output: Vec<Vec<f64>>,
 }
 
-/// Responses and timings.
+/// Statistics, kept histories and timings of a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConvolutionResult {
     /// Number of samples.
     pub samples: usize,
-    /// `y[s][r][k]` flattened (sample, output, time).
-    pub responses: Vec<f64>,
-    /// Set-up (exponential, kernel, its FFT) in seconds.
+    /// Time steps N_t.
+    pub steps: usize,
+    /// Mean response per output and step (r N_t, output-major).
+    pub mean: Vec<f64>,
+    /// Standard deviation over the samples (divisor samples - 1), the same
+    /// layout; zero for fewer than two samples.
+    pub std: Vec<f64>,
+    /// max_k |y_k| per sample and output (sample-major).
+    pub peaks: Vec<f64>,
+    /// y of the first `keep` samples (sample, output, step).
+    pub histories: Vec<f64>,
+    /// Set-up (exponential, kernels, their FFTs) in seconds.
     pub setup_s: f64,
-    /// The samples' convolutions in seconds.
+    /// The samples' convolutions and statistics in seconds.
     pub time_s: f64,
 }
 
@@ -351,46 +525,42 @@ impl ConvolutionProblem {
     }
 }
 
-/// Runs `samples` AR(1) load samples through the beam by FFT convolution.
+/// Runs `samples` AR(1) load samples through the beam by FFT convolution
+/// and returns the statistics and the histories of samples 0..keep.
 pub fn convolution_response<B: ConvolutionKernels>(
     backend: &B,
     problem: &ConvolutionProblem,
     samples: usize,
     seed: u64,
+    keep: usize,
 ) -> Result<ConvolutionResult> {
     let start = Instant::now();
     let ns = 2 * problem.beam.dofs();
-    if problem.steps < 2 || problem.output.iter().any(|r| r.len() != ns) {
+    if problem.steps < 2
+        || problem.output.is_empty()
+        || problem.output.iter().any(|r| r.len() != ns)
+    {
         return Err(Error::InvalidArgument(format!(
-            "convolution: at least 2 steps, output rows of {ns} values"
+            "convolution: at least 2 steps, at least one output row of {ns} values"
         )));
     }
     let ss = problem.state_space()?;
     let g = ss.output_kernel(&problem.output, problem.steps);
-    let len = (2 * problem.steps).next_power_of_two();
-    let fft = FftPlanner::new().plan_fft_forward(len);
-    let spectra = g
-        .into_iter()
-        .map(|gr| {
-            let mut c: Vec<Complex64> = gr.into_iter().map(|v| Complex64::new(v, 0.0)).collect();
-            c.resize(len, Complex64::new(0.0, 0.0));
-            fft.process(&mut c);
-            c
-        })
-        .collect();
-    let k = Kernels {
-        spectra,
-        nt: problem.steps,
-        len,
-    };
+    let k = Kernels::new(&g, &problem.load, problem.steps);
     let setup_s = start.elapsed().as_secs_f64();
     let t = Instant::now();
-    let responses = backend.convolve(&k, &problem.load, seed, samples)?;
+    let sums = backend.convolve(&k, seed, samples, keep)?;
+    let time_s = t.elapsed().as_secs_f64();
+    let d = (samples.max(2) - 1) as f64;
     Ok(ConvolutionResult {
         samples,
-        responses,
+        steps: problem.steps,
+        std: sums.m2.iter().map(|q| (q / d).sqrt()).collect(),
+        mean: sums.mean,
+        peaks: sums.peaks,
+        histories: sums.histories,
         setup_s,
-        time_s: t.elapsed().as_secs_f64(),
+        time_s,
     })
 }
 
@@ -441,23 +611,64 @@ mod tests {
     #[test]
     fn fft_convolution_equals_direct_time_stepping() {
         let p = problem(6, 300);
-        let r = convolution_response(&CpuBackend::new(), &p, 3, 5).unwrap();
+        let r = convolution_response(&CpuBackend::new(), &p, 3, 5, 3).unwrap();
         let ss = p.state_space().unwrap();
-        let scale = r.responses.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let scale = r.histories.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(scale > 0.0);
         for s in 0..3 {
             let f = ar1_sample(&p.load, 5, s, p.steps);
             let y = ss.step(&p.output, &f);
             for (o, yo) in y.iter().enumerate() {
                 let base = (s as usize * 2 + o) * p.steps;
                 for (k, v) in yo.iter().enumerate() {
-                    let e = (r.responses[base + k] - v).abs();
+                    let e = (r.histories[base + k] - v).abs();
                     assert!(e <= 1e-10 * scale, "sample {s} output {o} step {k}: {e}");
                 }
+                let peak = yo.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                assert!((r.peaks[s as usize * 2 + o] - peak).abs() <= 1e-10 * scale);
             }
         }
         // The default (sequential) body gives the same numbers as Rayon.
-        let seq = convolution_response(&Sequential, &p, 3, 5).unwrap();
-        assert_eq!(seq.responses, r.responses);
+        let seq = convolution_response(&Sequential, &p, 3, 5, 3).unwrap();
+        assert_eq!(seq.histories, r.histories);
+        assert_eq!(seq.mean, r.mean);
+        assert_eq!(seq.std, r.std);
+    }
+
+    #[test]
+    fn statistics_over_batches_equal_those_of_the_histories() {
+        let p = problem(4, 100);
+        let ss = p.state_space().unwrap();
+        let g = ss.output_kernel(&p.output, p.steps);
+        let mut k = Kernels::new(&g, &p.load, p.steps);
+        let samples = 150;
+        let one_batch = CpuBackend::new().convolve(&k, 2, samples, samples).unwrap();
+        // Batches of one group: the same groups folded in the same order.
+        k.chunk = STATS_GROUP;
+        let batched = CpuBackend::new().convolve(&k, 2, samples, samples).unwrap();
+        assert_eq!(batched.mean, one_batch.mean);
+        assert_eq!(batched.m2, one_batch.m2);
+        assert_eq!(batched.histories, one_batch.histories);
+        let width = 2 * p.steps;
+        for c in 0..width {
+            let v: Vec<f64> = (0..samples)
+                .map(|s| one_batch.histories[s * width + c])
+                .collect();
+            let mean = v.iter().sum::<f64>() / samples as f64;
+            let m2: f64 = v.iter().map(|x| (x - mean).powi(2)).sum();
+            let tol = 1e-12 * (1.0 + m2);
+            assert!((one_batch.mean[c] - mean).abs() <= 1e-12 * (1.0 + mean.abs()));
+            assert!(
+                (one_batch.m2[c] - m2).abs() <= tol,
+                "{c}: {} vs {m2}",
+                one_batch.m2[c]
+            );
+        }
+        // The final state's spread is positive; the first step is zero up to
+        // the transforms' rounding.
+        let spread = one_batch.m2[p.steps - 1];
+        assert!(spread > 0.0);
+        assert!(one_batch.m2[0] <= 1e-20 * spread, "{}", one_batch.m2[0]);
     }
 
     #[test]

@@ -38,9 +38,12 @@
 //!   banded complex-symmetric LDL^T on the host (O(n) per frequency); the full
 //!   matrices by a memory-bound rank-1 kernel on the backend (16 n^2 bytes per
 //!   frequency); the diagonal and C S_xx C^T directly from h.
-//! * (iii) [`convolution`]: y = C int h(t - tau) f(tau) dtau by FFT (`rustfft`)
-//!   with the zero-order-hold kernel C e^(A j dt) Gamma (exactly equal to direct
-//!   time stepping), many AR(1) samples, O((1 + r) L log L) per sample.
+//! * (iii) [`convolution`]: y = C int h(t - tau) f(tau) dtau by FFT (`rustfft`
+//!   on the CPU, cuFFT on the device) with the zero-order-hold kernel
+//!   C e^(A j dt) Gamma and the AR(1) filter folded in (exactly equal to direct
+//!   time stepping), many AR(1) samples, O((1 + r) L log L) per sample; the
+//!   mean and standard deviation per step and each sample's peak are reduced
+//!   where the samples are computed.
 //! * (iv) [`sdof`]: RK4, one thread per sample, f32 or f64, streamed mean and
 //!   variance of x(t) at every time point (per-chunk or per-warp sums, never a
 //!   samples x time array), histograms of x at chosen times.
@@ -57,9 +60,6 @@
 //! * Single precision for (i) and (ii); the seed's dense batched LU path for
 //!   (i) is there ([`StaticSolver::Dense`]), but one sample per thread, not a
 //!   MAGMA-style blocked batched factorisation.
-//! * cuFFT for (iii): the CUDA backend runs the CPU backend's host FFTs
-//!   (`rustfft`, Rayon), so `convolution` on CUDA gives the CPU's numbers at
-//!   the CPU's speed.
 //! * A CuPy peer for (i) and NumPy peers (`docs/benchmarks.md` has the CuPy
 //!   and cuBLAS peers of (ii)-(v); (iii) and the fused form of (v) beat gpuq).
 //! * Sobol points for the SDOF's per-step noise (1000 dimensions need direction
@@ -83,6 +83,7 @@ mod test_backend;
 pub use beam::{Band, Beam};
 pub use convolution::{
     convolution_response, ConvolutionKernels, ConvolutionProblem, ConvolutionResult,
+    ConvolutionSums,
 };
 pub use design::Design;
 pub use expectation::{smolyak_expectation, tensor_expectation, Expectation, SmolyakRule};

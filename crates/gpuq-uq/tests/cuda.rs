@@ -302,3 +302,54 @@ fn sdof_kernel_costs_run() {
         }
     }
 }
+
+#[test]
+fn convolution_cpu_and_gpu_agree() {
+    use gpuq_uq::convolution::{ConvolutionKernels, Kernels};
+    use gpuq_uq::psd::Ar1;
+    let Some(g) = gpu("convolution_cpu_and_gpu_agree") else {
+        return;
+    };
+    let beam = gpuq_uq::beam::Beam::unit(6).unwrap();
+    let ns = 2 * beam.dofs();
+    let mut tip = vec![0.0; ns];
+    tip[beam.tip()] = 1.0;
+    let mut tip_velocity = vec![0.0; ns];
+    tip_velocity[beam.dofs() + beam.tip()] = 1.0;
+    let problem = gpuq_uq::ConvolutionProblem {
+        load_dof: beam.tip(),
+        beam,
+        load: Ar1 {
+            phi: 0.8,
+            sigma: 1.0,
+            dt: 0.01,
+        },
+        steps: 300,
+        output: vec![tip, tip_velocity],
+    };
+    let ss = problem.state_space().unwrap();
+    let kern = ss.output_kernel(&problem.output, problem.steps);
+    let mut k = Kernels::new(&kern, &problem.load, problem.steps);
+    // Three batches (the last one ragged), each folded group by group.
+    k.chunk = 64;
+    let (samples, keep) = (150, 70);
+    let c = CpuBackend::new().convolve(&k, 7, samples, keep).unwrap();
+    let d = g.convolve(&k, 7, samples, keep).unwrap();
+    let scale = c.histories.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let close = |a: &[f64], b: &[f64], tol: f64, what: &str| {
+        assert_eq!(a.len(), b.len(), "{what}");
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!((x - y).abs() <= tol, "{what}[{i}]: {x} vs {y}");
+        }
+    };
+    close(&c.histories, &d.histories, 1e-12 * scale, "histories");
+    close(&c.peaks, &d.peaks, 1e-12 * scale, "peaks");
+    close(&c.mean, &d.mean, 1e-12 * scale, "mean");
+    close(&c.m2, &d.m2, 1e-11 * scale * scale * samples as f64, "m2");
+    assert_eq!(d.peaks.len(), samples * 2);
+    // One batch on the device: the same statistics up to rounding.
+    k.chunk = 4096;
+    let one = g.convolve(&k, 7, samples, 0).unwrap();
+    close(&one.mean, &d.mean, 1e-12 * scale, "mean, one batch");
+    assert!(one.histories.is_empty());
+}

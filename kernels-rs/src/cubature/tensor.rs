@@ -5,36 +5,47 @@
 
 use super::integrand::{Integrand, MAX_DIM};
 
-/// Points each chunk of a tensor sum adds in index order (one partial per
-/// chunk; the host adds the partials in chunk order). Small enough that a grid
-/// of 6^10 points gives a GPU 2.4 x 10^5 chunks (threads) to run.
+/// Points each chunk of a tensor sum adds in index order. Small enough that a
+/// grid of 6^10 points gives a GPU 2.4 x 10^5 chunks (threads) to run.
 pub const TENSOR_CHUNK: u64 = 256;
 
+/// Chunks per group: a backend returns one sum per group of `TENSOR_GROUP`
+/// consecutive chunks, the chunk sums added in chunk order ([`group_sum`]);
+/// the caller adds the group sums in group order. The bits depend on neither
+/// the thread count nor the backend.
+pub const TENSOR_GROUP: u64 = 256;
+
 /// Writes the coordinates of point `idx` into `x` (length = dimension) and
-/// returns its weight: x_k = nodes[d_k], w = prod weights[d_k], where d_k is
-/// digit k of `idx` in base `nodes.len()`. Cost: N divisions.
+/// returns its weight: x_k = nodes[d_k], w = w_0 (w_1 (... (w_{N-1}))) with
+/// w_k = weights[d_k], where d_k is digit k of `idx` in base `nodes.len()`
+/// (the product from the last axis down, as [`tensor_chunk`] forms it).
+/// Cost: N divisions.
 #[inline]
 pub fn tensor_point(mut idx: u64, nodes: &[f64], weights: &[f64], x: &mut [f64]) -> f64 {
-    if nodes.is_empty() || weights.len() != nodes.len() {
+    if nodes.is_empty() || weights.len() != nodes.len() || x.len() > MAX_DIM {
         return f64::NAN;
     }
     let na = nodes.len() as u64;
-    let mut w = 1.0;
-    for xk in x.iter_mut() {
-        let d = (idx % na) as usize;
+    let mut digit = [0usize; MAX_DIM];
+    for (xk, d) in x.iter_mut().zip(digit.iter_mut()) {
+        *d = (idx % na) as usize;
         idx /= na;
-        *xk = nodes[d];
-        w *= weights[d];
+        *xk = nodes[*d];
     }
-    w
+    digit
+        .iter()
+        .take(x.len())
+        .rev()
+        .fold(1.0, |w, &d| weights[d] * w)
 }
 
 /// Sum of w_i f(x_i) over points `first..end` (in index order) of the tensor
-/// rule with `dim` axes. The first point's digits come from [`tensor_point`]'s
-/// divisions; the next ones by incrementing the digits as an odometer (no
-/// division), the weight product taken in axis order as [`tensor_point`]
-/// does, so every point's x and w are the same bits. Cost: (end - first)
-/// evaluations and `dim` divisions.
+/// rule with `dim` axes. The first point's digits come from divisions; the
+/// next ones by incrementing the digits as an odometer. The weight is
+/// w_0 times the suffix product w_1 (w_2 (...)), which changes only when
+/// digit 1 or a higher one does, so a point costs one node, one weight, one
+/// product and the evaluation; x and w are the same bits as
+/// [`tensor_point`]'s. Cost: (end - first) evaluations and `dim` divisions.
 #[inline]
 pub fn tensor_chunk<F: Integrand + ?Sized>(
     f: &F,
@@ -44,45 +55,123 @@ pub fn tensor_chunk<F: Integrand + ?Sized>(
     first: u64,
     end: u64,
 ) -> f64 {
-    if dim > MAX_DIM || nodes.is_empty() || weights.len() != nodes.len() {
+    if dim == 0 || dim > MAX_DIM || nodes.is_empty() || weights.len() != nodes.len() {
         return f64::NAN;
     }
     if first >= end {
         return 0.0;
     }
     // Lookups by `get` (a digit is always below na, the length of both
-    // tables): no bounds-check panic path on the device.
+    // tables, and every axis index below dim <= MAX_DIM): no bounds-check
+    // panic path on the device.
     let node = |d: usize| nodes.get(d).copied().unwrap_or(f64::NAN);
     let weight = |d: usize| weights.get(d).copied().unwrap_or(f64::NAN);
     let na = nodes.len();
     let mut x = [0.0f64; MAX_DIM];
     let mut digit = [0usize; MAX_DIM];
+    // suffix[k] = w_k suffix[k + 1], suffix[dim] = 1.
+    let mut suffix = [1.0f64; MAX_DIM + 1];
     let mut rest = first;
     for (d, xk) in digit.iter_mut().zip(x.iter_mut()).take(dim) {
         *d = (rest % na as u64) as usize;
         rest /= na as u64;
         *xk = node(*d);
     }
+    for k in (0..dim).rev() {
+        let w =
+            weight(digit.get(k).copied().unwrap_or(0)) * suffix.get(k + 1).copied().unwrap_or(1.0);
+        if let Some(sk) = suffix.get_mut(k) {
+            *sk = w;
+        }
+    }
     let xs = x.len().min(dim);
     let mut s = 0.0;
     let mut idx = first;
+    let mut d0 = digit[0];
     loop {
-        let w = digit.iter().take(dim).fold(1.0, |w, &d| w * weight(d));
-        s += w * f.eval(x.get(..xs).unwrap_or(&[]));
-        idx += 1;
-        if idx == end {
-            return s;
+        let tail = suffix[1];
+        loop {
+            x[0] = node(d0);
+            s += weight(d0) * tail * f.eval(x.get(..xs).unwrap_or(&[]));
+            idx += 1;
+            if idx == end {
+                return s;
+            }
+            d0 += 1;
+            if d0 == na {
+                break;
+            }
         }
-        for (d, xk) in digit.iter_mut().zip(x.iter_mut()).take(dim) {
+        d0 = 0;
+        // Carry into digits 1.. (idx < end <= na^dim: some digit takes it).
+        let mut top = 1;
+        while top < dim {
+            let Some(d) = digit.get_mut(top) else {
+                break;
+            };
             *d += 1;
             if *d < na {
-                *xk = node(*d);
                 break;
             }
             *d = 0;
-            *xk = node(0);
+            top += 1;
+        }
+        let mut j = top.min(dim - 1);
+        while j >= 1 {
+            let d = digit.get(j).copied().unwrap_or(0);
+            if let Some(xj) = x.get_mut(j) {
+                *xj = node(d);
+            }
+            let w = weight(d) * suffix.get(j + 1).copied().unwrap_or(1.0);
+            if let Some(sj) = suffix.get_mut(j) {
+                *sj = w;
+            }
+            j -= 1;
         }
     }
+}
+
+/// Sum of `chunk(c)` over chunks c in `first..end`, in order. O(end - first).
+#[inline]
+pub fn group_sum(first: u64, end: u64, chunk: impl Fn(u64) -> f64) -> f64 {
+    let mut s = 0.0;
+    let mut c = first;
+    while c < end {
+        s += chunk(c);
+        c += 1;
+    }
+    s
+}
+
+/// Sum of group q of a tensor rule over points 0..total: the chunk sums
+/// ([`tensor_chunk`]) of chunks q G..min((q + 1) G, chunks) added in order by
+/// [`group_sum`] (G = [`TENSOR_GROUP`], T = [`TENSOR_CHUNK`] points per chunk).
+/// Cost: up to G T evaluations.
+#[inline]
+pub fn tensor_group<F: Integrand + ?Sized>(
+    f: &F,
+    dim: usize,
+    nodes: &[f64],
+    weights: &[f64],
+    total: u64,
+    q: u64,
+) -> f64 {
+    let chunks = total.div_ceil(TENSOR_CHUNK);
+    let first = q * TENSOR_GROUP;
+    let end = if first + TENSOR_GROUP < chunks {
+        first + TENSOR_GROUP
+    } else {
+        chunks
+    };
+    group_sum(first, end, |c| {
+        let a = c * TENSOR_CHUNK;
+        let b = if a + TENSOR_CHUNK < total {
+            a + TENSOR_CHUNK
+        } else {
+            total
+        };
+        tensor_chunk(f, dim, nodes, weights, a, b)
+    })
 }
 
 #[cfg(test)]
@@ -110,5 +199,13 @@ mod tests {
             let got = tensor_chunk(&Sum, dim, &nodes, &weights, first, end);
             assert_eq!(got.to_bits(), want.to_bits(), "{first}..{end}");
         }
+        // One axis: no carries.
+        let mut x = [0.0; 1];
+        let want = (0..3).fold(0.0, |s, i| {
+            let w = tensor_point(i, &nodes, &weights, &mut x);
+            s + w * Sum.eval(&x)
+        });
+        let got = tensor_chunk(&Sum, 1, &nodes, &weights, 0, 3);
+        assert_eq!(got.to_bits(), want.to_bits());
     }
 }

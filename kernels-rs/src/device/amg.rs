@@ -121,3 +121,113 @@ amg_sweep!(f32, f32, amg_sweep_csr_f32, amg_sweep_sell_f32);
 amg_sweep!(f64, f64, amg_sweep_csr_f64, amg_sweep_sell_f64);
 amg_sweep!(C32, f32, amg_sweep_csr_c32, amg_sweep_sell_c32);
 amg_sweep!(C64, f64, amg_sweep_csr_c64, amg_sweep_sell_c64);
+
+macro_rules! amg_gs {
+    ($t:ty, $csr:ident, $sell:ident) => {
+        /// One colour's Gauss-Seidel update in place, over the colour's
+        /// scaled rows D^-1 S A in CSR (`1 << lanes_log2` lanes per row, as
+        /// `spmv_csr`): row k updates x[i] += d b[i] - (D^-1 A)_k x with
+        /// i = `sel_col[k]` and d = `sel_val[k]` (the selection D^-1 S, one
+        /// entry per row). The colour's rows read only other colours'
+        /// entries of x and their own, so no row reads a value another
+        /// thread writes. With `zero` != 0, x is taken as zero on those rows'
+        /// products (the caller zeroed it): the matrix is not read.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $csr(
+            nrows: usize,
+            lanes_log2: u32,
+            row_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            sel_col: *const u32,
+            sel_val: *const $t,
+            b: *const $t,
+            x: *mut $t,
+            zero: u32,
+        ) {
+            let g = global_id();
+            let sub = g & ((1usize << lanes_log2) - 1);
+            let stride = grid_threads() >> lanes_log2;
+            let mut row = g >> lanes_log2;
+            let mut warp_row = (g & !31) >> lanes_log2;
+            while warp_row < nrows {
+                let mut s = <$t>::zero();
+                if row < nrows && zero == 0 {
+                    let end = ldg_u64(row_ptr.add(row + 1)) as usize;
+                    let start = ldg_u64(row_ptr.add(row)) as usize + sub;
+                    s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
+                }
+                let s = group_sum(s, lanes_log2);
+                if row < nrows && sub == 0 {
+                    gs_update(row, s, sel_col, sel_val, b, x);
+                }
+                row += stride;
+                warp_row += stride;
+            }
+        }
+
+        /// The update of the CSR kernel over SELL-C-sigma scaled rows, one
+        /// thread per sorted row position, row `perm[p]` (or `p` when `perm`
+        /// is null); `zero` as there.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $sell(
+            nrows: usize,
+            c: u32,
+            slice_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            perm: *const u32,
+            sel_col: *const u32,
+            sel_val: *const $t,
+            b: *const $t,
+            x: *mut $t,
+            zero: u32,
+        ) {
+            if c == 0 {
+                return; // no such matrix: the host never uploads c = 0
+            }
+            let mut p = global_id();
+            while p < nrows {
+                let (s, r) = ((p as u32 / c) as usize, (p as u32 % c) as usize);
+                let start = ldg_u64(slice_ptr.add(s)) as usize;
+                let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
+                let acc = if zero == 0 {
+                    row_sum(start + r, end, c as usize, col, val, x)
+                } else {
+                    <$t>::zero()
+                };
+                let row = if perm.is_null() {
+                    p
+                } else {
+                    ldg_u32(perm.add(p)) as usize
+                };
+                gs_update(row, acc, sel_col, sel_val, b, x);
+                p += grid_threads();
+            }
+        }
+    };
+}
+
+/// x[i] += d b[i] - s for the scaled row `row` with product `s`, where
+/// i = `sel_col[row]` and d = `sel_val[row]`.
+///
+/// # Safety
+/// `row` must index `sel_col` and `sel_val`, and `sel_col[row]` `b` and `x`.
+#[inline(always)]
+unsafe fn gs_update<T: DeviceScalar + KScalar>(
+    row: usize,
+    s: T,
+    sel_col: *const u32,
+    sel_val: *const T,
+    b: *const T,
+    x: *mut T,
+) {
+    let i = ldg_u32(sel_col.add(row)) as usize;
+    let xi = x.add(i);
+    *xi = *xi + T::ldg(sel_val.add(row)) * T::ldg(b.add(i)) - s;
+}
+
+amg_gs!(f32, amg_gs_csr_f32, amg_gs_sell_f32);
+amg_gs!(f64, amg_gs_csr_f64, amg_gs_sell_f64);
+amg_gs!(C32, amg_gs_csr_c32, amg_gs_sell_c32);
+amg_gs!(C64, amg_gs_csr_c64, amg_gs_sell_c64);

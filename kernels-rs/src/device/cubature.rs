@@ -9,7 +9,7 @@
 use super::prelude::{global_id, grid_threads};
 use crate::cubature::integrand::Builtin;
 use crate::cubature::rule::{evaluate, local_cuhre, LocalOutcome, Rule, LOCAL_HEAP};
-use crate::cubature::tensor::{tensor_chunk, TENSOR_CHUNK};
+use crate::cubature::tensor::{tensor_chunk, TENSOR_CHUNK, TENSOR_GROUP};
 use core::slice::from_raw_parts;
 
 /// out[3 b..3 b + 3] = (estimate, error, axis) of box b, for b < boxes; box b is
@@ -66,7 +66,8 @@ pub unsafe extern "ptx-kernel" fn cub_local(
 }
 
 /// partials[c] = sum of w_i f(x_i) over points c T..min((c + 1) T, total) of the
-/// tensor rule (na = nodes per axis, dim = f.dim), T = `TENSOR_CHUNK`.
+/// tensor rule (na = nodes per axis, dim = f.dim), T = `TENSOR_CHUNK`; one
+/// thread per chunk, grid-stride. `cub_tensor_groups` then adds them by groups.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn cub_tensor(
     f: *const Builtin,
@@ -92,5 +93,49 @@ pub unsafe extern "ptx-kernel" fn cub_tensor(
         };
         *partials.add(c as usize) = tensor_chunk(&f, dim, x, w, first, end);
         c += grid_threads() as u64;
+    }
+}
+
+/// groups[q] = the chunk sums partials[q G..min((q + 1) G, chunks)] added in
+/// order (the order of `group_sum`, G = `TENSOR_GROUP`): one thread per
+/// group, grid-stride, eight loads in flight before eight ordered adds.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn cub_tensor_groups(
+    chunks: u64,
+    partials: *const f64,
+    groups: *mut f64,
+) {
+    let count = chunks.div_ceil(TENSOR_GROUP);
+    let mut q = global_id() as u64;
+    while q < count {
+        let first = q * TENSOR_GROUP;
+        let end = if first + TENSOR_GROUP < chunks {
+            first + TENSOR_GROUP
+        } else {
+            chunks
+        };
+        let mut s = 0.0;
+        let mut c = first;
+        while c + 8 <= end {
+            let p = partials.add(c as usize);
+            let v = [
+                *p,
+                *p.add(1),
+                *p.add(2),
+                *p.add(3),
+                *p.add(4),
+                *p.add(5),
+                *p.add(6),
+                *p.add(7),
+            ];
+            s = s + v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+            c += 8;
+        }
+        while c < end {
+            s += *partials.add(c as usize);
+            c += 1;
+        }
+        *groups.add(q as usize) = s;
+        q += grid_threads() as u64;
     }
 }

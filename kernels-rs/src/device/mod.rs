@@ -13,6 +13,7 @@ mod qmr;
 mod spmv;
 mod tfqmr;
 mod uq;
+mod uq_convolution;
 
 /// A kernel never panics by design (every index is checked against the sizes it is
 /// given); should a core routine panic anyway, the thread traps and the launch

@@ -8,10 +8,13 @@
 //! * [`beam`]: the cantilever beam's banded stiffness, banded Cholesky and one
 //!   static sample under a random tip load and random element moduli;
 //! * [`dense`]: the seed's dense path (dense K, LU with partial pivoting);
+//! * [`convolution`]: the FFT convolution's padded load blocks and the
+//!   chunked mean and variance over samples;
 //! * [`sampling`]: Latin hypercube (keyed permutations) and Owen-scrambled
 //!   one-dimensional Sobol points, the alternatives to plain Monte Carlo.
 
 pub mod beam;
+pub mod convolution;
 pub mod dense;
 pub mod gauss;
 pub mod real;
