@@ -13,6 +13,8 @@
 #                                                #   sweep, with the rounds' evaluation time
 #   bash benches/device_new_systems.sh psd       # the PSD rank-1 kernel vs CuPy and cuBLAS zherk
 #   bash benches/device_new_systems.sh uqpeers   # (i), (iii) and (v) on both backends vs CuPy
+#   bash benches/device_new_systems.sh uqcpu     # UQ on gpuq's CPU backend and CUDA vs NumPy/SciPy
+#   bash benches/device_new_systems.sh seedtables # seed 001's Tables 2-5 and 7 (benches/seed001_tables.sh)
 #   bash benches/device_new_systems.sh mpi       # gpuq solve under mpirun, 1 and 2 ranks on
 #                                                #   the GPU(s) and on CPU ranks (needs
 #                                                #   gpu-pack/gpuq-mpi.xz, see docs/benchmarks.md)
@@ -174,8 +176,9 @@ for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v)
 fi
 
 if [ "$WHAT" = amggs ]; then
-    # Gauss-Seidel smoothing on laplace3d:200 (AMG_GS: "smoother coarse-smoother layout" rows;
-    # a coarse smoother of "-" means the same as the finest), each cycle against its floor
+    # Gauss-Seidel smoothing on laplace3d:200 (AMG_GS: "smoother coarse-smoother layout
+    # [cycle-precision]" rows; a coarse smoother of "-" means the same as the finest; the
+    # cycle's precision defaults to f64), each cycle against its floor
     # and PCG to 1e-8, then Jacobi PCG and CuPy CG + Jacobi in the same call
     python3 -c "
 n = 200 ** 3
@@ -186,7 +189,8 @@ with open('$LOGS/ones200.mtx', 'w') as f:
     for cfg in "${CFGS[@]}"; do
         set -- $cfg
         co=(); [ "$2" != - ] && co=(--amg-coarse-smoother "$2")
-        tag="$1-$2-$3"
+        co+=(--amg-precision "${4:-f64}")
+        tag="$1-$2-$3-${4:-f64}"
         timeout 120 "$G" amg-info --generate laplace3d:200 --amg-smoother $1 "${co[@]}" --layout $3 --backend cuda --bench-cycles 50 --json >"$LOGS/cyc-$tag.json" 2>"$LOGS/cyc-$tag.err"
         row "v-cycle $tag cuda" "$(j "$LOGS/cyc-$tag.json" cycle_bench.cycle_s cycle_bench.floor_s cycle_bench.ratio cycle_bench.copy_bytes_per_s)"
         for rep in 1 2; do
@@ -249,6 +253,34 @@ import json
 for f in ['$LOGS/uqp.json', '$LOGS/uqp-big.json']:
     for r in json.load(open(f))['runs']: print('peer', r)" 2>&1 | tail -8
     tail -3 "$LOGS/uqp.err"
+fi
+
+if [ "$WHAT" = uqcpu ]; then
+    # gpuq's CPU backend (all cores) and CUDA against NumPy/SciPy on the same CPU, the sizes
+    # of the uqpeers/bench rows (SDOF at 10^5 samples: NumPy's vectorised RK4 is slow)
+    for be in cpu cuda; do
+        timeout 60 "$G" uq static --dofs 128 --samples 100000 --modulus-cov 0.1 --backend $be --json >"$LOGS/static-$be.json" 2>&1
+        row "uq static 128 dofs 1e5 samples cov 0.1 $be" "$(j "$LOGS/static-$be.json" time_s mean std)"
+        timeout 60 "$G" uq psd --dofs 512 --freq-range 0:100:201 --full --backend $be --json >"$LOGS/psd-$be.json" 2>&1
+        row "uq psd 512 dofs 201 freqs full $be" "$(j "$LOGS/psd-$be.json" full_s)"
+        timeout 60 "$G" uq convolution --dofs 64 --steps 8192 --samples 1000 --repeat 3 --backend $be --json >"$LOGS/conv-$be.json" 2>&1
+        row "uq convolution 8192 x 1000 $be" "$(j "$LOGS/conv-$be.json" time_s final_tip_std)"
+        timeout 120 "$G" uq sdof --samples 100000 --backend $be --json >"$LOGS/sdof-$be.json" 2>&1
+        row "uq sdof 1e5 f64 $be" "$(j "$LOGS/sdof-$be.json" time_s final_variance)"
+        timeout 60 "$G" uq expectation --dim 10 --points 6 --repeat 3 --backend $be --json >"$LOGS/exp-$be.json" 2>&1
+        row "uq expectation GH 6^10 $be" "$(j "$LOGS/exp-$be.json" time_s estimate)"
+    done
+    timeout 400 python3 benches/anchors/uq_peers.py --xp numpy --what sdof,psd,expectation,convolution,static \
+        --samples 100000 >"$LOGS/numpy.json" 2>"$LOGS/numpy.err"
+    python3 -c "
+import json
+for r in json.load(open('$LOGS/numpy.json'))['runs']: print('peer', r)" 2>&1 | tail -8
+    tail -3 "$LOGS/numpy.err"
+fi
+
+if [ "$WHAT" = seedtables ]; then
+    bash benches/seed001_tables.sh "$G" >"$LOGS/seedtables.log" 2>&1
+    sed -n '/== seed 001 tables/,$p' "$LOGS/seedtables.log"
 fi
 
 if [ "$WHAT" = mpi ]; then

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""CuPy peers for gpuq's UQ procedures (seed 001), timed on the GPU in the same run.
+"""CuPy peers for gpuq's UQ procedures (seed 001), timed on the GPU in the same run,
+and with `--xp numpy` the same array programs as NumPy/SciPy peers on the CPU
+(`numpy.fft`, `scipy.signal.lfilter`, batched `numpy.linalg.solve`; the fused
+kernels and cuBLAS are CuPy only).
 
 * `sdof`: the nonlinear SDOF oscillator m x'' + c x' + sgn(x')|x'|^0.5 + k x =
   A [sin t + eps_t] (m = 2, c = 1.6, k = 62.84, dt = 0.01, 1000 RK4 steps), one
@@ -32,36 +35,39 @@ Prints one JSON object on stdout.
   (b) the seed's dense path, `cupy.linalg.solve` on batches of 10^4 dense K.
 
 Usage: python3 benches/anchors/uq_peers.py [--samples N] [--psd-n N] [--psd-freqs NF]
-       [--what sdof,sdof-fused,psd,expectation,convolution,static]
+       [--what sdof,sdof-fused,psd,expectation,convolution,static] [--xp cupy|numpy]
 """
 import argparse
 import json
 import sys
 import time
 
-import cupy as cp
+# The array module: CuPy on the GPU (the default), or NumPy/SciPy on the CPU
+# (`--xp numpy`), set by main(). The fused kernels and cuBLAS are CuPy only.
+xp = None
+XP = "cupy"
 
 
 def sdof_vectorised(samples, dtype, steps=1000, dt=0.01, seed=1):
     m, c, k, a = 2.0, 1.6, 62.84, 1.0
-    x = cp.zeros(samples, dtype)
-    v = cp.zeros(samples, dtype)
-    rng = cp.random.default_rng(seed)
-    means = cp.empty(steps + 1, dtype)
-    varis = cp.empty(steps + 1, dtype)
+    x = xp.zeros(samples, dtype)
+    v = xp.zeros(samples, dtype)
+    rng = xp.random.default_rng(seed)
+    means = xp.empty(steps + 1, dtype)
+    varis = xp.empty(steps + 1, dtype)
     means[0] = 0
     varis[0] = 0
     scale = dtype(1.0 / dt**0.5)
 
     def acc(t, x, v, f):
-        return (f - c * v - cp.sign(v) * cp.sqrt(cp.abs(v)) - k * x) / m
+        return (f - c * v - xp.sign(v) * xp.sqrt(xp.abs(v)) - k * x) / m
 
     for i in range(steps):
         t = i * dt
         eps = rng.standard_normal(samples, dtype=dtype) * scale
-        f0 = a * (cp.sin(dtype(t)) + eps)
-        fh = a * (cp.sin(dtype(t + dt / 2)) + eps)
-        f1 = a * (cp.sin(dtype(t + dt)) + eps)
+        f0 = a * (xp.sin(dtype(t)) + eps)
+        fh = a * (xp.sin(dtype(t + dt / 2)) + eps)
+        f1 = a * (xp.sin(dtype(t + dt)) + eps)
         k1x, k1v = v, acc(t, x, v, f0)
         k2x = v + dt / 2 * k1v
         k2v = acc(t, x + dt / 2 * k1x, k2x, fh)
@@ -82,7 +88,7 @@ _STEP = None
 def sdof_fused(samples, dtype, steps=1000, dt=0.01, seed=1):
     global _STEP
     if _STEP is None:
-        _STEP = cp.ElementwiseKernel(
+        _STEP = xp.ElementwiseKernel(
             "T eps, T s0, T sh, T s1, T dt",
             "T x, T v",
             """
@@ -98,49 +104,44 @@ def sdof_fused(samples, dtype, steps=1000, dt=0.01, seed=1):
             """,
             "sdof_rk4_step",
         )
-    x = cp.zeros(samples, dtype)
-    v = cp.zeros(samples, dtype)
-    rng = cp.random.default_rng(seed)
-    means = cp.empty(steps + 1, dtype)
-    varis = cp.empty(steps + 1, dtype)
+    x = xp.zeros(samples, dtype)
+    v = xp.zeros(samples, dtype)
+    rng = xp.random.default_rng(seed)
+    means = xp.empty(steps + 1, dtype)
+    varis = xp.empty(steps + 1, dtype)
     means[0] = 0
     varis[0] = 0
     scale = dtype(1.0 / dt**0.5)
     for i in range(steps):
         t = i * dt
         eps = rng.standard_normal(samples, dtype=dtype) * scale
-        _STEP(eps, dtype(cp.sin(t).item()), dtype(cp.sin(t + dt / 2).item()),
-              dtype(cp.sin(t + dt).item()), dtype(dt), x, v)
+        _STEP(eps, dtype(xp.sin(t).item()), dtype(xp.sin(t + dt / 2).item()),
+              dtype(xp.sin(t + dt).item()), dtype(dt), x, v)
         means[i + 1] = x.mean()
         varis[i + 1] = x.var()
     return means, varis
 
 
+def sync():
+    if XP == "cupy":
+        xp.cuda.Device().synchronize()
+
+
 def timed(fn, *args, reps=1):
     fn(*args)
-    cp.cuda.Device().synchronize()
+    sync()
     t0 = time.perf_counter()
     for _ in range(reps):
         out = fn(*args)
-    cp.cuda.Device().synchronize()
+    sync()
     return (time.perf_counter() - t0) / reps, out
 
 
-def psd_runs(n, nf):
-    """S_xx(w_f) = s_f h_f h_f^H for nf frequencies (n x n complex each, written
-    once: 16 n^2 nf bytes, the floor), as CuPy broadcasting and as one cuBLAS
-    `zherk` per frequency (k = 1; it writes one triangle, half the bytes)."""
+def zherk_peer(h, s, out, n, nf):
+    """One cuBLAS `zherk` (k = 1) per frequency writing S_xx(w_f) = s_f h_f h_f^H
+    into out[f] (one triangle), called through ctypes."""
     import ctypes
     import glob
-
-    rng = cp.random.default_rng(3)
-    h = (rng.standard_normal((nf, n)) + 1j * rng.standard_normal((nf, n))).astype(cp.complex128)
-    s = rng.random(nf) + 0.5
-    out = cp.empty((nf, n, n), cp.complex128)
-
-    def broadcast():
-        cp.multiply((s[:, None] * h)[:, :, None], h.conj()[:, None, :], out=out)
-        return out
 
     def load_cublas():
         names = ["libcublas.so", "libcublas.so.13", "libcublas.so.12"]
@@ -161,7 +162,7 @@ def psd_runs(n, nf):
     if lib.cublasCreate_v2(ctypes.byref(handle)) != 0:
         raise RuntimeError("cublasCreate failed")
     upper, op_n = 1, 0  # CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N
-    s_host = cp.asnumpy(s)
+    s_host = xp.asnumpy(s)  # CuPy only (this peer is skipped with --xp numpy)
     alphas = [ctypes.c_double(float(v)) for v in s_host]
     beta = ctypes.c_double(0.0)
 
@@ -174,9 +175,30 @@ def psd_runs(n, nf):
             if st != 0:
                 raise RuntimeError(f"cublasZherk_v2 returned {st}")
         return out
+    return herk
+
+
+def psd_runs(n, nf):
+    """S_xx(w_f) = s_f h_f h_f^H for nf frequencies (n x n complex each, written
+    once: 16 n^2 nf bytes, the floor), as CuPy broadcasting and as one cuBLAS
+    `zherk` per frequency (k = 1; it writes one triangle, half the bytes)."""
+    rng = xp.random.default_rng(3)
+    h = (rng.standard_normal((nf, n)) + 1j * rng.standard_normal((nf, n))).astype(xp.complex128)
+    s = rng.random(nf) + 0.5
+    out = xp.empty((nf, n, n), xp.complex128)
+
+    def broadcast():
+        xp.multiply((s[:, None] * h)[:, :, None], h.conj()[:, None, :], out=out)
+        return out
 
     res = {}
-    for name, fn in [("cupy-broadcast", broadcast), ("cublas-zherk-loop", herk)]:
+    peers = [(f"{XP}-broadcast", broadcast)]
+    if XP == "cupy":
+        try:
+            peers.append(("cublas-zherk-loop", zherk_peer(h, s, out, n, nf)))
+        except Exception as e:  # noqa: BLE001 - a peer's failure is data
+            res["cublas-zherk-loop"] = repr(e)
+    for name, fn in peers:
         try:
             secs = min(timed(fn)[0] for _ in range(5))
             res[name] = secs
@@ -193,13 +215,13 @@ def expectation_runs(dim, pts):
 
     x, w = np.polynomial.hermite_e.hermegauss(pts)
     w = w / w.sum()
-    xd, wd = cp.asarray(x), cp.asarray(w)
+    xd, wd = xp.asarray(x), xp.asarray(w)
     total = pts**dim
 
     def vectorised():
-        idx = cp.arange(total, dtype=cp.int64)
-        acc_w = cp.ones(total)
-        acc_f = cp.zeros(total)
+        idx = xp.arange(total, dtype=xp.int64)
+        acc_w = xp.ones(total)
+        acc_f = xp.zeros(total)
         for _ in range(dim):
             digit = idx % pts
             idx //= pts
@@ -211,17 +233,17 @@ def expectation_runs(dim, pts):
 
     def fused():
         if not kern:
-            kern.append(cp.ElementwiseKernel(
+            kern.append(xp.ElementwiseKernel(
                 "int64 idx, raw float64 xs, raw float64 ws, int32 dim, int32 pts", "float64 out",
                 """long long k = idx; double wp = 1.0, f = 0.0;
            for (int d = 0; d < dim; ++d) { int j = k % pts; k /= pts;
              wp *= ws[j]; f += xs[j] * xs[j]; }
            out = wp * f;""", "gh_tensor"))
-        out = kern[0](cp.arange(total, dtype=cp.int64), xd, wd, cp.int32(dim), cp.int32(pts))
+        out = kern[0](xp.arange(total, dtype=xp.int64), xd, wd, xp.int32(dim), xp.int32(pts))
         return float(out.sum())
 
     res = {}
-    for name, fn in [("cupy-gh-vectorised", vectorised), ("cupy-gh-fused", fused)]:
+    for name, fn in [(f"{XP}-gh-vectorised", vectorised)] + ([("cupy-gh-fused", fused)] if XP == "cupy" else []):
         try:
             secs, val = timed(fn)
             res[name] = (min(secs, *(timed(fn)[0] for _ in range(2))), val)
@@ -235,22 +257,25 @@ def convolution_runs(steps, samples, phi=0.9):
     points with one kernel: the loads by `cupyx.scipy.signal.lfilter` from
     normal draws, then `cupy.fft.rfft` of length 2 steps, the product with the
     kernel's spectrum and `irfft`."""
-    from cupyx.scipy import signal
+    if XP == "cupy":
+        from cupyx.scipy import signal
+    else:
+        from scipy import signal
 
-    rng = cp.random.default_rng(5)
-    h = cp.exp(-0.01 * cp.arange(steps)) * cp.sin(0.3 * cp.arange(steps))
-    hs = cp.fft.rfft(h, 2 * steps)
+    rng = xp.random.default_rng(5)
+    h = xp.exp(-0.01 * xp.arange(steps)) * xp.sin(0.3 * xp.arange(steps))
+    hs = xp.fft.rfft(h, 2 * steps)
 
     def run():
         e = rng.standard_normal((samples, steps))
-        f = signal.lfilter(cp.array([1.0]), cp.array([1.0, -phi]), e, axis=1)
-        y = cp.fft.irfft(cp.fft.rfft(f, 2 * steps, axis=1) * hs, 2 * steps, axis=1)[:, :steps]
-        return y.mean(axis=0), y.std(axis=0, ddof=1), cp.abs(y).max(axis=1)
+        f = signal.lfilter(xp.array([1.0]), xp.array([1.0, -phi]), e, axis=1)
+        y = xp.fft.irfft(xp.fft.rfft(f, 2 * steps, axis=1) * hs, 2 * steps, axis=1)[:, :steps]
+        return y.mean(axis=0), y.std(axis=0, ddof=1), xp.abs(y).max(axis=1)
 
     try:
-        return {"cupy-fft-convolution": min(timed(run)[0] for _ in range(3))}
+        return {f"{XP}-fft-convolution": min(timed(run)[0] for _ in range(3))}
     except Exception as e:  # noqa: BLE001 - a peer's failure is data
-        return {"cupy-fft-convolution": repr(e)}
+        return {f"{XP}-fft-convolution": repr(e)}
 
 
 def static_runs(samples, dofs=128, cov=0.1, load_mean=1.0, load_std=0.1, dense_batch=10_000):
@@ -268,11 +293,11 @@ def static_runs(samples, dofs=128, cov=0.1, load_mean=1.0, load_std=0.1, dense_b
                                            [6 * h, 4 * h * h, -6 * h, 2 * h * h],
                                            [-12.0, -6 * h, 12.0, -6 * h],
                                            [6 * h, 2 * h * h, -6 * h, 4 * h * h]]]
-    rng = cp.random.default_rng(3)
+    rng = xp.random.default_rng(3)
 
     def band(E, count):
         # B[i, d] = K[i, i - d] of every sample (the fixed end's two DOFs removed).
-        B = cp.zeros((n, 4, count))
+        B = xp.zeros((n, 4, count))
         for ai in range(4):
             for bi in range(ai + 1):
                 d = ai - bi
@@ -282,19 +307,19 @@ def static_runs(samples, dofs=128, cov=0.1, load_mean=1.0, load_std=0.1, dense_b
         return B
 
     def banded():
-        E = cp.exp(mu + sig * rng.standard_normal((ne, samples)))
+        E = xp.exp(mu + sig * rng.standard_normal((ne, samples)))
         P = load_mean + load_std * rng.standard_normal(samples)
         B = band(E, samples)
         for j in range(n):
             for k in range(max(0, j - 3), j):
                 B[j, 0] -= B[j, j - k] ** 2
-            B[j, 0] = cp.sqrt(B[j, 0])
+            B[j, 0] = xp.sqrt(B[j, 0])
             for i in range(j + 1, min(n, j + 4)):
                 v = B[i, i - j]
                 for k in range(max(0, i - 3), j):
                     v = v - B[i, i - k] * B[j, j - k]
                 B[i, i - j] = v / B[j, 0]
-        y = cp.zeros((n, samples))
+        y = xp.zeros((n, samples))
         y[n - 2] = P
         for i in range(n):
             v = y[i]
@@ -314,24 +339,24 @@ def static_runs(samples, dofs=128, cov=0.1, load_mean=1.0, load_std=0.1, dense_b
         done = 0
         while done < samples:
             c = min(dense_batch, samples - done)
-            E = cp.exp(mu + sig * rng.standard_normal((ne, c)))
+            E = xp.exp(mu + sig * rng.standard_normal((ne, c)))
             P = load_mean + load_std * rng.standard_normal(c)
             B = band(E, c)
-            K = cp.zeros((c, n, n))
-            idx = cp.arange(n)
+            K = xp.zeros((c, n, n))
+            idx = xp.arange(n)
             for d in range(4):
                 i = idx[d:]
                 K[:, i, i - d] = B[d:, d, :].T
                 K[:, i - d, i] = B[d:, d, :].T
-            f = cp.zeros((c, n))
+            f = xp.zeros((c, n))
             f[:, n - 2] = P
-            tips.append(cp.linalg.solve(K, f[..., None])[:, n - 2, 0])
+            tips.append(xp.linalg.solve(K, f[..., None])[:, n - 2, 0])
             done += c
-        tip = cp.concatenate(tips)
+        tip = xp.concatenate(tips)
         return float(tip.mean()), float(tip.std(ddof=1))
 
     res = {}
-    for name, fn in [("cupy-static-banded-vectorised", banded), ("cupy-static-dense-batched", dense)]:
+    for name, fn in [(f"{XP}-static-banded-vectorised", banded), (f"{XP}-static-dense-batched", dense)]:
         try:
             secs, val = timed(fn)
             res[name] = (min(secs, timed(fn)[0]), val)
@@ -351,16 +376,24 @@ def main():
     p.add_argument("--conv-steps", type=int, default=8192)
     p.add_argument("--conv-samples", type=int, default=1000)
     p.add_argument("--static-samples", type=int, default=100_000)
+    p.add_argument("--xp", choices=["cupy", "numpy"], default="cupy",
+                   help="CuPy on the GPU, or NumPy/SciPy on the CPU (no fused kernels, no cuBLAS)")
     a = p.parse_args()
+    global xp, XP
+    XP = a.xp
+    if XP == "cupy":
+        import cupy as xp
+    else:
+        import numpy as xp
     runs = []
     what = a.what.split(",")
-    for dtype in (cp.float64, cp.float32):
+    for dtype in (xp.float64, xp.float32):
         for name, fn in [("sdof", sdof_vectorised), ("sdof-fused", sdof_fused)]:
-            if name not in what:
+            if name not in what or (XP == "numpy" and name == "sdof-fused"):
                 continue
             print(f"{name} {dtype.__name__} {a.samples}", file=sys.stderr)
             secs, (means, varis) = timed(fn, a.samples, dtype)
-            runs.append({"peer": f"cupy {name}", "precision": dtype.__name__,
+            runs.append({"peer": f"{XP} {name}", "precision": dtype.__name__,
                          "samples": a.samples, "time_s": secs,
                          "final_mean": float(means[-1]), "final_variance": float(varis[-1])})
     if "psd" in what:

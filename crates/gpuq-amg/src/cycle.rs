@@ -14,6 +14,8 @@ use std::sync::Mutex;
 /// One level's resident data (every level but the coarsest).
 struct DeviceLevel<B: AmgKernels, T: Scalar> {
     smoother: Smoother,
+    /// Smoothing applications before and after the coarse correction.
+    sweeps: usize,
     a: B::Matrix<T>,
     p: B::Matrix<T>,
     r: B::Matrix<T>,
@@ -65,7 +67,6 @@ pub struct Amg<B: AmgKernels, T: Scalar> {
     levels: Vec<DeviceLevel<B, T>>,
     coarse: B::Matrix<T>,
     n: usize,
-    sweeps: usize,
     symmetric: bool,
     work: Mutex<Vec<LevelWork<B, T>>>,
 }
@@ -139,6 +140,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             let chebyshev = matches!(s.kind, Smoother::Chebyshev { .. });
             levels.push(DeviceLevel {
                 smoother: s.kind,
+                sweeps: o.sweeps_of(levels.len()),
                 a: up(&l.a, true)?,
                 p: up(p, true)?,
                 r: up(r, true)?,
@@ -199,7 +201,6 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             levels,
             coarse,
             n: all[0].a.nrows(),
-            sweeps: o.sweeps,
             symmetric: h.is_symmetric(),
             work: Mutex::new(work),
         })
@@ -223,7 +224,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         let scratch = &mut w.scratch;
         if lev.smoother == Smoother::GaussSeidel {
             let mut first = zero;
-            for _ in 0..self.sweeps {
+            for _ in 0..lev.sweeps {
                 for c in symmetric_order(lev.colors.len()) {
                     let [scaled, select, scatter] = &lev.colors[c];
                     be.amg_gs_color(scaled, select, scatter, b, x, &mut w.color_t[c], first)?;
@@ -234,7 +235,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         }
         match (lev.smoother, w.dir.as_mut()) {
             (Smoother::Chebyshev { degree }, Some(d)) => {
-                for s in 0..self.sweeps {
+                for s in 0..lev.sweeps {
                     self.chebyshev(lev, degree, b, x, scratch, d, zero && s == 0)?;
                 }
                 Ok(())
@@ -249,7 +250,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                     }
                     first = 1;
                 }
-                for _ in first..self.sweeps {
+                for _ in first..lev.sweeps {
                     be.amg_jacobi(
                         &lev.a,
                         &lev.dinv,

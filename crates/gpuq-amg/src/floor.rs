@@ -53,7 +53,7 @@ pub fn cycle_floor_bytes(h: &Hierarchy, scalar_bytes: usize) -> f64 {
             l.r.as_ref().map_or(0.0, |m| matrix_bytes(m, s)),
             l.p.as_ref().map_or(0.0, |m| matrix_bytes(m, s)),
         );
-        let nu = o.sweeps as f64;
+        let nu = o.sweeps_of(k) as f64;
         let smoothing = match o.smoother_of(k) {
             Smoother::Chebyshev { degree } => {
                 // an application from zero starts with 7 vector passes, one

@@ -98,6 +98,9 @@ pub struct HierarchyInfo {
     pub coarse_smoother: String,
     /// Smoothing applications before and after the coarse correction.
     pub sweeps: usize,
+    /// Smoothing applications on the levels below the finest.
+    #[serde(default)]
+    pub coarse_sweeps: usize,
     /// `v` or `w`.
     pub cycle: String,
     /// Strength threshold.
@@ -320,6 +323,7 @@ impl Hierarchy {
             smoother: self.options.smoother.name(),
             coarse_smoother: self.options.smoother_of(1).name(),
             sweeps: self.options.sweeps,
+            coarse_sweeps: self.options.sweeps_of(1),
             cycle: self.options.cycle.name().into(),
             strength: self.options.strength,
             operator_complexity: levels.iter().map(|l| l.nnz as f64).sum::<f64>() / z0,

@@ -69,6 +69,21 @@ pub trait AmgKernels: SparseBackend {
         default_gs_color(self, scaled, select, scatter, b, x, t, zero)
     }
 
+    /// y = x converted element by element to another precision (the vectors
+    /// entering and leaving a single-precision cycle inside a
+    /// double-precision solve, [`crate::MixedAmg`]). Default: through the
+    /// host (a download and an upload); fused: one pass on the backend.
+    fn amg_convert<S: Scalar, T: Scalar>(
+        &self,
+        x: &Self::Vector<S>,
+        y: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        check_same_len("amg_convert", x.len(), y.len())?;
+        let v: Vec<T> = self.download(x)?.into_iter().map(convert_scalar).collect();
+        *y = self.upload(&v)?;
+        Ok(())
+    }
+
     /// The residual restricted: scratch = b - A x, then bc = R scratch.
     /// Default: [`AmgKernels::amg_residual`] and one SpMV.
     fn amg_residual_restrict<T: Scalar>(
@@ -109,6 +124,15 @@ fn default_jacobi<B: SparseBackend, T: Scalar>(
 ) -> Result<()> {
     default_residual(be, a, b, x, scratch)?;
     be.spmv(omega, dinv, scratch, T::one(), x)
+}
+
+/// `x` in the precision of `T` (real and imaginary parts rounded apart).
+fn convert_scalar<S: Scalar, T: Scalar>(x: S) -> T {
+    use gpuq_core::RealScalar;
+    T::from_parts(
+        <T::Real as RealScalar>::of_f64(x.re().to_f64_lossless()),
+        <T::Real as RealScalar>::of_f64(x.im().to_f64_lossless()),
+    )
 }
 
 /// The default colour update: three SpMVs (two from zero).
@@ -176,6 +200,20 @@ const MAX_BLOCK: usize = 8;
 const TASK_ROWS: usize = 1680;
 
 impl AmgKernels for CpuBackend {
+    /// One Rayon pass.
+    fn amg_convert<S: Scalar, T: Scalar>(
+        &self,
+        x: &CpuVector<S>,
+        y: &mut CpuVector<T>,
+    ) -> Result<()> {
+        check_same_len("amg_convert", x.len(), y.len())?;
+        y.as_mut_slice()
+            .par_iter_mut()
+            .zip(x.as_slice().par_iter())
+            .for_each(|(t, &s)| *t = convert_scalar(s));
+        Ok(())
+    }
+
     /// One pass: r_i = b_i - A_i x, in tasks of 1680 rows.
     fn amg_residual<T: Scalar>(
         &self,
@@ -332,6 +370,15 @@ mod cuda {
                 }
             }
             default_jacobi(self, a, dinv, omega, b, x, scratch)
+        }
+
+        /// One pass on the device.
+        fn amg_convert<S: Scalar, T: Scalar>(
+            &self,
+            x: &CudaVector<S>,
+            y: &mut CudaVector<T>,
+        ) -> Result<()> {
+            self.convert_precision(x, y)
         }
 
         /// One fused in-place pass over `scaled` where `select` has one

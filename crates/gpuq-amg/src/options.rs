@@ -170,8 +170,13 @@ pub struct AmgOptions {
     /// a 3D Laplacian), so on a GPU Gauss-Seidel pays on the finest level and
     /// a Chebyshev or Jacobi smoother below it.
     pub coarse_smoother: Option<Smoother>,
-    /// Smoothing applications before and after the coarse correction (default 1).
+    /// Smoothing applications before and after the coarse correction on the
+    /// finest level, and on every level when `coarse_sweeps` is `None`
+    /// (default 1).
     pub sweeps: usize,
+    /// Smoothing applications on the levels below the finest (default
+    /// `None`: `sweeps`).
+    pub coarse_sweeps: Option<usize>,
     /// Stop coarsening at or below this many unknowns (default 100).
     pub coarse_size: usize,
     /// At most this many levels, the finest included (default 25).
@@ -197,6 +202,7 @@ impl Default for AmgOptions {
             smoother: Smoother::default(),
             coarse_smoother: None,
             sweeps: 1,
+            coarse_sweeps: None,
             coarse_size: 100,
             max_levels: 25,
             coarse_solver: CoarseSolver::default(),
@@ -221,7 +227,11 @@ impl AmgOptions {
                 self.strength
             ));
         }
-        if self.sweeps == 0 || self.coarse_size == 0 || self.max_levels == 0 {
+        if self.sweeps == 0
+            || self.coarse_sweeps == Some(0)
+            || self.coarse_size == 0
+            || self.max_levels == 0
+        {
             return bad("AMG sweeps, coarse size and levels must be positive".into());
         }
         if self.lanczos_steps < 2 {
@@ -238,6 +248,14 @@ impl AmgOptions {
             }
         }
         Ok(())
+    }
+
+    /// The smoothing applications of level `level` (0 the finest).
+    pub fn sweeps_of(&self, level: usize) -> usize {
+        match self.coarse_sweeps {
+            Some(s) if level > 0 => s,
+            _ => self.sweeps,
+        }
     }
 
     /// The smoother of level `level` (0 the finest).

@@ -7,7 +7,9 @@
 mod common;
 
 use common::*;
-use gpuq_amg::{Amg, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, Smoother};
+use gpuq_amg::{
+    Amg, AmgKernels, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, MixedAmg, Smoother,
+};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_sparse::generators::laplace3d;
@@ -243,4 +245,63 @@ fn fused_sweep_matches_host() {
     let bad = g.zeros::<f64>(n + 1).unwrap();
     let ad = g.upload_matrix(&a, Layout::Csr).unwrap();
     assert!(g.amg_sweep(&ad, 0.0, &bad, &xd, None, &mut out).is_err());
+}
+
+#[test]
+fn mixed_precision_cycle_and_conversions_agree_with_cpu() {
+    let Some(g) = gpu("mixed_precision_cycle_and_conversions_agree_with_cpu") else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    for (a, block) in problems() {
+        let o = AmgOptions {
+            block,
+            smoother: Smoother::GaussSeidel,
+            ..AmgOptions::default()
+        };
+        let h = Hierarchy::build(&a, &o).unwrap();
+        let x = vector(a.nrows(), 0.29);
+        for layout in layouts(block) {
+            let c = CycleOptions { layout };
+            let on_cpu = MixedAmg::<CpuBackend, f64, f32>::new(&cpu, &h, &c).unwrap();
+            let on_gpu = MixedAmg::<CudaBackend, f64, f32>::new(g, &h, &c).unwrap();
+            let (y1, y2) = (apply(&cpu, &on_cpu, &x), apply(g, &on_gpu, &x));
+            let scale = y1.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for (i, (p, q)) in y1.iter().zip(&y2).enumerate() {
+                assert!(
+                    (p - q).abs() <= 1e-5 * scale,
+                    "{layout:?}: y[{i}] cpu {p} gpu {q}"
+                );
+            }
+        }
+    }
+    // The conversions themselves: rounding to f32 and back, real and complex,
+    // bit for bit as on the CPU; a pair that is no change of precision errors.
+    use gpuq_core::{Backend, Complex32, Complex64};
+    let v: Vec<f64> = vector(1000, 0.37).iter().map(|x| x * 1e3).collect();
+    let d = g.upload(&v).unwrap();
+    let mut s = g.zeros::<f32>(v.len()).unwrap();
+    g.amg_convert(&d, &mut s).unwrap();
+    let back: Vec<f32> = g.download(&s).unwrap();
+    assert!(back
+        .iter()
+        .zip(&v)
+        .all(|(p, q)| p.to_bits() == (*q as f32).to_bits()));
+    let mut w = g.zeros::<f64>(v.len()).unwrap();
+    g.amg_convert(&s, &mut w).unwrap();
+    assert_eq!(
+        g.download(&w).unwrap(),
+        back.iter().map(|&p| p as f64).collect::<Vec<_>>()
+    );
+    let c: Vec<Complex64> = v.chunks(2).map(|p| Complex64::new(p[0], p[1])).collect();
+    let cd = g.upload(&c).unwrap();
+    let mut cs = g.zeros::<Complex32>(c.len()).unwrap();
+    g.amg_convert(&cd, &mut cs).unwrap();
+    let got = g.download(&cs).unwrap();
+    assert!(got
+        .iter()
+        .zip(&c)
+        .all(|(p, q)| p.re == q.re as f32 && p.im == q.im as f32));
+    let mut same = g.zeros::<f64>(v.len()).unwrap();
+    assert!(g.amg_convert(&d, &mut same).is_err());
 }

@@ -259,3 +259,43 @@ fn one_level_is_the_exact_inverse() {
     assert!(rep.converged && rep.iterations == 1, "{}", rep.iterations);
     assert!(true_residual(&a, &x, &b) <= 1e-12);
 }
+
+#[test]
+fn single_precision_cycle_in_a_double_precision_pcg() {
+    // The f32 cycle inside f64 PCG reaches 1e-8 (true residual) in about the
+    // f64 cycle's iterations, and applies the f64 cycle to f32 rounding.
+    let cpu = CpuBackend::new();
+    for (a, block) in [(laplace3d::<f64>(14), 1), (coupled2d(16, 0.5), 2)] {
+        for smoother in [Smoother::Jacobi, Smoother::GaussSeidel] {
+            let o = AmgOptions {
+                block,
+                smoother,
+                coarse_size: 30,
+                ..AmgOptions::default()
+            };
+            let (h, m64) = amg(&cpu, &a, &o, Layout::Csr);
+            let co = gpuq_amg::CycleOptions {
+                layout: Layout::Csr,
+            };
+            let m32 = gpuq_amg::MixedAmg::<CpuBackend, f64, f32>::new(&cpu, &h, &co).unwrap();
+            let x = vector(a.nrows(), 0.41);
+            let (y64, y32) = (apply(&cpu, &m64, &x), apply(&cpu, &m32, &x));
+            let scale = y64.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+            for (p, q) in y64.iter().zip(&y32) {
+                assert!((p - q).abs() <= 1e-5 * scale, "{o:?}: {p} vs {q}");
+            }
+            let x_true = vector(a.nrows(), 0.77);
+            let b = a.mul_vec(&x_true).unwrap();
+            let (_, r64) = pcg(&cpu, &a, &b, &m64);
+            let (x32, r32) = pcg(&cpu, &a, &b, &m32);
+            assert!(r32.converged, "{o:?}");
+            assert!(true_residual(&a, &x32, &b) <= 1e-8);
+            assert!(
+                r32.iterations <= r64.iterations + 2,
+                "{o:?}: f32 cycle {} vs f64 {}",
+                r32.iterations,
+                r64.iterations
+            );
+        }
+    }
+}

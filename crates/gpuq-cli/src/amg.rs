@@ -7,7 +7,7 @@ use crate::solve::{print_report, Chosen, Source};
 use clap::Args;
 use gpuq_amg::{
     Amg, AmgKernels, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, HierarchyInfo,
-    Smoother,
+    MixedAmg, Smoother,
 };
 use gpuq_core::{Error, Result, Scalar, SolveReport};
 use gpuq_krylov::{
@@ -43,6 +43,13 @@ pub struct AmgArgs {
     /// AMG smoothing applications before and after the coarse correction.
     #[arg(long = "amg-sweeps", default_value_t = 1)]
     pub sweeps: usize,
+    /// Precision of the AMG cycle: f32 or f64 (default: the solve's --precision; an f32 cycle
+    /// in an f64 solve reads about two thirds of the bytes, the Krylov method staying in f64).
+    #[arg(long = "amg-precision")]
+    pub cycle_precision: Option<String>,
+    /// AMG smoothing applications on the levels below the finest (default: --amg-sweeps).
+    #[arg(long = "amg-coarse-sweeps")]
+    pub coarse_sweeps: Option<usize>,
     /// AMG cycle: v or w.
     #[arg(long = "amg-cycle", default_value = "v")]
     pub cycle: String,
@@ -74,6 +81,7 @@ impl AmgArgs {
                 .map(Smoother::parse)
                 .transpose()?,
             sweeps: self.sweeps,
+            coarse_sweeps: self.coarse_sweeps,
             coarse_size: self.coarse,
             cycle: CycleKind::parse(&self.cycle)?,
             near_null_space,
@@ -99,7 +107,7 @@ pub struct AmgInfoArgs {
     /// Print the hierarchy as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Also time this many cycles (f64, from a zero guess on b = 1) on
+    /// Also time this many cycles (in --amg-precision, default f64, from a zero guess on b = 1) on
     /// `--backend`, and report the time per cycle against its memory floor
     /// at the copy rate measured in the same run (0: no timing).
     #[arg(long = "bench-cycles", default_value_t = 0)]
@@ -141,17 +149,17 @@ const COPIES: usize = 10;
 /// [`COPIES`] copies of [`COPY_LEN`] values, each batch ended by a reduction
 /// that waits for the queued work (the copies' less one reduction timed
 /// alone). O(k cycles + 10 copies).
-fn bench_cycles<B: AmgKernels>(
+fn bench_cycles<B: AmgKernels, S: Scalar>(
     backend: &B,
     h: &Hierarchy,
     layout: Layout,
     k: usize,
 ) -> Result<CycleBench> {
     use gpuq_core::LinearOperator;
-    let cycle = Amg::<B, f64>::new(backend, h, &CycleOptions { layout })?;
+    let cycle = Amg::<B, S>::new(backend, h, &CycleOptions { layout })?;
     let n = h.levels()[0].a.nrows();
-    let b = backend.upload(&vec![1.0; n])?;
-    let mut y = backend.zeros::<f64>(n)?;
+    let b = backend.upload(&vec![S::one(); n])?;
+    let mut y = backend.zeros::<S>(n)?;
     cycle.apply(&b, &mut y)?;
     backend.nrm2(&y)?;
     let t = Instant::now();
@@ -175,7 +183,7 @@ fn bench_cycles<B: AmgKernels>(
         ((all - t.elapsed().as_secs_f64()) / COPIES as f64).max(1e-9)
     };
     let copy_bytes_per_s = 16.0 * COPY_LEN as f64 / copy_s;
-    let floor_bytes = gpuq_amg::floor::cycle_floor_bytes(h, 8);
+    let floor_bytes = gpuq_amg::floor::cycle_floor_bytes(h, S::size_bytes());
     let floor_s = floor_bytes / copy_bytes_per_s;
     Ok(CycleBench {
         backend: backend.name(),
@@ -223,10 +231,23 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         None
     } else {
         let layout = Layout::parse(&args.layout)?;
-        Some(match Chosen::parse(&args.backend)? {
-            Chosen::Cpu(b) => bench_cycles(&b, &h, layout, args.bench_cycles)?,
-            Chosen::Cuda(b) => bench_cycles(&b, &h, layout, args.bench_cycles)?,
-        })
+        let k = args.bench_cycles;
+        Some(
+            match (
+                Chosen::parse(&args.backend)?,
+                args.amg.cycle_precision.as_deref(),
+            ) {
+                (Chosen::Cpu(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
+                (Chosen::Cpu(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
+                (Chosen::Cuda(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
+                (Chosen::Cuda(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
+                (_, Some(p)) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "unknown AMG precision '{p}' (available: f32, f64)"
+                    )))
+                }
+            },
+        )
     };
     if args.json {
         let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
@@ -262,12 +283,13 @@ fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
 /// The hierarchy as a table, then the complexities and setup times.
 fn print_hierarchy(info: &HierarchyInfo) {
     println!(
-        "AMG {} ({}-cycle, smoother {} (coarse levels {}), {} sweep(s), strength {}), coarsest solve {}",
+        "AMG {} ({}-cycle, smoother {} x{} (coarse levels {} x{}), strength {}), coarsest solve {}",
         info.coarsening,
         info.cycle,
         info.smoother,
-        info.coarse_smoother,
         info.sweeps,
+        info.coarse_smoother,
+        info.coarse_sweeps,
         info.strength,
         info.coarse_solver
     );
@@ -313,14 +335,27 @@ pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
     let backend = Chosen::parse(&args.backend)?;
     let source = Source::from_args(args)?;
     let options = args.amg.options(&source)?;
-    match (&backend, args.precision.as_str()) {
-        (Chosen::Cpu(b), "f64") => solve_typed::<_, f64>(b, args, &source, &config, &options),
-        (Chosen::Cpu(b), "f32") => solve_typed::<_, f32>(b, args, &source, &config, &options),
-        (Chosen::Cuda(b), "f64") => solve_typed::<_, f64>(b, args, &source, &config, &options),
-        (Chosen::Cuda(b), "f32") => solve_typed::<_, f32>(b, args, &source, &config, &options),
-        (_, p) => Err(Error::InvalidArgument(format!(
-            "unknown precision '{p}' (available: f32, f64)"
-        ))),
+    let cycle = args
+        .amg
+        .cycle_precision
+        .as_deref()
+        .unwrap_or(&args.precision);
+    macro_rules! typed {
+        ($b:expr) => {
+            match (args.precision.as_str(), cycle) {
+                ("f64", "f64") => solve_typed::<_, f64, f64>($b, args, &source, &config, &options),
+                ("f64", "f32") => solve_typed::<_, f64, f32>($b, args, &source, &config, &options),
+                ("f32", "f32") => solve_typed::<_, f32, f32>($b, args, &source, &config, &options),
+                ("f32", "f64") => solve_typed::<_, f32, f64>($b, args, &source, &config, &options),
+                (p, q) => Err(Error::InvalidArgument(format!(
+                    "unknown precision '{p}' or AMG precision '{q}' (available: f32, f64)"
+                ))),
+            }
+        };
+    }
+    match &backend {
+        Chosen::Cpu(b) => typed!(b),
+        Chosen::Cuda(b) => typed!(b),
     }
 }
 
@@ -329,7 +364,9 @@ fn convert<T: Scalar>(v: &[f64]) -> Vec<T> {
     v.iter().map(|&x| T::from_f64(x)).collect()
 }
 
-fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar>(
+/// The solve in precision `T` with the cycle in precision `S` (the cycle
+/// itself when they agree, else [`MixedAmg`]).
+fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     backend: &B,
     args: &SolveArgs,
     source: &Source,
@@ -340,13 +377,14 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar>(
     let setup = Instant::now();
     let h = Hierarchy::build(&a, options)?;
     h.project(&mut b);
-    let cycle = Amg::<B, T>::new(
-        backend,
-        &h,
-        &CycleOptions {
-            layout: config.layout,
-        },
-    )?;
+    let co = CycleOptions {
+        layout: config.layout,
+    };
+    let cycle: Box<dyn gpuq_core::LinearOperator<B, T>> = if S::KIND == T::KIND {
+        Box::new(Amg::<B, T>::new(backend, &h, &co)?)
+    } else {
+        Box::new(MixedAmg::<B, T, S>::new(backend, &h, &co)?)
+    };
     let amg_setup_s = setup.elapsed().as_secs_f64();
     let a_t = Csr::try_new(
         a.nrows(),
@@ -361,7 +399,7 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar>(
         &a_t,
         &convert::<T>(&b),
         config,
-        Some(&cycle),
+        Some(cycle.as_ref()),
         &mut |it, r| progress.update(it, r),
     )
     .inspect_err(|_| progress.finish())?;

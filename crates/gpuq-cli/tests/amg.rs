@@ -56,6 +56,66 @@ fn block2_amg_beats_block_jacobi_on_elasticity() {
 }
 
 #[test]
+fn gauss_seidel_and_a_single_precision_cycle_in_a_double_precision_solve() {
+    // b = 1 (the generator's b = A 1 is solved by one cycle).
+    let rhs = std::env::temp_dir().join(format!("gpuq-amg-ones-{}.mtx", std::process::id()));
+    let n = 16 * 16 * 16;
+    let ones = format!(
+        "%%MatrixMarket matrix array real general\n{n} 1\n{}",
+        "1\n".repeat(n)
+    );
+    std::fs::write(&rhs, ones).unwrap();
+    let rhs_path = rhs.to_str().unwrap().to_string();
+    let solve = |extra: &[&str]| {
+        let mut args = vec![
+            "solve",
+            "--generate",
+            "laplace3d:16",
+            "--rhs",
+            &rhs_path,
+            "--precond",
+            "amg",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&gpuq(&args))
+    };
+    let jacobi = solve(&[]);
+    let gs = solve(&[
+        "--amg-smoother",
+        "gs",
+        "--amg-coarse-smoother",
+        "chebyshev:3",
+        "--amg-coarse-sweeps",
+        "1",
+    ]);
+    assert_eq!(gs["amg"]["smoother"], "gs");
+    assert_eq!(gs["amg"]["coarse_smoother"], "chebyshev:3");
+    assert_eq!(gs["amg"]["levels"][0]["colors"], 2);
+    assert!(gs["iterations"].as_u64() < jacobi["iterations"].as_u64());
+    let mixed = solve(&["--amg-precision", "f32"]);
+    // The Krylov method stays in f64 and reaches the f64 tolerance.
+    assert_eq!(mixed["scalar"], "f64");
+    assert!(mixed["relative_residual"].as_f64().unwrap() <= 1e-8);
+    let (m, j) = (
+        mixed["iterations"].as_u64().unwrap(),
+        jacobi["iterations"].as_u64().unwrap(),
+    );
+    assert!(m <= j + 1, "f32 cycle {m} vs f64 cycle {j}");
+    let bad = gpuq(&[
+        "solve",
+        "--generate",
+        "laplace2d:8",
+        "--precond",
+        "amg",
+        "--amg-precision",
+        "f16",
+    ]);
+    assert!(!bad.status.success());
+    std::fs::remove_file(&rhs).ok();
+}
+
+#[test]
 fn amg_info_prints_levels_and_phases() {
     let o = gpuq(&["amg-info", "--generate", "laplace3d:12"]);
     assert!(o.status.success());

@@ -201,3 +201,42 @@ impl CudaBackend {
         Ok(true)
     }
 }
+
+impl CudaBackend {
+    /// y = x converted element by element between single and double
+    /// precision (f64 and f32, or their complex types): one pass, 12 bytes
+    /// per real moved. Errors on unequal lengths or on another pair of types.
+    pub fn convert_precision<S: Scalar, T: Scalar>(
+        &self,
+        x: &CudaVector<S>,
+        y: &mut CudaVector<T>,
+    ) -> Result<()> {
+        use gpuq_core::ScalarKind::{C32, C64, F32, F64};
+        check_same_len("convert_precision", x.len, y.len)?;
+        let (op, reals) = match (S::KIND, T::KIND) {
+            (F64, F32) => ("convert_f64_f32", x.len),
+            (F32, F64) => ("convert_f32_f64", x.len),
+            (C64, C32) => ("convert_f64_f32", 2 * x.len),
+            (C32, C64) => ("convert_f32_f64", 2 * x.len),
+            (s, t) => {
+                return Err(Error::InvalidArgument(format!(
+                    "convert_precision: {} to {} is not a change of precision",
+                    s.name(),
+                    t.name()
+                )))
+            }
+        };
+        if reals == 0 {
+            return Ok(());
+        }
+        let f = self.function(op)?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&reals).arg(&x.buf).arg(&mut y.buf);
+        // SAFETY: arguments match `convert_*`; x holds `reals` values of the
+        // source precision and y as many of the target's (equal lengths,
+        // checked; a complex value is two reals).
+        unsafe { l.launch(Self::cfg(self.grid_blocks(reals))) }.map_err(dev(op))?;
+        self.inner.stats.launch(op);
+        Ok(())
+    }
+}

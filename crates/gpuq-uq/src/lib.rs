@@ -60,8 +60,9 @@
 //! * Single precision for (i) and (ii); the seed's dense batched LU path for
 //!   (i) is there ([`StaticSolver::Dense`]), but one sample per thread, not a
 //!   MAGMA-style blocked batched factorisation.
-//! * A CuPy peer for (i) and NumPy peers (`docs/benchmarks.md` has the CuPy
-//!   and cuBLAS peers of (ii)-(v); (iii) and the fused form of (v) beat gpuq).
+//! * On CUDA the static response factors one sample per thread, sequentially
+//!   over the band: at 16384 DOFs the 16-core CPU backend is faster
+//!   (`docs/benchmarks.md`, seed 001's Table 2).
 //! * Sobol points for the SDOF's per-step noise (1000 dimensions need direction
 //!   numbers that are not in the tree); the Smolyak grid on the device.
 //! * x0 != 0 in the convolution (the seed's formula adds x0 without propagating it).

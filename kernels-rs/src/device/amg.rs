@@ -231,3 +231,26 @@ amg_gs!(f32, amg_gs_csr_f32, amg_gs_sell_f32);
 amg_gs!(f64, amg_gs_csr_f64, amg_gs_sell_f64);
 amg_gs!(C32, amg_gs_csr_c32, amg_gs_sell_c32);
 amg_gs!(C64, amg_gs_csr_c64, amg_gs_sell_c64);
+
+/// y[i] = x[i] rounded to single precision, for i < n (a complex vector is
+/// 2 n reals): the input of a single-precision cycle inside a
+/// double-precision solve. Grid-stride; 12 n bytes moved.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn convert_f64_f32(n: usize, x: *const f64, y: *mut f32) {
+    let mut i = global_id();
+    while i < n {
+        *y.add(i) = f64::ldg(x.add(i)) as f32;
+        i += grid_threads();
+    }
+}
+
+/// y[i] = x[i] widened to double precision, for i < n (exact). Grid-stride;
+/// 12 n bytes moved.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn convert_f32_f64(n: usize, x: *const f32, y: *mut f64) {
+    let mut i = global_id();
+    while i < n {
+        *y.add(i) = f32::ldg(x.add(i)) as f64;
+        i += grid_threads();
+    }
+}
