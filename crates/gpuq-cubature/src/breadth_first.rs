@@ -33,11 +33,41 @@ struct Live {
 }
 
 impl Live {
-    /// Appends `other`'s boxes and results.
-    fn append(&mut self, other: Boxes, results: Vec<BoxResult>) {
-        self.boxes.center.extend(other.center);
-        self.boxes.half.extend(other.half);
-        self.results.extend(results);
+    /// No boxes in `dim` dimensions.
+    fn new(dim: usize) -> Self {
+        Live {
+            boxes: Boxes::new(dim),
+            results: Vec::new(),
+        }
+    }
+
+    /// Appends `other`'s boxes and their results.
+    fn append(&mut self, other: &Boxes, results: &[BoxResult]) {
+        self.boxes.center.extend_from_slice(&other.center);
+        self.boxes.half.extend_from_slice(&other.half);
+        self.results.extend_from_slice(results);
+    }
+
+    /// The boxes of `self` whose flag is set, in order, with their results,
+    /// written into `dst` (its buffers reused: once they are large enough a
+    /// round allocates nothing, and touches no fresh page). Rayon over the
+    /// kept boxes; O(kept n).
+    fn compact_into(&self, keep: &[bool], dst: &mut Live) {
+        let n = self.boxes.dim;
+        let kept: Vec<usize> = (0..keep.len()).filter(|&b| keep[b]).collect();
+        dst.boxes.resize(n, kept.len());
+        dst.results.resize(kept.len(), BoxResult::default());
+        dst.boxes
+            .center
+            .par_chunks_mut(n.max(1))
+            .zip(dst.boxes.half.par_chunks_mut(n.max(1)))
+            .zip(dst.results.par_iter_mut())
+            .zip(kept.par_iter())
+            .for_each(|(((c, h), r), &b)| {
+                c.copy_from_slice(self.boxes.center_of(b));
+                h.copy_from_slice(self.boxes.half_of(b));
+                *r = self.results[b];
+            });
     }
 }
 
@@ -64,10 +94,10 @@ pub(crate) fn run<B: CubatureKernels>(
     let mut fresh = initial_partition(lo, hi, opts.initial_boxes.min(cap));
     // The parents of `fresh` (two children each) once the first split happened.
     let mut parents: Vec<BoxResult> = Vec::new();
-    let mut parked = Live {
-        boxes: Boxes::new(n),
-        results: Vec::new(),
-    };
+    // The live boxes (parked ones first, then each round's), and the buffers
+    // the next round's parked boxes are compacted into (swapped each round).
+    let mut parked = Live::new(n);
+    let mut spare = Live::new(n);
     let mut done = Retired::default();
     let (mut evals, mut rounds) = (0u64, 0u64);
     let mut evaluate_s = 0.0;
@@ -87,8 +117,8 @@ pub(crate) fn run<B: CubatureKernels>(
             adjust_children(&rule.errcof, p.estimate, &mut res[2 * g..2 * g + 2]);
         }
         // Parked boxes first, then this round's, in order.
-        let mut all = parked;
-        all.append(fresh, res);
+        parked.append(&fresh, &res);
+        let all = &parked;
         let (est, err) = totals(&done, &all.results);
         let target = opts.target(est);
         if err <= target {
@@ -159,14 +189,9 @@ pub(crate) fn run<B: CubatureKernels>(
             .filter(|&b| split[b])
             .map(|b| all.results[b])
             .collect();
-        fresh = backend.cub_split(&all.boxes, &all.results, &split, 2)?;
-        parked = Live {
-            boxes: backend.cub_split(&all.boxes, &all.results, &stay, 1)?,
-            results: (0..m)
-                .filter(|&b| stay[b])
-                .map(|b| all.results[b])
-                .collect(),
-        };
+        backend.cub_split(&all.boxes, &all.results, &split, 2, &mut fresh)?;
+        all.compact_into(&stay, &mut spare);
+        std::mem::swap(&mut parked, &mut spare);
     };
     let status = if done.error <= opts.target(done.estimate) {
         Status::Converged

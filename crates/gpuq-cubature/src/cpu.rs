@@ -44,9 +44,13 @@ impl CubatureKernels for CpuBackend {
         results: &[BoxResult],
         keep: &[bool],
         parts: u32,
-    ) -> Result<Boxes> {
+        out: &mut Boxes,
+    ) -> Result<()> {
         gpuq_core::check_same_len("cubature split", boxes.len(), keep.len())?;
-        Ok(self.run("cub_split", || parallel_split(boxes, results, keep, parts)))
+        self.run("cub_split", || {
+            parallel_split(boxes, results, keep, parts, out)
+        });
+        Ok(())
     }
 
     fn cub_local(
@@ -98,21 +102,19 @@ impl CubatureKernels for CpuBackend {
 }
 
 /// [`CubatureKernels::cub_split`] with Rayon over the kept boxes (the same
-/// output as the default body: kept boxes in order, children contiguous).
+/// output as the default body: kept boxes in order, children contiguous),
+/// into `out`'s reused buffers.
 pub(crate) fn parallel_split(
     boxes: &Boxes,
     results: &[BoxResult],
     keep: &[bool],
     parts: u32,
-) -> Boxes {
+    out: &mut Boxes,
+) {
     let n = boxes.dim;
     let per = parts as usize;
     let kept: Vec<usize> = (0..boxes.len()).filter(|&b| keep[b]).collect();
-    let mut out = Boxes {
-        dim: n,
-        center: vec![0.0; kept.len() * per * n],
-        half: vec![0.0; kept.len() * per * n],
-    };
+    out.resize(n, kept.len() * per);
     let width = (per * n).max(1);
     out.center
         .par_chunks_mut(width)
@@ -132,5 +134,4 @@ pub(crate) fn parallel_split(
                 );
             }
         });
-    out
 }

@@ -38,9 +38,11 @@ impl CubatureKernels for CudaBackend {
         results: &[BoxResult],
         keep: &[bool],
         parts: u32,
-    ) -> Result<Boxes> {
+        out: &mut Boxes,
+    ) -> Result<()> {
         gpuq_core::check_same_len("cubature split", boxes.len(), keep.len())?;
-        Ok(crate::cpu::parallel_split(boxes, results, keep, parts))
+        crate::cpu::parallel_split(boxes, results, keep, parts, out);
+        Ok(())
     }
 
     fn cub_evaluate(&self, rule: &Rule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {

@@ -57,6 +57,14 @@ impl Boxes {
         self.half_of(b).iter().map(|h| 2.0 * h).product()
     }
 
+    /// Makes room for exactly `count` boxes in `dim` dimensions (contents
+    /// unspecified, to be overwritten), keeping the allocations. O(growth).
+    pub fn resize(&mut self, dim: usize, count: usize) {
+        self.dim = dim;
+        self.center.resize(count * dim, 0.0);
+        self.half.resize(count * dim, 0.0);
+    }
+
     /// Appends a box.
     pub fn push(&mut self, center: &[f64], half: &[f64]) {
         self.center.extend_from_slice(center);
@@ -159,24 +167,23 @@ pub trait CubatureKernels: Backend {
 
     /// Keeps the boxes whose flag is set (compaction: the exclusive prefix sum
     /// of the flags gives each kept box its slot) and splits each into `parts`
-    /// equal pieces along its axis. Children of one parent are contiguous.
-    /// Cost: O(kept x parts x n).
+    /// equal pieces along its axis, into `out` (its buffers reused: once they
+    /// are large enough a round allocates nothing). Children of one parent are
+    /// contiguous. Cost: O(kept x parts x n).
     fn cub_split(
         &self,
         boxes: &Boxes,
         results: &[BoxResult],
         keep: &[bool],
         parts: u32,
-    ) -> Result<Boxes> {
+        out: &mut Boxes,
+    ) -> Result<()> {
+        gpuq_core::check_same_len("cubature split", boxes.len(), keep.len())?;
         let n = boxes.dim;
         let slots = exclusive_scan(keep);
         let kept = slots.last().copied().unwrap_or(0) + keep.last().map_or(0, |&k| usize::from(k));
         let per = parts as usize;
-        let mut out = Boxes {
-            dim: n,
-            center: vec![0.0; kept * per * n],
-            half: vec![0.0; kept * per * n],
-        };
+        out.resize(n, kept * per);
         for b in 0..boxes.len() {
             if !keep[b] {
                 continue;
@@ -194,7 +201,7 @@ pub trait CubatureKernels: Backend {
                 );
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -141,7 +141,8 @@ fn run<B: CubatureKernels>(
             };
         }
         if m * next_parts as usize > opts.max_boxes {
-            let kept = backend.cub_split(&boxes, &res, &bad, 1)?;
+            let mut kept = Boxes::new(boxes.dim);
+            backend.cub_split(&boxes, &res, &bad, 1, &mut kept)?;
             let kept_res = res
                 .iter()
                 .zip(&bad)
@@ -157,7 +158,9 @@ fn run<B: CubatureKernels>(
             .filter(|(_, b)| **b)
             .map(|(r, _)| *r)
             .collect();
-        boxes = backend.cub_split(&boxes, &res, &bad, next_parts)?;
+        let mut children = Boxes::new(boxes.dim);
+        backend.cub_split(&boxes, &res, &bad, next_parts, &mut children)?;
+        boxes = children;
         parts = next_parts;
     };
     let phase1_s = start.elapsed().as_secs_f64();
@@ -243,7 +246,8 @@ fn second_phase<B: CubatureKernels>(
             break;
         }
         budget_each = more;
-        let again = backend.cub_split(boxes, results, &failed, 1)?;
+        let mut again = Boxes::new(boxes.dim);
+        backend.cub_split(boxes, results, &failed, 1, &mut again)?;
         let redo = backend.cub_local(rule, f, &again, tol, more)?;
         *evals += redo.iter().map(|l| l.evaluations).sum::<u64>();
         let slots = crate::kernels::exclusive_scan(&failed);

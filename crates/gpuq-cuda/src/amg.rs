@@ -1,15 +1,64 @@
-//! The fused AMG cycle step on the device (kernels `amg_sweep_csr_*` and
-//! `amg_sweep_sell_*` in `kernels-rs/src/device/amg.rs`): one pass over A that
-//! writes the residual b - A x or a damped point-Jacobi iterate.
+//! The fused AMG cycle steps on the device (kernels in
+//! `kernels-rs/src/device/amg.rs`): one pass over A that writes the residual
+//! b - A x or a damped point-Jacobi iterate (`amg_sweep_*`), one pass over a
+//! colour's rows for multicolour Gauss-Seidel (`amg_gs_*`), and the precision
+//! conversions of a mixed-precision cycle (`convert_*`).
 
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::{kernel, ScalarArg};
 use crate::spmv::{Arrays, CudaMatrix};
 use crate::vector::CudaVector;
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{CudaFunction, LaunchArgs, PushKernelArg};
 use gpuq_core::{check_same_len, Error, Result, Scalar};
 
+/// The arguments every row kernel of this file starts with: the rows, the
+/// lanes per row (CSR) or the slice height (SELL), then the matrix's arrays
+/// (SELL: its permutation, or a null pointer for the identity).
+fn push_rows<'a, T>(l: &mut LaunchArgs<'a>, rows: &'a usize, a: &'a CudaMatrix<T>, null: &'a u64) {
+    match &a.arrays {
+        Arrays::Csr {
+            row_ptr,
+            col,
+            val,
+            lanes_log2,
+        } => {
+            l.arg(rows).arg(lanes_log2).arg(row_ptr).arg(col).arg(val);
+        }
+        Arrays::Sell {
+            slice_ptr,
+            col,
+            val,
+            perm,
+            c,
+        } => {
+            l.arg(rows).arg(c).arg(slice_ptr).arg(col).arg(val);
+            match perm {
+                Some(p) => l.arg(p),
+                None => l.arg(null),
+            };
+        }
+        Arrays::Bsr2 { .. } => {}
+    }
+}
+
 impl CudaBackend {
+    /// The kernel `{csr}_*` or `{sell}_*` for `a`, the threads its launch
+    /// needs (CSR: lanes per row times rows; SELL: one per row) and its name
+    /// for the counters, or `None` for a BSR2 matrix.
+    fn row_kernel<T: Scalar>(
+        &self,
+        [csr, sell]: [&'static str; 2],
+        a: &CudaMatrix<T>,
+    ) -> Result<Option<(CudaFunction, usize, &'static str)>> {
+        let rows = a.shape.0;
+        let (name, threads) = match &a.arrays {
+            Arrays::Csr { lanes_log2, .. } => (csr, rows << lanes_log2),
+            Arrays::Sell { .. } => (sell, rows),
+            Arrays::Bsr2 { .. } => return Ok(None),
+        };
+        Ok(Some((self.function(&kernel::<T>(name))?, threads, name)))
+    }
+
     /// One pass over the square CSR or SELL matrix `a`: `out = b - A x`, or
     /// with `dinv = Some(d)` (A's inverse diagonal) the damped Jacobi iterate
     /// `out = x + omega d .* (b - A x)`. Reads A once and b, x, d once each and
@@ -39,69 +88,31 @@ impl CudaBackend {
         if let Some(d) = dinv {
             check_same_len("amg_sweep (dinv)", m, d.len)?;
         }
+        let Some((f, threads, name)) = self.row_kernel(["amg_sweep_csr", "amg_sweep_sell"], a)?
+        else {
+            return Ok(false);
+        };
         let om = ScalarArg::of(omega);
         let null = 0u64;
-        match &a.arrays {
-            Arrays::Csr {
-                row_ptr,
-                col,
-                val,
-                lanes_log2,
-            } => {
-                let f = self.function(&kernel::<T>("amg_sweep_csr"))?;
-                let mut l = self.inner.stream.launch_builder(&f);
-                l.arg(&m).arg(lanes_log2);
-                om.push(&mut l);
-                l.arg(row_ptr).arg(col).arg(val).arg(&b.buf).arg(&x.buf);
-                match dinv {
-                    Some(d) => l.arg(&d.buf),
-                    None => l.arg(&null),
-                };
-                l.arg(&mut out.buf);
-                // SAFETY: arguments match `amg_sweep_csr_*` (a null dinv means
-                // the residual); the arrays describe a validated square CSR
-                // matrix of m rows; b, x, dinv and out hold m values (checked
-                // above); out is a distinct buffer (borrows).
-                let blocks = self.grid_blocks(m << lanes_log2);
-                unsafe { l.launch(Self::cfg(blocks)) }.map_err(dev("amg_sweep_csr"))?;
-                self.inner.stats.launch("amg_sweep_csr");
-            }
-            Arrays::Sell {
-                slice_ptr,
-                col,
-                val,
-                perm,
-                c,
-            } => {
-                let f = self.function(&kernel::<T>("amg_sweep_sell"))?;
-                let mut l = self.inner.stream.launch_builder(&f);
-                l.arg(&m).arg(c);
-                om.push(&mut l);
-                l.arg(slice_ptr).arg(col).arg(val);
-                match perm {
-                    Some(p) => l.arg(p),
-                    None => l.arg(&null),
-                };
-                l.arg(&b.buf).arg(&x.buf);
-                match dinv {
-                    Some(d) => l.arg(&d.buf),
-                    None => l.arg(&null),
-                };
-                l.arg(&mut out.buf);
-                // SAFETY: arguments match `amg_sweep_sell_*` (null perm: the
-                // identity; null dinv: the residual); the arrays come from
-                // `Sell::from_csr` of a validated square matrix; as for CSR.
-                unsafe { l.launch(Self::cfg(self.grid_blocks(m))) }
-                    .map_err(dev("amg_sweep_sell"))?;
-                self.inner.stats.launch("amg_sweep_sell");
-            }
-            Arrays::Bsr2 { .. } => return Ok(false),
-        }
+        let mut l = self.inner.stream.launch_builder(&f);
+        push_rows(&mut l, &m, a, &null);
+        om.push(&mut l);
+        l.arg(&b.buf).arg(&x.buf);
+        match dinv {
+            Some(d) => l.arg(&d.buf),
+            None => l.arg(&null),
+        };
+        l.arg(&mut out.buf);
+        // SAFETY: arguments match `amg_sweep_csr_*` / `amg_sweep_sell_*` (a
+        // null dinv means the residual; a null perm the identity); the arrays
+        // describe a validated square matrix of m rows (SELL's from
+        // `Sell::from_csr`); b, x, dinv and out hold m values (checked
+        // above); out is a distinct buffer (borrows).
+        unsafe { l.launch(Self::cfg(self.grid_blocks(threads))) }.map_err(dev(name))?;
+        self.inner.stats.launch(name);
         Ok(true)
     }
-}
 
-impl CudaBackend {
     /// One colour's Gauss-Seidel update in place (`amg_gs_csr_*` /
     /// `amg_gs_sell_*`): for each row k of `scaled` (D^-1 S A, CSR or SELL),
     /// x[i] += d b[i] - scaled_k x, with i and d the column and value of row k
@@ -127,77 +138,41 @@ impl CudaBackend {
         check_same_len("amg_gs_color (b)", n, b.len)?;
         check_same_len("amg_gs_color (x)", n, x.len)?;
         let one_per_row = gpuq_sparse::DeviceMatrix::nnz(select) == m;
-        let Arrays::Csr {
-            col: sel_col,
-            val: sel_val,
-            ..
-        } = &select.arrays
+        let (
+            Arrays::Csr {
+                col: sel_col,
+                val: sel_val,
+                ..
+            },
+            true,
+        ) = (&select.arrays, one_per_row)
         else {
             return Ok(false);
         };
-        if !one_per_row || matches!(scaled.arrays, Arrays::Bsr2 { .. }) {
+        let Some((f, threads, name)) = self.row_kernel(["amg_gs_csr", "amg_gs_sell"], scaled)?
+        else {
             return Ok(false);
-        }
+        };
         if zero {
             gpuq_core::Backend::fill(self, x, T::zero())?;
         }
         let null = 0u64;
         let flag = u32::from(zero);
-        match &scaled.arrays {
-            Arrays::Csr {
-                row_ptr,
-                col,
-                val,
-                lanes_log2,
-            } => {
-                let f = self.function(&kernel::<T>("amg_gs_csr"))?;
-                let mut l = self.inner.stream.launch_builder(&f);
-                l.arg(&m)
-                    .arg(lanes_log2)
-                    .arg(row_ptr)
-                    .arg(col)
-                    .arg(val)
-                    .arg(sel_col)
-                    .arg(sel_val)
-                    .arg(&b.buf)
-                    .arg(&mut x.buf)
-                    .arg(&flag);
-                // SAFETY: arguments match `amg_gs_csr_*`; the arrays describe
-                // validated CSR matrices of m rows with columns below n; the
-                // selection has one entry per row (checked), each below n;
-                // b and x hold n values (checked); no two rows of a colour
-                // select the same entry of x (the colouring).
-                let blocks = self.grid_blocks(m << lanes_log2);
-                unsafe { l.launch(Self::cfg(blocks)) }.map_err(dev("amg_gs_csr"))?;
-                self.inner.stats.launch("amg_gs_csr");
-            }
-            Arrays::Sell {
-                slice_ptr,
-                col,
-                val,
-                perm,
-                c,
-            } => {
-                let f = self.function(&kernel::<T>("amg_gs_sell"))?;
-                let mut l = self.inner.stream.launch_builder(&f);
-                l.arg(&m).arg(c).arg(slice_ptr).arg(col).arg(val);
-                match perm {
-                    Some(p) => l.arg(p),
-                    None => l.arg(&null),
-                };
-                l.arg(sel_col)
-                    .arg(sel_val)
-                    .arg(&b.buf)
-                    .arg(&mut x.buf)
-                    .arg(&flag);
-                // SAFETY: as for CSR; the SELL arrays come from
-                // `Sell::from_csr` of a validated matrix (null perm: the
-                // identity).
-                unsafe { l.launch(Self::cfg(self.grid_blocks(m))) }.map_err(dev("amg_gs_sell"))?;
-                self.inner.stats.launch("amg_gs_sell");
-            }
-            Arrays::Bsr2 { .. } => return Ok(false),
-        }
+        let mut l = self.inner.stream.launch_builder(&f);
+        push_rows(&mut l, &m, scaled, &null);
+        l.arg(sel_col)
+            .arg(sel_val)
+            .arg(&b.buf)
+            .arg(&mut x.buf)
+            .arg(&flag);
+        // SAFETY: arguments match `amg_gs_csr_*` / `amg_gs_sell_*`; the arrays
+        // describe validated matrices of m rows with columns below n (SELL's
+        // from `Sell::from_csr`, a null perm the identity); the selection
+        // has one entry per row (checked), each below n; b and x hold n
+        // values (checked); no two rows of a colour select the same entry of
+        // x (the colouring).
+        unsafe { l.launch(Self::cfg(self.grid_blocks(threads))) }.map_err(dev(name))?;
+        self.inner.stats.launch(name);
         Ok(true)
     }
 }

@@ -33,6 +33,93 @@ unsafe fn sweep_out<T: DeviceScalar + KScalar>(
     }
 }
 
+/// Calls `out(row, A_row x)` for every row of the CSR matrix, `1 << lanes_log2`
+/// lanes per row (as `spmv_csr`), grid-stride over rows: any grid of whole
+/// warps is correct; `out` runs on the row's first lane. With `skip`, every
+/// product is zero and the matrix is not read.
+///
+/// # Safety
+/// The arrays describe a validated CSR matrix of `nrows` rows whose column
+/// indices are below `x`'s length.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn csr_rows<T: DeviceScalar + KScalar>(
+    nrows: usize,
+    lanes_log2: u32,
+    row_ptr: *const u64,
+    col: *const u32,
+    val: *const T,
+    x: *const T,
+    skip: bool,
+    mut out: impl FnMut(usize, T),
+) {
+    let g = global_id();
+    let sub = g & ((1usize << lanes_log2) - 1);
+    let stride = grid_threads() >> lanes_log2;
+    let mut row = g >> lanes_log2;
+    // Uniform across the warp: every lane runs the same rounds and takes part
+    // in every shuffle.
+    let mut warp_row = (g & !31) >> lanes_log2;
+    while warp_row < nrows {
+        let mut s = T::zero();
+        if row < nrows && !skip {
+            let end = ldg_u64(row_ptr.add(row + 1)) as usize;
+            let start = ldg_u64(row_ptr.add(row)) as usize + sub;
+            s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
+        }
+        let s = group_sum(s, lanes_log2);
+        if row < nrows && sub == 0 {
+            out(row, s);
+        }
+        row += stride;
+        warp_row += stride;
+    }
+}
+
+/// Calls `out(row, A_row x)` for every row of the SELL-C-sigma matrix, one
+/// thread per sorted row position p, row `perm[p]` (or p when `perm` is
+/// null), grid-stride. With `skip`, every product is zero and the matrix is
+/// not read.
+///
+/// # Safety
+/// The arrays come from `Sell::from_csr` of a validated matrix of `nrows`
+/// rows (c > 0) whose column indices are below `x`'s length.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn sell_rows<T: DeviceScalar + KScalar>(
+    nrows: usize,
+    c: u32,
+    slice_ptr: *const u64,
+    col: *const u32,
+    val: *const T,
+    perm: *const u32,
+    x: *const T,
+    skip: bool,
+    mut out: impl FnMut(usize, T),
+) {
+    if c == 0 {
+        return; // no such matrix: the host never uploads c = 0
+    }
+    let mut p = global_id();
+    while p < nrows {
+        let acc = if skip {
+            T::zero()
+        } else {
+            let (s, r) = ((p as u32 / c) as usize, (p as u32 % c) as usize);
+            let start = ldg_u64(slice_ptr.add(s)) as usize;
+            let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
+            row_sum(start + r, end, c as usize, col, val, x)
+        };
+        let row = if perm.is_null() {
+            p
+        } else {
+            ldg_u32(perm.add(p)) as usize
+        };
+        out(row, acc);
+        p += grid_threads();
+    }
+}
+
 macro_rules! amg_sweep {
     ($t:ty, $r:ty, $csr:ident, $sell:ident) => {
         /// CSR, `1 << lanes_log2` lanes per row (as `spmv_csr`), grid-stride
@@ -43,38 +130,20 @@ macro_rules! amg_sweep {
         pub unsafe extern "ptx-kernel" fn $csr(
             nrows: usize,
             lanes_log2: u32,
-            ore: $r,
-            oim: $r,
             row_ptr: *const u64,
             col: *const u32,
             val: *const $t,
+            ore: $r,
+            oim: $r,
             b: *const $t,
             x: *const $t,
             dinv: *const $t,
             out: *mut $t,
         ) {
             let omega = <$t>::from_parts(ore, oim);
-            let g = global_id();
-            let sub = g & ((1usize << lanes_log2) - 1);
-            let stride = grid_threads() >> lanes_log2;
-            let mut row = g >> lanes_log2;
-            // Uniform across the warp: every lane runs the same rounds and
-            // takes part in every shuffle.
-            let mut warp_row = (g & !31) >> lanes_log2;
-            while warp_row < nrows {
-                let mut s = <$t>::zero();
-                if row < nrows {
-                    let end = ldg_u64(row_ptr.add(row + 1)) as usize;
-                    let start = ldg_u64(row_ptr.add(row)) as usize + sub;
-                    s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
-                }
-                let s = group_sum(s, lanes_log2);
-                if row < nrows && sub == 0 {
-                    *out.add(row) = sweep_out(row, s, omega, b, x, dinv);
-                }
-                row += stride;
-                warp_row += stride;
-            }
+            csr_rows(nrows, lanes_log2, row_ptr, col, val, x, false, |row, s| {
+                *out.add(row) = sweep_out(row, s, omega, b, x, dinv);
+            });
         }
 
         /// SELL-C-sigma, one thread per sorted row position (as `spmv_sell`);
@@ -84,35 +153,21 @@ macro_rules! amg_sweep {
         pub unsafe extern "ptx-kernel" fn $sell(
             nrows: usize,
             c: u32,
-            ore: $r,
-            oim: $r,
             slice_ptr: *const u64,
             col: *const u32,
             val: *const $t,
             perm: *const u32,
+            ore: $r,
+            oim: $r,
             b: *const $t,
             x: *const $t,
             dinv: *const $t,
             out: *mut $t,
         ) {
-            if c == 0 {
-                return; // no such matrix: the host never uploads c = 0
-            }
             let omega = <$t>::from_parts(ore, oim);
-            let mut p = global_id();
-            while p < nrows {
-                let (s, r) = ((p as u32 / c) as usize, (p as u32 % c) as usize);
-                let start = ldg_u64(slice_ptr.add(s)) as usize;
-                let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
-                let acc = row_sum(start + r, end, c as usize, col, val, x);
-                let row = if perm.is_null() {
-                    p
-                } else {
-                    ldg_u32(perm.add(p)) as usize
-                };
+            sell_rows(nrows, c, slice_ptr, col, val, perm, x, false, |row, acc| {
                 *out.add(row) = sweep_out(row, acc, omega, b, x, dinv);
-                p += grid_threads();
-            }
+            });
         }
     };
 }
@@ -145,25 +200,18 @@ macro_rules! amg_gs {
             x: *mut $t,
             zero: u32,
         ) {
-            let g = global_id();
-            let sub = g & ((1usize << lanes_log2) - 1);
-            let stride = grid_threads() >> lanes_log2;
-            let mut row = g >> lanes_log2;
-            let mut warp_row = (g & !31) >> lanes_log2;
-            while warp_row < nrows {
-                let mut s = <$t>::zero();
-                if row < nrows && zero == 0 {
-                    let end = ldg_u64(row_ptr.add(row + 1)) as usize;
-                    let start = ldg_u64(row_ptr.add(row)) as usize + sub;
-                    s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
-                }
-                let s = group_sum(s, lanes_log2);
-                if row < nrows && sub == 0 {
+            csr_rows(
+                nrows,
+                lanes_log2,
+                row_ptr,
+                col,
+                val,
+                x,
+                zero != 0,
+                |row, s| {
                     gs_update(row, s, sel_col, sel_val, b, x);
-                }
-                row += stride;
-                warp_row += stride;
-            }
+                },
+            );
         }
 
         /// The update of the CSR kernel over SELL-C-sigma scaled rows, one
@@ -183,27 +231,19 @@ macro_rules! amg_gs {
             x: *mut $t,
             zero: u32,
         ) {
-            if c == 0 {
-                return; // no such matrix: the host never uploads c = 0
-            }
-            let mut p = global_id();
-            while p < nrows {
-                let (s, r) = ((p as u32 / c) as usize, (p as u32 % c) as usize);
-                let start = ldg_u64(slice_ptr.add(s)) as usize;
-                let end = ldg_u64(slice_ptr.add(s + 1)) as usize;
-                let acc = if zero == 0 {
-                    row_sum(start + r, end, c as usize, col, val, x)
-                } else {
-                    <$t>::zero()
-                };
-                let row = if perm.is_null() {
-                    p
-                } else {
-                    ldg_u32(perm.add(p)) as usize
-                };
-                gs_update(row, acc, sel_col, sel_val, b, x);
-                p += grid_threads();
-            }
+            sell_rows(
+                nrows,
+                c,
+                slice_ptr,
+                col,
+                val,
+                perm,
+                x,
+                zero != 0,
+                |row, acc| {
+                    gs_update(row, acc, sel_col, sel_val, b, x);
+                },
+            );
         }
     };
 }
