@@ -123,8 +123,9 @@
 //!   a setup would run.
 //! * On CUDA, the 2x2-block Jacobi and Gauss-Seidel sweeps and Chebyshev's
 //!   steps run the default bodies (separate SpMV and BLAS-1 launches); the
-//!   cycle is not recorded as a CUDA graph. On laplace3d:200 the solve is
-//!   9.7x faster than CuPy's CG with Jacobi, short of the 10x aimed at.
+//!   cycle is not recorded as a CUDA graph. On laplace3d:200 the solve with
+//!   an f32 cycle is 9.3-10.7x faster than CuPy's CG with Jacobi, depending
+//!   on the call (`docs/benchmarks.md`): at the 10x aimed at, not clear of it.
 //! * The CPU backend runs Gauss-Seidel's colour updates with the default
 //!   bodies (three SpMVs per colour).
 

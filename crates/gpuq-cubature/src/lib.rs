@@ -56,14 +56,16 @@
 //!
 //! * The CUDA backend runs the batch evaluation (one thread per box), the second
 //!   phase (one thread per box, bounded heap in local memory) and the tensor sums
-//!   on the device, but the rounds' classification, compaction and splitting use
-//!   the trait's host defaults: each round uploads the new boxes (2 n values
-//!   each) and downloads three values per box. A device-resident breadth-first
-//!   loop (boxes kept on the device between rounds) is not written, and the
-//!   device runs have not been timed here (no device on the development
-//!   machine); `docs/benchmarks.md` has no cubature section yet.
-//! * One thread per box, not one warp per box: for n >= 10 (over 2000 points a
-//!   box) a warp per box would balance better; not done.
+//!   on the device, but the rounds' classification, compaction and splitting run
+//!   on the host (Rayon, into buffers reused from round to round): each round
+//!   uploads the new boxes (2 n values each) and downloads three values per box.
+//!   A device-resident breadth-first loop (boxes kept on the device between
+//!   rounds) is not written; on seed 004's Table III the host's part is two
+//!   thirds of f3's and f4's time and keeps f5 at 36x the seed's speed, short
+//!   of 100x (`docs/benchmarks.md`).
+//! * One thread per box, not one warp per box: for n >= 8 (a few hundred points
+//!   a box, and rounds of under 10^5 boxes) a warp per box would occupy the
+//!   device better; not done.
 //! * Closures run only on the CPU backend (the CUDA backend rejects them); a new
 //!   device integrand is added as described in `gpuq_kernels::cubature::integrand`.
 //! * Reference values for f1 at n other than 7 and for f3 are not computed in
