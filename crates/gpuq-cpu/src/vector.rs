@@ -18,6 +18,13 @@ impl<T> CpuVector<T> {
     }
 }
 
+impl<T> From<Vec<T>> for CpuVector<T> {
+    /// Wraps the elements as a backend vector. O(1): no copy.
+    fn from(v: Vec<T>) -> Self {
+        CpuVector(v)
+    }
+}
+
 impl<T> DeviceVector for CpuVector<T> {
     fn len(&self) -> usize {
         self.0.len()

@@ -205,12 +205,18 @@ impl PsdKernels for CpuBackend {
         h: &[Complex64],
     ) -> Result<Self::Vector<Complex64>> {
         check(n, scale, h)?;
-        let mut out = self.zeros::<Complex64>(scale.len() * n * n)?;
-        out.as_mut_slice()
-            .par_chunks_mut(n.max(1))
-            .enumerate()
-            .for_each(|(row, o)| fill_row(n, scale, h, row, o));
-        Ok(out)
+        // Each entry written once, in parallel, straight into the new vector
+        // (no zero-fill pass first): the same products as `fill_row`.
+        let n1 = n.max(1);
+        let out: Vec<Complex64> = (0..scale.len() * n * n)
+            .into_par_iter()
+            .map(|k| {
+                let (row, j) = (k / n1, k % n1);
+                let f = row / n1;
+                h[row] * scale[f] * h[f * n + j].conj()
+            })
+            .collect();
+        Ok(out.into())
     }
 }
 
