@@ -104,7 +104,7 @@ impl CubatureKernels for CpuBackend {
 /// [`CubatureKernels::cub_split`] with Rayon over the kept boxes (the same
 /// output as the default body: kept boxes in order, children contiguous),
 /// into `out`'s reused buffers.
-pub(crate) fn parallel_split(
+fn parallel_split(
     boxes: &Boxes,
     results: &[BoxResult],
     keep: &[bool],

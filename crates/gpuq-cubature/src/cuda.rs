@@ -40,9 +40,7 @@ impl CubatureKernels for CudaBackend {
         parts: u32,
         out: &mut Boxes,
     ) -> Result<()> {
-        gpuq_core::check_same_len("cubature split", boxes.len(), keep.len())?;
-        crate::cpu::parallel_split(boxes, results, keep, parts, out);
-        Ok(())
+        gpuq_cpu::CpuBackend::new().cub_split(boxes, results, keep, parts, out)
     }
 
     fn cub_evaluate(&self, rule: &Rule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
