@@ -11,6 +11,11 @@
 #                                                #   (AMG_GS), cycle vs floor, PCG, CuPy CG
 #   bash benches/device_new_systems.sh cubbest   # Table III at each case's best options of the
 #                                                #   sweep, with the rounds' evaluation time
+#   bash benches/device_new_systems.sh amgbig    # seed 002's table, ~4e6-unknown 2x2 systems, PyAMG RS
+#   bash benches/device_new_systems.sh cubsweep  # Table III at a few options each (CUB_SWEEP)
+#   bash benches/device_new_systems.sh cubpeers  # Table III with Python cubature, torchquad, CuPy
+#   bash benches/device_new_systems.sh cubtensor # gpuq's product Gauss-Legendre at the CuPy peer's m
+#   bash benches/device_new_systems.sh fig2      # seed 004's Figure 2 (speed-up vs tolerance)
 #   bash benches/device_new_systems.sh psd       # the PSD rank-1 kernel vs CuPy and cuBLAS zherk
 #   bash benches/device_new_systems.sh uqpeers   # (i), (iii) and (v) on both backends vs CuPy
 #   bash benches/device_new_systems.sh uqcpu     # UQ on gpuq's CPU backend and CUDA vs NumPy/SciPy
@@ -177,8 +182,8 @@ fi
 
 if [ "$WHAT" = amggs ]; then
     # Gauss-Seidel smoothing on laplace3d:200 (AMG_GS: "smoother coarse-smoother layout
-    # [cycle-precision]" rows; a coarse smoother of "-" means the same as the finest; the
-    # cycle's precision defaults to f64), each cycle against its floor
+    # [cycle-precision [jacobi-damping]]" rows; a coarse smoother of "-" means the same as
+    # the finest; the cycle's precision defaults to f64), each cycle against its floor
     # and PCG to 1e-8, then Jacobi PCG and CuPy CG + Jacobi in the same call
     python3 -c "
 n = 200 ** 3
@@ -190,7 +195,8 @@ with open('$LOGS/ones200.mtx', 'w') as f:
         set -- $cfg
         co=(); [ "$2" != - ] && co=(--amg-coarse-smoother "$2")
         co+=(--amg-precision "${4:-f64}")
-        tag="$1-$2-$3-${4:-f64}"
+        [ -n "${5:-}" ] && co+=(--amg-jacobi-damping "$5")
+        tag="$1-$2-$3-${4:-f64}${5:+-d$5}"
         timeout 120 "$G" amg-info --generate laplace3d:200 --amg-smoother $1 "${co[@]}" --layout $3 --backend cuda --bench-cycles 50 --json >"$LOGS/cyc-$tag.json" 2>"$LOGS/cyc-$tag.err"
         row "v-cycle $tag cuda" "$(j "$LOGS/cyc-$tag.json" cycle_bench.cycle_s cycle_bench.floor_s cycle_bench.ratio cycle_bench.copy_bytes_per_s)"
         for rep in 1 2; do
@@ -214,6 +220,154 @@ if [ "$WHAT" = cubbest ]; then
         timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $4 --initial-boxes $5 --max-boxes $6 --backend cuda --max-evals 20000000000 --json >"$out" 2>&1
         row "integrate $1 n=$2 $3 $4 IB $5 MB $6 cuda" "$(j "$out" time_s evaluate_s error evaluations rounds converged)"
     done
+fi
+
+if [ "$WHAT" = amgbig ]; then
+    # seed 002's table (its elasticity problem of 862,515 nodes: elasticity2d:929 has
+    # 863,041 nodes, 2 unknowns each), PCG with 2x2-block Jacobi and with block AMG, on the
+    # CPU backend with 1, 4 and 16 threads (block Jacobi: 16) and on the GPU; then elasticity2d and
+    # bidomain3d at about 4e6 unknowns; then PyAMG (SA and Ruge-Stuben) on laplace3d:100
+    pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
+    for pc in ${AMGBIG_PRECONDS:-block2 amg}; do
+        [ "$pc" = amg ] && pc="amg --block 2"
+        ths="1 4 16"; [ "$pc" = block2 ] && ths=16
+        for th in $ths; do
+            out="$LOGS/seed002-${pc%% *}-$th.json"
+            RAYON_NUM_THREADS=$th timeout 120 "$G" solve --generate elasticity2d:929 --method cg --precond $pc --stagnation-window 0 --backend cpu --tol 1e-8 --json >"$out" 2>"$out.err"
+            row "seed002 elasticity2d:929 ${pc%% *} cpu x$th" "$(j "$out" iterations time_s amg_setup_s relative_residual)"
+        done
+        out="$LOGS/seed002-${pc%% *}-cuda.json"
+        timeout 120 "$G" solve --generate elasticity2d:929 --method cg --precond $pc --stagnation-window 0 --layout sell:32:1 --backend cuda --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "seed002 elasticity2d:929 ${pc%% *} cuda" "$(j "$out" iterations time_s amg_setup_s relative_residual)"
+    done
+    for sys in elasticity2d:1414 bidomain3d:126; do
+        for cfg in "amg --block 2:cuda" "amg --block 2:cpu" "block2:cuda"; do
+            pc="${cfg%%:*}"; be="${cfg##*:}"
+            out="$LOGS/big-${sys%%:*}-${pc%% *}-$be.json"
+            timeout 150 "$G" solve --generate $sys --method cg --precond $pc --stagnation-window 0 --layout sell:32:1 --backend $be --tol 1e-8 --json >"$out" 2>"$out.err"
+            row "$sys ${pc%% *} $be" "$(j "$out" n iterations time_s amg_setup_s relative_residual amg.operator_complexity)"
+        done
+    done
+    timeout 240 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones laplace3d:100 >"$LOGS/amg-peers-100.json" 2>"$LOGS/amg-peers-100.err"
+    python3 -c "
+import json; d=json.load(open('$LOGS/amg-peers-100.json'))
+for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v) for k,v in r.items()})" 2>&1 | head -8
+    python3 -c "
+n = 100 ** 3
+with open('$LOGS/ones100.mtx', 'w') as f:
+    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
+    f.write('1\n' * n)"
+    for cfg in "cuda f64" "cuda f32" "cpu f64"; do
+        set -- $cfg
+        out="$LOGS/amg100-$1-$2.json"
+        timeout 60 "$G" solve --generate laplace3d:100 --rhs "$LOGS/ones100.mtx" --method cg --precond amg --amg-precision $2 --layout sell:32:1 --backend $1 --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "laplace3d:100 amg $1 $2" "$(j "$out" iterations time_s amg_setup_s relative_residual)"
+    done
+fi
+
+if [ "$WHAT" = amgbig2 ]; then
+    # the block-Jacobi rows of amgbig without the stagnation stop, and bidomain3d:200
+    # (201^2 x 51 nodes, 4.1e6 unknowns)
+    for be in "cpu 16" "cuda"; do
+        set -- $be
+        out="$LOGS/seed002-block2-${2:-$1}.json"
+        RAYON_NUM_THREADS=${2:-16} timeout 120 "$G" solve --generate elasticity2d:929 --method cg --precond block2 --stagnation-window 0 --layout sell:32:1 --backend $1 --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "seed002 elasticity2d:929 block2 $1 ${2:-}" "$(j "$out" iterations time_s relative_residual)"
+    done
+    for cfg in "elasticity2d:1414 block2 cuda" "bidomain3d:200 amg cuda" "bidomain3d:200 amg cpu" "bidomain3d:200 block2 cuda"; do
+        set -- $cfg
+        pc=$2; [ "$pc" = amg ] && pc="amg --block 2"
+        out="$LOGS/big-$1-$2-$3.json"
+        timeout 150 "$G" solve --generate $1 --method cg --precond $pc --stagnation-window 0 --layout sell:32:1 --backend $3 --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "$1 $2 $3" "$(j "$out" n iterations time_s amg_setup_s relative_residual amg.operator_complexity)"
+    done
+fi
+
+if [ "$WHAT" = cubsweep ]; then
+    # Table III with the warp-per-box evaluation: each case at a few initial partitions,
+    # box caps and split aims (CUB_SWEEP="fK N TOL METHOD IB MB AIM;..." overrides).
+    SWEEP="${CUB_SWEEP:-f1 7 1e-5 two-phase 65536 262144 0.5;f1 7 1e-5 breadth-first 65536 1048576 0;f2 5 1e-2 breadth-first 1024 262144 0.5;f3 5 1e-2 breadth-first 16384 262144 0.5;f3 5 1e-2 breadth-first 16384 1048576 0;f4 6 1e-5 breadth-first 1024 262144 0.5;f4 6 1e-5 breadth-first 4096 1048576 0;f5 8 1e-7 breadth-first 16384 1048576 0.5;f5 8 1e-7 breadth-first 16384 1048576 0;f5 8 1e-7 breadth-first 65536 1048576 0.5;f5 8 1e-7 breadth-first 65536 2097152 0;f5 8 1e-7 two-phase 65536 1048576 0.5}"
+    IFS=';' read -ra CFGS <<<"$SWEEP"
+    for c in "${CFGS[@]}"; do
+        set -- $c
+        out="$LOGS/sw-$1-$4-$5-$6-$7.json"
+        timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $4 --initial-boxes $5 --max-boxes $6 --split-aim $7 --backend cuda --max-evals 20000000000 --repeat 3 --json >"$out" 2>&1
+        row "integrate $1 n=$2 $3 $4 IB $5 MB $6 aim $7" "$(j "$out" time_s evaluate_s error estimate evaluations rounds converged repeat_time_s)"
+    done
+fi
+
+if [ "$WHAT" = cubpeers ]; then
+    # the Table III cases with the Python cubature package (CPU), torchquad and a CuPy
+    # product Gauss-Legendre rule (GPU)
+    pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
+    timeout 420 python3 benches/anchors/cub_peers.py --max-evals 5e7 --max-points 4e8 ${CUB_PEERS_ARGS:-} \
+        f1:7:1e-5:3.2165870516874071209 f2:5:1e-2:0.98240473724646061423 f3:5:1e-2:0.0488022 \
+        f4:6:1e-5:0.033357220109209012666 f5:8:1e-7 >"$LOGS/cub-peers.json" 2>"$LOGS/cub-peers.err"
+    python3 - "$LOGS/cub-peers.json" <<'PY' | while read -r l; do row "${l%%|*}" "${l#*|}"; done
+import json, sys
+for r in json.load(open(sys.argv[1]))["runs"]:
+    print(f"peer {r['integrand']} n={r['dim']} {r['rel_tol']} {r['peer'][:30]}|"
+          + " ".join(f"{k}={r[k]:.4g}" if isinstance(r.get(k), float) else f"{k}={r.get(k)}"
+                     for k in ("time_s", "evaluations", "true_rel_error", "converged", "points_per_axis", "failed") if k in r))
+PY
+fi
+
+if [ "$WHAT" = cubtensor ]; then
+    # gpuq's product Gauss-Legendre rule on the GPU at the points per axis with which the
+    # CuPy peer met the Table III tolerances (f1: 8, f2: 5, f5: 10) or stopped (f4: 26)
+    for c in "f1 7 8" "f2 5 5" "f4 6 26" "f5 8 10"; do
+        set -- $c
+        out="$LOGS/tensor-$1.json"
+        timeout 60 "$G" integrate --integrand $1 --dim $2 --method gauss-legendre:$3 --backend cuda --repeat 3 --json >"$out" 2>&1
+        row "integrate $1 n=$2 gauss-legendre:$3 cuda" "$(j "$out" time_s estimate evaluations repeat_time_s)"
+    done
+    # the rising-order rule (its own error estimate) on the Table III cases
+    for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7"; do
+        set -- $c
+        out="$LOGS/tensor-auto-$1.json"
+        timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method gauss-legendre:auto --max-evals 20000000000 --backend cuda --repeat 3 --json >"$out" 2>&1
+        row "integrate $1 n=$2 $3 gauss-legendre:auto cuda" "$(j "$out" time_s estimate error evaluations rounds converged repeat_time_s)"
+    done
+fi
+
+if [ "$WHAT" = fig2 ]; then
+    # seed 004's Figure 2: time against relative tolerance per dimension, sequential
+    # CUHRE on one core (12 runs at a time), two-phase on the CPU (16 threads), two-phase
+    # and breadth-first on the GPU; every run capped at 1e8 evaluations as the seed's.
+    FIG="${FIG2_CASES:-f1 5;f1 6;f1 7;f1 8;f2 4;f2 5;f3 4;f3 5;f4 5;f4 6;f4 7;f5 6;f5 7;f5 8}"
+    TOLS="${FIG2_TOLS:-1e-3 1e-5 1e-7}"
+    IFS=';' read -ra FC <<<"$FIG"
+    : >"$LOGS/fig2-jobs"
+    for c in "${FC[@]}"; do set -- $c; for t in $TOLS; do echo "$1 $2 $t" >>"$LOGS/fig2-jobs"; done; done
+    [ "${FIG2_SEQ:-1}" = 1 ] && xargs -P 12 -L 1 sh -c 'timeout 30 "$0" integrate --integrand $1 --dim $2 --rel-tol $3 --method cuhre --backend cpu --max-evals 100000000 --json >"'"$LOGS"'/fig2-$1-$2-$3-cuhre-cpu.json" 2>&1' "$G" <"$LOGS/fig2-jobs"
+    while read -r f n t; do
+        for mb in ${FIG2_METHODS:-two-phase/cuda breadth-first/cuda gauss-legendre:auto/cuda two-phase/cpu}; do
+            m=${mb%/*}; be=${mb#*/}
+            timeout 30 "$G" integrate --integrand $f --dim $n --rel-tol $t --method $m --backend $be --max-evals 100000000 --json >"$LOGS/fig2-$f-$n-$t-$m-$be.json" 2>&1
+        done
+    done <"$LOGS/fig2-jobs"
+    python3 - "$LOGS" <<'PY' | while read -r l; do row "${l%%|*}" "${l#*|}"; done
+import json, sys, os
+logs = sys.argv[1]
+def load(f, n, t, m):
+    try:
+        d = json.load(open(os.path.join(logs, f"fig2-{f}-{n}-{t}-{m}.json")))
+        return d if d.get("converged") else None
+    except Exception:
+        return None
+for line in open(os.path.join(logs, "fig2-jobs")):
+    f, n, t = line.split()
+    seq = load(f, n, t, "cuhre-cpu")
+    cells = []
+    for m in ("two-phase-cpu", "two-phase-cuda", "breadth-first-cuda", "gauss-legendre:auto-cuda"):
+        d = load(f, n, t, m)
+        if seq and d:
+            cells.append(f"{m}={seq['time_s'] / d['time_s']:.3g}x")
+        else:
+            cells.append(f"{m}=-")
+    s = f"{seq['time_s']:.4g}s/{seq['evaluations']:.3g}" if seq else "not converged"
+    print(f"fig2 {f} n={n} {t}|seq {s} " + " ".join(cells))
+PY
 fi
 
 if [ "$WHAT" = cubature ]; then

@@ -105,6 +105,9 @@ pub struct HierarchyInfo {
     pub cycle: String,
     /// Strength threshold.
     pub strength: f64,
+    /// Damped Jacobi's omega times rho(D^-1 A).
+    #[serde(default)]
+    pub jacobi_damping: f64,
     /// Per level, finest first.
     pub levels: Vec<LevelInfo>,
     /// Sum of the levels' nonzeros over the finest level's.
@@ -326,6 +329,7 @@ impl Hierarchy {
             coarse_sweeps: self.options.sweeps_of(1),
             cycle: self.options.cycle.name().into(),
             strength: self.options.strength,
+            jacobi_damping: self.options.jacobi_damping,
             operator_complexity: levels.iter().map(|l| l.nnz as f64).sum::<f64>() / z0,
             grid_complexity: levels.iter().map(|l| l.rows as f64).sum::<f64>() / r0,
             levels,
@@ -453,7 +457,7 @@ fn smoother_data(a: &Csr<f64>, bs: usize, kind: Smoother, o: &AmgOptions) -> Res
             let colors = color_sweeps(a, bs, &dinv, &greedy(a, bs))?;
             (dinv, 1.0, colors)
         }
-        _ => (dinv, 4.0 / (3.0 * rho), Vec::new()),
+        _ => (dinv, o.jacobi_damping / rho, Vec::new()),
     };
     Ok(SmootherData {
         kind,

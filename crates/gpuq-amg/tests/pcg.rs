@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use gpuq_amg::{AmgOptions, CoarseSolver, Coarsening, CycleKind, Smoother};
+use gpuq_amg::{AmgOptions, CoarseSolver, Coarsening, CycleKind, Hierarchy, Smoother};
 use gpuq_cpu::CpuBackend;
 use gpuq_krylov::{BlockJacobi2, Jacobi};
 use gpuq_sparse::generators::{laplace2d, laplace3d};
@@ -140,6 +140,16 @@ fn pcg_amg_on_laplacians() {
         let it_gs = solve_known(&a, &gs, Layout::Csr);
         assert!(it_gs < it_v, "GS {it_gs} vs Jacobi {it_v}");
         assert_eq!(it_gs, solve_known(&a, &gs, Layout::Sell { c: 8, sigma: 1 }));
+        // Heavier Jacobi damping (omega rho = 1.6, nearer the Laplacians'
+        // optimal smoothing factor) takes no more iterations; 2 is refused.
+        let damped = |jacobi_damping| AmgOptions {
+            coarse_size: 20,
+            jacobi_damping,
+            ..AmgOptions::default()
+        };
+        let it_16 = solve_known(&a, &damped(1.6), Layout::Csr);
+        assert!(it_16 <= it_v, "damping 1.6: {it_16} vs 4/3: {it_v}");
+        assert!(Hierarchy::build(&a, &damped(2.0)).is_err());
     }
 }
 

@@ -80,6 +80,10 @@ pub struct SolveArgs {
     /// Iteration cap (default: 10 n, at least 100).
     #[arg(long)]
     pub max_iter: Option<usize>,
+    /// End the solve as stagnated when the smallest residual has not dropped by 1% for this
+    /// many iterations (0: never; CG's residual norm may plateau for long on hard problems).
+    #[arg(long, default_value_t = 500)]
+    pub stagnation_window: usize,
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present, else cpu).
     #[arg(long, default_value = "cpu")]
     pub backend: String,

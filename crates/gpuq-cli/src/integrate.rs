@@ -32,7 +32,8 @@ pub struct IntegrateArgs {
     /// Absolute tolerance.
     #[arg(long, default_value_t = 0.0)]
     pub abs_tol: f64,
-    /// cuhre, two-phase, breadth-first, gauss-legendre:NA or gauss-hermite:NA.
+    /// cuhre, two-phase, breadth-first, gauss-legendre:NA, gauss-legendre:auto (orders 2, 3, ...
+    /// until successive ones agree within the tolerance) or gauss-hermite:NA.
     #[arg(long, default_value = "two-phase")]
     pub method: String,
     /// Rule of the adaptive methods: cuhre (degree 13/11/9 by n), degree9 or genz-malik.
@@ -65,6 +66,12 @@ pub struct IntegrateArgs {
     /// `setup_s`: the backend's start and the integrand's set-up; `wall_s`: both).
     #[arg(long)]
     pub json: bool,
+    /// Run the integration this many times in the process: the report is the
+    /// first run's (a cold start: thread pool, device memory pool and host
+    /// pages first touched inside it); `repeat_time_s` lists every run's time
+    /// (later runs reuse what the first set up; the results are identical).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
 }
 
 fn rule_kind(name: &str) -> Result<RuleKind> {
@@ -95,20 +102,23 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
     };
     let (lo, hi) = (vec![a.lo; a.dim], vec![a.hi; a.dim]);
     let chosen = Chosen::parse(&a.backend)?;
-    let (o, backend): (Outcome, &str) = match &chosen {
-        Chosen::Cpu(b) => (
-            integrate(b, method, Func::Builtin(f), &lo, &hi, &opts)?,
-            "cpu",
-        ),
-        Chosen::Cuda(b) => (
-            integrate(b, method, Func::Builtin(f), &lo, &hi, &opts)?,
-            "cuda",
-        ),
+    let once = || match &chosen {
+        Chosen::Cpu(b) => integrate(b, method, Func::Builtin(f), &lo, &hi, &opts),
+        Chosen::Cuda(b) => integrate(b, method, Func::Builtin(f), &lo, &hi, &opts),
     };
+    let backend = match &chosen {
+        Chosen::Cpu(_) => "cpu",
+        Chosen::Cuda(_) => "cuda",
+    };
+    let o: Outcome = once()?;
     // The integration alone (both phases); the backend's start (for CUDA the
     // driver and the PTX load) and the integrand's set-up are `setup_s`.
     let time_s = o.timings.total_s;
     let wall_s = start.elapsed().as_secs_f64();
+    let mut repeat_time_s = vec![time_s];
+    for _ in 1..a.repeat {
+        repeat_time_s.push(once()?.timings.total_s);
+    }
     let setup_s = (wall_s - time_s).max(0.0);
     if a.json {
         let report = json!({
@@ -132,6 +142,7 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             "time_s": time_s,
             "setup_s": setup_s,
             "wall_s": wall_s,
+            "repeat_time_s": repeat_time_s,
         });
         println!("{report}");
     } else {
@@ -150,6 +161,9 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             time_s,
             wall_s
         );
+        if a.repeat > 1 {
+            println!("times of the {} runs: {repeat_time_s:.4?} s", a.repeat);
+        }
     }
     Ok(if o.converged() {
         ExitCode::SUCCESS

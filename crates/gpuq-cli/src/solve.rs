@@ -36,6 +36,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             rtol: args.tol,
             atol: args.atol,
             max_iter: args.max_iter,
+            stagnation_window: args.stagnation_window,
             ..KrylovOptions::default()
         },
         layout: Layout::parse(&args.layout)?,

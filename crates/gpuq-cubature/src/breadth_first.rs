@@ -20,7 +20,7 @@ use crate::kernels::{Boxes, CubatureKernels};
 use crate::outcome::{Options, Outcome, Status, Timings};
 use crate::parallel::{add_all, totals, Retired};
 use crate::region::{check_box, initial_partition};
-use crate::rules::build;
+use crate::rules::build_lanes;
 use gpuq_core::Result;
 use gpuq_kernels::cubature::rule::{adjust_children, BoxResult};
 use rayon::prelude::*;
@@ -87,7 +87,8 @@ pub(crate) fn run<B: CubatureKernels>(
     opts.check()?;
     let start = Instant::now();
     let n = check_box(&f, lo, hi)?;
-    let rule = build(opts.rule, n)?;
+    let lanes = build_lanes(opts.rule, n)?;
+    let rule = &lanes.rule;
     let pts = rule.points as u64;
     let volume: f64 = lo.iter().zip(hi).map(|(a, b)| b - a).product();
     let cap = opts.max_boxes;
@@ -109,7 +110,7 @@ pub(crate) fn run<B: CubatureKernels>(
             break Status::EvaluationCap;
         }
         let t = Instant::now();
-        let mut res = backend.cub_evaluate(&rule, f, &fresh)?;
+        let mut res = backend.cub_evaluate(&lanes, f, &fresh)?;
         evaluate_s += t.elapsed().as_secs_f64();
         evals += cost;
         rounds += 1;

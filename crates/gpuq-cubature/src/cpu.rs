@@ -3,6 +3,7 @@
 
 use crate::func::{ClosureIntegrand, Func};
 use crate::kernels::{with_integrand, Boxes, CubatureKernels, LOCAL_HEAP};
+use crate::rules::LaneRule;
 use gpuq_core::Result;
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::cubature::rule::{self, BoxResult, LocalOutcome, Rule};
@@ -10,13 +11,13 @@ use gpuq_kernels::cubature::tensor::{tensor_group, TENSOR_CHUNK, TENSOR_GROUP};
 use rayon::prelude::*;
 
 impl CubatureKernels for CpuBackend {
-    fn cub_evaluate(&self, rule: &Rule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
-        self.record("cub_evaluate", boxes.len() as u64 * rule.points as u64);
+    fn cub_evaluate(&self, rule: &LaneRule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
+        self.record("cub_evaluate", boxes.len() as u64 * rule.rule.points as u64);
         Ok(self.run("cub_evaluate", || {
             with_integrand!(f, g, {
                 (0..boxes.len())
                     .into_par_iter()
-                    .map(|b| rule::evaluate(rule, g, boxes.center_of(b), boxes.half_of(b)))
+                    .map(|b| rule.apply(g, boxes, b))
                     .collect()
             })
         }))

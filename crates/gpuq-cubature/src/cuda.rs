@@ -5,6 +5,7 @@
 
 use crate::func::Func;
 use crate::kernels::{Boxes, CubatureKernels};
+use crate::rules::LaneRule;
 use gpuq_core::{Error, Result};
 use gpuq_cuda::CudaBackend;
 use gpuq_kernels::cubature::integrand::Builtin;
@@ -43,8 +44,14 @@ impl CubatureKernels for CudaBackend {
         gpuq_cpu::CpuBackend::new().cub_split(boxes, results, keep, parts, out)
     }
 
-    fn cub_evaluate(&self, rule: &Rule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
-        self.cubature_evaluate(rule, &device_integrand(f)?, &boxes.center, &boxes.half)
+    fn cub_evaluate(&self, rule: &LaneRule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
+        self.cubature_evaluate(
+            &rule.rule,
+            &rule.table,
+            &device_integrand(f)?,
+            &boxes.center,
+            &boxes.half,
+        )
     }
 
     fn cub_local(

@@ -4,6 +4,7 @@
 //! expensive ones.
 
 use crate::func::{ClosureIntegrand, Func};
+use crate::rules::LaneRule;
 use gpuq_core::{Backend, Result};
 use gpuq_kernels::cubature::rule::{self, BoxResult, LocalOutcome, Rule};
 use gpuq_kernels::cubature::tensor::{tensor_group, TENSOR_CHUNK, TENSOR_GROUP};
@@ -93,12 +94,12 @@ pub(crate) use with_integrand;
 /// The backend steps of the two-phase and breadth-first algorithms and of the
 /// tensor rules. Defaults run on the host, one item after another.
 pub trait CubatureKernels: Backend {
-    /// Applies `rule` to every box. Cost: boxes x rule.points evaluations.
-    fn cub_evaluate(&self, rule: &Rule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
+    /// Applies `rule` to every box, its points dealt to lanes as a warp of
+    /// the device deals them ([`LaneRule::apply`]: the same bits on every
+    /// backend). Cost: boxes x rule.points evaluations.
+    fn cub_evaluate(&self, rule: &LaneRule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
         Ok(with_integrand!(f, g, {
-            (0..boxes.len())
-                .map(|b| rule::evaluate(rule, g, boxes.center_of(b), boxes.half_of(b)))
-                .collect()
+            (0..boxes.len()).map(|b| rule.apply(g, boxes, b)).collect()
         }))
     }
 

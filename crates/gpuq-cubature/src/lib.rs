@@ -7,7 +7,9 @@
 //!   11 for n = 3, 9 for n >= 4, each with four null rules for the error
 //!   estimate and the fourth divided difference choosing the split axis) and the
 //!   Genz-Malik degree-7/5 pair, for n = 2..=16; one application of a rule to a
-//!   box is `gpuq_kernels::cubature::rule::evaluate`, shared by both backends.
+//!   box is `gpuq_kernels::cubature::rule::evaluate`, shared by both backends,
+//!   and in the parallel methods' batches `gpuq_kernels::cubature::lanes`
+//!   (the points dealt to the 32 lanes of a warp, which the CPU runs in turn).
 //! * [`cuhre()`]: sequential CUHRE (priority queue on the error) on the host.
 //! * [`two_phase()`] ([`parallel`]) and [`breadth_first()`] ([`mod@breadth_first`]): the
 //!   parallel algorithms, written once over [`CubatureKernels`], the trait of backend
@@ -15,7 +17,9 @@
 //!   second-phase local CUHRE, tensor chunk sums) whose default bodies run on
 //!   the host and which the CPU and CUDA backends override.
 //! * [`tensor`]: Gauss-Legendre and Gauss-Hermite product rules, N_a^N points with
-//!   the index read as base-N_a digits, deterministic reduction.
+//!   the index read as base-N_a digits, deterministic reduction; and
+//!   Gauss-Legendre of rising order with an error estimate
+//!   ([`tensor::gauss_legendre_auto`]).
 //! * [`func`]: the integrands: seed 004's f1-f5, Genz's six families and q^T q
 //!   compiled into the kernels, or any Rust closure (CPU backend).
 //! * [`mod@reference`]: exact integrals of the Genz families over any box and the
@@ -54,18 +58,16 @@
 //!
 //! ## Not done
 //!
-//! * The CUDA backend runs the batch evaluation (one thread per box), the second
+//! * The CUDA backend runs the batch evaluation (one warp per box), the second
 //!   phase (one thread per box, bounded heap in local memory) and the tensor sums
 //!   on the device, but the rounds' classification, compaction and splitting run
 //!   on the host (Rayon, into buffers reused from round to round): each round
 //!   uploads the new boxes (2 n values each) and downloads three values per box.
 //!   A device-resident breadth-first loop (boxes kept on the device between
-//!   rounds) is not written; on seed 004's Table III the host's part is two
-//!   thirds of f3's and f4's time and keeps f5 at 36x the seed's speed, short
-//!   of 100x (`docs/benchmarks.md`).
-//! * One thread per box, not one warp per box: for n >= 8 (a few hundred points
-//!   a box, and rounds of under 10^5 boxes) a warp per box would occupy the
-//!   device better; not done.
+//!   rounds) is not written. On seed 004's Table III the adaptive methods reach
+//!   107-738x the seed's GPU times on f1-f4 but 46-51x on f5, whose evaluations
+//!   alone take the whole budget of 100x; the rising-order product rule
+//!   (`Method::GaussLegendreAuto`) takes f5 at 104-106x (`docs/benchmarks.md`).
 //! * Closures run only on the CPU backend (the CUDA backend rejects them); a new
 //!   device integrand is added as described in `gpuq_kernels::cubature::integrand`.
 //! * Reference values for f1 at n other than 7 and for f3 are not computed in

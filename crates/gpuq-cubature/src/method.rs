@@ -17,6 +17,9 @@ pub enum Method {
     BreadthFirst,
     /// Tensor Gauss-Legendre with this many points per axis on the box.
     GaussLegendre(usize),
+    /// Tensor Gauss-Legendre of rising order until successive orders agree
+    /// ([`tensor::gauss_legendre_auto`]).
+    GaussLegendreAuto,
     /// Tensor Gauss-Hermite (standard normal expectation) with this many points
     /// per axis; the box is ignored.
     GaussHermite(usize),
@@ -24,8 +27,8 @@ pub enum Method {
 
 impl std::str::FromStr for Method {
     type Err = Error;
-    /// Parses `cuhre`, `two-phase`, `breadth-first`, `gauss-legendre:NA` or
-    /// `gauss-hermite:NA`.
+    /// Parses `cuhre`, `two-phase`, `breadth-first`, `gauss-legendre:NA`,
+    /// `gauss-legendre:auto` or `gauss-hermite:NA`.
     fn from_str(s: &str) -> Result<Self> {
         let points = |rest: &str| {
             rest.parse::<usize>().map_err(|_| {
@@ -37,13 +40,15 @@ impl std::str::FromStr for Method {
             "two-phase" => Ok(Method::TwoPhase),
             "breadth-first" => Ok(Method::BreadthFirst),
             _ => {
-                if let Some(r) = s.strip_prefix("gauss-legendre:") {
+                if s == "gauss-legendre:auto" {
+                    Ok(Method::GaussLegendreAuto)
+                } else if let Some(r) = s.strip_prefix("gauss-legendre:") {
                     Ok(Method::GaussLegendre(points(r)?))
                 } else if let Some(r) = s.strip_prefix("gauss-hermite:") {
                     Ok(Method::GaussHermite(points(r)?))
                 } else {
                     Err(Error::InvalidArgument(format!(
-                        "unknown method {s:?}; expected cuhre, two-phase, breadth-first, gauss-legendre:NA or gauss-hermite:NA"
+                        "unknown method {s:?}; expected cuhre, two-phase, breadth-first, gauss-legendre:NA, gauss-legendre:auto or gauss-hermite:NA"
                     )))
                 }
             }
@@ -67,17 +72,27 @@ pub fn integrate<B: CubatureKernels>(
         Method::TwoPhase => parallel::two_phase(backend, f, lo, hi, opts),
         Method::BreadthFirst => parallel::breadth_first(backend, f, lo, hi, opts),
         Method::GaussLegendre(na) => {
-            let (a, b) = (
-                lo.first().copied().unwrap_or(0.0),
-                hi.first().copied().unwrap_or(1.0),
-            );
-            if lo.iter().any(|v| *v != a) || hi.iter().any(|v| *v != b) || lo.len() != hi.len() {
-                return Err(Error::InvalidArgument(
-                    "tensor Gauss-Legendre needs the same interval on every axis".into(),
-                ));
-            }
+            let (a, b) = same_interval(lo, hi)?;
             tensor::gauss_legendre(lo.len(), na, a, b)?.run(backend, f)
+        }
+        Method::GaussLegendreAuto => {
+            let (a, b) = same_interval(lo, hi)?;
+            tensor::gauss_legendre_auto(backend, f, lo.len(), a, b, opts)
         }
         Method::GaussHermite(na) => tensor::gauss_hermite(lo.len(), na)?.run(backend, f),
     }
+}
+
+/// The interval shared by every axis of [lo, hi], or an error.
+fn same_interval(lo: &[f64], hi: &[f64]) -> Result<(f64, f64)> {
+    let (a, b) = (
+        lo.first().copied().unwrap_or(0.0),
+        hi.first().copied().unwrap_or(1.0),
+    );
+    if lo.iter().any(|v| *v != a) || hi.iter().any(|v| *v != b) || lo.len() != hi.len() {
+        return Err(Error::InvalidArgument(
+            "tensor Gauss-Legendre needs the same interval on every axis".into(),
+        ));
+    }
+    Ok((a, b))
 }

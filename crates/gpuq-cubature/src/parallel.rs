@@ -27,7 +27,7 @@ use crate::func::Func;
 use crate::kernels::{Boxes, CubatureKernels};
 use crate::outcome::{Options, Outcome, Status, Timings};
 use crate::region::{check_box, initial_partition};
-use crate::rules::build;
+use crate::rules::build_lanes;
 use gpuq_core::Result;
 use gpuq_kernels::cubature::rule::{adjust_children, BoxResult, Rule};
 use std::time::Instant;
@@ -76,7 +76,8 @@ fn run<B: CubatureKernels>(
     opts.check()?;
     let start = Instant::now();
     let n = check_box(&f, lo, hi)?;
-    let rule = build(opts.rule, n)?;
+    let lanes = build_lanes(opts.rule, n)?;
+    let rule = &lanes.rule;
     let pts = rule.points as u64;
     let volume: f64 = lo.iter().zip(hi).map(|(a, b)| b - a).product();
     let mut boxes = initial_partition(lo, hi, opts.initial_boxes.min(opts.max_boxes));
@@ -101,7 +102,7 @@ fn run<B: CubatureKernels>(
             break Status::EvaluationCap;
         }
         let t = Instant::now();
-        let mut res = backend.cub_evaluate(&rule, f, &boxes)?;
+        let mut res = backend.cub_evaluate(&lanes, f, &boxes)?;
         evaluate_s += t.elapsed().as_secs_f64();
         evals += cost;
         rounds += 1;
@@ -169,7 +170,7 @@ fn run<B: CubatureKernels>(
         Some((kept, kept_res)) => {
             let t = Instant::now();
             let s = second_phase(
-                backend, &rule, f, opts, &kept, &kept_res, &mut done, &mut evals,
+                backend, rule, f, opts, &kept, &kept_res, &mut done, &mut evals,
             )?;
             (s, t.elapsed().as_secs_f64())
         }

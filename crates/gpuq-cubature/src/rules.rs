@@ -19,8 +19,12 @@
 
 // The tables and references are kept digit for digit as published.
 #![allow(clippy::excessive_precision)]
+use crate::kernels::Boxes;
 use gpuq_core::{Error, Result};
+use gpuq_kernels::cubature::integrand::Integrand;
 use gpuq_kernels::cubature::integrand::MAX_DIM;
+use gpuq_kernels::cubature::lanes::{evaluate_lanes, table_points, RulePoint};
+use gpuq_kernels::cubature::rule::BoxResult;
 use gpuq_kernels::cubature::rule::{Rule, ERROR_EMBEDDED, ERROR_NULL_RULES, MAX_GENERATORS};
 
 /// Which rule family.
@@ -59,6 +63,46 @@ pub fn build(kind: RuleKind, n: usize) -> Result<Rule> {
         scales_and_norms(&mut r);
     }
     Ok(r)
+}
+
+/// A rule with the table of its points past the single-axis generators, in
+/// the order lanes take them ([`gpuq_kernels::cubature::lanes`]): what the
+/// batch evaluations of the parallel algorithms apply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaneRule {
+    /// The rule.
+    pub rule: Rule,
+    /// Its points other than the centre and the single-axis ones.
+    pub table: Vec<RulePoint>,
+}
+
+impl LaneRule {
+    /// Applies the rule to box `b` of `boxes` with its points dealt to lanes
+    /// as a warp of the device deals them (`evaluate_lanes`: the same bits
+    /// on every backend). Cost: `rule.points` evaluations of f.
+    pub fn apply<F: Integrand + ?Sized>(&self, f: &F, boxes: &Boxes, b: usize) -> BoxResult {
+        evaluate_lanes(
+            &self.rule,
+            &self.table,
+            f,
+            boxes.center_of(b),
+            boxes.half_of(b),
+        )
+    }
+}
+
+/// Builds the rule of `kind` for dimension `n` with its point table. Cost:
+/// [`build`] plus O(points n) (16 bytes per point: 2^16 + O(n^3) points at
+/// n = 16).
+pub fn build_lanes(kind: RuleKind, n: usize) -> Result<LaneRule> {
+    let rule = build(kind, n)?;
+    let mut table = Vec::with_capacity(rule.points as usize);
+    if !table_points(&rule, |p| table.push(p)) {
+        return Err(Error::InvalidArgument(format!(
+            "the {kind:?} rule of dimension {n} has no point table"
+        )));
+    }
+    Ok(LaneRule { rule, table })
 }
 
 fn empty(n: usize) -> Rule {

@@ -6,7 +6,7 @@
 
 use gpuq_cpu::CpuBackend;
 use gpuq_cubature::reference::{self, unit_cube};
-use gpuq_cubature::rules::{build, RuleKind};
+use gpuq_cubature::rules::{build, build_lanes, RuleKind};
 use gpuq_cubature::{
     builtin, gauss_hermite, integrate, Boxes, CubatureKernels, Func, Method, Options,
 };
@@ -57,7 +57,7 @@ fn rule_applications_match_bit_for_bit() {
         (4, RuleKind::GenzMalik7),
         (12, RuleKind::Cuhre),
     ] {
-        let rule = build(kind, n).unwrap();
+        let rule = build_lanes(kind, n).unwrap();
         let boxes = random_boxes(n, 300, &mut rng);
         for id in 0..k::KINDS {
             let f = builtin(id, n, &[2.5], &[0.4]).unwrap();

@@ -146,3 +146,58 @@ fn point_counts_match_the_publications() {
     assert!(build(RuleKind::Cuhre, 1).is_err());
     assert!(build(RuleKind::Cuhre, 17).is_err());
 }
+
+/// The lanes' evaluation (a warp's order on the device) is the same rule:
+/// its table lists every point past the centre and the single-axis ones, and
+/// on random boxes it gives the sequential evaluation's estimate, error and
+/// split axis up to the order of the sums.
+#[test]
+fn lane_evaluation_is_the_sequential_rule_reordered() {
+    use gpuq_cubature::rules::build_lanes;
+    use gpuq_kernels::cubature::lanes::evaluate_lanes;
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    // A smooth integrand with no symmetry, so every point matters.
+    struct Wavy;
+    impl Integrand for Wavy {
+        fn eval(&self, x: &[f64]) -> f64 {
+            x.iter()
+                .enumerate()
+                .map(|(i, v)| ((i + 1) as f64 * v + 0.3).sin() * (1.0 + v * v))
+                .product::<f64>()
+                .exp()
+        }
+    }
+    for (kind, n) in [
+        (RuleKind::Cuhre, 2),
+        (RuleKind::Cuhre, 3),
+        (RuleKind::Cuhre, 4),
+        (RuleKind::Cuhre, 9),
+        (RuleKind::Degree9, 2),
+        (RuleKind::GenzMalik7, 6),
+        (RuleKind::Cuhre, 16),
+    ] {
+        let lanes = build_lanes(kind, n).unwrap();
+        let rule = &lanes.rule;
+        assert_eq!(
+            lanes.table.len() as u64,
+            rule.points as u64 - 1 - 4 * n as u64,
+            "{kind:?} n={n}"
+        );
+        for _ in 0..20 {
+            let c: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let h: Vec<f64> = (0..n).map(|_| rng.random_range(0.01..0.5)).collect();
+            let a = evaluate(rule, &Wavy, &c, &h);
+            let b = evaluate_lanes(rule, &lanes.table, &Wavy, &c, &h);
+            let scale = a.estimate.abs().max(1e-300);
+            assert!(
+                (a.estimate - b.estimate).abs() <= 1e-12 * scale,
+                "{kind:?} n={n}: {a:?} vs {b:?}"
+            );
+            assert!(
+                (a.error - b.error).abs() <= 1e-9 * scale + 1e-6 * a.error,
+                "{kind:?} n={n}: {a:?} vs {b:?}"
+            );
+            assert_eq!(a.axis, b.axis, "{kind:?} n={n}");
+        }
+    }
+}

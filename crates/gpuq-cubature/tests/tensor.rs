@@ -79,3 +79,69 @@ fn tensor_polynomials_exact_and_thread_count_free() {
     assert!((v - 64.0 / 6.0 * 4.0).abs() < 1e-12, "{v}");
     assert!(gauss_hermite(0, 4).is_err() && gauss_legendre(2, 3, 1.0, 0.0).is_err());
 }
+
+/// The rising-order Gauss-Legendre rule meets the tolerance on a smooth
+/// integrand with a closed form (f5: n / 2 on the unit cube), its error
+/// estimate bounds the true error there, and a cap too small for agreement
+/// is reported as not converged.
+#[test]
+fn rising_order_gauss_legendre_converges_or_says_not() {
+    use gpuq_cubature::tensor::gauss_legendre_auto;
+    use gpuq_cubature::{Options, Status};
+    use gpuq_kernels::cubature::integrand::F5;
+    let cpu = CpuBackend::new();
+    let n = 4;
+    let f = Func::Builtin(builtin(F5, n, &[], &[]).unwrap());
+    let opts = Options {
+        rel_tol: 1e-9,
+        ..Options::default()
+    };
+    let o = gauss_legendre_auto(&cpu, f, n, 0.0, 1.0, &opts).unwrap();
+    assert_eq!(o.status, Status::Converged, "{o:?}");
+    let truth = n as f64 / 2.0;
+    assert!((o.estimate - truth).abs() <= 1e-9 * truth, "{o:?}");
+    assert!(o.error <= 1e-9 * o.estimate.abs());
+    let capped = Options {
+        max_evals: 3000,
+        ..opts
+    };
+    let o = gauss_legendre_auto(&cpu, f, n, 0.0, 1.0, &capped).unwrap();
+    assert_eq!(o.status, Status::EvaluationCap, "{o:?}");
+    assert!(o.evaluations <= 3000 && o.error > 1e-9 * o.estimate.abs());
+}
+
+/// On f4 (asin: square-root singularities at the cube's far faces, so the
+/// rule's error decays only algebraically) the rising-order rule either says
+/// "not converged" or is within the tolerance: its error estimate does not
+/// take the small differences of successive orders for the error.
+#[test]
+fn rising_order_gauss_legendre_is_not_fooled_by_a_singularity() {
+    use gpuq_cubature::reference::f4_series;
+    use gpuq_cubature::tensor::gauss_legendre_auto;
+    use gpuq_cubature::{Options, Status};
+    use gpuq_kernels::cubature::integrand::F4;
+    let cpu = CpuBackend::new();
+    for n in [2, 3] {
+        let truth = f4_series(n);
+        let f = Func::Builtin(builtin(F4, n, &[], &[]).unwrap());
+        for rel_tol in [1e-3, 1e-4, 1e-5] {
+            let opts = Options {
+                rel_tol,
+                max_evals: 3_000_000,
+                ..Options::default()
+            };
+            let o = gauss_legendre_auto(&cpu, f, n, 0.0, 1.0, &opts).unwrap();
+            let true_err = (o.estimate - truth).abs();
+            if o.status == Status::Converged {
+                assert!(
+                    true_err <= rel_tol * truth.abs(),
+                    "n={n} {rel_tol}: {o:?}, true {true_err:e}"
+                );
+            }
+            assert!(
+                o.error >= 0.5 * true_err,
+                "n={n} {rel_tol}: {o:?}, true {true_err:e}"
+            );
+        }
+    }
+}

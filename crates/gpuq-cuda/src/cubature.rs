@@ -6,6 +6,7 @@ use crate::backend::{dev, CudaBackend};
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuq_core::{Error, Result};
 use gpuq_kernels::cubature::integrand::{Builtin, MAX_DIM};
+use gpuq_kernels::cubature::lanes::{RulePoint, LANES};
 use gpuq_kernels::cubature::rule::{BoxResult, LocalOutcome, Rule};
 use gpuq_kernels::cubature::tensor::{TENSOR_CHUNK, TENSOR_GROUP};
 
@@ -15,6 +16,12 @@ fn bytes_of<T: Copy>(v: &T) -> &[u8] {
     // and f64 fields laid out without padding (u32 fields come in even counts
     // before the f64 arrays), so every byte is initialised; u8 has alignment 1.
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+fn points_bytes(v: &[RulePoint]) -> &[u8] {
+    // SAFETY: `RulePoint` is `#[repr(C)]` (u64, u32, u32): 16 bytes, no padding;
+    // u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
 fn f64_bytes(v: &[f64]) -> &[u8] {
@@ -50,12 +57,15 @@ impl CudaBackend {
             .map_err(dev("allocating cubature buffers"))
     }
 
-    /// Applies `rule` with integrand `f` to every box (centres and half-widths, n
-    /// per box): one thread per box. Four uploads (rule, integrand, boxes), one
-    /// launch, one download of 3 values per box.
+    /// Applies `rule` (with `table`, its points past the single-axis ones, as
+    /// `gpuq_kernels::cubature::lanes::table_points` lists them) with integrand
+    /// `f` to every box (centres and half-widths, n per box): one warp per box.
+    /// Five uploads (rule, table, integrand, boxes), one launch, one download
+    /// of 3 values per box.
     pub fn cubature_evaluate(
         &self,
         rule: &Rule,
+        table: &[RulePoint],
         f: &Builtin,
         center: &[f64],
         half: &[f64],
@@ -65,6 +75,8 @@ impl CudaBackend {
             return Ok(Vec::new());
         }
         let d_rule = self.upload_bytes(bytes_of(rule))?;
+        let d_table = self.upload_bytes(points_bytes(table))?;
+        let points = table.len();
         let d_f = self.upload_bytes(bytes_of(f))?;
         let d_c = self.upload_bytes(f64_bytes(center))?;
         let d_h = self.upload_bytes(f64_bytes(half))?;
@@ -73,14 +85,18 @@ impl CudaBackend {
         let mut b = self.inner.stream.launch_builder(&k);
         b.arg(&d_rule)
             .arg(&d_f)
+            .arg(&d_table)
+            .arg(&points)
             .arg(&boxes)
             .arg(&d_c)
             .arg(&d_h)
             .arg(&mut out);
         // SAFETY: arguments match `cub_evaluate`; centre and half-width arrays
-        // hold boxes x rule.dim values (checked), out 3 x boxes values; the rule
-        // and integrand are whole `#[repr(C)]` copies.
-        unsafe { b.launch(Self::cfg(self.grid_blocks(boxes))) }.map_err(dev("cub_evaluate"))?;
+        // hold boxes x rule.dim values (checked), out 3 x boxes values, the
+        // table `points` entries; the rule and integrand are whole `#[repr(C)]`
+        // copies. A warp per box: 32 threads each.
+        unsafe { b.launch(Self::cfg(self.grid_blocks(boxes * LANES))) }
+            .map_err(dev("cub_evaluate"))?;
         self.inner.stats.launch("cub_evaluate");
         let mut host = vec![0.0f64; 3 * boxes];
         self.download_into(&out.slice(..), &mut host)?;

@@ -63,12 +63,92 @@ pub struct BoxResult {
     pub axis: u32,
 }
 
+impl BoxResult {
+    /// The result of a box the rule cannot apply to (no dimensions, more than
+    /// [`MAX_DIM`], or fewer half-widths than centre coordinates): a NaN
+    /// estimate with an infinite error.
+    pub const INVALID: BoxResult = BoxResult {
+        estimate: f64::NAN,
+        error: f64::INFINITY,
+        axis: 0,
+    };
+}
+
+/// The product of the half-widths (the volume over 2^n) and the first axis
+/// of the largest one. Cost: O(n).
+pub fn volume_and_widest(half: &[f64]) -> (f64, usize) {
+    let mut vol = 1.0;
+    let mut axis = 0usize;
+    let mut widest = f64::NEG_INFINITY;
+    for (i, &h) in half.iter().enumerate() {
+        vol *= h;
+        if h > widest {
+            widest = h;
+            axis = i;
+        }
+    }
+    (vol, axis)
+}
+
+/// What the four single-axis points of one axis give: the sums of f at the
+/// pair of generator 1 and at the pair of generator 2, and the axis's fourth
+/// difference (0 below round-off).
+pub struct AxisSums {
+    /// f(c - g1 h e_i) + f(c + g1 h e_i).
+    pub ab: f64,
+    /// f(c - g2 h e_i) + f(c + g2 h e_i).
+    pub cd: f64,
+    /// |2 (1 - r) f0 - cd + r ab|, r = (g2 / g1)^2, or 0 when it is below
+    /// round-off against f0.
+    pub difsum: f64,
+}
+
+/// Evaluates f at the four single-axis points of axis `i` (generators 1 and
+/// 2) of the box whose centre is `x[..n]` (restored on return) and
+/// half-widths `half`; `f0` is f at the centre. Cost: 4 evaluations.
+#[inline]
+pub fn axis_sums<F: Integrand + ?Sized>(
+    rule: &Rule,
+    f: &F,
+    x: &mut [f64; MAX_DIM],
+    n: usize,
+    half: &[f64],
+    i: usize,
+    f0: f64,
+) -> AxisSums {
+    let (n, i) = (n.min(MAX_DIM), i & (MAX_DIM - 1));
+    let h = half.get(i).copied().unwrap_or(0.0);
+    let g2 = rule.g[1][0];
+    let g3 = rule.g[2][0];
+    let ratio = (g3 / g2) * (g3 / g2);
+    let c = x[i];
+    x[i] = c - h * g2;
+    let fa = f.eval(&x[..n]);
+    x[i] = c + h * g2;
+    let fb = f.eval(&x[..n]);
+    x[i] = c - h * g3;
+    let fc = f.eval(&x[..n]);
+    x[i] = c + h * g3;
+    let fd = f.eval(&x[..n]);
+    x[i] = c;
+    let frth = 2.0 * (1.0 - ratio) * f0 - (fc + fd) + ratio * (fa + fb);
+    AxisSums {
+        ab: fa + fb,
+        cd: fc + fd,
+        difsum: if f0 + frth / 4.0 != f0 {
+            abs(frth)
+        } else {
+            0.0
+        },
+    }
+}
+
 /// Previous permutation in lexicographic order of `a[..n]` (n <= MAX_DIM); false
 /// after the smallest one (then left ascending). Indices are masked with
 /// `MAX_DIM - 1` (a power of two), which changes nothing for n <= MAX_DIM and
 /// lets the compiler drop the bounds checks the device cannot afford.
 #[inline(always)]
-fn prev_permutation(a: &mut [f64; MAX_DIM], n: usize) -> bool {
+pub fn prev_permutation(a: &mut [f64; MAX_DIM], n: usize) -> bool {
     const M: usize = MAX_DIM - 1;
     if n < 2 {
         return false;
@@ -145,56 +225,24 @@ pub fn evaluate<F: Integrand + ?Sized>(
 ) -> BoxResult {
     let n = center.len();
     if n == 0 || n > MAX_DIM || half.len() < n {
-        return BoxResult {
-            estimate: f64::NAN,
-            error: f64::INFINITY,
-            axis: 0,
-        };
+        return BoxResult::INVALID;
     }
     let half = &half[..n];
     let gens = (rule.generators as usize).min(MAX_GENERATORS);
     let w = &rule.w;
     let mut x = [0.0f64; MAX_DIM];
     x[..n].copy_from_slice(center);
-    let mut vol = 1.0;
-    let mut axis = 0usize;
-    let mut widest = f64::NEG_INFINITY;
-    for (i, &h) in half.iter().enumerate() {
-        vol *= h;
-        if h > widest {
-            widest = h;
-            axis = i;
-        }
-    }
+    let (vol, mut axis) = volume_and_widest(half);
     let f0 = f.eval(&x[..n]);
     let mut basic = w[0][0] * f0;
     let mut null = [w[1][0] * f0, w[2][0] * f0, w[3][0] * f0, w[4][0] * f0];
-    let g2 = rule.g[1][0];
-    let g3 = rule.g[2][0];
-    let ratio = (g3 / g2) * (g3 / g2);
     let mut difmax = 0.0;
     for i in 0..n {
-        let c = center[i];
-        x[i] = c - half[i] * g2;
-        let fa = f.eval(&x[..n]);
-        x[i] = c + half[i] * g2;
-        let fb = f.eval(&x[..n]);
-        x[i] = c - half[i] * g3;
-        let fc = f.eval(&x[..n]);
-        x[i] = c + half[i] * g3;
-        let fd = f.eval(&x[..n]);
-        x[i] = c;
-        let frth = 2.0 * (1.0 - ratio) * f0 - (fc + fd) + ratio * (fa + fb);
-        // Differences below round-off do not count.
-        let difsum = if f0 + frth / 4.0 != f0 {
-            abs(frth)
-        } else {
-            0.0
-        };
+        let AxisSums { ab, cd, difsum } = axis_sums(rule, f, &mut x, n, half, i, f0);
         for (k, nk) in null.iter_mut().enumerate() {
-            *nk += w[k + 1][1] * (fa + fb) + w[k + 1][2] * (fc + fd);
+            *nk += w[k + 1][1] * ab + w[k + 1][2] * cd;
         }
-        basic += w[0][1] * (fa + fb) + w[0][2] * (fc + fd);
+        basic += w[0][1] * ab + w[0][2] * cd;
         if difsum > difmax {
             difmax = difsum;
             axis = i;
@@ -210,31 +258,39 @@ pub fn evaluate<F: Integrand + ?Sized>(
             *nk += w[k + 1][j] * s;
         }
     }
-    let error = if rule.error_kind == ERROR_EMBEDDED {
-        abs(null[0])
-    } else {
-        let mut e = [0.0f64; 3];
-        for i in 0..3 {
-            let mut search = 0.0;
-            for k in 0..gens {
-                search = max(
-                    search,
-                    abs(null[i + 1] + rule.scales[i][k] * null[i]) * rule.norms[i][k],
-                );
-            }
-            e[i] = search;
-        }
-        let c = &rule.errcof;
-        if c[0] * e[0] <= e[1] && c[1] * e[1] <= e[2] {
-            c[2] * e[0]
-        } else {
-            c[3] * max(e[0], max(e[1], e[2]))
-        }
-    };
+    let error = error_of(rule, &null);
     BoxResult {
         estimate: vol * basic,
         error: vol * error,
         axis: axis as u32,
+    }
+}
+
+/// The error estimate of a box (before its volume factor) from its four null
+/// rule sums: |null 1| for an embedded rule (Genz-Malik), else DCUHRE's
+/// combination of successive null rules with `scales`, `norms` and `errcof`.
+/// Cost: O(generators).
+pub fn error_of(rule: &Rule, null: &[f64; 4]) -> f64 {
+    let gens = (rule.generators as usize).min(MAX_GENERATORS);
+    if rule.error_kind == ERROR_EMBEDDED {
+        return abs(null[0]);
+    }
+    let mut e = [0.0f64; 3];
+    for i in 0..3 {
+        let mut search = 0.0;
+        for k in 0..gens {
+            search = max(
+                search,
+                abs(null[i + 1] + rule.scales[i][k] * null[i]) * rule.norms[i][k],
+            );
+        }
+        e[i] = search;
+    }
+    let c = &rule.errcof;
+    if c[0] * e[0] <= e[1] && c[1] * e[1] <= e[2] {
+        c[2] * e[0]
+    } else {
+        c[3] * max(e[0], max(e[1], e[2]))
     }
 }
 

@@ -1,23 +1,30 @@
-//! Cubature kernels: one thread per box applies a rule
-//! ([`crate::cubature::rule::evaluate`]) or runs the second phase's bounded-heap
+//! Cubature kernels: one warp per box applies a rule
+//! ([`crate::cubature::lanes`]), or one thread per box runs the second phase's bounded-heap
 //! CUHRE ([`crate::cubature::rule::local_cuhre`]) on it; one thread per chunk of
 //! a tensor Gauss rule sums its points in index order. The integrand is a
 //! [`Builtin`] (kind id + parameters) read once per thread; the rule is read
 //! from global memory. All per-item arithmetic is the shared code, so a box
 //! gives the same bits as on the CPU.
 
-use super::prelude::{global_id, grid_threads};
-use crate::cubature::integrand::Builtin;
-use crate::cubature::rule::{evaluate, local_cuhre, LocalOutcome, Rule, LOCAL_HEAP};
+use super::prelude::{global_id, grid_threads, lane, shfl_down_b32, DeviceScalar};
+use crate::cubature::integrand::{Builtin, Integrand};
+use crate::cubature::lanes::{combine, finish, lane_sums, LaneSums, RulePoint, LANES};
+use crate::cubature::rule::{local_cuhre, LocalOutcome, Rule, LOCAL_HEAP};
 use crate::cubature::tensor::{tensor_chunk, TENSOR_CHUNK, TENSOR_GROUP};
 use core::slice::from_raw_parts;
 
 /// out[3 b..3 b + 3] = (estimate, error, axis) of box b, for b < boxes; box b is
-/// center[b n..] +- half[b n..], n = rule.dim.
+/// center[b n..] +- half[b n..], n = rule.dim. One warp per box (grid-stride
+/// over boxes by warps): lane l takes the centre (l = 0), axis l's four
+/// single-axis points (l < n) or four of the table's head (l >= n), then
+/// every 32nd table point ([`lane_sums`]); the lanes' sums meet in a shuffle tree ([`crate::cubature::lanes`], the order the CPU
+/// follows) and lane 0 writes the result.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn cub_evaluate(
     rule: *const Rule,
     f: *const Builtin,
+    table: *const RulePoint,
+    points: usize,
     boxes: usize,
     center: *const f64,
     half: *const f64,
@@ -26,16 +33,43 @@ pub unsafe extern "ptx-kernel" fn cub_evaluate(
     let rule = &*rule;
     let f = *f;
     let n = rule.dim as usize;
-    let mut b = global_id();
+    // SAFETY (caller): the table holds `points` entries.
+    let table = from_raw_parts(table, points);
+    let l = lane() as usize;
+    let warps = grid_threads() / LANES;
+    let mut b = global_id() / LANES;
     while b < boxes {
         // SAFETY (caller): center and half hold boxes x n values, out 3 x boxes.
         let c = from_raw_parts(center.add(b * n), n);
         let h = from_raw_parts(half.add(b * n), n);
-        let r = evaluate(rule, &f, c, h);
-        *out.add(3 * b) = r.estimate;
-        *out.add(3 * b + 1) = r.error;
-        *out.add(3 * b + 2) = r.axis as f64;
-        b += grid_threads();
+        let f0 = f.eval(c);
+        let mut s = lane_sums(rule, table, &f, c, h, l, f0);
+        let mut d = LANES as u32 / 2;
+        while d > 0 {
+            s = combine(s, shfl_down_sums(s, d));
+            d /= 2;
+        }
+        if l == 0 {
+            let r = finish(rule, &s, h);
+            *out.add(3 * b) = r.estimate;
+            *out.add(3 * b + 1) = r.error;
+            *out.add(3 * b + 2) = r.axis as f64;
+        }
+        b += warps;
+    }
+}
+
+/// Lane `lane + d`'s sums (see [`shfl_down_b32`]); every lane must call it.
+#[inline(always)]
+fn shfl_down_sums(s: LaneSums, d: u32) -> LaneSums {
+    let mut rules = [0.0f64; 5];
+    for k in 0..5 {
+        rules[k] = s.rules[k].shfl_down(d);
+    }
+    LaneSums {
+        rules,
+        difsum: s.difsum.shfl_down(d),
+        axis: shfl_down_b32(s.axis, d),
     }
 }
 
