@@ -18,14 +18,11 @@ fn bytes_of<T: Copy>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 
-fn points_bytes(v: &[RulePoint]) -> &[u8] {
-    // SAFETY: `RulePoint` is `#[repr(C)]` (u64, u32, u32): 16 bytes, no padding;
-    // u8 has alignment 1.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn f64_bytes(v: &[f64]) -> &[u8] {
-    // SAFETY: f64 has no padding; u8 has alignment 1.
+/// The bytes of a slice of values without padding (called with `f64` and
+/// `RulePoint`: `#[repr(C)]` u64, u32, u32, 16 bytes).
+fn slice_bytes<T: Copy>(v: &[T]) -> &[u8] {
+    // SAFETY: the element types named above have no padding, so every byte is
+    // initialised; u8 has alignment 1.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
@@ -75,11 +72,11 @@ impl CudaBackend {
             return Ok(Vec::new());
         }
         let d_rule = self.upload_bytes(bytes_of(rule))?;
-        let d_table = self.upload_bytes(points_bytes(table))?;
+        let d_table = self.upload_bytes(slice_bytes(table))?;
         let points = table.len();
         let d_f = self.upload_bytes(bytes_of(f))?;
-        let d_c = self.upload_bytes(f64_bytes(center))?;
-        let d_h = self.upload_bytes(f64_bytes(half))?;
+        let d_c = self.upload_bytes(slice_bytes(center))?;
+        let d_h = self.upload_bytes(slice_bytes(half))?;
         let mut out = self.cub_zeroed(24 * boxes)?;
         let k = self.function("cub_evaluate")?;
         let mut b = self.inner.stream.launch_builder(&k);
@@ -128,8 +125,8 @@ impl CudaBackend {
         }
         let d_rule = self.upload_bytes(bytes_of(rule))?;
         let d_f = self.upload_bytes(bytes_of(f))?;
-        let d_c = self.upload_bytes(f64_bytes(center))?;
-        let d_h = self.upload_bytes(f64_bytes(half))?;
+        let d_c = self.upload_bytes(slice_bytes(center))?;
+        let d_h = self.upload_bytes(slice_bytes(half))?;
         let mut out = self.cub_zeroed(32 * boxes)?;
         let k = self.function("cub_local")?;
         let mut b = self.inner.stream.launch_builder(&k);
@@ -185,8 +182,8 @@ impl CudaBackend {
         }
         let groups = chunks.div_ceil(TENSOR_GROUP) as usize;
         let d_f = self.upload_bytes(bytes_of(f))?;
-        let d_x = self.upload_bytes(f64_bytes(nodes))?;
-        let d_w = self.upload_bytes(f64_bytes(weights))?;
+        let d_x = self.upload_bytes(slice_bytes(nodes))?;
+        let d_w = self.upload_bytes(slice_bytes(weights))?;
         let mut partials = self.cub_zeroed(8 * chunks as usize)?;
         let mut out = self.cub_zeroed(8 * groups)?;
         let na = nodes.len();
