@@ -11,6 +11,8 @@
 #                                                #   (AMG_GS), cycle vs floor, PCG, CuPy CG
 #   bash benches/device_new_systems.sh cubbest   # Table III at each case's best options of the
 #                                                #   sweep, with the rounds' evaluation time
+#   bash benches/device_new_systems.sh amgsetup  # AMG setup on the host (16 cores) vs the device,
+#                                                #   per phase, on the benchmark matrices
 #   bash benches/device_new_systems.sh amgbig    # seed 002's table, ~4e6-unknown 2x2 systems, PyAMG RS
 #   bash benches/device_new_systems.sh cubsweep  # Table III at a few options each (CUB_SWEEP)
 #   bash benches/device_new_systems.sh cubpeers  # Table III with Python cubature, torchquad, CuPy
@@ -178,6 +180,34 @@ with open('$LOGS/ones200.mtx', 'w') as f:
 import json; d=json.load(open('$LOGS/amg-peers.json'))
 print('versions', d['versions'])
 for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v) for k,v in r.items()})" 2>&1 | head -8
+fi
+
+if [ "$WHAT" = amgsetup ]; then
+    python3 -c "
+n = 200 ** 3
+with open('$LOGS/ones200.mtx', 'w') as f:
+    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
+    f.write('1\n' * n)"
+    for t in "$PACK"/test-gpuq-amg-*; do
+        name=$(basename "$t")
+        timeout 200 "$t" --nocapture >"$LOGS/$name.log" 2>&1
+        row "$name" "rc=$? $(grep -E '^test result:' "$LOGS/$name.log" | tail -1)"
+        grep -E "bit for bit|to rounding|panicked" "$LOGS/$name.log" | head -12
+    done
+    for cfg in "laplace3d:100 1" "laplace3d:200 1" "elasticity2d:1414 2" "bidomain3d:200 2"; do
+        set -- $cfg
+        for s in cpu cuda cuda; do
+            out="$LOGS/setup-${1%%:*}-$s.json"
+            timeout 150 "$G" amg-info --generate $1 --block $2 --amg-setup $s --backend cuda --json >"$out" 2>"$out.err"
+            row "setup $1 on $s" "$(j "$out" timings.total_s timings.upload_s timings.strength_s timings.aggregation_s timings.prolongation_s timings.galerkin_s timings.smoother_s timings.coarse_s operator_complexity)"
+        done
+    done
+    for s in cpu cuda; do
+        out="$LOGS/solve-setup-$s.json"
+        timeout 120 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond amg \
+            --amg-jacobi-damping 1.7 --layout sell --amg-precision f32 --backend cuda --amg-setup $s --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "solve laplace3d:200 amg setup on $s" "$(j "$out" iterations amg_setup_s time_s relative_residual)"
+    done
 fi
 
 if [ "$WHAT" = amggs ]; then

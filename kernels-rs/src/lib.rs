@@ -22,6 +22,7 @@
     feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
 )]
 
+pub mod amg;
 pub mod chacha;
 pub mod cubature;
 pub mod ionic;

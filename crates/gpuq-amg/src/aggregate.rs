@@ -54,29 +54,11 @@ pub fn seed_selection(s: &Graph) -> Selection {
     Selection { coarse, parents }
 }
 
-/// A fixed integer hash (the finaliser of MurmurHash3) for tie-breaking: the
-/// same on every machine and backend.
-pub fn hash(i: u32) -> u32 {
-    let mut h = i ^ 0x9e37_79b9;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85eb_ca6b);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xc2b2_ae35);
-    h ^ (h >> 16)
-}
+pub use gpuq_kernels::amg::hash;
+use gpuq_kernels::amg::{fine_key, mis2_key, mis2_next, state_of, ROOT, UNDECIDED};
 
-const OUT: u64 = 0;
-const UNDECIDED: u64 = 1;
-const ROOT: u64 = 2;
-
-/// The key of node i in state `state`: state in the top 2 bits, 30 bits of
-/// hash, the index in the low 32 (so keys are distinct).
 fn key(state: u64, i: usize) -> u64 {
-    (state << 62) | ((u64::from(hash(i as u32)) >> 2) << 32) | i as u64
-}
-
-fn state_of(key: u64) -> u64 {
-    key >> 62
+    mis2_key(state, i as u32)
 }
 
 /// One max-propagation: out_i = max of `keys` over i and its neighbours.
@@ -110,17 +92,7 @@ pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
             .par_iter()
             .zip(&far)
             .enumerate()
-            .map(|(i, (&k, &f))| {
-                if state_of(k) != UNDECIDED {
-                    k
-                } else if f == k {
-                    key(ROOT, i)
-                } else if state_of(f) == ROOT {
-                    key(OUT, i)
-                } else {
-                    k
-                }
-            })
+            .map(|(i, (&k, &f))| mis2_next(k, f, i as u32))
             .collect();
     }
     // Number the roots in node order.
@@ -147,7 +119,6 @@ pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
         })
         .collect();
     // Pass 2: join the neighbour of largest key assigned in pass 1.
-    let fine_key = |j: usize| (u64::from(hash(j as u32)) << 32) | j as u64;
     let second: Vec<u32> = (0..n)
         .into_par_iter()
         .map(|i| {
@@ -157,7 +128,7 @@ pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
             s.neighbours(i)
                 .iter()
                 .filter(|&&j| first[j as usize] != u32::MAX)
-                .max_by_key(|&&j| fine_key(j as usize))
+                .max_by_key(|&&j| fine_key(j))
                 .map_or(u32::MAX, |&j| first[j as usize])
         })
         .collect();

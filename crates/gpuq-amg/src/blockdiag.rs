@@ -52,17 +52,27 @@ impl BlockDiagonal {
 
     /// y = D x. O(n bs).
     pub fn mul(&self, x: &[f64]) -> Vec<f64> {
-        let bs = self.bs;
         let mut y = vec![0.0; x.len()];
+        self.mul_into(x, &mut y);
+        y
+    }
+
+    /// y = D x into `y` (of x's length), each entry summed over its block row
+    /// in column order. O(n bs).
+    pub fn mul_into(&self, x: &[f64], y: &mut [f64]) {
+        let bs = self.bs;
         y.par_chunks_mut(bs)
             .zip(x.par_chunks(bs))
             .zip(self.blocks.par_chunks(bs * bs))
             .for_each(|((yk, xk), b)| {
                 for r in 0..bs {
-                    yk[r] = (0..bs).map(|c| b[r * bs + c] * xk[c]).sum();
+                    let mut s = 0.0;
+                    for c in 0..bs {
+                        s += b[r * bs + c] * xk[c];
+                    }
+                    yk[r] = s;
                 }
             });
-        y
     }
 
     /// The inverse blocks, each by Gauss-Jordan elimination with partial
@@ -71,26 +81,34 @@ impl BlockDiagonal {
     /// O(n bs^2).
     pub fn inverse(&self) -> Result<BlockDiagonal> {
         let bs = self.bs;
-        let inv: Vec<Option<Vec<f64>>> = self
-            .blocks
-            .par_chunks(bs * bs)
-            .map(|b| invert_small(b, bs))
-            .collect();
-        let mut blocks = Vec::with_capacity(self.blocks.len());
-        for (k, b) in inv.into_iter().enumerate() {
-            match b {
-                Some(b) => blocks.extend_from_slice(&b),
-                None => {
-                    return Err(Error::Precondition {
-                        method: "amg",
-                        reason: format!(
-                            "diagonal block of node {k} (rows {}..{}) is singular",
-                            bs * k,
-                            bs * (k + 1)
-                        ),
-                    })
-                }
-            }
+        let mut blocks = vec![0.0; self.blocks.len()];
+        let singular = blocks
+            .par_chunks_mut(bs * bs)
+            .zip(self.blocks.par_chunks(bs * bs))
+            .enumerate()
+            .with_min_len(1024)
+            .filter_map(|(k, (out, b))| {
+                let ok = if bs == 1 {
+                    // Gauss-Jordan on a 1 x 1 block: 1 / b.
+                    out[0] = 1.0 / b[0];
+                    b[0].is_finite() && b[0] != 0.0 && out[0].is_finite()
+                } else {
+                    invert_small(b, bs)
+                        .map(|v| out.copy_from_slice(&v))
+                        .is_some()
+                };
+                (!ok).then_some(k)
+            })
+            .min();
+        if let Some(k) = singular {
+            return Err(Error::Precondition {
+                method: "amg",
+                reason: format!(
+                    "diagonal block of node {k} (rows {}..{}) is singular",
+                    bs * k,
+                    bs * (k + 1)
+                ),
+            });
         }
         Ok(BlockDiagonal { bs, blocks })
     }
@@ -100,9 +118,13 @@ impl BlockDiagonal {
     pub fn to_csr(&self) -> Result<Csr<f64>> {
         let bs = self.bs;
         let n = self.blocks.len() / bs;
-        let row_ptr = (0..=n).map(|i| i * bs).collect();
-        let col_idx = (0..n)
-            .flat_map(|i| (0..bs).map(move |c| (i / bs * bs + c) as u32))
+        let row_ptr = (0..=n).into_par_iter().map(|i| i * bs).collect();
+        let col_idx = (0..n * bs)
+            .into_par_iter()
+            .map(|e| {
+                let (i, c) = (e / bs, e % bs);
+                (i / bs * bs + c) as u32
+            })
             .collect();
         Csr::try_new(n, n, row_ptr, col_idx, self.blocks.clone())
     }

@@ -1,17 +1,19 @@
 //! The host setup: levels of matrices, prolongators and smoother data, built
 //! once from a CSR matrix, deterministic whatever the thread count.
 
-use crate::aggregate::{mis2_aggregates, seed_selection};
+use crate::aggregate::seed_selection;
 use crate::blockdiag::BlockDiagonal;
 use crate::coarse::dense_inverse;
 use crate::coloring::{color_sweeps, greedy, ColorSweep};
-use crate::galerkin::{fix_empty_rows, galerkin};
+use crate::galerkin::fix_empty_rows;
 use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
-use crate::prolong::{seed_prolongator, smooth, tentative};
-use crate::spectral::rho_dinv_a;
+use crate::prolong::{seed_prolongator, tentative};
+use crate::setup::SetupKernels;
 use crate::strength::{norm_matrix, strong_graph};
 use gpuq_core::{Error, Result, Scalar};
+use gpuq_cpu::CpuBackend;
 use gpuq_sparse::Csr;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -54,18 +56,24 @@ pub struct Level {
 /// Seconds spent in each phase of the setup.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SetupTimings {
-    /// Norm matrix and strength graph.
+    /// Norm matrix and strength graph of the seed's method (smoothed
+    /// aggregation times them with the aggregation, which
+    /// [`SetupKernels::aggregates`] runs as one step: 0 here).
     pub strength_s: f64,
-    /// Coarse selection or aggregation.
+    /// Coarse selection, or for smoothed aggregation the strength graph and
+    /// the aggregation.
     pub aggregation_s: f64,
-    /// Prolongators (tentative, smoothing) and their transposes.
+    /// Prolongators (tentative, smoothing).
     pub prolongation_s: f64,
-    /// Galerkin products R A P.
+    /// The restriction R = P^T and the Galerkin products R A P.
     pub galerkin_s: f64,
     /// Block-diagonal inverses and spectral-radius estimates.
     pub smoother_s: f64,
     /// The coarsest solve's (pseudo-)inverse.
     pub coarse_s: f64,
+    /// Copies of the level matrices to the setup's backend (0 on the host).
+    #[serde(default)]
+    pub upload_s: f64,
     /// The whole setup.
     pub total_s: f64,
 }
@@ -120,6 +128,10 @@ pub struct HierarchyInfo {
     pub null_space_dim: usize,
     /// Setup time per phase.
     pub timings: SetupTimings,
+    /// Where the setup's aggregation, prolongator and Galerkin products ran
+    /// (`cpu` or `cuda`).
+    #[serde(default)]
+    pub setup_backend: String,
 }
 
 /// The AMG hierarchy, built on the host.
@@ -131,6 +143,7 @@ pub struct Hierarchy {
     symmetric: bool,
     options: AmgOptions,
     timings: SetupTimings,
+    setup_backend: &'static str,
 }
 
 fn time<R>(acc: &mut f64, f: impl FnOnce() -> R) -> R {
@@ -163,7 +176,25 @@ impl Hierarchy {
     /// Errors on invalid options, a non-square or non-finite matrix, a size the
     /// block does not divide, near-null-space vectors of the wrong length, and a
     /// singular diagonal block.
+    ///
+    /// Runs every step on the host; [`Hierarchy::build_on`] runs the
+    /// aggregation, prolongator smoothing and Galerkin products on a backend.
     pub fn build(a: &Csr<f64>, options: &AmgOptions) -> Result<Self> {
+        Self::build_on(&CpuBackend::new(), a, options)
+    }
+
+    /// [`Hierarchy::build`] with the strength graph and aggregation (smoothed
+    /// aggregation only; the seed's greedy selection is sequential and stays on
+    /// the host), the prolongator smoothing and the Galerkin products run by
+    /// `setup` ([`SetupKernels`]); the tentative prolongator's QR per
+    /// aggregate, the block-diagonal inverses, the Lanczos estimates and the
+    /// coarsest inverse run on the host. The CUDA backend builds the same
+    /// aggregates as the host and the same matrices to rounding.
+    pub fn build_on<K: SetupKernels>(
+        setup: &K,
+        a: &Csr<f64>,
+        options: &AmgOptions,
+    ) -> Result<Self> {
         options.validate()?;
         let total = Instant::now();
         let n = a.nrows();
@@ -208,10 +239,22 @@ impl Hierarchy {
                 break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
             }
             let kind = options.smoother_of(levels.len());
-            let smoother = time(&mut t.smoother_s, || smoother_data(&cur, bs, kind, options))?;
+            let level = time(&mut t.upload_s, || setup.level(&cur))?;
+            let (smoother, dinv) = time(&mut t.smoother_s, || {
+                smoother_data(setup, (&cur, &level), bs, kind, options)
+            })?;
             let mut attempt = None;
             for eps in [options.strength, 0.0] {
-                let built = coarsen(&cur, bs, &nns, eps, smoother.rho, options, &mut t)?;
+                let built = coarsen(
+                    setup,
+                    (&cur, &level),
+                    bs,
+                    &nns,
+                    eps,
+                    (&dinv, smoother.rho),
+                    options,
+                    &mut t,
+                )?;
                 let shrinks = built.ac.nrows() > 0 && built.ac.nrows() * 10 <= rows * 9;
                 if shrinks {
                     attempt = Some(built);
@@ -260,6 +303,7 @@ impl Hierarchy {
             symmetric,
             options: options.clone(),
             timings: t,
+            setup_backend: setup.setup_name(),
         })
     }
 
@@ -339,6 +383,7 @@ impl Hierarchy {
             },
             null_space_dim: self.kernel.len(),
             timings: self.timings.clone(),
+            setup_backend: self.setup_backend.into(),
         }
     }
 }
@@ -354,39 +399,44 @@ struct Coarsened {
 }
 
 /// Strength graph with threshold `eps`, selection or aggregation, prolongator,
-/// restriction and Galerkin product of one level, timed into `t`.
-fn coarsen(
-    cur: &Csr<f64>,
+/// restriction and Galerkin product of one level (the matrix and `setup`'s
+/// copy of it), timed into `t`.
+#[allow(clippy::too_many_arguments)]
+fn coarsen<K: SetupKernels>(
+    setup: &K,
+    (cur, level): (&Csr<f64>, &K::Level),
     bs: usize,
     nns: &[Vec<f64>],
     eps: f64,
-    rho: f64,
+    (dinv, rho): (&BlockDiagonal, f64),
     options: &AmgOptions,
     t: &mut SetupTimings,
 ) -> Result<Coarsened> {
-    let s = time(&mut t.strength_s, || {
-        strong_graph(&norm_matrix(cur, bs)?, eps)
-    })?;
     let (p, aggregate_of, next_bs, next_nns) = match options.coarsening {
         Coarsening::Seed => {
+            let s = time(&mut t.strength_s, || {
+                strong_graph(&norm_matrix(cur, bs)?, eps)
+            })?;
             let sel = time(&mut t.aggregation_s, || seed_selection(&s));
             let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?;
             let first = sel.parents.iter().map(|p| p[0]).collect();
             (p, first, bs, Vec::new())
         }
         Coarsening::SmoothedAggregation => {
-            let (agg, naggs) = time(&mut t.aggregation_s, || mis2_aggregates(&s));
+            let (agg, naggs) = time(&mut t.aggregation_s, || {
+                setup.aggregates(cur, level, bs, eps)
+            })?;
             let (p, cn) = time(&mut t.prolongation_s, || -> Result<_> {
                 let tent = tentative(&agg, naggs, bs, nns)?;
-                let d = BlockDiagonal::of(cur, bs, false).inverse()?;
-                Ok((smooth(cur, &d, rho, &tent.p)?, tent.coarse_null))
+                let p = setup.smoothed_prolongator(cur, level, dinv, rho, &tent.p)?;
+                Ok((p, tent.coarse_null))
             })?;
             (p, agg, nns.len(), cn)
         }
     };
-    let r = time(&mut t.prolongation_s, || p.transpose(false));
-    let ac = time(&mut t.galerkin_s, || -> Result<_> {
-        Ok(fix_empty_rows(galerkin(&r, cur, &p)?)?.0)
+    let (r, ac) = time(&mut t.galerkin_s, || -> Result<_> {
+        let (r, ac) = setup.galerkin(cur, level, &p)?;
+        Ok((r, fix_empty_rows(ac)?.0))
     })?;
     Ok(Coarsened {
         p,
@@ -398,39 +448,22 @@ fn coarsen(
     })
 }
 
-/// Whether `a` equals its transpose to 1e-12 of its largest entry. O(nnz).
+/// Whether `a` equals its transpose to 1e-12 of its largest entry (a stored
+/// zero equals a missing entry): each entry a_ij against a_ji, found by binary
+/// search in row j, rows in parallel. O(nnz log(row length)).
 fn is_symmetric(a: &Csr<f64>) -> bool {
-    let t = a.transpose(false);
-    let scale = a.values().iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    (0..a.nrows()).all(|i| {
-        let ((ca, va), (ct, vt)) = (a.row(i), t.row(i));
-        // Compare the two rows as sparse vectors (a stored zero equals a missing entry).
-        let (mut p, mut q) = (0, 0);
-        while p < ca.len() || q < ct.len() {
-            let (x, y) = match (ca.get(p), ct.get(q)) {
-                (Some(&j), Some(&k)) if j == k => {
-                    p += 1;
-                    q += 1;
-                    (va[p - 1], vt[q - 1])
-                }
-                (Some(&j), Some(&k)) if j < k => {
-                    p += 1;
-                    (va[p - 1], 0.0)
-                }
-                (Some(_), None) => {
-                    p += 1;
-                    (va[p - 1], 0.0)
-                }
-                _ => {
-                    q += 1;
-                    (0.0, vt[q - 1])
-                }
-            };
-            if (x - y).abs() > 1e-12 * scale {
-                return false;
-            }
-        }
-        true
+    let scale = a
+        .values()
+        .par_iter()
+        .map(|x| x.abs())
+        .reduce(|| 0.0, f64::max);
+    (0..a.nrows()).into_par_iter().all(|i| {
+        let (c, v) = a.row(i);
+        c.iter().zip(v).all(|(&j, &x)| {
+            let (cj, vj) = a.row(j as usize);
+            let y = cj.binary_search(&(i as u32)).map_or(0.0, |p| vj[p]);
+            (x - y).abs() <= 1e-12 * scale
+        })
     })
 }
 
@@ -441,31 +474,41 @@ fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// The smoother's data of a level: inverse block diagonal, rho(D^-1 A), omega.
-fn smoother_data(a: &Csr<f64>, bs: usize, kind: Smoother, o: &AmgOptions) -> Result<SmootherData> {
+/// The smoother's data of a level (inverse block diagonal, rho(D^-1 A) from
+/// `setup`'s Lanczos, omega) and the inverse of D, the plain block diagonal.
+fn smoother_data<K: SetupKernels>(
+    setup: &K,
+    (a, level): (&Csr<f64>, &K::Level),
+    bs: usize,
+    kind: Smoother,
+    o: &AmgOptions,
+) -> Result<(SmootherData, BlockDiagonal)> {
     let d = BlockDiagonal::of(a, bs, false);
     let dinv = d.inverse()?;
-    let rho = rho_dinv_a(a, &d, &dinv, o.lanczos_steps)?;
+    let rho = setup.rho_dinv_a(a, level, &d, &dinv, o.lanczos_steps)?;
     if !(rho > 0.0 && rho.is_finite()) {
         return Err(bad(format!(
             "rho(D^-1 A) estimated as {rho}: is A positive definite?"
         )));
     }
-    let (dinv, omega, colors) = match kind {
+    let (smoother_dinv, omega, colors) = match kind {
         Smoother::L1Jacobi => (BlockDiagonal::of(a, bs, true).inverse()?, 1.0, Vec::new()),
         Smoother::GaussSeidel => {
             let colors = color_sweeps(a, bs, &dinv, &greedy(a, bs))?;
-            (dinv, 1.0, colors)
+            (dinv.clone(), 1.0, colors)
         }
-        _ => (dinv, o.jacobi_damping / rho, Vec::new()),
+        _ => (dinv.clone(), o.jacobi_damping / rho, Vec::new()),
     };
-    Ok(SmootherData {
-        kind,
-        dinv: dinv.to_csr()?,
-        omega,
-        rho,
-        colors,
-    })
+    Ok((
+        SmootherData {
+            kind,
+            dinv: smoother_dinv.to_csr()?,
+            omega,
+            rho,
+            colors,
+        },
+        dinv,
+    ))
 }
 
 /// The coarsest solve's matrix.
@@ -482,16 +525,22 @@ fn coarse_matrix(a: &Csr<f64>, bs: usize, o: &AmgOptions) -> Result<Csr<f64>> {
 fn detect_kernel(a: &Csr<f64>, bs: usize) -> Result<Vec<Vec<f64>>> {
     let n = a.nrows();
     let norm = (0..n)
+        .into_par_iter()
         .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
-        .fold(0.0, f64::max);
+        .reduce(|| 0.0, f64::max);
     let mut cands = component_constants(n, bs);
     if bs > 1 {
         cands.push(vec![1.0; n]);
     }
     let mut basis: Vec<Vec<f64>> = Vec::new();
     for mut v in cands {
-        let av = a.mul_vec(&v)?;
-        if av.iter().any(|x| x.abs() > 1e-10 * norm) {
+        // ||A v||_inf, rows in parallel.
+        let large = (0..n).into_par_iter().any(|i| {
+            let (c, x) = a.row(i);
+            let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
+            s.abs() > 1e-10 * norm
+        });
+        if large {
             continue;
         }
         for q in &basis {

@@ -49,15 +49,31 @@ pub struct Tentative {
 pub fn tentative(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result<Tentative> {
     let k = b.len();
     let nrows = agg.len() * bs;
-    // Rows of each aggregate, in increasing order.
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); naggs];
-    for r in 0..nrows {
-        members[agg[r / bs] as usize].push(r);
+    // Rows of each aggregate, in increasing order: a counting sort into one
+    // array (aggregate a's rows at start[a]..start[a + 1]), and each row's
+    // position within its aggregate.
+    let mut start = vec![0usize; naggs + 1];
+    for &a in agg {
+        start[a as usize + 1] += bs;
     }
+    for a in 0..naggs {
+        start[a + 1] += start[a];
+    }
+    let mut order = vec![0usize; nrows];
+    let mut pos = vec![0usize; nrows];
+    let mut next = start.clone();
+    for r in 0..nrows {
+        let a = agg[r / bs] as usize;
+        order[next[a]] = r;
+        pos[r] = next[a] - start[a];
+        next[a] += 1;
+    }
+    let members = |a: usize| &order[start[a]..start[a + 1]];
     // Per aggregate: Q (rows x k, column-major) and R (k x k, row-major).
-    let factors: Vec<(Vec<f64>, Vec<f64>, usize)> = members
-        .par_iter()
-        .map(|rows| {
+    let factors: Vec<(Vec<f64>, Vec<f64>, usize)> = (0..naggs)
+        .into_par_iter()
+        .map(|a| {
+            let rows = members(a);
             let m = rows.len();
             let mut q: Vec<f64> = (0..k)
                 .flat_map(|c| rows.iter().map(move |&r| b[c][r]))
@@ -95,20 +111,13 @@ pub fn tentative(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result
             (q, rr, zeros)
         })
         .collect();
-    // Row r of P_T: its aggregate's Q row at r's position among the members.
-    let mut pos = vec![0usize; nrows];
-    for rows in &members {
-        for (p, &r) in rows.iter().enumerate() {
-            pos[r] = p;
-        }
-    }
     let p = par_build(
         nrows,
         naggs * k,
         || (),
         |r, _, out| {
             let a = agg[r / bs] as usize;
-            let (q, m) = (&factors[a].0, members[a].len());
+            let (q, m) = (&factors[a].0, start[a + 1] - start[a]);
             for c in 0..k {
                 out.push(((a * k + c) as u32, q[c * m + pos[r]]));
             }

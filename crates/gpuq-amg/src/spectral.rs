@@ -3,67 +3,150 @@
 //! symmetric: the largest Ritz value of a few steps, a lower bound that the
 //! largest eigenvalue attracts quickly.
 
-use crate::aggregate::hash;
 use crate::blockdiag::BlockDiagonal;
 use gpuq_core::Result;
+use gpuq_kernels::amg::{chunk_dot, lanczos_start, DOT_CHUNK};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 
-/// y = A x, rows in parallel (each row summed in order: deterministic).
-fn mul(a: &Csr<f64>, x: &[f64]) -> Vec<f64> {
-    (0..a.nrows())
-        .into_par_iter()
-        .map(|i| {
+/// The vector operations of the Lanczos estimate, on the host or a device:
+/// [`lanczos_rho`] is written once over them. Each backend computes every
+/// entry in the same order (rows of A in column order, blocks of D row by row,
+/// inner products in chunks of [`DOT_CHUNK`] summed in order), so the
+/// estimates agree bit for bit.
+pub trait LanczosOps {
+    /// A vector of the level's length.
+    type V;
+    /// The fixed start vector ([`lanczos_start`] per entry).
+    fn start(&self) -> Result<Self::V>;
+    /// A zero vector.
+    fn zeros(&self) -> Result<Self::V>;
+    /// y = A x.
+    fn a_mul(&self, x: &Self::V, y: &mut Self::V) -> Result<()>;
+    /// y = D x (`inverse`: y = D^-1 x), D the block diagonal.
+    fn d_mul(&self, inverse: bool, x: &Self::V, y: &mut Self::V) -> Result<()>;
+    /// The chunk partials of x^T y ([`chunk_dot`] per chunk of [`DOT_CHUNK`]).
+    fn dot_partials(&self, x: &Self::V, y: &Self::V) -> Result<Vec<f64>>;
+    /// w_i -= al v_i + b u_i.
+    fn update(&self, w: &mut Self::V, al: f64, v: &Self::V, b: f64, u: &Self::V) -> Result<()>;
+    /// w_i /= b.
+    fn divide(&self, w: &mut Self::V, b: f64) -> Result<()>;
+}
+
+/// The largest Ritz value of `steps` Lanczos steps on D^-1 A (at most n) in
+/// the D inner product from the fixed start vector, over any [`LanczosOps`].
+/// Cost: per step a product with A, one with D and one with D^-1, two inner
+/// products and two vector updates; then bisection on the tridiagonal.
+pub fn lanczos_rho<O: LanczosOps>(ops: &O, n: usize, steps: usize) -> Result<f64> {
+    let dot = |x: &O::V, y: &O::V| -> Result<f64> {
+        Ok(ops.dot_partials(x, y)?.iter().fold(0.0, |s, p| s + p))
+    };
+    let mut v = ops.start()?;
+    let mut t = ops.zeros()?;
+    ops.d_mul(false, &v, &mut t)?;
+    let norm = dot(&v, &t)?.abs().sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return Ok(0.0);
+    }
+    ops.divide(&mut v, norm)?;
+    let (mut v_prev, mut w, mut av) = (ops.zeros()?, ops.zeros()?, ops.zeros()?);
+    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
+    let mut b_prev = 0.0;
+    for _ in 0..steps.min(n) {
+        ops.a_mul(&v, &mut av)?;
+        ops.d_mul(true, &av, &mut w)?;
+        let al = dot(&av, &v)?;
+        ops.update(&mut w, al, &v, b_prev, &v_prev)?;
+        alpha.push(al);
+        ops.d_mul(false, &w, &mut t)?;
+        let b = dot(&w, &t)?.abs().sqrt();
+        if b.is_nan() || b <= 1e-12 * al.abs() || !b.is_finite() {
+            break;
+        }
+        beta.push(b);
+        ops.divide(&mut w, b)?;
+        // v_prev <- v <- w; the old v_prev becomes the next w.
+        std::mem::swap(&mut v_prev, &mut v);
+        std::mem::swap(&mut v, &mut w);
+        b_prev = b;
+    }
+    beta.truncate(alpha.len().saturating_sub(1));
+    Ok(largest_eigenvalue(&alpha, &beta))
+}
+
+/// [`LanczosOps`] on the host (Rayon over rows, nodes and chunks).
+pub struct HostLanczos<'a> {
+    /// The level matrix.
+    pub a: &'a Csr<f64>,
+    /// Its block diagonal.
+    pub d: &'a BlockDiagonal,
+    /// The inverse of `d`.
+    pub dinv: &'a BlockDiagonal,
+}
+
+impl LanczosOps for HostLanczos<'_> {
+    type V = Vec<f64>;
+
+    fn start(&self) -> Result<Vec<f64>> {
+        Ok((0..self.a.nrows())
+            .into_par_iter()
+            .map(|i| lanczos_start(i as u32))
+            .collect())
+    }
+
+    fn zeros(&self) -> Result<Vec<f64>> {
+        Ok(vec![0.0; self.a.nrows()])
+    }
+
+    fn a_mul(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
+        let a = self.a;
+        y.par_iter_mut().enumerate().for_each(|(i, yi)| {
             let (c, v) = a.row(i);
-            c.iter().zip(v).map(|(&j, &aij)| aij * x[j as usize]).sum()
-        })
-        .collect()
+            let mut s = 0.0;
+            for (&j, &aij) in c.iter().zip(v) {
+                s += aij * x[j as usize];
+            }
+            *yi = s;
+        });
+        Ok(())
+    }
+
+    fn d_mul(&self, inverse: bool, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
+        let d = if inverse { self.dinv } else { self.d };
+        d.mul_into(x, y);
+        Ok(())
+    }
+
+    fn dot_partials(&self, x: &Vec<f64>, y: &Vec<f64>) -> Result<Vec<f64>> {
+        Ok(x.par_chunks(DOT_CHUNK)
+            .zip(y.par_chunks(DOT_CHUNK))
+            .map(|(a, b)| chunk_dot(a, b))
+            .collect())
+    }
+
+    fn update(&self, w: &mut Vec<f64>, al: f64, v: &Vec<f64>, b: f64, u: &Vec<f64>) -> Result<()> {
+        w.par_iter_mut()
+            .zip(v.par_iter().zip(u))
+            .for_each(|(wi, (vi, ui))| *wi -= al * vi + b * ui);
+        Ok(())
+    }
+
+    fn divide(&self, w: &mut Vec<f64>, b: f64) -> Result<()> {
+        w.par_iter_mut().for_each(|x| *x /= b);
+        Ok(())
+    }
 }
 
-fn dot(x: &[f64], y: &[f64]) -> f64 {
-    x.iter().zip(y).map(|(a, b)| a * b).sum()
-}
-
-/// The largest Ritz value of `steps` Lanczos steps on D^-1 A from a fixed
-/// pseudo-random start (the same on every run). Cost: `steps` products with A,
-/// D and D^-1, O(steps nnz); the tridiagonal's eigenvalue by bisection.
+/// The largest Ritz value of `steps` Lanczos steps on D^-1 A on the host
+/// ([`lanczos_rho`] with [`HostLanczos`]). Cost: `steps` products with A, D
+/// and D^-1, O(steps nnz); the tridiagonal's eigenvalue by bisection.
 pub fn rho_dinv_a(
     a: &Csr<f64>,
     d: &BlockDiagonal,
     dinv: &BlockDiagonal,
     steps: usize,
 ) -> Result<f64> {
-    let n = a.nrows();
-    let mut v: Vec<f64> = (0..n)
-        .map(|i| f64::from(hash(i as u32)) / f64::from(u32::MAX) - 0.5)
-        .collect();
-    let norm = dot(&v, &d.mul(&v)).abs().sqrt();
-    if norm == 0.0 || !norm.is_finite() {
-        return Ok(0.0);
-    }
-    v.iter_mut().for_each(|x| *x /= norm);
-    let mut v_prev = vec![0.0; n];
-    let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    let mut b_prev = 0.0;
-    for _ in 0..steps.min(n) {
-        let av = mul(a, &v);
-        let mut w = dinv.mul(&av);
-        let al = dot(&av, &v);
-        for i in 0..n {
-            w[i] -= al * v[i] + b_prev * v_prev[i];
-        }
-        alpha.push(al);
-        let b = dot(&w, &d.mul(&w)).abs().sqrt();
-        if b.is_nan() || b <= 1e-12 * al.abs() || !b.is_finite() {
-            break;
-        }
-        beta.push(b);
-        w.iter_mut().for_each(|x| *x /= b);
-        v_prev = std::mem::replace(&mut v, w);
-        b_prev = b;
-    }
-    beta.truncate(alpha.len().saturating_sub(1));
-    Ok(largest_eigenvalue(&alpha, &beta))
+    lanczos_rho(&HostLanczos { a, d, dinv }, a.nrows(), steps)
 }
 
 /// Number of eigenvalues of the symmetric tridiagonal (alpha, beta) below x

@@ -5,6 +5,7 @@
 use crate::galerkin::{add, par_build};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
+use rayon::prelude::*;
 
 /// The node graph of strong connections: symmetric, without self loops, each
 /// node's neighbours sorted.
@@ -84,8 +85,11 @@ pub fn norm_matrix(a: &Csr<f64>, bs: usize) -> Result<Csr<f64>> {
 /// The strong-connection graph of the norm matrix E: l is a neighbour of k
 /// (k != l) when e_kl^2 >= eps e_kk e_ll and e_kl > 0 (a stored zero block is
 /// never strong); the graph is then made symmetric (an edge of either
-/// direction counts, which changes nothing for symmetric A). O(nnz(E)),
-/// parallel over rows, plus a transpose. Errors when a diagonal block is zero
+/// direction counts, which changes nothing for symmetric A). When E's pattern
+/// is symmetric (the usual case), row k is built at once from both tests on
+/// each stored e_kl, finding e_lk by binary search (the device's kernel does
+/// the same); otherwise the directed graph is added to its transpose. O(nnz(E)
+/// log(row length)), parallel over rows. Errors when a diagonal block is zero
 /// (e_kk = 0).
 pub fn strong_graph(e: &Csr<f64>, eps: f64) -> Result<Graph> {
     let diag = e.diagonal();
@@ -95,33 +99,51 @@ pub fn strong_graph(e: &Csr<f64>, eps: f64) -> Result<Graph> {
             reason: format!("diagonal block of node {k} is zero"),
         });
     }
-    let directed = par_build(
-        e.nrows(),
-        e.ncols(),
-        || (),
-        |k, _, out| {
-            let (c, v) = e.row(k);
-            out.extend(
-                c.iter()
-                    .zip(v)
-                    .filter(|&(&l, &x)| {
-                        l as usize != k && x > 0.0 && x * x >= eps * diag[k] * diag[l as usize]
-                    })
-                    .map(|(&l, _)| (l, 1.0)),
-            );
-        },
-    )?;
-    let transposed = directed.transpose(false);
-    let symmetric = if transposed.row_ptr() == directed.row_ptr()
-        && transposed.col_idx() == directed.col_idx()
-    {
-        directed
+    let strong = |k: usize, l: usize, x: f64| l != k && x > 0.0 && x * x >= eps * diag[k] * diag[l];
+    // e_lk, or None when row l does not store column k.
+    let entry = |l: usize, k: usize| {
+        let (c, v) = e.row(l);
+        c.binary_search(&(k as u32)).ok().map(|p| v[p])
+    };
+    let pattern_symmetric = (0..e.nrows())
+        .into_par_iter()
+        .all(|k| e.row(k).0.iter().all(|&l| entry(l as usize, k).is_some()));
+    let graph = if pattern_symmetric {
+        par_build(
+            e.nrows(),
+            e.ncols(),
+            || (),
+            |k, _, out| {
+                let (c, v) = e.row(k);
+                for (&l, &x) in c.iter().zip(v) {
+                    let l = l as usize;
+                    if l != k && (strong(k, l, x) || strong(l, k, entry(l, k).unwrap_or(0.0))) {
+                        out.push((l as u32, 1.0));
+                    }
+                }
+            },
+        )?
     } else {
+        let directed = par_build(
+            e.nrows(),
+            e.ncols(),
+            || (),
+            |k, _, out| {
+                let (c, v) = e.row(k);
+                out.extend(
+                    c.iter()
+                        .zip(v)
+                        .filter(|&(&l, &x)| strong(k, l as usize, x))
+                        .map(|(&l, _)| (l, 1.0)),
+                );
+            },
+        )?;
+        let transposed = directed.transpose(false);
         add(1.0, &directed, 1.0, &transposed)?
     };
     Ok(Graph {
-        ptr: symmetric.row_ptr().to_vec(),
-        adj: symmetric.col_idx().to_vec(),
+        ptr: graph.row_ptr().to_vec(),
+        adj: graph.col_idx().to_vec(),
     })
 }
 

@@ -14,23 +14,6 @@ use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_sparse::generators::laplace3d;
 use gpuq_sparse::{Csr, Layout};
-use std::sync::OnceLock;
-
-/// The device under test, or `None` (and one line on stdout) when there is none.
-fn gpu(test: &str) -> Option<&'static CudaBackend> {
-    static GPU: OnceLock<Option<CudaBackend>> = OnceLock::new();
-    let g = GPU
-        .get_or_init(|| match CudaBackend::new(0) {
-            Ok(g) => Some(g),
-            Err(gpuq_core::Error::NoCudaDevice(_)) => None,
-            Err(e) => panic!("the CUDA backend failed to start: {e}"),
-        })
-        .as_ref();
-    if g.is_none() {
-        println!("{test}: skipped (no CUDA device)");
-    }
-    g
-}
 
 /// The problems: a 3D Laplacian (block 1) and a coupled 2x2-block system.
 fn problems() -> Vec<(Csr<f64>, usize)> {

@@ -5,7 +5,7 @@
 
 use crate::config::BidomainConfig;
 use crate::kernels::BidomainKernels;
-use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy};
+use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy, SetupKernels};
 use gpuq_core::{Error, LinearOperator, Result};
 use gpuq_kernels::ionic::BidomainStep;
 use gpuq_krylov::{cg, KrylovBackend};
@@ -30,11 +30,12 @@ pub fn block_jacobi<B: KrylovBackend>(
 
 /// The AMG preconditioner of `gpuq-amg` for the coupled matrix: `options`
 /// with the block size set to 2 (the `(phi_e, v_m)` pairs), the hierarchy built
-/// on the host, its V-cycle uploaded to the backend in `layout`. Its
+/// by the backend ([`Hierarchy::build_on`]: on the device for CUDA), its
+/// V-cycle uploaded to the backend in `layout`. Its
 /// default near-null space (the constant of each block component) contains
 /// the system's null space `[1, 0, 1, 0, ...]`. Setup O(nnz) per level plus the
 /// coarsest dense inverse.
-pub fn amg<B: KrylovBackend + AmgKernels>(
+pub fn amg<B: KrylovBackend + AmgKernels + SetupKernels>(
     backend: &B,
     a: &Csr<f64>,
     options: &AmgOptions,
@@ -44,7 +45,7 @@ pub fn amg<B: KrylovBackend + AmgKernels>(
         block: 2,
         ..options.clone()
     };
-    let hierarchy = Hierarchy::build(a, &options)?;
+    let hierarchy = Hierarchy::build_on(backend, a, &options)?;
     Ok(Box::new(Amg::<B, f64>::new(
         backend,
         &hierarchy,

@@ -1,5 +1,6 @@
 //! `gpuq solve --precond amg` and `gpuq amg-info`: the AMG hierarchy of
-//! `gpuq-amg` built on the host, its V-cycle on the chosen backend.
+//! `gpuq-amg` built where `--amg-setup` says (by default on the solve's
+//! backend), its V-cycle on the chosen backend.
 
 use crate::args::SolveArgs;
 use crate::progress::Progress;
@@ -60,6 +61,31 @@ pub struct AmgArgs {
     /// 3D Laplacian better).
     #[arg(long = "amg-jacobi-damping", default_value_t = 4.0 / 3.0)]
     pub jacobi_damping: f64,
+    /// Where the AMG setup's aggregation, prolongator and Galerkin products run: cpu, cuda, or
+    /// auto (the backend of the solve or of `amg-info --backend`).
+    #[arg(long = "amg-setup", default_value = "auto")]
+    pub setup: String,
+}
+
+/// Builds the hierarchy of `a` where `name` (`--amg-setup`) says: `cpu`,
+/// `cuda` (the solve's device when it runs on CUDA, else device 0), or `auto`
+/// (the backend `backend` names).
+fn build_hierarchy(
+    a: &Csr<f64>,
+    options: &AmgOptions,
+    name: &str,
+    backend: &Chosen,
+) -> Result<Hierarchy> {
+    match (name, backend) {
+        ("cpu", _) | ("auto", Chosen::Cpu(_)) => Hierarchy::build(a, options),
+        ("cuda" | "auto", Chosen::Cuda(b)) => Hierarchy::build_on(b, a, options),
+        ("cuda", Chosen::Cpu(_)) => {
+            Hierarchy::build_on(&gpuq_cuda::CudaBackend::new(0)?, a, options)
+        }
+        (other, _) => Err(Error::InvalidArgument(format!(
+            "unknown AMG setup backend '{other}' (available: cpu, cuda, auto)"
+        ))),
+    }
 }
 
 impl AmgArgs {
@@ -117,7 +143,7 @@ pub struct AmgInfoArgs {
     /// at the copy rate measured in the same run (0: no timing).
     #[arg(long = "bench-cycles", default_value_t = 0)]
     pub bench_cycles: usize,
-    /// Backend of `--bench-cycles`: cpu, cuda or auto.
+    /// Backend of `--bench-cycles` and, with `--amg-setup auto`, of the setup: cpu, cuda or auto.
     #[arg(long, default_value = "cpu")]
     pub backend: String,
     /// Matrix layout of `--bench-cycles`: csr, sell or sell:C:SIGMA, bsr2.
@@ -230,29 +256,25 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         }
     };
     let (a, _) = load_real(&source, None)?;
-    let h = Hierarchy::build(&a, &args.amg.options(&source)?)?;
+    let backend = Chosen::parse(&args.backend)?;
+    let h = build_hierarchy(&a, &args.amg.options(&source)?, &args.amg.setup, &backend)?;
     let info = h.info();
     let bench = if args.bench_cycles == 0 {
         None
     } else {
         let layout = Layout::parse(&args.layout)?;
         let k = args.bench_cycles;
-        Some(
-            match (
-                Chosen::parse(&args.backend)?,
-                args.amg.cycle_precision.as_deref(),
-            ) {
-                (Chosen::Cpu(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
-                (Chosen::Cpu(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
-                (Chosen::Cuda(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
-                (Chosen::Cuda(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
-                (_, Some(p)) => {
-                    return Err(Error::InvalidArgument(format!(
-                        "unknown AMG precision '{p}' (available: f32, f64)"
-                    )))
-                }
-            },
-        )
+        Some(match (backend, args.amg.cycle_precision.as_deref()) {
+            (Chosen::Cpu(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
+            (Chosen::Cpu(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
+            (Chosen::Cuda(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
+            (Chosen::Cuda(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
+            (_, Some(p)) => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown AMG precision '{p}' (available: f32, f64)"
+                )))
+            }
+        })
     };
     if args.json {
         let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
@@ -315,13 +337,13 @@ fn print_hierarchy(info: &HierarchyInfo) {
     );
     let t = &info.timings;
     println!(
-        "setup {:.4} s: strength {:.4}, aggregation {:.4}, prolongation {:.4}, galerkin {:.4}, smoother {:.4}, coarse {:.4}",
-        t.total_s, t.strength_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.smoother_s, t.coarse_s
+        "setup on {} {:.4} s: upload {:.4}, strength {:.4}, aggregation {:.4}, prolongation {:.4}, galerkin {:.4}, smoother {:.4}, coarse {:.4}",
+        info.setup_backend, t.total_s, t.upload_s, t.strength_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.smoother_s, t.coarse_s
     );
 }
 
-/// `gpuq solve ... --precond amg`: builds the hierarchy of A on the host,
-/// uploads the cycle to the backend and runs the method with it. For a singular
+/// `gpuq solve ... --precond amg`: builds the hierarchy of A (where
+/// `--amg-setup` says), uploads the cycle to the backend and runs the method with it. For a singular
 /// system (a null space found among the block-component constants) the
 /// right-hand side and the solution are projected on the host.
 pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
@@ -349,10 +371,18 @@ pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
     macro_rules! typed {
         ($b:expr) => {
             match (args.precision.as_str(), cycle) {
-                ("f64", "f64") => solve_typed::<_, f64, f64>($b, args, &source, &config, &options),
-                ("f64", "f32") => solve_typed::<_, f64, f32>($b, args, &source, &config, &options),
-                ("f32", "f32") => solve_typed::<_, f32, f32>($b, args, &source, &config, &options),
-                ("f32", "f64") => solve_typed::<_, f32, f64>($b, args, &source, &config, &options),
+                ("f64", "f64") => {
+                    solve_typed::<_, f64, f64>($b, &backend, args, &source, &config, &options)
+                }
+                ("f64", "f32") => {
+                    solve_typed::<_, f64, f32>($b, &backend, args, &source, &config, &options)
+                }
+                ("f32", "f32") => {
+                    solve_typed::<_, f32, f32>($b, &backend, args, &source, &config, &options)
+                }
+                ("f32", "f64") => {
+                    solve_typed::<_, f32, f64>($b, &backend, args, &source, &config, &options)
+                }
                 (p, q) => Err(Error::InvalidArgument(format!(
                     "unknown precision '{p}' or AMG precision '{q}' (available: f32, f64)"
                 ))),
@@ -374,6 +404,7 @@ fn convert<T: Scalar>(v: &[f64]) -> Vec<T> {
 /// itself when they agree, else [`MixedAmg`]).
 fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     backend: &B,
+    chosen: &Chosen,
     args: &SolveArgs,
     source: &Source,
     config: &SolverConfig,
@@ -381,7 +412,7 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
 ) -> Result<ExitCode> {
     let (a, mut b) = load_real(source, args.rhs.as_deref())?;
     let setup = Instant::now();
-    let h = Hierarchy::build(&a, options)?;
+    let h = build_hierarchy(&a, options, &args.amg.setup, chosen)?;
     h.project(&mut b);
     let co = CycleOptions {
         layout: config.layout,

@@ -4,7 +4,7 @@
 
 use crate::solve::Chosen;
 use clap::Args;
-use gpuq_amg::AmgKernels;
+use gpuq_amg::{AmgKernels, SetupKernels};
 use gpuq_bidomain::{
     amg, block_jacobi, output, BidomainConfig, BidomainKernels, RunReport, Simulation, StepReport,
     Tissue,
@@ -109,7 +109,7 @@ pub fn run(args: &BidomainArgs) -> Result<ExitCode> {
     }
 }
 
-fn simulate<B: BidomainKernels + AmgKernels>(
+fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     backend: &B,
     args: &BidomainArgs,
     config: BidomainConfig,

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod amg;
+mod amg_setup;
 mod backend;
 mod bicgstab;
 mod bicgstabl;
@@ -48,6 +49,7 @@ mod uq_convolution;
 mod vector;
 mod walks;
 
+pub use amg_setup::{SetupCsr, SetupVec};
 pub use backend::{CudaBackend, DeviceInfo};
 pub use replay::Recording;
 pub use snapshots::{ScalarRing, SnapshotSlot};

@@ -2,6 +2,7 @@
 
 use crate::Coo;
 use gpuq_core::{Error, Result, Scalar};
+use rayon::prelude::*;
 
 /// A sparse matrix in compressed sparse row (CSR) form.
 ///
@@ -71,17 +72,25 @@ impl<T: Scalar> Csr<T> {
                 row_ptr[nrows]
             )));
         }
-        for i in 0..nrows {
+        // Rows in parallel (blocks of rows), reporting the first bad row.
+        let check_row = |i: usize| -> Option<Error> {
             let (s, e) = (row_ptr[i], row_ptr[i + 1]);
             if s > e {
-                return Err(Error::InvalidMatrix(format!(
+                return Some(Error::InvalidMatrix(format!(
                     "row_ptr decreases at row {i} ({s} > {e})"
+                )));
+            }
+            if e > col_idx.len() {
+                return Some(Error::InvalidMatrix(format!(
+                    "row_ptr[{}] = {e} exceeds nnz = {}",
+                    i + 1,
+                    col_idx.len()
                 )));
             }
             let cols = &col_idx[s..e];
             for (k, &j) in cols.iter().enumerate() {
                 if j as usize >= ncols {
-                    return Err(Error::InvalidMatrix(format!(
+                    return Some(Error::InvalidMatrix(format!(
                         "column index {j} out of range (ncols = {ncols}) in row {i}"
                     )));
                 }
@@ -91,11 +100,19 @@ impl<T: Scalar> Csr<T> {
                     } else {
                         "unsorted"
                     };
-                    return Err(Error::InvalidMatrix(format!(
+                    return Some(Error::InvalidMatrix(format!(
                         "{what} column index {j} in row {i}"
                     )));
                 }
             }
+            None
+        };
+        if let Some(err) = (0..nrows)
+            .into_par_iter()
+            .with_min_len(4096)
+            .find_map_first(check_row)
+        {
+            return Err(err);
         }
         Ok(Csr {
             nrows,
@@ -304,7 +321,12 @@ impl<T: Scalar> Csr<T> {
 
     /// Errors with the position of the first NaN or infinite value.
     pub fn check_finite(&self) -> Result<()> {
-        match self.vals.iter().position(|v| !v.is_finite_value()) {
+        match self
+            .vals
+            .par_iter()
+            .with_min_len(1 << 14)
+            .position_first(|v| !v.is_finite_value())
+        {
             None => Ok(()),
             Some(k) => {
                 let i = self.row_ptr.partition_point(|&p| p <= k) - 1;

@@ -1,6 +1,7 @@
 //! Device code: the prelude and the PTX entry points (compiled for nvptx64 only).
 
 mod amg;
+mod amg_setup;
 mod bicgstabl;
 mod bidomain;
 mod blas1;

@@ -114,3 +114,22 @@ pub fn apply<B: Backend>(backend: &B, m: &dyn LinearOperator<B, f64>, x: &[f64])
 pub fn dot(x: &[f64], y: &[f64]) -> f64 {
     x.iter().zip(y).map(|(a, b)| a * b).sum()
 }
+
+/// The device under test, or `None` (and one line on stdout) when there is none.
+#[cfg(feature = "cuda")]
+pub fn gpu(test: &str) -> Option<&'static gpuq_cuda::CudaBackend> {
+    use gpuq_cuda::CudaBackend;
+    use std::sync::OnceLock;
+    static GPU: OnceLock<Option<CudaBackend>> = OnceLock::new();
+    let g = GPU
+        .get_or_init(|| match CudaBackend::new(0) {
+            Ok(g) => Some(g),
+            Err(gpuq_core::Error::NoCudaDevice(_)) => None,
+            Err(e) => panic!("the CUDA backend failed to start: {e}"),
+        })
+        .as_ref();
+    if g.is_none() {
+        println!("{test}: skipped (no CUDA device)");
+    }
+    g
+}

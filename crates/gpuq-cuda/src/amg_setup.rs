@@ -1,0 +1,726 @@
+//! The AMG setup's device steps (kernels in `kernels-rs/src/device/amg_setup.rs`):
+//! a CSR matrix of f64 held on the device ([`SetupCsr`]), its product, sum and
+//! transpose, and the strength graph with the distance-2 maximal-independent-set
+//! aggregation. Each step is a count pass, a prefix sum of the counts and a
+//! fill pass; the prefix sums run on the host (the counts come down, the row
+//! pointers go up: 12 bytes per row), everything else on the device.
+
+use crate::backend::{dev, CudaBackend};
+use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg, ValidAsZeroBits};
+use gpuq_core::{Error, Result};
+use gpuq_kernels::amg::MAX_SETUP_BLOCK;
+use gpuq_sparse::Csr;
+
+/// Hash-table slots one product pass may use at once (12 bytes each): rows are
+/// taken in chunks whose tables fit, so a product needs at most about 1.6 GB
+/// of scratch beyond its operands and result.
+const TABLE_BUDGET: u64 = 1 << 27;
+
+/// Launches the 1D kernel `$name` over `$n` items with the arguments the
+/// block pushes on `$l`; counts the launch.
+macro_rules! setup_launch {
+    ($self:ident, $name:literal, $n:expr, $l:ident => $push:block) => {{
+        let (f, cfg) = $self.launch_1d($name, $n)?;
+        let mut $l = $self.inner.stream.launch_builder(&f);
+        $push
+        // SAFETY: every use pushes the arguments of kernel `$name` in
+        // order, with the lengths its caller checked (each use's comment
+        // says which).
+        unsafe { $l.launch(cfg) }.map_err(dev($name))?;
+        $self.inner.stats.launch($name);
+        Ok::<(), Error>(())
+    }};
+}
+
+/// A real CSR matrix on the device, as the setup kernels read it: u64 row
+/// pointers, u32 columns (sorted, unique in each row), f64 values.
+pub struct SetupCsr {
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+    ptr: CudaSlice<u64>,
+    col: CudaSlice<u32>,
+    val: CudaSlice<f64>,
+}
+
+impl SetupCsr {
+    /// Rows and columns.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.nrows, self.ncols)
+    }
+
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+}
+
+impl CudaBackend {
+    fn setup_zeros<T: DeviceRepr + ValidAsZeroBits>(&self, n: usize) -> Result<CudaSlice<T>> {
+        self.inner
+            .stream
+            .alloc_zeros::<T>(n.max(1))
+            .map_err(dev("allocating AMG setup buffers"))
+    }
+
+    fn setup_put<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>> {
+        self.inner.stats.upload(std::mem::size_of_val(host));
+        if host.is_empty() {
+            // SAFETY: one element of a plain type, never read (length 0).
+            return unsafe { self.inner.stream.alloc::<T>(1) }.map_err(dev("upload"));
+        }
+        self.inner.stream.clone_htod(host).map_err(dev("upload"))
+    }
+
+    fn setup_get<T: DeviceRepr + Default + Clone>(
+        &self,
+        buf: &CudaSlice<T>,
+        n: usize,
+    ) -> Result<Vec<T>> {
+        self.inner.stats.download(n * std::mem::size_of::<T>());
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = vec![T::default(); n];
+        self.inner
+            .stream
+            .memcpy_dtoh(&buf.slice(..n), &mut out)
+            .map_err(dev("download"))?;
+        Ok(out)
+    }
+
+    /// The value at `index` of a device array (one 8-byte download).
+    fn setup_get_at(&self, buf: &CudaSlice<u64>, index: usize) -> Result<u64> {
+        self.inner.stats.download(8);
+        let mut out = [0u64];
+        self.inner
+            .stream
+            .memcpy_dtoh(&buf.slice(index..index + 1), &mut out)
+            .map_err(dev("download"))?;
+        Ok(out[0])
+    }
+
+    /// The exclusive prefix sum of `n` counts on the device, as row pointers
+    /// (n + 1 values, the last the total) and their total: three launches
+    /// (`scan_tile_sums`, `scan_tile_offsets`, `scan_tile_apply`: tiles of 512
+    /// entries per warp, then one warp over the tiles' sums) and one 8-byte
+    /// download. O(n).
+    fn setup_offsets(&self, counts: &CudaSlice<u64>, n: usize) -> Result<(CudaSlice<u64>, u64)> {
+        let tiles = (n + 1).div_ceil(512);
+        let mut sums = self.setup_zeros::<u64>(tiles)?;
+        let mut out = self.setup_zeros::<u64>(n + 1)?;
+        let warps = Self::cfg(self.grid_blocks(tiles * 32));
+        let f = self.function("scan_tile_sums")?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&n).arg(counts).arg(&mut sums);
+        // SAFETY: arguments match `scan_tile_sums`; counts holds n values,
+        // sums one per tile of (n + 1) entries.
+        unsafe { l.launch(warps) }.map_err(dev("scan_tile_sums"))?;
+        let f = self.function("scan_tile_offsets")?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&tiles).arg(&mut sums);
+        // SAFETY: arguments match `scan_tile_offsets`; one block, whose
+        // first warp scans the `tiles` sums.
+        unsafe { l.launch(Self::cfg(1)) }.map_err(dev("scan_tile_offsets"))?;
+        let f = self.function("scan_tile_apply")?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&n).arg(counts).arg(&sums).arg(&mut out);
+        // SAFETY: arguments match `scan_tile_apply`; out holds n + 1 values.
+        unsafe { l.launch(warps) }.map_err(dev("scan_tile_apply"))?;
+        for name in ["scan_tile_sums", "scan_tile_offsets", "scan_tile_apply"] {
+            self.inner.stats.launch(name);
+        }
+        let total = self.setup_get_at(&out, n)?;
+        Ok((out, total))
+    }
+
+    fn launch_1d(
+        &self,
+        name: &'static str,
+        items: usize,
+    ) -> Result<(cudarc::driver::CudaFunction, cudarc::driver::LaunchConfig)> {
+        Ok((self.function(name)?, Self::cfg(self.grid_blocks(items))))
+    }
+
+    /// Copies a host CSR matrix to the device: 16 bytes per row and 12 per
+    /// entry.
+    pub fn setup_upload(&self, a: &Csr<f64>) -> Result<SetupCsr> {
+        let ptr: Vec<u64> = a.row_ptr().iter().map(|&p| p as u64).collect();
+        Ok(SetupCsr {
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+            nnz: a.nnz(),
+            ptr: self.setup_put(&ptr)?,
+            col: self.setup_put(a.col_idx())?,
+            val: self.setup_put(a.values())?,
+        })
+    }
+
+    /// Copies a device CSR matrix back to the host (and validates it).
+    pub fn setup_download(&self, a: &SetupCsr) -> Result<Csr<f64>> {
+        let ptr = self.setup_get(&a.ptr, a.nrows + 1)?;
+        let col = self.setup_get(&a.col, a.nnz)?;
+        let val = self.setup_get(&a.val, a.nnz)?;
+        Csr::try_new(
+            a.nrows,
+            a.ncols,
+            ptr.into_iter().map(|p| p as usize).collect(),
+            col,
+            val,
+        )
+    }
+
+    /// C = A B on the device: per row, the product count bounds a hash table
+    /// (`gpuq_kernels::amg::table_slots`); a count pass and, after the prefix
+    /// sum, a fill pass accumulate each row's products in the order of the
+    /// host's Gustavson product (so the values are the host's bit for bit) and
+    /// write the row sorted. Rows go in chunks whose tables fit a fixed
+    /// scratch. Cost: two passes of O(flops) hash probes, O(row^2) sorting per
+    /// row; 8 bytes per row down and 16 up for the bounds, counts and offsets.
+    /// Errors when the inner dimensions differ.
+    pub fn setup_spgemm(&self, a: &SetupCsr, b: &SetupCsr) -> Result<SetupCsr> {
+        self.setup_spgemm_within(a, b, TABLE_BUDGET)
+    }
+
+    /// [`CudaBackend::setup_spgemm`] with at most `budget` hash-table slots
+    /// in use at once (12 bytes each): rows go in chunks whose tables fit
+    /// (a row needing more alone). The result does not depend on `budget`.
+    pub fn setup_spgemm_within(&self, a: &SetupCsr, b: &SetupCsr, budget: u64) -> Result<SetupCsr> {
+        if a.ncols != b.nrows {
+            return Err(Error::shape(
+                "spgemm",
+                format!("B with {} rows", a.ncols),
+                format!("{} rows", b.nrows),
+            ));
+        }
+        self.hashed_rows(a, b, None, budget)
+    }
+
+    /// The smoothed prolongator P = P_T - omega D^-1 A P_T of smoothed
+    /// aggregation, from the square A, its inverse diagonal blocks `dinv`
+    /// (row-major, bs^2 per node) and the tentative prolongator `pt`, in the
+    /// passes of [`CudaBackend::setup_spgemm`] with the host's fused order of
+    /// operations (`gpuq_amg::prolong::smooth`): the same values bit for
+    /// bit. Errors on mismatched sizes.
+    pub fn setup_smoothed_prolongator(
+        &self,
+        a: &SetupCsr,
+        bs: usize,
+        omega: f64,
+        dinv: &[f64],
+        pt: &SetupCsr,
+    ) -> Result<SetupCsr> {
+        if a.nrows != a.ncols || pt.nrows != a.nrows || bs == 0 || a.nrows % bs != 0 {
+            return Err(Error::shape(
+                "smoothed prolongator",
+                format!("a square A of {} rows in blocks of {bs}", pt.nrows),
+                format!("{:?}", a.shape()),
+            ));
+        }
+        if dinv.len() != a.nrows * bs {
+            return Err(Error::shape(
+                "smoothed prolongator (inverse diagonal blocks)",
+                a.nrows * bs,
+                dinv.len(),
+            ));
+        }
+        let d = self.setup_put(dinv)?;
+        self.hashed_rows(a, pt, Some((bs, omega, &d)), TABLE_BUDGET)
+    }
+
+    /// The passes of [`CudaBackend::setup_spgemm`] (`smooth` None) and of
+    /// [`CudaBackend::setup_smoothed_prolongator`] (block size, omega and
+    /// inverse diagonal blocks).
+    fn hashed_rows(
+        &self,
+        a: &SetupCsr,
+        b: &SetupCsr,
+        smooth: Option<(usize, f64, &CudaSlice<f64>)>,
+        budget: u64,
+    ) -> Result<SetupCsr> {
+        let m = a.nrows;
+        let null = 0u64;
+        let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
+        let mut bound = self.setup_zeros::<u64>(m)?;
+        let (f, cfg) = self.launch_1d("spgemm_bound", m)?;
+        let b_cols = b.ncols as u64;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&m).arg(&bs);
+        match smooth {
+            Some((_, _, d)) => l.arg(d),
+            None => l.arg(&null),
+        };
+        l.arg(&a.ptr)
+            .arg(&a.col)
+            .arg(&b.ptr)
+            .arg(&b_cols)
+            .arg(&mut bound);
+        // SAFETY: arguments match `spgemm_bound`; A's arrays describe m rows
+        // whose columns index B's rows (and, smoothing, A is square with
+        // B's rows and dinv holds bs^2 values per node); `bound` holds m
+        // values.
+        unsafe { l.launch(cfg) }.map_err(dev("spgemm_bound"))?;
+        self.inner.stats.launch("spgemm_bound");
+        let mut slots = self.setup_zeros::<u64>(m)?;
+        // SAFETY: arguments match `spgemm_slots`; both hold m values.
+        setup_launch!(self, "spgemm_slots", m, l => {
+            l.arg(&m).arg(&bound).arg(&mut slots);
+        })?;
+        let (toff, total) = self.setup_offsets(&slots, m)?;
+        // Chunks of rows whose tables fit the budget (a longer row alone):
+        // one unless the tables are large, else cut where the running
+        // totals (downloaded) pass multiples of the budget.
+        let mut chunks = Vec::new();
+        if total <= budget {
+            chunks.push((0, m, total));
+        } else {
+            let run = self.setup_get(&toff, m + 1)?;
+            let mut lo = 0usize;
+            for i in 1..=m {
+                if run[i] - run[lo] > budget && i - 1 > lo {
+                    chunks.push((lo, i - 1, run[i - 1] - run[lo]));
+                    lo = i - 1;
+                }
+            }
+            chunks.push((lo, m, run[m] - run[lo]));
+        }
+        let biggest = chunks.iter().map(|c| c.2).max().unwrap_or(0) as usize;
+        let mut tkeys = self.setup_zeros::<u32>(biggest)?;
+        let mut tvals = self.setup_zeros::<f64>(biggest)?;
+        let mut counts = self.setup_zeros::<u64>(m)?;
+        let mut c_col = self.setup_zeros::<u32>(0)?;
+        let mut c_val = self.setup_zeros::<f64>(0)?;
+        let (f, _) = self.launch_1d("spgemm_rows", 1)?;
+        let mut c_ptr: Option<CudaSlice<u64>> = None;
+        let mut nnz = 0u64;
+        for pass in 0..2 {
+            if pass == 1 {
+                let (p, total) = self.setup_offsets(&counts, m)?;
+                nnz = total;
+                c_ptr = Some(p);
+                c_col = self.setup_zeros::<u32>(total as usize)?;
+                c_val = self.setup_zeros::<f64>(total as usize)?;
+            }
+            for &(lo, hi, _) in &chunks {
+                let rows = hi - lo;
+                if rows == 0 {
+                    continue;
+                }
+                let d_toff = toff.slice(lo..hi + 1);
+                let mut l = self.inner.stream.launch_builder(&f);
+                l.arg(&lo).arg(&rows).arg(&bs).arg(&omega);
+                match smooth {
+                    Some((_, _, d)) => l.arg(d),
+                    None => l.arg(&null),
+                };
+                l.arg(&a.ptr)
+                    .arg(&a.col)
+                    .arg(&a.val)
+                    .arg(&b.ptr)
+                    .arg(&b.col)
+                    .arg(&b.val)
+                    .arg(&d_toff)
+                    .arg(&mut tkeys)
+                    .arg(&mut tvals);
+                match &c_ptr {
+                    Some(p) => l.arg(p),
+                    None => l.arg(&null),
+                };
+                l.arg(&mut counts).arg(&mut c_col).arg(&mut c_val);
+                // SAFETY: arguments match `spgemm_rows`; rows lo..hi of A whose
+                // columns index B's rows (smoothing: as for `spgemm_bound`); `toff` holds rows + 1 offsets whose
+                // last is at most the tables' length; in the fill pass c_ptr
+                // holds the prefix sum of the counts the count pass wrote, and
+                // c_col, c_val its total.
+                unsafe { l.launch(Self::cfg(self.grid_blocks(rows))) }
+                    .map_err(dev("spgemm_rows"))?;
+                self.inner.stats.launch("spgemm_rows");
+            }
+        }
+        Ok(SetupCsr {
+            nrows: m,
+            ncols: b.ncols,
+            nnz: nnz as usize,
+            ptr: c_ptr.ok_or_else(|| Error::Device("spgemm: no row pointers".into()))?,
+            col: c_col,
+            val: c_val,
+        })
+    }
+
+    /// alpha A + beta B on the device (same shape; the union of the
+    /// patterns, each value as the host's `add` computes it). Count pass,
+    /// prefix sum, fill pass: O(nnz(A) + nnz(B)). Errors on different shapes.
+    pub fn setup_add(&self, alpha: f64, a: &SetupCsr, beta: f64, b: &SetupCsr) -> Result<SetupCsr> {
+        if a.shape() != b.shape() {
+            return Err(Error::shape(
+                "sparse add",
+                format!("{:?}", a.shape()),
+                format!("{:?}", b.shape()),
+            ));
+        }
+        let m = a.nrows;
+        let (f, cfg) = self.launch_1d("csr_add", m)?;
+        let mut counts = self.setup_zeros::<u64>(m)?;
+        let null = 0u64;
+        let mut c_col = self.setup_zeros::<u32>(0)?;
+        let mut c_val = self.setup_zeros::<f64>(0)?;
+        let mut c_ptr: Option<CudaSlice<u64>> = None;
+        let mut nnz = 0u64;
+        for pass in 0..2 {
+            if pass == 1 {
+                let (p, total) = self.setup_offsets(&counts, m)?;
+                nnz = total;
+                c_ptr = Some(p);
+                c_col = self.setup_zeros::<u32>(total as usize)?;
+                c_val = self.setup_zeros::<f64>(total as usize)?;
+            }
+            let mut l = self.inner.stream.launch_builder(&f);
+            l.arg(&m)
+                .arg(&alpha)
+                .arg(&a.ptr)
+                .arg(&a.col)
+                .arg(&a.val)
+                .arg(&beta)
+                .arg(&b.ptr)
+                .arg(&b.col)
+                .arg(&b.val);
+            match &c_ptr {
+                Some(p) => l.arg(p),
+                None => l.arg(&null),
+            };
+            l.arg(&mut counts).arg(&mut c_col).arg(&mut c_val);
+            // SAFETY: arguments match `csr_add`; A and B have m rows; the fill
+            // pass's c_ptr is the prefix sum of the counts, c_col and c_val
+            // hold its total.
+            unsafe { l.launch(cfg) }.map_err(dev("csr_add"))?;
+            self.inner.stats.launch("csr_add");
+        }
+        Ok(SetupCsr {
+            nrows: m,
+            ncols: a.ncols,
+            nnz: nnz as usize,
+            ptr: c_ptr.ok_or_else(|| Error::Device("add: no row pointers".into()))?,
+            col: c_col,
+            val: c_val,
+        })
+    }
+
+    /// A^T on the device: column counts (atomics), their prefix sum, a
+    /// scatter, and a sort of each row by column, so the result is the host's
+    /// transpose exactly. O(nnz) plus the rows' insertion sorts.
+    pub fn setup_transpose(&self, a: &SetupCsr) -> Result<SetupCsr> {
+        let (m, n, nnz) = (a.nrows, a.ncols, a.nnz);
+        let mut counts = self.setup_zeros::<u64>(n)?;
+        // SAFETY: arguments match `csr_column_counts`; columns are below n.
+        setup_launch!(self, "csr_column_counts", nnz, l => {
+            l.arg(&nnz).arg(&a.col).arg(&mut counts);
+        })?;
+        let (t_ptr, _) = self.setup_offsets(&counts, n)?;
+        let mut cursor = self.setup_zeros::<u64>(n)?;
+        let mut t_col = self.setup_zeros::<u32>(nnz)?;
+        let mut t_val = self.setup_zeros::<f64>(nnz)?;
+        // SAFETY: arguments match `csr_transpose_scatter`; t_ptr is the prefix
+        // sum of the column counts, so every slot lies in t_col / t_val.
+        setup_launch!(self, "csr_transpose_scatter", m, l => {
+            l.arg(&m)
+                .arg(&a.ptr)
+                .arg(&a.col)
+                .arg(&a.val)
+                .arg(&t_ptr)
+                .arg(&mut cursor)
+                .arg(&mut t_col)
+                .arg(&mut t_val);
+        })?;
+        // SAFETY: arguments match `csr_sort_rows`; t_ptr describes n rows.
+        setup_launch!(self, "csr_sort_rows", n, l => {
+            l.arg(&n).arg(&t_ptr).arg(&mut t_col).arg(&mut t_val);
+        })?;
+        Ok(SetupCsr {
+            nrows: n,
+            ncols: m,
+            nnz,
+            ptr: t_ptr,
+            col: t_col,
+            val: t_val,
+        })
+    }
+
+    /// The aggregates of smoothed aggregation, on the device: the symmetrised
+    /// strong-connection graph of the bs x bs block norms of A (test e_kl^2 >=
+    /// eps e_kk e_ll), then rounds of the distance-2 maximal-independent-set
+    /// keys (two max-propagations and an update per round, one 8-byte read
+    /// back per round), the roots numbered in node order (a prefix sum on the
+    /// host), and the two assignment passes. Returns each node's aggregate and
+    /// the number of aggregates: the same as the host's `mis2_aggregates` of
+    /// its `strong_graph`.
+    ///
+    /// Returns `Ok(None)` where the host must decide: a block size above
+    /// `MAX_SETUP_BLOCK`, a zero diagonal block (the host reports it), or a
+    /// block pattern that is not symmetric (the host symmetrises any pattern).
+    pub fn setup_aggregates(
+        &self,
+        a: &SetupCsr,
+        bs: usize,
+        eps: f64,
+    ) -> Result<Option<(Vec<u32>, usize)>> {
+        if bs == 0 || bs > MAX_SETUP_BLOCK || a.nrows % bs != 0 || a.nrows != a.ncols {
+            return Ok(None);
+        }
+        let nodes = a.nrows / bs;
+        let mut diag = self.setup_zeros::<f64>(nodes)?;
+        // SAFETY: arguments match `amg_block_diag_norm`; A is square with
+        // nodes x bs rows; diag holds `nodes` values.
+        setup_launch!(self, "amg_block_diag_norm", nodes, l => {
+            l.arg(&nodes)
+                .arg(&bs)
+                .arg(&a.ptr)
+                .arg(&a.col)
+                .arg(&a.val)
+                .arg(&mut diag);
+        })?;
+        let (f, cfg) = self.launch_1d("amg_strength", nodes)?;
+        let mut counts = self.setup_zeros::<u64>(nodes)?;
+        let mut flags = self.setup_zeros::<u64>(2)?;
+        let mut adj = self.setup_zeros::<u32>(0)?;
+        let null = 0u64;
+        let mut gptr: Option<CudaSlice<u64>> = None;
+        for pass in 0..2 {
+            if pass == 1 {
+                let f = self.setup_get(&flags, 2)?;
+                if f.iter().any(|&x| x != 0) {
+                    return Ok(None);
+                }
+                let (p, total) = self.setup_offsets(&counts, nodes)?;
+                adj = self.setup_zeros::<u32>(total as usize)?;
+                gptr = Some(p);
+            }
+            let mut l = self.inner.stream.launch_builder(&f);
+            l.arg(&nodes)
+                .arg(&bs)
+                .arg(&eps)
+                .arg(&a.ptr)
+                .arg(&a.col)
+                .arg(&a.val)
+                .arg(&diag);
+            match &gptr {
+                Some(p) => l.arg(p),
+                None => l.arg(&null),
+            };
+            l.arg(&mut counts).arg(&mut adj).arg(&mut flags);
+            // SAFETY: arguments match `amg_strength`; bs <= MAX_SETUP_BLOCK;
+            // the fill pass's gptr is the prefix sum of the counts and adj
+            // holds its total.
+            unsafe { l.launch(cfg) }.map_err(dev("amg_strength"))?;
+            self.inner.stats.launch("amg_strength");
+        }
+        let gptr = gptr.ok_or_else(|| Error::Device("strength: no graph".into()))?;
+        // Rounds of the maximal independent set.
+        let mut keys = self.setup_zeros::<u64>(nodes)?;
+        let mut near = self.setup_zeros::<u64>(nodes)?;
+        let mut far = self.setup_zeros::<u64>(nodes)?;
+        let mut left = self.setup_zeros::<u64>(1)?;
+        // SAFETY: arguments match `amg_mis2_init`; keys holds `nodes` values.
+        setup_launch!(self, "amg_mis2_init", nodes, l => {
+            l.arg(&nodes).arg(&mut keys);
+        })?;
+        let max = self.function("amg_mis2_max")?;
+        let update = self.function("amg_mis2_update")?;
+        let mut undecided = nodes;
+        while undecided > 0 {
+            let mut l = self.inner.stream.launch_builder(&max);
+            l.arg(&nodes).arg(&gptr).arg(&adj).arg(&keys).arg(&mut near);
+            // SAFETY: arguments match `amg_mis2_max`; the graph has `nodes`
+            // nodes whose neighbours index keys and near (`nodes` values each).
+            unsafe { l.launch(cfg) }.map_err(dev("amg_mis2_max"))?;
+            let mut l = self.inner.stream.launch_builder(&max);
+            l.arg(&nodes).arg(&gptr).arg(&adj).arg(&near).arg(&mut far);
+            // SAFETY: as above, from near into far.
+            unsafe { l.launch(cfg) }.map_err(dev("amg_mis2_max"))?;
+            self.inner
+                .stream
+                .memset_zeros(&mut left)
+                .map_err(dev("memset"))?;
+            let mut l = self.inner.stream.launch_builder(&update);
+            l.arg(&nodes).arg(&mut keys).arg(&far).arg(&mut left);
+            // SAFETY: arguments match `amg_mis2_update`; keys and far hold
+            // `nodes` values, left one.
+            unsafe { l.launch(cfg) }.map_err(dev("amg_mis2_update"))?;
+            self.inner.stats.launch("amg_mis2_max");
+            self.inner.stats.launch("amg_mis2_max");
+            self.inner.stats.launch("amg_mis2_update");
+            undecided = self.setup_get(&left, 1)?[0] as usize;
+        }
+        // Number the roots in node order.
+        let mut roots = self.setup_zeros::<u32>(nodes)?;
+        // SAFETY: arguments match `amg_mis2_roots`; both hold `nodes` values.
+        setup_launch!(self, "amg_mis2_roots", nodes, l => {
+            l.arg(&nodes).arg(&keys).arg(&mut roots);
+        })?;
+        let mut count = 0u32;
+        let number: Vec<u32> = self
+            .setup_get(&roots, nodes)?
+            .into_iter()
+            .map(|r| {
+                if r == 1 {
+                    count += 1;
+                    count - 1
+                } else {
+                    u32::MAX
+                }
+            })
+            .collect();
+        let number = self.setup_put(&number)?;
+        let mut first = self.setup_zeros::<u32>(nodes)?;
+        // SAFETY: arguments match `amg_aggregate_first`; every array holds
+        // `nodes` values and the graph's neighbours index them.
+        setup_launch!(self, "amg_aggregate_first", nodes, l => {
+            l.arg(&nodes)
+                .arg(&gptr)
+                .arg(&adj)
+                .arg(&keys)
+                .arg(&number)
+                .arg(&mut first);
+        })?;
+        let mut agg = self.setup_zeros::<u32>(nodes)?;
+        // SAFETY: as above.
+        setup_launch!(self, "amg_aggregate_second", nodes, l => {
+            l.arg(&nodes).arg(&gptr).arg(&adj).arg(&first).arg(&mut agg);
+        })?;
+        let agg = self.setup_get(&agg, nodes)?;
+        if agg.contains(&u32::MAX) {
+            return Err(Error::Device(
+                "AMG aggregation left a node without an aggregate".into(),
+            ));
+        }
+        Ok(Some((agg, count as usize)))
+    }
+}
+
+/// A vector of f64 on the device for the setup's Lanczos estimates.
+pub struct SetupVec {
+    len: usize,
+    buf: CudaSlice<f64>,
+}
+
+impl SetupVec {
+    /// Its length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// `true` for an empty vector.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl CudaBackend {
+    fn setup_check(&self, what: &'static str, want: usize, got: usize) -> Result<()> {
+        gpuq_core::check_same_len(what, want, got)
+    }
+
+    /// A zero vector of length n.
+    pub fn setup_vec_zeros(&self, n: usize) -> Result<SetupVec> {
+        Ok(SetupVec {
+            len: n,
+            buf: self.setup_zeros::<f64>(n)?,
+        })
+    }
+
+    /// Copies host values to a new device vector.
+    pub fn setup_vec_upload(&self, host: &[f64]) -> Result<SetupVec> {
+        Ok(SetupVec {
+            len: host.len(),
+            buf: self.setup_put(host)?,
+        })
+    }
+
+    /// The Lanczos start vector of length n
+    /// (`gpuq_kernels::amg::lanczos_start` per entry).
+    pub fn setup_lanczos_start(&self, n: usize) -> Result<SetupVec> {
+        let mut v = self.setup_vec_zeros(n)?;
+        setup_launch!(self, "setup_lanczos_start", n, l => {
+            l.arg(&v.len).arg(&mut v.buf);
+        })?;
+        Ok(v)
+    }
+
+    /// y = A x, each row summed in column order. Errors on mismatched sizes.
+    pub fn setup_spmv(&self, a: &SetupCsr, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
+        self.setup_check("setup_spmv (x)", a.ncols, x.len)?;
+        self.setup_check("setup_spmv (y)", a.nrows, y.len)?;
+        setup_launch!(self, "setup_spmv", a.nrows, l => {
+            l.arg(&a.nrows)
+                .arg(&a.ptr)
+                .arg(&a.col)
+                .arg(&a.val)
+                .arg(&x.buf)
+                .arg(&mut y.buf);
+        })
+    }
+
+    /// y = D x for the block diagonal with row-major `blocks` (bs^2 per
+    /// node, uploaded with [`CudaBackend::setup_vec_upload`]). Errors on
+    /// mismatched sizes.
+    pub fn setup_block_mul(
+        &self,
+        bs: usize,
+        blocks: &SetupVec,
+        x: &SetupVec,
+        y: &mut SetupVec,
+    ) -> Result<()> {
+        self.setup_check("setup_block_mul (y)", x.len, y.len)?;
+        if bs == 0 || x.len % bs != 0 {
+            return Err(Error::shape("setup_block_mul", "a multiple of bs", x.len));
+        }
+        self.setup_check("setup_block_mul (blocks)", x.len * bs, blocks.len)?;
+        setup_launch!(self, "setup_block_mul", x.len, l => {
+            l.arg(&x.len)
+                .arg(&bs)
+                .arg(&blocks.buf)
+                .arg(&x.buf)
+                .arg(&mut y.buf);
+        })
+    }
+
+    /// The partial sums of x^T y over chunks of
+    /// `gpuq_kernels::amg::DOT_CHUNK` entries, each in order: one launch and
+    /// one download of 8 bytes per chunk.
+    pub fn setup_dot_partials(&self, x: &SetupVec, y: &SetupVec) -> Result<Vec<f64>> {
+        self.setup_check("setup_dot_partials", x.len, y.len)?;
+        let chunks = x.len.div_ceil(gpuq_kernels::amg::DOT_CHUNK);
+        let mut partial = self.setup_zeros::<f64>(chunks)?;
+        setup_launch!(self, "setup_dot_chunks", chunks, l => {
+            l.arg(&x.len).arg(&x.buf).arg(&y.buf).arg(&mut partial);
+        })?;
+        self.setup_get(&partial, chunks)
+    }
+
+    /// w_i -= al v_i + b u_i. Errors on mismatched lengths.
+    pub fn setup_lanczos_update(
+        &self,
+        w: &mut SetupVec,
+        al: f64,
+        v: &SetupVec,
+        b: f64,
+        u: &SetupVec,
+    ) -> Result<()> {
+        self.setup_check("setup_lanczos_update (v)", w.len, v.len)?;
+        self.setup_check("setup_lanczos_update (u)", w.len, u.len)?;
+        setup_launch!(self, "setup_lanczos_update", w.len, l => {
+            l.arg(&w.len)
+                .arg(&al)
+                .arg(&v.buf)
+                .arg(&b)
+                .arg(&u.buf)
+                .arg(&mut w.buf);
+        })
+    }
+
+    /// w_i /= b.
+    pub fn setup_divide(&self, w: &mut SetupVec, b: f64) -> Result<()> {
+        setup_launch!(self, "setup_divide", w.len, l => {
+            l.arg(&w.len).arg(&b).arg(&mut w.buf);
+        })
+    }
+}

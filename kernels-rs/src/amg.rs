@@ -1,0 +1,125 @@
+//! Per-item math of the AMG setup that both backends share, so that they build
+//! the same aggregates: the tie-breaking hash, the keys of the distance-2
+//! maximal-independent-set rounds and their update rule, and the hash-table
+//! slot of the sparse products.
+
+/// Largest block size (unknowns per node) the device setup's strength kernel
+/// takes; coarser levels of smoothed aggregation have as many unknowns per
+/// node as near-null-space vectors.
+pub const MAX_SETUP_BLOCK: usize = 8;
+
+/// A fixed integer hash (the finaliser of MurmurHash3) for tie-breaking: the
+/// same on every machine and backend.
+#[inline(always)]
+pub fn hash(i: u32) -> u32 {
+    let mut h = i ^ 0x9e37_79b9;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^ (h >> 16)
+}
+
+/// State of a node that is neither a root nor undecided (it sees a root
+/// within distance 2).
+pub const OUT: u64 = 0;
+/// State of a node not yet decided.
+pub const UNDECIDED: u64 = 1;
+/// State of an aggregate's root.
+pub const ROOT: u64 = 2;
+
+/// The key of node i in `state`: the state in the top 2 bits, 30 bits of
+/// hash, the index in the low 32 (so keys are distinct and states order them).
+#[inline(always)]
+pub fn mis2_key(state: u64, i: u32) -> u64 {
+    (state << 62) | ((u64::from(hash(i)) >> 2) << 32) | u64::from(i)
+}
+
+/// The state a key carries.
+#[inline(always)]
+pub fn state_of(key: u64) -> u64 {
+    key >> 62
+}
+
+/// One round's update of node i's key `k` given `far`, the largest key
+/// within distance 2 (i included): an undecided node whose own key came back
+/// becomes a root, one that sees a root becomes out; others keep their key.
+#[inline(always)]
+pub fn mis2_next(k: u64, far: u64, i: u32) -> u64 {
+    if state_of(k) != UNDECIDED {
+        k
+    } else if far == k {
+        mis2_key(ROOT, i)
+    } else if state_of(far) == ROOT {
+        mis2_key(OUT, i)
+    } else {
+        k
+    }
+}
+
+/// The key by which a node not adjacent to any root picks, among its
+/// neighbours that joined an aggregate, the one whose aggregate it joins.
+#[inline(always)]
+pub fn fine_key(j: u32) -> u64 {
+    (u64::from(hash(j)) << 32) | u64::from(j)
+}
+
+/// Slots of a sparse product's per-row hash table for a row of at most
+/// `bound` distinct columns: the power of two at or above 2 `bound` (0 for an
+/// empty row), so linear probing finds a free slot quickly.
+#[inline(always)]
+pub fn table_slots(bound: u64) -> u64 {
+    if bound == 0 {
+        0
+    } else {
+        (2 * bound).next_power_of_two()
+    }
+}
+
+/// The first slot of column `j` in a table of `slots` slots (a power of two).
+#[inline(always)]
+pub fn table_home(j: u32, slots: u64) -> u64 {
+    u64::from(j.wrapping_mul(0x9e37_79b1)) & (slots - 1)
+}
+
+/// Entries per partial sum of the setup's inner products: each chunk is
+/// summed in order, then the partials in order, on either backend, so the
+/// Lanczos estimates agree bit for bit.
+pub const DOT_CHUNK: usize = 1024;
+
+/// The sum of x_i y_i over a chunk, in order.
+#[inline(always)]
+pub fn chunk_dot(x: &[f64], y: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for (a, b) in x.iter().zip(y) {
+        s += a * b;
+    }
+    s
+}
+
+/// Entry i of the Lanczos start vector: a fixed pseudo-random value in
+/// [-0.5, 0.5], the same on every run and backend.
+#[inline(always)]
+pub fn lanczos_start(i: u32) -> f64 {
+    f64::from(hash(i)) / f64::from(u32::MAX) - 0.5
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_order_by_state_then_hash() {
+        assert!(mis2_key(ROOT, 0) > mis2_key(UNDECIDED, 7));
+        assert!(mis2_key(UNDECIDED, 3) > mis2_key(OUT, 9));
+        assert_eq!(state_of(mis2_key(ROOT, 5)), ROOT);
+        assert_eq!(mis2_key(OUT, 5) & 0xffff_ffff, 5);
+        // A node whose key is the largest around becomes a root.
+        let k = mis2_key(UNDECIDED, 4);
+        assert_eq!(state_of(mis2_next(k, k, 4)), ROOT);
+        assert_eq!(state_of(mis2_next(k, mis2_key(ROOT, 9), 4)), OUT);
+        assert_eq!(table_slots(0), 0);
+        assert_eq!(table_slots(5), 16);
+        assert!(table_home(12345, 16) < 16);
+    }
+}

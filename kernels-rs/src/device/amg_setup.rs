@@ -1,0 +1,898 @@
+//! The AMG setup on the device: the strength graph of the block-norm matrix,
+//! the rounds of the distance-2 maximal-independent-set aggregation, and the
+//! sparse-matrix kernels of the prolongator and Galerkin products (product,
+//! sum, transpose). Every kernel is one thread per row or node, grid-stride.
+//!
+//! Each kernel mirrors the host code of `gpuq-amg` operation for operation
+//! (the same sums in the same order), so the two backends build the same
+//! graph and aggregates and, where the host does not fuse differently, the
+//! same matrices bit for bit.
+//!
+//! Safety contract of every kernel: the CSR arrays describe a validated matrix
+//! (row pointers nondecreasing, columns sorted and unique within a row and
+//! below the column count), output arrays hold the sizes named in each
+//! kernel's comment, and no output aliases an input.
+
+use super::prelude::{atomic_add_u64, global_id, grid_threads, DeviceReal};
+use crate::amg::{
+    chunk_dot, fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
+    DOT_CHUNK, MAX_SETUP_BLOCK, ROOT, UNDECIDED,
+};
+use core::arch::asm;
+
+/// A slot of a hash table that holds no column.
+const EMPTY: u32 = u32::MAX;
+
+/// |x| (sign bit cleared).
+#[inline(always)]
+fn abs(x: f64) -> f64 {
+    f64::from_bits(x.to_bits() & !(1u64 << 63))
+}
+
+/// The first position p in `[lo, hi)` with `col[p] >= key` (`col` sorted there).
+#[inline(always)]
+unsafe fn lower_bound(col: *const u32, mut lo: usize, mut hi: usize, key: u32) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if *col.add(mid) < key {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// e_kl, the Frobenius norm of the bs x bs block (k, l) (|a_kl| for bs = 1),
+/// summed row by row and within a row in column order as the host's norm
+/// matrix; and whether the block stores any entry.
+#[inline(always)]
+unsafe fn block_norm(
+    k: usize,
+    l: usize,
+    bs: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+) -> (f64, bool) {
+    let (lo_c, hi_c) = ((l * bs) as u32, ((l + 1) * bs) as u32);
+    let (mut s, mut any) = (0.0f64, false);
+    for r in bs * k..bs * (k + 1) {
+        let end = *ptr.add(r + 1) as usize;
+        let mut p = lower_bound(col, *ptr.add(r) as usize, end, lo_c);
+        while p < end && *col.add(p) < hi_c {
+            let x = *val.add(p);
+            if bs == 1 {
+                return (abs(x), true);
+            }
+            s += x * x;
+            any = true;
+            p += 1;
+        }
+    }
+    (s.sqrt_rn(), any)
+}
+
+/// diag[k] = e_kk for every node k (`diag` holds `nodes` values).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_block_diag_norm(
+    nodes: usize,
+    bs: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    diag: *mut f64,
+) {
+    let mut k = global_id();
+    while k < nodes {
+        *diag.add(k) = block_norm(k, k, bs, ptr, col, val).0;
+        k += grid_threads();
+    }
+}
+
+/// The strong-connection graph, symmetrised: node l (l != k) is a neighbour of
+/// node k when block (k, l) is stored and e_kl^2 >= eps e_kk e_ll or e_lk^2 >=
+/// eps e_ll e_kk (each with e > 0), neighbours in increasing order. With a
+/// null `gptr` it counts each node's neighbours into `counts` (`nodes`
+/// values); otherwise it writes them to `adj` from `gptr[k]`. `flags[0]`
+/// counts stored blocks (k, l) whose transpose (l, k) is not stored (the
+/// host then takes its own path, which symmetrises any pattern), `flags[1]`
+/// nodes whose diagonal block is zero. bs <= `MAX_SETUP_BLOCK`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn amg_strength(
+    nodes: usize,
+    bs: usize,
+    eps: f64,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    diag: *const f64,
+    gptr: *const u64,
+    counts: *mut u64,
+    adj: *mut u32,
+    flags: *mut u64,
+) {
+    if bs == 0 || bs > MAX_SETUP_BLOCK {
+        return;
+    }
+    let mut k = global_id();
+    while k < nodes {
+        let dk = *diag.add(k);
+        if dk <= 0.0 {
+            atomic_add_u64(flags.add(1), 1);
+        }
+        let mut pos = [0usize; MAX_SETUP_BLOCK];
+        let mut end = [0usize; MAX_SETUP_BLOCK];
+        for r in 0..MAX_SETUP_BLOCK {
+            if r < bs {
+                pos[r] = *ptr.add(bs * k + r) as usize;
+                end[r] = *ptr.add(bs * k + r + 1) as usize;
+            }
+        }
+        let mut out = if gptr.is_null() {
+            0
+        } else {
+            *gptr.add(k) as usize
+        };
+        let start = out;
+        loop {
+            // The next block column of the node's rows (a merge of bs sorted rows).
+            let mut l = u32::MAX;
+            for r in 0..MAX_SETUP_BLOCK {
+                if r < bs && pos[r] < end[r] {
+                    let c = *col.add(pos[r]) / bs as u32;
+                    if c < l {
+                        l = c;
+                    }
+                }
+            }
+            if l == u32::MAX {
+                break;
+            }
+            // e_kl, row by row in column order; the cursors move past block l.
+            let (mut s, mut last) = (0.0f64, 0.0f64);
+            for r in 0..MAX_SETUP_BLOCK {
+                if r < bs {
+                    while pos[r] < end[r] && *col.add(pos[r]) / bs as u32 == l {
+                        let x = *val.add(pos[r]);
+                        s += x * x;
+                        last = x;
+                        pos[r] += 1;
+                    }
+                }
+            }
+            let l = l as usize;
+            if l == k {
+                continue;
+            }
+            let e_kl = if bs == 1 { abs(last) } else { s.sqrt_rn() };
+            let dl = *diag.add(l);
+            let forward = e_kl > 0.0 && e_kl * e_kl >= eps * dk * dl;
+            let (e_lk, stored) = block_norm(l, k, bs, ptr, col, val);
+            if !stored {
+                atomic_add_u64(flags, 1);
+            }
+            let backward = e_lk > 0.0 && e_lk * e_lk >= eps * dl * dk;
+            if forward || backward {
+                if !gptr.is_null() {
+                    *adj.add(out) = l as u32;
+                }
+                out += 1;
+            }
+        }
+        if gptr.is_null() {
+            *counts.add(k) = (out - start) as u64;
+        }
+        k += grid_threads();
+    }
+}
+
+/// keys[i] = the undecided key of node i (`n` values).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_mis2_init(n: usize, keys: *mut u64) {
+    let mut i = global_id();
+    while i < n {
+        *keys.add(i) = mis2_key(UNDECIDED, i as u32);
+        i += grid_threads();
+    }
+}
+
+/// out[i] = the largest of `keys` over node i and its graph neighbours.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_mis2_max(
+    n: usize,
+    gptr: *const u64,
+    adj: *const u32,
+    keys: *const u64,
+    out: *mut u64,
+) {
+    let mut i = global_id();
+    while i < n {
+        let mut m = *keys.add(i);
+        for e in *gptr.add(i) as usize..*gptr.add(i + 1) as usize {
+            let v = *keys.add(*adj.add(e) as usize);
+            if v > m {
+                m = v;
+            }
+        }
+        *out.add(i) = m;
+        i += grid_threads();
+    }
+}
+
+/// One round's update of every key in place from `far` (the largest key
+/// within distance 2); adds to `*undecided` the nodes still undecided after it.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_mis2_update(
+    n: usize,
+    keys: *mut u64,
+    far: *const u64,
+    undecided: *mut u64,
+) {
+    let mut i = global_id();
+    let mut left = 0u64;
+    while i < n {
+        let k = mis2_next(*keys.add(i), *far.add(i), i as u32);
+        *keys.add(i) = k;
+        left += u64::from(state_of(k) == UNDECIDED);
+        i += grid_threads();
+    }
+    if left > 0 {
+        atomic_add_u64(undecided, left);
+    }
+}
+
+/// roots[i] = 1 for a root, 0 otherwise (`n` values of u32).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_mis2_roots(n: usize, keys: *const u64, roots: *mut u32) {
+    let mut i = global_id();
+    while i < n {
+        *roots.add(i) = u32::from(state_of(*keys.add(i)) == ROOT);
+        i += grid_threads();
+    }
+}
+
+/// First pass of the aggregate assignment: a root keeps its number (`number`,
+/// u32::MAX for non-roots), any other node joins the adjacent root of largest
+/// key, or stays u32::MAX in `first`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_aggregate_first(
+    n: usize,
+    gptr: *const u64,
+    adj: *const u32,
+    keys: *const u64,
+    number: *const u32,
+    first: *mut u32,
+) {
+    let mut i = global_id();
+    while i < n {
+        let mut a = *number.add(i);
+        if a == u32::MAX {
+            let mut best = 0u64;
+            for e in *gptr.add(i) as usize..*gptr.add(i + 1) as usize {
+                let j = *adj.add(e) as usize;
+                let nj = *number.add(j);
+                let kj = *keys.add(j);
+                if nj != u32::MAX && (a == u32::MAX || kj > best) {
+                    a = nj;
+                    best = kj;
+                }
+            }
+        }
+        *first.add(i) = a;
+        i += grid_threads();
+    }
+}
+
+/// Second pass: a node left out by the first joins the aggregate of its
+/// neighbour of largest `fine_key` among those assigned in the first pass.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
+    n: usize,
+    gptr: *const u64,
+    adj: *const u32,
+    first: *const u32,
+    out: *mut u32,
+) {
+    let mut i = global_id();
+    while i < n {
+        let mut a = *first.add(i);
+        if a == u32::MAX {
+            let mut best = 0u64;
+            for e in *gptr.add(i) as usize..*gptr.add(i + 1) as usize {
+                let j = *adj.add(e);
+                let fj = *first.add(j as usize);
+                let kj = fine_key(j);
+                if fj != u32::MAX && (a == u32::MAX || kj > best) {
+                    a = fj;
+                    best = kj;
+                }
+            }
+        }
+        *out.add(i) = a;
+        i += grid_threads();
+    }
+}
+
+/// The products of row i of A B (`dinv` null), or of row i of the smoothed
+/// prolongator B - omega D^-1 A B (`dinv` the inverse diagonal blocks,
+/// row-major, bs^2 per node): B's row i and the rows of A's rows bs k ..
+/// bs k + bs - 1 of node k = i / bs.
+#[inline(always)]
+unsafe fn row_products(
+    i: usize,
+    bs: usize,
+    dinv: *const f64,
+    a_ptr: *const u64,
+    a_col: *const u32,
+    b_ptr: *const u64,
+) -> u64 {
+    let len = |k: usize| *b_ptr.add(k + 1) - *b_ptr.add(k);
+    let through_a = |r: usize| {
+        let mut s = 0u64;
+        for p in *a_ptr.add(r) as usize..*a_ptr.add(r + 1) as usize {
+            s += len(*a_col.add(p) as usize);
+        }
+        s
+    };
+    if dinv.is_null() {
+        through_a(i)
+    } else {
+        let bs = bs.max(1);
+        let k = i / bs;
+        let mut s = len(i);
+        for c in 0..bs {
+            s += through_a(k * bs + c);
+        }
+        s
+    }
+}
+
+/// bound[i] = the products of row i (see `spgemm_rows`), at most B's column
+/// count: the size of its hash table is `table_slots(bound[i])` (`nrows`
+/// values).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn spgemm_bound(
+    nrows: usize,
+    bs: usize,
+    dinv: *const f64,
+    a_ptr: *const u64,
+    a_col: *const u32,
+    b_ptr: *const u64,
+    b_cols: u64,
+    bound: *mut u64,
+) {
+    let mut i = global_id();
+    while i < nrows {
+        let s = row_products(i, bs, dinv, a_ptr, a_col, b_ptr);
+        *bound.add(i) = if s < b_cols { s } else { b_cols };
+        i += grid_threads();
+    }
+}
+
+/// Adds `v` to column `j` of a row's table (`keys`, `vals` of `slots` slots, a
+/// power of two; values only when `fill`); returns 1 when `j` is new.
+#[inline(always)]
+unsafe fn table_add(
+    keys: *mut u32,
+    vals: *mut f64,
+    slots: usize,
+    j: u32,
+    v: f64,
+    fill: bool,
+) -> u64 {
+    let mut s = table_home(j, slots as u64) as usize;
+    let mut new = 0;
+    loop {
+        let kj = *keys.add(s);
+        if kj == j {
+            break;
+        }
+        if kj == EMPTY {
+            *keys.add(s) = j;
+            new = 1;
+            break;
+        }
+        s = (s + 1) & (slots - 1);
+    }
+    if fill {
+        *vals.add(s) += v;
+    }
+    new
+}
+
+/// Rows `row0 .. row0 + rows` of C = A B (`dinv` null) or of the smoothed
+/// prolongator P = B - omega D^-1 A B (B the tentative prolongator, `dinv` the
+/// inverse diagonal blocks of A, bs^2 per node), one thread per row, each
+/// with its own open-addressing table of `table_slots(bound)` slots from
+/// `toff[i - row0] - toff[0]` (`toff` holds the rows + 1 running totals of
+/// the slots from row0 on; `tkeys` and `tvals` the chunk's tables).
+/// Values are added in the order of the host's Gustavson accumulators (for a
+/// product: A's entries, and within each B's; for P: B's row, then per
+/// component c with w = -omega dinv_rc, skipped when 0, A's row bs k + c and
+/// the B rows its entries name, adding (w a) b), so every value is the
+/// host's bit for bit. With a null `c_ptr` it counts each row's distinct
+/// columns into `counts[i]`; otherwise it writes the row from `c_ptr[i]`,
+/// sorted by column.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn spgemm_rows(
+    row0: usize,
+    rows: usize,
+    bs: usize,
+    omega: f64,
+    dinv: *const f64,
+    a_ptr: *const u64,
+    a_col: *const u32,
+    a_val: *const f64,
+    b_ptr: *const u64,
+    b_col: *const u32,
+    b_val: *const f64,
+    toff: *const u64,
+    tkeys: *mut u32,
+    tvals: *mut f64,
+    c_ptr: *const u64,
+    counts: *mut u64,
+    c_col: *mut u32,
+    c_val: *mut f64,
+) {
+    let fill = !c_ptr.is_null();
+    let mut t = global_id();
+    while t < rows {
+        let i = row0 + t;
+        let base = (*toff.add(t) - *toff) as usize;
+        let slots = (*toff.add(t + 1) - *toff.add(t)) as usize;
+        let (keys, vals) = (tkeys.add(base), tvals.add(base));
+        for s in 0..slots {
+            *keys.add(s) = EMPTY;
+            if fill {
+                *vals.add(s) = 0.0;
+            }
+        }
+        let mut distinct = 0u64;
+        // Row r of A times B, each entry of A scaled by w first; returns the
+        // new columns.
+        let through_a = |r: usize, w: f64, scaled: bool| {
+            let mut new = 0u64;
+            for p in *a_ptr.add(r) as usize..*a_ptr.add(r + 1) as usize {
+                let k = *a_col.add(p) as usize;
+                let aik = if scaled {
+                    w * *a_val.add(p)
+                } else {
+                    *a_val.add(p)
+                };
+                for q in *b_ptr.add(k) as usize..*b_ptr.add(k + 1) as usize {
+                    let v = aik * *b_val.add(q);
+                    new += table_add(keys, vals, slots, *b_col.add(q), v, fill);
+                }
+            }
+            new
+        };
+        if slots > 0 {
+            if dinv.is_null() {
+                distinct += through_a(i, 1.0, false);
+            } else {
+                let bs = bs.max(1);
+                let (k, r) = (i / bs, i % bs);
+                for q in *b_ptr.add(i) as usize..*b_ptr.add(i + 1) as usize {
+                    distinct += table_add(keys, vals, slots, *b_col.add(q), *b_val.add(q), fill);
+                }
+                for c in 0..bs {
+                    let w = -omega * *dinv.add((k * bs + r) * bs + c);
+                    if w != 0.0 {
+                        distinct += through_a(k * bs + c, w, true);
+                    }
+                }
+            }
+        }
+        if fill {
+            let start = *c_ptr.add(i) as usize;
+            let mut len = 0usize;
+            for s in 0..slots {
+                let j = *keys.add(s);
+                if j != EMPTY {
+                    // Insertion into the sorted prefix of the output row.
+                    let v = *vals.add(s);
+                    let mut p = len;
+                    while p > 0 && *c_col.add(start + p - 1) > j {
+                        *c_col.add(start + p) = *c_col.add(start + p - 1);
+                        *c_val.add(start + p) = *c_val.add(start + p - 1);
+                        p -= 1;
+                    }
+                    *c_col.add(start + p) = j;
+                    *c_val.add(start + p) = v;
+                    len += 1;
+                }
+            }
+        } else {
+            *counts.add(i) = distinct;
+        }
+        t += grid_threads();
+    }
+}
+
+/// C = alpha A + beta B (same shape): row i is the merge of the two sorted
+/// rows, an entry present in both summed as `0 + alpha a + beta b` as on the
+/// host. With a null `c_ptr` it counts each row's entries into `counts`;
+/// otherwise it writes them from `c_ptr[i]`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn csr_add(
+    nrows: usize,
+    alpha: f64,
+    a_ptr: *const u64,
+    a_col: *const u32,
+    a_val: *const f64,
+    beta: f64,
+    b_ptr: *const u64,
+    b_col: *const u32,
+    b_val: *const f64,
+    c_ptr: *const u64,
+    counts: *mut u64,
+    c_col: *mut u32,
+    c_val: *mut f64,
+) {
+    let mut i = global_id();
+    while i < nrows {
+        let (mut p, pe) = (*a_ptr.add(i) as usize, *a_ptr.add(i + 1) as usize);
+        let (mut q, qe) = (*b_ptr.add(i) as usize, *b_ptr.add(i + 1) as usize);
+        let mut out = if c_ptr.is_null() {
+            0
+        } else {
+            *c_ptr.add(i) as usize
+        };
+        let start = out;
+        while p < pe || q < qe {
+            let take_a = q == qe || (p < pe && *a_col.add(p) <= *b_col.add(q));
+            let take_b = p == pe || (q < qe && *b_col.add(q) <= *a_col.add(p));
+            let (mut j, mut v) = (0u32, 0.0f64);
+            if take_a {
+                j = *a_col.add(p);
+                v += alpha * *a_val.add(p);
+                p += 1;
+            }
+            if take_b {
+                j = *b_col.add(q);
+                v += beta * *b_val.add(q);
+                q += 1;
+            }
+            if !c_ptr.is_null() {
+                *c_col.add(out) = j;
+                *c_val.add(out) = v;
+            }
+            out += 1;
+        }
+        if c_ptr.is_null() {
+            *counts.add(i) = (out - start) as u64;
+        }
+        i += grid_threads();
+    }
+}
+
+/// counts[j] += the entries of column j (atomics; `counts` zeroed, one per
+/// column).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn csr_column_counts(nnz: usize, col: *const u32, counts: *mut u64) {
+    let mut p = global_id();
+    while p < nnz {
+        atomic_add_u64(counts.add(*col.add(p) as usize), 1);
+        p += grid_threads();
+    }
+}
+
+/// Scatters A into its transpose: entry (i, j) goes to row j at
+/// `t_ptr[j] + cursor[j]++` (atomics; `cursor` zeroed, one per column). The
+/// order within a row is then arbitrary: `csr_sort_rows` fixes it.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
+    nrows: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    t_ptr: *const u64,
+    cursor: *mut u64,
+    t_col: *mut u32,
+    t_val: *mut f64,
+) {
+    let mut i = global_id();
+    while i < nrows {
+        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
+            let j = *col.add(p) as usize;
+            let slot = *t_ptr.add(j) as usize + atomic_add_u64(cursor.add(j), 1) as usize;
+            *t_col.add(slot) = i as u32;
+            *t_val.add(slot) = *val.add(p);
+        }
+        i += grid_threads();
+    }
+}
+
+/// Sorts every row's entries by column (insertion sort; columns distinct).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn csr_sort_rows(
+    nrows: usize,
+    ptr: *const u64,
+    col: *mut u32,
+    val: *mut f64,
+) {
+    let mut i = global_id();
+    while i < nrows {
+        let (start, end) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
+        for p in start + 1..end {
+            let (c, v) = (*col.add(p), *val.add(p));
+            let mut q = p;
+            while q > start && *col.add(q - 1) > c {
+                *col.add(q) = *col.add(q - 1);
+                *val.add(q) = *val.add(q - 1);
+                q -= 1;
+            }
+            *col.add(q) = c;
+            *val.add(q) = v;
+        }
+        i += grid_threads();
+    }
+}
+
+/// y = A x, one thread per row, each row summed in column order (as the
+/// host's Lanczos products).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_spmv(
+    nrows: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    x: *const f64,
+    y: *mut f64,
+) {
+    let mut i = global_id();
+    while i < nrows {
+        let mut s = 0.0;
+        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
+            s += *val.add(p) * *x.add(*col.add(p) as usize);
+        }
+        *y.add(i) = s;
+        i += grid_threads();
+    }
+}
+
+/// y = D x for the block diagonal D (`blocks` row-major, bs^2 per node), one
+/// thread per row, each entry summed over its block row in column order.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_block_mul(
+    n: usize,
+    bs: usize,
+    blocks: *const f64,
+    x: *const f64,
+    y: *mut f64,
+) {
+    let bs = bs.max(1);
+    let mut i = global_id();
+    while i < n {
+        let (k, r) = (i / bs, i % bs);
+        let mut s = 0.0;
+        for c in 0..bs {
+            s += *blocks.add((k * bs + r) * bs + c) * *x.add(k * bs + c);
+        }
+        *y.add(i) = s;
+        i += grid_threads();
+    }
+}
+
+/// partial[c] = the sum of x_i y_i over chunk c of `DOT_CHUNK` entries, in
+/// order (`chunk_dot`), one thread per chunk.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
+    n: usize,
+    x: *const f64,
+    y: *const f64,
+    partial: *mut f64,
+) {
+    let chunks = n.div_ceil(DOT_CHUNK);
+    let mut c = global_id();
+    while c < chunks {
+        let lo = c * DOT_CHUNK;
+        let len = if n - lo < DOT_CHUNK {
+            n - lo
+        } else {
+            DOT_CHUNK
+        };
+        let xs = core::slice::from_raw_parts(x.add(lo), len);
+        let ys = core::slice::from_raw_parts(y.add(lo), len);
+        *partial.add(c) = chunk_dot(xs, ys);
+        c += grid_threads();
+    }
+}
+
+/// v[i] = `lanczos_start(i)`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_lanczos_start(n: usize, v: *mut f64) {
+    let mut i = global_id();
+    while i < n {
+        *v.add(i) = lanczos_start(i as u32);
+        i += grid_threads();
+    }
+}
+
+/// w_i -= al v_i + b u_i.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_lanczos_update(
+    n: usize,
+    al: f64,
+    v: *const f64,
+    b: f64,
+    u: *const f64,
+    w: *mut f64,
+) {
+    let mut i = global_id();
+    while i < n {
+        *w.add(i) -= al * *v.add(i) + b * *u.add(i);
+        i += grid_threads();
+    }
+}
+
+/// w_i /= b.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_divide(n: usize, b: f64, w: *mut f64) {
+    let mut i = global_id();
+    while i < n {
+        *w.add(i) /= b;
+        i += grid_threads();
+    }
+}
+
+/// Entries of one warp's tile of the exclusive scan (16 per lane).
+const SCAN_TILE: usize = 512;
+
+/// `shfl.sync.up.b32` over the full warp: the value of lane `lane - delta`
+/// (own value below `delta`).
+#[inline(always)]
+fn shfl_up_b32(v: u32, delta: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a full-warp shuffle, called from converged warps only.
+    unsafe {
+        asm!(
+            "shfl.sync.up.b32 {r}, {v}, {d}, 0, 0xffffffff;",
+            r = out(reg32) r,
+            v = in(reg32) v,
+            d = in(reg32) delta,
+        );
+    }
+    r
+}
+
+/// `shfl.sync.idx.b32` over the full warp: the value of lane `src`.
+#[inline(always)]
+fn shfl_idx_b32(v: u32, src: u32) -> u32 {
+    let r: u32;
+    // SAFETY: as above.
+    unsafe {
+        asm!(
+            "shfl.sync.idx.b32 {r}, {v}, {s}, 31, 0xffffffff;",
+            r = out(reg32) r,
+            v = in(reg32) v,
+            s = in(reg32) src,
+        );
+    }
+    r
+}
+
+#[inline(always)]
+fn split(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
+#[inline(always)]
+fn join(lo: u32, hi: u32) -> u64 {
+    u64::from(lo) | (u64::from(hi) << 32)
+}
+
+/// The inclusive prefix sum of `v` over the warp's lanes.
+#[inline(always)]
+fn warp_inclusive(mut v: u64, lane: u32) -> u64 {
+    let mut d = 1;
+    while d < 32 {
+        let (lo, hi) = split(v);
+        let t = join(shfl_up_b32(lo, d), shfl_up_b32(hi, d));
+        if lane >= d {
+            v += t;
+        }
+        d *= 2;
+    }
+    v
+}
+
+/// Lane `src`'s value of `v`.
+#[inline(always)]
+fn warp_broadcast(v: u64, src: u32) -> u64 {
+    let (lo, hi) = split(v);
+    join(shfl_idx_b32(lo, src), shfl_idx_b32(hi, src))
+}
+
+/// First pass of the exclusive scan of `x` (n values, then an implied 0 at
+/// index n): sums[w] = the sum of warp tile w (`SCAN_TILE` entries),
+/// grid-stride over tiles; any grid of whole warps.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scan_tile_sums(n: usize, x: *const u64, sums: *mut u64) {
+    let lane = (global_id() & 31) as u32;
+    let tiles = (n + 1).div_ceil(SCAN_TILE);
+    let warps = grid_threads() / 32;
+    let mut w = global_id() / 32;
+    while w < tiles {
+        let mut s = 0u64;
+        for j in 0..SCAN_TILE / 32 {
+            let idx = w * SCAN_TILE + j * 32 + lane as usize;
+            if idx < n {
+                s += *x.add(idx);
+            }
+        }
+        let total = warp_inclusive(s, lane);
+        if lane == 31 {
+            *sums.add(w) = total;
+        }
+        w += warps;
+    }
+}
+
+/// Second pass: the exclusive scan of the `tiles` tile sums in place, by one
+/// warp (launch a single warp).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scan_tile_offsets(tiles: usize, sums: *mut u64) {
+    if global_id() >= 32 {
+        return;
+    }
+    let lane = global_id() as u32;
+    let mut carry = 0u64;
+    let mut base = 0usize;
+    while base < tiles {
+        let idx = base + lane as usize;
+        let v = if idx < tiles { *sums.add(idx) } else { 0 };
+        let incl = warp_inclusive(v, lane);
+        if idx < tiles {
+            *sums.add(idx) = carry + incl - v;
+        }
+        carry += warp_broadcast(incl, 31);
+        base += 32;
+    }
+}
+
+/// Third pass: out[i] = the sum of x[0..i] for i in 0..=n (out holds n + 1
+/// values: out[n] is the total), from the tiles' offsets; the same grid as
+/// the first pass.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn scan_tile_apply(
+    n: usize,
+    x: *const u64,
+    offsets: *const u64,
+    out: *mut u64,
+) {
+    let lane = (global_id() & 31) as u32;
+    let tiles = (n + 1).div_ceil(SCAN_TILE);
+    let warps = grid_threads() / 32;
+    let mut w = global_id() / 32;
+    while w < tiles {
+        let mut carry = *offsets.add(w);
+        for j in 0..SCAN_TILE / 32 {
+            let idx = w * SCAN_TILE + j * 32 + lane as usize;
+            let v = if idx < n { *x.add(idx) } else { 0 };
+            let incl = warp_inclusive(v, lane);
+            if idx <= n {
+                *out.add(idx) = carry + incl - v;
+            }
+            carry += warp_broadcast(incl, 31);
+        }
+        w += warps;
+    }
+}
+
+/// slots[i] = `table_slots(bound[i])`, the hash-table size of row i of a
+/// sparse product.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn spgemm_slots(n: usize, bound: *const u64, slots: *mut u64) {
+    let mut i = global_id();
+    while i < n {
+        *slots.add(i) = table_slots(*bound.add(i));
+        i += grid_threads();
+    }
+}
