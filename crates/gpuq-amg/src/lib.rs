@@ -160,7 +160,11 @@
 //!   warp-per-row or shared-memory tables).
 //! * On CUDA, the 2x2-block Jacobi and Gauss-Seidel sweeps and Chebyshev's
 //!   steps run the default bodies (separate SpMV and BLAS-1 launches); the
-//!   cycle is not recorded as a CUDA graph. On laplace3d:200 the Jacobi cycle
+//!   cycle is not recorded as a CUDA graph (tried: captured once and replayed
+//!   between copies of x and y, PCG with the Gauss-Seidel/Chebyshev cycle
+//!   took 0.0522 s against 0.052 s unrecorded on laplace3d:200, and a capture
+//!   must own the backend's stream, which tests sharing one backend across
+//!   threads break; not kept). On laplace3d:200 the Jacobi cycle
 //!   with `jacobi_damping` 1.7 (19 iterations) solves 11.2x (f32 cycle) and
 //!   10.2x (f64) faster than CuPy's CG with Jacobi; the configurations with
 //!   no more iterations than PyAMG (13-14) run at 9.3-10.2x, so no single
