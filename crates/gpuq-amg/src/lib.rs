@@ -136,17 +136,16 @@
 //! ## The setup on the GPU, measured
 //!
 //! H100 against its host's 16 cores, same run (`docs/benchmarks.md`):
-//! laplace3d:200 (8 x 10^6 rows) 3.76 s against 8.45 s; the aggregation
-//! (strength graph and MIS-2 rounds) 0.10 s against 3.09 s, the Lanczos
-//! estimates and smoother data 0.25 s against 0.66 s. What dominates the
+//! laplace3d:200 (8 x 10^6 rows) 3.8 s against 9.3 s; the aggregation
+//! (strength graph and MIS-2 rounds) 0.10 s against 3.5 s, the Lanczos
+//! estimates and smoother data 0.29 s against 0.73 s. What dominates the
 //! device setup is what still crosses the bus or runs on the host: each
 //! level's P, R and A_c come back to the host hierarchy (the cycle then
-//! uploads them again in its layout), the tentative prolongator's QR per
-//! aggregate runs on the host, and these make up most of the prolongation
-//! (1.08 s) and Galerkin (1.40 s) phases. On the 2x2 systems the gain is
-//! smaller (elasticity2d:1414 4.0 s against 5.3 s) or none (bidomain3d:200
-//! 10.2 s against 11.4 s: its Galerkin product, one thread per row of R with
-//! long rows, takes 5.2 s on the device against 4.3 s on the host).
+//! uploads them again in its layout), and the tentative prolongator's QR per
+//! aggregate runs on the host; these make up most of the prolongation
+//! (1.05 s) and Galerkin (1.40 s) phases. On the 2x2 systems:
+//! elasticity2d:1414 3.4 s against 5.2 s, bidomain3d:200 7.5 s against
+//! 10.6 s.
 //!
 //! ## Not done
 //!
@@ -155,9 +154,8 @@
 //!   down; the tentative prolongator (QR per aggregate), the block-diagonal
 //!   inverses, the coarsest inverse, the seed's greedy selection and the
 //!   input checks (symmetry, null space) run on the host. The device's sparse
-//!   product takes one thread per row with a hash table sized by the row's
-//!   product count, which is slow for the long rows of R on 2x2 systems (no
-//!   warp-per-row or shared-memory tables).
+//!   product takes one thread per row (no warp-per-row or shared-memory
+//!   tables for long rows).
 //! * On CUDA, the 2x2-block Jacobi and Gauss-Seidel sweeps and Chebyshev's
 //!   steps run the default bodies (separate SpMV and BLAS-1 launches); the
 //!   cycle is not recorded as a CUDA graph (tried: captured once and replayed

@@ -111,6 +111,29 @@ proptest! {
     }
 }
 
+#[test]
+fn device_product_of_a_long_row_counts_again_with_full_tables() {
+    let Some(g) = gpu("device_product_of_a_long_row_counts_again_with_full_tables") else {
+        return;
+    };
+    // Row 0 of A B has 1500 distinct columns, more than the count pass's
+    // capped table holds; row 1 has 3.
+    let mut coo = Coo::new(2, 2000);
+    for j in 0..1500 {
+        coo.push(0, j, 1.0 + j as f64 * 1e-3).unwrap();
+    }
+    for j in [5, 700, 1999] {
+        coo.push(1, j, -2.0).unwrap();
+    }
+    let a = Csr::from_coo(&coo).unwrap();
+    let b = add(1.0, &Csr::identity(2000), 0.5, &random_csr(2000, 2000, 7)).unwrap();
+    let (da, db) = (g.setup_upload(&a).unwrap(), g.setup_upload(&b).unwrap());
+    let got = g
+        .setup_download(&g.setup_spgemm(&da, &db).unwrap())
+        .unwrap();
+    assert_eq!(got, spgemm(&a, &b).unwrap());
+}
+
 /// Builds `a` on the host and on the device and compares every level: the
 /// same aggregates and patterns, values within 1e-12 of the largest. The
 /// kernels mirror the host's order of operations, so the values are expected

@@ -16,6 +16,14 @@ use gpuq_sparse::Csr;
 /// of scratch beyond its operands and result.
 const TABLE_BUDGET: u64 = 1 << 27;
 
+/// Rows `first..end` of a sparse product and the hash-table slots they take:
+/// `(first, end, slots)`.
+type Chunk = (usize, usize, u64);
+
+/// Slots of a row's table in the count pass of a sparse product (rows with
+/// more distinct columns than fit are counted again with full tables).
+const COUNT_SLOTS: u64 = 1024;
+
 /// Launches the 1D kernel `$name` over `$n` items with the arguments the
 /// block pushes on `$l`; counts the launch.
 macro_rules! setup_launch {
@@ -170,13 +178,16 @@ impl CudaBackend {
         )
     }
 
-    /// C = A B on the device: per row, the product count bounds a hash table
-    /// (`gpuq_kernels::amg::table_slots`); a count pass and, after the prefix
-    /// sum, a fill pass accumulate each row's products in the order of the
-    /// host's Gustavson product (so the values are the host's bit for bit) and
-    /// write the row sorted. Rows go in chunks whose tables fit a fixed
-    /// scratch. Cost: two passes of O(flops) hash probes, O(row^2) sorting per
-    /// row; 8 bytes per row down and 16 up for the bounds, counts and offsets.
+    /// C = A B on the device, one thread per row with a hash table: a count
+    /// pass in tables of at most `COUNT_SLOTS` slots (again with tables
+    /// sized by the row's product count, `gpuq_kernels::amg::table_slots`,
+    /// when a row fills its table), a prefix sum of the counts, and a fill
+    /// pass in tables sized by the exact counts that accumulates each row's
+    /// products in the order of the host's Gustavson product (so the values
+    /// are the host's bit for bit) and writes the row sorted. Rows go in
+    /// chunks whose tables fit a fixed scratch. Cost: two or three passes of
+    /// O(flops) hash probes, O(row^2) sorting per row, three device prefix
+    /// sums; 8-byte reads back between passes.
     /// Errors when the inner dimensions differ.
     pub fn setup_spgemm(&self, a: &SetupCsr, b: &SetupCsr) -> Result<SetupCsr> {
         self.setup_spgemm_within(a, b, TABLE_BUDGET)
@@ -228,6 +239,42 @@ impl CudaBackend {
         self.hashed_rows(a, pt, Some((bs, omega, &d)), TABLE_BUDGET)
     }
 
+    /// The hash tables of a sparse product's passes: per row
+    /// `min(table_slots(per_row[i]), cap)` slots, their running totals on the
+    /// device (m + 1 values) and the chunks of rows whose tables fit `budget`
+    /// slots (a longer row alone) as (first row, end row, slots): one chunk
+    /// unless the tables are large, else cut where the running totals
+    /// (downloaded) pass the budget.
+    fn table_chunks(
+        &self,
+        per_row: &CudaSlice<u64>,
+        m: usize,
+        cap: u64,
+        budget: u64,
+    ) -> Result<(CudaSlice<u64>, Vec<Chunk>)> {
+        let mut slots = self.setup_zeros::<u64>(m)?;
+        // SAFETY: arguments match `spgemm_slots`; both arrays hold m values.
+        setup_launch!(self, "spgemm_slots", m, l => {
+            l.arg(&m).arg(per_row).arg(&cap).arg(&mut slots);
+        })?;
+        let (toff, total) = self.setup_offsets(&slots, m)?;
+        let mut chunks = Vec::new();
+        if total <= budget {
+            chunks.push((0, m, total));
+        } else {
+            let run = self.setup_get(&toff, m + 1)?;
+            let mut lo = 0usize;
+            for i in 1..=m {
+                if run[i] - run[lo] > budget && i - 1 > lo {
+                    chunks.push((lo, i - 1, run[i - 1] - run[lo]));
+                    lo = i - 1;
+                }
+            }
+            chunks.push((lo, m, run[m] - run[lo]));
+        }
+        Ok((toff, chunks))
+    }
+
     /// The passes of [`CudaBackend::setup_spgemm`] (`smooth` None) and of
     /// [`CudaBackend::setup_smoothed_prolongator`] (block size, omega and
     /// inverse diagonal blocks).
@@ -261,82 +308,71 @@ impl CudaBackend {
         // values.
         unsafe { l.launch(cfg) }.map_err(dev("spgemm_bound"))?;
         self.inner.stats.launch("spgemm_bound");
-        let mut slots = self.setup_zeros::<u64>(m)?;
-        // SAFETY: arguments match `spgemm_slots`; both hold m values.
-        setup_launch!(self, "spgemm_slots", m, l => {
-            l.arg(&m).arg(&bound).arg(&mut slots);
-        })?;
-        let (toff, total) = self.setup_offsets(&slots, m)?;
-        // Chunks of rows whose tables fit the budget (a longer row alone):
-        // one unless the tables are large, else cut where the running
-        // totals (downloaded) pass multiples of the budget.
-        let mut chunks = Vec::new();
-        if total <= budget {
-            chunks.push((0, m, total));
-        } else {
-            let run = self.setup_get(&toff, m + 1)?;
-            let mut lo = 0usize;
-            for i in 1..=m {
-                if run[i] - run[lo] > budget && i - 1 > lo {
-                    chunks.push((lo, i - 1, run[i - 1] - run[lo]));
-                    lo = i - 1;
-                }
-            }
-            chunks.push((lo, m, run[m] - run[lo]));
-        }
-        let biggest = chunks.iter().map(|c| c.2).max().unwrap_or(0) as usize;
-        let mut tkeys = self.setup_zeros::<u32>(biggest)?;
-        let mut tvals = self.setup_zeros::<f64>(biggest)?;
+        // The count pass with tables capped at COUNT_SLOTS (the distinct
+        // columns of a row are usually far fewer than its products); again
+        // with full tables where a row filled its table.
         let mut counts = self.setup_zeros::<u64>(m)?;
-        let mut c_col = self.setup_zeros::<u32>(0)?;
-        let mut c_val = self.setup_zeros::<f64>(0)?;
-        let (f, _) = self.launch_1d("spgemm_rows", 1)?;
-        let mut c_ptr: Option<CudaSlice<u64>> = None;
-        let mut nnz = 0u64;
-        for pass in 0..2 {
-            if pass == 1 {
-                let (p, total) = self.setup_offsets(&counts, m)?;
-                nnz = total;
-                c_ptr = Some(p);
-                c_col = self.setup_zeros::<u32>(total as usize)?;
-                c_val = self.setup_zeros::<f64>(total as usize)?;
-            }
+        let mut overflow = self.setup_zeros::<u64>(1)?;
+        let mut no_vals = self.setup_zeros::<f64>(0)?;
+        let (mut c_col, mut c_val) = (self.setup_zeros::<u32>(0)?, self.setup_zeros::<f64>(0)?);
+        for cap in [COUNT_SLOTS, u64::MAX] {
+            let (toff, chunks) = self.table_chunks(&bound, m, cap, budget)?;
+            let mut tkeys =
+                self.setup_zeros::<u32>(chunks.iter().map(|c| c.2).max().unwrap_or(0) as usize)?;
+            self.inner
+                .stream
+                .memset_zeros(&mut overflow)
+                .map_err(dev("memset"))?;
             for &(lo, hi, _) in &chunks {
-                let rows = hi - lo;
-                if rows == 0 {
-                    continue;
-                }
-                let d_toff = toff.slice(lo..hi + 1);
-                let mut l = self.inner.stream.launch_builder(&f);
+                let (rows, d_toff) = (hi - lo, toff.slice(lo..hi + 1));
+                // SAFETY: arguments match `spgemm_rows` in its count pass (a
+                // null c_ptr; no values written): rows lo..hi of A whose
+                // columns index B's rows (smoothing: as for `spgemm_bound`);
+                // the toff view holds rows + 1 running totals whose span is
+                // at most tkeys' length; counts holds m values.
+                setup_launch!(self, "spgemm_rows", hi - lo, l => {
+                    l.arg(&lo).arg(&rows).arg(&bs).arg(&omega);
+                    match smooth {
+                        Some((_, _, d)) => l.arg(d),
+                        None => l.arg(&null),
+                    };
+                    l.arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&b.ptr).arg(&b.col).arg(&b.val);
+                    l.arg(&d_toff).arg(&mut tkeys).arg(&mut no_vals).arg(&null);
+                    l.arg(&mut counts).arg(&mut overflow).arg(&mut c_col).arg(&mut c_val);
+                })?;
+            }
+            if self.setup_get_at(&overflow, 0)? == 0 {
+                break;
+            }
+        }
+        // The fill pass: tables of table_slots(count) slots, so the products
+        // land in tables at most half full.
+        let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
+        c_col = self.setup_zeros::<u32>(nnz as usize)?;
+        c_val = self.setup_zeros::<f64>(nnz as usize)?;
+        let (toff, chunks) = self.table_chunks(&counts, m, u64::MAX, budget)?;
+        let biggest = chunks.iter().map(|c| c.2).max().unwrap_or(0) as usize;
+        let (mut tkeys, mut tvals) = (
+            self.setup_zeros::<u32>(biggest)?,
+            self.setup_zeros::<f64>(biggest)?,
+        );
+        for &(lo, hi, _) in &chunks {
+            let (rows, d_toff) = (hi - lo, toff.slice(lo..hi + 1));
+            // SAFETY: arguments match `spgemm_rows` in its fill pass: as
+            // above, with tables sized from the exact counts (never full),
+            // c_ptr the prefix sum of the counts and c_col, c_val its total.
+            setup_launch!(self, "spgemm_rows", hi - lo, l => {
                 l.arg(&lo).arg(&rows).arg(&bs).arg(&omega);
                 match smooth {
                     Some((_, _, d)) => l.arg(d),
                     None => l.arg(&null),
                 };
-                l.arg(&a.ptr)
-                    .arg(&a.col)
-                    .arg(&a.val)
-                    .arg(&b.ptr)
-                    .arg(&b.col)
-                    .arg(&b.val)
-                    .arg(&d_toff)
-                    .arg(&mut tkeys)
-                    .arg(&mut tvals);
-                match &c_ptr {
-                    Some(p) => l.arg(p),
-                    None => l.arg(&null),
-                };
-                l.arg(&mut counts).arg(&mut c_col).arg(&mut c_val);
-                // SAFETY: arguments match `spgemm_rows`; rows lo..hi of A whose
-                // columns index B's rows (smoothing: as for `spgemm_bound`); `toff` holds rows + 1 offsets whose
-                // last is at most the tables' length; in the fill pass c_ptr
-                // holds the prefix sum of the counts the count pass wrote, and
-                // c_col, c_val its total.
-                unsafe { l.launch(Self::cfg(self.grid_blocks(rows))) }
-                    .map_err(dev("spgemm_rows"))?;
-                self.inner.stats.launch("spgemm_rows");
-            }
+                l.arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&b.ptr).arg(&b.col).arg(&b.val);
+                l.arg(&d_toff).arg(&mut tkeys).arg(&mut tvals).arg(&c_ptr);
+                l.arg(&mut counts).arg(&mut overflow).arg(&mut c_col).arg(&mut c_val);
+            })?;
         }
+        let c_ptr = Some(c_ptr);
         Ok(SetupCsr {
             nrows: m,
             ncols: b.ncols,

@@ -373,7 +373,8 @@ pub unsafe extern "ptx-kernel" fn spgemm_bound(
 }
 
 /// Adds `v` to column `j` of a row's table (`keys`, `vals` of `slots` slots, a
-/// power of two; values only when `fill`); returns 1 when `j` is new.
+/// power of two; values only when `fill`); returns 1 when `j` is new. When
+/// every slot holds another column, sets `full` and adds nothing.
 #[inline(always)]
 unsafe fn table_add(
     keys: *mut u32,
@@ -382,9 +383,11 @@ unsafe fn table_add(
     j: u32,
     v: f64,
     fill: bool,
+    full: &mut bool,
 ) -> u64 {
     let mut s = table_home(j, slots as u64) as usize;
     let mut new = 0;
+    let mut probes = 0;
     loop {
         let kj = *keys.add(s);
         if kj == j {
@@ -394,6 +397,11 @@ unsafe fn table_add(
             *keys.add(s) = j;
             new = 1;
             break;
+        }
+        probes += 1;
+        if probes == slots {
+            *full = true;
+            return 0;
         }
         s = (s + 1) & (slots - 1);
     }
@@ -409,6 +417,10 @@ unsafe fn table_add(
 /// with its own open-addressing table of `table_slots(bound)` slots from
 /// `toff[i - row0] - toff[0]` (`toff` holds the rows + 1 running totals of
 /// the slots from row0 on; `tkeys` and `tvals` the chunk's tables).
+/// The count pass may take tables smaller than that (capped): a row that
+/// fills its table gets the count u64::MAX and adds 1 to `*overflow`, and the
+/// caller counts again with full tables. The fill pass takes tables of
+/// `table_slots(count)` slots, which never fill.
 /// Values are added in the order of the host's Gustavson accumulators (for a
 /// product: A's entries, and within each B's; for P: B's row, then per
 /// component c with w = -omega dinv_rc, skipped when 0, A's row bs k + c and
@@ -435,6 +447,7 @@ pub unsafe extern "ptx-kernel" fn spgemm_rows(
     tvals: *mut f64,
     c_ptr: *const u64,
     counts: *mut u64,
+    overflow: *mut u64,
     c_col: *mut u32,
     c_val: *mut f64,
 ) {
@@ -452,9 +465,10 @@ pub unsafe extern "ptx-kernel" fn spgemm_rows(
             }
         }
         let mut distinct = 0u64;
+        let mut full = false;
         // Row r of A times B, each entry of A scaled by w first; returns the
         // new columns.
-        let through_a = |r: usize, w: f64, scaled: bool| {
+        let through_a = |r: usize, w: f64, scaled: bool, full: &mut bool| {
             let mut new = 0u64;
             for p in *a_ptr.add(r) as usize..*a_ptr.add(r + 1) as usize {
                 let k = *a_col.add(p) as usize;
@@ -465,24 +479,25 @@ pub unsafe extern "ptx-kernel" fn spgemm_rows(
                 };
                 for q in *b_ptr.add(k) as usize..*b_ptr.add(k + 1) as usize {
                     let v = aik * *b_val.add(q);
-                    new += table_add(keys, vals, slots, *b_col.add(q), v, fill);
+                    new += table_add(keys, vals, slots, *b_col.add(q), v, fill, full);
                 }
             }
             new
         };
         if slots > 0 {
             if dinv.is_null() {
-                distinct += through_a(i, 1.0, false);
+                distinct += through_a(i, 1.0, false, &mut full);
             } else {
                 let bs = bs.max(1);
                 let (k, r) = (i / bs, i % bs);
                 for q in *b_ptr.add(i) as usize..*b_ptr.add(i + 1) as usize {
-                    distinct += table_add(keys, vals, slots, *b_col.add(q), *b_val.add(q), fill);
+                    let (j, v) = (*b_col.add(q), *b_val.add(q));
+                    distinct += table_add(keys, vals, slots, j, v, fill, &mut full);
                 }
                 for c in 0..bs {
                     let w = -omega * *dinv.add((k * bs + r) * bs + c);
                     if w != 0.0 {
-                        distinct += through_a(k * bs + c, w, true);
+                        distinct += through_a(k * bs + c, w, true, &mut full);
                     }
                 }
             }
@@ -506,6 +521,9 @@ pub unsafe extern "ptx-kernel" fn spgemm_rows(
                     len += 1;
                 }
             }
+        } else if full {
+            *counts.add(i) = u64::MAX;
+            atomic_add_u64(overflow, 1);
         } else {
             *counts.add(i) = distinct;
         }
@@ -886,13 +904,19 @@ pub unsafe extern "ptx-kernel" fn scan_tile_apply(
     }
 }
 
-/// slots[i] = `table_slots(bound[i])`, the hash-table size of row i of a
-/// sparse product.
+/// slots[i] = `table_slots(bound[i])`, at most `cap`: the hash-table size
+/// of row i of a sparse product.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn spgemm_slots(n: usize, bound: *const u64, slots: *mut u64) {
+pub unsafe extern "ptx-kernel" fn spgemm_slots(
+    n: usize,
+    bound: *const u64,
+    cap: u64,
+    slots: *mut u64,
+) {
     let mut i = global_id();
     while i < n {
-        *slots.add(i) = table_slots(*bound.add(i));
+        let s = table_slots(*bound.add(i));
+        *slots.add(i) = if s < cap { s } else { cap };
         i += grid_threads();
     }
 }
