@@ -28,7 +28,8 @@
 //! * [`SetupKernels`]: the setup's steps a backend may run where its data
 //!   lives (strength graph and aggregation, the Lanczos estimate, the
 //!   smoothed prolongator, R = P^T and R A P), each with a default body that
-//!   is the host code, so a new backend builds hierarchies at once. The CUDA
+//!   is the host code, so a new backend builds hierarchies at once
+//!   (`impl HostSetup for MyBackend {}`, [`HostSetup`]). The CUDA
 //!   backend overrides them all with Rust kernels
 //!   (`kernels-rs/src/device/amg_setup.rs`): the strength kernel merges each
 //!   node's bs rows, the aggregation runs the same rounds as the host, the
@@ -194,4 +195,4 @@ pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, Sm
 pub use kernels::AmgKernels;
 pub use mixed::MixedAmg;
 pub use options::{AmgOptions, CoarseSolver, Coarsening, CycleKind, CycleOptions, Smoother};
-pub use setup::SetupKernels;
+pub use setup::{HostSetup, SetupKernels};

@@ -90,14 +90,21 @@ pub trait SetupKernels {
     }
 }
 
-/// The host setup: every default body.
-impl SetupKernels for CpuBackend {
+/// Backends that run the whole setup on the host: `impl HostSetup for
+/// MyBackend {}` gives them [`SetupKernels`] with every default body (a
+/// level needs no copy), so any backend builds hierarchies with one line.
+pub trait HostSetup {}
+
+impl<B: HostSetup> SetupKernels for B {
     type Level = ();
 
     fn level(&self, _a: &Csr<f64>) -> Result<()> {
         Ok(())
     }
 }
+
+/// The CPU backend: the host setup.
+impl HostSetup for CpuBackend {}
 
 #[cfg(feature = "cuda")]
 mod cuda {
