@@ -20,6 +20,16 @@ const TABLE_BUDGET: u64 = 1 << 27;
 /// `(first, end, slots)`.
 type Chunk = (usize, usize, u64);
 
+/// The operands of a pass of `spgemm_rows`: A, B, the smoothing (block
+/// size, omega, inverse diagonal blocks) of a smoothed prolongator, and the
+/// tables (running totals on the device and chunks).
+struct RowsPass<'a> {
+    a: &'a SetupCsr,
+    b: &'a SetupCsr,
+    smooth: Option<(usize, f64, &'a CudaSlice<f64>)>,
+    tables: &'a (CudaSlice<u64>, Vec<Chunk>),
+}
+
 /// Slots of a row's table in the count pass of a sparse product (rows with
 /// more distinct columns than fit are counted again with full tables).
 const COUNT_SLOTS: u64 = 1024;
@@ -287,60 +297,38 @@ impl CudaBackend {
     ) -> Result<SetupCsr> {
         let m = a.nrows;
         let null = 0u64;
-        let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
+        let bs = smooth.map_or(1, |s| s.0);
         let mut bound = self.setup_zeros::<u64>(m)?;
-        let (f, cfg) = self.launch_1d("spgemm_bound", m)?;
         let b_cols = b.ncols as u64;
-        let mut l = self.inner.stream.launch_builder(&f);
-        l.arg(&m).arg(&bs);
-        match smooth {
-            Some((_, _, d)) => l.arg(d),
-            None => l.arg(&null),
-        };
-        l.arg(&a.ptr)
-            .arg(&a.col)
-            .arg(&b.ptr)
-            .arg(&b_cols)
-            .arg(&mut bound);
         // SAFETY: arguments match `spgemm_bound`; A's arrays describe m rows
-        // whose columns index B's rows (and, smoothing, A is square with
-        // B's rows and dinv holds bs^2 values per node); `bound` holds m
-        // values.
-        unsafe { l.launch(cfg) }.map_err(dev("spgemm_bound"))?;
-        self.inner.stats.launch("spgemm_bound");
+        // whose columns index B's rows (and, smoothing, A is square with B's
+        // rows and dinv holds bs^2 values per node); `bound` holds m values.
+        setup_launch!(self, "spgemm_bound", m, l => {
+            l.arg(&m).arg(&bs);
+            match smooth {
+                Some((_, _, d)) => l.arg(d),
+                None => l.arg(&null),
+            };
+            l.arg(&a.ptr).arg(&a.col).arg(&b.ptr).arg(&b_cols).arg(&mut bound);
+        })?;
         // The count pass with tables capped at COUNT_SLOTS (the distinct
         // columns of a row are usually far fewer than its products); again
         // with full tables where a row filled its table.
         let mut counts = self.setup_zeros::<u64>(m)?;
         let mut overflow = self.setup_zeros::<u64>(1)?;
-        let mut no_vals = self.setup_zeros::<f64>(0)?;
-        let (mut c_col, mut c_val) = (self.setup_zeros::<u32>(0)?, self.setup_zeros::<f64>(0)?);
         for cap in [COUNT_SLOTS, u64::MAX] {
-            let (toff, chunks) = self.table_chunks(&bound, m, cap, budget)?;
-            let mut tkeys =
-                self.setup_zeros::<u32>(chunks.iter().map(|c| c.2).max().unwrap_or(0) as usize)?;
+            let tables = self.table_chunks(&bound, m, cap, budget)?;
             self.inner
                 .stream
                 .memset_zeros(&mut overflow)
                 .map_err(dev("memset"))?;
-            for &(lo, hi, _) in &chunks {
-                let (rows, d_toff) = (hi - lo, toff.slice(lo..hi + 1));
-                // SAFETY: arguments match `spgemm_rows` in its count pass (a
-                // null c_ptr; no values written): rows lo..hi of A whose
-                // columns index B's rows (smoothing: as for `spgemm_bound`);
-                // the toff view holds rows + 1 running totals whose span is
-                // at most tkeys' length; counts holds m values.
-                setup_launch!(self, "spgemm_rows", hi - lo, l => {
-                    l.arg(&lo).arg(&rows).arg(&bs).arg(&omega);
-                    match smooth {
-                        Some((_, _, d)) => l.arg(d),
-                        None => l.arg(&null),
-                    };
-                    l.arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&b.ptr).arg(&b.col).arg(&b.val);
-                    l.arg(&d_toff).arg(&mut tkeys).arg(&mut no_vals).arg(&null);
-                    l.arg(&mut counts).arg(&mut overflow).arg(&mut c_col).arg(&mut c_val);
-                })?;
-            }
+            let pass = RowsPass {
+                a,
+                b,
+                smooth,
+                tables: &tables,
+            };
+            self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
             if self.setup_get_at(&overflow, 0)? == 0 {
                 break;
             }
@@ -348,39 +336,80 @@ impl CudaBackend {
         // The fill pass: tables of table_slots(count) slots, so the products
         // land in tables at most half full.
         let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
-        c_col = self.setup_zeros::<u32>(nnz as usize)?;
-        c_val = self.setup_zeros::<f64>(nnz as usize)?;
-        let (toff, chunks) = self.table_chunks(&counts, m, u64::MAX, budget)?;
+        let mut c_col = self.setup_zeros::<u32>(nnz as usize)?;
+        let mut c_val = self.setup_zeros::<f64>(nnz as usize)?;
+        let tables = self.table_chunks(&counts, m, u64::MAX, budget)?;
+        let pass = RowsPass {
+            a,
+            b,
+            smooth,
+            tables: &tables,
+        };
+        let fill = Some((&c_ptr, &mut c_col, &mut c_val));
+        self.rows_pass(&pass, fill, &mut counts, &mut overflow)?;
+        Ok(SetupCsr {
+            nrows: m,
+            ncols: b.ncols,
+            nnz: nnz as usize,
+            ptr: c_ptr,
+            col: c_col,
+            val: c_val,
+        })
+    }
+
+    /// One pass of `spgemm_rows` over the chunks of `pass.tables`: the count
+    /// pass (`fill` None: each row's distinct columns into `counts`, rows that
+    /// fill their table counted in `overflow`), or the fill pass (`fill` the
+    /// row pointers, the prefix sum of the counts, and the columns and values
+    /// to write). Allocates the chunks' largest tables (values only to fill).
+    fn rows_pass(
+        &self,
+        pass: &RowsPass<'_>,
+        fill: Option<(&CudaSlice<u64>, &mut CudaSlice<u32>, &mut CudaSlice<f64>)>,
+        counts: &mut CudaSlice<u64>,
+        overflow: &mut CudaSlice<u64>,
+    ) -> Result<()> {
+        let RowsPass {
+            a,
+            b,
+            smooth,
+            tables: (toff, chunks),
+        } = *pass;
+        let null = 0u64;
+        let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
         let biggest = chunks.iter().map(|c| c.2).max().unwrap_or(0) as usize;
-        let (mut tkeys, mut tvals) = (
-            self.setup_zeros::<u32>(biggest)?,
-            self.setup_zeros::<f64>(biggest)?,
-        );
-        for &(lo, hi, _) in &chunks {
+        let mut tkeys = self.setup_zeros::<u32>(biggest)?;
+        let mut tvals = self.setup_zeros::<f64>(if fill.is_some() { biggest } else { 0 })?;
+        let (mut no_col, mut no_val) = (self.setup_zeros::<u32>(0)?, self.setup_zeros::<f64>(0)?);
+        let (c_ptr, c_col, c_val) = match fill {
+            Some((p, c, v)) => (Some(p), c, v),
+            None => (None, &mut no_col, &mut no_val),
+        };
+        for &(lo, hi, _) in chunks {
             let (rows, d_toff) = (hi - lo, toff.slice(lo..hi + 1));
-            // SAFETY: arguments match `spgemm_rows` in its fill pass: as
-            // above, with tables sized from the exact counts (never full),
-            // c_ptr the prefix sum of the counts and c_col, c_val its total.
-            setup_launch!(self, "spgemm_rows", hi - lo, l => {
+            // SAFETY: arguments match `spgemm_rows`: rows lo..hi of A whose
+            // columns index B's rows (smoothing: as for `spgemm_bound`); the
+            // toff view holds rows + 1 running totals whose span is at most
+            // the tables' length; counts holds one value per row of A. The
+            // count pass (null c_ptr) writes no values; in the fill pass the
+            // tables are sized from the exact counts (never full), c_ptr is
+            // the prefix sum of the counts and c_col, c_val hold its total.
+            setup_launch!(self, "spgemm_rows", rows, l => {
                 l.arg(&lo).arg(&rows).arg(&bs).arg(&omega);
                 match smooth {
                     Some((_, _, d)) => l.arg(d),
                     None => l.arg(&null),
                 };
                 l.arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&b.ptr).arg(&b.col).arg(&b.val);
-                l.arg(&d_toff).arg(&mut tkeys).arg(&mut tvals).arg(&c_ptr);
-                l.arg(&mut counts).arg(&mut overflow).arg(&mut c_col).arg(&mut c_val);
+                l.arg(&d_toff).arg(&mut tkeys).arg(&mut tvals);
+                match c_ptr {
+                    Some(p) => l.arg(p),
+                    None => l.arg(&null),
+                };
+                l.arg(&mut *counts).arg(&mut *overflow).arg(&mut *c_col).arg(&mut *c_val);
             })?;
         }
-        let c_ptr = Some(c_ptr);
-        Ok(SetupCsr {
-            nrows: m,
-            ncols: b.ncols,
-            nnz: nnz as usize,
-            ptr: c_ptr.ok_or_else(|| Error::Device("spgemm: no row pointers".into()))?,
-            col: c_col,
-            val: c_val,
-        })
+        Ok(())
     }
 
     /// alpha A + beta B on the device (same shape; the union of the
