@@ -11,6 +11,7 @@
 #                                                #   (AMG_GS), cycle vs floor, PCG, CuPy CG
 #   bash benches/device_new_systems.sh cubbest   # Table III at each case's best options of the
 #                                                #   sweep, with the rounds' evaluation time
+#   bash benches/device_new_systems.sh amgprof   # each kernel of a V-cycle timed by ncu (AMG_PROF)
 #   bash benches/device_new_systems.sh amgsetup  # AMG setup on the host (16 cores) vs the device,
 #                                                #   per phase, on the benchmark matrices
 #   bash benches/device_new_systems.sh amgbig    # seed 002's table, ~4e6-unknown 2x2 systems, PyAMG RS
@@ -239,6 +240,36 @@ with open('$LOGS/ones200.mtx', 'w') as f:
     row "pcg jacobi sell laplace3d:200 cuda" "$(j "$LOGS/jac-cuda.json" iterations time_s)"
     timeout 120 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones --skip-pyamg laplace3d:200 >"$LOGS/cupy-cg.json" 2>"$LOGS/cupy-cg.err"
     row "cupy cg jacobi laplace3d:200" "$(python3 -c "import json; print([(r['library'], round(r['solve_s'],4), r['iterations']) for r in json.load(open('$LOGS/cupy-cg.json'))['runs']])" 2>&1 | tail -c 200)"
+fi
+
+if [ "$WHAT" = amgprof ]; then
+    # Each kernel of one V-cycle on laplace3d:200, timed by Nsight Compute (gpu__time_duration,
+    # clocks and caches left alone), grouped by kernel and grid: where the cycle's time goes.
+    # AMG_PROF: the amg-info options of the cycle (default: Gauss-Seidel / Chebyshev-3, f64).
+    NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+    IFS=';' read -ra PROFS <<<"${AMG_PROF:---amg-smoother gs --amg-coarse-smoother chebyshev:3 --amg-precision f64}"
+    for p in "${PROFS[@]}"; do
+        tag=$(echo "$p" | tr -c 'a-z0-9' '_' | cut -c1-60)
+        timeout 300 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+            "$G" amg-info --generate laplace3d:200 $p --layout sell:32:1 --amg-setup cpu --backend cuda \
+            --bench-cycles 1 >"$LOGS/ncu-$tag.csv" 2>"$LOGS/ncu-$tag.err"
+        echo "== $p (rc=$?)"
+        python3 - "$LOGS/ncu-$tag.csv" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+if not rows: print("no ncu rows"); sys.exit()
+h = rows[0]; rows = [dict(zip(h, r)) for r in rows[1:] if len(r) == len(h)]
+scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+agg = collections.OrderedDict(); total = 0.0
+for r in rows:
+    us = float(r["Metric Value"].replace(",", "")) * scale.get(r["Metric Unit"], 1.0)
+    key = (r["Kernel Name"][:32], r["Grid Size"])
+    c, t = agg.get(key, (0, 0.0)); agg[key] = (c + 1, t + us); total += us
+print(f"{len(rows)} launches, {total:.1f} us in all (two cycles, the copies and norms included)")
+for (name, grid), (c, t) in sorted(agg.items(), key=lambda kv: -kv[1][1])[:40]:
+    print(f"{name:32s} grid {grid:16s} x{c:3d} {t:9.1f} us  {t / c:8.1f} us each")
+PY
+    done
 fi
 
 if [ "$WHAT" = cubbest ]; then

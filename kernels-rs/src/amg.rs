@@ -104,6 +104,15 @@ pub fn lanczos_start(i: u32) -> f64 {
     f64::from(hash(i)) / f64::from(u32::MAX) - 0.5
 }
 
+/// Flag of `amg_cheb_*`: a step (r -= A d_old, ...) rather than a start.
+pub const CHEB_STEP: u32 = 1;
+/// Flag of `amg_cheb_*`: a start from x = 0 (no product: r = b).
+pub const CHEB_ZERO_START: u32 = 2;
+/// Flag of `amg_cheb_*`: the step first adds the start's direction to x.
+pub const CHEB_PENDING: u32 = 4;
+/// Flag of `amg_cheb_*`: x is taken as zero (written, not read).
+pub const CHEB_X_ZERO: u32 = 8;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,8 +20,9 @@ struct DeviceLevel<B: AmgKernels, T: Scalar> {
     p: B::Matrix<T>,
     r: B::Matrix<T>,
     dinv: B::Matrix<T>,
-    /// omega times the diagonal of `dinv`, as a vector, where `dinv` is
-    /// diagonal (block 1) and the smoother Jacobi-type.
+    /// The diagonal of `dinv` as a vector, where `dinv` is diagonal (block
+    /// size one) and the smoother Jacobi-type (times omega) or Chebyshev
+    /// (as is, since each step scales it): the fused kernels read it.
     diag: Option<B::Vector<T>>,
     block: usize,
     omega: T,
@@ -37,8 +38,9 @@ struct DeviceLevel<B: AmgKernels, T: Scalar> {
 struct LevelWork<B: Backend, T: Scalar> {
     /// The residual / sweep scratch of this level.
     scratch: B::Vector<T>,
-    /// Chebyshev's direction (Chebyshev only).
-    dir: Option<B::Vector<T>>,
+    /// Chebyshev's direction, old and new (Chebyshev only: a fused step
+    /// reads the old one's neighbours while it writes the new one).
+    dir: Option<(B::Vector<T>, B::Vector<T>)>,
     /// Gauss-Seidel: one colour-length vector per colour.
     color_t: Vec<B::Vector<T>>,
     /// The next coarser level's right-hand side and iterate.
@@ -94,20 +96,71 @@ fn diagonal_of<T: Scalar>(d: &Csr<f64>, omega: f64) -> Option<Vec<T>> {
 }
 
 /// Mean stored entries per row above which a matrix asked for in SELL is kept
-/// in CSR: SELL gives each row one thread, CSR a group of lanes sized to the
-/// mean row. With the restriction (a row per aggregate) and the coarse
-/// operators (34-213 entries per row) in SELL too, a V-cycle on laplace3d:200
-/// took 2.87 ms on the H100; in CSR, 2.12 ms (`docs/benchmarks.md`, AMG).
+/// in CSR unless it has [`SELL_MIN_LONG_ROWS`] rows: SELL gives each row one
+/// thread, CSR a group of lanes sized to the mean row. A few thousand rows of
+/// hundreds of entries (the coarse operators and restrictions below the first
+/// coarse level) leave most of the GPU idle with a thread per row: with every
+/// matrix in SELL a V-cycle on laplace3d:200 took 2.87 ms on the H100; with the
+/// long-row ones in CSR, 2.12 ms (`docs/benchmarks.md`, AMG).
 const SELL_MAX_MEAN_ROW: usize = 16;
+
+/// Rows from which a matrix of long rows is still stored in SELL: enough
+/// threads to fill a large GPU a few times over (an H100 holds about 2.7 x
+/// 10^5 threads), each row's chain of loads then overlapping many others.
+/// The first coarse operator of laplace3d:200 (716,728 rows of 34 entries) and
+/// the finest restriction (716,728 rows of 39) took 2.1-2.3x their bytes'
+/// time in CSR on the H100 (`docs/benchmarks.md`, AMG).
+const SELL_MIN_LONG_ROWS: usize = 1 << 19;
+
+/// Stored entries (padding included) per nonzero above which SELL sorts rows
+/// by length within windows of [`SORT_SLICES`] slices, whatever sorting window
+/// was asked for: the aggregation operators' rows vary (laplace3d:200's finest
+/// prolongator: 1 to 6 entries, 1.48 stored per nonzero with 32-row slices
+/// unsorted, 1.10 sorted within 256 rows).
+const MAX_PADDING: f64 = 1.1;
+
+/// Slices per sorting window where [`MAX_PADDING`] is exceeded.
+const SORT_SLICES: usize = 8;
+
+/// Stored entries of `a` in SELL-`c`-`sigma`: per slice of c consecutive rows
+/// (after sorting each window of sigma rows by length, longest first), c times
+/// its longest row. O(nrows log sigma).
+fn sell_stored(a: &Csr<f64>, c: usize, sigma: usize) -> usize {
+    let mut lens: Vec<usize> = (0..a.nrows()).map(|i| a.row(i).0.len()).collect();
+    if sigma > 1 {
+        for w in lens.chunks_mut(sigma) {
+            w.sort_unstable_by(|x, y| y.cmp(x));
+        }
+    }
+    lens.chunks(c.max(1))
+        .map(|s| c * s.iter().max().unwrap_or(&0))
+        .sum()
+}
 
 /// The requested layout, or CSR where BSR2 cannot hold the matrix (an odd
 /// dimension) or, with `blocks_match` false, its 2x2 tiles would not be the
 /// level's node blocks (a block-diagonal inverse of another block size), or
-/// where SELL was asked for a matrix of long rows ([`SELL_MAX_MEAN_ROW`]).
+/// where SELL was asked for a matrix of long rows ([`SELL_MAX_MEAN_ROW`]) and
+/// few of them ([`SELL_MIN_LONG_ROWS`]); SELL with rows sorted within windows
+/// of [`SORT_SLICES`] slices where the requested window pads by more than
+/// [`MAX_PADDING`].
 fn layout_for(requested: Layout, a: &Csr<f64>, blocks_match: bool) -> Layout {
     match requested {
         Layout::Bsr2 if a.nrows() % 2 != 0 || a.ncols() % 2 != 0 || !blocks_match => Layout::Csr,
-        Layout::Sell { .. } if a.nnz() > SELL_MAX_MEAN_ROW * a.nrows() => Layout::Csr,
+        Layout::Sell { .. }
+            if a.nnz() > SELL_MAX_MEAN_ROW * a.nrows() && a.nrows() < SELL_MIN_LONG_ROWS =>
+        {
+            Layout::Csr
+        }
+        Layout::Sell { c, sigma }
+            if sigma < SORT_SLICES * c
+                && sell_stored(a, c, sigma) as f64 > MAX_PADDING * a.nnz() as f64 =>
+        {
+            Layout::Sell {
+                c,
+                sigma: SORT_SLICES * c,
+            }
+        }
         l => l,
     }
 }
@@ -115,7 +168,8 @@ fn layout_for(requested: Layout, a: &Csr<f64>, blocks_match: bool) -> Layout {
 impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     /// Uploads the hierarchy to `backend` in `options.layout` (BSR2 only where
     /// the dimensions are even; the smoother's block diagonal in BSR2 only on
-    /// levels of block size 2, else CSR; the coarsest inverse in CSR) and
+    /// levels of block size 2, else CSR; SELL as [`CycleOptions::layout`]
+    /// says; the coarsest inverse in CSR) and
     /// allocates the work vectors: O(total nonzeros) transfer, about 4 vectors
     /// per level.
     pub fn new(backend: &B, h: &Hierarchy, options: &CycleOptions) -> Result<Self> {
@@ -145,7 +199,9 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 p: up(p, true)?,
                 r: up(r, true)?,
                 dinv: up(&s.dinv, l.block == 2)?,
-                diag: match diagonal_of(&s.dinv, s.omega).filter(|_| l.block == 1 && !chebyshev) {
+                diag: match diagonal_of(&s.dinv, if chebyshev { 1.0 } else { s.omega })
+                    .filter(|_| l.block == 1 && s.kind != Smoother::GaussSeidel)
+                {
                     Some(d) => Some(backend.upload(&d)?),
                     None => None,
                 },
@@ -186,7 +242,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             work.push(LevelWork {
                 scratch: backend.zeros(n)?,
                 dir: if chebyshev {
-                    Some(backend.zeros(n)?)
+                    Some((backend.zeros(n)?, backend.zeros(n)?))
                 } else {
                     None
                 },
@@ -234,9 +290,9 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             return Ok(());
         }
         match (lev.smoother, w.dir.as_mut()) {
-            (Smoother::Chebyshev { degree }, Some(d)) => {
+            (Smoother::Chebyshev { degree }, Some((d0, d1))) => {
                 for s in 0..lev.sweeps {
-                    self.chebyshev(lev, degree, b, x, scratch, d, zero && s == 0)?;
+                    self.chebyshev(lev, degree, b, x, scratch, [d0, d1], zero && s == 0)?;
                 }
                 Ok(())
             }
@@ -268,7 +324,9 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     }
 
     /// One application of the Chebyshev polynomial (Saad, Iterative Methods,
-    /// algorithm 12.1, preconditioned by D^-1): `degree` products with A.
+    /// algorithm 12.1, preconditioned by D^-1): `degree` products with A
+    /// (`degree - 1` from zero), as a start and `degree - 1` steps of
+    /// [`AmgKernels`], the two direction vectors swapped between steps.
     #[allow(clippy::too_many_arguments)]
     fn chebyshev(
         &self,
@@ -277,38 +335,32 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         b: &B::Vector<T>,
         x: &mut B::Vector<T>,
         r: &mut B::Vector<T>,
-        d: &mut B::Vector<T>,
+        [mut old, mut new]: [&mut B::Vector<T>; 2],
         zero: bool,
     ) -> Result<()> {
         let be = &self.backend;
         let (theta, delta) = (lev.theta, lev.delta);
         let sigma = theta / delta;
         let mut rho = 1.0 / sigma;
-        if zero {
-            be.copy(b, r)?;
-        } else {
-            be.amg_residual(&lev.a, b, x, r)?;
-        }
-        be.spmv(T::from_f64(1.0 / theta), &lev.dinv, r, T::zero(), d)?;
-        if zero {
-            be.copy(d, x)?;
-        } else {
-            be.axpy(T::one(), d, x)?;
-        }
-        for _ in 1..degree {
-            be.spmv(-T::one(), &lev.a, d, T::one(), r)?;
+        let (a, dinv, diag) = (&lev.a, &lev.dinv, lev.diag.as_ref());
+        let alpha = T::from_f64(1.0 / theta);
+        be.amg_chebyshev_start(a, dinv, diag, alpha, b, x, r, old, zero)?;
+        for k in 1..degree {
             let rho_new = 1.0 / (2.0 * sigma - rho);
-            be.spmv(
+            let coef = [
                 T::from_f64(2.0 * rho_new / delta),
-                &lev.dinv,
-                r,
                 T::from_f64(rho_new * rho),
-                d,
-            )?;
-            be.axpy(T::one(), d, x)?;
+            ];
+            let first = k == 1;
+            be.amg_chebyshev_step(a, dinv, diag, coef, r, old, new, x, [first, zero && first])?;
+            std::mem::swap(&mut old, &mut new);
             rho = rho_new;
         }
-        Ok(())
+        match (degree, zero) {
+            (2.., _) => Ok(()),
+            (_, true) => be.copy(old, x),
+            (_, false) => be.axpy(T::one(), old, x),
+        }
     }
 
     /// The cycle from level `l` down: x = M_l b, with `work` the work of
@@ -368,5 +420,41 @@ impl<B: AmgKernels, T: Scalar> LinearOperator<B, T> for Amg<B, T> {
 
     fn name(&self) -> &str {
         "amg"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A matrix whose row i holds `len(i)` entries in its first columns.
+    fn rows_of(n: usize, len: impl Fn(usize) -> usize) -> Csr<f64> {
+        let mut ptr = vec![0];
+        let mut col = Vec::new();
+        for i in 0..n {
+            col.extend(0..len(i) as u32);
+            ptr.push(col.len());
+        }
+        let val = vec![1.0; col.len()];
+        Csr::try_new(n, n, ptr, col, val).unwrap()
+    }
+
+    #[test]
+    fn layouts_follow_row_lengths() {
+        let sell = Layout::Sell { c: 32, sigma: 1 };
+        // uniform short rows: as asked
+        let uniform = rows_of(4096, |_| 7);
+        assert_eq!(layout_for(sell, &uniform, true), sell);
+        assert_eq!(sell_stored(&uniform, 32, 1), uniform.nnz());
+        // rows of 1 to 6 entries in a repeating pattern pad by far more than
+        // 10% unsorted: sorted within 8 slices
+        let varied = rows_of(4096, |i| 1 + (i * 7) % 6);
+        let sorted = Layout::Sell { c: 32, sigma: 256 };
+        assert_eq!(layout_for(sell, &varied, true), sorted);
+        assert!(sell_stored(&varied, 32, 256) <= sell_stored(&varied, 32, 1));
+        // few long rows: CSR
+        assert_eq!(layout_for(sell, &rows_of(1000, |_| 40), true), Layout::Csr);
+        // BSR2 where the blocks do not match: CSR
+        assert_eq!(layout_for(Layout::Bsr2, &uniform, false), Layout::Csr);
     }
 }

@@ -25,10 +25,11 @@ fn matrix_bytes(a: &Csr<f64>, scalar: f64) -> f64 {
 ///   each reading the colour's scaled rows and, per row, the selection's
 ///   index and value, b and x, and writing x (the first from zero instead
 ///   zeroes x and reads no matrix);
-/// * Chebyshev of degree d per application: the residual (or, from zero,
-///   a copy of b), a diagonal product and the iterate update, then d - 1
-///   steps of a product with A, a diagonal product and an update (ten
-///   vector passes each);
+/// * Chebyshev of degree d per application, as the fused passes of
+///   [`crate::AmgKernels`] run it: the start (A, x, b and the diagonal
+///   read, r and d written; from zero no A and no x), then d - 1 steps,
+///   each A once, d_old, the diagonal, r and x read, r, d_new and x written
+///   (the first step from zero writes x without reading it);
 /// * the residual (A, x and b read, r written), the restriction (R, r read,
 ///   the coarse right-hand side written) and the prolongation (P, the coarse
 ///   iterate read, x read and written);
@@ -56,10 +57,10 @@ pub fn cycle_floor_bytes(h: &Hierarchy, scalar_bytes: usize) -> f64 {
         let nu = o.sweeps_of(k) as f64;
         let smoothing = match o.smoother_of(k) {
             Smoother::Chebyshev { degree } => {
-                // an application from zero starts with 7 vector passes, one
-                // from x with the residual and 6; then degree - 1 steps
-                let steps = (degree as f64 - 1.0) * (a + 10.0 * n * s);
-                let (from_zero, from_x) = (7.0 * n * s + steps, a + 9.0 * n * s + steps);
+                // a start from zero moves 4 vector passes, one from x A and
+                // 5; then degree - 1 steps of A and 7 passes
+                let steps = (degree as f64 - 1.0) * (a + 7.0 * n * s);
+                let (from_zero, from_x) = (3.0 * n * s + steps, a + 5.0 * n * s + steps);
                 from_zero + (2.0 * nu - 1.0) * from_x
             }
             Smoother::GaussSeidel => {

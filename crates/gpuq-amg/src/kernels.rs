@@ -3,10 +3,13 @@
 //! one-pass Rayon versions for [`CpuBackend`] (CSR or BSR2 matrices with a CSR
 //! or BSR2 block-diagonal inverse; other layouts take the defaults).
 //!
-//! The CUDA backend (behind the `cuda` feature) fuses the residual and the
-//! point-Jacobi sweep over CSR and SELL matrices into one kernel
-//! ([`gpuq_cuda::CudaBackend::amg_sweep`]); 2x2-block sweeps and BSR2 matrices
-//! take the defaults (a copy, an SpMV with beta = 1 and a block-diagonal SpMV).
+//! The CUDA backend (behind the `cuda` feature) fuses, over CSR and SELL
+//! matrices, the residual and the point-Jacobi sweep
+//! ([`gpuq_cuda::CudaBackend::amg_sweep`]), a colour's Gauss-Seidel update
+//! ([`gpuq_cuda::CudaBackend::amg_gs_color`]) and the Chebyshev start and step
+//! ([`gpuq_cuda::CudaBackend::amg_chebyshev`]) into one kernel each; 2x2-block
+//! smoothing and BSR2 matrices take the defaults (a copy, an SpMV with beta = 1
+//! and a block-diagonal SpMV, and so on).
 
 use gpuq_core::{check_same_len, DeviceVector, Result, Scalar};
 use gpuq_cpu::{CpuBackend, CpuMatrix, CpuVector};
@@ -84,6 +87,65 @@ pub trait AmgKernels: SparseBackend {
         Ok(())
     }
 
+    /// The start of one Chebyshev application (Saad's algorithm 12.1,
+    /// preconditioned by the block-diagonal D^-1 = `dinv`, or for block 1
+    /// its diagonal `diag` as a vector): r = b - A x (r = b with `zero`,
+    /// x then not read), d = alpha D^-1 r. x is not written: its update
+    /// waits for the first [`AmgKernels::amg_chebyshev_step`] (`pending`),
+    /// so that a fused pass can read x's neighbours while it runs. Default:
+    /// the residual (or a copy) and one SpMV with `dinv`; fused: one pass.
+    #[allow(clippy::too_many_arguments)]
+    fn amg_chebyshev_start<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        dinv: &Self::Matrix<T>,
+        diag: Option<&Self::Vector<T>>,
+        alpha: T,
+        b: &Self::Vector<T>,
+        x: &Self::Vector<T>,
+        r: &mut Self::Vector<T>,
+        d: &mut Self::Vector<T>,
+        zero: bool,
+    ) -> Result<()> {
+        let _ = diag;
+        default_chebyshev_start(self, a, dinv, alpha, b, x, r, d, zero)
+    }
+
+    /// One Chebyshev step after the start: r -= A d_old, d_new = alpha D^-1
+    /// r + beta d_old, and x = x + d_new, where x is taken as zero with
+    /// `zero` and, with `pending`, first gets the start's direction d_old
+    /// (x = (x + d_old) + d_new). `d_old` and `d_new` are distinct vectors,
+    /// swapped by the caller between steps. Default: an SpMV with A, a copy
+    /// and an SpMV with `dinv`, one or two axpys (or a copy); fused: one
+    /// pass over A that updates r and x in place and writes d_new.
+    #[allow(clippy::too_many_arguments)]
+    fn amg_chebyshev_step<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        dinv: &Self::Matrix<T>,
+        diag: Option<&Self::Vector<T>>,
+        [alpha, beta]: [T; 2],
+        r: &mut Self::Vector<T>,
+        d_old: &Self::Vector<T>,
+        d_new: &mut Self::Vector<T>,
+        x: &mut Self::Vector<T>,
+        [pending, zero]: [bool; 2],
+    ) -> Result<()> {
+        let _ = diag;
+        default_chebyshev_step(
+            self,
+            a,
+            dinv,
+            [alpha, beta],
+            r,
+            d_old,
+            d_new,
+            x,
+            pending,
+            zero,
+        )
+    }
+
     /// The residual restricted: scratch = b - A x, then bc = R scratch.
     /// Default: [`AmgKernels::amg_residual`] and one SpMV.
     fn amg_residual_restrict<T: Scalar>(
@@ -124,6 +186,68 @@ fn default_jacobi<B: SparseBackend, T: Scalar>(
 ) -> Result<()> {
     default_residual(be, a, b, x, scratch)?;
     be.spmv(omega, dinv, scratch, T::one(), x)
+}
+
+/// The default Chebyshev start: the residual (or a copy of b), then
+/// d = alpha D^-1 r.
+#[allow(clippy::too_many_arguments)]
+fn default_chebyshev_start<B: SparseBackend, T: Scalar>(
+    be: &B,
+    a: &B::Matrix<T>,
+    dinv: &B::Matrix<T>,
+    alpha: T,
+    b: &B::Vector<T>,
+    x: &B::Vector<T>,
+    r: &mut B::Vector<T>,
+    d: &mut B::Vector<T>,
+    zero: bool,
+) -> Result<()> {
+    if zero {
+        be.copy(b, r)?;
+    } else {
+        default_residual(be, a, b, x, r)?;
+    }
+    be.spmv(alpha, dinv, r, T::zero(), d)
+}
+
+/// The default Chebyshev step: an SpMV with A, a copy and an SpMV with
+/// `dinv`, then the iterate update.
+#[allow(clippy::too_many_arguments)]
+fn default_chebyshev_step<B: SparseBackend, T: Scalar>(
+    be: &B,
+    a: &B::Matrix<T>,
+    dinv: &B::Matrix<T>,
+    [alpha, beta]: [T; 2],
+    r: &mut B::Vector<T>,
+    d_old: &B::Vector<T>,
+    d_new: &mut B::Vector<T>,
+    x: &mut B::Vector<T>,
+    pending: bool,
+    zero: bool,
+) -> Result<()> {
+    be.spmv(-T::one(), a, d_old, T::one(), r)?;
+    be.copy(d_old, d_new)?;
+    be.spmv(alpha, dinv, r, beta, d_new)?;
+    chebyshev_add(be, d_old, d_new, x, pending, zero)
+}
+
+/// x = (x + d_old) + d_new, x taken as zero with `zero` and d_old left out
+/// without `pending`: the iterate update of a Chebyshev step.
+fn chebyshev_add<B: SparseBackend, T: Scalar>(
+    be: &B,
+    d_old: &B::Vector<T>,
+    d_new: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    pending: bool,
+    zero: bool,
+) -> Result<()> {
+    match (pending, zero) {
+        (true, true) => be.copy(d_old, x)?,
+        (true, false) => be.axpy(T::one(), d_old, x)?,
+        (false, true) => return be.copy(d_new, x),
+        (false, false) => {}
+    }
+    be.axpy(T::one(), d_new, x)
 }
 
 /// `x` in the precision of `T` (real and imaginary parts rounded apart).
@@ -244,6 +368,98 @@ impl AmgKernels for CpuBackend {
         Ok(())
     }
 
+    /// With a point diagonal (block 1) over CSR or BSR2: one Rayon pass;
+    /// otherwise the default.
+    fn amg_chebyshev_start<T: Scalar>(
+        &self,
+        a: &CpuMatrix<T>,
+        dinv: &CpuMatrix<T>,
+        diag: Option<&CpuVector<T>>,
+        alpha: T,
+        b: &CpuVector<T>,
+        x: &CpuVector<T>,
+        r: &mut CpuVector<T>,
+        d: &mut CpuVector<T>,
+        zero: bool,
+    ) -> Result<()> {
+        let (Some(rows), Some(dg)) = (Rows::of(a), diag) else {
+            return default_chebyshev_start(self, a, dinv, alpha, b, x, r, d, zero);
+        };
+        let m = a.shape().0;
+        for (what, len) in [
+            ("x", x.len()),
+            ("b", b.len()),
+            ("r", r.len()),
+            ("d", d.len()),
+        ] {
+            check_same_len(what, m, len)?;
+        }
+        check_same_len("amg_chebyshev_start (A square, diag)", m, dg.len())?;
+        let (bs, xs, dg) = (b.as_slice(), x.as_slice(), dg.as_slice());
+        self.run("amg_chebyshev_start", || {
+            r.as_mut_slice()
+                .par_iter_mut()
+                .zip(d.as_mut_slice().par_iter_mut())
+                .enumerate()
+                .with_min_len(TASK_ROWS)
+                .for_each(|(i, (ri, di))| {
+                    let s = if zero { T::zero() } else { rows.dot(i, xs) };
+                    *ri = bs[i] - s;
+                    *di = alpha * (dg[i] * *ri);
+                })
+        });
+        Ok(())
+    }
+
+    /// With a point diagonal (block 1) over CSR or BSR2: one Rayon pass;
+    /// otherwise the default.
+    fn amg_chebyshev_step<T: Scalar>(
+        &self,
+        a: &CpuMatrix<T>,
+        dinv: &CpuMatrix<T>,
+        diag: Option<&CpuVector<T>>,
+        [alpha, beta]: [T; 2],
+        r: &mut CpuVector<T>,
+        d_old: &CpuVector<T>,
+        d_new: &mut CpuVector<T>,
+        x: &mut CpuVector<T>,
+        [pending, zero]: [bool; 2],
+    ) -> Result<()> {
+        let (Some(rows), Some(dg)) = (Rows::of(a), diag) else {
+            let coef = [alpha, beta];
+            return default_chebyshev_step(self, a, dinv, coef, r, d_old, d_new, x, pending, zero);
+        };
+        let m = a.shape().0;
+        for (what, len) in [
+            ("r", r.len()),
+            ("d_old", d_old.len()),
+            ("d_new", d_new.len()),
+            ("x", x.len()),
+        ] {
+            check_same_len(what, m, len)?;
+        }
+        check_same_len("amg_chebyshev_step (A square, diag)", m, dg.len())?;
+        let (old, dg) = (d_old.as_slice(), dg.as_slice());
+        self.run("amg_chebyshev_step", || {
+            r.as_mut_slice()
+                .par_iter_mut()
+                .zip(d_new.as_mut_slice().par_iter_mut())
+                .zip(x.as_mut_slice().par_iter_mut())
+                .enumerate()
+                .with_min_len(TASK_ROWS)
+                .for_each(|(i, ((ri, dn), xi))| {
+                    *ri -= rows.dot(i, old);
+                    *dn = alpha * (dg[i] * *ri) + beta * old[i];
+                    let mut v = if zero { T::zero() } else { *xi };
+                    if pending {
+                        v += old[i];
+                    }
+                    *xi = v + *dn;
+                })
+        });
+        Ok(())
+    }
+
     /// One pass writing the new iterate into `scratch` (each block's residual
     /// kept on the stack), then the two vectors are swapped (no copy).
     fn amg_jacobi<T: Scalar>(
@@ -328,9 +544,12 @@ impl<T: Scalar> Rows<'_, T> {
 
 #[cfg(feature = "cuda")]
 mod cuda {
-    use super::{default_gs_color, default_jacobi, default_residual, AmgKernels};
+    use super::{
+        default_chebyshev_start, default_chebyshev_step, default_gs_color, default_jacobi,
+        default_residual, AmgKernels,
+    };
     use gpuq_core::{Backend, Result, Scalar};
-    use gpuq_cuda::{CudaBackend, CudaMatrix, CudaVector};
+    use gpuq_cuda::{ChebPass, CudaBackend, CudaMatrix, CudaVector};
 
     impl AmgKernels for CudaBackend {
         /// One fused pass over a CSR or SELL matrix; BSR2 takes the default.
@@ -372,6 +591,63 @@ mod cuda {
             default_jacobi(self, a, dinv, omega, b, x, scratch)
         }
 
+        /// With a point diagonal (block 1) over a CSR or SELL matrix: one
+        /// fused pass; otherwise the default.
+        fn amg_chebyshev_start<T: Scalar>(
+            &self,
+            a: &CudaMatrix<T>,
+            dinv: &CudaMatrix<T>,
+            diag: Option<&CudaVector<T>>,
+            alpha: T,
+            b: &CudaVector<T>,
+            x: &CudaVector<T>,
+            r: &mut CudaVector<T>,
+            d: &mut CudaVector<T>,
+            zero: bool,
+        ) -> Result<()> {
+            if let Some(dg) = diag {
+                let pass = ChebPass::Start {
+                    b,
+                    x,
+                    d: &mut *d,
+                    zero,
+                };
+                if self.amg_chebyshev(a, dg, [alpha, T::zero()], r, pass)? {
+                    return Ok(());
+                }
+            }
+            default_chebyshev_start(self, a, dinv, alpha, b, x, r, d, zero)
+        }
+
+        /// With a point diagonal (block 1) over a CSR or SELL matrix: one
+        /// fused pass; otherwise the default.
+        fn amg_chebyshev_step<T: Scalar>(
+            &self,
+            a: &CudaMatrix<T>,
+            dinv: &CudaMatrix<T>,
+            diag: Option<&CudaVector<T>>,
+            coef: [T; 2],
+            r: &mut CudaVector<T>,
+            d_old: &CudaVector<T>,
+            d_new: &mut CudaVector<T>,
+            x: &mut CudaVector<T>,
+            [pending, zero]: [bool; 2],
+        ) -> Result<()> {
+            if let Some(dg) = diag {
+                let pass = ChebPass::Step {
+                    d_old,
+                    d_new: &mut *d_new,
+                    x: &mut *x,
+                    pending,
+                    zero,
+                };
+                if self.amg_chebyshev(a, dg, coef, r, pass)? {
+                    return Ok(());
+                }
+            }
+            default_chebyshev_step(self, a, dinv, coef, r, d_old, d_new, x, pending, zero)
+        }
+
         /// One pass on the device.
         fn amg_convert<S: Scalar, T: Scalar>(
             &self,
@@ -399,6 +675,63 @@ mod cuda {
                 return Ok(());
             }
             default_gs_color(self, scaled, select, scatter, b, x, t, zero)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuq_core::Backend;
+    use gpuq_sparse::generators::laplace3d;
+    use gpuq_sparse::Layout;
+    use proptest::prelude::*;
+
+    fn vector(n: usize, seed: f64) -> Vec<f64> {
+        (0..n).map(|i| ((i as f64 + seed) * 0.7548).sin()).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// The fused Rayon Chebyshev start and step give the default bodies'
+        /// r, d and x to rounding, for every flag, CSR and BSR2.
+        #[test]
+        fn fused_chebyshev_matches_defaults(
+            k in 2usize..7,
+            zero: bool,
+            pending: bool,
+            x_zero: bool,
+            bsr2: bool,
+            alpha in 0.1f64..2.0,
+            beta in -1.0f64..1.0,
+        ) {
+            let be = CpuBackend::new();
+            let a = laplace3d::<f64>(k);
+            let n = a.nrows();
+            let layout = if bsr2 && n % 2 == 0 { Layout::Bsr2 } else { Layout::Csr };
+            let am = be.upload_matrix(&a, layout).unwrap();
+            let dv: Vec<f64> = (0..n).map(|i| 1.0 / (6.0 + (i % 3) as f64)).collect();
+            let ident: Vec<u32> = (0..n as u32).collect();
+            let dcsr = Csr::try_new(n, n, (0..=n).collect(), ident, dv.clone()).unwrap();
+            let dinv = be.upload_matrix(&dcsr, Layout::Csr).unwrap();
+            let diag = be.upload(&dv).unwrap();
+            let (b, x0) = (be.upload(&vector(n, 0.3)).unwrap(), be.upload(&vector(n, 1.9)).unwrap());
+            // start: fused against default
+            let (mut r1, mut d1) = (be.zeros(n).unwrap(), be.zeros(n).unwrap());
+            let (mut r2, mut d2) = (be.zeros(n).unwrap(), be.zeros(n).unwrap());
+            be.amg_chebyshev_start(&am, &dinv, Some(&diag), alpha, &b, &x0, &mut r1, &mut d1, zero).unwrap();
+            default_chebyshev_start(&be, &am, &dinv, alpha, &b, &x0, &mut r2, &mut d2, zero).unwrap();
+            let close = |p: &CpuVector<f64>, q: &CpuVector<f64>| {
+                p.as_slice().iter().zip(q.as_slice()).all(|(u, v)| (u - v).abs() <= 1e-13 * (1.0 + u.abs()))
+            };
+            prop_assert!(close(&r1, &r2) && close(&d1, &d2));
+            // step: fused against default
+            let (mut x1, mut x2) = (x0.clone(), x0.clone());
+            let (mut n1, mut n2) = (be.zeros(n).unwrap(), be.zeros(n).unwrap());
+            let flags = [pending, x_zero];
+            be.amg_chebyshev_step(&am, &dinv, Some(&diag), [alpha, beta], &mut r1, &d1, &mut n1, &mut x1, flags).unwrap();
+            default_chebyshev_step(&be, &am, &dinv, [alpha, beta], &mut r2, &d2, &mut n2, &mut x2, pending, x_zero).unwrap();
+            prop_assert!(close(&r1, &r2) && close(&n1, &n2) && close(&x1, &x2));
         }
     }
 }

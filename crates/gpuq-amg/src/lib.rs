@@ -56,12 +56,16 @@
 //!   (pseudo-)inverse ([`CoarseSolver::Direct`]) or the seed's inverse block
 //!   diagonal ([`CoarseSolver::BlockDiagonal`]). No transfer and no host
 //!   round trip happens inside a cycle on any backend.
-//! * [`AmgKernels`]: the fusable steps (residual, Jacobi sweep, residual and
+//! * [`AmgKernels`]: the fusable steps (residual, Jacobi sweep, a colour's
+//!   Gauss-Seidel update, the Chebyshev start and step, residual and
 //!   restriction) with default bodies made of SpMV and BLAS-1 operations; the
-//!   CPU backend overrides the residual and the Jacobi sweep with one-pass
-//!   Rayon kernels; the CUDA backend (feature `cuda`) with one-pass kernels
-//!   over CSR and SELL matrices (point Jacobi; 2x2-block sweeps take the
-//!   defaults).
+//!   CPU backend overrides the residual, the Jacobi sweep and the Chebyshev
+//!   steps with one-pass Rayon kernels; the CUDA backend (feature `cuda`)
+//!   with one-pass kernels over CSR and SELL matrices (point diagonals;
+//!   2x2-block smoothing takes the defaults). A Chebyshev step is one pass
+//!   (r -= A d_old, d_new = alpha D^-1 r + beta d_old, x += d_new) over two
+//!   alternating direction vectors; the start's x update waits for the first
+//!   step, so that no pass writes a vector whose neighbours it reads.
 //! * [`MixedAmg`]: the cycle in one precision (f32) preconditioning a solve in
 //!   another (f64): same iterations on laplace3d, 8-14% less time on the H100.
 //! * [`floor::cycle_floor_bytes`]: the memory traffic a cycle cannot avoid,
@@ -124,15 +128,20 @@
 //! laplace3d:64 (2.6 x 10^5 unknowns) and 19 on laplace3d:100 (10^6), same
 //! options.
 //!
-//! On the H100 (laplace3d:200, 8 x 10^6 unknowns, `docs/benchmarks.md`) the
-//! same choice holds: one Jacobi sweep takes 22 iterations and 0.054 s (0.050
-//! s with an f32 cycle), two sweeps 16 and 0.080 s, Chebyshev of degree 3 14
-//! iterations (PyAMG's count) and 0.085 s, l1-Jacobi 26 and 0.093 s.
-//! Gauss-Seidel on the finest level with Chebyshev of degree 3 below it takes
-//! 13 iterations and 0.061 s (0.052 s with an f32 cycle): the option when the
-//! iteration count matters more than the time. Gauss-Seidel on every level
-//! also takes 14 iterations, but the coarse levels need 18-64 colours, each a
-//! launch per sweep, and the solve takes 0.149 s.
+//! On the H100 (laplace3d:200, 8 x 10^6 unknowns, b = 1, `docs/benchmarks.md`,
+//! SELL-32-1 storage) one Jacobi sweep takes 22 iterations and 0.051 s.
+//! Symmetric Gauss-Seidel on the finest level with Chebyshev of degree 3 below
+//! it takes 13 iterations (PyAMG's smoothed aggregation: 14) and 0.049 s, and
+//! with the cycle in f32 (`MixedAmg`) 0.035 s: 13.8x CuPy's CG with Jacobi,
+//! 1063x PyAMG's solve, one cycle at 1.29x its memory floor. That is the
+//! configuration to ask for on a GPU for scalar problems
+//! (`--amg-smoother gs --amg-coarse-smoother chebyshev:3 --amg-precision f32
+//! --layout sell:32:1`). The default stays one damped-Jacobi sweep: on the 2x2
+//! systems it is the fastest on the GPU (elasticity2d:1414 0.094 s against
+//! 0.098 s, bidomain3d:200 0.047 s against 0.083 s), on the CPU it is as fast
+//! on laplace3d:100 and faster on the bidomain system, and its setup needs no
+//! colouring. Gauss-Seidel on every level also takes 14 iterations, but the
+//! coarse levels need 18-64 colours, each a launch per sweep.
 //!
 //! ## The setup on the GPU, measured
 //!
@@ -157,18 +166,14 @@
 //!   input checks (symmetry, null space) run on the host. The device's sparse
 //!   product takes one thread per row (no warp-per-row or shared-memory
 //!   tables for long rows).
-//! * On CUDA, the 2x2-block Jacobi and Gauss-Seidel sweeps and Chebyshev's
-//!   steps run the default bodies (separate SpMV and BLAS-1 launches); the
-//!   cycle is not recorded as a CUDA graph (tried: captured once and replayed
-//!   between copies of x and y, PCG with the Gauss-Seidel/Chebyshev cycle
-//!   took 0.0522 s against 0.052 s unrecorded on laplace3d:200, and a capture
-//!   must own the backend's stream, which tests sharing one backend across
-//!   threads break; not kept). On laplace3d:200 the Jacobi cycle
-//!   with `jacobi_damping` 1.7 (19 iterations) solves 11.2x (f32 cycle) and
-//!   10.2x (f64) faster than CuPy's CG with Jacobi; the configurations with
-//!   no more iterations than PyAMG (13-14) run at 9.3-10.2x, so no single
-//!   configuration meets the iteration, speed and floor aims at once
-//!   (`docs/benchmarks.md`).
+//! * On CUDA, the 2x2-block Jacobi, Gauss-Seidel and Chebyshev steps run
+//!   the default bodies (separate SpMV and BLAS-1 launches), so on the 2x2
+//!   systems Gauss-Seidel / Chebyshev-3 takes fewer iterations than block
+//!   Jacobi but no less time; the cycle is not recorded as a CUDA graph
+//!   (tried: captured once and replayed between copies of x and y, PCG with
+//!   the Gauss-Seidel/Chebyshev cycle took 0.0522 s against 0.052 s
+//!   unrecorded on laplace3d:200, and a capture must own the backend's
+//!   stream, which tests sharing one backend across threads break; not kept).
 //! * The CPU backend runs Gauss-Seidel's colour updates with the default
 //!   bodies (three SpMVs per colour).
 

@@ -291,6 +291,9 @@ pub struct CycleOptions {
     /// Layout of every level's A, P, R and smoother matrix: CSR, SELL, or BSR2
     /// (BSR2 falls back to CSR for a matrix with an odd dimension or a level
     /// whose block size is not 2; SELL to CSR for a matrix of more than 16
-    /// entries per row on average, such as the restriction).
+    /// entries per row on average and fewer than 2^19 rows, such as the
+    /// coarse levels' restrictions; SELL with rows sorted by length within
+    /// windows of 8 slices where the requested window pads the stored
+    /// entries by more than 10%, such as the prolongators).
     pub layout: Layout,
 }

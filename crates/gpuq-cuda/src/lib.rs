@@ -49,6 +49,7 @@ mod uq_convolution;
 mod vector;
 mod walks;
 
+pub use amg::ChebPass;
 pub use amg_setup::{SetupCsr, SetupVec};
 pub use backend::{CudaBackend, DeviceInfo};
 pub use replay::Recording;

@@ -1,6 +1,7 @@
 //! The fused steps of an AMG cycle: one pass over a CSR or SELL matrix that
 //! writes either the residual `out = b - A x` or, given the inverse diagonal
-//! `dinv`, the damped point-Jacobi iterate `out = x + omega dinv (b - A x)`.
+//! `dinv`, the damped point-Jacobi iterate `out = x + omega dinv (b - A x)`;
+//! a colour's Gauss-Seidel update in place; a Chebyshev start or step.
 //!
 //! Safety contract as for the SpMV kernels (the arrays describe a validated
 //! square matrix of `nrows` rows; `b`, `x`, `dinv` and `out` hold `nrows`
@@ -9,6 +10,7 @@
 
 use super::prelude::{global_id, grid_threads, ldg_u32, ldg_u64, DeviceScalar};
 use super::spmv::{group_sum, row_sum};
+use crate::amg::{CHEB_PENDING, CHEB_STEP, CHEB_X_ZERO, CHEB_ZERO_START};
 use crate::scalar::{KScalar, C32, C64};
 
 /// Row `row`'s output given its product `s = A_row x`: the residual, or with
@@ -36,7 +38,8 @@ unsafe fn sweep_out<T: DeviceScalar + KScalar>(
 /// Calls `out(row, A_row x)` for every row of the CSR matrix, `1 << lanes_log2`
 /// lanes per row (as `spmv_csr`), grid-stride over rows: any grid of whole
 /// warps is correct; `out` runs on the row's first lane. With `skip`, every
-/// product is zero and the matrix is not read.
+/// product is zero, the matrix is not read and each thread takes its own rows
+/// (no lane waits on another's row).
 ///
 /// # Safety
 /// The arrays describe a validated CSR matrix of `nrows` rows whose column
@@ -54,6 +57,14 @@ unsafe fn csr_rows<T: DeviceScalar + KScalar>(
     mut out: impl FnMut(usize, T),
 ) {
     let g = global_id();
+    if skip {
+        let mut row = g;
+        while row < nrows {
+            out(row, T::zero());
+            row += grid_threads();
+        }
+        return;
+    }
     let sub = g & ((1usize << lanes_log2) - 1);
     let stride = grid_threads() >> lanes_log2;
     let mut row = g >> lanes_log2;
@@ -62,7 +73,7 @@ unsafe fn csr_rows<T: DeviceScalar + KScalar>(
     let mut warp_row = (g & !31) >> lanes_log2;
     while warp_row < nrows {
         let mut s = T::zero();
-        if row < nrows && !skip {
+        if row < nrows {
             let end = ldg_u64(row_ptr.add(row + 1)) as usize;
             let start = ldg_u64(row_ptr.add(row)) as usize + sub;
             s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
@@ -271,6 +282,124 @@ amg_gs!(f32, amg_gs_csr_f32, amg_gs_sell_f32);
 amg_gs!(f64, amg_gs_csr_f64, amg_gs_sell_f64);
 amg_gs!(C32, amg_gs_csr_c32, amg_gs_sell_c32);
 amg_gs!(C64, amg_gs_csr_c64, amg_gs_sell_c64);
+
+/// Row `row`'s part of a Chebyshev start or step given its product `s`
+/// (A x for a start, A d_old for a step; zero for a start from zero):
+///
+/// * start: r = b - s, d_out = alpha dinv r;
+/// * step: r = r - s, d_out = alpha dinv r + beta d_old, and
+///   x = (x or 0) (+ d_old when pending) + d_out.
+///
+/// # Safety
+/// `row` must index every array the flags use (`b` for a start; `src`,
+/// `x` for a step; `r`, `dinv`, `d_out` always).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn cheb_out<T: DeviceScalar + KScalar>(
+    row: usize,
+    s: T,
+    flags: u32,
+    [alpha, beta]: [T; 2],
+    b: *const T,
+    dinv: *const T,
+    src: *const T,
+    r: *mut T,
+    d_out: *mut T,
+    x: *mut T,
+) {
+    let ri = if flags & CHEB_STEP == 0 {
+        T::ldg(b.add(row)) - s
+    } else {
+        *r.add(row) - s
+    };
+    *r.add(row) = ri;
+    let scaled = alpha * (T::ldg(dinv.add(row)) * ri);
+    if flags & CHEB_STEP == 0 {
+        *d_out.add(row) = scaled;
+        return;
+    }
+    let old = T::ldg(src.add(row));
+    let dn = scaled + beta * old;
+    *d_out.add(row) = dn;
+    let mut xv = if flags & CHEB_X_ZERO == 0 {
+        *x.add(row)
+    } else {
+        T::zero()
+    };
+    if flags & CHEB_PENDING != 0 {
+        xv = xv + old;
+    }
+    *x.add(row) = xv + dn;
+}
+
+macro_rules! amg_cheb {
+    ($t:ty, $r:ty, $csr:ident, $sell:ident) => {
+        /// A Chebyshev start or step ([`cheb_out`], `flags` of `CHEB_*`)
+        /// over a CSR matrix, `1 << lanes_log2` lanes per row (as
+        /// `spmv_csr`), grid-stride over rows. The product is A `src` (x
+        /// for a start, d_old for a step); a start from zero reads no
+        /// matrix. `alpha = (are, aim)`, `beta = (bre, bim)`.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $csr(
+            nrows: usize,
+            lanes_log2: u32,
+            row_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            are: $r,
+            aim: $r,
+            bre: $r,
+            bim: $r,
+            flags: u32,
+            b: *const $t,
+            dinv: *const $t,
+            src: *const $t,
+            r: *mut $t,
+            d_out: *mut $t,
+            x: *mut $t,
+        ) {
+            let coef = [<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim)];
+            let skip = flags & CHEB_ZERO_START != 0;
+            csr_rows(nrows, lanes_log2, row_ptr, col, val, src, skip, |row, s| {
+                cheb_out(row, s, flags, coef, b, dinv, src, r, d_out, x);
+            });
+        }
+
+        /// The CSR kernel's update over SELL-C-sigma, one thread per sorted
+        /// row position, row `perm[p]` (or `p` when `perm` is null).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $sell(
+            nrows: usize,
+            c: u32,
+            slice_ptr: *const u64,
+            col: *const u32,
+            val: *const $t,
+            perm: *const u32,
+            are: $r,
+            aim: $r,
+            bre: $r,
+            bim: $r,
+            flags: u32,
+            b: *const $t,
+            dinv: *const $t,
+            src: *const $t,
+            r: *mut $t,
+            d_out: *mut $t,
+            x: *mut $t,
+        ) {
+            let coef = [<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim)];
+            let skip = flags & CHEB_ZERO_START != 0;
+            sell_rows(nrows, c, slice_ptr, col, val, perm, src, skip, |row, s| {
+                cheb_out(row, s, flags, coef, b, dinv, src, r, d_out, x);
+            });
+        }
+    };
+}
+
+amg_cheb!(f32, f32, amg_cheb_csr_f32, amg_cheb_sell_f32);
+amg_cheb!(f64, f64, amg_cheb_csr_f64, amg_cheb_sell_f64);
+amg_cheb!(C32, f32, amg_cheb_csr_c32, amg_cheb_sell_c32);
+amg_cheb!(C64, f64, amg_cheb_csr_c64, amg_cheb_sell_c64);
 
 /// y[i] = x[i] rounded to single precision, for i < n (a complex vector is
 /// 2 n reals): the input of a single-precision cycle inside a
