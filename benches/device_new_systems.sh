@@ -11,6 +11,7 @@
 #                                                #   (AMG_GS), cycle vs floor, PCG, CuPy CG
 #   bash benches/device_new_systems.sh cubbest   # Table III at each case's best options of the
 #                                                #   sweep, with the rounds' evaluation time
+#   bash benches/device_new_systems.sh amgaims   # issue 16's laplace3d:200 aims in one call (R)
 #   bash benches/device_new_systems.sh amgprof   # each kernel of a V-cycle timed by ncu (AMG_PROF)
 #   bash benches/device_new_systems.sh amgsetup  # AMG setup on the host (16 cores) vs the device,
 #                                                #   per phase, on the benchmark matrices
@@ -240,6 +241,47 @@ with open('$LOGS/ones200.mtx', 'w') as f:
     row "pcg jacobi sell laplace3d:200 cuda" "$(j "$LOGS/jac-cuda.json" iterations time_s)"
     timeout 120 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones --skip-pyamg laplace3d:200 >"$LOGS/cupy-cg.json" 2>"$LOGS/cupy-cg.err"
     row "cupy cg jacobi laplace3d:200" "$(python3 -c "import json; print([(r['library'], round(r['solve_s'],4), r['iterations']) for r in json.load(open('$LOGS/cupy-cg.json'))['runs']])" 2>&1 | tail -c 200)"
+fi
+
+if [ "$WHAT" = amgaims ]; then
+    # Issue 16's laplace3d:200 aims in one call: gpuq's AMG-PCG configurations (two runs
+    # each), the recommended cycle against its floor, gpuq's Jacobi PCG, then PyAMG's
+    # smoothed aggregation and CuPy's CG + Jacobi (benches/anchors/amg_peers.py); the 2x2
+    # systems with block Jacobi and with Gauss-Seidel / Chebyshev-3 smoothing.
+    pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
+    python3 -c "
+n = 200 ** 3
+with open('$LOGS/ones200.mtx', 'w') as f:
+    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
+    f.write('1\n' * n)"
+    GSC="--amg-smoother gs --amg-coarse-smoother chebyshev:3"
+    k=0
+    for cfg in "$GSC --amg-precision f32 --layout sell:32:1" "$GSC --amg-precision f64 --layout sell:32:1" \
+               "--layout sell:32:1" "$GSC --amg-precision f32" ""; do
+        k=$((k + 1))
+        for rep in 1 2; do
+            timeout 120 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond amg $cfg \
+                --backend cuda --tol 1e-8 --json >"$LOGS/aims-$k.json" 2>"$LOGS/aims-$k.err"
+            row "pcg amg [$cfg] run $rep" "$(j "$LOGS/aims-$k.json" iterations time_s amg_setup_s relative_residual)"
+        done
+    done
+    timeout 120 "$G" amg-info --generate laplace3d:200 $GSC --amg-precision f32 --layout sell:32:1 --backend cuda \
+        --bench-cycles 50 --json >"$LOGS/aims-cycle.json" 2>&1
+    row "v-cycle gs/chebyshev:3 f32 sell:32:1" "$(j "$LOGS/aims-cycle.json" cycle_bench.cycle_s cycle_bench.floor_s cycle_bench.ratio)"
+    timeout 60 "$G" solve --generate laplace3d:200 --rhs "$LOGS/ones200.mtx" --method cg --precond jacobi --layout sell \
+        --backend cuda --tol 1e-8 --json >"$LOGS/aims-jac.json" 2>&1
+    row "pcg jacobi sell" "$(j "$LOGS/aims-jac.json" iterations time_s)"
+    for sys in elasticity2d:1414 bidomain3d:200; do
+        for cfg in "" "$GSC --amg-precision f32" "--amg-precision f32"; do
+            k=$((k + 1))
+            timeout 150 "$G" solve --generate $sys --method cg --precond amg --block 2 $cfg --stagnation-window 0 \
+                --layout sell:32:1 --backend cuda --tol 1e-8 --json >"$LOGS/aims-$k.json" 2>"$LOGS/aims-$k.err"
+            row "$sys block 2 [$cfg]" "$(j "$LOGS/aims-$k.json" iterations time_s amg_setup_s relative_residual)"
+        done
+    done
+    timeout 300 python3 benches/anchors/amg_peers.py --rtol 1e-8 --rhs-ones --skip-rs laplace3d:200 \
+        >"$LOGS/aims-peers.json" 2>"$LOGS/aims-peers.err"
+    row "peers" "$(python3 -c "import json; print([(r['library'], round(r['solve_s'], 4), r['iterations']) for r in json.load(open('$LOGS/aims-peers.json'))['runs']])" 2>&1 | tail -c 200)"
 fi
 
 if [ "$WHAT" = amgprof ]; then
