@@ -541,20 +541,40 @@ if [ "$WHAT" = seedtables ]; then
 fi
 
 if [ "$WHAT" = mpi ]; then
+    # MPI_RUNS: "GRID RANKS BACKEND METHOD" rows separated by ';' (default: laplace3d:200,
+    # CG, 1 and 2 ranks on CUDA and CPU); with two or more GPUs, the link between GPUs 0
+    # and 1 and the host staging path are measured in the same call (PyTorch copies).
     M=/tmp/gpuq-mpi
     xz -dc gpu-pack/gpuq-mpi.xz >"$M" && chmod +x "$M" || exit 1
-    R="mpirun --allow-run-as-root --oversubscribe --bind-to none"
+    export NCCL_NVLS_ENABLE=0
+    R="mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE"
     nvidia-smi -L
-    for np in 1 2; do
-        for be in cuda cpu; do
-            out="$LOGS/mpi-$np-$be.json"
-            timeout 120 $R -n $np "$M" solve --generate laplace3d:200 --method cg --precond jacobi --backend $be --tol 1e-8 --json >"$out" 2>"$out.err"
-            row "mpirun -n $np cg jacobi laplace3d:200 $be" "$(j "$out" ranks gpus iterations time_s relative_residual halo_s collective_s)"
-            grep -v "^$" "$out.err" | tail -3
-        done
+    IFS=';' read -ra RUNS <<<"${MPI_RUNS:-laplace3d:200 1 cuda cg;laplace3d:200 2 cuda cg;laplace3d:200 1 cpu cg;laplace3d:200 2 cpu cg}"
+    for run in "${RUNS[@]}"; do
+        set -- $run
+        out="$LOGS/mpi-${1#*:}-$2-$3-$4.json"
+        timeout 200 $R -n $2 "$M" solve --generate $1 --method $4 --precond jacobi --backend $3 --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "mpirun -n $2 $4 jacobi $1 $3" "$(j "$out" ranks gpus iterations time_s relative_residual halo_s collective_s)"
+        grep -v "^$" "$out.err" | tail -3
     done
-    timeout 120 "$G" solve --generate laplace3d:200 --method cg --precond jacobi --backend cuda --tol 1e-8 --json >"$LOGS/serial-cuda.json" 2>&1
-    row "serial cg jacobi laplace3d:200 cuda" "$(j "$LOGS/serial-cuda.json" iterations time_s relative_residual)"
+    if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+        row "links (GB/s)" "$(python3 - <<'PY'
+import torch, time
+n = 1 << 27  # 1 GiB of f64
+def rate(dst, src, reps=10):
+    dst.copy_(src); torch.cuda.synchronize(0); torch.cuda.synchronize(1)
+    t = time.perf_counter()
+    for _ in range(reps):
+        dst.copy_(src)
+    torch.cuda.synchronize(0); torch.cuda.synchronize(1)
+    return 8 * n * reps / (time.perf_counter() - t) / 1e9
+a = torch.ones(n, dtype=torch.float64, device="cuda:0")
+b = torch.empty(n, dtype=torch.float64, device="cuda:1")
+h = torch.empty(n, dtype=torch.float64, pin_memory=True)
+print(f"gpu0->gpu1 {rate(b, a):.1f} gpu0->pinned host {rate(h, a):.1f} pinned host->gpu1 {rate(b, h):.1f}")
+PY
+)"
+    fi
 fi
 [ -n "${OUT:-}" ] && tar czf "$OUT/logs-$WHAT.tgz" -C "$LOGS" .
 echo
