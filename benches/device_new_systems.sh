@@ -54,6 +54,13 @@ for k in sys.argv[2:]:
 print(" ".join(out))
 PY
 }
+# ones200: b = 1 for laplace3d:200 (8e6 rows) as a Matrix Market array in $LOGS/ones200.mtx
+# (the generator's own b = A 1 is solved by one AMG cycle).
+ones200() { python3 -c "
+n = 200 ** 3
+with open('$LOGS/ones200.mtx', 'w') as f:
+    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
+    f.write('1\n' * n)"; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/device: /'
 
 if [ "$WHAT" = tests ]; then
@@ -79,11 +86,7 @@ if [ "$WHAT" = bench ]; then
     pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
     # AMG-PCG on laplace3d:200 (8e6 rows) with b = ones (b = A * ones, the generator's
     # default, is solved by one smoothed-aggregation cycle), on the GPU, and the peers
-    python3 -c "
-n = 200 ** 3
-with open('$LOGS/ones200.mtx', 'w') as f:
-    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
-    f.write('1\n' * n)"
+    ones200
     for cfg in "sa jacobi 1 csr" "sa jacobi 1 sell" "sa chebyshev 1 sell" "sa chebyshev 2 sell" "seed jacobi 1 sell" "seed chebyshev 1 sell"; do
         set -- $cfg
         out="$LOGS/amg-$1-$2-$3-$4.json"
@@ -150,11 +153,7 @@ if [ "$WHAT" = amg ]; then
         timeout 300 "$t" >"$LOGS/$(basename "$t").log" 2>&1
         row "$(basename "$t")" "rc=$? $(grep -E '^test result:' "$LOGS/$(basename "$t").log" | awk '{p+=$4; f+=$6} END {printf "%d passed, %d failed", p, f}')"
     done
-    python3 -c "
-n = 200 ** 3
-with open('$LOGS/ones200.mtx', 'w') as f:
-    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
-    f.write('1\n' * n)"
+    ones200
     # one V-cycle against its floor (the copy rate measured in the same process)
     CYC=("jacobi 1 sell" "jacobi 1 csr" "chebyshev:2 1 sell" "chebyshev:3 1 sell")
     SOL=("jacobi 1 sell" "jacobi 1 csr" "jacobi 2 sell" "chebyshev:2 1 sell" "chebyshev:3 1 sell" "l1 1 sell")
@@ -185,11 +184,7 @@ for r in d['runs']: print('peer', {k: (round(v,4) if isinstance(v,float) else v)
 fi
 
 if [ "$WHAT" = amgsetup ]; then
-    python3 -c "
-n = 200 ** 3
-with open('$LOGS/ones200.mtx', 'w') as f:
-    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
-    f.write('1\n' * n)"
+    ones200
     for t in "$PACK"/test-gpuq-amg-*; do
         name=$(basename "$t")
         timeout 200 "$t" --nocapture >"$LOGS/$name.log" 2>&1
@@ -217,11 +212,7 @@ if [ "$WHAT" = amggs ]; then
     # [cycle-precision [jacobi-damping]]" rows; a coarse smoother of "-" means the same as
     # the finest; the cycle's precision defaults to f64), each cycle against its floor
     # and PCG to 1e-8, then Jacobi PCG and CuPy CG + Jacobi in the same call
-    python3 -c "
-n = 200 ** 3
-with open('$LOGS/ones200.mtx', 'w') as f:
-    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
-    f.write('1\n' * n)"
+    ones200
     IFS=';' read -ra CFGS <<<"${AMG_GS:-gs - sell;jacobi - sell}"
     for cfg in "${CFGS[@]}"; do
         set -- $cfg
@@ -249,11 +240,7 @@ if [ "$WHAT" = amgaims ]; then
     # smoothed aggregation and CuPy's CG + Jacobi (benches/anchors/amg_peers.py); the 2x2
     # systems with block Jacobi and with Gauss-Seidel / Chebyshev-3 smoothing.
     pip install -q --no-deps --target /tmp/pylib .whl/*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
-    python3 -c "
-n = 200 ** 3
-with open('$LOGS/ones200.mtx', 'w') as f:
-    f.write('%%MatrixMarket matrix array real general\n' + str(n) + ' 1\n')
-    f.write('1\n' * n)"
+    ones200
     GSC="--amg-smoother gs --amg-coarse-smoother chebyshev:3"
     k=0
     for cfg in "$GSC --amg-precision f32 --layout sell:32:1" "$GSC --amg-precision f64 --layout sell:32:1" \
