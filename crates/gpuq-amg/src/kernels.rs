@@ -174,8 +174,9 @@ fn default_residual<B: SparseBackend, T: Scalar>(
     be.spmv(-T::one(), a, x, T::one(), r)
 }
 
-/// The default Jacobi sweep.
-fn default_jacobi<B: SparseBackend, T: Scalar>(
+/// The default Jacobi sweep: the backend's residual (fused where it has
+/// one), then x += omega D^-1 r as one SpMV with beta = 1.
+fn default_jacobi<B: AmgKernels, T: Scalar>(
     be: &B,
     a: &B::Matrix<T>,
     dinv: &B::Matrix<T>,
@@ -184,14 +185,14 @@ fn default_jacobi<B: SparseBackend, T: Scalar>(
     x: &mut B::Vector<T>,
     scratch: &mut B::Vector<T>,
 ) -> Result<()> {
-    default_residual(be, a, b, x, scratch)?;
+    be.amg_residual(a, b, x, scratch)?;
     be.spmv(omega, dinv, scratch, T::one(), x)
 }
 
-/// The default Chebyshev start: the residual (or a copy of b), then
-/// d = alpha D^-1 r.
+/// The default Chebyshev start: the backend's residual (fused where it has
+/// one) or a copy of b, then d = alpha D^-1 r.
 #[allow(clippy::too_many_arguments)]
-fn default_chebyshev_start<B: SparseBackend, T: Scalar>(
+fn default_chebyshev_start<B: AmgKernels, T: Scalar>(
     be: &B,
     a: &B::Matrix<T>,
     dinv: &B::Matrix<T>,
@@ -205,7 +206,7 @@ fn default_chebyshev_start<B: SparseBackend, T: Scalar>(
     if zero {
         be.copy(b, r)?;
     } else {
-        default_residual(be, a, b, x, r)?;
+        be.amg_residual(a, b, x, r)?;
     }
     be.spmv(alpha, dinv, r, T::zero(), d)
 }
