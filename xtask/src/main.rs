@@ -3,8 +3,10 @@
 //! * `ci`: what `.ci/run` runs: fmt check, clippy with warnings denied, the tests,
 //!   the PTX freshness check;
 //! * `ptx [--check]`: builds `kernels-rs` to PTX with the nightly toolchain into
-//!   `crates/gpuq-cuda/ptx/gpuq_kernels.ptx`; `--check` fails when the committed file
-//!   differs from a fresh build;
+//!   `crates/gpuq-cuda/ptx/gpuq_kernels.ptx` (every kernel) and
+//!   `gpuq_user_cubature.ptx` (the cubature kernels of user integrands, feature
+//!   `user-integrand`), and the Rust user integrand of `examples/rust-integrand`;
+//!   `--check` fails when a committed file differs from a fresh build;
 //! * `bench [M]`: the CPU criterion benches and the SciPy anchor on `laplace3d:M`
 //!   (default 100) in one session, then a comparison table in Markdown;
 //! * `gpu-pack`: release test and bench binaries with the `cuda` feature, and the
@@ -75,31 +77,91 @@ fn ci() -> Result<(), String> {
 /// driver, on Hopper.
 const PTX_ARCH: &str = "sm_80";
 
-/// Where the committed PTX lives.
-fn ptx_path() -> PathBuf {
-    root().join("crates/gpuq-cuda/ptx/gpuq_kernels.ptx")
+/// One PTX module built with nightly: its crate (manifest and the prefix of
+/// its `.s` output), the committed file, the cargo features and extra rustc
+/// flags of its build, what it must contain, and the one external function it
+/// may call.
+struct PtxModule {
+    manifest: &'static str,
+    crate_file: &'static str,
+    out: &'static str,
+    features: &'static [&'static str],
+    rustflags: &'static str,
+    must_contain: &'static str,
+    linked_at_run_time: Option<&'static str>,
 }
 
-/// Builds kernels-rs for nvptx64 with nightly and returns the PTX text.
-fn build_ptx() -> Result<String, String> {
+/// Every function inlinable across crates, so that what a module uses from its
+/// dependencies (libm, gpuq-kernels) is compiled into it instead of left
+/// external.
+const INLINE_ALL: &str = "-Zcross-crate-inline-threshold=always";
+
+/// The committed PTX modules: every kernel; the cubature kernels of user
+/// integrands, which call `gpuq_integrand` (linked at run time with the user's
+/// code); and the example of a user integrand written in Rust.
+const PTX_MODULES: [PtxModule; 3] = [
+    PtxModule {
+        manifest: "kernels-rs/Cargo.toml",
+        crate_file: "gpuq_kernels",
+        out: "crates/gpuq-cuda/ptx/gpuq_kernels.ptx",
+        features: &[],
+        rustflags: "",
+        must_contain: ".entry",
+        linked_at_run_time: None,
+    },
+    PtxModule {
+        manifest: "kernels-rs/Cargo.toml",
+        crate_file: "gpuq_kernels",
+        out: "crates/gpuq-cuda/ptx/gpuq_user_cubature.ptx",
+        features: &["user-integrand"],
+        rustflags: INLINE_ALL,
+        must_contain: ".entry cubu_evaluate",
+        linked_at_run_time: Some("gpuq_integrand"),
+    },
+    PtxModule {
+        manifest: "examples/rust-integrand/Cargo.toml",
+        crate_file: "rust_integrand",
+        out: "examples/rust-integrand/rust_integrand.ptx",
+        features: &[],
+        rustflags: INLINE_ALL,
+        must_contain: ".visible .func  (.param .b64 func_retval0) gpuq_integrand(",
+        linked_at_run_time: None,
+    },
+];
+
+/// Builds kernels-rs for nvptx64 with nightly as `module` says and returns the
+/// PTX text.
+fn build_ptx(module: &PtxModule) -> Result<String, String> {
     // rust-src is needed by -Zbuild-std; installing it is idempotent.
     run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))?;
-    let target_dir = root().join("target/ptx");
+    // One target directory per module: the two builds differ in features and
+    // flags, and each reads back its own newest output.
+    let name = Path::new(module.out)
+        .file_stem()
+        .map_or_else(|| "ptx".into(), |s| s.to_string_lossy().to_string());
+    let target_dir = root().join("target/ptx").join(name);
     let mut cmd = Command::new("cargo");
     cmd.env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO")
         .env_remove("RUSTC")
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .args(["+nightly", "rustc", "--release", "--manifest-path"])
-        .arg(root().join("kernels-rs/Cargo.toml"))
-        .args([
-            "--target",
-            "nvptx64-nvidia-cuda",
-            "-Zbuild-std=core",
-            "--target-dir",
-        ])
-        .arg(&target_dir)
-        .args(["--", "--emit=asm", "-C", &format!("target-cpu={PTX_ARCH}")]);
+        .env_remove("RUSTUP_TOOLCHAIN");
+    if !module.rustflags.is_empty() {
+        cmd.env("RUSTFLAGS", module.rustflags);
+    }
+    cmd.args(["+nightly", "rustc", "--release", "--manifest-path"])
+        .arg(root().join(module.manifest));
+    if !module.features.is_empty() {
+        cmd.args(["--features", &module.features.join(",")]);
+    }
+    cmd.args([
+        "--target",
+        "nvptx64-nvidia-cuda",
+        "-Zbuild-std=core",
+        "--target-dir",
+    ])
+    .arg(&target_dir)
+    .args(["--", "--emit=asm", "-C", &format!("target-cpu={PTX_ARCH}")]);
     run(&mut cmd)?;
     let deps = target_dir.join("nvptx64-nvidia-cuda/release/deps");
     let newest = std::fs::read_dir(&deps)
@@ -107,41 +169,55 @@ fn build_ptx() -> Result<String, String> {
         .filter_map(|e| e.ok())
         .filter(|e| {
             let name = e.file_name().to_string_lossy().to_string();
-            name.starts_with("gpuq_kernels-") && name.ends_with(".s")
+            name.starts_with(&format!("{}-", module.crate_file)) && name.ends_with(".s")
         })
         .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
-        .ok_or_else(|| format!("no gpuq_kernels-*.s in {}", deps.display()))?;
+        .ok_or_else(|| format!("no {}-*.s in {}", module.crate_file, deps.display()))?;
     let text = std::fs::read_to_string(newest.path()).map_err(|e| e.to_string())?;
-    if !text.contains(".entry") {
-        return Err("the PTX has no kernel entry points".into());
+    if !text.contains(module.must_contain) {
+        return Err(format!(
+            "{}: the PTX lacks {:?}",
+            module.out, module.must_contain
+        ));
+    }
+    // The PTX is linked against nothing (the user module: against the one
+    // function it names): a declared-but-undefined function or global (a panic
+    // path of core that survived optimisation, a dependency's static) makes the
+    // driver's JIT reject the whole module, so refuse it here, where the cause
+    // is visible.
+    let allowed = module
+        .linked_at_run_time
+        .map(|name| format!(".extern .func  (.param .b64 func_retval0) {name}"));
+    if let Some(line) = text
+        .lines()
+        .find(|l| l.starts_with(".extern") && Some(l.trim_end()) != allowed.as_deref())
+    {
+        return Err(format!(
+            "{}: the PTX uses a symbol it does not define (remove the panic path): {line}",
+            module.out
+        ));
     }
     Ok(text)
 }
 
 fn ptx(check: bool) -> Result<(), String> {
-    let fresh = build_ptx()?;
-    // The PTX is linked against nothing: a declared-but-undefined function (a
-    // panic path of core that survived optimisation) makes the driver's JIT reject
-    // the whole module, so refuse it here, where the cause is visible.
-    if let Some(line) = fresh.lines().find(|l| l.starts_with(".extern .func")) {
-        return Err(format!(
-            "the PTX calls a function it does not define (remove the panic path): {line}"
-        ));
-    }
-    let path = ptx_path();
-    if check {
-        let committed =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if committed != fresh {
-            return Err(format!(
-                "{} is stale: run `cargo xtask ptx` and commit the result",
-                path.display()
-            ));
+    for module in &PTX_MODULES {
+        let fresh = build_ptx(module)?;
+        let path = root().join(module.out);
+        if check {
+            let committed =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            if committed != fresh {
+                return Err(format!(
+                    "{} is stale: run `cargo xtask ptx` and commit the result",
+                    path.display()
+                ));
+            }
+            eprintln!("xtask: {} is up to date", path.display());
+        } else {
+            std::fs::write(&path, fresh).map_err(|e| format!("{}: {e}", path.display()))?;
+            eprintln!("xtask: wrote {}", path.display());
         }
-        eprintln!("xtask: {} is up to date", path.display());
-    } else {
-        std::fs::write(&path, fresh).map_err(|e| format!("{}: {e}", path.display()))?;
-        eprintln!("xtask: wrote {}", path.display());
     }
     Ok(())
 }

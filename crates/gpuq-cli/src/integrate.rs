@@ -1,22 +1,40 @@
 //! `gpuq integrate`: adaptive cubature (sequential CUHRE, two-phase,
-//! breadth-first) or a tensor Gauss rule of a built-in integrand on either
-//! backend, with a text summary or a JSON report on stdout.
+//! breadth-first) or a tensor Gauss rule of a built-in integrand, an
+//! expression, or user CUDA C or PTX, on either backend, with a text summary
+//! or a JSON report on stdout.
 
 use crate::solve::Chosen;
-use clap::Args;
+use clap::{ArgGroup, Args};
 use gpuq_core::{Error, Result};
-use gpuq_cubature::{builtin, integrate, kind_of, Func, Method, Options, Outcome, RuleKind};
+use gpuq_cubature::{
+    builtin, integrate, kind_of, CubatureKernels, Expr, Func, Method, Options, Outcome, Prepared,
+    RuleKind, UserCode,
+};
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Instant;
 
 /// Arguments of `gpuq integrate`.
 #[derive(Args, Debug)]
+#[command(group(ArgGroup::new("what").required(true).args(["integrand", "expr", "cuda_source", "ptx"])))]
 pub struct IntegrateArgs {
-    /// f1, f2, f3, f4, f5, genz-oscillatory, genz-product-peak, genz-corner-peak,
-    /// genz-gaussian, genz-c0, genz-discontinuous or sum-of-squares.
+    /// A built-in: f1, f2, f3, f4, f5, genz-oscillatory, genz-product-peak,
+    /// genz-corner-peak, genz-gaussian, genz-c0, genz-discontinuous or sum-of-squares.
     #[arg(long)]
-    pub integrand: String,
+    pub integrand: Option<String>,
+    /// An expression in x1..xn (or x[i]), e.g. 'exp(-sum(i, 1, n, x[i]^2))' (the
+    /// language: `gpuq_expr`'s docs); compiled closures on the CPU, CUDA C
+    /// compiled by NVRTC on the GPU.
+    #[arg(long, allow_hyphen_values = true)]
+    pub expr: Option<String>,
+    /// A CUDA C file defining `extern "C" __device__ double gpuq_integrand(const
+    /// double *x, unsigned int n)` (CUDA backend only).
+    #[arg(long)]
+    pub cuda_source: Option<String>,
+    /// A PTX file defining `gpuq_integrand` (e.g. a Rust `no_std` crate built for
+    /// nvptx64: see examples/rust-integrand; CUDA backend only).
+    #[arg(long)]
+    pub ptx: Option<String>,
     /// Dimension n (2..=16; 1..=16 for tensor rules).
     #[arg(long)]
     pub dim: usize,
@@ -53,17 +71,30 @@ pub struct IntegrateArgs {
     /// this fraction of the target, in [0, 1) (0: split every bad box).
     #[arg(long, default_value_t = 0.5)]
     pub split_aim: f64,
-    /// Lower end of every axis (upper end with --hi); the unit cube by default.
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
-    pub lo: f64,
-    /// Upper end of every axis.
-    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
-    pub hi: f64,
+    /// Lower ends: one value for every axis or n comma-separated values (the
+    /// unit cube by default; bounds must be finite).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        default_value = "0"
+    )]
+    pub lo: Vec<f64>,
+    /// Upper ends: one value for every axis or n comma-separated values.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_hyphen_values = true,
+        default_value = "1"
+    )]
+    pub hi: Vec<f64>,
     /// Backend: cpu, cuda (device 0) or auto.
     #[arg(long, default_value = "auto")]
     pub backend: String,
     /// Print a JSON report instead of text (`time_s`: the integration alone;
-    /// `setup_s`: the backend's start and the integrand's set-up; `wall_s`: both).
+    /// `compile_s`: compiling and linking an expression or user code for the
+    /// device, 0 when a cache had it; `setup_s`: the backend's start and the
+    /// integrand's set-up, compile included; `wall_s`: all).
     #[arg(long)]
     pub json: bool,
     /// Run the integration this many times in the process: the report is the
@@ -85,11 +116,102 @@ fn rule_kind(name: &str) -> Result<RuleKind> {
     }
 }
 
+/// One bound list: a value for every axis, or `dim` values.
+fn bounds(v: &[f64], dim: usize, what: &str) -> Result<Vec<f64>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; dim]),
+        l if l == dim => Ok(v.to_vec()),
+        l => Err(Error::InvalidArgument(format!(
+            "--{what} has {l} values; give 1 or {dim} (one per axis)"
+        ))),
+    }
+}
+
+/// Reads a file named by an option.
+fn read(path: &str) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_string(),
+        source,
+    })
+}
+
+/// What the arguments ask to integrate, owned: the `Func` borrows from it.
+enum Integrand {
+    Builtin(Box<gpuq_cubature::Builtin>),
+    Expr(Expr),
+    Code(gpuq_cubature::CodeKind, String),
+}
+
+impl Integrand {
+    fn from_args(a: &IntegrateArgs) -> Result<Self> {
+        if let Some(name) = &a.integrand {
+            let b = builtin(kind_of(name)?, a.dim, &a.a, &a.u)?;
+            return Ok(Integrand::Builtin(Box::new(b)));
+        }
+        if !a.a.is_empty() || !a.u.is_empty() {
+            return Err(Error::InvalidArgument(
+                "--a and --u are parameters of the built-in integrands".into(),
+            ));
+        }
+        if let Some(text) = &a.expr {
+            return Ok(Integrand::Expr(Expr::parse(text, a.dim)?));
+        }
+        if let Some(path) = &a.cuda_source {
+            return Ok(Integrand::Code(gpuq_cubature::CodeKind::CudaC, read(path)?));
+        }
+        match &a.ptx {
+            Some(path) => Ok(Integrand::Code(gpuq_cubature::CodeKind::Ptx, read(path)?)),
+            None => Err(Error::InvalidArgument(
+                "give --integrand, --expr, --cuda-source or --ptx".into(),
+            )),
+        }
+    }
+
+    /// The user code of a `Code` integrand, checked.
+    fn code(&self, dim: usize) -> Result<Option<UserCode<'_>>> {
+        match self {
+            Integrand::Code(gpuq_cubature::CodeKind::CudaC, text) => {
+                Ok(Some(UserCode::cuda_source(text, dim)?))
+            }
+            Integrand::Code(gpuq_cubature::CodeKind::Ptx, text) => {
+                Ok(Some(UserCode::ptx(text, dim)?))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// What the report's `integrand` says: the built-in's name, "expr",
+    /// "cuda-c" or "ptx".
+    fn name<'a>(&self, a: &'a IntegrateArgs) -> &'a str {
+        match self {
+            Integrand::Builtin(_) => a.integrand.as_deref().unwrap_or("builtin"),
+            Integrand::Expr(_) => "expr",
+            Integrand::Code(gpuq_cubature::CodeKind::CudaC, _) => "cuda-c",
+            Integrand::Code(gpuq_cubature::CodeKind::Ptx, _) => "ptx",
+        }
+    }
+}
+
+/// Prepares `f` on the chosen backend (compiles device code there).
+fn prepare(chosen: &Chosen, f: Func<'_>) -> Result<Prepared> {
+    match chosen {
+        Chosen::Cpu(b) => b.cub_prepare(f),
+        Chosen::Cuda(b) => b.cub_prepare(f),
+    }
+}
+
 /// Runs `gpuq integrate`; exit status 0 when converged, 3 when a cap stopped it.
 pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
     let start = Instant::now();
-    let kind = kind_of(&a.integrand)?;
-    let f = builtin(kind, a.dim, &a.a, &a.u)?;
+    let what = Integrand::from_args(a)?;
+    let code = what.code(a.dim)?;
+    let f = match (&what, &code) {
+        (Integrand::Builtin(b), _) => Func::Builtin(**b),
+        (Integrand::Expr(e), _) => Func::Expr(e),
+        (Integrand::Code(..), c) => Func::Code(c.as_ref().ok_or_else(|| {
+            Error::InvalidArgument("device code without its checked form".into())
+        })?),
+    };
     let method: Method = a.method.parse()?;
     let opts = Options {
         rel_tol: a.rel_tol,
@@ -100,11 +222,12 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
         initial_boxes: a.initial_boxes,
         split_aim: a.split_aim,
     };
-    let (lo, hi) = (vec![a.lo; a.dim], vec![a.hi; a.dim]);
+    let (lo, hi) = (bounds(&a.lo, a.dim, "lo")?, bounds(&a.hi, a.dim, "hi")?);
     let chosen = Chosen::parse(&a.backend)?;
+    let prepared = prepare(&chosen, f)?;
     let once = || match &chosen {
-        Chosen::Cpu(b) => integrate(b, method, Func::Builtin(f), &lo, &hi, &opts),
-        Chosen::Cuda(b) => integrate(b, method, Func::Builtin(f), &lo, &hi, &opts),
+        Chosen::Cpu(b) => integrate(b, method, f, &lo, &hi, &opts),
+        Chosen::Cuda(b) => integrate(b, method, f, &lo, &hi, &opts),
     };
     let backend = match &chosen {
         Chosen::Cpu(_) => "cpu",
@@ -112,7 +235,8 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
     };
     let o: Outcome = once()?;
     // The integration alone (both phases); the backend's start (for CUDA the
-    // driver and the PTX load) and the integrand's set-up are `setup_s`.
+    // driver and the PTX load) and the integrand's set-up (a device compile
+    // included) are `setup_s`.
     let time_s = o.timings.total_s;
     let wall_s = start.elapsed().as_secs_f64();
     let mut repeat_time_s = vec![time_s];
@@ -120,10 +244,18 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
         repeat_time_s.push(once()?.timings.total_s);
     }
     let setup_s = (wall_s - time_s).max(0.0);
+    let name = what.name(a);
     if a.json {
         let report = json!({
-            "integrand": a.integrand,
+            "integrand": name,
+            "expression": a.expr,
+            "source": a.cuda_source.as_ref().or(a.ptx.as_ref()),
+            "evaluation": prepared.evaluation,
+            "compile_s": prepared.compile_s,
+            "module": prepared.module,
             "dim": a.dim,
+            "lo": lo,
+            "hi": hi,
             "method": a.method,
             "rule": a.rule,
             "backend": backend,
@@ -146,10 +278,17 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
         });
         println!("{report}");
     } else {
+        let shown = a.expr.as_deref().unwrap_or(name);
         println!(
-            "{} n={} {} on {backend}: {:.15e} +- {:.3e}",
-            a.integrand, a.dim, a.method, o.estimate, o.error
+            "{shown} n={} {} on {backend} ({}): {:.15e} +- {:.3e}",
+            a.dim, a.method, prepared.evaluation, o.estimate, o.error
         );
+        if let Some(m) = prepared.module {
+            println!(
+                "device code: {m} in {:.3} s (not in the times below)",
+                prepared.compile_s
+            );
+        }
         println!(
             "{}; {} evaluations, {} boxes, {} rounds; phase 1 {:.3} s, phase 2 {:.3} s, total {:.3} s (with the backend's start {:.3} s)",
             o.status.describe(),

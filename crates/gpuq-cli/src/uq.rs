@@ -4,7 +4,7 @@
 use crate::solve::Chosen;
 use clap::{Args, Subcommand};
 use gpuq_core::{Error, Result};
-use gpuq_cubature::{builtin, kind_of, Func};
+use gpuq_cubature::{builtin, kind_of, CubatureKernels, Func};
 use gpuq_uq::plot::{self, Frame};
 use gpuq_uq::{
     convolution_response, response_psd, response_psd_full, sdof_monte_carlo, smolyak_expectation,
@@ -114,8 +114,14 @@ pub struct ConvolutionArgs {
 pub struct ExpectationArgs {
     /// The integrand: sum-of-squares (q^T q), or another built-in of gpuq-cubature
     /// (tensor rule only).
-    #[arg(long, default_value = "sum-of-squares")]
+    #[arg(long, default_value = "sum-of-squares", conflicts_with = "expr")]
     pub integrand: String,
+    /// The integrand as an expression in x1..xN (the standard normal variables;
+    /// the language of `gpuq integrate --expr`), e.g. 'exp(0.1 * x1) * x2^2':
+    /// compiled closures on the CPU, CUDA C on the GPU; the sparse grid
+    /// evaluates it on the host.
+    #[arg(long, allow_hyphen_values = true)]
+    pub expr: Option<String>,
     /// Number of standard normal variables N.
     #[arg(long)]
     pub dim: usize,
@@ -777,18 +783,37 @@ fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
         return Err(Error::InvalidArgument("--repeat must be at least 1".into()));
     }
     let mut first_s = None;
+    let expr = a
+        .expr
+        .as_deref()
+        .map(|t| gpuq_cubature::Expr::parse(t, a.dim))
+        .transpose()?;
+    let mut prepared = None;
     let (method, e) = match a.sparse_grid {
-        Some(level) => {
-            if a.integrand != "sum-of-squares" {
-                return Err(Error::InvalidArgument(
-                    "the sparse grid evaluates sum-of-squares only".into(),
-                ));
+        Some(level) => match &expr {
+            Some(x) => (
+                "smolyak (host)",
+                smolyak_expectation(a.dim, level, &|q| x.eval(q))?,
+            ),
+            None if a.integrand == "sum-of-squares" => {
+                let g = |x: &[f64]| x.iter().map(|v| v * v).sum::<f64>();
+                ("smolyak (host)", smolyak_expectation(a.dim, level, &g)?)
             }
-            let g = |x: &[f64]| x.iter().map(|v| v * v).sum::<f64>();
-            ("smolyak (host)", smolyak_expectation(a.dim, level, &g)?)
-        }
+            None => {
+                return Err(Error::InvalidArgument(
+                    "the sparse grid evaluates sum-of-squares or an --expr".into(),
+                ))
+            }
+        },
         None => {
-            let f = Func::Builtin(builtin(kind_of(&a.integrand)?, a.dim, &[], &[])?);
+            let f = match &expr {
+                Some(x) => Func::Expr(x),
+                None => Func::Builtin(builtin(kind_of(&a.integrand)?, a.dim, &[], &[])?),
+            };
+            prepared = Some(match &chosen {
+                Chosen::Cpu(b) => b.cub_prepare(f)?,
+                Chosen::Cuda(b) => b.cub_prepare(f)?,
+            });
             let mut best: Option<gpuq_uq::Expectation> = None;
             for _ in 0..a.repeat {
                 let e = match &chosen {
@@ -804,13 +829,22 @@ fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
             ("tensor gauss-hermite", e)
         }
     };
-    let exact = (a.integrand == "sum-of-squares").then_some(a.dim as f64);
+    let exact = (expr.is_none() && a.integrand == "sum-of-squares").then_some(a.dim as f64);
+    let integrand = if expr.is_some() {
+        "expr"
+    } else {
+        a.integrand.as_str()
+    };
     if a.common.json {
         let report = json!({
             "procedure": "expectation",
             "backend": backend_name(&chosen),
             "method": method,
-            "integrand": a.integrand,
+            "integrand": integrand,
+            "expression": a.expr,
+            "evaluation": prepared.as_ref().map_or("host", |p| p.evaluation),
+            "compile_s": prepared.as_ref().map_or(0.0, |p| p.compile_s),
+            "module": prepared.as_ref().and_then(|p| p.module),
             "dim": a.dim,
             "points_per_axis": a.sparse_grid.is_none().then_some(a.points),
             "sparse_grid_level": a.sparse_grid,
@@ -826,7 +860,7 @@ fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
         println!(
             "expectation ({method}, {}): E[{}] over {} normals = {:.15e} ({} evaluations, {:.3} s)",
             backend_name(&chosen),
-            a.integrand,
+            a.expr.as_deref().unwrap_or(integrand),
             a.dim,
             e.estimate,
             e.points,

@@ -84,6 +84,31 @@ pub enum Error {
         report: Box<SolveReport>,
     },
 
+    /// An integrand expression is malformed: a syntax error, an unknown name, a
+    /// function given the wrong number of arguments, or an index outside 1..n.
+    #[error("expression error at column {column}: {message}")]
+    Expression {
+        /// 1-based column (in characters) of the offending token.
+        column: usize,
+        /// What is wrong there.
+        message: String,
+    },
+
+    /// An integrand returned NaN or an infinite value at `point` during an
+    /// integration, which stopped there instead of returning a meaningless estimate.
+    #[error("the integrand returned {value} at x = {point:?}; integration stopped")]
+    IntegrandNotFinite {
+        /// The value (NaN or +-infinity).
+        value: f64,
+        /// A point where it happened.
+        point: Vec<f64>,
+    },
+
+    /// Run-time compilation of user device code (CUDA C through NVRTC, or its
+    /// link with gpuq's PTX) failed; the message holds the compiler's log.
+    #[error("device code did not compile: {0}")]
+    Compile(String),
+
     /// No CUDA driver or no CUDA device could be found.
     #[error("no CUDA device: {0}")]
     NoCudaDevice(String),

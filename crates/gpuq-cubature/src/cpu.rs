@@ -1,26 +1,29 @@
 //! The CPU backend's cubature steps: Rayon over boxes (or tensor chunks), results
 //! in index order, so they do not depend on the number of threads.
 
-use crate::func::{ClosureIntegrand, Func};
-use crate::kernels::{with_integrand, Boxes, CubatureKernels, LOCAL_HEAP};
+use crate::func::{Func, NonFinite};
+use crate::kernels::{with_host, Boxes, CubatureKernels, LOCAL_HEAP};
 use crate::rules::LaneRule;
 use gpuq_core::Result;
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::cubature::rule::{self, BoxResult, LocalOutcome, Rule};
-use gpuq_kernels::cubature::tensor::{tensor_group, TENSOR_CHUNK, TENSOR_GROUP};
+use gpuq_kernels::cubature::tensor::{chunk_points, tensor_group, TENSOR_GROUP};
 use rayon::prelude::*;
 
 impl CubatureKernels for CpuBackend {
     fn cub_evaluate(&self, rule: &LaneRule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
         self.record("cub_evaluate", boxes.len() as u64 * rule.rule.points as u64);
-        Ok(self.run("cub_evaluate", || {
-            with_integrand!(f, g, {
+        let (h, seen) = (f.host()?, NonFinite::default());
+        let out = self.run("cub_evaluate", || {
+            with_host!(h, &seen, g, {
                 (0..boxes.len())
                     .into_par_iter()
                     .map(|b| rule.apply(g, boxes, b))
                     .collect()
             })
-        }))
+        });
+        seen.check()?;
+        Ok(out)
     }
 
     fn cub_classify(
@@ -62,8 +65,9 @@ impl CubatureKernels for CpuBackend {
         tol: f64,
         max_evals: u64,
     ) -> Result<Vec<LocalOutcome>> {
-        Ok(self.run("cub_local", || {
-            with_integrand!(f, g, {
+        let (h, seen) = (f.host()?, NonFinite::default());
+        let out = self.run("cub_local", || {
+            with_host!(h, &seen, g, {
                 (0..boxes.len())
                     .into_par_iter()
                     .map(|b| {
@@ -78,7 +82,9 @@ impl CubatureKernels for CpuBackend {
                     })
                     .collect()
             })
-        }))
+        });
+        seen.check()?;
+        Ok(out)
     }
 
     fn cub_tensor(
@@ -89,16 +95,19 @@ impl CubatureKernels for CpuBackend {
         weights: &[f64],
         total: u64,
     ) -> Result<Vec<f64>> {
-        let chunks = total.div_ceil(TENSOR_CHUNK);
+        let chunks = total.div_ceil(chunk_points(total));
         self.record("cub_tensor", total);
-        Ok(self.run("cub_tensor", || {
-            with_integrand!(f, g, {
+        let (h, seen) = (f.host()?, NonFinite::default());
+        let out = self.run("cub_tensor", || {
+            with_host!(h, &seen, g, {
                 (0..chunks.div_ceil(TENSOR_GROUP))
                     .into_par_iter()
                     .map(|q| tensor_group(g, dim, nodes, weights, total, q))
                     .collect()
             })
-        }))
+        });
+        seen.check()?;
+        Ok(out)
     }
 }
 

@@ -4,13 +4,12 @@
 //! host reference (one core), and what the second phase runs per box (there
 //! with a bounded heap: `gpuq_kernels::cubature::rule::local_cuhre`).
 
-use crate::func::{ClosureIntegrand, Func};
-use crate::kernels::with_integrand;
+use crate::func::{Func, NonFinite};
+use crate::kernels::{with_host, Boxes, CubatureKernels};
 use crate::outcome::{Options, Outcome, Status, Timings};
 use crate::region::check_box;
-use crate::rules::build;
+use crate::rules::{build, build_lanes};
 use gpuq_core::Result;
-use gpuq_kernels::cubature::integrand::Integrand;
 use gpuq_kernels::cubature::rule::{adjust_children, child, evaluate, BoxResult, Rule};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -39,22 +38,56 @@ impl Ord for Entry {
 
 /// Integrates `f` over [lo, hi] by sequential CUHRE on the host. Stops when the
 /// error estimate meets the tolerance ([`Status::Converged`]) or the next split
-/// would pass `max_evals` ([`Status::EvaluationCap`]). Cost: (2 splits + 1)
-/// x rule points evaluations; memory O(regions n).
+/// would pass `max_evals` ([`Status::EvaluationCap`]); errors with
+/// [`gpuq_core::Error::IntegrandNotFinite`] at a NaN or infinite value, and
+/// for device code without a host function (see [`cuhre_on`]). Cost: (2 splits
+/// + 1) x rule points evaluations; memory O(regions n).
 pub fn cuhre(f: Func<'_>, lo: &[f64], hi: &[f64], opts: &Options) -> Result<Outcome> {
     opts.check()?;
     let n = check_box(&f, lo, hi)?;
     let rule = build(opts.rule, n)?;
-    Ok(with_integrand!(f, g, run(&rule, g, lo, hi, opts)))
+    let (h, seen) = (f.host()?, NonFinite::default());
+    with_host!(h, &seen, g, {
+        run(&rule, lo, hi, opts, |boxes: &Boxes| {
+            let r = (0..boxes.len())
+                .map(|b| evaluate(&rule, g, boxes.center_of(b), boxes.half_of(b)))
+                .collect();
+            seen.check()?;
+            Ok(r)
+        })
+    })
 }
 
-fn run<F: Integrand + ?Sized>(
-    rule: &Rule,
-    f: &F,
+/// Sequential CUHRE for any integrand: on the host ([`cuhre`]) when the host
+/// can evaluate `f`, else (device code) with each split's two children
+/// evaluated by one batch of `backend` (a launch and a download per split:
+/// a reference for device-only integrands, not a fast method).
+pub fn cuhre_on<B: CubatureKernels>(
+    backend: &B,
+    f: Func<'_>,
     lo: &[f64],
     hi: &[f64],
     opts: &Options,
-) -> Outcome {
+) -> Result<Outcome> {
+    if f.host().is_ok() {
+        return cuhre(f, lo, hi, opts);
+    }
+    opts.check()?;
+    let n = check_box(&f, lo, hi)?;
+    let lanes = build_lanes(opts.rule, n)?;
+    run(&lanes.rule, lo, hi, opts, |boxes: &Boxes| {
+        backend.cub_evaluate(&lanes, f, boxes)
+    })
+}
+
+/// The CUHRE loop with `eval` applying the rule to a batch of one or two boxes.
+fn run(
+    rule: &Rule,
+    lo: &[f64],
+    hi: &[f64],
+    opts: &Options,
+    mut eval: impl FnMut(&Boxes) -> Result<Vec<BoxResult>>,
+) -> Result<Outcome> {
     let start = Instant::now();
     let n = lo.len();
     let pts = rule.points as u64;
@@ -63,7 +96,9 @@ fn run<F: Integrand + ?Sized>(
     // Slots: centre, half-widths, result; a split region's slot is reused.
     let mut centers = c0.clone();
     let mut halves = h0.clone();
-    let first = evaluate(rule, f, &c0, &h0);
+    let mut batch = Boxes::new(n);
+    batch.push(&c0, &h0);
+    let first = eval(&batch)?[0];
     let mut results = vec![first];
     let mut heap = BinaryHeap::new();
     heap.push(Entry(first.error, 0));
@@ -85,7 +120,7 @@ fn run<F: Integrand + ?Sized>(
         let parent = results[slot];
         let pc = centers[slot * n..(slot + 1) * n].to_vec();
         let ph = halves[slot * n..(slot + 1) * n].to_vec();
-        let mut kids = [BoxResult::default(); 2];
+        batch.resize(n, 0);
         for k in 0..2 {
             child(
                 &pc,
@@ -96,8 +131,10 @@ fn run<F: Integrand + ?Sized>(
                 &mut kc[k],
                 &mut kh[k],
             );
-            kids[k] = evaluate(rule, f, &kc[k], &kh[k]);
+            batch.push(&kc[k], &kh[k]);
         }
+        let got = eval(&batch)?;
+        let mut kids = [got[0], got[1]];
         adjust_children(&rule.errcof, parent.estimate, &mut kids);
         evals += 2 * pts;
         splits += 1;
@@ -125,7 +162,7 @@ fn run<F: Integrand + ?Sized>(
         status
     };
     let s = start.elapsed().as_secs_f64();
-    Outcome {
+    Ok(Outcome {
         estimate,
         error,
         evaluations: evals,
@@ -138,5 +175,5 @@ fn run<F: Integrand + ?Sized>(
             total_s: s,
             evaluate_s: 0.0,
         },
-    }
+    })
 }

@@ -1,8 +1,21 @@
-//! What is integrated: a built-in integrand (runs on every backend) or a Rust
-//! closure (CPU backend, and any backend's host fallback).
+//! What is integrated: a built-in integrand (fused into the kernels of every
+//! backend), a Rust closure (evaluated on the host), an expression (`gpuq-expr`:
+//! compiled closures on the host, CUDA C linked into the kernels on the
+//! device), or user device code (CUDA C or PTX defining `gpuq_integrand`, with
+//! an optional host twin for host backends).
+//!
+//! Every host evaluation goes through a [`Guard`], which records the first
+//! NaN or infinite value and its point, so that a run stops with
+//! [`Error::IntegrandNotFinite`] instead of returning a NaN estimate.
 
 use gpuq_core::{Error, Result};
+use gpuq_expr::Expr;
 use gpuq_kernels::cubature::integrand::{self as k, Builtin, Integrand, MAX_DIM};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+/// A host function of x.
+pub type HostFn<'a> = &'a (dyn Fn(&[f64]) -> f64 + Sync);
 
 /// An integrand as the algorithms take it. (`Builtin` is large, 264 bytes, but
 /// a `Func` is passed once per batch, not per point.)
@@ -11,8 +24,74 @@ use gpuq_kernels::cubature::integrand::{self as k, Builtin, Integrand, MAX_DIM};
 pub enum Func<'a> {
     /// One of the integrands compiled into the kernels (see [`builtin`]).
     Builtin(Builtin),
-    /// Any function of x; evaluated on the host (the CPU backend).
-    Closure(&'a (dyn Fn(&[f64]) -> f64 + Sync)),
+    /// Any function of x; evaluated on the host on every backend (the CUDA
+    /// backend hands its batches to the CPU backend).
+    Closure(HostFn<'a>),
+    /// An expression: compiled closures on the host backends, CUDA C compiled
+    /// by NVRTC and linked with the rule kernels on the CUDA backend.
+    Expr(&'a Expr),
+    /// User device code (CUDA C or PTX); on host backends its host twin, if
+    /// it has one.
+    Code(&'a UserCode<'a>),
+}
+
+impl<'a> Func<'a> {
+    /// The integrand of user CUDA C (see [`UserCode::cuda_source`]).
+    pub fn cuda_source(code: &'a UserCode<'a>) -> Self {
+        Func::Code(code)
+    }
+
+    /// The number of variables the integrand fixes (a closure fixes none).
+    pub fn dim(&self) -> Option<usize> {
+        match self {
+            Func::Builtin(b) => Some(b.dim as usize),
+            Func::Closure(_) => None,
+            Func::Expr(e) => Some(e.dim()),
+            Func::Code(c) => Some(c.dim),
+        }
+    }
+
+    /// How the integrand is given, as reports name it: "builtin", "closure",
+    /// "expr", "cuda-c" or "ptx".
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Func::Builtin(_) => "builtin",
+            Func::Closure(_) => "closure",
+            Func::Expr(_) => "expr",
+            Func::Code(c) => match c.kind {
+                CodeKind::CudaC => "cuda-c",
+                CodeKind::Ptx => "ptx",
+            },
+        }
+    }
+
+    /// The integrand as the host evaluates it, or an error for device code
+    /// without a host twin. O(1).
+    pub fn host(&self) -> Result<HostFunc<'a>> {
+        Ok(match *self {
+            Func::Builtin(b) => HostFunc::Builtin(b),
+            Func::Closure(c) => HostFunc::Closure(c),
+            Func::Expr(e) => HostFunc::Expr(e),
+            Func::Code(c) => HostFunc::Closure(c.host.ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "this integrand is device code ({}) without a host function: run it on the CUDA backend, or give one with UserCode::with_host",
+                    Func::Code(c).kind_name()
+                ))
+            })?),
+        })
+    }
+
+    /// Errors unless the integrand takes `n` variables (a closure takes any).
+    pub fn check_dim(&self, op: &'static str, n: usize) -> Result<()> {
+        match self.dim() {
+            Some(d) if d != n => Err(Error::shape(
+                op,
+                format!("{n} variables"),
+                format!("an integrand of {d}"),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for Func<'_> {
@@ -20,16 +99,156 @@ impl std::fmt::Debug for Func<'_> {
         match self {
             Func::Builtin(b) => write!(f, "Builtin({})", name_of(b.kind)),
             Func::Closure(_) => write!(f, "Closure"),
+            Func::Expr(e) => write!(f, "Expr({:?}, n = {})", e.text(), e.dim()),
+            Func::Code(c) => write!(f, "Code({:?}, n = {})", c.kind, c.dim),
         }
     }
 }
 
+/// The language of [`UserCode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeKind {
+    /// CUDA C, compiled at run time by NVRTC.
+    CudaC,
+    /// PTX (e.g. a Rust `no_std` crate built for `nvptx64-nvidia-cuda`).
+    Ptx,
+}
+
+/// User device code defining
+/// `extern "C" __device__ double gpuq_integrand(const double *x, unsigned int n)`
+/// (x holds the n coordinates of one point), for the CUDA backend, which links
+/// it with its rule kernels; `host`, when given, is the same function for host
+/// backends (the CPU, a `Dist` of CPU ranks) and sequential CUHRE.
+#[derive(Clone, Copy)]
+pub struct UserCode<'a> {
+    /// The code's language.
+    pub kind: CodeKind,
+    /// Its text.
+    pub text: &'a str,
+    /// Number of variables n.
+    pub dim: usize,
+    /// The same function on the host, if any.
+    pub host: Option<HostFn<'a>>,
+}
+
+impl<'a> UserCode<'a> {
+    fn new(kind: CodeKind, text: &'a str, dim: usize) -> Result<Self> {
+        if dim == 0 || dim > MAX_DIM {
+            return Err(Error::InvalidArgument(format!(
+                "user integrands take 1 to {MAX_DIM} variables, not {dim}"
+            )));
+        }
+        if !text.contains(gpuq_expr::CUDA_ENTRY) {
+            return Err(Error::InvalidArgument(format!(
+                "the {kind:?} code does not mention {}: it must define extern \"C\" __device__ double {}(const double *x, unsigned int n)",
+                gpuq_expr::CUDA_ENTRY,
+                gpuq_expr::CUDA_ENTRY
+            )));
+        }
+        if text.contains('\0') {
+            return Err(Error::InvalidArgument(
+                "device code contains a NUL character".into(),
+            ));
+        }
+        Ok(UserCode {
+            kind,
+            text,
+            dim,
+            host: None,
+        })
+    }
+
+    /// CUDA C source of `dim` variables defining `gpuq_integrand` (checked
+    /// here for its name only; NVRTC checks the rest when the CUDA backend
+    /// first uses it). It may call CUDA's math functions and the
+    /// `gpuq_sin`, `gpuq_cos`, ... of `gpuq_kernels::cubature::functions`
+    /// (declared `extern "C" __device__ double gpuq_sin(double);`).
+    pub fn cuda_source(src: &'a str, dim: usize) -> Result<Self> {
+        Self::new(CodeKind::CudaC, src, dim)
+    }
+
+    /// PTX of `dim` variables defining `gpuq_integrand` as a `.visible .func`
+    /// (see `examples/rust-integrand` for a Rust crate built to such PTX).
+    pub fn ptx(ptx: &'a str, dim: usize) -> Result<Self> {
+        Self::new(CodeKind::Ptx, ptx, dim)
+    }
+
+    /// The same code with `host` as its host twin.
+    pub fn with_host(self, host: HostFn<'a>) -> Self {
+        UserCode {
+            host: Some(host),
+            ..self
+        }
+    }
+}
+
+/// An integrand the host can evaluate ([`Func::host`]).
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Copy)]
+pub enum HostFunc<'a> {
+    /// A built-in.
+    Builtin(Builtin),
+    /// A closure.
+    Closure(HostFn<'a>),
+    /// A compiled expression.
+    Expr(&'a Expr),
+}
+
 /// A closure seen as an [`Integrand`].
-pub struct ClosureIntegrand<'a>(pub &'a (dyn Fn(&[f64]) -> f64 + Sync));
+pub struct ClosureIntegrand<'a>(pub HostFn<'a>);
 
 impl Integrand for ClosureIntegrand<'_> {
     fn eval(&self, x: &[f64]) -> f64 {
         (self.0)(x)
+    }
+}
+
+/// The first non-finite value seen by the [`Guard`]s of a batch, and its point.
+#[derive(Default)]
+pub struct NonFinite {
+    seen: AtomicBool,
+    first: Mutex<Option<(f64, Vec<f64>)>>,
+}
+
+impl NonFinite {
+    /// Records `v` at `x` unless a value was recorded already.
+    #[cold]
+    pub fn record(&self, x: &[f64], v: f64) {
+        if !self.seen.swap(true, Ordering::Relaxed) {
+            if let Ok(mut first) = self.first.lock() {
+                *first = Some((v, x.to_vec()));
+            }
+        }
+    }
+
+    /// `Err(IntegrandNotFinite)` when a value was recorded. O(1).
+    pub fn check(&self) -> Result<()> {
+        if !self.seen.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let first = self.first.lock().ok().and_then(|f| f.clone());
+        let (value, point) = first.unwrap_or((f64::NAN, Vec::new()));
+        Err(Error::IntegrandNotFinite { value, point })
+    }
+}
+
+/// An integrand that records its first NaN or infinite value (one comparison
+/// per evaluation).
+pub struct Guard<'a, F: ?Sized> {
+    /// The integrand.
+    pub f: &'a F,
+    /// Where the first non-finite value goes.
+    pub seen: &'a NonFinite,
+}
+
+impl<F: Integrand + ?Sized> Integrand for Guard<'_, F> {
+    #[inline]
+    fn eval(&self, x: &[f64]) -> f64 {
+        let v = self.f.eval(x);
+        if !v.is_finite() {
+            self.seen.record(x, v);
+        }
+        v
     }
 }
 

@@ -3,11 +3,11 @@
 //! the CPU (Rayon, `cpu.rs`) and CUDA (`cuda.rs`) backends override the
 //! expensive ones.
 
-use crate::func::{ClosureIntegrand, Func};
+use crate::func::{Func, NonFinite};
 use crate::rules::LaneRule;
 use gpuq_core::{Backend, Result};
 use gpuq_kernels::cubature::rule::{self, BoxResult, LocalOutcome, Rule};
-use gpuq_kernels::cubature::tensor::{tensor_group, TENSOR_CHUNK, TENSOR_GROUP};
+use gpuq_kernels::cubature::tensor::{chunk_points, tensor_group, TENSOR_GROUP};
 
 /// Capacity of a thread's heap in the second phase (regions).
 pub const LOCAL_HEAP: usize = 32;
@@ -73,34 +73,82 @@ impl Boxes {
     }
 }
 
-/// Runs `$body` with `$g` bound to the integrand of `$f` as a concrete
-/// `Integrand` (monomorphised per kind of `Func`).
-macro_rules! with_integrand {
-    ($f:expr, $g:ident, $body:expr) => {
-        match $f {
-            Func::Builtin(b) => {
-                let $g = &b;
+/// Runs `$body` with `$g` bound to the host integrand `$h` (a
+/// [`crate::func::HostFunc`]) behind a [`crate::func::Guard`] that records
+/// into `$seen` (monomorphised per kind of integrand).
+macro_rules! with_host {
+    ($h:expr, $seen:expr, $g:ident, $body:expr) => {
+        match $h {
+            $crate::func::HostFunc::Builtin(b) => {
+                let $g = &$crate::func::Guard { f: &b, seen: $seen };
                 $body
             }
-            Func::Closure(c) => {
-                let $g = &ClosureIntegrand(c);
+            $crate::func::HostFunc::Closure(c) => {
+                let $g = &$crate::func::Guard {
+                    f: &$crate::func::ClosureIntegrand(c),
+                    seen: $seen,
+                };
+                $body
+            }
+            $crate::func::HostFunc::Expr(e) => {
+                let $g = &$crate::func::Guard { f: e, seen: $seen };
                 $body
             }
         }
     };
 }
-pub(crate) use with_integrand;
+pub(crate) use with_host;
+
+/// How a backend evaluates an integrand, after [`CubatureKernels::cub_prepare`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Prepared {
+    /// "host" (the backend's host threads), "device-builtin" (the built-ins'
+    /// fused kernels) or "device-linked" (the user's code linked with the rule
+    /// kernels).
+    pub evaluation: &'static str,
+    /// Seconds spent compiling and linking device code (0 when none, or when
+    /// a cache held it).
+    pub compile_s: f64,
+    /// Where linked device code came from: "compiled", "process-cache" or
+    /// "disk-cache"; `None` for other evaluations.
+    pub module: Option<&'static str>,
+}
+
+impl Prepared {
+    /// Evaluation on the host, nothing compiled.
+    pub const HOST: Prepared = Prepared {
+        evaluation: "host",
+        compile_s: 0.0,
+        module: None,
+    };
+}
 
 /// The backend steps of the two-phase and breadth-first algorithms and of the
 /// tensor rules. Defaults run on the host, one item after another.
 pub trait CubatureKernels: Backend {
+    /// Makes `f` ready for this backend and says how it will be evaluated: the
+    /// CUDA backend compiles and links an expression or user code (or finds it
+    /// in its caches), so that a run's time excludes the compile. Errors when
+    /// the backend cannot evaluate `f` (device code without a host function on
+    /// a host backend; a compile error). Default: host evaluation.
+    fn cub_prepare(&self, f: Func<'_>) -> Result<Prepared> {
+        f.host()?;
+        Ok(Prepared::HOST)
+    }
+
     /// Applies `rule` to every box, its points dealt to lanes as a warp of
     /// the device deals them ([`LaneRule::apply`]: the same bits on every
     /// backend). Cost: boxes x rule.points evaluations.
+    ///
+    /// Every step stops with [`gpuq_core::Error::IntegrandNotFinite`] when the
+    /// integrand returns NaN or an infinite value.
     fn cub_evaluate(&self, rule: &LaneRule, f: Func<'_>, boxes: &Boxes) -> Result<Vec<BoxResult>> {
-        Ok(with_integrand!(f, g, {
+        let (h, seen) = (f.host()?, NonFinite::default());
+        let out = with_host!(h, &seen, g, {
             (0..boxes.len()).map(|b| rule.apply(g, boxes, b)).collect()
-        }))
+        });
+        seen.check()?;
+        Ok(out)
     }
 
     /// Runs the bounded-heap sequential CUHRE ([`rule::local_cuhre`], heap of
@@ -114,7 +162,8 @@ pub trait CubatureKernels: Backend {
         tol: f64,
         max_evals: u64,
     ) -> Result<Vec<LocalOutcome>> {
-        Ok(with_integrand!(f, g, {
+        let (h, seen) = (f.host()?, NonFinite::default());
+        let out = with_host!(h, &seen, g, {
             (0..boxes.len())
                 .map(|b| {
                     rule::local_cuhre::<_, LOCAL_HEAP>(
@@ -127,13 +176,15 @@ pub trait CubatureKernels: Backend {
                     )
                 })
                 .collect()
-        }))
+        });
+        seen.check()?;
+        Ok(out)
     }
 
     /// The group sums of a tensor rule: partial g is the sum, in chunk order,
     /// of the chunk sums c in g G..min((g + 1) G, chunks), chunk c being the
     /// sum of w_i f(x_i) over points c T..min((c + 1) T, total) in index
-    /// order (T = `TENSOR_CHUNK`, G = `TENSOR_GROUP`). Cost: `total`
+    /// order (T = `chunk_points(total)`, G = `TENSOR_GROUP`). Cost: `total`
     /// evaluations.
     fn cub_tensor(
         &self,
@@ -143,12 +194,15 @@ pub trait CubatureKernels: Backend {
         weights: &[f64],
         total: u64,
     ) -> Result<Vec<f64>> {
-        let chunks = total.div_ceil(TENSOR_CHUNK);
-        Ok(with_integrand!(f, g, {
+        let chunks = total.div_ceil(chunk_points(total));
+        let (h, seen) = (f.host()?, NonFinite::default());
+        let out = with_host!(h, &seen, g, {
             (0..chunks.div_ceil(TENSOR_GROUP))
                 .map(|q| tensor_group(g, dim, nodes, weights, total, q))
                 .collect()
-        }))
+        });
+        seen.check()?;
+        Ok(out)
     }
 
     /// Classifies the boxes: true (bad, to refine) when a box's error exceeds

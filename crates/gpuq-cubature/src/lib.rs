@@ -20,14 +20,40 @@
 //!   the index read as base-N_a digits, deterministic reduction; and
 //!   Gauss-Legendre of rising order with an error estimate
 //!   ([`tensor::gauss_legendre_auto`]).
-//! * [`func`]: the integrands: seed 004's f1-f5, Genz's six families and q^T q
-//!   compiled into the kernels, or any Rust closure (CPU backend).
+//! * [`func`]: the integrands ([`Func`]): seed 004's f1-f5, Genz's six families
+//!   and q^T q compiled into the kernels; any Rust closure (evaluated on the
+//!   host, on every backend); an expression ([`Expr`], the language of
+//!   `gpuq-expr`: compiled closures on the host, its CUDA C translation
+//!   compiled by NVRTC and linked with the rule kernels on the device); user
+//!   device code ([`UserCode`]: CUDA C, or PTX such as a Rust `no_std` crate's,
+//!   see `examples/rust-integrand`), linked the same way, with an optional
+//!   host twin for host backends.
 //! * [`mod@reference`]: exact integrals of the Genz families over any box and the
 //!   reference values of f1-f5.
 //!
 //! Every method returns an [`Outcome`]: estimate, error estimate, evaluations,
 //! boxes, rounds, phase timings and a [`Status`] that says "not converged" when
-//! the evaluation cap or a memory cap stopped the run.
+//! the evaluation cap or a memory cap stopped the run. An integrand that
+//! returns NaN or an infinite value stops the run with
+//! [`gpuq_core::Error::IntegrandNotFinite`] naming a point where it did (host
+//! evaluations through a [`func::Guard`]; the linked device kernels record the
+//! point; a built-in's box is evaluated again on the host, which gives the
+//! same bits).
+//!
+//! ## User integrands on the device
+//!
+//! [`CubatureKernels::cub_prepare`] makes an integrand ready for a backend and
+//! says how it will be evaluated. On the CUDA backend an expression's CUDA C
+//! (or the user's code) is compiled by NVRTC and linked by the driver's JIT
+//! linker with `gpuq_user_cubature.ptx` (the rule kernels of
+//! `kernels-rs/src/device/user_cubature.rs`, which call an external
+//! `gpuq_integrand`) into one module, cached per process and on disk
+//! (`gpuq_cuda::cache_dir`). The rule kernels then evaluate the user's
+//! function in place, as they do the built-ins; the call crosses the link
+//! and is not inlined. Expressions call the elementary functions of
+//! `gpuq_kernels::cubature::functions` on both backends, so an expression
+//! gives the same bits on the CPU and the GPU, and f1-f5 written as
+//! expressions give the built-ins' bits.
 //!
 //! ## Costs
 //!
@@ -68,8 +94,11 @@
 //!   107-738x the seed's GPU times on f1-f4 but 46-51x on f5, whose evaluations
 //!   alone take the whole budget of 100x; the rising-order product rule
 //!   (`Method::GaussLegendreAuto`) takes f5 at 104-106x (`docs/benchmarks.md`).
-//! * Closures run only on the CPU backend (the CUDA backend rejects them); a new
-//!   device integrand is added as described in `gpuq_kernels::cubature::integrand`.
+//! * Closures run on the host on every backend (the CUDA backend hands their
+//!   batches to the CPU backend): a function for the device is an expression or
+//!   device code.
+//! * Infinite bounds are refused with a clear error (no variable transformation
+//!   is applied); Gauss-Hermite integrates against the standard normal on R^n.
 //! * Reference values for f1 at n other than 7 and for f3 are not computed in
 //!   closed form (see [`mod@reference`]).
 
@@ -90,11 +119,12 @@ pub mod region;
 pub mod rules;
 pub mod tensor;
 
-pub use cuhre::cuhre;
-pub use func::{builtin, kind_of, Func};
+pub use cuhre::{cuhre, cuhre_on};
+pub use func::{builtin, kind_of, CodeKind, Func, HostFunc, UserCode};
+pub use gpuq_expr::Expr;
 pub use gpuq_kernels::cubature::integrand::Builtin;
 pub use gpuq_kernels::cubature::rule::{BoxResult, Rule};
-pub use kernels::{Boxes, CubatureKernels};
+pub use kernels::{Boxes, CubatureKernels, Prepared};
 pub use method::{integrate, Method};
 pub use outcome::{Options, Outcome, Status, Timings};
 pub use parallel::{breadth_first, two_phase};

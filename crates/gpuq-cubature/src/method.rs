@@ -57,8 +57,9 @@ impl std::str::FromStr for Method {
 }
 
 /// Integrates `f` over [lo, hi] (ignored by Gauss-Hermite, which needs `lo.len()`
-/// as the dimension only) with `method` on `backend` (sequential CUHRE always
-/// runs on the host). Tensor rules need the same interval on every axis.
+/// as the dimension only) with `method` on `backend` (sequential CUHRE runs on
+/// the host, or for device code through the backend's batches: see
+/// [`cuhre::cuhre_on`]). Tensor rules need the same interval on every axis.
 pub fn integrate<B: CubatureKernels>(
     backend: &B,
     method: Method,
@@ -68,7 +69,7 @@ pub fn integrate<B: CubatureKernels>(
     opts: &Options,
 ) -> Result<Outcome> {
     match method {
-        Method::Cuhre => cuhre::cuhre(f, lo, hi, opts),
+        Method::Cuhre => cuhre::cuhre_on(backend, f, lo, hi, opts),
         Method::TwoPhase => parallel::two_phase(backend, f, lo, hi, opts),
         Method::BreadthFirst => parallel::breadth_first(backend, f, lo, hi, opts),
         Method::GaussLegendre(na) => {

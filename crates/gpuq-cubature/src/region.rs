@@ -4,27 +4,34 @@ use crate::func::Func;
 use crate::kernels::Boxes;
 use gpuq_core::{Error, Result};
 
-/// Checks that `lo`, `hi` describe a finite box with lo < hi on every axis,
-/// of the integrand's dimension (for a built-in one), with 2..=16 axes; returns n.
+/// Checks that `lo`, `hi` describe a finite box with lo < hi on every axis, of
+/// the integrand's dimension (unless it is a closure); returns n.
 pub fn check_box(f: &Func<'_>, lo: &[f64], hi: &[f64]) -> Result<usize> {
     let n = lo.len();
     if hi.len() != n {
         return Err(Error::shape("integration box", n, hi.len()));
     }
-    if let Func::Builtin(b) = f {
-        if b.dim as usize != n {
+    if let Some(d) = f.dim() {
+        if d != n {
             return Err(Error::shape(
                 "integration box",
-                format!("{} axes (the integrand's dimension)", b.dim),
+                format!("{d} axes (the integrand's dimension)"),
                 n,
             ));
         }
     }
     for i in 0..n {
         if !(lo[i].is_finite() && hi[i].is_finite() && lo[i] < hi[i]) {
+            let why = if lo[i].is_infinite() || hi[i].is_infinite() {
+                " (the adaptive and Gauss-Legendre rules need finite bounds: map an infinite range onto a finite one, or use gauss-hermite for expectations under a standard normal)"
+            } else {
+                ""
+            };
             return Err(Error::InvalidArgument(format!(
-                "axis {i}: need finite lo < hi, got [{}, {}]",
-                lo[i], hi[i]
+                "axis {}: need finite lo < hi, got [{}, {}]{why}",
+                i + 1,
+                lo[i],
+                hi[i]
             )));
         }
     }

@@ -2,8 +2,9 @@
 //! for the standard normal, N_a points per axis in N dimensions (N_a^N points;
 //! seed 001, section 3.5). Point i's coordinates are the base-N_a digits of i
 //! (digit k, least significant first, picks axis k's node). The sum is
-//! deterministic: fixed chunks of `TENSOR_CHUNK` points summed in index order
-//! by the backend, the chunk sums of each group of `TENSOR_GROUP` chunks added
+//! deterministic: chunks of `chunk_points(total)` points (256 for large grids,
+//! fewer for small ones, so that a GPU has threads enough) summed in index
+//! order by the backend, the chunk sums of each group of `TENSOR_GROUP` chunks added
 //! in chunk order (on the device for CUDA), then the group sums added in group
 //! order on the host, so the result does not depend on the thread count, and
 //! the backends agree.
@@ -194,18 +195,11 @@ impl TensorRule {
         tensor_point(idx, &self.nodes, &self.weights, x)
     }
 
-    /// sum_i w_i f(x_i) on `backend` (closures only on backends that run them:
-    /// the CPU). Deterministic (see the module docs). Cost: N_a^N evaluations.
+    /// sum_i w_i f(x_i) on `backend`. Deterministic (see the module docs).
+    /// Errors with [`Error::IntegrandNotFinite`] at a NaN or infinite value.
+    /// Cost: N_a^N evaluations.
     pub fn integrate<B: CubatureKernels>(&self, backend: &B, f: Func<'_>) -> Result<f64> {
-        if let Func::Builtin(b) = f {
-            if b.dim as usize != self.dim {
-                return Err(Error::shape(
-                    "tensor rule",
-                    self.dim,
-                    format!("an integrand of dimension {}", b.dim),
-                ));
-            }
-        }
+        f.check_dim("tensor rule", self.dim)?;
         let partials =
             backend.cub_tensor(f, self.dim, &self.nodes, &self.weights, self.points())?;
         Ok(partials.iter().sum())
@@ -245,7 +239,7 @@ impl TensorRule {
 /// the factor 2; a bare difference there claims convergence early (f4 at n = 6:
 /// a true error of 6e-5 at a difference of 8e-6).
 /// Stops with [`Status::EvaluationCap`] when the next order would pass
-/// `opts.max_evals`. Cost: the sum of N_a^dim over the orders tried
+/// `opts.max_evals` or [`MAX_POINTS_PER_AXIS`]. Cost: the sum of N_a^dim over the orders tried
 /// (dominated by the last two).
 pub fn gauss_legendre_auto<B: CubatureKernels>(
     backend: &B,
@@ -261,7 +255,7 @@ pub fn gauss_legendre_auto<B: CubatureKernels>(
     let (mut estimate, mut error) = (f64::NAN, f64::INFINITY);
     let mut last_diff: Option<f64> = None;
     let mut status = Status::EvaluationCap;
-    for na in 2usize.. {
+    for na in 2..=MAX_POINTS_PER_AXIS {
         let points = (na as u64)
             .checked_pow(dim as u32)
             .filter(|p| evaluations.saturating_add(*p) <= opts.max_evals);

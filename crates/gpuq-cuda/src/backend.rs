@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     pub(crate) gs: Mutex<crate::gram_schmidt::GsCache>,
     /// cuFFT plans built so far (the UQ convolution's).
     pub(crate) ffts: Mutex<crate::uq_convolution::FftCache>,
+    /// User integrands linked and loaded in this context, by their cache key.
+    pub(crate) linked: Mutex<HashMap<String, crate::linked::LinkedIntegrand>>,
 }
 
 /// The CUDA backend. Cheap to clone (clones share the context, stream and counters).
@@ -203,6 +205,7 @@ impl CudaBackend {
                 pinned: Mutex::new(pinned),
                 gs: Mutex::default(),
                 ffts: Mutex::default(),
+                linked: Mutex::default(),
             }),
         })
     }

@@ -38,6 +38,12 @@
 //!   over the ranks (histories keep their ids, hence their random streams) and
 //!   the tallies are summed, so `gpuq_mcls::MonteCarlo` and `gpuq_mcls::mcsa`
 //!   run distributed unchanged and give the single-rank estimate to rounding.
+//! * Cubature: `Dist<B>` implements `gpuq_cubature::CubatureKernels` for any
+//!   local backend that does. The adaptive methods' batches (rule
+//!   applications, second-phase runs) are dealt to the ranks in contiguous
+//!   slices and all-gathered, so any integrand (built-in, closure, expression,
+//!   user device code) runs across ranks and gives the one-rank estimate bit
+//!   for bit; tensor sums run whole on every rank.
 //! * The CLI: `mpirun -n 4 gpuq solve ...` (feature `mpi` of `gpuq-cli`).
 //!
 //! Distributed results equal the serial ones to rounding, not bit for bit:
@@ -68,6 +74,7 @@
 
 mod backend;
 mod comm;
+mod cubature;
 mod generate;
 mod halo;
 mod kernels;

@@ -20,6 +20,7 @@
 //! Not done: the Smolyak grid on the device.
 
 use gpuq_core::{Error, Result};
+use gpuq_cubature::func::NonFinite;
 use gpuq_cubature::tensor::{gauss_hermite, hermite_1d};
 use gpuq_cubature::{CubatureKernels, Func};
 use rayon::prelude::*;
@@ -38,8 +39,10 @@ pub struct Expectation {
 }
 
 /// E[g(q)], q ~ N(0, I_N), by the tensor Gauss-Hermite rule with `na` points per
-/// axis on `backend` (built-in integrands run on every backend, closures on the
-/// CPU). Limits of `gpuq-cubature`: 1..=16 axes, 1..=64 points per axis.
+/// axis on `backend`: any integrand of `gpuq-cubature` (built-ins, expressions
+/// and user device code on the device, closures on the host). Errors with
+/// [`Error::IntegrandNotFinite`] at a NaN or infinite value. Limits of
+/// `gpuq-cubature`: 1..=16 axes, 1..=64 points per axis.
 pub fn tensor_expectation<B: CubatureKernels>(
     backend: &B,
     dim: usize,
@@ -209,11 +212,21 @@ fn enumerate(
     }
 }
 
-/// E[g(q)] by the Smolyak rule of `level` in `dim` dimensions (host).
+/// E[g(q)] by the Smolyak rule of `level` in `dim` dimensions (host). Errors
+/// with [`Error::IntegrandNotFinite`] when g returns NaN or an infinite value.
 pub fn smolyak_expectation(dim: usize, level: usize, g: &Integrand<'_>) -> Result<Expectation> {
     let rule = SmolyakRule::new(dim, level)?;
+    let seen = NonFinite::default();
+    let guarded = |x: &[f64]| {
+        let v = g(x);
+        if !v.is_finite() {
+            seen.record(x, v);
+        }
+        v
+    };
     let t = Instant::now();
-    let estimate = rule.integrate(g);
+    let estimate = rule.integrate(&guarded);
+    seen.check()?;
     Ok(Expectation {
         estimate,
         points: rule.points(),

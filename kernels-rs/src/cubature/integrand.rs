@@ -22,6 +22,29 @@ pub trait Integrand {
     fn eval(&self, x: &[f64]) -> f64;
 }
 
+/// Defines `gpuq_integrand(x: *const f64, n: u32) -> f64`, the function the
+/// CUDA backend links with its rule kernels, as `$f`'s [`Integrand::eval`]:
+/// the way a Rust user brings an integrand to the GPU. In a `no_std` crate
+/// that depends on `gpuq-kernels`, built for `nvptx64-nvidia-cuda` to PTX as
+/// `examples/rust-integrand` shows, write `gpuq_kernels::export_integrand!(MyF);`
+/// (under `#[cfg(target_arch = "nvptx64")]`), then give the PTX to
+/// `gpuq_cubature::UserCode::ptx`; the same type serves the host as a closure.
+#[macro_export]
+macro_rules! export_integrand {
+    ($f:expr) => {
+        /// The integrand the CUDA backend links with its rule kernels.
+        ///
+        /// # Safety
+        /// `x` points to `n` readable values (the rule kernels' call).
+        #[no_mangle]
+        pub unsafe extern "C" fn gpuq_integrand(x: *const f64, n: u32) -> f64 {
+            // SAFETY: the caller's contract above.
+            let x = unsafe { core::slice::from_raw_parts(x, n as usize) };
+            $crate::cubature::integrand::Integrand::eval(&$f, x)
+        }
+    };
+}
+
 /// f1 = 1 / (0.1 + cos^2(sum x_i^2)).
 pub const F1: u32 = 0;
 /// f2 = cos(prod_i cos(4^i x_i)), i = 1..n. (For n > 10 on [0, 1]^n the inner

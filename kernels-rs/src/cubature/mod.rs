@@ -4,6 +4,7 @@
 //! CUHRE ([`rule`]), the same application dealt to the lanes of a warp
 //! ([`lanes`]), and tensor-rule points and chunk sums ([`tensor`]).
 
+pub mod functions;
 pub mod integrand;
 pub mod lanes;
 pub mod math;

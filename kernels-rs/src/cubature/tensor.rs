@@ -5,9 +5,31 @@
 
 use super::integrand::{Integrand, MAX_DIM};
 
-/// Points each chunk of a tensor sum adds in index order. Small enough that a
-/// grid of 6^10 points gives a GPU 2.4 x 10^5 chunks (threads) to run.
+/// Most points a chunk of a tensor sum adds in index order ([`chunk_points`]).
+/// Small enough that a grid of 6^10 points gives a GPU 2.4 x 10^5 chunks
+/// (threads) to run.
 pub const TENSOR_CHUNK: u64 = 256;
+
+/// Chunks a rule of fewer than `TENSOR_CHUNK x TENSOR_CHUNKS_WANTED` points is
+/// cut into at least (about), so that a small grid still gives a GPU threads
+/// enough: a thread's points are one dependent chain.
+pub const TENSOR_CHUNKS_WANTED: u64 = 1 << 14;
+
+/// The points per chunk of a tensor sum over `total` points: [`TENSOR_CHUNK`]
+/// for grids of 2^22 points or more, else the largest power of two p with
+/// p x [`TENSOR_CHUNKS_WANTED`] <= total (at least 1). A function of `total`
+/// alone, so every backend cuts the sum the same way. O(1).
+#[inline]
+pub fn chunk_points(total: u64) -> u64 {
+    let per = total / TENSOR_CHUNKS_WANTED;
+    if per >= TENSOR_CHUNK {
+        TENSOR_CHUNK
+    } else if per == 0 {
+        1
+    } else {
+        1 << (63 - per.leading_zeros())
+    }
+}
 
 /// Chunks per group: a backend returns one sum per group of `TENSOR_GROUP`
 /// consecutive chunks, the chunk sums added in chunk order ([`group_sum`]);
@@ -145,8 +167,8 @@ pub fn group_sum(first: u64, end: u64, chunk: impl Fn(u64) -> f64) -> f64 {
 
 /// Sum of group q of a tensor rule over points 0..total: the chunk sums
 /// ([`tensor_chunk`]) of chunks q G..min((q + 1) G, chunks) added in order by
-/// [`group_sum`] (G = [`TENSOR_GROUP`], T = [`TENSOR_CHUNK`] points per chunk).
-/// Cost: up to G T evaluations.
+/// [`group_sum`] (G = [`TENSOR_GROUP`], T = [`chunk_points`] of `total` points
+/// per chunk). Cost: up to G T evaluations.
 #[inline]
 pub fn tensor_group<F: Integrand + ?Sized>(
     f: &F,
@@ -156,7 +178,8 @@ pub fn tensor_group<F: Integrand + ?Sized>(
     total: u64,
     q: u64,
 ) -> f64 {
-    let chunks = total.div_ceil(TENSOR_CHUNK);
+    let t = chunk_points(total);
+    let chunks = total.div_ceil(t);
     let first = q * TENSOR_GROUP;
     let end = if first + TENSOR_GROUP < chunks {
         first + TENSOR_GROUP
@@ -164,12 +187,8 @@ pub fn tensor_group<F: Integrand + ?Sized>(
         chunks
     };
     group_sum(first, end, |c| {
-        let a = c * TENSOR_CHUNK;
-        let b = if a + TENSOR_CHUNK < total {
-            a + TENSOR_CHUNK
-        } else {
-            total
-        };
+        let a = c * t;
+        let b = if a + t < total { a + t } else { total };
         tensor_chunk(f, dim, nodes, weights, a, b)
     })
 }
@@ -177,6 +196,17 @@ pub fn tensor_group<F: Integrand + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_shrink_for_small_grids() {
+        assert_eq!(chunk_points(3125), 1);
+        assert_eq!(chunk_points(1 << 14), 1);
+        assert_eq!(chunk_points(3 << 14), 2);
+        assert_eq!(chunk_points(2_097_152), 128);
+        assert_eq!(chunk_points(1 << 22), 256);
+        assert_eq!(chunk_points(100_000_000), 256);
+        assert_eq!(chunk_points(0), 1);
+    }
 
     struct Sum;
     impl Integrand for Sum {

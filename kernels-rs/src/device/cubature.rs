@@ -7,10 +7,14 @@
 //! gives the same bits as on the CPU.
 
 use super::prelude::{global_id, grid_threads, lane, shfl_down_b32, DeviceScalar};
-use crate::cubature::integrand::{Builtin, Integrand};
+#[cfg(not(feature = "user-integrand"))]
+use crate::cubature::integrand::Builtin;
+use crate::cubature::integrand::Integrand;
 use crate::cubature::lanes::{combine, finish, lane_sums, LaneSums, RulePoint, LANES};
 use crate::cubature::rule::{local_cuhre, LocalOutcome, Rule, LOCAL_HEAP};
-use crate::cubature::tensor::{tensor_chunk, TENSOR_CHUNK, TENSOR_GROUP};
+#[cfg(not(feature = "user-integrand"))]
+use crate::cubature::tensor::TENSOR_GROUP;
+use crate::cubature::tensor::{chunk_points, tensor_chunk};
 use core::slice::from_raw_parts;
 
 /// out[3 b..3 b + 3] = (estimate, error, axis) of box b, for b < boxes; box b is
@@ -19,6 +23,7 @@ use core::slice::from_raw_parts;
 /// single-axis points (l < n) or four of the table's head (l >= n), then
 /// every 32nd table point ([`lane_sums`]); the lanes' sums meet in a shuffle tree ([`crate::cubature::lanes`], the order the CPU
 /// follows) and lane 0 writes the result.
+#[cfg(not(feature = "user-integrand"))]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn cub_evaluate(
     rule: *const Rule,
@@ -30,20 +35,38 @@ pub unsafe extern "ptx-kernel" fn cub_evaluate(
     half: *const f64,
     out: *mut f64,
 ) {
-    let rule = &*rule;
     let f = *f;
+    evaluate(&*rule, &f, table, points, boxes, center, half, out);
+}
+
+/// The body of `cub_evaluate` for any integrand (the user integrands' kernel
+/// `cubu_evaluate` runs it too).
+///
+/// # Safety
+/// As `cub_evaluate`'s caller: the table holds `points` entries, centre and
+/// half-width arrays `boxes x rule.dim` values, `out` 3 x boxes.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn evaluate<F: Integrand>(
+    rule: &Rule,
+    f: &F,
+    table: *const RulePoint,
+    points: usize,
+    boxes: usize,
+    center: *const f64,
+    half: *const f64,
+    out: *mut f64,
+) {
     let n = rule.dim as usize;
-    // SAFETY (caller): the table holds `points` entries.
     let table = from_raw_parts(table, points);
     let l = lane() as usize;
     let warps = grid_threads() / LANES;
     let mut b = global_id() / LANES;
     while b < boxes {
-        // SAFETY (caller): center and half hold boxes x n values, out 3 x boxes.
         let c = from_raw_parts(center.add(b * n), n);
         let h = from_raw_parts(half.add(b * n), n);
         let f0 = f.eval(c);
-        let mut s = lane_sums(rule, table, &f, c, h, l, f0);
+        let mut s = lane_sums(rule, table, f, c, h, l, f0);
         let mut d = LANES as u32 / 2;
         while d > 0 {
             s = combine(s, shfl_down_sums(s, d));
@@ -75,6 +98,7 @@ fn shfl_down_sums(s: LaneSums, d: u32) -> LaneSums {
 
 /// out[b] = bounded-heap CUHRE on box b with absolute tolerance `tol` and at
 /// most `max_evals` evaluations.
+#[cfg(not(feature = "user-integrand"))]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn cub_local(
     rule: *const Rule,
@@ -86,22 +110,40 @@ pub unsafe extern "ptx-kernel" fn cub_local(
     max_evals: u64,
     out: *mut LocalOutcome,
 ) {
-    let rule = &*rule;
     let f = *f;
+    local(&*rule, &f, boxes, center, half, tol, max_evals, out);
+}
+
+/// The body of `cub_local` for any integrand.
+///
+/// # Safety
+/// As `cub_evaluate`'s; `out` holds `boxes` outcomes.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) unsafe fn local<F: Integrand>(
+    rule: &Rule,
+    f: &F,
+    boxes: usize,
+    center: *const f64,
+    half: *const f64,
+    tol: f64,
+    max_evals: u64,
+    out: *mut LocalOutcome,
+) {
     let n = rule.dim as usize;
     let mut b = global_id();
     while b < boxes {
-        // SAFETY (caller): as for `cub_evaluate`; out holds boxes outcomes.
         let c = from_raw_parts(center.add(b * n), n);
         let h = from_raw_parts(half.add(b * n), n);
-        *out.add(b) = local_cuhre::<_, LOCAL_HEAP>(rule, &f, c, h, tol, max_evals);
+        *out.add(b) = local_cuhre::<_, LOCAL_HEAP>(rule, f, c, h, tol, max_evals);
         b += grid_threads();
     }
 }
 
 /// partials[c] = sum of w_i f(x_i) over points c T..min((c + 1) T, total) of the
-/// tensor rule (na = nodes per axis, dim = f.dim), T = `TENSOR_CHUNK`; one
+/// tensor rule (na = nodes per axis, dim = f.dim), T = `chunk_points(total)`; one
 /// thread per chunk, grid-stride. `cub_tensor_groups` then adds them by groups.
+#[cfg(not(feature = "user-integrand"))]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn cub_tensor(
     f: *const Builtin,
@@ -112,20 +154,32 @@ pub unsafe extern "ptx-kernel" fn cub_tensor(
     partials: *mut f64,
 ) {
     let f = *f;
-    let dim = f.dim as usize;
-    // SAFETY (caller): nodes and weights hold na values.
+    tensor(&f, f.dim as usize, nodes, weights, na, total, partials);
+}
+
+/// The body of `cub_tensor` for any integrand of `dim` axes.
+///
+/// # Safety
+/// nodes and weights hold na values, partials one value per chunk.
+#[inline(always)]
+pub(super) unsafe fn tensor<F: Integrand>(
+    f: &F,
+    dim: usize,
+    nodes: *const f64,
+    weights: *const f64,
+    na: usize,
+    total: u64,
+    partials: *mut f64,
+) {
     let x = from_raw_parts(nodes, na);
     let w = from_raw_parts(weights, na);
-    let chunks = total.div_ceil(TENSOR_CHUNK);
+    let t = chunk_points(total);
+    let chunks = total.div_ceil(t);
     let mut c = global_id() as u64;
     while c < chunks {
-        let first = c * TENSOR_CHUNK;
-        let end = if first + TENSOR_CHUNK < total {
-            first + TENSOR_CHUNK
-        } else {
-            total
-        };
-        *partials.add(c as usize) = tensor_chunk(&f, dim, x, w, first, end);
+        let first = c * t;
+        let end = if first + t < total { first + t } else { total };
+        *partials.add(c as usize) = tensor_chunk(f, dim, x, w, first, end);
         c += grid_threads() as u64;
     }
 }
@@ -133,6 +187,7 @@ pub unsafe extern "ptx-kernel" fn cub_tensor(
 /// groups[q] = the chunk sums partials[q G..min((q + 1) G, chunks)] added in
 /// order (the order of `group_sum`, G = `TENSOR_GROUP`): one thread per
 /// group, grid-stride, eight loads in flight before eight ordered adds.
+#[cfg(not(feature = "user-integrand"))]
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn cub_tensor_groups(
     chunks: u64,

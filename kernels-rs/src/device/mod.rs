@@ -1,20 +1,37 @@
 //! Device code: the prelude and the PTX entry points (compiled for nvptx64 only).
+//! With the feature `user-integrand` only the cubature kernels of user
+//! integrands are built (`user_cubature`, the second PTX module).
 
-mod amg;
-mod amg_setup;
-mod bicgstabl;
-mod bidomain;
-mod blas1;
+/// Declares the modules of the main PTX module, left out of the user
+/// integrands' build.
+macro_rules! main_module {
+    ($($m:ident),+ $(,)?) => {
+        $(
+            #[cfg(not(feature = "user-integrand"))]
+            mod $m;
+        )+
+    };
+}
+
+main_module!(
+    amg,
+    amg_setup,
+    bicgstabl,
+    bidomain,
+    blas1,
+    gram_schmidt,
+    krylov,
+    mcls,
+    qmr,
+    spmv,
+    tfqmr,
+    uq,
+    uq_convolution,
+);
 mod cubature;
-mod gram_schmidt;
-mod krylov;
-mod mcls;
 pub mod prelude;
-mod qmr;
-mod spmv;
-mod tfqmr;
-mod uq;
-mod uq_convolution;
+#[cfg(feature = "user-integrand")]
+mod user_cubature;
 
 /// A kernel never panics by design (every index is checked against the sizes it is
 /// given); should a core routine panic anyway, the thread traps and the launch
