@@ -3,7 +3,7 @@
 # repository root on the device machine after `cargo xtask gpu-pack` here (carry .whl
 # for the torchquad peer):
 #   bash benches/cubature_user.sh          # tests, then the benchmarks; a table last
-#   bash benches/cubature_user.sh tests    # the CUDA tests of gpuq-cubature, gpuq-expr, the CLI
+#   bash benches/cubature_user.sh tests    # the CUDA tests of gpuq-cubature, gpuq-expr, gpuq-uq, the CLI
 #   bash benches/cubature_user.sh bench    # Table III built-in vs expression, tensor rules vs
 #                                          # CuPy and torchquad, compile times, throughput
 # Logs go to $OUT/logs-cubature-user.tgz when $OUT is set.
@@ -38,7 +38,7 @@ PY
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/device: /'
 
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
-    for t in /tmp/gpuq-pack/test-gpuq-cubature-* /tmp/gpuq-pack/test-gpuq-expr-* /tmp/gpuq-pack/test-gpuq-cli-test-integrate; do
+    for t in /tmp/gpuq-pack/test-gpuq-cubature-* /tmp/gpuq-pack/test-gpuq-expr-* /tmp/gpuq-pack/test-gpuq-cli-test-integrate /tmp/gpuq-pack/test-gpuq-uq-*; do
         name=$(basename "$t")
         timeout 400 "$t" >"$LOGS/$name.log" 2>&1
         rc=$?

@@ -28,7 +28,8 @@ pub struct IntegrateArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub expr: Option<String>,
     /// A CUDA C file defining `extern "C" __device__ double gpuq_integrand(const
-    /// double *x, unsigned int n)` (CUDA backend only).
+    /// double *x, unsigned int n)`, or holding only that function's body, e.g.
+    /// `return exp(-x[0] * x[1]);` (CUDA backend only).
     #[arg(long)]
     pub cuda_source: Option<String>,
     /// A PTX file defining `gpuq_integrand` (e.g. a Rust `no_std` crate built for

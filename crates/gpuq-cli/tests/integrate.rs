@@ -259,3 +259,71 @@ fn compiled_device_code_is_cached_on_disk() {
     assert_eq!(first["estimate"], second["estimate"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn user_cuda_c_and_ptx_files() {
+    let dir = std::env::temp_dir().join(format!("gpuq-cli-code-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = dir.join("body.cu");
+    std::fs::write(&body, "return x[0] * x[1] + gpuq_cos(x[2]);").unwrap();
+    let ptx = dir.join("bump.ptx");
+    std::fs::write(
+        &ptx,
+        include_str!("../../../examples/rust-integrand/rust_integrand.ptx"),
+    )
+    .unwrap();
+    let body_s = body.to_string_lossy().to_string();
+    let ptx_s = ptx.to_string_lossy().to_string();
+    // Device code cannot run on the CPU backend: one line, status 1.
+    let o = gpuq(&[
+        "integrate",
+        "--cuda-source",
+        &body_s,
+        "--dim",
+        "3",
+        "--backend",
+        "cpu",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    assert!(e.contains("host function"), "{e}");
+    if backends().contains(&"cuda") {
+        let v = json(&gpuq(&[
+            "integrate",
+            "--cuda-source",
+            &body_s,
+            "--dim",
+            "3",
+            "--rel-tol",
+            "1e-10",
+            "--backend",
+            "cuda",
+            "--json",
+        ]));
+        let want = 0.25 + 1f64.sin();
+        assert!((v["estimate"].as_f64().unwrap() - want).abs() < 1e-9, "{v}");
+        assert_eq!(v["integrand"], "cuda-c");
+        assert_eq!(v["evaluation"], "device-linked");
+        // The Rust example's bump over [0, 1]^2: sqrt(pi) erf(1/2) sqrt(pi/2) erf(sqrt(2)/2).
+        let v = json(&gpuq(&[
+            "integrate",
+            "--ptx",
+            &ptx_s,
+            "--dim",
+            "2",
+            "--rel-tol",
+            "1e-10",
+            "--backend",
+            "cuda",
+            "--json",
+        ]));
+        let want = std::f64::consts::PI.sqrt()
+            * 0.520_499_877_813_046_5
+            * (std::f64::consts::PI / 2.0).sqrt()
+            * 0.682_689_492_137_085_9;
+        assert!((v["estimate"].as_f64().unwrap() - want).abs() < 1e-9, "{v}");
+        assert_eq!(v["integrand"], "ptx");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

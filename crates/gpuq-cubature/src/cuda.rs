@@ -43,8 +43,8 @@ fn on_device(backend: &CudaBackend, f: Func<'_>) -> Result<OnDevice> {
         ),
         Func::Code(c) => {
             let code = match c.kind {
-                CodeKind::CudaC => DeviceCode::CudaC(c.text),
-                CodeKind::Ptx => DeviceCode::Ptx(c.text),
+                CodeKind::CudaC => DeviceCode::CudaC(&c.text),
+                CodeKind::Ptx => DeviceCode::Ptx(&c.text),
             };
             OnDevice::Linked(backend.link_integrand(code)?, c.dim)
         }

@@ -11,6 +11,7 @@
 use gpuq_core::{Error, Result};
 use gpuq_expr::Expr;
 use gpuq_kernels::cubature::integrand::{self as k, Builtin, Integrand, MAX_DIM};
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -119,20 +120,61 @@ pub enum CodeKind {
 /// (x holds the n coordinates of one point), for the CUDA backend, which links
 /// it with its rule kernels; `host`, when given, is the same function for host
 /// backends (the CPU, a `Dist` of CPU ranks) and sequential CUHRE.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct UserCode<'a> {
     /// The code's language.
     pub kind: CodeKind,
-    /// Its text.
-    pub text: &'a str,
+    /// Its text (for CUDA C given as a function body, the body wrapped into
+    /// `gpuq_integrand`).
+    pub text: Cow<'a, str>,
     /// Number of variables n.
     pub dim: usize,
     /// The same function on the host, if any.
     pub host: Option<HostFn<'a>>,
 }
 
+/// The elementary functions of `gpuq_kernels::cubature::functions` as the user
+/// module exports them, declared for a CUDA C body: (name, arguments).
+const DEVICE_FUNCTIONS: [(&str, usize); 20] = [
+    ("sin", 1),
+    ("cos", 1),
+    ("tan", 1),
+    ("asin", 1),
+    ("acos", 1),
+    ("atan", 1),
+    ("atan2", 2),
+    ("sinh", 1),
+    ("cosh", 1),
+    ("tanh", 1),
+    ("exp", 1),
+    ("log", 1),
+    ("log10", 1),
+    ("sqrt", 1),
+    ("abs", 1),
+    ("floor", 1),
+    ("erf", 1),
+    ("min", 2),
+    ("max", 2),
+    ("pow", 2),
+];
+
+/// A CUDA C function body made the translation unit that defines
+/// `gpuq_integrand`, with gpuq's elementary functions declared.
+fn wrap_body(body: &str) -> String {
+    let mut out = String::from("// a gpuq_integrand body given by the user\n");
+    for (name, args) in DEVICE_FUNCTIONS {
+        let params = vec!["double"; args].join(", ");
+        out += &format!("extern \"C\" __device__ double gpuq_{name}({params});\n");
+    }
+    out += &format!(
+        "extern \"C\" __device__ double {}(const double* x, unsigned int n)\n{{\n{body}\n}}\n",
+        gpuq_expr::CUDA_ENTRY
+    );
+    out
+}
+
 impl<'a> UserCode<'a> {
-    fn new(kind: CodeKind, text: &'a str, dim: usize) -> Result<Self> {
+    fn new(kind: CodeKind, text: Cow<'a, str>, dim: usize) -> Result<Self> {
         if dim == 0 || dim > MAX_DIM {
             return Err(Error::InvalidArgument(format!(
                 "user integrands take 1 to {MAX_DIM} variables, not {dim}"
@@ -140,8 +182,7 @@ impl<'a> UserCode<'a> {
         }
         if !text.contains(gpuq_expr::CUDA_ENTRY) {
             return Err(Error::InvalidArgument(format!(
-                "the {kind:?} code does not mention {}: it must define extern \"C\" __device__ double {}(const double *x, unsigned int n)",
-                gpuq_expr::CUDA_ENTRY,
+                "the {kind:?} code does not define {}(const double *x, unsigned int n)",
                 gpuq_expr::CUDA_ENTRY
             )));
         }
@@ -158,19 +199,27 @@ impl<'a> UserCode<'a> {
         })
     }
 
-    /// CUDA C source of `dim` variables defining `gpuq_integrand` (checked
-    /// here for its name only; NVRTC checks the rest when the CUDA backend
-    /// first uses it). It may call CUDA's math functions and the
-    /// `gpuq_sin`, `gpuq_cos`, ... of `gpuq_kernels::cubature::functions`
-    /// (declared `extern "C" __device__ double gpuq_sin(double);`).
+    /// CUDA C of `dim` variables: either a translation unit that defines
+    /// `extern "C" __device__ double gpuq_integrand(const double *x, unsigned
+    /// int n)`, or only that function's body (`return exp(-x[0] * x[1]);`),
+    /// which is wrapped into it. NVRTC checks the code when the CUDA backend
+    /// first uses it. The code may call CUDA's math functions and gpuq's
+    /// (`gpuq_sin`, `gpuq_exp`, ... of `gpuq_kernels::cubature::functions`,
+    /// the same bits as on the host; declared for a body, to be declared
+    /// `extern "C" __device__ double gpuq_sin(double);` in a whole unit).
     pub fn cuda_source(src: &'a str, dim: usize) -> Result<Self> {
-        Self::new(CodeKind::CudaC, src, dim)
+        let text = if src.contains(gpuq_expr::CUDA_ENTRY) {
+            Cow::Borrowed(src)
+        } else {
+            Cow::Owned(wrap_body(src))
+        };
+        Self::new(CodeKind::CudaC, text, dim)
     }
 
     /// PTX of `dim` variables defining `gpuq_integrand` as a `.visible .func`
     /// (see `examples/rust-integrand` for a Rust crate built to such PTX).
     pub fn ptx(ptx: &'a str, dim: usize) -> Result<Self> {
-        Self::new(CodeKind::Ptx, ptx, dim)
+        Self::new(CodeKind::Ptx, Cow::Borrowed(ptx), dim)
     }
 
     /// The same code with `host` as its host twin.

@@ -263,11 +263,18 @@ fn device_code_needs_a_host_twin_on_the_cpu() {
         o.estimate,
         bump_integral(3)
     );
-    // Code that does not define gpuq_integrand is refused at once.
-    assert!(
-        UserCode::cuda_source("__device__ double f(const double* x) { return 1; }", 2).is_err()
-    );
-    assert!(UserCode::ptx(".version 7.0", 0).is_err());
+    // PTX that does not define gpuq_integrand is refused at once; CUDA C
+    // without it is a function body, wrapped into one.
+    assert!(UserCode::ptx(".version 7.0", 2).is_err());
+    assert!(UserCode::ptx(BUMP_CUDA_C, 0).is_err());
+    let body = UserCode::cuda_source("return gpuq_exp(-x[0] * x[1]);", 2).unwrap();
+    assert!(body
+        .text
+        .contains("double gpuq_integrand(const double* x, unsigned int n)"));
+    assert!(body
+        .text
+        .contains("extern \"C\" __device__ double gpuq_exp(double);"));
+    assert!(body.text.contains("return gpuq_exp(-x[0] * x[1]);"));
 }
 
 #[test]

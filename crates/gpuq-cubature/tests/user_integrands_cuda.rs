@@ -180,6 +180,26 @@ fn user_cuda_c_and_rust_ptx_integrate_on_the_device() {
                 );
             }
         }
+        // A function body: sum of x_k^2 over the cube, n / 3.
+        let body = UserCode::cuda_source(
+            "double s = 0.0; for (unsigned int k = 0; k < n; ++k) s += x[k] * x[k]; return s;",
+            n,
+        )
+        .unwrap();
+        let o = integrate(
+            g,
+            Method::BreadthFirst,
+            Func::Code(&body),
+            &vec![0.0; n],
+            &vec![1.0; n],
+            &opts(1e-10, 100_000_000),
+        )
+        .unwrap();
+        assert!(
+            (o.estimate - n as f64 / 3.0).abs() < 1e-10,
+            "{}",
+            o.estimate
+        );
         // The Rust PTX is the host twin's code: the same bits per box.
         let rule = build_lanes(RuleKind::Cuhre, n).unwrap();
         let boxes = random_boxes(n, 100, &mut rng(3));
@@ -262,6 +282,9 @@ fn compile_errors_are_reported_and_modules_cached() {
     let bad = "extern \"C\" __device__ double gpuq_integrand(const double* x, unsigned int n) { return x[0] +; }";
     let err = g.link_integrand(DeviceCode::CudaC(bad)).unwrap_err();
     assert!(matches!(err, Error::Compile(_)), "{err}");
+    let body = UserCode::cuda_source("return x[0] +;", 2).unwrap();
+    let err = g.cub_prepare(Func::Code(&body)).unwrap_err();
+    assert!(err.to_string().contains("NVRTC"), "{err}");
     // A function of another name links to nothing: the linker says so.
     let other = "extern \"C\" __device__ double gpuq_integrandx(const double* x, unsigned int n) { return 1.0; } // gpuq_integrand";
     assert!(matches!(
