@@ -8,8 +8,8 @@ use gpuq_cubature::{builtin, kind_of, CubatureKernels, Func};
 use gpuq_uq::plot::{self, Frame};
 use gpuq_uq::{
     convolution_response, response_psd, response_psd_full, sdof_monte_carlo, smolyak_expectation,
-    static_response, tensor_expectation, Ar1, Beam, ConvolutionProblem, Design, HistogramSpec,
-    Precision, PsdProblem, SdofProblem, StaticProblem, StaticSolver,
+    static_response, tensor_expectation, Ar1, Beam, BoucWen, ConvolutionProblem, Design,
+    HistogramSpec, Initial, Precision, PsdProblem, SdofProblem, StaticProblem, StaticSolver,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -214,9 +214,49 @@ pub struct SdofArgs {
     /// Load amplitude A.
     #[arg(long, default_value_t = 1.0)]
     pub amplitude: f64,
-    /// Drop the nonlinear damping term sgn(x')|x'|^0.5.
+    /// Mass m (seed: 2).
+    #[arg(long, default_value_t = 2.0)]
+    pub mass: f64,
+    /// Linear damping c (seed: 1.6).
+    #[arg(long, default_value_t = 1.6)]
+    pub damping: f64,
+    /// Stiffness k (seed: 62.84).
+    #[arg(long, default_value_t = 62.84)]
+    pub stiffness: f64,
+    /// Coefficient g of the fractional damping g sgn(x')|x'|^p (seed: 1).
+    #[arg(long, default_value_t = 1.0)]
+    pub frac_damping: f64,
+    /// Exponent p of the fractional damping (seed: 0.5).
+    #[arg(long, default_value_t = 0.5)]
+    pub exponent: f64,
+    /// Drop the fractional damping term (g = 0).
     #[arg(long)]
     pub linear: bool,
+    /// Cubic (Duffing) stiffness k3: the spring force adds k3 x^3.
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub duffing: f64,
+    /// A Bouc-Wen hysteretic spring ALPHA,BETA,GAMMA,N (a = 1): the spring force
+    /// k [alpha x + (1 - alpha) z], z' = x' [1 - |z|^n (gamma + beta sgn(x' z))].
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub bouc_wen: Option<Vec<f64>>,
+    /// Circular frequency w of the deterministic forcing A sin(w t) (seed: 1).
+    #[arg(long, default_value_t = 1.0)]
+    pub forcing_frequency: f64,
+    /// Drop the white noise (the deterministic response A sin(w t)).
+    #[arg(long)]
+    pub no_noise: bool,
+    /// Initial displacement (its mean with --x0-std).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub x0: f64,
+    /// Initial velocity (its mean with --v0-std).
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
+    pub v0: f64,
+    /// Standard deviation of a normal initial displacement (0: fixed).
+    #[arg(long, default_value_t = 0.0)]
+    pub x0_std: f64,
+    /// Standard deviation of a normal initial velocity (0: fixed).
+    #[arg(long, default_value_t = 0.0)]
+    pub v0_std: f64,
     /// Arithmetic of the integration: f32 or f64.
     #[arg(long, default_value = "f64")]
     pub precision: String,
@@ -436,9 +476,44 @@ fn histogram(a: &SdofArgs, steps: usize) -> Result<Option<HistogramSpec>> {
 
 fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
     let steps = steps_of(a.duration, a.dt)?;
+    let bouc_wen = match a.bouc_wen.as_deref() {
+        None => None,
+        Some(&[alpha, beta, gamma, n]) => Some(BoucWen {
+            alpha,
+            a: 1.0,
+            beta,
+            gamma,
+            n,
+        }),
+        Some(v) => {
+            return Err(Error::InvalidArgument(format!(
+                "--bouc-wen takes ALPHA,BETA,GAMMA,N (4 values), not {}",
+                v.len()
+            )))
+        }
+    };
+    if a.samples == 0 {
+        return Err(Error::InvalidArgument(
+            "--samples must be at least 1".into(),
+        ));
+    }
     let problem = SdofProblem {
-        g: if a.linear { 0.0 } else { 1.0 },
+        m: a.mass,
+        c: a.damping,
+        k: a.stiffness,
+        g: if a.linear { 0.0 } else { a.frac_damping },
+        exponent: a.exponent,
+        duffing: a.duffing,
+        bouc_wen,
+        initial: Initial {
+            x0: a.x0,
+            v0: a.v0,
+            x0_std: a.x0_std,
+            v0_std: a.v0_std,
+        },
         amplitude: a.amplitude,
+        omega: a.forcing_frequency,
+        noise: !a.no_noise,
         dt: a.dt,
         steps,
         precision: parse_precision(&a.precision)?,
@@ -490,7 +565,9 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
             }
         }
     }
-    let linear_var = gpuq_uq::sdof::linear_stationary_variance(a.amplitude, problem.c, problem.k);
+    // The closed form holds for the linear system only.
+    let linear_var = (problem.g == 0.0 && problem.duffing == 0.0 && problem.bouc_wen.is_none())
+        .then(|| gpuq_uq::sdof::linear_stationary_variance(a.amplitude, problem.c, problem.k));
     if a.common.json {
         let hist: Vec<_> = problem
             .histogram
@@ -511,6 +588,19 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
             "precision": a.precision,
             "design": a.design,
             "linear": a.linear,
+            "oscillator": {
+                "m": problem.m,
+                "c": problem.c,
+                "k": problem.k,
+                "g": problem.g,
+                "exponent": problem.exponent,
+                "duffing": problem.duffing,
+                "bouc_wen": problem.bouc_wen,
+                "initial": problem.initial,
+                "amplitude": problem.amplitude,
+                "omega": problem.omega,
+                "noise": problem.noise,
+            },
             "steps": steps,
             "dt": a.dt,
             "final_mean": r.mean[last],
@@ -538,8 +628,8 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
             "x({}): mean {:.6e}, variance {:.6e}",
             a.duration, r.mean[last], r.variance[last]
         );
-        if a.linear {
-            println!("linear stationary variance A^2/(2ck) = {linear_var:.6e}");
+        if let Some(v) = linear_var {
+            println!("linear stationary variance A^2/(2ck) = {v:.6e}");
         }
         if let Some(c) = &costs {
             println!(

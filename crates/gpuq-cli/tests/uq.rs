@@ -167,3 +167,99 @@ fn bad_arguments_are_one_line_errors() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn user_set_oscillators_run_on_every_backend() {
+    // m x'' + c x' + k x = A sin(w t) from (x0, v0), no noise: one sample is the
+    // closed-form response.
+    let (m, c, k, a, w, x0, v0) = (1.5f64, 0.4f64, 20.0f64, 2.0f64, 3.0f64, 0.3f64, -1.0f64);
+    let t = 2.0;
+    let amp = a / ((k - m * w * w).powi(2) + (c * w).powi(2)).sqrt();
+    let phi = (c * w).atan2(k - m * w * w);
+    let wn = (k / m).sqrt();
+    let zeta = c / (2.0 * (k * m).sqrt());
+    let wd = wn * (1.0 - zeta * zeta).sqrt();
+    let c1 = x0 + amp * phi.sin();
+    let c2 = (v0 - amp * w * phi.cos() + zeta * wn * c1) / wd;
+    let want = (-zeta * wn * t).exp() * (c1 * (wd * t).cos() + c2 * (wd * t).sin())
+        + amp * (w * t - phi).sin();
+    let mut finals = Vec::new();
+    for backend in backends() {
+        let r = report(&[
+            "sdof",
+            "--samples",
+            "1",
+            "--duration",
+            "2",
+            "--dt",
+            "0.001",
+            "--mass",
+            "1.5",
+            "--damping",
+            "0.4",
+            "--stiffness",
+            "20",
+            "--linear",
+            "--amplitude",
+            "2",
+            "--forcing-frequency",
+            "3",
+            "--x0",
+            "0.3",
+            "--v0",
+            "-1",
+            "--no-noise",
+            "--backend",
+            backend,
+        ]);
+        let x = num(&r, "final_mean");
+        assert!((x - want).abs() < 1e-9, "{backend}: {x} vs {want}");
+        // Duffing and Bouc-Wen springs, another damping exponent, random start.
+        let r = report(&[
+            "sdof",
+            "--samples",
+            "2000",
+            "--duration",
+            "3",
+            "--duffing",
+            "50",
+            "--bouc-wen",
+            "0.2,0.4,0.3,1.5",
+            "--exponent",
+            "0.7",
+            "--x0",
+            "0.05",
+            "--x0-std",
+            "0.01",
+            "--backend",
+            backend,
+        ]);
+        assert!(r["linear_stationary_variance"].is_null());
+        assert_eq!(r["oscillator"]["duffing"], 50.0);
+        let v = num(&r, "final_variance");
+        assert!(v.is_finite() && v > 0.0, "{backend}: {v}");
+        finals.push((num(&r, "final_mean"), v));
+    }
+    // The same samples on both backends.
+    if let [(m1, v1), (m2, v2)] = finals[..] {
+        assert!(
+            (m1 - m2).abs() < 1e-12 && (v1 - v2).abs() < 1e-12 * v1,
+            "{finals:?}"
+        );
+    }
+    // Bad oscillators are one-line errors.
+    for bad in [
+        &["sdof", "--bouc-wen", "1,2"][..],
+        &["sdof", "--bouc-wen", "1.5,0.5,0.5,1"],
+        &["sdof", "--exponent", "0"],
+        &["sdof", "--samples", "0"],
+        &["sdof", "--x0-std", "-1"],
+    ] {
+        let mut all = vec!["uq"];
+        all.extend_from_slice(bad);
+        let o = gpuq(&all);
+        assert_eq!(o.status.code(), Some(1), "{bad:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.trim_end().lines().count(), 1, "{bad:?}: {e}");
+    }
+}

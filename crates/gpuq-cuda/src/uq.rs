@@ -9,6 +9,19 @@ use gpuq_kernels::uq::beam::StaticSampling;
 use gpuq_kernels::uq::real::UqReal;
 use gpuq_kernels::uq::sdof::SdofParams;
 
+/// The bytes of the oscillator's parameters, uploaded for the kernels.
+fn sdof_bytes<T: SdofReal>(p: &SdofParams<T>) -> &[u8] {
+    // SAFETY: `SdofParams` is `#[repr(C)]`: a u64 then 18 fields of T (f32 or
+    // f64), 80 or 152 bytes without padding, so every byte is initialised; u8
+    // has alignment 1.
+    unsafe {
+        std::slice::from_raw_parts(
+            (p as *const SdofParams<T>).cast::<u8>(),
+            std::mem::size_of::<SdofParams<T>>(),
+        )
+    }
+}
+
 /// Bytes of per-sample work space one static batch may use.
 const STATIC_WORK_BYTES: usize = 512 << 20;
 
@@ -92,11 +105,12 @@ impl CudaBackend {
     /// 16 (steps + 1) bytes per resident warp.
     pub fn uq_sdof<T: SdofReal>(&self, run: &SdofRun<'_, T>) -> Result<SdofSums> {
         let p = &run.params;
-        let nt = p.steps + 1;
-        if run.sin.len() != 2 * p.steps + 1 {
+        let steps = p.steps as usize;
+        let nt = steps + 1;
+        if run.sin.len() != 2 * steps + 1 {
             return Err(Error::shape(
                 "uq_sdof sine table",
-                2 * p.steps + 1,
+                2 * steps + 1,
                 run.sin.len(),
             ));
         }
@@ -126,17 +140,11 @@ impl CudaBackend {
         let hist_count = run.hist_steps.len();
         let mut counts = self.zeroed_bytes(8 * (hist_count * (run.bins + 2)).max(1))?;
         let sin = self.upload_raw(run.sin)?;
+        let d_params = self.upload_bytes(sdof_bytes(p))?;
         let keep64 = keep as u64;
         if run.samples > 0 {
             let mut b = self.inner.stream.launch_builder(&f);
-            b.arg(&p.inv_m)
-                .arg(&p.c)
-                .arg(&p.k)
-                .arg(&p.g)
-                .arg(&p.amp)
-                .arg(&p.noise)
-                .arg(&p.h)
-                .arg(&p.steps)
+            b.arg(&d_params)
                 .arg(&sin.buf)
                 .arg(&run.seed)
                 .arg(&run.samples)
@@ -149,7 +157,8 @@ impl CudaBackend {
                 .arg(&run.hist_width)
                 .arg(&run.bins)
                 .arg(&mut counts);
-            // SAFETY: arguments match `uq_sdof_*`; the sine table holds 2 steps + 1
+            // SAFETY: arguments match `uq_sdof_*` (the parameters a whole
+            // `#[repr(C)]` copy); the sine table holds 2 steps + 1
             // values (checked), partial holds one row of 2 (steps + 1) f64 per warp
             // of the grid launched here, traj keep (steps + 1) values, hist the
             // hist_count increasing indices below steps + 1 (checked) and counts
@@ -258,10 +267,11 @@ impl CudaBackend {
         seed: u64,
         samples: u64,
     ) -> Result<f64> {
-        if sin.len() != 2 * params.steps + 1 {
+        let steps = params.steps as usize;
+        if sin.len() != 2 * steps + 1 {
             return Err(Error::shape(
                 "uq_sdof_part sine table",
-                2 * params.steps + 1,
+                2 * steps + 1,
                 sin.len(),
             ));
         }
@@ -273,19 +283,12 @@ impl CudaBackend {
         let table = self.upload_raw(sin)?;
         let mut out = self.zeroed_bytes(std::mem::size_of::<T>() * (samples as usize).max(1))?;
         let mode = part as u32;
+        let d_params = self.upload_bytes(sdof_bytes(params))?;
         self.synchronize()?;
         let start = std::time::Instant::now();
-        let p = params;
         let mut b = self.inner.stream.launch_builder(&f);
         b.arg(&mode)
-            .arg(&p.inv_m)
-            .arg(&p.c)
-            .arg(&p.k)
-            .arg(&p.g)
-            .arg(&p.amp)
-            .arg(&p.noise)
-            .arg(&p.h)
-            .arg(&p.steps)
+            .arg(&d_params)
             .arg(&table.buf)
             .arg(&seed)
             .arg(&samples)

@@ -22,8 +22,11 @@
 //!   DOFs per node, consistent mass, Rayleigh damping C = alpha M + beta K;
 //!   K, M, C as symmetric bands (semi-bandwidth 3), dense, or `gpuq_sparse::Csr`.
 //!   O(ne) assembly.
-//! * [`sdof`]: m x'' + c x' + g sgn(x') |x'|^(1/2) + k x = A [sin t + eps_t]
-//!   (seed: m = 2, c = 1.6, k = 62.84, g = 1; `g = 0` is linear).
+//! * [`sdof`]: m x'' + c x' + g sgn(x') |x'|^p + k [alpha x + (1 - alpha) z] +
+//!   k3 x^3 = A [sin(w t) + eps_t] with a Bouc-Wen variable z, from fixed or
+//!   normal initial conditions, every parameter the user's (seed: m = 2,
+//!   c = 1.6, k = 62.84, g = 1, p = 1/2, no Duffing or Bouc-Wen spring, w = 1,
+//!   from rest; `g = 0` is linear).
 //! * [`psd::Ar1`]: the stationary AR(1) load process and its PSD.
 //!
 //! ## Procedures
@@ -44,7 +47,8 @@
 //!   time stepping), many AR(1) samples, O((1 + r) L log L) per sample; the
 //!   mean and standard deviation per step and each sample's peak are reduced
 //!   where the samples are computed.
-//! * (iv) [`sdof`]: RK4, one thread per sample, f32 or f64, streamed mean and
+//! * (iv) [`sdof`]: RK4 (with the hysteretic state when there is a Bouc-Wen
+//!   spring), one thread per sample, f32 or f64, streamed mean and
 //!   variance of x(t) at every time point (per-chunk or per-warp sums, never a
 //!   samples x time array), histograms of x at chosen times.
 //! * (v) [`expectation`]: tensor Gauss-Hermite through `gpuq-cubature` (any
@@ -90,7 +94,8 @@ pub use design::Design;
 pub use expectation::{smolyak_expectation, tensor_expectation, Expectation, SmolyakRule};
 pub use psd::{response_psd, response_psd_full, Ar1, PsdKernels, PsdProblem, PsdResult};
 pub use sdof::{
-    sdof_monte_carlo, HistogramSpec, Precision, SdofKernels, SdofProblem, SdofResult, SdofSums,
+    sdof_monte_carlo, BoucWen, HistogramSpec, Initial, Precision, SdofKernels, SdofProblem,
+    SdofResult, SdofSums,
 };
 pub use static_response::{
     static_response, StaticKernels, StaticProblem, StaticResult, StaticSolver,

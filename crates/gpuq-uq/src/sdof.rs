@@ -1,9 +1,14 @@
 //! (iv) Monte Carlo of the single-degree-of-freedom oscillator
 //!
-//! m x'' + c x' + g sgn(x') |x'|^(1/2) + k x = A [sin t + eps_t],  x(0) = x'(0) = 0,
+//! m x'' + c x' + g sgn(x') |x'|^p + k [alpha x + (1 - alpha) z] + k3 x^3
+//!     = A [sin(w t) + eps_t],
+//! z' = x' [a - |z|^n (gamma + beta sgn(x' z))],  x(0) = x0, x'(0) = v0, z(0) = 0
 //!
-//! (seed 001's example 4: m = 2, c = 1.6, k = 62.84, g = 1; `g = 0` is the linear
-//! system) by RK4, one sample per thread, the per-sample arithmetic in
+//! (seed 001's example 4: m = 2, c = 1.6, k = 62.84, g = 1, p = 1/2, w = 1, from
+//! rest; `g = 0` is the linear system; every parameter is the user's: a Duffing
+//! spring k3, a Bouc-Wen hysteretic spring ([`BoucWen`]), the damping exponent,
+//! the forcing frequency, fixed or normal initial conditions) by RK4, one sample
+//! per thread, the per-sample arithmetic in
 //! [`gpuq_kernels::uq::sdof`] shared by both backends, white noise of unit
 //! intensity discretised as z_j / sqrt(h) held over step j, z_j the j-th normal of
 //! the sample's ChaCha8 stream: the same seed gives the same samples on the CPU
@@ -25,7 +30,7 @@ use gpuq_kernels::chacha::key_from_seed;
 use gpuq_kernels::uq::gauss::NormalStream;
 use gpuq_kernels::uq::real::UqReal;
 use gpuq_kernels::uq::sampling::LhsNormals;
-use gpuq_kernels::uq::sdof::{hist_bin, run_sample, SdofParams};
+use gpuq_kernels::uq::sdof::{hist_bin, run_sample, SdofParams, State};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::time::Instant;
@@ -52,6 +57,35 @@ pub struct HistogramSpec {
     pub bins: usize,
 }
 
+/// A Bouc-Wen hysteretic spring: the restoring force k [alpha x + (1 - alpha) z]
+/// with z' = x' [a - |z|^n (gamma + beta sgn(x' z))], z(0) = 0.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct BoucWen {
+    /// Post-yield stiffness ratio alpha, in [0, 1).
+    pub alpha: f64,
+    /// a (1 in the usual normalisation).
+    pub a: f64,
+    /// beta.
+    pub beta: f64,
+    /// gamma.
+    pub gamma: f64,
+    /// Exponent n (> 0).
+    pub n: f64,
+}
+
+/// Initial conditions: fixed (std 0) or independent normals around the means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Initial {
+    /// Mean initial displacement.
+    pub x0: f64,
+    /// Mean initial velocity.
+    pub v0: f64,
+    /// Standard deviation of the initial displacement.
+    pub x0_std: f64,
+    /// Standard deviation of the initial velocity.
+    pub v0_std: f64,
+}
+
 /// The oscillator, its forcing, time grid and what to record.
 #[derive(Clone, Debug, Serialize)]
 pub struct SdofProblem {
@@ -61,10 +95,20 @@ pub struct SdofProblem {
     pub c: f64,
     /// Stiffness k.
     pub k: f64,
-    /// Coefficient of sgn(x') |x'|^(1/2) (1 in the seed, 0 for `--linear`).
+    /// Coefficient of sgn(x') |x'|^p (1 in the seed, 0 for `--linear`).
     pub g: f64,
+    /// Exponent p of the fractional damping (1/2 in the seed; > 0).
+    pub exponent: f64,
+    /// Cubic (Duffing) stiffness k3 (0: none).
+    pub duffing: f64,
+    /// A Bouc-Wen hysteretic spring, if any.
+    pub bouc_wen: Option<BoucWen>,
+    /// Initial conditions.
+    pub initial: Initial,
     /// Amplitude A.
     pub amplitude: f64,
+    /// Circular frequency w of the deterministic forcing A sin(w t) (1 in the seed).
+    pub omega: f64,
     /// Whether the white noise is applied (false: the deterministic A sin t).
     pub noise: bool,
     /// Time step h.
@@ -90,7 +134,12 @@ impl SdofProblem {
             c: 1.6,
             k: 62.84,
             g: 1.0,
+            exponent: 0.5,
+            duffing: 0.0,
+            bouc_wen: None,
+            initial: Initial::default(),
             amplitude: 1.0,
+            omega: 1.0,
             noise: true,
             dt: 0.01,
             steps: 1000,
@@ -101,16 +150,56 @@ impl SdofProblem {
         }
     }
 
-    /// Checks the parameters (positive m, k, h; finite values; histogram times
-    /// increasing inside the grid and lo < hi).
+    /// Checks the parameters (positive m, k, h, p; non-negative c; finite
+    /// values; a Bouc-Wen spring with alpha in [0, 1), a > 0, n > 0; initial
+    /// standard deviations non-negative; histogram times increasing inside
+    /// the grid and lo < hi).
     pub fn validate(&self) -> Result<()> {
-        let finite = [self.m, self.c, self.k, self.g, self.amplitude, self.dt]
-            .iter()
-            .all(|v| v.is_finite());
+        let bw = self
+            .bouc_wen
+            .map_or([0.0; 5], |b| [b.alpha, b.a, b.beta, b.gamma, b.n]);
+        let i = &self.initial;
+        let finite = [
+            self.m,
+            self.c,
+            self.k,
+            self.g,
+            self.exponent,
+            self.duffing,
+            self.amplitude,
+            self.omega,
+            self.dt,
+            i.x0,
+            i.v0,
+            i.x0_std,
+            i.v0_std,
+        ]
+        .iter()
+        .chain(&bw)
+        .all(|v| v.is_finite());
         if !finite || self.m <= 0.0 || self.k <= 0.0 || self.dt <= 0.0 || self.c < 0.0 {
             return Err(Error::InvalidArgument(
                 "sdof: m, k and dt must be positive, c non-negative, all finite".into(),
             ));
+        }
+        if self.exponent <= 0.0 {
+            return Err(Error::InvalidArgument(format!(
+                "sdof: the damping exponent must be positive, not {}",
+                self.exponent
+            )));
+        }
+        if i.x0_std < 0.0 || i.v0_std < 0.0 {
+            return Err(Error::InvalidArgument(
+                "sdof: initial standard deviations must be non-negative".into(),
+            ));
+        }
+        if let Some(b) = self.bouc_wen {
+            if !(0.0..1.0).contains(&b.alpha) || b.a <= 0.0 || b.n <= 0.0 {
+                return Err(Error::InvalidArgument(format!(
+                    "sdof: Bouc-Wen needs 0 <= alpha < 1, a > 0 and n > 0 (got alpha {}, a {}, n {})",
+                    b.alpha, b.a, b.n
+                )));
+            }
         }
         if self.design == Design::Sobol {
             return Err(Error::InvalidArgument(
@@ -147,13 +236,27 @@ impl SdofProblem {
         if !self.noise {
             p.noise = T::ZERO;
         }
+        p.p = T::from_f64(self.exponent);
+        p.k3 = T::from_f64(self.duffing);
+        if let Some(b) = self.bouc_wen {
+            p.alpha = T::from_f64(b.alpha);
+            p.bw_a = T::from_f64(b.a);
+            p.bw_beta = T::from_f64(b.beta);
+            p.bw_gamma = T::from_f64(b.gamma);
+            p.bw_n = T::from_f64(b.n);
+        }
+        let i = &self.initial;
+        p.x0 = T::from_f64(i.x0);
+        p.v0 = T::from_f64(i.v0);
+        p.x0_std = T::from_f64(i.x0_std);
+        p.v0_std = T::from_f64(i.v0_std);
         p
     }
 
-    /// sin(j h / 2), j = 0..=2 steps: the forcing at the RK4 stage times.
+    /// sin(w j h / 2), j = 0..=2 steps: the forcing at the RK4 stage times.
     pub fn sine_table<T: UqReal>(&self) -> Vec<T> {
         (0..=2 * self.steps)
-            .map(|j| T::from_f64((j as f64 * self.dt * 0.5).sin()))
+            .map(|j| T::from_f64((self.omega * (j as f64 * self.dt * 0.5)).sin()))
             .collect()
     }
 }
@@ -382,11 +485,12 @@ pub fn linear_steady_response(m: f64, c: f64, k: f64, amplitude: f64, t: f64) ->
 pub fn linear_discrete_variance(problem: &SdofProblem, steps: usize) -> f64 {
     let mut p = problem.params::<f64>();
     p.g = 0.0;
-    let col0 = p.rk4(1.0, 0.0, 0.0, 0.0, 0.0);
-    let col1 = p.rk4(0.0, 1.0, 0.0, 0.0, 0.0);
-    let gamma = p.rk4(0.0, 0.0, p.noise, p.noise, p.noise);
-    let phi = [[col0.0, col1.0], [col0.1, col1.1]];
-    let g = [gamma.0, gamma.1];
+    let state = |x, v| State { x, v, z: 0.0 };
+    let col0 = p.rk4(state(1.0, 0.0), 0.0, 0.0, 0.0);
+    let col1 = p.rk4(state(0.0, 1.0), 0.0, 0.0, 0.0);
+    let gamma = p.rk4(state(0.0, 0.0), p.noise, p.noise, p.noise);
+    let phi = [[col0.x, col1.x], [col0.v, col1.v]];
+    let g = [gamma.x, gamma.v];
     let mut cov = [[0.0f64; 2]; 2];
     for _ in 0..steps {
         let mut next = [[0.0; 2]; 2];
@@ -643,5 +747,284 @@ mod tests {
             bins: 4,
         });
         assert!(sdof_monte_carlo(&CpuBackend::new(), &p, 10, 0).is_err());
+    }
+
+    /// The forced response of the linear oscillator m x'' + c x' + k x =
+    /// A sin(w t) from (x0, v0) (underdamped), in closed form, for the
+    /// parameters of `p`.
+    fn forced_linear(p: &SdofProblem, t: f64) -> f64 {
+        let (m, c, k, a, w) = (p.m, p.c, p.k, p.amplitude, p.omega);
+        let (x0, v0) = (p.initial.x0, p.initial.v0);
+        let amp = a / ((k - m * w * w).powi(2) + (c * w).powi(2)).sqrt();
+        let phi = (c * w).atan2(k - m * w * w);
+        let wn = (k / m).sqrt();
+        let zeta = c / (2.0 * (k * m).sqrt());
+        let wd = wn * (1.0 - zeta * zeta).sqrt();
+        let c1 = x0 + amp * phi.sin();
+        let c2 = (v0 - amp * w * phi.cos() + zeta * wn * c1) / wd;
+        (-zeta * wn * t).exp() * (c1 * (wd * t).cos() + c2 * (wd * t).sin())
+            + amp * (w * t - phi).sin()
+    }
+
+    fn user(dt: f64, steps: usize) -> SdofProblem {
+        SdofProblem {
+            m: 1.5,
+            c: 0.4,
+            k: 20.0,
+            g: 0.0,
+            amplitude: 2.0,
+            omega: 3.0,
+            noise: false,
+            initial: Initial {
+                x0: 0.3,
+                v0: -1.0,
+                ..Initial::default()
+            },
+            dt,
+            steps,
+            ..SdofProblem::seed001()
+        }
+    }
+
+    #[test]
+    fn user_set_linear_oscillator_matches_its_closed_form() {
+        let p = user(1e-3, 3000);
+        let r = sdof_monte_carlo(&CpuBackend::new(), &p, 1, 0).unwrap();
+        for j in [0, 1, 500, 1700, 3000] {
+            let t = j as f64 * p.dt;
+            let want = forced_linear(&p, t);
+            assert!(
+                (r.mean[j] - want).abs() < 1e-9,
+                "t {t}: {} vs {want}",
+                r.mean[j]
+            );
+        }
+    }
+
+    #[test]
+    fn duffing_bouc_wen_and_exponent_reduce_to_the_linear_limits() {
+        let cpu = CpuBackend::new();
+        let base = sdof_monte_carlo(&cpu, &user(1e-3, 2000), 1, 0)
+            .unwrap()
+            .mean;
+        let close = |other: &[f64], what: &str| {
+            for (a, b) in base.iter().zip(other) {
+                assert!(
+                    (a - b).abs() <= 1e-12 * (1.0 + a.abs()),
+                    "{what}: {a} vs {b}"
+                );
+            }
+        };
+        // No cubic term: the same bits.
+        let p = SdofProblem {
+            duffing: 0.0,
+            ..user(1e-3, 2000)
+        };
+        assert_eq!(sdof_monte_carlo(&cpu, &p, 1, 0).unwrap().mean, base);
+        // An elastic Bouc-Wen spring (beta = gamma = 0, a = 1, from x0 = 0):
+        // z = x, so any alpha gives k x.
+        let elastic = |alpha| SdofProblem {
+            bouc_wen: Some(BoucWen {
+                alpha,
+                a: 1.0,
+                beta: 0.0,
+                gamma: 0.0,
+                n: 1.0,
+            }),
+            initial: Initial {
+                x0: 0.0,
+                v0: -1.0,
+                ..Initial::default()
+            },
+            ..user(1e-3, 2000)
+        };
+        let from_zero = SdofProblem {
+            initial: elastic(0.5).initial,
+            ..user(1e-3, 2000)
+        };
+        let linear0 = sdof_monte_carlo(&cpu, &from_zero, 1, 0).unwrap().mean;
+        for alpha in [0.0, 0.3, 0.9] {
+            let m = sdof_monte_carlo(&cpu, &elastic(alpha), 1, 0).unwrap().mean;
+            for (a, b) in linear0.iter().zip(&m) {
+                assert!(
+                    (a - b).abs() <= 1e-12 * (1.0 + a.abs()),
+                    "alpha {alpha}: {a} vs {b}"
+                );
+            }
+        }
+        // Exponent 1: g |x'| sgn(x') is linear damping g x'.
+        let p = SdofProblem {
+            c: 0.1,
+            g: 0.3,
+            exponent: 1.0,
+            ..user(1e-3, 2000)
+        };
+        close(
+            &sdof_monte_carlo(&cpu, &p, 1, 0).unwrap().mean,
+            "exponent 1",
+        );
+        // Exponent 1.5 is neither: it must differ.
+        let p = SdofProblem {
+            c: 0.1,
+            g: 0.3,
+            exponent: 1.5,
+            ..user(1e-3, 2000)
+        };
+        let m = sdof_monte_carlo(&cpu, &p, 1, 0).unwrap().mean;
+        assert!((m[2000] - base[2000]).abs() > 1e-6);
+    }
+
+    /// K(kappa), the complete elliptic integral of the first kind, by the
+    /// arithmetic-geometric mean.
+    fn elliptic_k(kappa: f64) -> f64 {
+        let (mut a, mut b) = (1.0f64, (1.0 - kappa * kappa).sqrt());
+        for _ in 0..30 {
+            (a, b) = (0.5 * (a + b), (a * b).sqrt());
+        }
+        std::f64::consts::PI / (2.0 * a)
+    }
+
+    #[test]
+    fn free_duffing_oscillator_has_its_elliptic_period() {
+        // m x'' + k x + k3 x^3 = 0 from (A, 0): x = A cn(w0 t, kappa),
+        // w0^2 = (k + k3 A^2) / m, kappa^2 = k3 A^2 / (2 (k + k3 A^2)),
+        // period 4 K(kappa) / w0; x = -A at half the period.
+        let (m, k, k3, a) = (1.0, 4.0, 6.0, 1.2);
+        let w0 = ((k + k3 * a * a) / m).sqrt();
+        let kappa = (k3 * a * a / (2.0 * (k + k3 * a * a))).sqrt();
+        let period = 4.0 * elliptic_k(kappa) / w0;
+        let dt = period / 4000.0;
+        let p = SdofProblem {
+            m,
+            c: 0.0,
+            k,
+            g: 0.0,
+            duffing: k3,
+            amplitude: 0.0,
+            noise: false,
+            initial: Initial {
+                x0: a,
+                ..Initial::default()
+            },
+            dt,
+            steps: 4000,
+            ..SdofProblem::seed001()
+        };
+        let r = sdof_monte_carlo(&CpuBackend::new(), &p, 1, 0).unwrap();
+        assert!((r.mean[2000] + a).abs() < 1e-9, "{}", r.mean[2000]);
+        assert!((r.mean[4000] - a).abs() < 1e-9, "{}", r.mean[4000]);
+        // A linear spring of the same k would not be back at A.
+        assert!((r.mean[1000]).abs() < 1e-9, "{}", r.mean[1000]);
+    }
+
+    #[test]
+    fn random_initial_conditions_give_the_free_response_moments() {
+        // Undamped, unforced: x = x0 cos(w t) + v0 / w sin(w t).
+        let p = SdofProblem {
+            m: 1.0,
+            c: 0.0,
+            k: 9.0,
+            g: 0.0,
+            amplitude: 0.0,
+            noise: false,
+            initial: Initial {
+                x0: 0.5,
+                v0: 1.0,
+                x0_std: 0.2,
+                v0_std: 0.6,
+            },
+            dt: 1e-3,
+            steps: 700,
+            ..SdofProblem::seed001()
+        };
+        let samples = 20_000;
+        let r = sdof_monte_carlo(&CpuBackend::new(), &p, samples, 5).unwrap();
+        let w = 3.0f64;
+        for j in [0usize, 300, 700] {
+            let t = j as f64 * p.dt;
+            let (c, s) = ((w * t).cos(), (w * t).sin());
+            let mean = 0.5 * c + 1.0 / w * s;
+            let var = (0.2 * c).powi(2) + (0.6 / w * s).powi(2);
+            let se = (var / samples as f64).sqrt();
+            assert!(
+                (r.mean[j] - mean).abs() < 4.0 * se,
+                "t {t}: {} vs {mean}",
+                r.mean[j]
+            );
+            let rel = 4.0 * (2.0 / samples as f64).sqrt();
+            assert!(
+                (r.variance[j] / var - 1.0).abs() < rel,
+                "t {t}: {} vs {var}",
+                r.variance[j]
+            );
+        }
+    }
+
+    #[test]
+    fn bad_oscillators_are_refused() {
+        let bad = [
+            SdofProblem {
+                exponent: 0.0,
+                ..SdofProblem::seed001()
+            },
+            SdofProblem {
+                bouc_wen: Some(BoucWen {
+                    alpha: 1.0,
+                    a: 1.0,
+                    beta: 0.5,
+                    gamma: 0.5,
+                    n: 1.0,
+                }),
+                ..SdofProblem::seed001()
+            },
+            SdofProblem {
+                initial: Initial {
+                    x0_std: -1.0,
+                    ..Initial::default()
+                },
+                ..SdofProblem::seed001()
+            },
+            SdofProblem {
+                omega: f64::NAN,
+                ..SdofProblem::seed001()
+            },
+        ];
+        for p in bad {
+            assert!(
+                sdof_monte_carlo(&CpuBackend::new(), &p, 10, 1).is_err(),
+                "{p:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bouc_wen_spring_follows_its_backbone_under_slow_loading() {
+        // alpha = 0, a = 1, beta + gamma = 1, n = 1: under a slow monotonic
+        // load z = 1 - exp(-x), so the equilibrium of k z = F is
+        // x = -ln(1 - F / k), 0.357 for F = 0.3 k, where a linear spring gives 0.3.
+        let (k, w) = (100.0, 0.05);
+        let quarter = std::f64::consts::FRAC_PI_2 / w;
+        let p = SdofProblem {
+            m: 1.0,
+            c: 14.0,
+            k,
+            g: 0.0,
+            amplitude: 0.3 * k,
+            omega: w,
+            noise: false,
+            bouc_wen: Some(BoucWen {
+                alpha: 0.0,
+                a: 1.0,
+                beta: 0.5,
+                gamma: 0.5,
+                n: 1.0,
+            }),
+            dt: quarter / 4000.0,
+            steps: 4000,
+            ..SdofProblem::seed001()
+        };
+        let x = sdof_monte_carlo(&CpuBackend::new(), &p, 1, 0).unwrap().mean[4000];
+        let want = -(1.0f64 - 0.3).ln();
+        assert!((x - want).abs() < 0.01, "{x} vs {want}");
     }
 }

@@ -7,7 +7,7 @@
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_uq::sdof::{linear_discrete_variance, linear_stationary_variance};
-use gpuq_uq::{sdof_monte_carlo, HistogramSpec, Precision, SdofProblem};
+use gpuq_uq::{sdof_monte_carlo, BoucWen, HistogramSpec, Initial, Precision, SdofProblem};
 use std::sync::OnceLock;
 
 /// The device, or `None` (and one line on stdout) when there is none.
@@ -86,6 +86,72 @@ fn sdof_f64_cpu_and_gpu_agree() {
 #[test]
 fn sdof_f32_cpu_and_gpu_agree() {
     cpu_and_gpu_agree(Precision::F32, 1e-5);
+}
+
+#[test]
+fn user_set_oscillators_agree_on_both_backends() {
+    let Some(g) = gpu("user_set_oscillators_agree_on_both_backends") else {
+        return;
+    };
+    let hysteretic = BoucWen {
+        alpha: 0.2,
+        a: 1.0,
+        beta: 0.4,
+        gamma: 0.3,
+        n: 1.5,
+    };
+    for (name, p) in [
+        (
+            "duffing, exponent 0.7, random start",
+            SdofProblem {
+                duffing: 40.0,
+                exponent: 0.7,
+                omega: 2.5,
+                initial: Initial {
+                    x0: 0.05,
+                    v0: 0.0,
+                    x0_std: 0.02,
+                    v0_std: 0.1,
+                },
+                ..problem(Precision::F64)
+            },
+        ),
+        (
+            "bouc-wen",
+            SdofProblem {
+                bouc_wen: Some(hysteretic),
+                amplitude: 30.0,
+                ..problem(Precision::F64)
+            },
+        ),
+        (
+            "bouc-wen f32",
+            SdofProblem {
+                bouc_wen: Some(hysteretic),
+                amplitude: 30.0,
+                ..problem(Precision::F32)
+            },
+        ),
+    ] {
+        let c = sdof_monte_carlo(&CpuBackend::new(), &p, 1500, 8).unwrap();
+        let d = sdof_monte_carlo(g, &p, 1500, 8).unwrap();
+        let tol = if p.precision == Precision::F64 {
+            1e-12
+        } else {
+            1e-4
+        };
+        for (a, b) in c.trajectories.iter().zip(&d.trajectories) {
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() <= tol * (1.0 + x.abs()), "{name}: {x} vs {y}");
+            }
+        }
+        for j in 0..=p.steps {
+            assert!(
+                (c.mean[j] - d.mean[j]).abs() <= tol * (1.0 + c.mean[j].abs()),
+                "{name}: mean at {j}"
+            );
+        }
+    }
 }
 
 #[test]

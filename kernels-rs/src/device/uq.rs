@@ -30,7 +30,7 @@ use crate::uq::dense::{static_dense_designed, DenseStore};
 use crate::uq::gauss::NormalStream;
 use crate::uq::real::UqReal;
 use crate::uq::sampling::LhsNormals;
-use crate::uq::sdof::{hist_bin, run_sample, SdofParams, SinTable};
+use crate::uq::sdof::{hist_bin, run_sample, SdofParams, SinTable, State};
 use core::arch::nvptx;
 use core::num::NonZeroUsize;
 
@@ -114,14 +114,7 @@ macro_rules! sdof_kernel {
         /// counters. The block size is a multiple of 32.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(
-            inv_m: $t,
-            c: $t,
-            k: $t,
-            g: $t,
-            amp: $t,
-            noise: $t,
-            h: $t,
-            steps: usize,
+            params: *const SdofParams<$t>,
             sin: *const $t,
             seed: u64,
             samples: u64,
@@ -135,16 +128,8 @@ macro_rules! sdof_kernel {
             bins: usize,
             counts: *mut u64,
         ) {
-            let p = SdofParams::<$t> {
-                inv_m,
-                c,
-                k,
-                g,
-                amp,
-                noise,
-                h,
-                steps,
-            };
+            let p = *params;
+            let steps = p.steps as usize;
             let table = DevSin(sin);
             let key = key_from_seed(seed);
             let l = lane() as u64;
@@ -482,19 +467,15 @@ macro_rules! sdof_part_kernel {
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $name(
             mode: u32,
-            inv_m: $t,
-            c: $t,
-            k: $t,
-            g: $t,
-            amp: $t,
-            noise: $t,
-            h: $t,
-            steps: usize,
+            params: *const SdofParams<$t>,
             sin: *const $t,
             seed: u64,
             samples: u64,
             out: *mut $t,
         ) {
+            let full = *params;
+            let steps = full.steps as usize;
+            let amp = full.amp;
             let key = key_from_seed(seed);
             let table = DevSin(sin);
             let mut s = global_id() as u64;
@@ -504,22 +485,20 @@ macro_rules! sdof_part_kernel {
                 let mut acc = seedv;
                 if mode == 0 {
                     let p = SdofParams::<$t> {
-                        inv_m,
-                        c,
-                        k,
                         g: <$t>::from_f64(0.0),
-                        amp,
-                        noise,
-                        h,
-                        steps,
+                        ..full
                     };
-                    let (mut x, mut v) = (seedv, <$t>::from_f64(0.0));
+                    let mut st = State {
+                        x: seedv,
+                        v: <$t>::from_f64(0.0),
+                        z: <$t>::from_f64(0.0),
+                    };
                     let mut j = 0;
                     while j < steps {
-                        (x, v) = p.rk4(x, v, amp, amp, amp);
+                        st = p.rk4(st, amp, amp, amp);
                         j += 1;
                     }
-                    acc = x + v;
+                    acc = st.x + st.v;
                 } else if mode == 1 {
                     let mut j = 0;
                     while j < steps {
@@ -537,16 +516,7 @@ macro_rules! sdof_part_kernel {
                         j += 1;
                     }
                 } else {
-                    let p = SdofParams::<$t> {
-                        inv_m,
-                        c,
-                        k,
-                        g,
-                        amp,
-                        noise,
-                        h,
-                        steps,
-                    };
+                    let p = full;
                     let mut z = NormalStream::<$t>::new(key, s);
                     run_sample(&p, &table, &mut z, |_, x| acc = x);
                 }
