@@ -172,17 +172,20 @@ fn bad_arguments_are_one_line_errors() {
 fn user_set_oscillators_run_on_every_backend() {
     // m x'' + c x' + k x = A sin(w t) from (x0, v0), no noise: one sample is the
     // closed-form response.
-    let (m, c, k, a, w, x0, v0) = (1.5f64, 0.4f64, 20.0f64, 2.0f64, 3.0f64, 0.3f64, -1.0f64);
-    let t = 2.0;
-    let amp = a / ((k - m * w * w).powi(2) + (c * w).powi(2)).sqrt();
-    let phi = (c * w).atan2(k - m * w * w);
-    let wn = (k / m).sqrt();
-    let zeta = c / (2.0 * (k * m).sqrt());
-    let wd = wn * (1.0 - zeta * zeta).sqrt();
-    let c1 = x0 + amp * phi.sin();
-    let c2 = (v0 - amp * w * phi.cos() + zeta * wn * c1) / wd;
-    let want = (-zeta * wn * t).exp() * (c1 * (wd * t).cos() + c2 * (wd * t).sin())
-        + amp * (w * t - phi).sin();
+    let p = gpuq_uq::SdofProblem {
+        m: 1.5,
+        c: 0.4,
+        k: 20.0,
+        amplitude: 2.0,
+        omega: 3.0,
+        initial: gpuq_uq::Initial {
+            x0: 0.3,
+            v0: -1.0,
+            ..Default::default()
+        },
+        ..gpuq_uq::SdofProblem::seed001()
+    };
+    let want = gpuq_uq::sdof::linear_forced_response(&p, 2.0);
     let mut finals = Vec::new();
     for backend in backends() {
         let r = report(&[

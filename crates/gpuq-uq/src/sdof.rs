@@ -477,6 +477,26 @@ pub fn linear_steady_response(m: f64, c: f64, k: f64, amplitude: f64, t: f64) ->
     amplitude * (d * t.sin() - c * t.cos()) / (d * d + c * c)
 }
 
+/// The deterministic response at time t of the linear oscillator of `p`
+/// (m x'' + c x' + k x = A sin(w t), from p's mean initial conditions; g,
+/// k3, Bouc-Wen and noise ignored), in closed form; underdamped systems only
+/// (NaN otherwise). O(1).
+pub fn linear_forced_response(p: &SdofProblem, t: f64) -> f64 {
+    let (m, c, k, a, w) = (p.m, p.c, p.k, p.amplitude, p.omega);
+    let (x0, v0) = (p.initial.x0, p.initial.v0);
+    let amp = a / ((k - m * w * w).powi(2) + (c * w).powi(2)).sqrt();
+    let phi = (c * w).atan2(k - m * w * w);
+    let wn = (k / m).sqrt();
+    let zeta = c / (2.0 * (k * m).sqrt());
+    if zeta >= 1.0 {
+        return f64::NAN;
+    }
+    let wd = wn * (1.0 - zeta * zeta).sqrt();
+    let c1 = x0 + amp * phi.sin();
+    let c2 = (v0 - amp * w * phi.cos() + zeta * wn * c1) / wd;
+    (-zeta * wn * t).exp() * (c1 * (wd * t).cos() + c2 * (wd * t).sin()) + amp * (w * t - phi).sin()
+}
+
 /// The exact variance of x after `steps` steps of the *discretised* linear
 /// system (RK4 with the noise held over each step), from rest:
 /// P_{j+1} = Phi P_j Phi^T + gamma gamma^T, with Phi and gamma the RK4 step's
@@ -749,23 +769,6 @@ mod tests {
         assert!(sdof_monte_carlo(&CpuBackend::new(), &p, 10, 0).is_err());
     }
 
-    /// The forced response of the linear oscillator m x'' + c x' + k x =
-    /// A sin(w t) from (x0, v0) (underdamped), in closed form, for the
-    /// parameters of `p`.
-    fn forced_linear(p: &SdofProblem, t: f64) -> f64 {
-        let (m, c, k, a, w) = (p.m, p.c, p.k, p.amplitude, p.omega);
-        let (x0, v0) = (p.initial.x0, p.initial.v0);
-        let amp = a / ((k - m * w * w).powi(2) + (c * w).powi(2)).sqrt();
-        let phi = (c * w).atan2(k - m * w * w);
-        let wn = (k / m).sqrt();
-        let zeta = c / (2.0 * (k * m).sqrt());
-        let wd = wn * (1.0 - zeta * zeta).sqrt();
-        let c1 = x0 + amp * phi.sin();
-        let c2 = (v0 - amp * w * phi.cos() + zeta * wn * c1) / wd;
-        (-zeta * wn * t).exp() * (c1 * (wd * t).cos() + c2 * (wd * t).sin())
-            + amp * (w * t - phi).sin()
-    }
-
     fn user(dt: f64, steps: usize) -> SdofProblem {
         SdofProblem {
             m: 1.5,
@@ -792,7 +795,7 @@ mod tests {
         let r = sdof_monte_carlo(&CpuBackend::new(), &p, 1, 0).unwrap();
         for j in [0, 1, 500, 1700, 3000] {
             let t = j as f64 * p.dt;
-            let want = forced_linear(&p, t);
+            let want = linear_forced_response(&p, t);
             assert!(
                 (r.mean[j] - want).abs() < 1e-9,
                 "t {t}: {} vs {want}",
