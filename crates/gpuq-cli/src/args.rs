@@ -38,7 +38,9 @@ pub enum Command {
 pub struct GenerateArgs {
     /// The problem: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND],
     /// helmholtz3d:M[:KH[:DAMPING]], helmholtz-cylinder:LEVEL[:hard|soft] (0, 1, 2),
-    /// elasticity2d:N, bidomain2d:N[:DT] or bidomain3d:N[:DT].
+    /// elasticity2d:N, bidomain2d:N[:DT], bidomain3d:N[:DT], or beam:NE (seed 001's
+    /// cantilever of NE elements, clamped DOFs removed: its stiffness K, and with
+    /// --mass-out its mass M; --rhs-out writes a unit tip load).
     pub spec: String,
     /// Where to write A (Matrix Market coordinate, real or complex general).
     #[arg(long)]
@@ -46,6 +48,9 @@ pub struct GenerateArgs {
     /// Where to write b: the problem's own (the cylinder's piston) or A * ones.
     #[arg(long)]
     pub rhs_out: Option<PathBuf>,
+    /// beam:NE only: where to write the mass matrix M.
+    #[arg(long)]
+    pub mass_out: Option<PathBuf>,
 }
 
 /// Arguments of `gpuq solve`.

@@ -1,7 +1,7 @@
 //! `gpuq generate`.
 
 use crate::args::GenerateArgs;
-use gpuq_core::{Complex, Result, Scalar};
+use gpuq_core::{Complex, Error, Result, Scalar};
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
 use std::process::ExitCode;
@@ -9,6 +9,14 @@ use std::process::ExitCode;
 /// Builds the named problem in double precision (complex when it needs it) and
 /// writes A, and b if asked, as Matrix Market files.
 pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
+    if let Some(ne) = args.spec.strip_prefix("beam:") {
+        return beam(ne, args);
+    }
+    if args.mass_out.is_some() {
+        return Err(Error::InvalidArgument(
+            "--mass-out is for beam:NE (the other problems have no mass matrix)".into(),
+        ));
+    }
     let spec = ProblemSpec::parse(&args.spec)?;
     if spec.is_complex() {
         write::<Complex<f64>>(&spec, args)
@@ -34,6 +42,33 @@ fn write<T: Scalar>(spec: &ProblemSpec, args: &GenerateArgs) -> Result<ExitCode>
         g.matrix.ncols(),
         g.matrix.nnz(),
         T::KIND.name()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Seed 001's cantilever of `ne` elements as a model: K (and M, and a unit tip
+/// load) on its 2 ne free DOFs, the clamped node's DOFs removed.
+fn beam(ne: &str, args: &GenerateArgs) -> Result<ExitCode> {
+    let ne: usize = ne.parse().map_err(|_| {
+        Error::InvalidArgument(format!("beam:NE needs a number of elements, not {ne:?}"))
+    })?;
+    let b = gpuq_uq::Beam::unit(2 * ne)?;
+    let k = b.stiffness().to_csr()?;
+    mm::save_csr(&k, &args.out)?;
+    if let Some(path) = &args.mass_out {
+        mm::save_csr(&b.mass().to_csr()?, path)?;
+    }
+    if let Some(path) = &args.rhs_out {
+        let mut f = vec![0.0; b.dofs()];
+        f[b.tip()] = 1.0;
+        mm::save_dense_vector(&f, path)?;
+    }
+    eprintln!(
+        "gpuq: wrote {} (beam of {ne} elements: {} DOFs, tip deflection DOF {}, {} nonzeros)",
+        args.out.display(),
+        b.dofs(),
+        b.tip(),
+        k.nnz()
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -25,6 +25,7 @@ mod montecarlo;
 mod progress;
 mod solve;
 mod uq;
+mod uq_model;
 
 use clap::Parser;
 use std::process::ExitCode;

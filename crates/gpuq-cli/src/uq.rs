@@ -175,12 +175,41 @@ pub struct StaticArgs {
     /// Second moment of area I.
     #[arg(long, default_value_t = 1.0)]
     pub inertia: f64,
-    /// Mean tip load.
-    #[arg(long, default_value_t = 1.0)]
-    pub load_mean: f64,
-    /// Standard deviation of the tip load.
-    #[arg(long, default_value_t = 0.1)]
-    pub load_std: f64,
+    /// Mean load: for the beam the tip load (default 1); for a model
+    /// (--stiffness) a Matrix Market vector over the DOFs, or one number for
+    /// every free DOF.
+    #[arg(long, allow_hyphen_values = true)]
+    pub load_mean: Option<String>,
+    /// Standard deviation of the load: for the beam the tip load's (default
+    /// 0.1); for a model independent Gaussian loads per DOF, a Matrix Market
+    /// vector or one number for every free DOF (default: none).
+    #[arg(long)]
+    pub load_std: Option<String>,
+    /// The model's stiffness matrix K (Matrix Market, symmetric positive
+    /// definite): the static response of your model instead of the beam.
+    #[arg(long)]
+    pub stiffness: Option<std::path::PathBuf>,
+    /// Constrained DOFs to eliminate from the model (0-based): a list such as
+    /// 0,1,10-12 or a file of integers.
+    #[arg(long)]
+    pub fixed_dofs: Option<String>,
+    /// An n x r load factor L (Matrix Market): the load adds L eta, eta
+    /// standard normal (a correlated, low-rank load).
+    #[arg(long)]
+    pub load_factor: Option<std::path::PathBuf>,
+    /// Stiffness terms K_1,K_2,... (Matrix Market): K(theta) = K + sum theta_k K_k.
+    #[arg(long, value_delimiter = ',')]
+    pub stiffness_terms: Vec<std::path::PathBuf>,
+    /// Distributions of theta: one for every term or one per term, each
+    /// uniform:LO:HI, normal:MEAN:STD or lognormal:MU:SIGMA.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub theta: Vec<String>,
+    /// Output DOFs of a model (0-based): a list such as 10,20,30-35 or a file.
+    #[arg(long)]
+    pub outputs: Option<String>,
+    /// Relative residual at which a random-stiffness sample's solve stops.
+    #[arg(long, default_value_t = 1e-10)]
+    pub tol: f64,
     /// Coefficient of variation of independent lognormal element moduli (each
     /// sample then factors its own K).
     #[arg(long)]
@@ -324,6 +353,18 @@ fn backend_name(c: &Chosen) -> &'static str {
 }
 
 fn run_static(a: &StaticArgs) -> Result<ExitCode> {
+    if a.stiffness.is_some() {
+        return crate::uq_model::run_static_model(a);
+    }
+    let number = |v: &Option<String>, default: f64, what: &str| -> Result<f64> {
+        v.as_deref().map_or(Ok(default), |t| {
+            t.parse().map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "the beam's {what} is a number, not {t:?} (a file needs --stiffness)"
+                ))
+            })
+        })
+    };
     let mut beam = Beam::unit(a.dofs)?;
     beam.length = a.length;
     beam.modulus = a.modulus;
@@ -332,8 +373,8 @@ fn run_static(a: &StaticArgs) -> Result<ExitCode> {
     let problem = StaticProblem {
         dof: a.dof.unwrap_or(beam.tip()),
         beam,
-        load_mean: a.load_mean,
-        load_std: a.load_std,
+        load_mean: number(&a.load_mean, 1.0, "--load-mean")?,
+        load_std: number(&a.load_std, 0.1, "--load-std")?,
         modulus_cov: a.modulus_cov,
         design: parse_design(&a.design)?,
         solver: match a.solver.as_str() {
@@ -423,7 +464,7 @@ fn parse_precision(s: &str) -> Result<Precision> {
     }
 }
 
-fn parse_design(s: &str) -> Result<Design> {
+pub(crate) fn parse_design(s: &str) -> Result<Design> {
     Design::parse(s).ok_or_else(|| {
         Error::InvalidArgument(format!("unknown design '{s}' (available: mc, lhs, sobol)"))
     })

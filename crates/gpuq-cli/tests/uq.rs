@@ -266,3 +266,188 @@ fn user_set_oscillators_run_on_every_backend() {
         assert_eq!(e.trim_end().lines().count(), 1, "{bad:?}: {e}");
     }
 }
+
+/// A temporary folder of this test process.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("gpuq-uq-model-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn static_response_of_a_model_from_files() {
+    let d = scratch("static");
+    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let o = gpuq(&[
+        "generate",
+        "beam:32",
+        "--out",
+        &p("K.mtx"),
+        "--mass-out",
+        &p("M.mtx"),
+        "--rhs-out",
+        &p("f.mtx"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Tip load mean 1 with std 0.2 as a rank-1 factor 0.2 f: the tip
+    // deflection is P L^3 / 3EI = 1/3 with std 1/15.
+    std::fs::write(
+        p("L.mtx"),
+        "%%MatrixMarket matrix coordinate real general\n64 1 1\n63 1 0.2\n",
+    )
+    .unwrap();
+    let r = report(&[
+        "static",
+        "--stiffness",
+        &p("K.mtx"),
+        "--load-mean",
+        &p("f.mtx"),
+        "--load-factor",
+        &p("L.mtx"),
+        "--outputs",
+        "62",
+        "--samples",
+        "4000",
+    ]);
+    let out = &r["outputs"][0];
+    assert_eq!(out["dof"], 62);
+    let (m, s) = (num(out, "exact_mean"), num(out, "exact_std"));
+    assert!(
+        (m - 1.0 / 3.0).abs() < 1e-9 && (s - 1.0 / 15.0).abs() < 1e-9,
+        "{out}"
+    );
+    assert!((num(out, "mean") - m).abs() < 4.0 * s / 4000f64.sqrt());
+    assert!((num(out, "std") / s - 1.0).abs() < 0.06);
+    // A random modulus: K(theta) = K + theta K, theta uniform on [-0.2, 0.2].
+    let r = report(&[
+        "static",
+        "--stiffness",
+        &p("K.mtx"),
+        "--load-mean",
+        &p("f.mtx"),
+        "--stiffness-terms",
+        &p("K.mtx"),
+        "--theta",
+        "uniform:-0.2:0.2",
+        "--outputs",
+        "62",
+        "--samples",
+        "3000",
+    ]);
+    let want = (1.2f64 / 0.8).ln() / 0.4 / 3.0; // E[1 / (1 + theta)] / 3
+    let got = num(&r["outputs"][0], "mean");
+    assert!((got - want).abs() < 2e-3, "{got} vs {want}");
+    assert!(r["outputs"][0]["exact_mean"].is_null());
+    assert!(num(&r, "max_residual") < 1e-9);
+    // Bad models and arguments: one line each.
+    std::fs::write(
+        p("rect.mtx"),
+        "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 1 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p("indef.mtx"),
+        "%%MatrixMarket matrix coordinate real symmetric\n2 2 3\n1 1 1.0\n2 1 3.0\n2 2 1.0\n",
+    )
+    .unwrap();
+    for (args, says) in [
+        (
+            vec![
+                "--stiffness",
+                &p("rect.mtx"),
+                "--load-mean",
+                "1",
+                "--outputs",
+                "0",
+            ],
+            "2 x 3",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("indef.mtx"),
+                "--load-mean",
+                "1",
+                "--outputs",
+                "0",
+            ],
+            "pivot",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--load-mean",
+                "1",
+                "--outputs",
+                "64",
+            ],
+            "outside",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--load-mean",
+                "1",
+                "--outputs",
+                "3",
+                "--fixed-dofs",
+                "2-3",
+            ],
+            "fixed",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--load-mean",
+                &p("rect.mtx"),
+                "--outputs",
+                "3",
+            ],
+            "vector",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--load-mean",
+                "1",
+                "--outputs",
+                "3",
+                "--samples",
+                "0",
+            ],
+            "samples",
+        ),
+        (
+            vec!["--stiffness", &p("K.mtx"), "--load-mean", "1"],
+            "--outputs",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("M.mtx"),
+                "--load-mean",
+                "1",
+                "--outputs",
+                "1",
+                "--theta",
+                "beta:1:2",
+                "--stiffness-terms",
+                &p("K.mtx"),
+            ],
+            "theta",
+        ),
+    ] {
+        let mut all = vec!["uq", "static"];
+        all.extend(args.iter().copied());
+        let o = gpuq(&all);
+        assert_eq!(o.status.code(), Some(1), "{all:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.trim_end().lines().count(), 1, "{all:?}: {e}");
+        assert!(e.contains(says), "{all:?}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -320,40 +320,15 @@ pub fn static_response<B: StaticKernels>(
 /// Mean, standard deviation and quantiles of the finite values.
 fn summarise(values: Vec<f64>, time_s: f64) -> StaticResult {
     let total = values.len();
-    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-    let n = v.len();
-    let mean = if n > 0 {
-        v.iter().sum::<f64>() / n as f64
-    } else {
-        0.0
-    };
-    let var = if n > 1 {
-        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
-    } else {
-        0.0
-    };
-    v.sort_by(f64::total_cmp);
-    let quantile = |q: f64| {
-        if n == 0 {
-            return f64::NAN;
-        }
-        let pos = q * (n - 1) as f64;
-        let (i, f) = (pos.floor() as usize, pos.fract());
-        if i + 1 < n {
-            v[i] + f * (v[i + 1] - v[i])
-        } else {
-            v[n - 1]
-        }
-    };
+    let mut v = values;
+    let qs = [0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99];
+    let d = crate::stats::describe(&mut v, &qs);
     StaticResult {
         samples: total,
-        mean,
-        std: var.sqrt(),
-        quantiles: [0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99]
-            .iter()
-            .map(|&q| (q, quantile(q)))
-            .collect(),
-        failed: total - n,
+        mean: d.mean,
+        std: d.std,
+        quantiles: qs.iter().copied().zip(d.quantiles).collect(),
+        failed: total - d.count,
         time_s,
         values: v,
     }
