@@ -84,7 +84,50 @@ pub struct PsdArgs {
     #[command(flatten)]
     pub load: Ar1Args,
     #[command(flatten)]
+    pub model: PsdModelArgs,
+    #[command(flatten)]
     pub common: Common,
+}
+
+/// The options of `gpuq uq psd` on a model from files (`--stiffness`).
+#[derive(Args, Debug)]
+pub struct PsdModelArgs {
+    /// The model's stiffness matrix K (Matrix Market): the PSD of your model
+    /// instead of the beam.
+    #[arg(long)]
+    pub stiffness: Option<std::path::PathBuf>,
+    /// The model's mass matrix M (Matrix Market).
+    #[arg(long)]
+    pub mass: Option<std::path::PathBuf>,
+    /// The damping matrix C (Matrix Market).
+    #[arg(long, conflicts_with_all = ["rayleigh", "modal_damping"])]
+    pub damping: Option<std::path::PathBuf>,
+    /// Rayleigh damping C = a M + b K, given as A,B.
+    #[arg(long, value_delimiter = ',', conflicts_with = "modal_damping")]
+    pub rayleigh: Option<Vec<f64>>,
+    /// The same damping ratio in every mode (modal superposition only).
+    #[arg(long)]
+    pub modal_damping: Option<f64>,
+    /// Constrained DOFs to eliminate (0-based): a list such as 0,1,10-12 or a file.
+    #[arg(long)]
+    pub fixed_dofs: Option<String>,
+    /// Modes kept (0: the direct per-frequency solve).
+    #[arg(long, default_value_t = 20)]
+    pub modes: usize,
+    /// DOFs the load acts on with unit weight (0-based list or file).
+    #[arg(long, conflicts_with = "load_shape")]
+    pub load_dofs: Option<String>,
+    /// The load's shape over the DOFs (Matrix Market vector).
+    #[arg(long)]
+    pub load_shape: Option<std::path::PathBuf>,
+    /// The load process's PSD: white:S0, ar1:PHI:SIGMA:DT,
+    /// kanai-tajimi:S0:WG:ZG or a file of `w,S` lines (default: the AR(1) of
+    /// --phi, --sigma, --dt).
+    #[arg(long)]
+    pub load_psd: Option<String>,
+    /// Output DOFs (0-based list or file).
+    #[arg(long)]
+    pub outputs: Option<String>,
 }
 
 /// Arguments of `gpuq uq convolution`.
@@ -734,6 +777,9 @@ fn rank1_kernel_seconds(b: &gpuq_cuda::CudaBackend, problem: &PsdProblem) -> Res
 }
 
 fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
+    if a.model.stiffness.is_some() {
+        return crate::uq_model::run_psd_model(a, frequencies(a)?);
+    }
     let beam = Beam::unit(a.dofs)?;
     let mut tip_row = vec![0.0; beam.dofs()];
     tip_row[beam.tip()] = 1.0;

@@ -2,10 +2,13 @@
 //! read from Matrix Market files (`gpuq_uq::model`, `gpuq_uq::static_model`).
 
 use crate::solve::Chosen;
-use crate::uq::{parse_design, StaticArgs};
+use crate::uq::{parse_design, PsdArgs, StaticArgs};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::matrix_market as mm;
+use gpuq_uq::eigen::ModeOptions;
 use gpuq_uq::model::{parse_dofs, Damping, Model};
+use gpuq_uq::psd::Ar1;
+use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd};
 use gpuq_uq::static_model::{model_static_response, ModelStatic, Theta};
 use serde_json::json;
 use std::process::ExitCode;
@@ -157,6 +160,140 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
                 "PCG iterations per sample: {lo} to {hi} (mean {mean:.1}); largest true residual {:.2e}",
                 r.max_residual.unwrap_or(0.0)
             );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the response PSD of the model the arguments name over `frequencies`.
+pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
+    let o = &a.model;
+    let (Some(k_path), Some(m_path)) = (&o.stiffness, &o.mass) else {
+        return Err(Error::InvalidArgument(
+            "the PSD of a model needs --stiffness and --mass".into(),
+        ));
+    };
+    if a.full || a.common.plot.is_some() {
+        return Err(Error::InvalidArgument(
+            "--full and --plot are the beam's: a model reports its outputs' PSDs in the JSON"
+                .into(),
+        ));
+    }
+    match Chosen::parse(&a.common.backend)? {
+        Chosen::Cpu(_) => {}
+        Chosen::Cuda(_) => {
+            return Err(Error::InvalidArgument(
+                "the PSD of a model from files runs on the CPU backend (its device path is not written yet)"
+                    .into(),
+            ))
+        }
+    }
+    let damping = match (&o.damping, &o.rayleigh, o.modal_damping) {
+        (Some(c), _, _) => Damping::Matrix(mm::read_csr::<f64>(c)?),
+        (_, Some(r), _) => match r[..] {
+            [a, b] => Damping::Rayleigh { a, b },
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "--rayleigh takes A,B (2 values), not {}",
+                    r.len()
+                )))
+            }
+        },
+        (_, _, Some(z)) => Damping::Modal(z),
+        _ => Damping::None,
+    };
+    let fixed = o
+        .fixed_dofs
+        .as_deref()
+        .map(parse_dofs)
+        .transpose()?
+        .unwrap_or_default();
+    let model = Model::new(
+        mm::read_csr::<f64>(k_path)?,
+        Some(mm::read_csr::<f64>(m_path)?),
+        damping,
+        &fixed,
+    )?;
+    let load_shape = match (&o.load_dofs, &o.load_shape) {
+        (Some(list), _) => {
+            let mut p = vec![0.0; model.dofs()];
+            for d in parse_dofs(list)? {
+                p[model.reduced_dof(d)?] += 1.0;
+            }
+            p
+        }
+        (_, Some(path)) => {
+            model.reduce_vector(&mm::read_dense_vector::<f64>(path)?, "--load-shape")?
+        }
+        _ => {
+            return Err(Error::InvalidArgument(
+                "the PSD of a model needs --load-dofs or --load-shape".into(),
+            ))
+        }
+    };
+    let Some(outputs) = o.outputs.as_deref() else {
+        return Err(Error::InvalidArgument(
+            "a model needs --outputs (DOFs, 0-based)".into(),
+        ));
+    };
+    let load = match &o.load_psd {
+        Some(spec) => LoadPsd::parse(spec)?,
+        None => LoadPsd::Ar1(Ar1 {
+            phi: a.load.phi,
+            sigma: a.load.sigma,
+            dt: a.load.dt,
+        }),
+    };
+    let problem = ModelPsd {
+        model: &model,
+        load_shape,
+        outputs: parse_dofs(outputs)?,
+        frequencies,
+        load,
+        modes: ModeOptions {
+            count: o.modes,
+            seed: a.common.seed,
+            ..ModeOptions::default()
+        },
+    };
+    let r = model_psd(&problem)?;
+    if a.common.json {
+        let report = json!({
+            "procedure": "psd",
+            "backend": "cpu",
+            "model": {
+                "dofs": model.full_dofs(),
+                "free_dofs": model.dofs(),
+                "nonzeros": model.k.nnz(),
+            },
+            "method": if o.modes == 0 { "direct" } else { "modal" },
+            "load_psd": problem.load,
+            "frequencies": r.frequencies,
+            "outputs": r.outputs,
+            "modes": r.modal,
+            "eig_s": r.eig_s,
+            "time_s": r.time_s,
+        });
+        println!("{report}");
+    } else {
+        let method = match &r.modal {
+            Some(m) => format!(
+                "{} modes (capturing {:.2}% of the load's modal mass, {} LOBPCG iterations)",
+                m.omega.len(),
+                100.0 * m.mass_captured,
+                m.iterations
+            ),
+            None => "the direct per-frequency solve".into(),
+        };
+        println!(
+            "psd: model of {} DOFs ({} free), {} frequencies by {method} in {:.3} s",
+            model.full_dofs(),
+            model.dofs(),
+            r.frequencies.len(),
+            r.time_s
+        );
+        for out in &r.outputs {
+            println!("DOF {}: RMS {:.6e}", out.dof, out.rms);
         }
     }
     Ok(ExitCode::SUCCESS)

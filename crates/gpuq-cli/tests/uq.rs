@@ -451,3 +451,165 @@ fn static_response_of_a_model_from_files() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn psd_of_a_model_from_files_matches_the_direct_solve() {
+    let d = scratch("psd");
+    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let o = gpuq(&[
+        "generate",
+        "beam:30",
+        "--out",
+        &p("K.mtx"),
+        "--mass-out",
+        &p("M.mtx"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Base excitation: the load's shape M r, r = 1 on the translations.
+    let m = gpuq_sparse::matrix_market::read_csr::<f64>(p("M.mtx")).unwrap();
+    let r: Vec<f64> = (0..60)
+        .map(|i| if i % 2 == 0 { 1.0 } else { 0.0 })
+        .collect();
+    gpuq_sparse::matrix_market::save_dense_vector(&m.mul_vec(&r).unwrap(), p("shape.mtx")).unwrap();
+    let run = |modes: &str| {
+        report(&[
+            "psd",
+            "--stiffness",
+            &p("K.mtx"),
+            "--mass",
+            &p("M.mtx"),
+            "--rayleigh",
+            "0.1,1e-4",
+            "--load-shape",
+            &p("shape.mtx"),
+            "--load-psd",
+            "kanai-tajimi:1:15:0.6",
+            "--outputs",
+            "58,30",
+            "--freq-range",
+            "0.1:300:301",
+            "--modes",
+            modes,
+        ])
+    };
+    let direct = run("0");
+    assert_eq!(direct["method"], "direct");
+    assert!(direct["modes"].is_null());
+    let modal = run("40");
+    assert_eq!(modal["method"], "modal");
+    assert!(
+        num(&modal["modes"], "mass_captured") >= 0.99,
+        "{}",
+        modal["modes"]
+    );
+    for k in 0..2 {
+        let (a, b) = (
+            num(&modal["outputs"][k], "rms"),
+            num(&direct["outputs"][k], "rms"),
+        );
+        assert!((a - b).abs() < 0.01 * b, "output {k}: {a} vs {b}");
+        assert_eq!(modal["outputs"][k]["psd"].as_array().unwrap().len(), 301);
+    }
+    // Bad models and arguments: one line each.
+    for (args, says) in [
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--rayleigh",
+                "0.1,0",
+                "--load-dofs",
+                "58",
+                "--outputs",
+                "58",
+            ],
+            "--mass",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--mass",
+                &p("M.mtx"),
+                "--modal-damping",
+                "0.02",
+                "--modes",
+                "0",
+                "--load-dofs",
+                "58",
+                "--outputs",
+                "58",
+            ],
+            "modal damping ratio needs modes",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--mass",
+                &p("M.mtx"),
+                "--load-dofs",
+                "58",
+                "--outputs",
+                "58",
+            ],
+            "needs damping",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--mass",
+                &p("M.mtx"),
+                "--rayleigh",
+                "0.1",
+                "--load-dofs",
+                "58",
+                "--outputs",
+                "58",
+            ],
+            "A,B",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--mass",
+                &p("M.mtx"),
+                "--rayleigh",
+                "0.1,0",
+                "--load-dofs",
+                "58",
+                "--outputs",
+                "99",
+            ],
+            "outside",
+        ),
+        (
+            vec![
+                "--stiffness",
+                &p("K.mtx"),
+                "--mass",
+                &p("M.mtx"),
+                "--rayleigh",
+                "0.1,0",
+                "--load-dofs",
+                "58",
+                "--outputs",
+                "1",
+                "--modes",
+                "60",
+            ],
+            "modes",
+        ),
+    ] {
+        let mut all = vec!["uq", "psd"];
+        all.extend(args.iter().copied());
+        let o = gpuq(&all);
+        assert_eq!(o.status.code(), Some(1), "{all:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.trim_end().lines().count(), 1, "{all:?}: {e}");
+        assert!(e.contains(says), "{all:?}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

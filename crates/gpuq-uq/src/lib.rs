@@ -45,6 +45,12 @@
 //!   ([`cholesky`], by `faer`) and block solves for deterministic K (with the
 //!   outputs' exact moments as a check), block conjugate gradients
 //!   preconditioned by the mean stiffness's factor for random K (host only).
+//! * (ii) on a model, [`psd_model`]: S_yy(w) = |H_o(w)|^2 S_ff(w) for a load
+//!   p s(t) of white, AR(1), Kanai-Tajimi or tabulated PSD, by modal
+//!   superposition over the lowest modes ([`eigen`]: LOBPCG preconditioned by
+//!   the sparse Cholesky factor of K, or dense for small models) or by a
+//!   complex sparse LU per frequency (the check); RMS values and the modal
+//!   mass captured (host only).
 //! * (ii) [`psd`]: S_xx(w) = S_ff(w) h h^H, h = (K - w^2 M + i w C)^-1 e_dof by
 //!   banded complex-symmetric LDL^T on the host (O(n) per frequency); the full
 //!   matrices by a memory-bound rank-1 kernel on the backend (16 n^2 bytes per
@@ -69,10 +75,9 @@
 //!
 //! ## Not done
 //!
-//! * Issue 30's remaining parts: the static response of a model on the
-//!   device (AMG-preconditioned block solves), the modal PSD and convolution
-//!   of a model (LOBPCG, Kanai-Tajimi and tabulated load spectra, the direct
-//!   per-frequency check): (ii) and (iii) still take the built-in beam.
+//! * Issue 30's remaining parts: the model procedures on the device
+//!   (AMG-preconditioned block solves, LOBPCG with block SpMV), and the
+//!   convolution (iii) on a model's modes, which still takes the built-in beam.
 //! * Single precision for (i) and (ii); the seed's dense batched LU path for
 //!   (i) is there ([`StaticSolver::Dense`]), but one sample per thread, not a
 //!   MAGMA-style blocked batched factorisation.
@@ -89,11 +94,13 @@ pub mod beam;
 pub mod cholesky;
 pub mod convolution;
 pub mod design;
+pub mod eigen;
 pub mod expectation;
 pub mod model;
 #[cfg(feature = "plot")]
 pub mod plot;
 pub mod psd;
+pub mod psd_model;
 pub mod sdof;
 pub mod static_model;
 pub mod static_response;

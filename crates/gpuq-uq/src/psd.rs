@@ -25,7 +25,7 @@ use serde::Serialize;
 
 /// A stationary AR(1) process f_k = phi f_{k-1} + sigma e_k (e_k ~ N(0, 1))
 /// sampled every `dt`.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Ar1 {
     /// Autoregression coefficient, |phi| < 1.
     pub phi: f64,

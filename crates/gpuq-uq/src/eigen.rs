@@ -1,0 +1,490 @@
+//! The lowest modes of a structural model: K phi = lambda M phi, K and M sparse
+//! symmetric positive definite, phi M-orthonormal.
+//!
+//! * [`lobpcg`]: Knyazev's locally optimal block preconditioned conjugate
+//!   gradient method on the host. A block of b = m + g vectors (g guard vectors
+//!   speed the last wanted ones) is improved from its preconditioned residuals
+//!   W = T R (T = K^-1 by the sparse Cholesky factor of K: an excellent
+//!   preconditioner for the low end of the spectrum) and the previous
+//!   directions P; each step B-orthonormalises W and P against X and
+//!   themselves (SVQB: an eigendecomposition of the Gram matrix, dropping
+//!   directions below round-off), then a Rayleigh-Ritz step on [X W P] picks
+//!   the new block (a dense symmetric eigenproblem of order at most 3b). Block
+//!   products K X, M X run column by column in parallel; the dense algebra is
+//!   `faer`'s. A mode is converged when |K x - lambda M x| <= tol lambda |M x|.
+//! * [`dense_modes`]: the dense generalized eigensolver (Cholesky of M, the
+//!   symmetric eigenproblem of L^-1 K L^-T): small models, and the tests'
+//!   reference.
+//!
+//! Cost of LOBPCG per iteration: 3b SpMVs with K and M, one block solve with
+//! the factor of K, O(n b^2) dense products and an O(b^3) eigenproblem.
+
+use crate::cholesky::SparseCholesky;
+use faer::{Mat, MatRef, Side};
+use gpuq_core::{Error, Result};
+use gpuq_kernels::chacha::key_from_seed;
+use gpuq_kernels::uq::gauss::NormalStream;
+use gpuq_sparse::Csr;
+use rayon::prelude::*;
+
+/// Modes of a model.
+#[derive(Clone, Debug)]
+pub struct Modes {
+    /// Eigenvalues lambda = omega^2, increasing.
+    pub values: Vec<f64>,
+    /// Eigenvectors, one column each, M-orthonormal (phi^T M phi = I).
+    pub vectors: Mat<f64>,
+    /// Iterations taken (0 for the dense solver).
+    pub iterations: usize,
+    /// Relative residuals |K x - lambda M x| / (lambda |M x|) at the end.
+    pub residuals: Vec<f64>,
+}
+
+/// Options of [`modes`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModeOptions {
+    /// Number of modes m.
+    pub count: usize,
+    /// Relative residual at which a mode has converged.
+    pub tol: f64,
+    /// Most LOBPCG iterations.
+    pub max_iterations: usize,
+    /// Models with at most this many DOFs take the dense solver.
+    pub dense_below: usize,
+    /// Seed of the random starting block.
+    pub seed: u64,
+}
+
+impl Default for ModeOptions {
+    fn default() -> Self {
+        ModeOptions {
+            count: 10,
+            tol: 1e-8,
+            max_iterations: 500,
+            dense_below: 400,
+            seed: 1,
+        }
+    }
+}
+
+/// Y = A X, column by column in parallel.
+fn block_spmv(a: &Csr<f64>, x: MatRef<'_, f64>) -> Mat<f64> {
+    let n = a.nrows();
+    let mut cols = vec![0.0; n * x.ncols()];
+    cols.par_chunks_mut(n).enumerate().for_each(|(j, y)| {
+        let xj = x.col(j);
+        for (i, yi) in y.iter_mut().enumerate() {
+            let (c, v) = a.row(i);
+            let mut s = 0.0;
+            for (&k, &w) in c.iter().zip(v) {
+                s += w * xj[k as usize];
+            }
+            *yi = s;
+        }
+    });
+    Mat::from_fn(n, x.ncols(), |i, j| cols[j * n + i])
+}
+
+/// The columns of `a` followed by those of `b`.
+fn hcat(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Mat<f64> {
+    let k = a.ncols();
+    Mat::from_fn(a.nrows(), k + b.ncols(), |i, j| {
+        if j < k {
+            a[(i, j)]
+        } else {
+            b[(i, j - k)]
+        }
+    })
+}
+
+/// B-orthonormalises the columns of `w` (with `bw` = B w) by SVQB: the
+/// eigendecomposition V D V^T of w^T B w, keeping the directions with
+/// d > eps max d, w <- w V D^-1/2. Returns (w, B w), possibly with fewer
+/// columns; `None` when nothing is left.
+fn svqb(w: Mat<f64>, bw: Mat<f64>) -> Result<Option<(Mat<f64>, Mat<f64>)>> {
+    if w.ncols() == 0 {
+        return Ok(None);
+    }
+    let g = w.transpose() * &bw;
+    let g = Mat::from_fn(g.nrows(), g.ncols(), |i, j| 0.5 * (g[(i, j)] + g[(j, i)]));
+    let e = g
+        .self_adjoint_eigen(Side::Lower)
+        .map_err(|e| Error::Device(format!("LOBPCG: Gram eigenproblem: {e:?}")))?;
+    let d = e.S().column_vector();
+    let top = (0..d.nrows()).map(|i| d[i]).fold(0.0f64, f64::max);
+    let keep: Vec<usize> = (0..d.nrows())
+        .filter(|&i| d[i] > 1e-12 * top && d[i] > 0.0)
+        .collect();
+    if keep.is_empty() {
+        return Ok(None);
+    }
+    let u = e.U();
+    let t = Mat::from_fn(w.ncols(), keep.len(), |i, j| {
+        u[(i, keep[j])] / d[keep[j]].sqrt()
+    });
+    Ok(Some((&w * &t, &bw * &t)))
+}
+
+/// x - X (X^T B x) for every column of `w` (X B-orthonormal, `bx` = B X).
+fn b_orthogonalise(w: &Mat<f64>, x: MatRef<'_, f64>, bx: MatRef<'_, f64>) -> Mat<f64> {
+    let c = bx.transpose() * w;
+    w - x * &c
+}
+
+/// The m lowest modes of K phi = lambda M phi (see the module docs): the dense
+/// solver below `opts.dense_below` DOFs, LOBPCG preconditioned by `precond`
+/// (the factor of K) above. Errors when m is 0 or not below n, when a Ritz
+/// value is not positive (K or M not positive definite, naming the step), or
+/// when LOBPCG does not converge in `opts.max_iterations` (naming the worst
+/// residual).
+pub fn modes(
+    k: &Csr<f64>,
+    m: &Csr<f64>,
+    precond: &SparseCholesky,
+    opts: &ModeOptions,
+) -> Result<Modes> {
+    let n = k.nrows();
+    if opts.count == 0 || opts.count >= n {
+        return Err(Error::InvalidArgument(format!(
+            "{} modes of a model of {n} DOFs: ask for 1 to {}",
+            opts.count,
+            n.saturating_sub(1)
+        )));
+    }
+    if n <= opts.dense_below {
+        dense_modes(k, m, opts.count)
+    } else {
+        lobpcg(k, m, precond, opts)
+    }
+}
+
+/// The m lowest modes by the dense generalized eigensolver. O(n^3).
+pub fn dense_modes(k: &Csr<f64>, m: &Csr<f64>, count: usize) -> Result<Modes> {
+    let n = k.nrows();
+    let dense = |a: &Csr<f64>| {
+        let d = a.to_dense();
+        Mat::from_fn(n, n, |i, j| d[i * n + j])
+    };
+    let (kd, md) = (dense(k), dense(m));
+    let l = md.llt(Side::Lower).map_err(|e| Error::Precondition {
+        method: "modes",
+        reason: format!("the mass matrix M is not positive definite ({e:?})"),
+    })?;
+    let lf = l.L().to_owned();
+    // C = L^-1 K L^-T by two triangular solves.
+    let mut c = kd.clone();
+    faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+        lf.as_ref(),
+        c.as_mut(),
+        faer::Par::rayon(0),
+    );
+    let mut ct = c.transpose().to_owned();
+    faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+        lf.as_ref(),
+        ct.as_mut(),
+        faer::Par::rayon(0),
+    );
+    let sym = Mat::from_fn(n, n, |i, j| 0.5 * (ct[(i, j)] + ct[(j, i)]));
+    let e = sym
+        .self_adjoint_eigen(Side::Lower)
+        .map_err(|e| Error::Device(format!("modes: dense eigenproblem: {e:?}")))?;
+    let s = e.S().column_vector();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| s[a].total_cmp(&s[b]));
+    let order = &order[..count];
+    if let Some(&i) = order.iter().find(|&&i| s[i] <= 0.0) {
+        return Err(Error::Precondition {
+            method: "modes",
+            reason: format!(
+                "the stiffness matrix K is not positive definite (eigenvalue {:e})",
+                s[i]
+            ),
+        });
+    }
+    // phi = L^-T y.
+    let y = Mat::from_fn(n, count, |i, j| e.U()[(i, order[j])]);
+    let mut phi = y;
+    faer::linalg::triangular_solve::solve_upper_triangular_in_place(
+        lf.transpose(),
+        phi.as_mut(),
+        faer::Par::rayon(0),
+    );
+    let values: Vec<f64> = order.iter().map(|&i| s[i]).collect();
+    let residuals = residuals(k, m, phi.as_ref(), &values);
+    Ok(Modes {
+        values,
+        vectors: phi,
+        iterations: 0,
+        residuals,
+    })
+}
+
+/// |K x_j - lambda_j M x_j| / (lambda_j |M x_j|) for every column.
+fn residuals(k: &Csr<f64>, m: &Csr<f64>, x: MatRef<'_, f64>, values: &[f64]) -> Vec<f64> {
+    let (kx, mx) = (block_spmv(k, x), block_spmv(m, x));
+    (0..x.ncols())
+        .map(|j| {
+            let (mut r, mut b) = (0.0, 0.0);
+            for i in 0..x.nrows() {
+                let d = kx[(i, j)] - values[j] * mx[(i, j)];
+                r += d * d;
+                b += mx[(i, j)] * mx[(i, j)];
+            }
+            r.sqrt() / (values[j].abs() * b.sqrt()).max(f64::MIN_POSITIVE)
+        })
+        .collect()
+}
+
+/// The m lowest modes by LOBPCG (see the module docs).
+pub fn lobpcg(
+    k: &Csr<f64>,
+    m: &Csr<f64>,
+    precond: &SparseCholesky,
+    opts: &ModeOptions,
+) -> Result<Modes> {
+    let n = k.nrows();
+    let want = opts.count;
+    let b = (want + want.div_ceil(4).clamp(2, 16)).min(n / 3);
+    if b < want {
+        return Err(Error::InvalidArgument(format!(
+            "LOBPCG needs at least 3 (modes + 2) DOFs: {n} DOFs for {want} modes (use the dense solver)"
+        )));
+    }
+    // A random start, B-orthonormalised.
+    let key = key_from_seed(opts.seed);
+    let mut start = Mat::zeros(n, b);
+    for j in 0..b {
+        let mut z = NormalStream::<f64>::new(key, j as u64);
+        for i in 0..n {
+            start[(i, j)] = z.next_normal();
+        }
+    }
+    let bs = block_spmv(m, start.as_ref());
+    let Some((mut x, mut bx)) = svqb(start, bs)? else {
+        return Err(Error::Device(
+            "LOBPCG: the starting block has no directions".into(),
+        ));
+    };
+    let mut ax = block_spmv(k, x.as_ref());
+    // Rayleigh-Ritz on the starting block.
+    let (mut lambda, y) = ritz(&(x.transpose() * &ax), x.ncols(), 0)?;
+    x = &x * &y;
+    bx = &bx * &y;
+    ax = &ax * &y;
+    let mut p: Option<Mat<f64>> = None;
+    let mut worst = f64::INFINITY;
+    for it in 1..=opts.max_iterations {
+        // Residuals and convergence of the wanted modes.
+        let r = Mat::from_fn(n, x.ncols(), |i, j| ax[(i, j)] - lambda[j] * bx[(i, j)]);
+        let norms: Vec<f64> = (0..x.ncols())
+            .map(|j| {
+                let (mut rr, mut bb) = (0.0, 0.0);
+                for i in 0..n {
+                    rr += r[(i, j)] * r[(i, j)];
+                    bb += bx[(i, j)] * bx[(i, j)];
+                }
+                rr.sqrt() / (lambda[j].abs() * bb.sqrt()).max(f64::MIN_POSITIVE)
+            })
+            .collect();
+        worst = norms[..want].iter().cloned().fold(0.0, f64::max);
+        if worst <= opts.tol {
+            let vectors = Mat::from_fn(n, want, |i, j| x[(i, j)]);
+            return Ok(Modes {
+                values: lambda[..want].to_vec(),
+                residuals: norms[..want].to_vec(),
+                vectors,
+                iterations: it - 1,
+            });
+        }
+        // Preconditioned residuals of the unconverged columns.
+        let active: Vec<usize> = (0..x.ncols()).filter(|&j| norms[j] > opts.tol).collect();
+        let mut w = Mat::from_fn(n, active.len(), |i, j| r[(i, active[j])]);
+        precond.solve_block(w.as_mut());
+        let w = b_orthogonalise(&w, x.as_ref(), bx.as_ref());
+        let bw = block_spmv(m, w.as_ref());
+        let Some((w, bw)) = svqb(w, bw)? else {
+            return Err(Error::Device(format!(
+                "LOBPCG lost its search directions at step {it}"
+            )));
+        };
+        let aw = block_spmv(k, w.as_ref());
+        // The previous directions, orthogonalised against X and W.
+        let mut s = hcat(x.as_ref(), w.as_ref());
+        let mut bsm = hcat(bx.as_ref(), bw.as_ref());
+        let mut asm = hcat(ax.as_ref(), aw.as_ref());
+        if let Some(pp) = &p {
+            let q = b_orthogonalise(pp, s.as_ref(), bsm.as_ref());
+            let bq = block_spmv(m, q.as_ref());
+            if let Some((q, bq)) = svqb(q, bq)? {
+                let aq = block_spmv(k, q.as_ref());
+                s = hcat(s.as_ref(), q.as_ref());
+                bsm = hcat(bsm.as_ref(), bq.as_ref());
+                asm = hcat(asm.as_ref(), aq.as_ref());
+            }
+        }
+        // Rayleigh-Ritz on [X W P] (B-orthonormal up to round-off).
+        let g = s.transpose() * &asm;
+        let (vals, y) = ritz(&g, x.ncols(), it)?;
+        let nx = x.ncols();
+        let yp = Mat::from_fn(y.nrows() - nx, nx, |i, j| y[(nx + i, j)]);
+        let tail = |a: &Mat<f64>| Mat::from_fn(n, a.ncols() - nx, |i, j| a[(i, nx + j)]);
+        p = Some(&tail(&s) * &yp);
+        x = &s * &y;
+        bx = &bsm * &y;
+        ax = &asm * &y;
+        lambda = vals;
+    }
+    Err(Error::Precondition {
+        method: "LOBPCG",
+        reason: format!(
+            "{want} modes did not converge in {} iterations (worst relative residual {worst:.2e}, tolerance {:.1e})",
+            opts.max_iterations, opts.tol
+        ),
+    })
+}
+
+/// The `count` smallest eigenpairs of the symmetric Gram matrix `g` (Ritz
+/// values increasing, vectors as columns); errors when one is not positive
+/// (K or M not positive definite), naming LOBPCG step `it`.
+fn ritz(g: &Mat<f64>, count: usize, it: usize) -> Result<(Vec<f64>, Mat<f64>)> {
+    let h = Mat::from_fn(g.nrows(), g.ncols(), |i, j| 0.5 * (g[(i, j)] + g[(j, i)]));
+    let e = h
+        .self_adjoint_eigen(Side::Lower)
+        .map_err(|e| Error::Device(format!("LOBPCG: Rayleigh-Ritz: {e:?}")))?;
+    let s = e.S().column_vector();
+    let mut order: Vec<usize> = (0..s.nrows()).collect();
+    order.sort_by(|&a, &b| s[a].total_cmp(&s[b]));
+    let order = &order[..count.min(order.len())];
+    if let Some(&i) = order.iter().find(|&&i| s[i] <= 0.0) {
+        return Err(Error::Precondition {
+            method: "LOBPCG",
+            reason: format!(
+                "a Ritz value {:e} is not positive at step {it}: K (or M) is not positive definite",
+                s[i]
+            ),
+        });
+    }
+    let u = e.U();
+    Ok((
+        order.iter().map(|&i| s[i]).collect(),
+        Mat::from_fn(g.nrows(), order.len(), |i, j| u[(i, order[j])]),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuq_sparse::generators::{laplace1d, laplace2d};
+    use gpuq_sparse::Coo;
+
+    fn diag(values: &[f64]) -> Csr<f64> {
+        let mut c = Coo::new(values.len(), values.len());
+        for (i, &v) in values.iter().enumerate() {
+            c.push(i, i, v).unwrap();
+        }
+        Csr::from_coo(&c).unwrap()
+    }
+
+    #[test]
+    fn the_string_has_its_closed_form_modes() {
+        // K = tridiag(-1, 2, -1), M = I: lambda_k = 4 sin^2(k pi / (2 (n + 1))).
+        let n = 200;
+        let k = laplace1d::<f64>(n, 0.0);
+        let m = Csr::identity(n);
+        let chol = SparseCholesky::new(&k, "K").unwrap();
+        for dense_below in [1000, 0] {
+            let opts = ModeOptions {
+                count: 6,
+                tol: 1e-9,
+                dense_below,
+                ..ModeOptions::default()
+            };
+            let r = modes(&k, &m, &chol, &opts).unwrap();
+            for (j, &l) in r.values.iter().enumerate() {
+                let want = 4.0
+                    * ((j + 1) as f64 * std::f64::consts::PI / (2.0 * (n + 1) as f64))
+                        .sin()
+                        .powi(2);
+                assert!(
+                    (l - want).abs() < 1e-9 * want,
+                    "{dense_below}: mode {j}: {l} vs {want}"
+                );
+            }
+            assert!(r.residuals.iter().all(|&x| x < 1e-8));
+        }
+    }
+
+    #[test]
+    fn lobpcg_matches_the_dense_solver_on_a_generalized_pencil() {
+        let k = laplace2d::<f64>(24);
+        let n = k.nrows();
+        let masses: Vec<f64> = (0..n)
+            .map(|i| 1.0 + 0.5 * (i as f64 * 0.37).sin())
+            .collect();
+        let m = diag(&masses);
+        let chol = SparseCholesky::new(&k, "K").unwrap();
+        let opts = ModeOptions {
+            count: 8,
+            tol: 1e-10,
+            dense_below: 0,
+            ..ModeOptions::default()
+        };
+        let a = lobpcg(&k, &m, &chol, &opts).unwrap();
+        let d = dense_modes(&k, &m, 8).unwrap();
+        assert!(a.iterations > 0);
+        for (x, y) in a.values.iter().zip(&d.values) {
+            assert!((x - y).abs() < 1e-9 * y, "{x} vs {y}");
+        }
+        // M-orthonormal vectors.
+        let mphi = block_spmv(&m, a.vectors.as_ref());
+        let g = a.vectors.transpose() * &mphi;
+        for i in 0..8 {
+            for j in 0..8 {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((g[(i, j)] - want).abs() < 1e-9, "({i}, {j}): {}", g[(i, j)]);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_pencils_are_refused() {
+        let k = laplace1d::<f64>(50, 0.0);
+        let chol = SparseCholesky::new(&k, "K").unwrap();
+        let opts = ModeOptions::default();
+        assert!(modes(
+            &k,
+            &Csr::identity(50),
+            &chol,
+            &ModeOptions { count: 0, ..opts }
+        )
+        .is_err());
+        assert!(modes(
+            &k,
+            &Csr::identity(50),
+            &chol,
+            &ModeOptions { count: 50, ..opts }
+        )
+        .is_err());
+        let mut neg = vec![1.0; 50];
+        neg[7] = -1.0;
+        let e = dense_modes(&k, &diag(&neg), 3).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("mass matrix M is not positive definite"),
+            "{e}"
+        );
+        let e = lobpcg(
+            &k,
+            &Csr::identity(50),
+            &chol,
+            &ModeOptions {
+                count: 3,
+                max_iterations: 2,
+                tol: 1e-14,
+                ..opts
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("did not converge"), "{e}");
+    }
+}

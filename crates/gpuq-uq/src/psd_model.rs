@@ -1,0 +1,707 @@
+//! (ii) The response PSD of a user's model to a stationary random load
+//! f(t) = p s(t), p the load's shape over the DOFs and s(t) a scalar process
+//! of one-sided PSD S_ff(w) ([`LoadPsd`]: white, AR(1), Kanai-Tajimi ground
+//! acceleration, or a table):
+//!
+//! S_yy(w) = |H_o(w)|^2 S_ff(w) for each output DOF o, two ways:
+//!
+//! * by modal superposition (m > 0 modes): the m lowest modes of
+//!   K phi = w^2 M phi ([`crate::eigen::modes`]: LOBPCG preconditioned by the
+//!   sparse Cholesky factor of K, or the dense solver for small models),
+//!   H_o(w) = sum_i phi_i(o) (phi_i^T p) / (w_i^2 - w^2 + 2 i z_i w_i w), the
+//!   modal damping z_i from C projected (z_i = phi_i^T C phi_i / 2 w_i; C given
+//!   or Rayleigh a M + b K) or one ratio for every mode. The report gives the
+//!   modal mass captured, sum_i (phi_i^T p)^2 / (p^T M^-1 p);
+//! * directly (m = 0): one complex sparse LU of K - w^2 M + i w C per frequency
+//!   (`faer`, the symbolic analysis shared), the check of the modal path and
+//!   the method for small models.
+//!
+//! RMS values: the square root of the trapezoidal integral of S_yy over the
+//! frequency grid. Frequencies are circular (rad/s).
+//!
+//! Not done: the device path; cross-PSDs between outputs (the diagonal only).
+
+use crate::cholesky::SparseCholesky;
+use crate::eigen::{modes, ModeOptions};
+use crate::model::{Damping, Model};
+use crate::psd::Ar1;
+use faer::linalg::solvers::Solve;
+use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
+use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
+use gpuq_core::{Complex64, Error, Result};
+use gpuq_sparse::{Coo, Csr};
+use rayon::prelude::*;
+use serde::Serialize;
+use std::time::Instant;
+
+/// The one-sided PSD of the scalar load process s(t).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum LoadPsd {
+    /// S_ff(w) = s0.
+    White {
+        /// Intensity.
+        s0: f64,
+    },
+    /// The AR(1) process of [`Ar1`].
+    Ar1(Ar1),
+    /// Kanai-Tajimi ground acceleration: S_ff(w) = s0 (wg^4 + 4 zg^2 wg^2 w^2)
+    /// / ((wg^2 - w^2)^2 + 4 zg^2 wg^2 w^2).
+    KanaiTajimi {
+        /// Bedrock intensity.
+        s0: f64,
+        /// Ground frequency wg (rad/s).
+        wg: f64,
+        /// Ground damping ratio zg.
+        zg: f64,
+    },
+    /// Linear interpolation of (w, S) pairs, increasing in w; 0 outside.
+    Table(Vec<(f64, f64)>),
+}
+
+impl LoadPsd {
+    /// S_ff(w).
+    pub fn value(&self, w: f64) -> f64 {
+        match self {
+            LoadPsd::White { s0 } => *s0,
+            LoadPsd::Ar1(a) => a.psd(w),
+            LoadPsd::KanaiTajimi { s0, wg, zg } => {
+                let (w2, g2) = (w * w, wg * wg);
+                let c = 4.0 * zg * zg * g2 * w2;
+                s0 * (g2 * g2 + c) / ((g2 - w2).powi(2) + c)
+            }
+            LoadPsd::Table(t) => {
+                let i = t.partition_point(|&(x, _)| x < w);
+                if i == 0 {
+                    if t.first().is_some_and(|&(x, _)| x == w) {
+                        t[0].1
+                    } else {
+                        0.0
+                    }
+                } else if i == t.len() {
+                    0.0
+                } else {
+                    let ((x0, y0), (x1, y1)) = (t[i - 1], t[i]);
+                    y0 + (y1 - y0) * (w - x0) / (x1 - x0)
+                }
+            }
+        }
+    }
+
+    /// Parses `white:S0`, `ar1:PHI:SIGMA:DT` (see [`Ar1`]),
+    /// `kanai-tajimi:S0:WG:ZG`, or a file of `w,S` lines (`#` comments).
+    pub fn parse(spec: &str) -> Result<Self> {
+        let nums = |rest: &str, count: usize| -> Result<Vec<f64>> {
+            let v: Vec<f64> = rest
+                .split(':')
+                .map(|t| t.parse::<f64>())
+                .collect::<std::result::Result<_, _>>()
+                .map_err(|_| Error::InvalidArgument(format!("bad load PSD {spec:?}")))?;
+            if v.len() != count || v.iter().any(|x| !x.is_finite()) {
+                return Err(Error::InvalidArgument(format!(
+                    "bad load PSD {spec:?}: expected {count} finite numbers"
+                )));
+            }
+            Ok(v)
+        };
+        let psd = if let Some(r) = spec.strip_prefix("white:") {
+            LoadPsd::White { s0: nums(r, 1)?[0] }
+        } else if let Some(r) = spec.strip_prefix("ar1:") {
+            let v = nums(r, 3)?;
+            LoadPsd::Ar1(Ar1 {
+                phi: v[0],
+                sigma: v[1],
+                dt: v[2],
+            })
+        } else if let Some(r) = spec.strip_prefix("kanai-tajimi:") {
+            let v = nums(r, 3)?;
+            LoadPsd::KanaiTajimi {
+                s0: v[0],
+                wg: v[1],
+                zg: v[2],
+            }
+        } else {
+            let text = std::fs::read_to_string(spec).map_err(|source| Error::Io {
+                path: spec.to_string(),
+                source,
+            })?;
+            let mut t = Vec::new();
+            for (no, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let mut it = line
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|s| !s.is_empty());
+                let (Some(a), Some(b), None) = (it.next(), it.next(), it.next()) else {
+                    return Err(Error::parse(
+                        no + 1,
+                        format!("{spec}: expected `w,S`, got {line:?}"),
+                    ));
+                };
+                let (w, s) = (a.parse::<f64>(), b.parse::<f64>());
+                let (Ok(w), Ok(s)) = (w, s) else {
+                    return Err(Error::parse(
+                        no + 1,
+                        format!("{spec}: not two numbers: {line:?}"),
+                    ));
+                };
+                t.push((w, s));
+            }
+            LoadPsd::Table(t)
+        };
+        psd.check()?;
+        Ok(psd)
+    }
+
+    /// Errors on negative intensities, bad parameters or an unsorted table.
+    pub fn check(&self) -> Result<()> {
+        let ok = match self {
+            LoadPsd::White { s0 } => *s0 >= 0.0,
+            LoadPsd::Ar1(a) => a.validate().is_ok(),
+            LoadPsd::KanaiTajimi { s0, wg, zg } => *s0 >= 0.0 && *wg > 0.0 && *zg > 0.0,
+            LoadPsd::Table(t) => {
+                !t.is_empty()
+                    && t.iter()
+                        .all(|&(w, s)| w.is_finite() && s.is_finite() && s >= 0.0)
+                    && t.windows(2).all(|p| p[0].0 < p[1].0)
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument(format!(
+                "bad load PSD {self:?} (intensities >= 0, wg and zg > 0, a table of increasing w)"
+            )))
+        }
+    }
+}
+
+/// The PSD problem on a model (the model must have M and, for the direct
+/// path or projected damping, C or Rayleigh coefficients).
+#[derive(Clone, Debug)]
+pub struct ModelPsd<'a> {
+    /// The model.
+    pub model: &'a Model,
+    /// The load's shape p on the free DOFs.
+    pub load_shape: Vec<f64>,
+    /// Output DOFs (full numbering).
+    pub outputs: Vec<usize>,
+    /// Circular frequencies w (rad/s), increasing, >= 0.
+    pub frequencies: Vec<f64>,
+    /// The load process's PSD.
+    pub load: LoadPsd,
+    /// Modes (count 0: the direct per-frequency solve).
+    pub modes: ModeOptions,
+}
+
+/// One output's PSD.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OutputPsd {
+    /// The DOF (full numbering).
+    pub dof: usize,
+    /// RMS: sqrt of the trapezoidal integral of `psd` over the frequencies.
+    pub rms: f64,
+    /// S_yy at each frequency.
+    pub psd: Vec<f64>,
+}
+
+/// What the modal path found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModalSummary {
+    /// Natural circular frequencies w_i (rad/s).
+    pub omega: Vec<f64>,
+    /// Modal damping ratios z_i.
+    pub damping: Vec<f64>,
+    /// sum_i (phi_i^T p)^2 / (p^T M^-1 p): the share of the load's modal mass
+    /// the modes carry.
+    pub mass_captured: f64,
+    /// LOBPCG iterations (0: dense solver).
+    pub iterations: usize,
+    /// Largest relative residual of a mode.
+    pub max_residual: f64,
+}
+
+/// What [`model_psd`] returns.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelPsdResult {
+    /// The frequencies (rad/s).
+    pub frequencies: Vec<f64>,
+    /// One entry per output DOF.
+    pub outputs: Vec<OutputPsd>,
+    /// The modal path's modes (`None` for the direct path).
+    pub modal: Option<ModalSummary>,
+    /// Seconds of the eigensolver (0 for the direct path).
+    pub eig_s: f64,
+    /// Seconds of the whole computation.
+    pub time_s: f64,
+}
+
+/// y = A x.
+fn spmv(a: &Csr<f64>, x: &[f64]) -> Vec<f64> {
+    (0..a.nrows())
+        .map(|i| {
+            let (c, v) = a.row(i);
+            c.iter().zip(v).map(|(&j, &w)| w * x[j as usize]).sum()
+        })
+        .collect()
+}
+
+/// The trapezoidal integral of `y` over the increasing grid `x`.
+fn trapezoid(x: &[f64], y: &[f64]) -> f64 {
+    x.windows(2)
+        .zip(y.windows(2))
+        .map(|(a, b)| 0.5 * (a[1] - a[0]) * (b[0] + b[1]))
+        .sum()
+}
+
+impl ModelPsd<'_> {
+    /// Checks sizes, the frequency grid, the outputs and the load.
+    pub fn validate(&self) -> Result<()> {
+        let n = self.model.dofs();
+        if self.model.m.is_none() {
+            return Err(Error::InvalidArgument(
+                "the PSD needs the mass matrix (--mass)".into(),
+            ));
+        }
+        if self.load_shape.len() != n {
+            return Err(Error::shape("load shape", n, self.load_shape.len()));
+        }
+        if self.load_shape.iter().all(|&v| v == 0.0) {
+            return Err(Error::InvalidArgument("the load's shape is zero".into()));
+        }
+        if self.frequencies.is_empty()
+            || self
+                .frequencies
+                .iter()
+                .any(|w| !(w.is_finite() && *w >= 0.0))
+            || self.frequencies.windows(2).any(|p| p[0] >= p[1])
+        {
+            return Err(Error::InvalidArgument(
+                "the frequencies must be finite, >= 0 and increasing".into(),
+            ));
+        }
+        if self.outputs.is_empty() {
+            return Err(Error::InvalidArgument("no output DOFs".into()));
+        }
+        for &d in &self.outputs {
+            self.model.reduced_dof(d)?;
+        }
+        self.load.check()?;
+        match (&self.model.damping, self.modes.count) {
+            (Damping::None, _) => Err(Error::InvalidArgument(
+                "the PSD needs damping: a damping matrix, Rayleigh coefficients or a modal ratio"
+                    .into(),
+            )),
+            (Damping::Modal(_), 0) => Err(Error::InvalidArgument(
+                "a modal damping ratio needs modes (--modes > 0); the direct solve needs C or Rayleigh coefficients"
+                    .into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The response PSD of `problem` (see the module docs). Errors on an invalid
+/// problem, K or M not positive definite (naming the pivot or the LOBPCG
+/// step), or a singular K - w^2 M + i w C at a frequency.
+pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
+    problem.validate()?;
+    let start = Instant::now();
+    let out: Vec<usize> = problem
+        .outputs
+        .iter()
+        .map(|&d| problem.model.reduced_dof(d))
+        .collect::<Result<_>>()?;
+    let s_ff: Vec<f64> = problem
+        .frequencies
+        .iter()
+        .map(|&w| problem.load.value(w))
+        .collect();
+    let (h2, modal, eig_s) = if problem.modes.count == 0 {
+        (direct(problem, &out)?, None, 0.0)
+    } else {
+        let (h2, summary, eig_s) = modal(problem, &out)?;
+        (h2, Some(summary), eig_s)
+    };
+    let outputs = out
+        .iter()
+        .enumerate()
+        .map(|(k, _)| {
+            let psd: Vec<f64> = h2.iter().zip(&s_ff).map(|(h, s)| h[k] * s).collect();
+            OutputPsd {
+                dof: problem.outputs[k],
+                rms: trapezoid(&problem.frequencies, &psd).sqrt(),
+                psd,
+            }
+        })
+        .collect();
+    Ok(ModelPsdResult {
+        frequencies: problem.frequencies.clone(),
+        outputs,
+        modal,
+        eig_s,
+        time_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// |H_o(w)|^2 per frequency (rows) and output (columns) by the modes.
+fn modal(problem: &ModelPsd<'_>, out: &[usize]) -> Result<(Vec<Vec<f64>>, ModalSummary, f64)> {
+    let model = problem.model;
+    let mass = model
+        .m
+        .as_ref()
+        .ok_or_else(|| Error::InvalidArgument("no mass matrix".into()))?;
+    let t = Instant::now();
+    let kf = SparseCholesky::new(&model.k, "the stiffness matrix K")?;
+    let modes = modes(&model.k, mass, &kf, &problem.modes)?;
+    let eig_s = t.elapsed().as_secs_f64();
+    let m = modes.values.len();
+    let phi = |i: usize| -> Vec<f64> { (0..model.dofs()).map(|r| modes.vectors[(r, i)]).collect() };
+    let omega: Vec<f64> = modes.values.iter().map(|l| l.sqrt()).collect();
+    let mut zeta = Vec::with_capacity(m);
+    let mut gamma = Vec::with_capacity(m);
+    for (i, &w) in omega.iter().enumerate() {
+        let v = phi(i);
+        zeta.push(match &model.damping {
+            Damping::Matrix(c) => {
+                spmv(c, &v).iter().zip(&v).map(|(a, b)| a * b).sum::<f64>() / (2.0 * w)
+            }
+            Damping::Rayleigh { a, b } => a / (2.0 * w) + b * w / 2.0,
+            Damping::Modal(z) => *z,
+            Damping::None => 0.0,
+        });
+        gamma.push(
+            v.iter()
+                .zip(&problem.load_shape)
+                .map(|(a, b)| a * b)
+                .sum::<f64>(),
+        );
+    }
+    let mf = SparseCholesky::new(mass, "the mass matrix M")?;
+    let minv_p = mf.solve(&problem.load_shape);
+    let total: f64 = minv_p
+        .iter()
+        .zip(&problem.load_shape)
+        .map(|(a, b)| a * b)
+        .sum();
+    let mass_captured = gamma.iter().map(|g| g * g).sum::<f64>() / total;
+    // phi_i(o) Gamma_i per output and mode.
+    let coef: Vec<Vec<f64>> = out
+        .iter()
+        .map(|&o| (0..m).map(|i| modes.vectors[(o, i)] * gamma[i]).collect())
+        .collect();
+    let h2 = problem
+        .frequencies
+        .par_iter()
+        .map(|&w| {
+            coef.iter()
+                .map(|c| {
+                    let mut h = Complex64::new(0.0, 0.0);
+                    for i in 0..m {
+                        let d = Complex64::new(
+                            omega[i] * omega[i] - w * w,
+                            2.0 * zeta[i] * omega[i] * w,
+                        );
+                        h += c[i] / d;
+                    }
+                    h.norm_sqr()
+                })
+                .collect()
+        })
+        .collect();
+    Ok((
+        h2,
+        ModalSummary {
+            omega,
+            damping: zeta,
+            mass_captured,
+            iterations: modes.iterations,
+            max_residual: modes.residuals.iter().cloned().fold(0.0, f64::max),
+        },
+        eig_s,
+    ))
+}
+
+/// |H_o(w)|^2 per frequency and output by one complex sparse LU of
+/// K - w^2 M + i w C per frequency.
+fn direct(problem: &ModelPsd<'_>, out: &[usize]) -> Result<Vec<Vec<f64>>> {
+    let model = problem.model;
+    let n = model.dofs();
+    let mass = model
+        .m
+        .as_ref()
+        .ok_or_else(|| Error::InvalidArgument("no mass matrix".into()))?;
+    let c_mat = match &model.damping {
+        Damping::Matrix(c) => Some(c.clone()),
+        _ => None,
+    };
+    let (ra, rb) = match model.damping {
+        Damping::Rayleigh { a, b } => (a, b),
+        _ => (0.0, 0.0),
+    };
+    // The union pattern, each matrix's values scattered into it.
+    let mut coo = Coo::new(n, n);
+    for a in [Some(&model.k), Some(mass), c_mat.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        for i in 0..n {
+            for &j in a.row(i).0 {
+                coo.push(i, j as usize, 0.0)?;
+            }
+        }
+    }
+    let pattern = Csr::from_coo(&coo)?;
+    let scatter = |a: &Csr<f64>| -> Vec<f64> {
+        let mut v = vec![0.0; pattern.nnz()];
+        for i in 0..n {
+            let (pc, _) = pattern.row(i);
+            let base = pattern.row_ptr()[i];
+            let (c, vals) = a.row(i);
+            for (&j, &x) in c.iter().zip(vals) {
+                if let Ok(p) = pc.binary_search(&j) {
+                    v[base + p] = x;
+                }
+            }
+        }
+        v
+    };
+    let (kv, mv) = (scatter(&model.k), scatter(mass));
+    let cv = c_mat.as_ref().map(scatter);
+    let col_ptr: Vec<u32> = pattern
+        .row_ptr()
+        .iter()
+        .map(|&p| u32::try_from(p))
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|_| Error::InvalidArgument("the model has 2^32 entries or more".into()))?;
+    // Complex symmetric: the CSR rows are the CSC columns.
+    let sym = SymbolicSparseColMatRef::new_checked(n, n, &col_ptr, None, pattern.col_idx());
+    let symbolic = SymbolicLu::try_new(sym)
+        .map_err(|e| Error::Device(format!("sparse LU analysis: {e:?}")))?;
+    problem
+        .frequencies
+        .par_iter()
+        .map(|&w| {
+            let vals: Vec<Complex64> = (0..pattern.nnz())
+                .map(|q| {
+                    let damp = cv.as_ref().map_or(ra * mv[q] + rb * kv[q], |c| c[q]);
+                    Complex64::new(kv[q] - w * w * mv[q], w * damp)
+                })
+                .collect();
+            let mat = SparseColMatRef::new(sym, &vals);
+            let lu = Lu::try_new_with_symbolic(symbolic.clone(), mat).map_err(|e| {
+                Error::Precondition {
+                    method: "PSD (direct)",
+                    reason: format!("K - w^2 M + i w C is singular at w = {w} ({e:?})"),
+                }
+            })?;
+            let mut rhs =
+                faer::Mat::from_fn(n, 1, |i, _| Complex64::new(problem.load_shape[i], 0.0));
+            lu.solve_in_place(rhs.as_mut());
+            Ok(out.iter().map(|&o| rhs[(o, 0)].norm_sqr()).collect())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::beam::Beam;
+
+    fn diag(values: &[f64]) -> Csr<f64> {
+        let mut c = Coo::new(values.len(), values.len());
+        for (i, &v) in values.iter().enumerate() {
+            c.push(i, i, v).unwrap();
+        }
+        Csr::from_coo(&c).unwrap()
+    }
+
+    fn grid(lo: f64, hi: f64, count: usize) -> Vec<f64> {
+        (0..count)
+            .map(|i| lo + (hi - lo) * i as f64 / (count - 1) as f64)
+            .collect()
+    }
+
+    #[test]
+    fn decoupled_oscillators_have_their_closed_form() {
+        // Three uncoupled oscillators; the load on DOF 0, the softest.
+        let (k, m) = ([4.0, 50.0, 90.0], [1.0, 2.0, 1.5]);
+        let (a, b) = (0.05, 0.002);
+        let model = Model::new(diag(&k), Some(diag(&m)), Damping::Rayleigh { a, b }, &[]).unwrap();
+        let w = grid(0.0, 6.0, 121);
+        let mut problem = ModelPsd {
+            model: &model,
+            load_shape: vec![1.0, 0.0, 0.0],
+            outputs: vec![0],
+            frequencies: w.clone(),
+            load: LoadPsd::White { s0: 2.0 },
+            modes: ModeOptions {
+                count: 1,
+                ..ModeOptions::default()
+            },
+        };
+        let c = a * m[0] + b * k[0];
+        let exact: Vec<f64> = w
+            .iter()
+            .map(|&w| 2.0 / ((k[0] - m[0] * w * w).powi(2) + (c * w).powi(2)))
+            .collect();
+        let modal = model_psd(&problem).unwrap();
+        problem.modes.count = 0;
+        let direct = model_psd(&problem).unwrap();
+        for r in [&modal, &direct] {
+            for (x, y) in r.outputs[0].psd.iter().zip(&exact) {
+                assert!((x - y).abs() <= 1e-10 * y, "{x} vs {y}");
+            }
+        }
+        let s = modal.modal.unwrap();
+        assert!((s.omega[0] - 2.0).abs() < 1e-12);
+        assert!((s.damping[0] - c / (2.0 * 2.0 * m[0])).abs() < 1e-12);
+        assert!((s.mass_captured - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn modal_psd_converges_to_the_direct_solve() {
+        let beam = Beam::unit(60).unwrap();
+        let model = Model::new(
+            beam.stiffness().to_csr().unwrap(),
+            Some(beam.mass().to_csr().unwrap()),
+            Damping::Rayleigh {
+                a: beam.alpha,
+                b: beam.beta,
+            },
+            &[],
+        )
+        .unwrap();
+        let n = model.dofs();
+        // Base excitation: p = M r, r = 1 on the translations (even DOFs), for
+        // which the modal mass is the classical effective mass.
+        let r: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { 0.0 }).collect();
+        let shape = spmv(model.m.as_ref().unwrap(), &r);
+        let mut problem = ModelPsd {
+            model: &model,
+            load_shape: shape,
+            outputs: vec![beam.tip(), n / 2],
+            frequencies: grid(0.1, 200.0, 400),
+            load: LoadPsd::KanaiTajimi {
+                s0: 1.0,
+                wg: 15.0,
+                zg: 0.6,
+            },
+            modes: ModeOptions::default(),
+        };
+        problem.modes.count = 0;
+        let direct = model_psd(&problem).unwrap();
+        let mut last_error = f64::INFINITY;
+        let mut checked = false;
+        for count in [1, 2, 3, 6, 12, 24, 40] {
+            problem.modes.count = count;
+            let r = model_psd(&problem).unwrap();
+            let summary = r.modal.as_ref().unwrap();
+            let err = r
+                .outputs
+                .iter()
+                .zip(&direct.outputs)
+                .map(|(a, b)| (a.rms - b.rms).abs() / b.rms)
+                .fold(0.0, f64::max);
+            // Decreasing, down to the round-off of the two paths.
+            assert!(
+                err < last_error || err < 1e-7,
+                "{count} modes: {err} after {last_error}"
+            );
+            last_error = err;
+            if summary.mass_captured >= 0.99 {
+                checked = true;
+                assert!(
+                    err < 0.01,
+                    "{count} modes capture {} but err {err}",
+                    summary.mass_captured
+                );
+                // The tip's PSD pointwise, where it matters (above 1e-3 of its peak).
+                let (a, b) = (&r.outputs[0].psd, &direct.outputs[0].psd);
+                let peak = b.iter().cloned().fold(0.0, f64::max);
+                for (x, y) in a.iter().zip(b) {
+                    if *y > 1e-3 * peak {
+                        assert!((x - y).abs() < 0.01 * y, "{x} vs {y}");
+                    }
+                }
+            }
+        }
+        assert!(checked && last_error < 0.01);
+    }
+
+    #[test]
+    fn load_spectra_and_bad_problems() {
+        let kt = LoadPsd::parse("kanai-tajimi:0.5:10:0.3").unwrap();
+        assert!((kt.value(0.0) - 0.5).abs() < 1e-15);
+        assert!(kt.value(10.0) > kt.value(0.0));
+        assert!(LoadPsd::parse("white:-1").is_err());
+        assert!(LoadPsd::parse("ar1:1.5:1:0.1").is_err());
+        assert!(LoadPsd::parse("kanai-tajimi:1:2").is_err());
+        let path = std::env::temp_dir().join(format!("gpuq-psd-{}.csv", std::process::id()));
+        std::fs::write(&path, "# w, S\n0, 1\n2, 3\n4, 0\n").unwrap();
+        let t = LoadPsd::parse(path.to_str().unwrap()).unwrap();
+        assert_eq!(t.value(1.0), 2.0);
+        assert_eq!(t.value(3.0), 1.5);
+        assert_eq!(t.value(5.0), 0.0);
+        std::fs::write(&path, "0, 1\n0, 3\n").unwrap();
+        assert!(LoadPsd::parse(path.to_str().unwrap()).is_err());
+        let _ = std::fs::remove_file(&path);
+        let (k, m) = (diag(&[1.0, 2.0, 3.0]), diag(&[1.0; 3]));
+        let ok_model = Model::new(k.clone(), Some(m.clone()), Damping::Modal(0.05), &[1]).unwrap();
+        let ok = ModelPsd {
+            model: &ok_model,
+            load_shape: vec![1.0, 1.0],
+            outputs: vec![0],
+            frequencies: vec![0.5, 1.0],
+            load: LoadPsd::White { s0: 1.0 },
+            modes: ModeOptions {
+                count: 1,
+                ..ModeOptions::default()
+            },
+        };
+        assert!(model_psd(&ok).is_ok());
+        let no_mass = Model::new(k.clone(), None, Damping::Modal(0.05), &[]).unwrap();
+        let undamped = Model::new(k, Some(m), Damping::None, &[]).unwrap();
+        for bad in [
+            ModelPsd {
+                outputs: vec![1],
+                ..ok.clone()
+            },
+            ModelPsd {
+                frequencies: vec![1.0, 0.5],
+                ..ok.clone()
+            },
+            ModelPsd {
+                load_shape: vec![0.0, 0.0],
+                ..ok.clone()
+            },
+            ModelPsd {
+                modes: ModeOptions {
+                    count: 0,
+                    ..ok.modes
+                },
+                ..ok.clone()
+            },
+            ModelPsd {
+                modes: ModeOptions {
+                    count: 2,
+                    ..ok.modes
+                },
+                ..ok.clone()
+            },
+            ModelPsd {
+                model: &no_mass,
+                load_shape: vec![1.0; 3],
+                ..ok.clone()
+            },
+            ModelPsd {
+                model: &undamped,
+                load_shape: vec![1.0; 3],
+                ..ok.clone()
+            },
+        ] {
+            assert!(model_psd(&bad).is_err());
+        }
+    }
+}
