@@ -221,14 +221,18 @@ pub fn dense_modes(k: &Csr<f64>, m: &Csr<f64>, count: usize) -> Result<Modes> {
 
 /// |K x_j - lambda_j M x_j| / (lambda_j |M x_j|) for every column.
 fn residuals(k: &Csr<f64>, m: &Csr<f64>, x: MatRef<'_, f64>, values: &[f64]) -> Vec<f64> {
-    let (kx, mx) = (block_spmv(k, x), block_spmv(m, x));
-    (0..x.ncols())
+    relative_residuals(&block_spmv(k, x), &block_spmv(m, x), values)
+}
+
+/// |ax_j - lambda_j bx_j| / (lambda_j |bx_j|) for every column.
+fn relative_residuals(ax: &Mat<f64>, bx: &Mat<f64>, values: &[f64]) -> Vec<f64> {
+    (0..ax.ncols())
         .map(|j| {
             let (mut r, mut b) = (0.0, 0.0);
-            for i in 0..x.nrows() {
-                let d = kx[(i, j)] - values[j] * mx[(i, j)];
+            for i in 0..ax.nrows() {
+                let d = ax[(i, j)] - values[j] * bx[(i, j)];
                 r += d * d;
-                b += mx[(i, j)] * mx[(i, j)];
+                b += bx[(i, j)] * bx[(i, j)];
             }
             r.sqrt() / (values[j].abs() * b.sqrt()).max(f64::MIN_POSITIVE)
         })
@@ -276,16 +280,7 @@ pub fn lobpcg(
     for it in 1..=opts.max_iterations {
         // Residuals and convergence of the wanted modes.
         let r = Mat::from_fn(n, x.ncols(), |i, j| ax[(i, j)] - lambda[j] * bx[(i, j)]);
-        let norms: Vec<f64> = (0..x.ncols())
-            .map(|j| {
-                let (mut rr, mut bb) = (0.0, 0.0);
-                for i in 0..n {
-                    rr += r[(i, j)] * r[(i, j)];
-                    bb += bx[(i, j)] * bx[(i, j)];
-                }
-                rr.sqrt() / (lambda[j].abs() * bb.sqrt()).max(f64::MIN_POSITIVE)
-            })
-            .collect();
+        let norms = relative_residuals(&ax, &bx, &lambda);
         worst = norms[..want].iter().cloned().fold(0.0, f64::max);
         if worst <= opts.tol {
             let vectors = Mat::from_fn(n, want, |i, j| x[(i, j)]);
@@ -374,16 +369,8 @@ fn ritz(g: &Mat<f64>, count: usize, it: usize) -> Result<(Vec<f64>, Mat<f64>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_matrices::diag;
     use gpuq_sparse::generators::{laplace1d, laplace2d};
-    use gpuq_sparse::Coo;
-
-    fn diag(values: &[f64]) -> Csr<f64> {
-        let mut c = Coo::new(values.len(), values.len());
-        for (i, &v) in values.iter().enumerate() {
-            c.push(i, i, v).unwrap();
-        }
-        Csr::from_coo(&c).unwrap()
-    }
 
     #[test]
     fn the_string_has_its_closed_form_modes() {

@@ -107,6 +107,8 @@ pub mod static_response;
 pub mod stats;
 #[cfg(test)]
 mod test_backend;
+#[cfg(test)]
+mod test_matrices;
 
 pub use beam::{Band, Beam};
 pub use convolution::{

@@ -508,14 +508,7 @@ fn direct(problem: &ModelPsd<'_>, out: &[usize]) -> Result<Vec<Vec<f64>>> {
 mod tests {
     use super::*;
     use crate::beam::Beam;
-
-    fn diag(values: &[f64]) -> Csr<f64> {
-        let mut c = Coo::new(values.len(), values.len());
-        for (i, &v) in values.iter().enumerate() {
-            c.push(i, i, v).unwrap();
-        }
-        Csr::from_coo(&c).unwrap()
-    }
+    use crate::test_matrices::diag;
 
     fn grid(lo: f64, hi: f64, count: usize) -> Vec<f64> {
         (0..count)
