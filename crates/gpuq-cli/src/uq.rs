@@ -84,14 +84,15 @@ pub struct PsdArgs {
     #[command(flatten)]
     pub load: Ar1Args,
     #[command(flatten)]
-    pub model: PsdModelArgs,
+    pub model: ModelArgs,
     #[command(flatten)]
     pub common: Common,
 }
 
-/// The options of `gpuq uq psd` on a model from files (`--stiffness`).
+/// The options of `gpuq uq psd` and `gpuq uq convolution` on a model from
+/// files (`--stiffness`).
 #[derive(Args, Debug)]
-pub struct PsdModelArgs {
+pub struct ModelArgs {
     /// The model's stiffness matrix K (Matrix Market): the PSD of your model
     /// instead of the beam.
     #[arg(long)]
@@ -120,7 +121,7 @@ pub struct PsdModelArgs {
     /// The load's shape over the DOFs (Matrix Market vector).
     #[arg(long)]
     pub load_shape: Option<std::path::PathBuf>,
-    /// The load process's PSD: white:S0, ar1:PHI:SIGMA:DT,
+    /// psd only: the load process's PSD: white:S0, ar1:PHI:SIGMA:DT,
     /// kanai-tajimi:S0:WG:ZG or a file of `w,S` lines (default: the AR(1) of
     /// --phi, --sigma, --dt).
     #[arg(long)]
@@ -148,6 +149,8 @@ pub struct ConvolutionArgs {
     pub repeat: usize,
     #[command(flatten)]
     pub load: Ar1Args,
+    #[command(flatten)]
+    pub model: ModelArgs,
     #[command(flatten)]
     pub common: Common,
 }
@@ -388,7 +391,7 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(format!("{stem}_{suffix}.png"))
 }
 
-fn backend_name(c: &Chosen) -> &'static str {
+pub(crate) fn backend_name(c: &Chosen) -> &'static str {
     match c {
         Chosen::Cpu(_) => "cpu",
         Chosen::Cuda(_) => "cuda",
@@ -870,6 +873,9 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
 }
 
 fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
+    if a.model.stiffness.is_some() {
+        return crate::uq_model::run_convolution_model(a);
+    }
     let beam = Beam::unit(a.dofs)?;
     let mut tip_row = vec![0.0; 2 * beam.dofs()];
     tip_row[beam.tip()] = 1.0;

@@ -2,9 +2,10 @@
 //! read from Matrix Market files (`gpuq_uq::model`, `gpuq_uq::static_model`).
 
 use crate::solve::Chosen;
-use crate::uq::{parse_design, PsdArgs, StaticArgs};
+use crate::uq::{backend_name, parse_design, ConvolutionArgs, ModelArgs, PsdArgs, StaticArgs};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::matrix_market as mm;
+use gpuq_uq::convolution_model::{model_convolution, ModelConvolution};
 use gpuq_uq::eigen::ModeOptions;
 use gpuq_uq::model::{parse_dofs, Damping, Model};
 use gpuq_uq::psd::Ar1;
@@ -165,29 +166,14 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the response PSD of the model the arguments name over `frequencies`.
-pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
-    let o = &a.model;
+/// The dynamic model the options name: K, M and damping read, fixed DOFs
+/// eliminated; its load shape on the free DOFs and the output DOFs.
+fn dynamic_model(o: &ModelArgs, what: &str) -> Result<(Model, Vec<f64>, Vec<usize>)> {
     let (Some(k_path), Some(m_path)) = (&o.stiffness, &o.mass) else {
-        return Err(Error::InvalidArgument(
-            "the PSD of a model needs --stiffness and --mass".into(),
-        ));
+        return Err(Error::InvalidArgument(format!(
+            "the {what} of a model needs --stiffness and --mass"
+        )));
     };
-    if a.full || a.common.plot.is_some() {
-        return Err(Error::InvalidArgument(
-            "--full and --plot are the beam's: a model reports its outputs' PSDs in the JSON"
-                .into(),
-        ));
-    }
-    match Chosen::parse(&a.common.backend)? {
-        Chosen::Cpu(_) => {}
-        Chosen::Cuda(_) => {
-            return Err(Error::InvalidArgument(
-                "the PSD of a model from files runs on the CPU backend (its device path is not written yet)"
-                    .into(),
-            ))
-        }
-    }
     let damping = match (&o.damping, &o.rayleigh, o.modal_damping) {
         (Some(c), _, _) => Damping::Matrix(mm::read_csr::<f64>(c)?),
         (_, Some(r), _) => match r[..] {
@@ -226,9 +212,9 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
             model.reduce_vector(&mm::read_dense_vector::<f64>(path)?, "--load-shape")?
         }
         _ => {
-            return Err(Error::InvalidArgument(
-                "the PSD of a model needs --load-dofs or --load-shape".into(),
-            ))
+            return Err(Error::InvalidArgument(format!(
+                "the {what} of a model needs --load-dofs or --load-shape"
+            )))
         }
     };
     let Some(outputs) = o.outputs.as_deref() else {
@@ -236,6 +222,28 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
             "a model needs --outputs (DOFs, 0-based)".into(),
         ));
     };
+    Ok((model, load_shape, parse_dofs(outputs)?))
+}
+
+/// Runs the response PSD of the model the arguments name over `frequencies`.
+pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
+    let o = &a.model;
+    if a.full || a.common.plot.is_some() {
+        return Err(Error::InvalidArgument(
+            "--full and --plot are the beam's: a model reports its outputs' PSDs in the JSON"
+                .into(),
+        ));
+    }
+    match Chosen::parse(&a.common.backend)? {
+        Chosen::Cpu(_) => {}
+        Chosen::Cuda(_) => {
+            return Err(Error::InvalidArgument(
+                "the PSD of a model from files runs on the CPU backend (its device path is not written yet)"
+                    .into(),
+            ))
+        }
+    }
+    let (model, load_shape, outputs) = dynamic_model(o, "PSD")?;
     let load = match &o.load_psd {
         Some(spec) => LoadPsd::parse(spec)?,
         None => LoadPsd::Ar1(Ar1 {
@@ -247,7 +255,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     let problem = ModelPsd {
         model: &model,
         load_shape,
-        outputs: parse_dofs(outputs)?,
+        outputs,
         frequencies,
         load,
         modes: ModeOptions {
@@ -294,6 +302,111 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
         );
         for out in &r.outputs {
             println!("DOF {}: RMS {:.6e}", out.dof, out.rms);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the convolution of the model the arguments name on the chosen backend.
+pub fn run_convolution_model(a: &ConvolutionArgs) -> Result<ExitCode> {
+    let o = &a.model;
+    if o.load_psd.is_some() || a.common.plot.is_some() {
+        return Err(Error::InvalidArgument(
+            "a model's convolution samples the AR(1) load of --phi, --sigma, --dt (no --load-psd, no --plot)"
+                .into(),
+        ));
+    }
+    if a.repeat == 0 {
+        return Err(Error::InvalidArgument("--repeat must be at least 1".into()));
+    }
+    let chosen = Chosen::parse(&a.common.backend)?;
+    let (model, load_shape, outputs) = dynamic_model(o, "convolution")?;
+    let problem = ModelConvolution {
+        model: &model,
+        load_shape,
+        outputs,
+        modes: ModeOptions {
+            count: o.modes,
+            seed: a.common.seed,
+            ..ModeOptions::default()
+        },
+        load: Ar1 {
+            phi: a.load.phi,
+            sigma: a.load.sigma,
+            dt: a.load.dt,
+        },
+        steps: a.steps,
+    };
+    let mut runs = Vec::with_capacity(a.repeat);
+    for _ in 0..a.repeat {
+        runs.push(match &chosen {
+            Chosen::Cpu(b) => model_convolution(b, &problem, a.samples, a.common.seed, 0)?,
+            Chosen::Cuda(b) => model_convolution(b, &problem, a.samples, a.common.seed, 0)?,
+        });
+    }
+    let first_s = runs[0].response.time_s;
+    let fastest = runs
+        .iter()
+        .map(|r| r.response.time_s)
+        .fold(f64::INFINITY, f64::min);
+    let r = runs.swap_remove(0);
+    let steps = a.steps;
+    let resp = &r.response;
+    let per_output: Vec<_> = problem
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(k, &dof)| {
+            let peaks: Vec<f64> = resp
+                .peaks
+                .iter()
+                .skip(k)
+                .step_by(problem.outputs.len())
+                .copied()
+                .collect();
+            let n = peaks.len().max(1) as f64;
+            json!({
+                "dof": dof,
+                "final_mean": resp.mean[k * steps + steps - 1],
+                "final_std": resp.std[k * steps + steps - 1],
+                "peak_mean": peaks.iter().sum::<f64>() / n,
+                "peak_max": peaks.iter().fold(0.0f64, |m, v| m.max(*v)),
+            })
+        })
+        .collect();
+    if a.common.json {
+        let report = json!({
+            "procedure": "convolution",
+            "backend": backend_name(&chosen),
+            "model": {
+                "dofs": model.full_dofs(),
+                "free_dofs": model.dofs(),
+                "nonzeros": model.k.nnz(),
+            },
+            "steps": steps,
+            "samples": a.samples,
+            "seed": a.common.seed,
+            "outputs": per_output,
+            "modes": r.modal,
+            "setup_s": resp.setup_s,
+            "time_s": fastest,
+            "first_s": first_s,
+            "repeat": a.repeat,
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "convolution: model of {} DOFs ({} free) on {} modes capturing {:.2}% of the load's modal mass, {steps} steps, {} samples on {} in {fastest:.4} s (set-up {:.3} s)",
+            model.full_dofs(),
+            model.dofs(),
+            r.modal.omega.len(),
+            100.0 * r.modal.mass_captured,
+            a.samples,
+            backend_name(&chosen),
+            resp.setup_s
+        );
+        for v in &per_output {
+            println!("{v}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -598,7 +598,7 @@ fn psd_of_a_model_from_files_matches_the_direct_solve() {
                 "--outputs",
                 "1",
                 "--modes",
-                "60",
+                "61",
             ],
             "modes",
         ),
@@ -611,5 +611,105 @@ fn psd_of_a_model_from_files_matches_the_direct_solve() {
         assert_eq!(e.trim_end().lines().count(), 1, "{all:?}: {e}");
         assert!(e.contains(says), "{all:?}: {e}");
     }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn convolution_of_a_model_matches_the_beams_own() {
+    let d = scratch("conv");
+    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let o = gpuq(&[
+        "generate",
+        "beam:8",
+        "--out",
+        &p("K.mtx"),
+        "--mass-out",
+        &p("M.mtx"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for backend in backends() {
+        let beam = report(&[
+            "convolution",
+            "--dofs",
+            "16",
+            "--steps",
+            "256",
+            "--samples",
+            "50",
+            "--backend",
+            backend,
+        ]);
+        // The unit beam's damping is Rayleigh 0.1 M + 1e-4 K; all 16 modes.
+        let model = report(&[
+            "convolution",
+            "--stiffness",
+            &p("K.mtx"),
+            "--mass",
+            &p("M.mtx"),
+            "--rayleigh",
+            "0.1,1e-4",
+            "--modes",
+            "16",
+            "--load-dofs",
+            "14",
+            "--outputs",
+            "14",
+            "--steps",
+            "256",
+            "--samples",
+            "50",
+            "--backend",
+            backend,
+        ]);
+        let out = &model["outputs"][0];
+        for (a, b) in [
+            ("final_std", "final_tip_std"),
+            ("final_mean", "final_tip_mean"),
+            ("peak_max", "peak_tip_max"),
+        ] {
+            let (x, y) = (num(out, a), num(&beam, b));
+            assert!(
+                (x - y).abs() < 1e-6 * y.abs().max(1e-3),
+                "{backend} {a}: {x} vs {y}"
+            );
+        }
+        assert!((num(&model["modes"], "mass_captured") - 1.0).abs() < 1e-9);
+    }
+    // Modal damping needs no C; the convolution refuses --modes 0.
+    let r = report(&[
+        "convolution",
+        "--stiffness",
+        &p("K.mtx"),
+        "--mass",
+        &p("M.mtx"),
+        "--modal-damping",
+        "0.05",
+        "--modes",
+        "4",
+        "--load-dofs",
+        "14",
+        "--outputs",
+        "14,6",
+        "--steps",
+        "128",
+    ]);
+    assert_eq!(r["outputs"].as_array().unwrap().len(), 2);
+    let o = gpuq(&[
+        "uq",
+        "convolution",
+        "--stiffness",
+        &p("K.mtx"),
+        "--mass",
+        &p("M.mtx"),
+        "--modal-damping",
+        "0.05",
+        "--modes",
+        "0",
+        "--load-dofs",
+        "14",
+        "--outputs",
+        "14",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&d);
 }

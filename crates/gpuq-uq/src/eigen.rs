@@ -133,7 +133,7 @@ fn b_orthogonalise(w: &Mat<f64>, x: MatRef<'_, f64>, bx: MatRef<'_, f64>) -> Mat
 
 /// The m lowest modes of K phi = lambda M phi (see the module docs): the dense
 /// solver below `opts.dense_below` DOFs, LOBPCG preconditioned by `precond`
-/// (the factor of K) above. Errors when m is 0 or not below n, when a Ritz
+/// (the factor of K) above. Errors when m is 0 or above n, when a Ritz
 /// value is not positive (K or M not positive definite, naming the step), or
 /// when LOBPCG does not converge in `opts.max_iterations` (naming the worst
 /// residual).
@@ -144,11 +144,10 @@ pub fn modes(
     opts: &ModeOptions,
 ) -> Result<Modes> {
     let n = k.nrows();
-    if opts.count == 0 || opts.count >= n {
+    if opts.count == 0 || opts.count > n {
         return Err(Error::InvalidArgument(format!(
-            "{} modes of a model of {n} DOFs: ask for 1 to {}",
-            opts.count,
-            n.saturating_sub(1)
+            "{} modes of a model of {n} DOFs: ask for 1 to {n}",
+            opts.count
         )));
     }
     if n <= opts.dense_below {
@@ -449,9 +448,18 @@ mod tests {
             &k,
             &Csr::identity(50),
             &chol,
-            &ModeOptions { count: 50, ..opts }
+            &ModeOptions { count: 51, ..opts }
         )
         .is_err());
+        // All 50 from the dense solver.
+        let all = modes(
+            &k,
+            &Csr::identity(50),
+            &chol,
+            &ModeOptions { count: 50, ..opts },
+        )
+        .unwrap();
+        assert_eq!(all.values.len(), 50);
         let mut neg = vec![1.0; 50];
         neg[7] = -1.0;
         let e = dense_modes(&k, &diag(&neg), 3).unwrap_err();

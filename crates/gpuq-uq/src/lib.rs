@@ -51,6 +51,9 @@
 //!   the sparse Cholesky factor of K, or dense for small models) or by a
 //!   complex sparse LU per frequency (the check); RMS values and the modal
 //!   mass captured (host only).
+//! * (iii) on a model, [`convolution_model`]: the modes' exact zero-order-hold
+//!   kernels summed per output, then the FFT path of [`convolution`] on any
+//!   backend (rustfft on the CPU, cuFFT on the GPU).
 //! * (ii) [`psd`]: S_xx(w) = S_ff(w) h h^H, h = (K - w^2 M + i w C)^-1 e_dof by
 //!   banded complex-symmetric LDL^T on the host (O(n) per frequency); the full
 //!   matrices by a memory-bound rank-1 kernel on the backend (16 n^2 bytes per
@@ -75,9 +78,9 @@
 //!
 //! ## Not done
 //!
-//! * Issue 30's remaining parts: the model procedures on the device
-//!   (AMG-preconditioned block solves, LOBPCG with block SpMV), and the
-//!   convolution (iii) on a model's modes, which still takes the built-in beam.
+//! * Issue 30's remaining parts: the static response and the PSD of a model
+//!   on the device (AMG-preconditioned block solves, LOBPCG with block SpMV):
+//!   they run on the host; the model's convolution runs on either backend.
 //! * Single precision for (i) and (ii); the seed's dense batched LU path for
 //!   (i) is there ([`StaticSolver::Dense`]), but one sample per thread, not a
 //!   MAGMA-style blocked batched factorisation.
@@ -93,9 +96,11 @@
 pub mod beam;
 pub mod cholesky;
 pub mod convolution;
+pub mod convolution_model;
 pub mod design;
 pub mod eigen;
 pub mod expectation;
+pub mod modal;
 pub mod model;
 #[cfg(feature = "plot")]
 pub mod plot;

@@ -21,8 +21,8 @@
 //!
 //! Not done: the device path; cross-PSDs between outputs (the diagonal only).
 
-use crate::cholesky::SparseCholesky;
-use crate::eigen::{modes, ModeOptions};
+use crate::eigen::ModeOptions;
+use crate::modal::{modal_basis, ModalSummary};
 use crate::model::{Damping, Model};
 use crate::psd::Ar1;
 use faer::linalg::solvers::Solve;
@@ -206,22 +206,6 @@ pub struct OutputPsd {
     pub psd: Vec<f64>,
 }
 
-/// What the modal path found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ModalSummary {
-    /// Natural circular frequencies w_i (rad/s).
-    pub omega: Vec<f64>,
-    /// Modal damping ratios z_i.
-    pub damping: Vec<f64>,
-    /// sum_i (phi_i^T p)^2 / (p^T M^-1 p): the share of the load's modal mass
-    /// the modes carry.
-    pub mass_captured: f64,
-    /// LOBPCG iterations (0: dense solver).
-    pub iterations: usize,
-    /// Largest relative residual of a mode.
-    pub max_residual: f64,
-}
-
 /// What [`model_psd`] returns.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelPsdResult {
@@ -235,16 +219,6 @@ pub struct ModelPsdResult {
     pub eig_s: f64,
     /// Seconds of the whole computation.
     pub time_s: f64,
-}
-
-/// y = A x.
-fn spmv(a: &Csr<f64>, x: &[f64]) -> Vec<f64> {
-    (0..a.nrows())
-        .map(|i| {
-            let (c, v) = a.row(i);
-            c.iter().zip(v).map(|(&j, &w)| w * x[j as usize]).sum()
-        })
-        .collect()
 }
 
 /// The trapezoidal integral of `y` over the increasing grid `x`.
@@ -347,49 +321,14 @@ pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
 
 /// |H_o(w)|^2 per frequency (rows) and output (columns) by the modes.
 fn modal(problem: &ModelPsd<'_>, out: &[usize]) -> Result<(Vec<Vec<f64>>, ModalSummary, f64)> {
-    let model = problem.model;
-    let mass = model
-        .m
-        .as_ref()
-        .ok_or_else(|| Error::InvalidArgument("no mass matrix".into()))?;
-    let t = Instant::now();
-    let kf = SparseCholesky::new(&model.k, "the stiffness matrix K")?;
-    let modes = modes(&model.k, mass, &kf, &problem.modes)?;
-    let eig_s = t.elapsed().as_secs_f64();
-    let m = modes.values.len();
-    let phi = |i: usize| -> Vec<f64> { (0..model.dofs()).map(|r| modes.vectors[(r, i)]).collect() };
-    let omega: Vec<f64> = modes.values.iter().map(|l| l.sqrt()).collect();
-    let mut zeta = Vec::with_capacity(m);
-    let mut gamma = Vec::with_capacity(m);
-    for (i, &w) in omega.iter().enumerate() {
-        let v = phi(i);
-        zeta.push(match &model.damping {
-            Damping::Matrix(c) => {
-                spmv(c, &v).iter().zip(&v).map(|(a, b)| a * b).sum::<f64>() / (2.0 * w)
-            }
-            Damping::Rayleigh { a, b } => a / (2.0 * w) + b * w / 2.0,
-            Damping::Modal(z) => *z,
-            Damping::None => 0.0,
-        });
-        gamma.push(
-            v.iter()
-                .zip(&problem.load_shape)
-                .map(|(a, b)| a * b)
-                .sum::<f64>(),
-        );
-    }
-    let mf = SparseCholesky::new(mass, "the mass matrix M")?;
-    let minv_p = mf.solve(&problem.load_shape);
-    let total: f64 = minv_p
-        .iter()
-        .zip(&problem.load_shape)
-        .map(|(a, b)| a * b)
-        .sum();
-    let mass_captured = gamma.iter().map(|g| g * g).sum::<f64>() / total;
+    let basis = modal_basis(problem.model, &problem.load_shape, out, &problem.modes)?;
+    let s = &basis.summary;
+    let (omega, zeta) = (&s.omega, &s.damping);
     // phi_i(o) Gamma_i per output and mode.
-    let coef: Vec<Vec<f64>> = out
+    let coef: Vec<Vec<f64>> = basis
+        .at_outputs
         .iter()
-        .map(|&o| (0..m).map(|i| modes.vectors[(o, i)] * gamma[i]).collect())
+        .map(|row| row.iter().zip(&basis.gamma).map(|(a, b)| a * b).collect())
         .collect();
     let h2 = problem
         .frequencies
@@ -398,29 +337,16 @@ fn modal(problem: &ModelPsd<'_>, out: &[usize]) -> Result<(Vec<Vec<f64>>, ModalS
             coef.iter()
                 .map(|c| {
                     let mut h = Complex64::new(0.0, 0.0);
-                    for i in 0..m {
-                        let d = Complex64::new(
-                            omega[i] * omega[i] - w * w,
-                            2.0 * zeta[i] * omega[i] * w,
-                        );
-                        h += c[i] / d;
+                    for ((ci, wi), zi) in c.iter().zip(omega).zip(zeta) {
+                        h += ci / Complex64::new(wi * wi - w * w, 2.0 * zi * wi * w);
                     }
                     h.norm_sqr()
                 })
                 .collect()
         })
         .collect();
-    Ok((
-        h2,
-        ModalSummary {
-            omega,
-            damping: zeta,
-            mass_captured,
-            iterations: modes.iterations,
-            max_residual: modes.residuals.iter().cloned().fold(0.0, f64::max),
-        },
-        eig_s,
-    ))
+    let eig_s = s.eig_s;
+    Ok((h2, basis.summary, eig_s))
 }
 
 /// |H_o(w)|^2 per frequency and output by one complex sparse LU of
@@ -570,7 +496,7 @@ mod tests {
         // Base excitation: p = M r, r = 1 on the translations (even DOFs), for
         // which the modal mass is the classical effective mass.
         let r: Vec<f64> = (0..n).map(|i| if i % 2 == 0 { 1.0 } else { 0.0 }).collect();
-        let shape = spmv(model.m.as_ref().unwrap(), &r);
+        let shape = model.m.as_ref().unwrap().mul_vec(&r).unwrap();
         let mut problem = ModelPsd {
             model: &model,
             load_shape: shape,
@@ -678,7 +604,7 @@ mod tests {
             },
             ModelPsd {
                 modes: ModeOptions {
-                    count: 2,
+                    count: 3,
                     ..ok.modes
                 },
                 ..ok.clone()
