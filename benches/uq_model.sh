@@ -9,6 +9,7 @@
 # (UQ_SAMPLES load samples, K deterministic), its 50 lowest modes with the modal PSD over
 # 1000 frequencies, and its modal convolution on the GPU, against SciPy (splu with many
 # right-hand sides, eigsh shift-invert) and CuPy's CG: benches/anchors/uq_model_peers.py.
+# UQ_MODES=0 skips the modes (gpuq's PSD and convolution, SciPy's eigsh); UQ_TESTS=0 the tests.
 # Logs go to $OUT/logs-uq-model.tgz when $OUT is set.
 set -u
 WHAT="${1:-all}"
@@ -37,7 +38,7 @@ PY
 }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | sed 's/^/device: /'
 echo "host: $(nproc) cores"
-if [ "$WHAT" != peers ]; then
+if [ "$WHAT" != peers ] && [ "${UQ_TESTS:-1}" = 1 ]; then
     for t in /tmp/gpuq-pack/test-gpuq-uq-* /tmp/gpuq-pack/test-gpuq-cli-test-uq; do
         timeout 300 "$t" >"$W/$(basename "$t").log" 2>&1
         row "$(basename "$t")" "rc=$? $(grep -E '^test result:' "$W/$(basename "$t").log" | awk '{p+=$4; f+=$6} END {printf "%d passed, %d failed", p, f}')"
@@ -57,20 +58,22 @@ OUTS="$((DOFS / 2)),$((DOFS - 1))"
 row "model" "elasticity2d:$N, $DOFS DOFs, outputs $OUTS"
 if [ "$WHAT" != peers ]; then
 TIMEV=""; [ -x /usr/bin/time ] && TIMEV="/usr/bin/time -v"
-$TIMEV "$G" uq static --stiffness "$W/K.mtx" --load-mean 1 --load-std 0.1 --outputs "$OUTS" \
+timeout "${UQ_STEP_S:-200}" $TIMEV "$G" uq static --stiffness "$W/K.mtx" --load-mean 1 --load-std 0.1 --outputs "$OUTS" \
     --samples "$S" --json >"$W/static.json" 2>"$W/static.err"
 row "gpuq static (host, $S samples)" "$(j "$W/static.json" factor_s solve_s time_s setup_s outputs.0.mean outputs.0.exact_mean outputs.0.std outputs.0.exact_std)"
 row "gpuq static peak memory" "$(grep 'Maximum resident' "$W/static.err" | awk '{print $NF/1e6 " GB"}')"
-"$G" uq psd --stiffness "$W/K.mtx" --mass "$W/M.mtx" --modal-damping 0.02 --modes 50 --load-dofs "$((DOFS / 2))" \
+if [ "${UQ_MODES:-1}" = 1 ]; then
+timeout "${UQ_STEP_S:-200}" "$G" uq psd --stiffness "$W/K.mtx" --mass "$W/M.mtx" --modal-damping 0.02 --modes 50 --load-dofs "$((DOFS / 2))" \
     --outputs "$OUTS" --freq-range 0:0.1:1000 --json >"$W/psd.json" 2>"$W/psd.err"
 row "gpuq 50 modes + PSD (host)" "$(j "$W/psd.json" eig_s time_s modes.iterations modes.max_residual modes.omega.0 modes.omega.49)"
-"$G" uq convolution --stiffness "$W/K.mtx" --mass "$W/M.mtx" --modal-damping 0.02 --modes 20 --load-dofs "$((DOFS / 2))" \
+timeout "${UQ_STEP_S:-200}" "$G" uq convolution --stiffness "$W/K.mtx" --mass "$W/M.mtx" --modal-damping 0.02 --modes 20 --load-dofs "$((DOFS / 2))" \
     --outputs "$OUTS" --steps 8192 --samples "$S" --backend cuda --repeat 3 --json >"$W/conv.json" 2>"$W/conv.err"
 row "gpuq modal convolution (cuda)" "$(j "$W/conv.json" setup_s time_s first_s outputs.0.final_std)"
 fi
+fi
 if [ "$WHAT" != gpuq ]; then
-timeout 540 python3 benches/anchors/uq_model_peers.py "$W/K.mtx" "$W/M.mtx" --samples "$S" --outputs "$OUTS" \
-    --modes 50 >"$W/peers.json" 2>"$W/peers.err"
+timeout "${UQ_PEERS_S:-540}" python3 benches/anchors/uq_model_peers.py "$W/K.mtx" "$W/M.mtx" --samples "$S" --outputs "$OUTS" \
+    --modes 50 $([ "${UQ_MODES:-1}" = 1 ] || echo --skip-eigsh) >"$W/peers.json" 2>"$W/peers.err"
 row "scipy splu + solves" "$(j "$W/peers.json" scipy_static.factor_s scipy_static.solve_s scipy_static.time_s scipy_static.mean.0 scipy_static.std.0)"
 row "cupy cg per sample" "$(j "$W/peers.json" cupy_cg.per_sample_s cupy_cg.estimate_for_samples_s)"
 row "scipy eigsh 50 modes" "$(j "$W/peers.json" scipy_eigsh.time_s scipy_eigsh.lowest read_s)"

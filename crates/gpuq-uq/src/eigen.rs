@@ -88,20 +88,23 @@ fn block_spmv(a: &Csr<f64>, x: MatRef<'_, f64>) -> Mat<f64> {
 /// The columns of `a` followed by those of `b`.
 fn hcat(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Mat<f64> {
     let k = a.ncols();
-    Mat::from_fn(a.nrows(), k + b.ncols(), |i, j| {
-        if j < k {
-            a[(i, j)]
-        } else {
-            b[(i, j - k)]
-        }
-    })
+    let mut out = Mat::zeros(a.nrows(), k + b.ncols());
+    out.as_mut().subcols_mut(0, k).copy_from(a);
+    out.as_mut().subcols_mut(k, b.ncols()).copy_from(b);
+    out
 }
 
-/// B-orthonormalises the columns of `w` (with `bw` = B w) by SVQB: the
-/// eigendecomposition V D V^T of w^T B w, keeping the directions with
-/// d > eps max d, w <- w V D^-1/2. Returns (w, B w), possibly with fewer
-/// columns; `None` when nothing is left.
-fn svqb(w: Mat<f64>, bw: Mat<f64>) -> Result<Option<(Mat<f64>, Mat<f64>)>> {
+/// B-orthonormalises the columns of `w` (with `bw` = B w, and `aw` = A w when
+/// known) by SVQB: the eigendecomposition V D V^T of w^T B w, keeping the
+/// directions with d > eps max d, w <- w V D^-1/2 (and bw, aw alike). Returns
+/// the transformed matrices, possibly with fewer columns; `None` when
+/// nothing is left.
+#[allow(clippy::type_complexity)]
+fn svqb(
+    w: Mat<f64>,
+    bw: Mat<f64>,
+    aw: Option<Mat<f64>>,
+) -> Result<Option<(Mat<f64>, Mat<f64>, Option<Mat<f64>>)>> {
     if w.ncols() == 0 {
         return Ok(None);
     }
@@ -122,7 +125,7 @@ fn svqb(w: Mat<f64>, bw: Mat<f64>) -> Result<Option<(Mat<f64>, Mat<f64>)>> {
     let t = Mat::from_fn(w.ncols(), keep.len(), |i, j| {
         u[(i, keep[j])] / d[keep[j]].sqrt()
     });
-    Ok(Some((&w * &t, &bw * &t)))
+    Ok(Some((&w * &t, &bw * &t, aw.map(|a| &a * &t))))
 }
 
 /// x - X (X^T B x) for every column of `w` (X B-orthonormal, `bx` = B X).
@@ -263,7 +266,7 @@ pub fn lobpcg(
         }
     }
     let bs = block_spmv(m, start.as_ref());
-    let Some((mut x, mut bx)) = svqb(start, bs)? else {
+    let Some((mut x, mut bx, _)) = svqb(start, bs, None)? else {
         return Err(Error::Device(
             "LOBPCG: the starting block has no directions".into(),
         ));
@@ -274,43 +277,47 @@ pub fn lobpcg(
     x = &x * &y;
     bx = &bx * &y;
     ax = &ax * &y;
-    let mut p: Option<Mat<f64>> = None;
+    // The previous directions P with A P and B P (tracked, not recomputed).
+    let mut p: Option<(Mat<f64>, Mat<f64>, Mat<f64>)> = None;
     let mut worst = f64::INFINITY;
     for it in 1..=opts.max_iterations {
         // Residuals and convergence of the wanted modes.
-        let r = Mat::from_fn(n, x.ncols(), |i, j| ax[(i, j)] - lambda[j] * bx[(i, j)]);
         let norms = relative_residuals(&ax, &bx, &lambda);
         worst = norms[..want].iter().cloned().fold(0.0, f64::max);
         if worst <= opts.tol {
-            let vectors = Mat::from_fn(n, want, |i, j| x[(i, j)]);
             return Ok(Modes {
                 values: lambda[..want].to_vec(),
                 residuals: norms[..want].to_vec(),
-                vectors,
+                vectors: x.as_ref().subcols(0, want).to_owned(),
                 iterations: it - 1,
             });
         }
         // Preconditioned residuals of the unconverged columns.
         let active: Vec<usize> = (0..x.ncols()).filter(|&j| norms[j] > opts.tol).collect();
-        let mut w = Mat::from_fn(n, active.len(), |i, j| r[(i, active[j])]);
+        let mut w = Mat::from_fn(n, active.len(), |i, j| {
+            let c = active[j];
+            ax[(i, c)] - lambda[c] * bx[(i, c)]
+        });
         precond.solve_block(w.as_mut());
         let w = b_orthogonalise(&w, x.as_ref(), bx.as_ref());
         let bw = block_spmv(m, w.as_ref());
-        let Some((w, bw)) = svqb(w, bw)? else {
+        let Some((w, bw, _)) = svqb(w, bw, None)? else {
             return Err(Error::Device(format!(
                 "LOBPCG lost its search directions at step {it}"
             )));
         };
         let aw = block_spmv(k, w.as_ref());
-        // The previous directions, orthogonalised against X and W.
         let mut s = hcat(x.as_ref(), w.as_ref());
         let mut bsm = hcat(bx.as_ref(), bw.as_ref());
         let mut asm = hcat(ax.as_ref(), aw.as_ref());
-        if let Some(pp) = &p {
-            let q = b_orthogonalise(pp, s.as_ref(), bsm.as_ref());
-            let bq = block_spmv(m, q.as_ref());
-            if let Some((q, bq)) = svqb(q, bq)? {
-                let aq = block_spmv(k, q.as_ref());
+        // P orthogonalised against X and W: q = P - S c, c = (B S)^T P, and
+        // A q, B q by the same combination.
+        if let Some((pp, bp, ap)) = &p {
+            let c = bsm.transpose() * pp;
+            let q = pp - &s * &c;
+            let bq = bp - &bsm * &c;
+            let aq = ap - &asm * &c;
+            if let Some((q, bq, Some(aq))) = svqb(q, bq, Some(aq))? {
                 s = hcat(s.as_ref(), q.as_ref());
                 bsm = hcat(bsm.as_ref(), bq.as_ref());
                 asm = hcat(asm.as_ref(), aq.as_ref());
@@ -320,9 +327,13 @@ pub fn lobpcg(
         let g = s.transpose() * &asm;
         let (vals, y) = ritz(&g, x.ncols(), it)?;
         let nx = x.ncols();
-        let yp = Mat::from_fn(y.nrows() - nx, nx, |i, j| y[(nx + i, j)]);
-        let tail = |a: &Mat<f64>| Mat::from_fn(n, a.ncols() - nx, |i, j| a[(i, nx + j)]);
-        p = Some(&tail(&s) * &yp);
+        let rest = s.ncols() - nx;
+        let yp = y.as_ref().subrows(nx, rest);
+        p = Some((
+            s.as_ref().subcols(nx, rest) * yp,
+            bsm.as_ref().subcols(nx, rest) * yp,
+            asm.as_ref().subcols(nx, rest) * yp,
+        ));
         x = &s * &y;
         bx = &bsm * &y;
         ax = &asm * &y;

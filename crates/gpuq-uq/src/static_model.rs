@@ -7,13 +7,16 @@
 //!   truncated Karhunen-Loeve representation of a random modulus field gives,
 //!   theta_k independent uniform, normal or lognormal ([`Theta`]), or K0 alone.
 //!
-//! Samples are solved in blocks of [`BLOCK`] right-hand sides on the host:
+//! On the host:
 //!
-//! * K deterministic: one sparse Cholesky factorisation of K0 (`faer`), then
-//!   one block solve per block of samples; the outputs' exact mean g_o^T mu and
-//!   variance |D g_o|^2 + |L^T g_o|^2 (g_o = K^-1 e_o, from one more block
-//!   solve) come with the sample statistics as their check;
-//! * K random: the samples of a block advance together through preconditioned
+//! * K deterministic: the outputs are linear in the load, u_o = g_o^T f with
+//!   g_o = K^-1 e_o (K symmetric): one sparse Cholesky factorisation of K
+//!   (`faer`) and one block solve of the outputs' unit vectors give the g_o,
+//!   and a sample is then its draws dotted with them (no solve per sample:
+//!   the same values as solving it, to rounding); the outputs' exact mean
+//!   g_o^T mu and variance |D g_o|^2 + |L^T g_o|^2 come with the sample
+//!   statistics as their check;
+//! * K random: the samples of a block of [`BLOCK`] advance together through preconditioned
 //!   conjugate gradients, each with its own K(theta_s) (applied term by term:
 //!   K0 p + sum_k theta_sk K_k p, no per-sample assembly), all preconditioned
 //!   by the Cholesky factor of the mean stiffness K0 + sum_k E[theta_k] K_k
@@ -27,9 +30,10 @@
 //! Statistics per output DOF: mean, unbiased standard deviation, 5%, 50% and
 //! 95% quantiles.
 //!
-//! Cost: deterministic K, one factorisation plus samples x (2 nnz(L) + n
-//! draws); random K, per sample and iteration (m + 1) SpMVs and a share of
-//! one block triangular solve.
+//! Cost: deterministic K, one factorisation and one solve with one column per
+//! output, then per sample its draws and O(n) per output; random K, per
+//! sample and iteration (m + 1) SpMVs and a share of one block triangular
+//! solve.
 //!
 //! Not done: the device path (AMG-preconditioned block solves on the GPU); a
 //! run on `--backend cuda` is refused by the CLI.
@@ -330,9 +334,9 @@ impl ModelStatic<'_> {
         }
     }
 
-    /// The exact mean and standard deviation of every output (deterministic
-    /// K): g_o = K^-1 e_o by one block solve.
-    fn exact(&self, chol: &SparseCholesky, out: &[usize]) -> Vec<(f64, f64)> {
+    /// The adjoint solutions g_o = K^-1 e_o of the outputs (deterministic K):
+    /// one block solve.
+    fn adjoints(&self, chol: &SparseCholesky, out: &[usize]) -> Vec<Vec<f64>> {
         let n = self.model.dofs();
         let mut g = vec![0.0; n * out.len()];
         for (j, &o) in out.iter().enumerate() {
@@ -343,25 +347,47 @@ impl ModelStatic<'_> {
             n,
             out.len(),
         ));
-        g.chunks(n)
-            .map(|go| {
-                let mean = dot(go, &self.load_mean);
-                let mut var = self.load_std.as_ref().map_or(0.0, |s| {
-                    go.iter().zip(s).map(|(g, s)| (g * s).powi(2)).sum()
-                });
-                if let Some(l) = &self.load_factor {
-                    let mut lt = vec![0.0; l.ncols()];
-                    for (i, gi) in go.iter().enumerate() {
-                        let (cols, vals) = l.row(i);
-                        for (&c, &v) in cols.iter().zip(vals) {
-                            lt[c as usize] += v * gi;
-                        }
-                    }
-                    var += dot(&lt, &lt);
+        g.chunks(n).map(<[f64]>::to_vec).collect()
+    }
+}
+
+/// An output of a deterministic K as a function of the draws: u_o = a + b^T
+/// eta + d^T xi (a = g^T mu, b = L^T g, d = diag(std) g), and its exact moments.
+struct LinearOutput {
+    a: f64,
+    b: Vec<f64>,
+    d: Vec<f64>,
+}
+
+impl LinearOutput {
+    fn new(problem: &ModelStatic<'_>, g: &[f64]) -> Self {
+        let b = problem.load_factor.as_ref().map_or_else(Vec::new, |l| {
+            let mut lt = vec![0.0; l.ncols()];
+            for (i, gi) in g.iter().enumerate() {
+                let (cols, vals) = l.row(i);
+                for (&c, &v) in cols.iter().zip(vals) {
+                    lt[c as usize] += v * gi;
                 }
-                (mean, var.sqrt())
-            })
-            .collect()
+            }
+            lt
+        });
+        let d = problem
+            .load_std
+            .as_ref()
+            .map_or_else(Vec::new, |s| g.iter().zip(s).map(|(g, s)| g * s).collect());
+        LinearOutput {
+            a: dot(g, &problem.load_mean),
+            b,
+            d,
+        }
+    }
+
+    /// (mean, standard deviation).
+    fn moments(&self) -> (f64, f64) {
+        (
+            self.a,
+            (dot(&self.b, &self.b) + dot(&self.d, &self.d)).sqrt(),
+        )
     }
 }
 
@@ -404,38 +430,61 @@ pub fn model_static_response(
     let mut values = vec![Vec::with_capacity(samples as usize); out.len()];
     let mut iterations = Vec::new();
     let mut max_residual = 0.0f64;
-    let mut first = 0u64;
-    while first < samples {
-        let count = (samples - first).min(BLOCK as u64) as usize;
-        let mut f = vec![0.0; n * count];
-        // One theta row per sample (m values; at least one slot so that the
-        // rows pair with the loads when m = 0).
-        let width = m.max(1);
-        let mut theta = vec![0.0; width * count];
-        f.par_chunks_mut(n)
-            .zip(theta.par_chunks_mut(width))
-            .enumerate()
-            .for_each(|(j, (fj, tj))| {
-                let s = first + j as u64;
+    let mut exact = None;
+    if m == 0 {
+        // Linear outputs: each sample is its draws dotted with the adjoints.
+        let lin: Vec<LinearOutput> = problem
+            .adjoints(&chol, &out)
+            .iter()
+            .map(|g| LinearOutput::new(problem, g))
+            .collect();
+        let r = problem.load_factor.as_ref().map_or(0, |l| l.ncols());
+        let per_sample: Vec<Vec<f64>> = (0..samples)
+            .into_par_iter()
+            .map(|s| {
                 let mut src = Source::new(problem.design, seed, s, samples);
-                problem.sample(&mut src, &mut tj[..m], fj);
-            });
-        let u = if m == 0 {
-            let mut u = f;
-            chol.solve_block(faer::MatMut::from_column_major_slice_mut(&mut u, n, count));
-            u
-        } else {
+                let eta: Vec<f64> = (0..r).map(|_| src.next()).collect();
+                let mut u: Vec<f64> = lin.iter().map(|o| o.a + dot(&o.b, &eta)).collect();
+                if problem.load_std.is_some() {
+                    for i in 0..n {
+                        let xi = src.next();
+                        for (ui, o) in u.iter_mut().zip(&lin) {
+                            *ui += o.d[i] * xi;
+                        }
+                    }
+                }
+                u
+            })
+            .collect();
+        for u in per_sample {
+            for (vals, v) in values.iter_mut().zip(u) {
+                vals.push(v);
+            }
+        }
+        exact = Some(lin.iter().map(LinearOutput::moments).collect::<Vec<_>>());
+    } else {
+        let mut first = 0u64;
+        while first < samples {
+            let count = (samples - first).min(BLOCK as u64) as usize;
+            let mut f = vec![0.0; n * count];
+            let mut theta = vec![0.0; m * count];
+            f.par_chunks_mut(n)
+                .zip(theta.par_chunks_mut(m))
+                .enumerate()
+                .for_each(|(j, (fj, tj))| {
+                    let s = first + j as u64;
+                    let mut src = Source::new(problem.design, seed, s, samples);
+                    problem.sample(&mut src, tj, fj);
+                });
             let (u, its, res) = block_pcg(problem, &chol, &f, &theta, count, first)?;
             iterations.extend(its);
             max_residual = max_residual.max(res);
-            u
-        };
-        for (o, vals) in out.iter().zip(values.iter_mut()) {
-            vals.extend((0..count).map(|j| u[j * n + o]));
+            for (o, vals) in out.iter().zip(values.iter_mut()) {
+                vals.extend((0..count).map(|j| u[j * n + o]));
+            }
+            first += count as u64;
         }
-        first += count as u64;
     }
-    let exact = (m == 0).then(|| problem.exact(&chol, &out));
     let solve_s = start.elapsed().as_secs_f64();
     let outputs = values
         .into_iter()
@@ -700,6 +749,53 @@ mod tests {
             for (a, b) in r.outputs.iter().zip(&r2.outputs) {
                 let es = a.exact_std.unwrap();
                 assert!((b.mean - a.exact_mean.unwrap()).abs() < 5.0 * es / (5000f64).sqrt());
+            }
+        }
+    }
+
+    #[test]
+    fn the_adjoint_path_equals_solving_every_sample() {
+        let md = model(7, &[3, 20]);
+        let n = md.dofs();
+        let mut p = problem(&md);
+        let mut c = gpuq_sparse::Coo::new(n, 3);
+        for i in 0..n {
+            c.push(i, i % 3, 0.1 + 0.01 * i as f64).unwrap();
+        }
+        p.load_factor = Some(Csr::from_coo(&c).unwrap());
+        p.outputs = (0..md.full_dofs())
+            .filter(|d| ![3, 20].contains(d))
+            .collect();
+        let samples = 40;
+        for design in [Design::MonteCarlo, Design::LatinHypercube, Design::Sobol] {
+            let q = ModelStatic {
+                design,
+                ..p.clone()
+            };
+            let r = model_static_response(&q, samples, 9).unwrap();
+            let dense = md.k.to_dense();
+            let mut per_output = vec![Vec::new(); q.outputs.len()];
+            for s in 0..samples {
+                let mut src = Source::new(design, 9, s, samples);
+                let mut f = vec![0.0; n];
+                q.sample(&mut src, &mut [], &mut f);
+                let u = dense_solve(&dense, &f, n);
+                for (k, &d) in q.outputs.iter().enumerate() {
+                    per_output[k].push(u[md.reduced_dof(d).unwrap()]);
+                }
+            }
+            for (o, mut vals) in r.outputs.iter().zip(per_output) {
+                let d = describe(&mut vals, &[0.05, 0.5, 0.95]);
+                let tol = 1e-10 * d.mean.abs().max(1.0);
+                assert!(
+                    (o.mean - d.mean).abs() < tol,
+                    "{design:?}: {} vs {}",
+                    o.mean,
+                    d.mean
+                );
+                assert!((o.std - d.std).abs() < tol);
+                assert!((o.q05 - d.quantiles[0]).abs() < tol);
+                assert!((o.q95 - d.quantiles[2]).abs() < tol);
             }
         }
     }
