@@ -42,9 +42,10 @@
 //!   closed forms for the tip ([`StaticProblem::tip_moments`]).
 //! * (i) on a model, [`static_model`]: loads mu + D xi + L eta and a random
 //!   stiffness K0 + sum theta_k K_k; one sparse Cholesky factorisation
-//!   ([`cholesky`], by `faer`) and block solves for deterministic K (with the
-//!   outputs' exact moments as a check), block conjugate gradients
-//!   preconditioned by the mean stiffness's factor for random K (host only).
+//!   ([`cholesky`], by `faer`) and the outputs' adjoints for deterministic K
+//!   (no solve per sample; the exact moments as a check), block conjugate
+//!   gradients preconditioned by the mean stiffness's factor for random K
+//!   (host only).
 //! * (ii) on a model, [`psd_model`]: S_yy(w) = |H_o(w)|^2 S_ff(w) for a load
 //!   p s(t) of white, AR(1), Kanai-Tajimi or tabulated PSD, by modal
 //!   superposition over the lowest modes ([`eigen`]: LOBPCG preconditioned by
