@@ -82,7 +82,10 @@ def main():
 
             cp.cuda.Device().synchronize()
             t = time.perf_counter()
-            cspla.cg(kd, f, tol=1e-10, maxiter=20000, callback=cb)
+            try:
+                cspla.cg(kd, f, rtol=1e-10, maxiter=20000, callback=cb)
+            except TypeError:  # CuPy before the SciPy 1.12 spelling
+                cspla.cg(kd, f, tol=1e-10, maxiter=20000, callback=cb)
             cp.cuda.Device().synchronize()
             if s > 0:  # the first run compiles CuPy's kernels
                 times.append(time.perf_counter() - t)

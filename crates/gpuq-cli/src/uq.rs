@@ -115,6 +115,10 @@ pub struct ModelArgs {
     /// Modes kept (0: the direct per-frequency solve).
     #[arg(long, default_value_t = 20)]
     pub modes: usize,
+    /// The eigensolver for models above 400 DOFs: lanczos (shift-invert, with
+    /// the Cholesky factor of K) or lobpcg (preconditioned by that factor).
+    #[arg(long, default_value = "lanczos")]
+    pub eigensolver: String,
     /// DOFs the load acts on with unit weight (0-based list or file).
     #[arg(long, conflicts_with = "load_shape")]
     pub load_dofs: Option<String>,

@@ -6,7 +6,7 @@ use crate::uq::{backend_name, parse_design, ConvolutionArgs, ModelArgs, PsdArgs,
 use gpuq_core::{Error, Result};
 use gpuq_sparse::matrix_market as mm;
 use gpuq_uq::convolution_model::{model_convolution, ModelConvolution};
-use gpuq_uq::eigen::ModeOptions;
+use gpuq_uq::eigen::{EigenMethod, ModeOptions};
 use gpuq_uq::model::{parse_dofs, Damping, Model};
 use gpuq_uq::psd::Ar1;
 use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd};
@@ -225,6 +225,25 @@ fn dynamic_model(o: &ModelArgs, what: &str) -> Result<(Model, Vec<f64>, Vec<usiz
     Ok((model, load_shape, parse_dofs(outputs)?))
 }
 
+/// The mode options the arguments give.
+fn mode_options(o: &ModelArgs, seed: u64) -> Result<ModeOptions> {
+    let method = match o.eigensolver.as_str() {
+        "lanczos" => EigenMethod::Lanczos,
+        "lobpcg" => EigenMethod::Lobpcg,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "unknown eigensolver {other:?} (available: lanczos, lobpcg)"
+            )))
+        }
+    };
+    Ok(ModeOptions {
+        count: o.modes,
+        seed,
+        method,
+        ..ModeOptions::default()
+    })
+}
+
 /// Runs the response PSD of the model the arguments name over `frequencies`.
 pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     let o = &a.model;
@@ -258,11 +277,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
         outputs,
         frequencies,
         load,
-        modes: ModeOptions {
-            count: o.modes,
-            seed: a.common.seed,
-            ..ModeOptions::default()
-        },
+        modes: mode_options(o, a.common.seed)?,
     };
     let r = model_psd(&problem)?;
     if a.common.json {
@@ -325,11 +340,7 @@ pub fn run_convolution_model(a: &ConvolutionArgs) -> Result<ExitCode> {
         model: &model,
         load_shape,
         outputs,
-        modes: ModeOptions {
-            count: o.modes,
-            seed: a.common.seed,
-            ..ModeOptions::default()
-        },
+        modes: mode_options(o, a.common.seed)?,
         load: Ar1 {
             phi: a.load.phi,
             sigma: a.load.sigma,

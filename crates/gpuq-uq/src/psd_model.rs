@@ -6,8 +6,8 @@
 //! S_yy(w) = |H_o(w)|^2 S_ff(w) for each output DOF o, two ways:
 //!
 //! * by modal superposition (m > 0 modes): the m lowest modes of
-//!   K phi = w^2 M phi ([`crate::eigen::modes`]: LOBPCG preconditioned by the
-//!   sparse Cholesky factor of K, or the dense solver for small models),
+//!   K phi = w^2 M phi ([`crate::eigen::modes`]: shift-invert Lanczos or LOBPCG
+//!   with the sparse Cholesky factor of K, or the dense solver for small models),
 //!   H_o(w) = sum_i phi_i(o) (phi_i^T p) / (w_i^2 - w^2 + 2 i z_i w_i w), the
 //!   modal damping z_i from C projected (z_i = phi_i^T C phi_i / 2 w_i; C given
 //!   or Rayleigh a M + b K) or one ratio for every mode. The report gives the
