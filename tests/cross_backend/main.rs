@@ -54,6 +54,36 @@ pub fn private_gpu(test: &str) -> Option<CudaBackend> {
     Some(CudaBackend::new(0).expect("a second handle on the device opens"))
 }
 
+/// The device's memory is known, and work larger than it is refused with the
+/// bytes it needs and the bytes the device has, before and at allocation.
+#[test]
+fn too_large_for_the_device_is_a_clear_error() {
+    use gpuq::core::{Backend, Error};
+    let Some(g) = private_gpu("device memory") else {
+        return;
+    };
+    let (free, total) = g
+        .device_memory()
+        .unwrap()
+        .expect("a GPU reports its memory");
+    assert!(free <= total && total == g.info().total_memory as u64);
+    match g.check_fits("a test problem", total + 1) {
+        Err(e @ Error::DeviceMemory { .. }) => {
+            let m = e.to_string();
+            assert!(m.contains("a test problem") && m.contains("GiB"), "{m}");
+        }
+        other => panic!("expected DeviceMemory, got {other:?}"),
+    }
+    match g.zeros::<f64>(total as usize / 8 + 1) {
+        Err(Error::DeviceMemory { needed, .. }) => assert!(needed > total),
+        Err(e) => panic!("expected DeviceMemory, got {e}"),
+        Ok(_) => panic!("allocated more than the device's memory"),
+    }
+    // The device still works after the refusal.
+    let v = g.upload(&[1.0f64, 2.0]).unwrap();
+    assert_eq!(g.download(&v).unwrap(), vec![1.0, 2.0]);
+}
+
 #[test]
 fn no_device_is_a_clear_error() {
     // Ordinal 999 exists on no machine; without a driver the error comes earlier.

@@ -12,7 +12,7 @@ use gpuq_amg::{
 };
 use gpuq_core::{Error, Result, Scalar, SolveReport};
 use gpuq_krylov::{
-    solve_csr_with_precond, KrylovBackend, KrylovOptions, Method, Preconditioner, SolverConfig,
+    solve_csr_with_precond, KrylovBackend, KrylovOptions, Preconditioner, SolverConfig,
 };
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
@@ -44,8 +44,9 @@ pub struct AmgArgs {
     /// AMG smoothing applications before and after the coarse correction.
     #[arg(long = "amg-sweeps", default_value_t = 1)]
     pub sweeps: usize,
-    /// Precision of the AMG cycle: f32 or f64 (default: the solve's --precision; an f32 cycle
-    /// in an f64 solve reads about two thirds of the bytes, the Krylov method staying in f64).
+    /// Precision of the AMG cycle: f32 or f64. Default: f32 on a GPU with --block 1 (an f32
+    /// cycle in an f64 solve reads about two thirds of the bytes, the Krylov method staying
+    /// in f64: the fastest configuration measured on the H100), else the solve's --precision.
     #[arg(long = "amg-precision")]
     pub cycle_precision: Option<String>,
     /// AMG smoothing applications on the levels below the finest (default: --amg-sweeps).
@@ -57,10 +58,11 @@ pub struct AmgArgs {
     /// AMG coarsest size: stop coarsening at or below this many unknowns.
     #[arg(long = "amg-coarse", default_value_t = 100)]
     pub coarse: usize,
-    /// Damped-Jacobi smoother's omega times rho(D^-1 A), in (0, 2) (default 4/3; 1.7 smooths a
-    /// 3D Laplacian better).
-    #[arg(long = "amg-jacobi-damping", default_value_t = 4.0 / 3.0)]
-    pub jacobi_damping: f64,
+    /// Damped-Jacobi smoother's omega times rho(D^-1 A), in (0, 2). Default: 1.7 on a GPU with
+    /// --block 1 (fewer cycles on Laplacian-like problems, the fastest configuration measured
+    /// on the H100), else 4/3.
+    #[arg(long = "amg-jacobi-damping")]
+    pub jacobi_damping: Option<f64>,
     /// Where the AMG setup's aggregation, prolongator and Galerkin products run: cpu, cuda, or
     /// auto (the backend of the solve or of `amg-info --backend`).
     #[arg(long = "amg-setup", default_value = "auto")]
@@ -88,10 +90,31 @@ fn build_hierarchy(
     }
 }
 
+/// The Jacobi damping a GPU run with block 1 takes by default (see
+/// `--amg-jacobi-damping`).
+const DEVICE_JACOBI_DAMPING: f64 = 1.7;
+
 impl AmgArgs {
-    /// The setup options these arguments name; for a generated `elasticity2d`
+    /// Whether the per-backend defaults of a device apply: a GPU backend and
+    /// scalar unknowns (the configuration they were measured on).
+    fn device_defaults(&self, backend: &Chosen) -> bool {
+        matches!(backend, Chosen::Cuda(_)) && self.block == 1
+    }
+
+    /// The cycle's precision: `--amg-precision`, else f32 under the device
+    /// defaults (for an f64 solve), else the solve's `precision`.
+    fn cycle_precision<'a>(&'a self, precision: &'a str, backend: &Chosen) -> &'a str {
+        match self.cycle_precision.as_deref() {
+            Some(p) => p,
+            None if self.device_defaults(backend) => "f32",
+            None => precision,
+        }
+    }
+
+    /// The setup options these arguments name for a run on `backend` (the
+    /// Jacobi damping's default depends on it); for a generated `elasticity2d`
     /// problem with block 2, its three rigid-body modes as near-null space.
-    fn options(&self, source: &Source) -> Result<AmgOptions> {
+    fn options(&self, source: &Source, backend: &Chosen) -> Result<AmgOptions> {
         let near_null_space = match source {
             Source::Generated(ProblemSpec::Elasticity2d { n })
                 if self.block == 2 && self.coarsening == "sa" =>
@@ -115,7 +138,13 @@ impl AmgArgs {
             coarse_size: self.coarse,
             cycle: CycleKind::parse(&self.cycle)?,
             near_null_space,
-            jacobi_damping: self.jacobi_damping,
+            jacobi_damping: self
+                .jacobi_damping
+                .unwrap_or(if self.device_defaults(backend) {
+                    DEVICE_JACOBI_DAMPING
+                } else {
+                    AmgOptions::default().jacobi_damping
+                }),
             ..AmgOptions::default()
         };
         o.validate()?;
@@ -257,7 +286,12 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     };
     let (a, _) = load_real(&source, None)?;
     let backend = Chosen::parse(&args.backend)?;
-    let h = build_hierarchy(&a, &args.amg.options(&source)?, &args.amg.setup, &backend)?;
+    let h = build_hierarchy(
+        &a,
+        &args.amg.options(&source, &backend)?,
+        &args.amg.setup,
+        &backend,
+    )?;
     let info = h.info();
     let bench = if args.bench_cycles == 0 {
         None
@@ -348,7 +382,7 @@ fn print_hierarchy(info: &HierarchyInfo) {
 /// right-hand side and the solution are projected on the host.
 pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
     let config = SolverConfig {
-        method: Method::parse(&args.method)?,
+        method: crate::solve::parse_method(&args.method)?,
         precond: Preconditioner::None,
         options: KrylovOptions {
             rtol: args.tol,
@@ -357,17 +391,13 @@ pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
             stagnation_window: args.stagnation_window,
             ..KrylovOptions::default()
         },
-        layout: Layout::parse(&args.layout)?,
+        layout: Layout::parse_or_auto(&args.layout)?.unwrap_or_default(),
     };
     config.options.validate()?;
     let backend = Chosen::parse(&args.backend)?;
     let source = Source::from_args(args)?;
-    let options = args.amg.options(&source)?;
-    let cycle = args
-        .amg
-        .cycle_precision
-        .as_deref()
-        .unwrap_or(&args.precision);
+    let options = args.amg.options(&source, &backend)?;
+    let cycle = args.amg.cycle_precision(&args.precision, &backend);
     macro_rules! typed {
         ($b:expr) => {
             match (args.precision.as_str(), cycle) {
@@ -411,6 +441,10 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     options: &AmgOptions,
 ) -> Result<ExitCode> {
     let (a, mut b) = load_real(source, args.rhs.as_deref())?;
+    let config = &SolverConfig {
+        layout: crate::solve::layout_for(&args.layout, &a, backend)?,
+        ..config.clone()
+    };
     let setup = Instant::now();
     let h = build_hierarchy(&a, options, &args.amg.setup, chosen)?;
     h.project(&mut b);
@@ -431,32 +465,44 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
         convert::<T>(a.values()),
     )?;
     let mut progress = Progress::new();
-    let (mut x, mut report) = solve_csr_with_precond(
+    let result = solve_csr_with_precond(
         backend,
         &a_t,
         &convert::<T>(&b),
         config,
         Some(cycle.as_ref()),
         &mut |it, r| progress.update(it, r),
-    )
-    .inspect_err(|_| progress.finish())?;
+    );
     progress.finish();
-    h.project(&mut x);
+    let (x, mut report, stopped) = crate::solve::ended(result)?;
     report.setup_time_s += amg_setup_s;
-    if let Some(path) = &args.out {
+    if let (Some(path), Some(mut x)) = (&args.out, x) {
+        h.project(&mut x);
         mm::save_dense_vector(&x, path)?;
     }
     let info = h.info();
-    print_amg_report(&report, &info, amg_setup_s, args.json)?;
-    Ok(if report.converged {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "gpuq: not converged: relative residual {:.3e} after {} iterations (tolerance {:.1e})",
-            report.relative_residual, report.iterations, args.tol
-        );
-        ExitCode::from(3)
-    })
+    let choices = AmgChoices {
+        cycle_precision: S::KIND.name().into(),
+        jacobi_damping: options.jacobi_damping,
+        defaults: if args.amg.device_defaults(chosen) {
+            "gpu"
+        } else {
+            "cpu"
+        },
+    };
+    print_amg_report(&report, &info, &choices, amg_setup_s, args.json)?;
+    Ok(crate::solve::exit_status(&report, stopped.as_deref()))
+}
+
+/// What the AMG solve chose where the user set nothing: reported beside the
+/// hierarchy.
+struct AmgChoices {
+    /// `f32` or `f64`.
+    cycle_precision: String,
+    /// The damped-Jacobi smoother's omega rho(D^-1 A).
+    jacobi_damping: f64,
+    /// Whose defaults filled the unset options: `gpu` or `cpu`.
+    defaults: &'static str,
 }
 
 /// The solve report; as JSON with the hierarchy under `amg` and the AMG setup
@@ -464,19 +510,32 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
 fn print_amg_report(
     report: &SolveReport,
     info: &HierarchyInfo,
+    choices: &AmgChoices,
     amg_setup_s: f64,
     json: bool,
 ) -> Result<()> {
     if !json {
         print_report(report, false)?;
         print_hierarchy(info);
-        println!("AMG setup with upload: {amg_setup_s:.4} s");
+        println!(
+            "cycle in {}, Jacobi damping {}, {} defaults; AMG setup with upload: {amg_setup_s:.4} s",
+            choices.cycle_precision, choices.jacobi_damping, choices.defaults
+        );
         return Ok(());
     }
     let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
     let mut value = serde_json::to_value(report).map_err(bad)?;
     if let serde_json::Value::Object(map) = &mut value {
-        map.insert("amg".into(), serde_json::to_value(info).map_err(bad)?);
+        let mut amg = serde_json::to_value(info).map_err(bad)?;
+        if let serde_json::Value::Object(fields) = &mut amg {
+            fields.insert(
+                "cycle_precision".into(),
+                choices.cycle_precision.clone().into(),
+            );
+            fields.insert("jacobi_damping".into(), choices.jacobi_damping.into());
+            fields.insert("defaults".into(), choices.defaults.into());
+        }
+        map.insert("amg".into(), amg);
         map.insert("amg_setup_s".into(), amg_setup_s.into());
     }
     println!("{}", to_json(&value)?);

@@ -92,8 +92,10 @@ pub struct SolveArgs {
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present, else cpu).
     #[arg(long, default_value = "cpu")]
     pub backend: String,
-    /// Matrix storage on the backend: csr, sell, sell:C:SIGMA or bsr2.
-    #[arg(long, default_value = "csr")]
+    /// Matrix storage on the backend: auto, csr, sell, sell:C:SIGMA or bsr2. auto: on a GPU
+    /// SELL-32-1 when the rows are short and even (mean at most 32 entries, padding at most
+    /// 25%), else CSR; on the CPU CSR. The report's `layout` says what was used.
+    #[arg(long, default_value = "auto")]
     pub layout: String,
     /// Floating-point precision: f32 or f64 (complex matrices use the complex type of that precision).
     #[arg(long, default_value = "f64")]

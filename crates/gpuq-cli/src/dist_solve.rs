@@ -21,7 +21,7 @@ use gpuq_dist::{
     agree, gather_rows, generated_rows, scatter_rows, solve_rows, stencil_size, Communicator, Dist,
     HaloBackend, MpiComm, RowPartition,
 };
-use gpuq_krylov::{KrylovOptions, Method, Preconditioner, SolverConfig};
+use gpuq_krylov::{KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::{Csr, Layout};
 use std::process::ExitCode;
@@ -82,7 +82,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         )));
     }
     let config = SolverConfig {
-        method: Method::parse(&args.method)?,
+        method: crate::solve::parse_method(&args.method)?,
         precond: Preconditioner::parse(&args.precond)?,
         options: KrylovOptions {
             rtol: args.tol,
@@ -91,7 +91,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             stagnation_window: args.stagnation_window,
             ..KrylovOptions::default()
         },
-        layout: Layout::parse(&args.layout)?,
+        layout: Layout::parse_or_auto(&args.layout)?.unwrap_or_default(),
     };
     config.options.validate()?;
     let comm: Arc<dyn Communicator> = Arc::new(MpiComm::init()?);
@@ -223,9 +223,17 @@ fn typed<B: HaloBackend, T: Scalar>(
     let comm = dist.comm();
     let setup = std::time::Instant::now();
     let (p, a, b) = rows::<B, T>(dist, args, source, config)?;
+    // `--layout auto`: each rank chooses for its own rows (its storage is its own).
+    let config = &SolverConfig {
+        layout: match Layout::parse_or_auto(&args.layout)? {
+            Some(layout) => layout,
+            None => Layout::auto(&a, device.is_some()),
+        },
+        ..config.clone()
+    };
     let load_s = setup.elapsed().as_secs_f64();
     dist.reset_stats();
-    let (x, mut report) = solve_rows(dist, &p, &a, &b, config)?;
+    let (x, mut report, stopped) = crate::solve::ended(solve_rows(dist, &p, &a, &b, config))?;
     report.setup_time_s += load_s;
     let stats = dist.comm_stats();
     let all = comm.allgather(&[
@@ -245,23 +253,17 @@ fn typed<B: HaloBackend, T: Scalar>(
         halo_bytes: column(1).sum::<f64>() as u64,
         collective_s: column(2).fold(0.0, f64::max),
     };
-    if let Some(path) = &args.out {
-        if let Some(whole) = gather_rows(comm, &p, 0, &x)? {
+    if let (Some(path), Some(x)) = (&args.out, &x) {
+        if let Some(whole) = gather_rows(comm, &p, 0, x)? {
             mm::save_dense_vector(&whole, path)?;
         }
     }
     if comm.rank() == 0 {
         print(&report, &extra, args.json)?;
     }
-    Ok(if report.converged {
-        ExitCode::SUCCESS
+    Ok(if report.converged || comm.rank() == 0 {
+        crate::solve::exit_status(&report, stopped.as_deref())
     } else {
-        if comm.rank() == 0 {
-            eprintln!(
-                "gpuq: not converged: relative residual {:.3e} after {} iterations (tolerance {:.1e})",
-                report.relative_residual, report.iterations, args.tol
-            );
-        }
         ExitCode::from(3)
     })
 }

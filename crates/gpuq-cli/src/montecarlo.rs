@@ -96,19 +96,12 @@ fn run_on<B: WalkBackend>(
             inner: *opts,
             ..McsaOptions::default()
         };
-        let (x, report) = mcsa(&mc, b, &mcsa_opts)?;
-        if let Some(path) = &args.out {
-            mm::save_dense_vector(&x, path)?;
+        let (x, report, stopped) = crate::solve::ended(mcsa(&mc, b, &mcsa_opts))?;
+        if let (Some(path), Some(x)) = (&args.out, &x) {
+            mm::save_dense_vector(x, path)?;
         }
         print_report(&report, args.json)?;
-        if !report.converged {
-            eprintln!(
-                "gpuq: not converged: relative residual {:.3e} after {} iterations (tolerance {:.1e})",
-                report.relative_residual, report.iterations, args.tol
-            );
-            return Ok(ExitCode::from(3));
-        }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::solve::exit_status(&report, stopped.as_deref()));
     }
     let result = mc.solve(b, opts)?;
     if let Some(path) = &args.out {

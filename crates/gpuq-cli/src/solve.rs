@@ -2,7 +2,7 @@
 
 use crate::args::SolveArgs;
 use crate::progress::Progress;
-use gpuq_core::{Complex, Error, Result, Scalar, SolveReport};
+use gpuq_core::{Complex, Error, Result, Scalar, SolveReport, SolveStatus};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_krylov::{
@@ -30,7 +30,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         return crate::amg::run_solve(args);
     }
     let config = SolverConfig {
-        method: Method::parse(&args.method)?,
+        method: parse_method(&args.method)?,
         precond: Preconditioner::parse(&args.precond)?,
         options: KrylovOptions {
             rtol: args.tol,
@@ -39,7 +39,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             stagnation_window: args.stagnation_window,
             ..KrylovOptions::default()
         },
-        layout: Layout::parse(&args.layout)?,
+        layout: Layout::parse_or_auto(&args.layout)?.unwrap_or_default(),
     };
     config.options.validate()?;
     let backend = Chosen::parse(&args.backend)?;
@@ -173,24 +173,90 @@ fn solve_typed<B: KrylovBackend, T: Scalar>(
     config: &SolverConfig,
 ) -> Result<ExitCode> {
     let (a, b) = source.load::<T>(args.rhs.as_deref())?;
+    let config = &SolverConfig {
+        layout: layout_for(&args.layout, &a, backend)?,
+        ..config.clone()
+    };
     let mut progress = Progress::new();
-    let (x, report) =
-        solve_csr_monitored(backend, &a, &b, config, &mut |it, r| progress.update(it, r))
-            .inspect_err(|_| progress.finish())?;
+    let result = solve_csr_monitored(backend, &a, &b, config, &mut |it, r| progress.update(it, r));
     progress.finish();
-    if let Some(path) = &args.out {
-        mm::save_dense_vector(&x, path)?;
+    let (x, report, stopped) = ended(result)?;
+    if let (Some(path), Some(x)) = (&args.out, &x) {
+        mm::save_dense_vector(x, path)?;
     }
     print_report(&report, args.json)?;
-    Ok(if report.converged {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!(
-            "gpuq: not converged: relative residual {:.3e} after {} iterations (tolerance {:.1e})",
-            report.relative_residual, report.iterations, args.tol
-        );
-        ExitCode::from(3)
+    Ok(exit_status(&report, stopped.as_deref()))
+}
+
+/// `--layout` for `a` on `backend`: as spelled, or for `auto` what
+/// [`Layout::auto`] picks (SELL-32-1 for short, even rows on a device, else CSR).
+pub(crate) fn layout_for<B: gpuq_core::Backend, T: Scalar>(
+    spec: &str,
+    a: &Csr<T>,
+    backend: &B,
+) -> Result<Layout> {
+    Ok(match Layout::parse_or_auto(spec)? {
+        Some(layout) => layout,
+        None => Layout::auto(a, backend.device_memory()?.is_some()),
     })
+}
+
+/// `--method`: a Krylov method; an unknown name is an error listing every method
+/// `gpuq solve` takes, the Monte Carlo ones included.
+pub(crate) fn parse_method(name: &str) -> Result<Method> {
+    Method::parse(name).map_err(|e| {
+        if crate::montecarlo::is_monte_carlo(name) || !e.to_string().contains("unknown method") {
+            return e;
+        }
+        Error::InvalidArgument(format!(
+            "unknown method '{name}' (available: {}, and the Monte Carlo methods mc-forward, mc-adjoint, mcsa)",
+            Method::SPELLINGS
+        ))
+    })
+}
+
+/// A solve's result as the CLI reports it: the iterate and report of a solve
+/// that ended normally, or the report a breakdown or stagnation carries (no
+/// iterate) with the error's message. Other errors pass through.
+pub(crate) fn ended<X>(
+    result: Result<(X, SolveReport)>,
+) -> Result<(Option<X>, SolveReport, Option<String>)> {
+    match result {
+        Ok((x, report)) => Ok((Some(x), report, None)),
+        Err(e @ Error::Breakdown { .. }) => {
+            let message = e.to_string();
+            match e {
+                Error::Breakdown { report, .. } => Ok((None, *report, Some(message))),
+                _ => unreachable!("matched as a breakdown above"),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The exit status of a finished solve: 0 when it converged; otherwise 3, with
+/// one line on stderr naming its status (and `stopped`, the breakdown's message).
+pub(crate) fn exit_status(report: &SolveReport, stopped: Option<&str>) -> ExitCode {
+    if report.converged {
+        return ExitCode::SUCCESS;
+    }
+    let why = match (report.status, stopped) {
+        (_, Some(message)) => message.to_string(),
+        (SolveStatus::AccuracyLimit, None) => format!(
+            "the recurrence met the tolerance but the true residual did not after {} \
+             residual replacement(s): the attainable accuracy lies above the tolerance",
+            report.residual_replacements
+        ),
+        (status, None) => status.name().replace('_', " "),
+    };
+    eprintln!(
+        "gpuq: not converged ({}): {why}; true relative residual {:.3e} after {} iterations (tolerance {:.1e})",
+        report.status.name(),
+        report.relative_residual,
+        report.iterations,
+        report.tolerance
+    );
+    ExitCode::from(3)
 }
 
 pub(crate) fn print_report(report: &SolveReport, json: bool) -> Result<()> {
@@ -200,12 +266,20 @@ pub(crate) fn print_report(report: &SolveReport, json: bool) -> Result<()> {
         println!("{text}");
     } else {
         println!(
-            "method {} (preconditioner {}) on {} [{}], n = {}",
-            report.method, report.preconditioner, report.backend, report.scalar, report.n
+            "method {} (preconditioner {}) on {} [{}, {}], n = {}",
+            report.method,
+            report.preconditioner,
+            report.backend,
+            report.scalar,
+            report.layout,
+            report.n
         );
         println!(
-            "converged: {}  iterations: {}  relative residual (true): {:.3e}",
-            report.converged, report.iterations, report.relative_residual
+            "converged: {} ({})  iterations: {}  relative residual (true): {:.3e}",
+            report.converged,
+            report.status.name(),
+            report.iterations,
+            report.relative_residual
         );
         println!(
             "solve time: {:.4} s  ({:.3} ms per iteration)  setup: {:.4} s",

@@ -402,7 +402,18 @@ pub(crate) fn backend_name(c: &Chosen) -> &'static str {
     }
 }
 
+/// `--samples 0` is refused before any work: statistics of no samples are not numbers.
+fn at_least_one_sample(samples: usize) -> Result<()> {
+    if samples == 0 {
+        return Err(Error::InvalidArgument(
+            "--samples must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn run_static(a: &StaticArgs) -> Result<ExitCode> {
+    at_least_one_sample(a.samples)?;
     if a.stiffness.is_some() {
         return crate::uq_model::run_static_model(a);
     }
@@ -583,11 +594,7 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
             )))
         }
     };
-    if a.samples == 0 {
-        return Err(Error::InvalidArgument(
-            "--samples must be at least 1".into(),
-        ));
-    }
+    at_least_one_sample(usize::try_from(a.samples).unwrap_or(usize::MAX))?;
     let problem = SdofProblem {
         m: a.mass,
         c: a.damping,
@@ -743,9 +750,25 @@ fn parse_list(s: &str, what: &str) -> Result<Vec<f64>> {
         .collect()
 }
 
+/// The frequencies `--freqs` lists or `--freq-range A:B:K` spans (K points from A
+/// to B): at least one, each finite and non-negative, a range increasing (A < B when
+/// K > 1); anything else is an error naming the argument.
 fn frequencies(a: &PsdArgs) -> Result<Vec<f64>> {
+    let checked = |w: Vec<f64>, what: &str| -> Result<Vec<f64>> {
+        if w.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "{what} gives no frequency (at least one is needed)"
+            )));
+        }
+        if let Some(v) = w.iter().find(|v| !v.is_finite() || **v < 0.0) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: frequency {v} is not a finite non-negative number"
+            )));
+        }
+        Ok(w)
+    };
     if let Some(list) = &a.freqs {
-        return parse_list(list, "frequency");
+        return checked(parse_list(list, "frequency")?, "--freqs");
     }
     let parts: Vec<&str> = a.freq_range.split(':').collect();
     let [lo, hi, k] = parts[..] else {
@@ -754,13 +777,20 @@ fn frequencies(a: &PsdArgs) -> Result<Vec<f64>> {
     let lo: f64 = lo.parse().map_err(|_| bad("frequency", lo))?;
     let hi: f64 = hi.parse().map_err(|_| bad("frequency", hi))?;
     let k: usize = k.parse().map_err(|_| bad("frequency count", k))?;
-    Ok(match k {
+    if k > 1 && lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
+        return Err(Error::InvalidArgument(format!(
+            "--freq-range {}: the range must increase (A < B) for K = {k} points",
+            a.freq_range
+        )));
+    }
+    let range = match k {
         0 => Vec::new(),
         1 => vec![lo],
         _ => (0..k)
             .map(|i| lo + (hi - lo) * i as f64 / (k - 1) as f64)
             .collect(),
-    })
+    };
+    checked(range, "--freq-range")
 }
 
 /// The CUDA rank-1 kernel alone on resident inputs and output (the transfers
@@ -877,6 +907,7 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
 }
 
 fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
+    at_least_one_sample(a.samples)?;
     if a.model.stiffness.is_some() {
         return crate::uq_model::run_convolution_model(a);
     }

@@ -172,11 +172,71 @@ fn not_converged_exits_with_status_3() {
     assert_eq!(o.status.code(), Some(3));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["converged"], false);
+    assert_eq!(v["status"], "max_iterations");
     assert_eq!(v["iterations"], 2);
 }
 
 /// `gpuq generate` writes the complex symmetric cylinder and its right-hand side;
 /// every method solves it from the files to the tolerance (true residual).
+/// Single precision asked for 1e-10: the recurrence claims it, the true residual
+/// cannot reach it; the report says `converged: false`, `status: accuracy_limit`,
+/// and the exit status is 3 with one line naming the status.
+#[test]
+fn an_unreachable_tolerance_is_an_accuracy_limit_with_status_3() {
+    let o = gpuq(&[
+        "solve",
+        "--generate",
+        "laplace2d:40",
+        "--precision",
+        "f32",
+        "--precond",
+        "jacobi",
+        "--tol",
+        "1e-10",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let line = stderr_one_line(&o);
+    assert!(line.contains("accuracy_limit"), "{line}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["converged"], false);
+    assert_eq!(v["status"], "accuracy_limit");
+    assert!(v["relative_residual"].as_f64().unwrap() > v["tolerance"].as_f64().unwrap());
+    assert!(v["residual_replacements"].as_u64().unwrap() >= 1);
+}
+
+/// A breakdown is a report too: printed with its status, exit status 3.
+#[test]
+fn a_breakdown_prints_its_report_and_exits_with_status_3() {
+    // [[1, 0], [0, -1]] is indefinite: CG's p^H A p vanishes for b = (1, 1).
+    let a = tmp(
+        "indefinite.mtx",
+        "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 -1\n",
+    );
+    let b = tmp(
+        "indefinite_b.mtx",
+        "%%MatrixMarket matrix array real general\n2 1\n1\n1\n",
+    );
+    let o = gpuq(&[
+        "solve",
+        a.to_str().unwrap(),
+        "--rhs",
+        b.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = stderr_one_line(&o);
+    assert!(line.contains("breakdown"), "{line}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "breakdown");
+    assert_eq!(v["converged"], false);
+}
+
 #[test]
 fn generated_helmholtz_cylinder_is_solved_from_files_by_every_method() {
     let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));

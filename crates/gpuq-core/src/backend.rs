@@ -107,4 +107,26 @@ pub trait Backend: Clone + Send + Sync + 'static {
 
     /// Resets the counters behind [`Backend::stats`].
     fn reset_stats(&self);
+
+    /// The backend's memory as `(free, total)` bytes when it is a separate device
+    /// memory that a problem can overflow (a GPU's); `None` (the default) for host
+    /// memory, which the operating system manages. One driver query.
+    fn device_memory(&self) -> Result<Option<(u64, u64)>> {
+        Ok(None)
+    }
+
+    /// Refuses, before anything is allocated, work that needs more device memory
+    /// than is free: [`Error::DeviceMemory`] naming `what`, the bytes it needs and
+    /// what the device has. `Ok` on backends without [`Backend::device_memory`].
+    fn check_fits(&self, what: &str, needed: u64) -> Result<()> {
+        match self.device_memory()? {
+            Some((free, total)) if needed > free => Err(Error::DeviceMemory {
+                what: what.to_string(),
+                needed,
+                free,
+                total,
+            }),
+            _ => Ok(()),
+        }
+    }
 }

@@ -113,6 +113,19 @@ pub enum Error {
     #[error("no CUDA device: {0}")]
     NoCudaDevice(String),
 
+    /// A problem needs more device memory than the device has free.
+    #[error("{what} needs {} of device memory; the device has {} free of {}", gib(*.needed), gib(*.free), gib(*.total))]
+    DeviceMemory {
+        /// What was to be allocated (a solve of n unknowns, a vector, ...).
+        what: String,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes free on the device when it was asked.
+        free: u64,
+        /// The device's total memory in bytes.
+        total: u64,
+    },
+
     /// A backend operation failed on the device (launch, allocation, copy).
     #[error("device error: {0}")]
     Device(String),
@@ -146,11 +159,40 @@ impl Error {
     }
 }
 
+/// Bytes as GiB (or MiB below 1 GiB) with three significant digits.
+fn gib(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.3} GiB", b / (1u64 << 30) as f64)
+    } else {
+        format!("{:.3} MiB", b / (1u64 << 20) as f64)
+    }
+}
+
 /// The message of [`Error::Breakdown`] after the method's name.
 fn describe_breakdown(quantity: &str, iteration: usize) -> String {
     if quantity.starts_with("stagnation") {
         format!("stopped at iteration {iteration}: {quantity}")
     } else {
         format!("broke down at iteration {iteration}: {quantity} vanished or is not finite")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_memory_names_what_it_needs_and_what_there_is() {
+        let e = Error::DeviceMemory {
+            what: "this solve (10 unknowns)".into(),
+            needed: 3 << 30,
+            free: 512 << 20,
+            total: 80 << 30,
+        };
+        assert_eq!(
+            e.to_string(),
+            "this solve (10 unknowns) needs 3.000 GiB of device memory; the device has 512.000 MiB free of 80.000 GiB"
+        );
     }
 }

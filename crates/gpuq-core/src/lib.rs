@@ -26,7 +26,7 @@ mod stats;
 pub use backend::{check_indices, check_same_len, Backend, DeviceVector};
 pub use error::{Error, Result};
 pub use operator::{FusedDot, IdentityOperator, LinearOperator};
-pub use report::SolveReport;
+pub use report::{SolveReport, SolveStatus};
 pub use scalar::{scalars_as_bytes, scalars_as_bytes_mut, RealScalar, Scalar, ScalarKind};
 pub use stats::{Stats, StatsRecorder};
 

@@ -225,6 +225,56 @@ impl CudaBackend {
             .map_err(dev("releasing cached device memory"))
     }
 
+    /// The error of a failed allocation of `bytes` for `op`: [`Error::DeviceMemory`]
+    /// with the device's free and total memory when the driver ran out of memory,
+    /// a device error naming `op` otherwise.
+    pub(crate) fn alloc_error(
+        &self,
+        op: &str,
+        bytes: usize,
+        e: cudarc::driver::DriverError,
+    ) -> Error {
+        if e.0 != cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            return dev(op)(e);
+        }
+        let (free, total) = self
+            .memory()
+            .unwrap_or((0, self.inner.info.total_memory as u64));
+        Error::DeviceMemory {
+            what: op.to_string(),
+            needed: bytes as u64,
+            free,
+            total,
+        }
+    }
+
+    /// `(free, total)` device memory in bytes, counting as free what freed
+    /// vectors left in the allocator's pool (reserved by this process, reusable by
+    /// its next allocations). Two or three driver calls.
+    pub fn memory(&self) -> Result<(u64, u64)> {
+        let ctx = self.inner.stream.context();
+        let (free, total) = ctx.mem_get_info().map_err(dev("device memory query"))?;
+        let mut pooled = 0u64;
+        if ctx.has_async_alloc() {
+            let pool = default_pool(ctx.cu_device())?;
+            let attribute = |a| -> Result<u64> {
+                let mut v = 0u64;
+                // SAFETY: both attributes write one u64 during the call.
+                unsafe {
+                    cudarc::driver::sys::cuMemPoolGetAttribute(pool, a, (&mut v as *mut u64).cast())
+                }
+                .result()
+                .map_err(dev("memory pool query"))?;
+                Ok(v)
+            };
+            use cudarc::driver::sys::CUmemPool_attribute as A;
+            let reserved = attribute(A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+            let used = attribute(A::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+            pooled = reserved.saturating_sub(used);
+        }
+        Ok((free as u64 + pooled, total as u64))
+    }
+
     /// The device this backend runs on.
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info
@@ -310,7 +360,10 @@ impl CudaBackend {
         if bytes.is_empty() {
             return self.inner.stream.null::<u8>().map_err(dev("upload"));
         }
-        self.inner.stream.clone_htod(bytes).map_err(dev("upload"))
+        self.inner
+            .stream
+            .clone_htod(bytes)
+            .map_err(|e| self.alloc_error("an upload", bytes.len(), e))
     }
 
     /// Copies the first bytes of a device buffer back into host scalars (counted as

@@ -298,7 +298,7 @@ impl Backend for CudaBackend {
         } else {
             self.inner.stream.alloc_zeros::<u8>(bytes)
         }
-        .map_err(dev("allocating a vector"))?;
+        .map_err(|e| self.alloc_error("a vector", bytes, e))?;
         Ok(CudaVector {
             buf,
             len: n,
@@ -392,5 +392,9 @@ impl Backend for CudaBackend {
 
     fn reset_stats(&self) {
         self.inner.stats.reset()
+    }
+
+    fn device_memory(&self) -> Result<Option<(u64, u64)>> {
+        self.memory().map(Some)
     }
 }

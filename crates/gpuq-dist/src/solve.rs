@@ -93,6 +93,7 @@ pub fn solve_rows<B: HaloBackend, T: Scalar>(
     let mut report = report?;
     report.n = n;
     report.setup_time_s = setup_s;
+    report.layout = config.layout.spelling();
     Ok((dist.download(&x)?, report))
 }
 

@@ -229,3 +229,26 @@ fn a_system_renumbered_by_bisection_solves_to_the_serial_solution() {
     assert!(diff <= 1e-8 * scale, "differs by {diff:e}");
     assert!(rd.iterations.abs_diff(rs.iterations) <= 1);
 }
+
+/// `converged` means the true residual across ranks too: single precision
+/// asked for 1e-10 ends at the accuracy limit on every rank count, each rank
+/// taking the same residual replacements (the decision is made on reduced,
+/// rank-independent values).
+#[test]
+fn the_accuracy_limit_is_reported_across_ranks() {
+    let a = generators::laplace2d::<f32>(40);
+    let b = rhs::<f32>(a.nrows());
+    let mut config = config(Method::Cg, Preconditioner::Jacobi);
+    config.options.rtol = 1e-10;
+    for ranks in 1..=4 {
+        let partition = RowPartition::blocks(a.nrows(), ranks, 1).unwrap();
+        let (_, report) = distributed(&a, &b, &partition, &config);
+        assert!(!report.converged, "{ranks} ranks: {report:?}");
+        assert_eq!(
+            report.status,
+            gpuq_core::SolveStatus::AccuracyLimit,
+            "{ranks} ranks"
+        );
+        assert!(report.residual_replacements >= 1 && report.relative_residual > 1e-10);
+    }
+}

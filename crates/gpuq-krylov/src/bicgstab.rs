@@ -4,6 +4,7 @@
 use crate::bicgstab_kernels::{
     guarded_quotient, BicgstabKernels, LEN, R0V, RHO, RNORM2, SNORM2, TS, TT,
 };
+use crate::replacement::with_residual_replacement;
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
@@ -47,6 +48,21 @@ pub fn bicgstab<B: BicgstabKernels, T: Scalar>(
 /// [`bicgstab`] with a monitor called after every iteration with
 /// `(iteration, recurrence relative residual)`.
 pub fn bicgstab_monitored<B: BicgstabKernels, T: Scalar>(
+    backend: &B,
+    a: &dyn LinearOperator<B, T>,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    opts: &KrylovOptions,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveReport> {
+    with_residual_replacement(backend, x, opts, monitor, &mut |x, opts, monitor| {
+        bicgstab_once(backend, a, precond, b, x, opts, monitor)
+    })
+}
+
+/// One run of [`bicgstab_monitored`] from the `x` given; its `converged` is the recurrence's.
+fn bicgstab_once<B: BicgstabKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,

@@ -6,6 +6,7 @@ use crate::bicgstabl_kernels::{
     DOT, FLAG, GAMMA_DOT, GAMMA_VANISHED, NEG_ALPHA, NEG_BETA, NEG_OMEGA, NEG_TAU, ONE, RHO0, RHO1,
     RHO_VANISHED, RNORM2, SIGMA_VANISHED,
 };
+use crate::replacement::with_residual_replacement;
 use crate::replay::{Pipeline, Record};
 use crate::session::{Session, STAGNATION};
 use crate::KrylovOptions;
@@ -53,6 +54,23 @@ pub fn bicgstab_l<B: BicgstablKernels, T: Scalar>(
 /// `(cycle, recurrence relative residual)`.
 #[allow(clippy::too_many_arguments)]
 pub fn bicgstab_l_monitored<B: BicgstablKernels, T: Scalar>(
+    backend: &B,
+    a: &dyn LinearOperator<B, T>,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    l: usize,
+    opts: &KrylovOptions,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveReport> {
+    with_residual_replacement(backend, x, opts, monitor, &mut |x, opts, monitor| {
+        bicgstab_l_once(backend, a, precond, b, x, l, opts, monitor)
+    })
+}
+
+/// One run of [`bicgstab_l_monitored`] from the `x` given; its `converged` is the recurrence's.
+#[allow(clippy::too_many_arguments)]
+fn bicgstab_l_once<B: BicgstablKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,

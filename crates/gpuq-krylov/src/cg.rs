@@ -1,5 +1,6 @@
 //! Conjugate gradients, plain and preconditioned.
 
+use crate::replacement::with_residual_replacement;
 use crate::session::{Session, STAGNATION};
 use crate::{CgKernels, KrylovOptions};
 use gpuq_core::num_traits::Zero;
@@ -34,6 +35,25 @@ where
 /// [`cg`] with a monitor called after every iteration with
 /// `(iteration, recurrence relative residual)`; the CLI uses it for progress lines.
 pub fn cg_monitored<B, T>(
+    backend: &B,
+    a: &dyn LinearOperator<B, T>,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    opts: &KrylovOptions,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveReport>
+where
+    B: CgKernels,
+    T: Scalar,
+{
+    with_residual_replacement(backend, x, opts, monitor, &mut |x, opts, monitor| {
+        cg_once(backend, a, precond, b, x, opts, monitor)
+    })
+}
+
+/// One run of [`cg_monitored`] from the `x` given; its `converged` is the recurrence's.
+fn cg_once<B, T>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,

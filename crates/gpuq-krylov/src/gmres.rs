@@ -1,6 +1,7 @@
 //! Restarted GMRES(m), right-preconditioned, with re-orthogonalised Gram-Schmidt.
 
 use crate::gmres_kernels::{gs_extra, GmresKernels};
+use crate::replacement::with_residual_replacement;
 use crate::replay::snapshot;
 use crate::session::{Session, STAGNATION};
 use crate::KrylovOptions;
@@ -108,6 +109,23 @@ pub fn gmres<B: GmresKernels, T: Scalar>(
 /// `(iteration, estimated relative residual)`.
 #[allow(clippy::too_many_arguments)]
 pub fn gmres_monitored<B: GmresKernels, T: Scalar>(
+    backend: &B,
+    a: &dyn LinearOperator<B, T>,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    restart: usize,
+    opts: &KrylovOptions,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveReport> {
+    with_residual_replacement(backend, x, opts, monitor, &mut |x, opts, monitor| {
+        gmres_once(backend, a, precond, b, x, restart, opts, monitor)
+    })
+}
+
+/// One run of [`gmres_monitored`] from the `x` given; its `converged` is the recurrence's.
+#[allow(clippy::too_many_arguments)]
+fn gmres_once<B: GmresKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,

@@ -39,7 +39,12 @@
 
 //! Every method starts and ends the same way (input checks, ||b||, residual
 //! history, the true residual recomputed at the end, breakdown as an error
-//! carrying the partial report).
+//! carrying the partial report), and `converged` means the *true* residual met
+//! the tolerance: when a recurrence claims the tolerance and b - A x does not
+//! meet it, the method restarts from the true residual (residual replacement, at
+//! most [`KrylovOptions::max_residual_replacements`] times) and otherwise ends
+//! with `converged: false` and [`gpuq_core::SolveStatus::AccuracyLimit`]. Every
+//! report says why it ended in its `status`.
 //!
 //! Stagnation (no 1% decrease of the smallest residual within
 //! [`KrylovOptions::stagnation_window`] iterations) ends a solve with a breakdown
@@ -61,6 +66,7 @@ mod options;
 mod precond;
 mod qmr;
 pub mod qmr_kernels;
+mod replacement;
 mod replay;
 mod session;
 mod solve;

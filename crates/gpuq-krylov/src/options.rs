@@ -19,6 +19,11 @@ pub struct KrylovOptions {
     /// [`STAGNATION`](crate::STAGNATION)) when the smallest residual seen has not
     /// decreased by 1% for this many iterations (default 500; 0 never).
     pub stagnation_window: usize,
+    /// Residual replacements: when the recurrence meets the tolerance but the
+    /// true residual b - A x does not, the method restarts from the true residual
+    /// (keeping x), at most this many times (default 3), before it reports
+    /// [`gpuq_core::SolveStatus::AccuracyLimit`] with `converged: false`.
+    pub max_residual_replacements: usize,
 }
 
 impl Default for KrylovOptions {
@@ -29,6 +34,7 @@ impl Default for KrylovOptions {
             max_iter: None,
             record_history: true,
             stagnation_window: 500,
+            max_residual_replacements: 3,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! right-preconditioned. It uses the transpose of the operator.
 
 use crate::qmr_kernels::{QmrKernels, CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RNORM2, THETA, XI};
+use crate::replacement::with_residual_replacement;
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::KrylovOptions;
@@ -52,6 +53,21 @@ pub fn qmr<B: QmrKernels, T: Scalar>(
 /// [`qmr`] with a monitor called after every iteration with
 /// `(iteration, recurrence relative residual)`.
 pub fn qmr_monitored<B: QmrKernels, T: Scalar>(
+    backend: &B,
+    a: &dyn LinearOperator<B, T>,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    opts: &KrylovOptions,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveReport> {
+    with_residual_replacement(backend, x, opts, monitor, &mut |x, opts, monitor| {
+        qmr_once(backend, a, precond, b, x, opts, monitor)
+    })
+}
+
+/// One run of [`qmr_monitored`] from the `x` given; its `converged` is the recurrence's.
+fn qmr_once<B: QmrKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,

@@ -4,7 +4,8 @@
 
 use crate::KrylovOptions;
 use gpuq_core::{
-    Backend, DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport, Stats,
+    Backend, DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport,
+    SolveStatus, Stats,
 };
 use std::time::Instant;
 
@@ -82,6 +83,7 @@ impl Session {
             backend: backend.name(),
             scalar: T::KIND.name().into(),
             n: nr,
+            tolerance: (opts.rtol * bnorm).max(opts.atol) / if bnorm > 0.0 { bnorm } else { 1.0 },
             ..SolveReport::default()
         };
         Ok(Session {
@@ -164,6 +166,12 @@ impl Session {
         r.recurrence_residual = rnorm / self.scale;
         r.iterations = iterations;
         r.converged = converged;
+        r.status = match failure {
+            Some((_, quantity)) if quantity == STAGNATION => SolveStatus::Stagnated,
+            Some(_) => SolveStatus::Breakdown,
+            None if converged => SolveStatus::Converged,
+            None => SolveStatus::MaxIterations,
+        };
         if !self.record_history {
             r.residual_history.push(rnorm / self.scale);
         }

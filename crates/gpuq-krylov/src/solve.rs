@@ -48,11 +48,38 @@ pub struct SolverConfig {
     pub layout: Layout,
 }
 
+impl SolverConfig {
+    /// An estimate of the bytes a solve of `n` unknowns and `nnz` non-zeros of
+    /// `scalar_bytes`-byte scalars holds on the backend: the matrix in CSR form
+    /// (twice for QMR, which keeps A^T; SELL's padding is not counted), b, x, the
+    /// method's work vectors, the preconditioner's and the residual replacement's
+    /// copy. What [`solve_csr`] checks against a device's free memory. O(1).
+    pub fn work_bytes(&self, n: usize, nnz: usize, scalar_bytes: usize) -> u64 {
+        let matrix = (nnz * (scalar_bytes + 4) + (n + 1) * 4) as u64;
+        let matrices = if self.method == Method::Qmr { 2 } else { 1 };
+        let vectors =
+            3 + match self.method {
+                Method::Cg => 5,
+                Method::Bicgstab => 9,
+                Method::BicgstabL { l } => 2 * l + 6,
+                Method::Tfqmr => 11,
+                Method::Qmr => 13,
+                Method::Gmres { restart } => restart + 6,
+            } + match self.precond {
+                Preconditioner::None => 0,
+                Preconditioner::Jacobi => 1,
+                Preconditioner::Block2 => 2,
+            };
+        matrices * matrix + (vectors * n * scalar_bytes) as u64
+    }
+}
+
 /// Solves A x = b for host data on `backend`: uploads A (in `config.layout`) and b,
 /// builds the preconditioner, runs the method from x0 = 0 and downloads x.
 ///
-/// Errors on non-finite entries of b (naming the index), shape mismatches, a failed
-/// preconditioner setup and breakdown. Non-convergence is `Ok` with
+/// Errors on non-finite entries of b (naming the index), shape mismatches, a
+/// problem larger than a device's free memory (before anything is allocated; see
+/// [`SolverConfig::work_bytes`]), a failed preconditioner setup and breakdown. Non-convergence is `Ok` with
 /// `report.converged == false`. `report.time_s` covers the solve only; `report.setup_time_s`
 /// the upload and preconditioner construction, O(nnz).
 pub fn solve_csr<B, T>(
@@ -128,6 +155,15 @@ where
         });
     }
     gpuq_core::check_same_len("solve (b vs matrix rows)", a.nrows(), b.len())?;
+    backend.check_fits(
+        &format!(
+            "this solve ({} unknowns, {} non-zeros, {})",
+            a.nrows(),
+            a.nnz(),
+            T::KIND.name()
+        ),
+        config.work_bytes(a.nrows(), a.nnz(), std::mem::size_of::<T>()),
+    )?;
     let setup = Instant::now();
     let op = if config.method == Method::Qmr {
         MatrixOperator::with_transpose(backend, a, config.layout)?
@@ -156,5 +192,6 @@ where
     };
     let mut report = report?;
     report.setup_time_s = setup_s;
+    report.layout = config.layout.spelling();
     Ok((backend.download(&x)?, report))
 }

@@ -1,6 +1,7 @@
 //! TFQMR, the transpose-free quasi-minimal residual method (Freund 1993),
 //! right-preconditioned.
 
+use crate::replacement::with_residual_replacement;
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
 use crate::session::{vanished, Session, STAGNATION};
 use crate::tfqmr_kernels::{TfqmrKernels, LEN, RHO_NEXT, SIGMA, TAU2};
@@ -87,6 +88,21 @@ impl<V> Direction<V> {
 /// [`tfqmr`] with a monitor called after every iteration with
 /// `(iteration, residual bound relative to ||b||)`.
 pub fn tfqmr_monitored<B: TfqmrKernels, T: Scalar>(
+    backend: &B,
+    a: &dyn LinearOperator<B, T>,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    b: &B::Vector<T>,
+    x: &mut B::Vector<T>,
+    opts: &KrylovOptions,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<SolveReport> {
+    with_residual_replacement(backend, x, opts, monitor, &mut |x, opts, monitor| {
+        tfqmr_once(backend, a, precond, b, x, opts, monitor)
+    })
+}
+
+/// One run of [`tfqmr_monitored`] from the `x` given; its `converged` is the recurrence's.
+fn tfqmr_once<B: TfqmrKernels, T: Scalar>(
     backend: &B,
     a: &dyn LinearOperator<B, T>,
     precond: Option<&dyn LinearOperator<B, T>>,

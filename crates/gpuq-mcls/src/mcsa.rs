@@ -5,7 +5,7 @@
 use crate::options::{McMethod, McOptions};
 use crate::solve::{norm2, MonteCarlo};
 use crate::walker::WalkBackend;
-use gpuq_core::{Error, Result, SolveReport};
+use gpuq_core::{Error, Result, SolveReport, SolveStatus};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -88,6 +88,7 @@ pub fn mcsa<B: WalkBackend>(
         scalar: "f64".into(),
         n,
         residual_history: vec![rel],
+        tolerance: opts.tolerance,
         setup_time_s: mc.setup_seconds(),
         ..Default::default()
     };
@@ -123,6 +124,11 @@ pub fn mcsa<B: WalkBackend>(
     report.relative_residual = rel;
     report.recurrence_residual = rel;
     report.converged = rel <= opts.tolerance;
+    report.status = if report.converged {
+        SolveStatus::Converged
+    } else {
+        SolveStatus::MaxIterations
+    };
     report.time_s = t.elapsed().as_secs_f64();
     Ok((x, report))
 }
@@ -139,6 +145,11 @@ fn breakdown(
     report.relative_residual = rel;
     report.recurrence_residual = rel;
     report.time_s = t.elapsed().as_secs_f64();
+    report.status = if quantity == MCSA_STAGNATION {
+        SolveStatus::Stagnated
+    } else {
+        SolveStatus::Breakdown
+    };
     Error::Breakdown {
         method: "mcsa",
         quantity,

@@ -43,6 +43,70 @@ impl Layout {
     }
 }
 
+/// Most stored entries per non-zero (padding included) at which [`Layout::auto`]
+/// still picks SELL-32-1 on a device: 1.25.
+pub const AUTO_SELL_MAX_PADDING: f64 = 1.25;
+
+/// Longest mean row (non-zeros) at which [`Layout::auto`] still picks SELL on a
+/// device: 32. Longer rows are read faster by the CSR kernels, which give a row
+/// several lanes.
+pub const AUTO_SELL_MAX_MEAN_ROW: f64 = 32.0;
+
+impl Layout {
+    /// The layout `--layout auto` means for `a`: on a device (a backend with its
+    /// own memory, `device`), SELL-32-1 when the rows are short and even (mean at
+    /// most [`AUTO_SELL_MAX_MEAN_ROW`] entries, slices of 32 rows padded to at most
+    /// [`AUTO_SELL_MAX_PADDING`] times the non-zeros), CSR otherwise; on the host
+    /// always CSR. The rule follows measurements on the H100: SELL-32-1 runs
+    /// laplace3d:200's SpMV at the copy bandwidth where gpuq's CSR kernel runs at
+    /// 0.82x cuSPARSE, and irregular rows make SELL read padding instead
+    /// (docs/benchmarks.md). O(n).
+    pub fn auto<T: Scalar>(a: &Csr<T>, device: bool) -> Layout {
+        let n = a.nrows();
+        if !device || n == 0 || a.nnz() == 0 {
+            return Layout::Csr;
+        }
+        let rp = a.row_ptr();
+        let stored: usize = (0..n)
+            .step_by(32)
+            .map(|start| {
+                let end = (start + 32).min(n);
+                let longest = (start..end).map(|i| rp[i + 1] - rp[i]).max().unwrap_or(0);
+                32 * longest
+            })
+            .sum();
+        let padding = stored as f64 / a.nnz() as f64;
+        let mean = a.nnz() as f64 / n as f64;
+        if mean <= AUTO_SELL_MAX_MEAN_ROW && padding <= AUTO_SELL_MAX_PADDING {
+            Layout::Sell { c: 32, sigma: 1 }
+        } else {
+            Layout::Csr
+        }
+    }
+
+    /// Parses a layout as [`Layout::parse`] does, or `auto` (`None`: choose with
+    /// [`Layout::auto`] once the matrix is known).
+    pub fn parse_or_auto(s: &str) -> Result<Option<Self>> {
+        if s == "auto" {
+            return Ok(None);
+        }
+        Layout::parse(s).map(Some).map_err(|_| {
+            gpuq_core::Error::InvalidArgument(format!(
+                "layout '{s}': expected auto, csr, sell, sell:C:SIGMA or bsr2"
+            ))
+        })
+    }
+
+    /// The name of the layout as `--layout` spells it (`csr`, `sell:C:SIGMA`, `bsr2`).
+    pub fn spelling(&self) -> String {
+        match self {
+            Layout::Csr => "csr".into(),
+            Layout::Sell { c, sigma } => format!("sell:{c}:{sigma}"),
+            Layout::Bsr2 => "bsr2".into(),
+        }
+    }
+}
+
 /// A matrix resident on a backend.
 pub trait DeviceMatrix {
     /// (rows, columns).

@@ -154,25 +154,43 @@ impl LoadPsd {
         Ok(psd)
     }
 
-    /// Errors on negative intensities, bad parameters or an unsorted table.
+    /// Errors on negative intensities, bad parameters or an unsorted table, naming
+    /// the value at fault.
     pub fn check(&self) -> Result<()> {
-        let ok = match self {
-            LoadPsd::White { s0 } => *s0 >= 0.0,
-            LoadPsd::Ar1(a) => a.validate().is_ok(),
-            LoadPsd::KanaiTajimi { s0, wg, zg } => *s0 >= 0.0 && *wg > 0.0 && *zg > 0.0,
-            LoadPsd::Table(t) => {
-                !t.is_empty()
-                    && t.iter()
-                        .all(|&(w, s)| w.is_finite() && s.is_finite() && s >= 0.0)
-                    && t.windows(2).all(|p| p[0].0 < p[1].0)
+        let bad = |why: String| Err(Error::InvalidArgument(format!("bad load PSD: {why}")));
+        let finite_nonneg = |v: f64| v.is_finite() && v >= 0.0;
+        match self {
+            LoadPsd::White { s0 } if !finite_nonneg(*s0) => {
+                bad(format!("white intensity S0 = {s0} (must be finite and >= 0)"))
             }
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "bad load PSD {self:?} (intensities >= 0, wg and zg > 0, a table of increasing w)"
-            )))
+            LoadPsd::Ar1(a) => a.validate().or_else(|e| bad(format!("AR(1): {e}"))),
+            LoadPsd::KanaiTajimi { s0, .. } if !finite_nonneg(*s0) => bad(format!(
+                "Kanai-Tajimi intensity S0 = {s0} (must be finite and >= 0)"
+            )),
+            LoadPsd::KanaiTajimi { wg, zg, .. } if !(wg.is_finite() && zg.is_finite() && *wg > 0.0 && *zg > 0.0) => {
+                bad(format!(
+                    "Kanai-Tajimi ground frequency wg = {wg} and damping zg = {zg} (both must be finite and > 0)"
+                ))
+            }
+            LoadPsd::Table(t) if t.is_empty() => bad("the table has no rows".into()),
+            LoadPsd::Table(t) => {
+                if let Some((w, s)) = t
+                    .iter()
+                    .find(|&&(w, s)| !(w.is_finite() && finite_nonneg(s)))
+                {
+                    return bad(format!(
+                        "table row w = {w}, S = {s} (w must be finite, S finite and >= 0)"
+                    ));
+                }
+                match t.windows(2).find(|p| p[0].0 >= p[1].0) {
+                    Some(p) => bad(format!(
+                        "table frequencies must increase ({} is followed by {})",
+                        p[0].0, p[1].0
+                    )),
+                    None => Ok(()),
+                }
+            }
+            _ => Ok(()),
         }
     }
 }

@@ -109,16 +109,25 @@ impl Theta {
 
     /// Errors on non-finite parameters, lo > hi or a negative deviation.
     pub fn check(&self) -> Result<()> {
-        let ok = match *self {
-            Theta::Uniform { lo, hi } => lo.is_finite() && hi.is_finite() && lo <= hi,
-            Theta::Normal { mean, std } => mean.is_finite() && std.is_finite() && std >= 0.0,
-            Theta::Lognormal { mu, sigma } => mu.is_finite() && sigma.is_finite() && sigma >= 0.0,
+        let (ok, what) = match *self {
+            Theta::Uniform { lo, hi } => (
+                lo.is_finite() && hi.is_finite() && lo <= hi,
+                format!("uniform:{lo}:{hi} (bounds finite, lo <= hi)"),
+            ),
+            Theta::Normal { mean, std } => (
+                mean.is_finite() && std.is_finite() && std >= 0.0,
+                format!("normal:{mean}:{std} (finite, std >= 0)"),
+            ),
+            Theta::Lognormal { mu, sigma } => (
+                mu.is_finite() && sigma.is_finite() && sigma >= 0.0,
+                format!("lognormal:{mu}:{sigma} (finite, sigma >= 0)"),
+            ),
         };
         if ok {
             Ok(())
         } else {
             Err(Error::InvalidArgument(format!(
-                "bad theta distribution {self:?}"
+                "bad theta distribution {what}"
             )))
         }
     }
