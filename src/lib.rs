@@ -82,27 +82,27 @@ pub use gpuq_mcls as mcls;
 pub use gpuq_sparse as sparse;
 pub use gpuq_uq as uq;
 
-/// The names most programs need: `use gpuq::prelude::*;`.
-///
-/// * the backend: [`CpuBackend`], `CudaBackend` (feature `cuda`), and the run-time
-///   choice [`choose`], [`AnyBackend`], [`BackendChoice`], [`OnBackend`], [`FullBackend`];
-/// * the vocabulary: [`Backend`], [`Scalar`], [`LinearOperator`], [`Error`],
-///   [`Result`], [`SolveReport`];
-/// * matrices: [`Coo`], [`Csr`], [`Layout`], [`SparseBackend`], and
-///   [`read_csr`] / [`save_csr`] (Matrix Market);
-/// * Krylov solves: [`solve_csr`], [`solve_csr_with_precond`], [`SolverConfig`],
-///   [`Method`], [`Preconditioner`], [`KrylovOptions`];
-/// * AMG: [`Hierarchy`], [`Amg`], [`AmgOptions`], [`CycleOptions`];
-/// * Monte Carlo: [`MonteCarlo`], [`McOptions`], [`McMethod`], [`mcsa`], [`McsaOptions`];
-/// * cubature: [`integrate`], [`CubatureMethod`], [`CubatureOptions`], [`Func`],
-///   [`Expr`], [`Outcome`];
-/// * UQ: [`Model`], [`Damping`], [`ModelStatic`], [`model_static_response`],
-///   [`Beam`], [`StaticProblem`], [`static_response`], [`SdofProblem`],
-///   [`sdof_monte_carlo`];
-/// * distributed: [`ThreadComm`], [`Communicator`], [`Dist`], [`RowPartition`],
-///   [`solve_rows`];
-/// * bidomain: [`Simulation`], [`BidomainConfig`], [`Tissue`].
 pub mod prelude {
+    //! The names most programs need: `use gpuq::prelude::*;`.
+    //!
+    //! * the backend: [`CpuBackend`], `CudaBackend` (feature `cuda`), and the run-time
+    //!   choice [`choose`], [`AnyBackend`], [`BackendChoice`], [`OnBackend`], [`FullBackend`];
+    //! * the vocabulary: [`Backend`], [`Scalar`], [`LinearOperator`], [`Error`],
+    //!   [`Result`], [`SolveReport`];
+    //! * matrices: [`Coo`], [`Csr`], [`Layout`], [`SparseBackend`], and
+    //!   [`read_csr`] / [`save_csr`] (Matrix Market);
+    //! * Krylov solves: [`solve_csr`], [`solve_csr_with_precond`], [`SolverConfig`],
+    //!   [`Method`], [`Preconditioner`], [`KrylovOptions`];
+    //! * AMG: [`Hierarchy`], [`Amg`], [`AmgOptions`], [`CycleOptions`];
+    //! * Monte Carlo: [`MonteCarlo`], [`McOptions`], [`McMethod`], [`mcsa()`], [`McsaOptions`];
+    //! * cubature: [`integrate`], [`CubatureMethod`], [`CubatureOptions`], [`Func`],
+    //!   [`Expr`], [`Outcome`];
+    //! * UQ: [`Model`], [`Damping`], [`ModelStatic`], [`model_static_response`],
+    //!   [`Beam`], [`StaticProblem`], [`static_response()`], [`SdofProblem`],
+    //!   [`sdof_monte_carlo`];
+    //! * distributed: [`ThreadComm`], [`Communicator`], [`Dist`], [`RowPartition`],
+    //!   [`solve_rows`];
+    //! * bidomain: [`Simulation`], [`BidomainConfig`], [`Tissue`].
     pub use crate::backend::{choose, AnyBackend, BackendChoice, FullBackend, OnBackend};
     pub use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy};
     pub use gpuq_bidomain::{BidomainConfig, Simulation, Tissue};
