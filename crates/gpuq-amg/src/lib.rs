@@ -3,6 +3,33 @@
 //! Algebraic multigrid for scalar and 2x2-block systems (unknowns numbered node
 //! by node), used as a preconditioner by every Krylov method of `gpuq-krylov`.
 //!
+//! ## Example
+//!
+//! PCG preconditioned by the smoothed-aggregation V-cycle on the CPU backend:
+//!
+//! ```
+//! use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy};
+//! use gpuq_cpu::CpuBackend;
+//! use gpuq_krylov::{solve_csr, solve_csr_with_precond, Preconditioner, SolverConfig};
+//!
+//! let a = gpuq_sparse::generators::laplace2d::<f64>(48);
+//! let x_true: Vec<f64> = (0..a.nrows()).map(|i| (0.7 * i as f64).sin()).collect();
+//! let b = a.mul_vec(&x_true)?;
+//! let cpu = CpuBackend::new();
+//! let h = Hierarchy::build(&a, &AmgOptions::default())?; // setup, on the host
+//! assert!(h.levels().len() >= 2);
+//! let cycle = Amg::<CpuBackend, f64>::new(&cpu, &h, &CycleOptions::default())?;
+//! let config = SolverConfig::default(); // CG to 1e-8
+//! let (x, amg) = solve_csr_with_precond(&cpu, &a, &b, &config, Some(&cycle), &mut |_, _| {})?;
+//! assert!(amg.converged && amg.relative_residual <= 1e-8);
+//! assert!(x.iter().zip(&x_true).all(|(p, q)| (p - q).abs() < 1e-5));
+//! // Far fewer iterations than with Jacobi.
+//! let jacobi = SolverConfig { precond: Preconditioner::Jacobi, ..config };
+//! let (_, jac) = solve_csr(&cpu, &a, &b, &jacobi)?;
+//! assert!(3 * amg.iterations < jac.iterations, "{} vs {}", amg.iterations, jac.iterations);
+//! # Ok::<(), gpuq_core::Error>(())
+//! ```
+//!
 //! ## What is implemented
 //!
 //! * [`Hierarchy::build`], the setup, on the host (Rayon where it pays;

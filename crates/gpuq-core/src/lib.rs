@@ -13,6 +13,48 @@
 //!
 //! The sparse-matrix side of a backend (`SparseBackend`) lives in `gpuq-sparse`,
 //! next to the formats it consumes, so that this crate stays free of matrix types.
+//!
+//! Code written against these traits runs on every backend. An operator
+//! y = alpha x, written once, applied on the CPU backend (`gpuq-cpu`):
+//!
+//! ```
+//! use gpuq_core::{Backend, LinearOperator, Result, Scalar};
+//! use gpuq_cpu::CpuBackend;
+//!
+//! /// y = alpha x on any backend.
+//! struct Scale<B, T> {
+//!     backend: B,
+//!     alpha: T,
+//!     n: usize,
+//! }
+//!
+//! impl<B: Backend, T: Scalar> LinearOperator<B, T> for Scale<B, T> {
+//!     fn shape(&self) -> (usize, usize) {
+//!         (self.n, self.n)
+//!     }
+//!     fn apply(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
+//!         self.backend.copy(x, y)?;
+//!         self.backend.scal(self.alpha, y)
+//!     }
+//!     fn name(&self) -> &str {
+//!         "scale"
+//!     }
+//! }
+//!
+//! let cpu = CpuBackend::new();
+//! let op = Scale { backend: cpu.clone(), alpha: 2.0, n: 3 };
+//! let x = cpu.upload(&[1.0, 2.0, 3.0])?;
+//! let mut y = cpu.zeros::<f64>(3)?;
+//! op.apply(&x, &mut y)?;
+//! assert_eq!(cpu.download(&y)?, [2.0, 4.0, 6.0]);
+//! // The fused form returns x^H y with y.
+//! assert_eq!(op.apply_dotc(&cpu, &x, &mut y)?, 28.0);
+//! // Errors say what is wrong and where.
+//! let short = cpu.zeros::<f64>(2)?;
+//! let err = cpu.dotc(&x, &short).unwrap_err();
+//! assert!(matches!(err, gpuq_core::Error::ShapeMismatch { .. }), "{err}");
+//! # Ok::<(), gpuq_core::Error>(())
+//! ```
 
 #![warn(missing_docs)]
 

@@ -8,6 +8,26 @@
 //! [`reduce::BLOCK`] elements whatever the thread count, each block is summed in a
 //! fixed order, and the block sums are combined by a fixed pairwise tree. The same
 //! input therefore gives bitwise the same dot product on 1 or 64 threads.
+//!
+//! ```
+//! use gpuq_core::Backend;
+//! use gpuq_cpu::CpuBackend;
+//!
+//! let x: Vec<f64> = (0..100_000).map(|i| ((i as f64) * 0.37).sin()).collect();
+//! let dot_on = |backend: &CpuBackend| -> gpuq_core::Result<f64> {
+//!     let v = backend.upload(&x)?;
+//!     let mut w = backend.zeros::<f64>(x.len())?;
+//!     backend.axpy(2.0, &v, &mut w)?; // w = 2 x
+//!     backend.dotc(&v, &w)            // 2 x^T x
+//! };
+//! // Rayon's global pool, one thread and four threads: the same bits.
+//! let d = dot_on(&CpuBackend::new())?;
+//! assert_eq!(d.to_bits(), dot_on(&CpuBackend::with_threads(1)?)?.to_bits());
+//! assert_eq!(d.to_bits(), dot_on(&CpuBackend::with_threads(4)?)?.to_bits());
+//! let exact: f64 = x.iter().map(|v| 2.0 * v * v).sum();
+//! assert!((d - exact).abs() <= 1e-10 * exact);
+//! # Ok::<(), gpuq_core::Error>(())
+//! ```
 
 #![warn(missing_docs)]
 

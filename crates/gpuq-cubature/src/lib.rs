@@ -40,6 +40,27 @@
 //! point; a built-in's box is evaluated again on the host, which gives the
 //! same bits).
 //!
+//! ## Example
+//!
+//! A closure and an expression on the CPU backend, against their closed forms:
+//!
+//! ```
+//! use gpuq_cpu::CpuBackend;
+//! use gpuq_cubature::{integrate, Expr, Func, Method, Options};
+//!
+//! let cpu = CpuBackend::new();
+//! let opts = Options { rel_tol: 1e-9, ..Options::default() };
+//! // prod cos(x_i) over [0, 1]^3 = sin(1)^3, by the two-phase algorithm.
+//! let f = |x: &[f64]| x.iter().map(|v| v.cos()).product::<f64>();
+//! let out = integrate(&cpu, Method::TwoPhase, Func::Closure(&f), &[0.0; 3], &[1.0; 3], &opts)?;
+//! assert!(out.converged() && (out.estimate - 1f64.sin().powi(3)).abs() < 1e-9);
+//! // exp(-(x1 + x2 + x3 + x4)) over [0, 1]^4 = (1 - 1/e)^4, by sequential CUHRE.
+//! let e = Expr::parse("exp(-sum(i, 1, n, x[i]))", 4)?;
+//! let out = integrate(&cpu, Method::Cuhre, Func::Expr(&e), &[0.0; 4], &[1.0; 4], &opts)?;
+//! assert!(out.converged() && (out.estimate - (1.0 - (-1f64).exp()).powi(4)).abs() < 1e-9);
+//! # Ok::<(), gpuq_core::Error>(())
+//! ```
+//!
 //! ## User integrands on the device
 //!
 //! [`CubatureKernels::cub_prepare`] makes an integrand ready for a backend and

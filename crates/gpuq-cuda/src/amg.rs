@@ -117,7 +117,7 @@ impl CudaBackend {
 
     /// One colour's Gauss-Seidel update in place (`amg_gs_csr_*` /
     /// `amg_gs_sell_*`): for each row k of `scaled` (D^-1 S A, CSR or SELL),
-    /// x[i] += d b[i] - scaled_k x, with i and d the column and value of row k
+    /// x\[i\] += d b\[i\] - scaled_k x, with i and d the column and value of row k
     /// of `select` (D^-1 S in CSR with one entry per row). One pass: reads
     /// `scaled` once and b, x at the colour's rows, writes x there. With
     /// `zero`, x is zeroed first and `scaled` is not read.

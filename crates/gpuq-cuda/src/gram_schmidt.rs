@@ -173,8 +173,8 @@ impl CudaBackend {
 
     /// One step's update from the coefficients [`CudaBackend::gs_dots`] left
     /// in `gs` (it must have been called with the same `basis`, `used`, u and
-    /// z): q = (u - sum_g s_g basis[g]) / rho written to `basis[used]`, and u
-    /// = (z - sum_g t_g basis[g] - t_k q) / rho in place. One launch, `used + 4`
+    /// z): q = (u - sum_g s_g basis\[g\]) / rho written to `basis[used]`, and u
+    /// = (z - sum_g t_g basis\[g\] - t_k q) / rho in place. One launch, `used + 4`
     /// vectors moved.
     pub fn gs_update<T: Scalar>(
         &self,
@@ -225,7 +225,7 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// w = sum_g y[g] basis[g] for g < y.len(): the solution's update from the
+    /// w = sum_g y\[g\] basis\[g\] for g < y.len(): the solution's update from the
     /// basis. One upload of the coefficients and one launch, `y.len() + 1`
     /// vectors moved.
     pub fn gs_combine<T: Scalar>(

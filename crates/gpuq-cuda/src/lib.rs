@@ -24,6 +24,37 @@
 //! keeps its scalars on the device can record the iteration's launches once as
 //! a CUDA graph and replay it ([`CudaBackend::replay`]), and read each
 //! iteration's scalars through a [`ScalarRing`] while the next iteration runs.
+//!
+//! ## Example
+//!
+//! Without a device (or without the driver library) [`CudaBackend::new`]
+//! says so with [`gpuq_core::Error::NoCudaDevice`], on which a program may
+//! use the CPU backend instead (as the facade's `gpuq::choose` does for
+//! `auto`); with a device, the data goes up once and only the dot product
+//! comes back:
+//!
+//! ```
+//! use gpuq_core::{Backend, Error};
+//! use gpuq_cuda::CudaBackend;
+//!
+//! let x: Vec<f64> = (0..10_000).map(|i| i as f64 * 1e-3).collect();
+//! let exact: f64 = x.iter().map(|v| v * v).sum();
+//! match CudaBackend::new(0) {
+//!     Ok(gpu) => {
+//!         let before = gpu.stats();
+//!         let v = gpu.upload(&x)?;
+//!         let d = gpu.dotc(&v, &v)?;
+//!         assert!((d - exact).abs() <= 1e-12 * exact);
+//!         let moved = gpu.stats().since(&before);
+//!         assert_eq!((moved.uploads, moved.downloads), (1, 1));
+//!     }
+//!     Err(Error::NoCudaDevice(reason)) => {
+//!         assert_eq!(CudaBackend::device_count().unwrap_or(0), 0, "{reason}");
+//!     }
+//!     Err(e) => return Err(e),
+//! }
+//! # Ok::<(), Error>(())
+//! ```
 
 #![warn(missing_docs)]
 

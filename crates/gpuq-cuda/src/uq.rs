@@ -190,7 +190,7 @@ impl CudaBackend {
 
     /// Static samples 0..samples of the cantilever (see
     /// `gpuq_kernels::uq::beam::static_sample_designed`: the normals of design
-    /// `design` under `seed`): u[dof] of each sample, one thread per sample. With a random modulus every sample assembles and
+    /// `design` under `seed`): u\[dof\] of each sample, one thread per sample. With a random modulus every sample assembles and
     /// factors its own banded K in device memory (40 n bytes per sample, batches
     /// of at most 512 MiB); otherwise `shared` is the factor of K (4 n values,
     /// band rows) and each sample only solves. One launch per batch, one
@@ -303,7 +303,7 @@ impl CudaBackend {
 
     /// The seed's dense path for static samples 0..samples: each thread
     /// assembles its sample's dense K and solves by LU with partial pivoting
-    /// (`gpuq_kernels::uq::dense::static_dense_designed`); u[dof] per sample.
+    /// (`gpuq_kernels::uq::dense::static_dense_designed`); u\[dof\] per sample.
     /// 8 (n^2 + n) bytes of work per sample, batches of at most 512 MiB; one
     /// launch and one download per batch.
     pub fn uq_beam_static_dense(
@@ -362,7 +362,7 @@ impl CudaBackend {
     }
 
     /// The response PSD's rank-1 Hermitian updates for nf frequencies:
-    /// out[f n^2 + i n + j] = scale[f] h[f n + i] conj(h[f n + j]) (`scale` holds
+    /// out[f n^2 + i n + j] = scale\[f\] h[f n + i] conj(h[f n + j]) (`scale` holds
     /// nf values, `h` nf n, `out` nf n^2). One launch, a block per output row;
     /// traffic 16 n^2 nf bytes written, 16 n nf read.
     pub fn uq_rank1_c64(

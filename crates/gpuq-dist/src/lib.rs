@@ -46,6 +46,38 @@
 //!   for bit; tensor sums run whole on every rank.
 //! * The CLI: `mpirun -n 4 gpuq solve ...` (feature `mpi` of `gpuq-cli`).
 //!
+//! ## Example
+//!
+//! CG with Jacobi over three ranks that are threads, each with its own CPU
+//! backend, against the one-process solve:
+//!
+//! ```
+//! use gpuq_cpu::CpuBackend;
+//! use gpuq_dist::{rows_of, solve_rows, Communicator, Dist, RowPartition, ThreadComm};
+//! use gpuq_krylov::{solve_csr, Preconditioner, SolverConfig};
+//! use std::sync::Arc;
+//!
+//! let a = gpuq_sparse::generators::laplace2d::<f64>(20);
+//! let b = vec![1.0; a.nrows()];
+//! let config = SolverConfig { precond: Preconditioner::Jacobi, ..SolverConfig::default() };
+//! let partition = RowPartition::contiguous(a.nrows(), 3)?;
+//! let parts = ThreadComm::run(3, |comm| {
+//!     let rank = comm.rank();
+//!     let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+//!     let rows = rows_of(&a, &partition, rank)?; // this rank's rows
+//!     solve_rows(&dist, &partition, &rows, &b[partition.range(rank)], &config)
+//! })?;
+//! let (serial, one) = solve_csr(&CpuBackend::new(), &a, &b, &config)?;
+//! let mut x = Vec::new();
+//! for part in parts {
+//!     let (xr, report) = part?;
+//!     assert!(report.converged && report.iterations.abs_diff(one.iterations) <= 1);
+//!     x.extend(xr);
+//! }
+//! assert!(x.iter().zip(&serial).all(|(p, q)| (p - q).abs() < 1e-10 * q.abs()));
+//! # Ok::<(), gpuq_core::Error>(())
+//! ```
+//!
 //! Distributed results equal the serial ones to rounding, not bit for bit:
 //! a dot product over ranks sums different partials than the local
 //! backend's fixed blocking does (with one rank the bits are the serial

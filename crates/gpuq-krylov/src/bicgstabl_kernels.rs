@@ -39,8 +39,8 @@ pub trait BicgstablKernels: Replay {
     }
 
     /// `sc[k] = x^H y`, then the guarded quotients `then` in order (at most
-    /// [`MAX_RATIOS`]; each v = sc[a] sc[b] / sc[c], zero when sc[c] vanished,
-    /// into sc[out] with -v into sc[neg_out]; a vanished sc[check] records
+    /// [`MAX_RATIOS`]; each v = sc\[a\] sc\[b\] / sc\[c\], zero when sc\[c\] vanished,
+    /// into sc\[out\] with -v into sc\[neg_out\]; a vanished sc\[check\] records
     /// `code` in sc[FLAG] unless a breakdown is recorded already). 2 n reads,
     /// no download. Default: `dotc`, then the quotients on the host between a
     /// download and an upload of `sc`.
@@ -163,7 +163,7 @@ fn vanished<T: Scalar>(v: T) -> bool {
     v.is_zero_value() || !v.is_finite_value()
 }
 
-/// The quotient v = sc[a] sc[b] / sc[c], or without a check.
+/// The quotient v = sc\[a\] sc\[b\] / sc\[c\], or without a check.
 pub const fn ratio(a: usize, b: usize, c: usize, out: usize, neg_out: usize) -> Ratio {
     Ratio {
         a: a as u32,
@@ -176,7 +176,7 @@ pub const fn ratio(a: usize, b: usize, c: usize, out: usize, neg_out: usize) -> 
     }
 }
 
-/// [`ratio`] that records `code` when sc[`check`] vanished.
+/// [`ratio`] that records `code` when sc\[`check`\] vanished.
 pub const fn checked_ratio(
     (a, b, c): (usize, usize, usize),
     out: usize,

@@ -29,7 +29,7 @@ pub trait GmresKernels: Replay {
     /// u]: `gs[g] = V_g^H u` and, when `z` is given, `gs[used + 1 + g] = V_g^H
     /// z`, for g <= used; then, with s = gs[0..used] and t the first `used`
     /// inner products with z, `gs[e + 1]` = rho = sqrt(u^H u - ||s||^2) (the
-    /// norm of u - sum_g s_g basis[g] by Pythagoras; zero when that is not
+    /// norm of u - sum_g s_g basis\[g\] by Pythagoras; zero when that is not
     /// positive) and `gs[e]` = (u^H z - s^H t) / rho (zero without z or when
     /// rho is zero), e = [`gs_extra`]`(basis.len())`.
     ///
@@ -65,7 +65,7 @@ pub trait GmresKernels: Replay {
 
     /// One step's update from the coefficients [`GmresKernels::gs_dots`] left
     /// in `gs` (called with the same basis, `used`, u and z): q = (u - sum_g
-    /// s_g basis[g]) / rho into `basis[used]`, and u = (z - sum_g t_g basis[g]
+    /// s_g basis\[g\]) / rho into `basis[used]`, and u = (z - sum_g t_g basis\[g\]
     /// - t_k q) / rho in place (zero vectors when rho is zero). Moves `used +
     /// 4` vectors.
     ///
@@ -101,7 +101,7 @@ pub trait GmresKernels: Replay {
         self.scal(inv_rho, u)
     }
 
-    /// w = sum_g y[g] basis[g], g < y.len(). Moves `y.len() + 1` vectors.
+    /// w = sum_g y\[g\] basis\[g\], g < y.len(). Moves `y.len() + 1` vectors.
     /// Default: fill and one axpy a coefficient (3 `y.len()` + 1 moves).
     fn gs_combine<T: Scalar>(
         &self,

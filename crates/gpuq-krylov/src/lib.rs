@@ -18,6 +18,33 @@
 //! * [`solve_csr`]: the one-call path from a host CSR matrix and right-hand side
 //!   to a solution and a [`gpuq_core::SolveReport`].
 //!
+//! ```
+//! use gpuq_cpu::CpuBackend;
+//! use gpuq_krylov::{solve_csr, KrylovOptions, Method, Preconditioner, SolverConfig};
+//! use gpuq_sparse::generators::{convdiff2d, laplace2d};
+//!
+//! let cpu = CpuBackend::new();
+//! // CG with Jacobi on a symmetric positive definite system, b = A * ones.
+//! let a = laplace2d::<f64>(32);
+//! let b = a.mul_vec(&vec![1.0; a.nrows()])?;
+//! let config = SolverConfig { precond: Preconditioner::Jacobi, ..SolverConfig::default() };
+//! let (x, report) = solve_csr(&cpu, &a, &b, &config)?;
+//! assert!(report.converged && report.relative_residual <= 1e-8);
+//! assert!(x.iter().all(|xi| (xi - 1.0).abs() < 1e-5));
+//! // GMRES(30) on a nonsymmetric convection-diffusion system.
+//! let c = convdiff2d::<f64>(24, 20.0);
+//! let b = vec![1.0; c.nrows()];
+//! let config = SolverConfig {
+//!     method: Method::Gmres { restart: 30 },
+//!     precond: Preconditioner::Jacobi,
+//!     options: KrylovOptions { rtol: 1e-10, ..KrylovOptions::default() },
+//!     ..SolverConfig::default()
+//! };
+//! let (_, report) = solve_csr(&cpu, &c, &b, &config)?;
+//! assert!(report.converged && report.relative_residual <= 1e-10);
+//! # Ok::<(), gpuq_core::Error>(())
+//! ```
+//!
 //! Per-iteration work that a backend can fuse lives in traits with default or
 //! native implementations per backend: [`CgKernels`] (its default methods are
 //! written with BLAS-1 operations; the CPU backend overrides them with

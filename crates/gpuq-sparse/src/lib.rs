@@ -14,6 +14,39 @@
 //!
 //! All conversions go through [`Csr`] and are lossless: converting back gives the
 //! same structure and values (explicit zeros included).
+//!
+//! Assemble, convert, write and read back, and multiply on the CPU backend
+//! (`gpuq-cpu`, which implements [`SparseBackend`]):
+//!
+//! ```
+//! use gpuq_core::Backend;
+//! use gpuq_sparse::{matrix_market, Coo, Csr, Layout, Sell, SparseBackend};
+//!
+//! // A 3 x 3 matrix from triplets; the duplicate (0, 0) entries are summed.
+//! let mut coo = Coo::new(3, 3);
+//! for (i, j, v) in [(0, 0, 1.0), (0, 0, 1.0), (0, 1, -1.0), (1, 0, -1.0), (1, 1, 2.0), (2, 2, 4.0)] {
+//!     coo.push(i, j, v)?;
+//! }
+//! let a = Csr::from_coo(&coo)?;
+//! assert_eq!(a.nnz(), 5);
+//! // Conversions are lossless.
+//! assert_eq!(Sell::from_csr(&a, 2, 1)?.to_csr()?, a);
+//! // Matrix Market out and back in.
+//! let mut text = Vec::new();
+//! matrix_market::write_csr(&a, &mut text)?;
+//! let back: Csr<f64> = matrix_market::parse_csr(std::str::from_utf8(&text).unwrap())?;
+//! assert_eq!(back, a);
+//! // y = A x on the host and on the CPU backend, in SELL-C-sigma storage.
+//! let x = [1.0, 2.0, 3.0];
+//! assert_eq!(a.mul_vec(&x)?, [0.0, 3.0, 12.0]);
+//! let cpu = gpuq_cpu::CpuBackend::new();
+//! let m = cpu.upload_matrix(&a, Layout::Sell { c: 2, sigma: 1 })?;
+//! let xv = cpu.upload(&x)?;
+//! let mut yv = cpu.zeros::<f64>(3)?;
+//! cpu.spmv(1.0, &m, &xv, 0.0, &mut yv)?; // y = 1 A x + 0 y
+//! assert_eq!(cpu.download(&yv)?, [0.0, 3.0, 12.0]);
+//! # Ok::<(), gpuq_core::Error>(())
+//! ```
 
 #![warn(missing_docs)]
 

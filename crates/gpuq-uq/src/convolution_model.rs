@@ -54,7 +54,7 @@ pub struct ModelConvolutionResult {
 
 /// kappa(j), j = 0..nt: the zero-order-hold response of q'' + 2 z w q' + w^2 q
 /// = gamma u to a unit step of u held over [0, dt), sampled at the steps' ends
-/// shifted as the beam's output kernel (kappa(0) = [gamma_d]_q). O(nt).
+/// shifted as the beam's output kernel (kappa(0) = \[gamma_d\]_q). O(nt).
 pub fn mode_kernel(w: f64, z: f64, gamma: f64, dt: f64, nt: usize) -> Vec<f64> {
     // The augmented [A, B; 0, 0] dt of order 3.
     let aug = Dense {

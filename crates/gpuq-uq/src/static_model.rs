@@ -19,7 +19,7 @@
 //! * K random: the samples of a block of [`BLOCK`] advance together through preconditioned
 //!   conjugate gradients, each with its own K(theta_s) (applied term by term:
 //!   K0 p + sum_k theta_sk K_k p, no per-sample assembly), all preconditioned
-//!   by the Cholesky factor of the mean stiffness K0 + sum_k E[theta_k] K_k
+//!   by the Cholesky factor of the mean stiffness K0 + sum_k E\[theta_k\] K_k
 //!   applied to the block at once; each sample stops at its own relative
 //!   residual `tol`, and its true residual is checked at the end.
 //!

@@ -162,7 +162,7 @@ pub trait StaticKernels: Backend {
             .collect())
     }
 
-    /// The seed's dense path: u[dof] of samples 0..samples, each with its own
+    /// The seed's dense path: u\[dof\] of samples 0..samples, each with its own
     /// dense K solved by LU with partial pivoting (the same draws as
     /// [`StaticKernels::static_samples`]).
     fn static_samples_dense(
