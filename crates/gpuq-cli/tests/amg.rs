@@ -43,6 +43,44 @@ fn solve_with_amg_reports_the_hierarchy() {
     }
 }
 
+/// What the solve chose where nothing was set is in the report: on the CPU the
+/// cycle in the solve's precision, damping 4/3, CSR (`--layout auto`); options
+/// given are kept as given. (The GPU's defaults, f32 and 1.7 with SELL-32-1,
+/// are checked by the device driver.)
+#[test]
+fn the_report_names_the_defaults_it_took() {
+    let v = json(&gpuq(&[
+        "solve",
+        "--generate",
+        "laplace2d:40",
+        "--precond",
+        "amg",
+        "--json",
+    ]));
+    assert_eq!(v["amg"]["defaults"], "cpu");
+    assert_eq!(v["amg"]["cycle_precision"], "f64");
+    assert!((v["amg"]["jacobi_damping"].as_f64().unwrap() - 4.0 / 3.0).abs() < 1e-12);
+    assert_eq!(v["layout"], "csr");
+    assert_eq!(v["status"], "converged");
+    let v = json(&gpuq(&[
+        "solve",
+        "--generate",
+        "laplace2d:40",
+        "--precond",
+        "amg",
+        "--amg-jacobi-damping",
+        "1.7",
+        "--amg-precision",
+        "f32",
+        "--layout",
+        "sell:32:1",
+        "--json",
+    ]));
+    assert_eq!(v["amg"]["cycle_precision"], "f32");
+    assert_eq!(v["amg"]["jacobi_damping"], 1.7);
+    assert_eq!(v["layout"], "sell:32:1");
+}
+
 #[test]
 fn block2_amg_beats_block_jacobi_on_elasticity() {
     let its = |extra: &[&str]| {

@@ -270,3 +270,55 @@ impl<B: SparseBackend, T: Scalar> LinearOperator<B, T> for MatrixOperator<B, T> 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{generators, Coo};
+
+    #[test]
+    fn auto_takes_sell_for_short_even_rows_on_a_device_only() {
+        let a = generators::laplace3d::<f64>(12);
+        assert_eq!(Layout::auto(&a, true), Layout::Sell { c: 32, sigma: 1 });
+        assert_eq!(Layout::auto(&a, false), Layout::Csr);
+    }
+
+    #[test]
+    fn auto_takes_csr_for_uneven_or_long_rows() {
+        // An arrow matrix: one full row pads its slice 32-fold.
+        let n = 256;
+        let mut coo = Coo::new(n, n);
+        for i in 0..n {
+            coo.push(i, i, 4.0f64).unwrap();
+            if i > 0 {
+                coo.push(0, i, 1.0).unwrap();
+            }
+        }
+        let arrow = Csr::from_coo(&coo).unwrap();
+        assert_eq!(Layout::auto(&arrow, true), Layout::Csr);
+        // Dense rows of 64 entries: even, but long.
+        let mut coo = Coo::new(64, 64);
+        for i in 0..64 {
+            for j in 0..64 {
+                coo.push(i, j, 1.0f64 + (i == j) as u8 as f64 * 64.0)
+                    .unwrap();
+            }
+        }
+        assert_eq!(
+            Layout::auto(&Csr::from_coo(&coo).unwrap(), true),
+            Layout::Csr
+        );
+    }
+
+    #[test]
+    fn spellings_parse_back_and_auto_is_not_a_layout() {
+        for l in [Layout::Csr, Layout::Sell { c: 32, sigma: 1 }, Layout::Bsr2] {
+            assert_eq!(Layout::parse(&l.spelling()).unwrap(), l);
+            assert_eq!(Layout::parse_or_auto(&l.spelling()).unwrap(), Some(l));
+        }
+        assert_eq!(Layout::parse_or_auto("auto").unwrap(), None);
+        assert!(Layout::parse("auto").is_err());
+        let e = Layout::parse_or_auto("ell").unwrap_err().to_string();
+        assert!(e.contains("auto") && e.contains("sell:C:SIGMA"), "{e}");
+    }
+}

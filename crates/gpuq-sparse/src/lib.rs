@@ -63,7 +63,10 @@ pub mod matrix_market;
 mod nalgebra_interop;
 mod sell;
 
-pub use backend::{DeviceMatrix, Layout, MatrixOperator, SparseBackend};
+pub use backend::{
+    DeviceMatrix, Layout, MatrixOperator, SparseBackend, AUTO_SELL_MAX_MEAN_ROW,
+    AUTO_SELL_MAX_PADDING,
+};
 pub use bsr2::Bsr2;
 pub use coo::Coo;
 pub use csr::Csr;
