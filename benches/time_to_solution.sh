@@ -17,7 +17,8 @@ P=/tmp/gpuq-pack; G=$P/gpuq
 L=/tmp/gpuq-tts; rm -rf "$L"; mkdir -p "$L"
 export GPUQ_BIN="$G"
 export LD_LIBRARY_PATH="/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-pip install -q --no-deps --target /tmp/pylib .whl/pyamg-*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
+PYTAG=$(python3 -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+pip install -q --no-deps --target /tmp/pylib .whl/pyamg-*-"$PYTAG"-*.whl >/dev/null 2>&1; export PYTHONPATH=/tmp/pylib
 TABLE=""
 row() { TABLE="$TABLE$(printf '%-46s %s' "$1" "$2")\n"; printf 'ROW %-46s %s\n' "$1" "$2"; }
 # setup, solve, total seconds and the counters of a gpuq JSON report.

@@ -308,9 +308,13 @@ fn the_accuracy_limit_is_reported_on_the_device() {
         };
         let report = match solve_csr(&g, &a, &b, &config) {
             Ok((x, report)) => {
+                // At single precision's limit the residual b - A x is itself
+                // computed with an error of a few f32 epsilons of ||b|| (as large
+                // as the residual): the device's value and the host's (another
+                // summation order) agree to that, not to more digits.
                 let host = rel_err(&a.mul_vec(&x).unwrap(), &b);
                 assert!(
-                    (host - report.relative_residual).abs() <= 1e-3 * host,
+                    (host - report.relative_residual).abs() <= 4.0 * f32::EPSILON as f64,
                     "{method:?}: reported {:e}, host {host:e}",
                     report.relative_residual
                 );
