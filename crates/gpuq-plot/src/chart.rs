@@ -3,7 +3,7 @@
 use crate::colour::{palette, rgb};
 use crate::ticks;
 use crate::{
-    font, render, write, Draw, DrawResult, Drawn, Format, Frame, LABEL_PX, TICK_PX, TITLE_PX,
+    font, render, title_font, write, Draw, DrawResult, Drawn, Format, Frame, LABEL_PX, TICK_PX,
 };
 use gpuq_core::Result;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
@@ -252,10 +252,28 @@ impl Chart {
                 (lo, hi)
             }
         };
+        let mut y = range(&self.y, ys.collect(), bars);
+        // Room above the data for a legend at the top, on a linear axis of the
+        // data's range: 7% of the range per entry.
+        let upper = matches!(self.legend, Legend::UpperLeft | Legend::UpperRight);
+        if upper && !self.y.log && self.y.range.is_none() {
+            y.1 += 0.07 * (y.1 - y.0) * self.legend_entries().len() as f64;
+        }
         Frame {
             x: range(&self.x, xs.collect(), false),
-            y: range(&self.y, ys.collect(), bars),
+            y,
         }
+    }
+
+    /// The legend's texts: the series' non-empty labels, each once.
+    fn legend_entries(&self) -> Vec<&str> {
+        let mut listed: Vec<&str> = Vec::new();
+        for s in &self.series {
+            if !s.label.is_empty() && !listed.contains(&s.label.as_str()) {
+                listed.push(&s.label);
+            }
+        }
+        listed
     }
 
     /// The figure as PNG or SVG bytes.
@@ -286,7 +304,7 @@ impl Chart {
         Y::CoordDescType: ValueFormatter<f64>,
     {
         let mut chart = ChartBuilder::on(root)
-            .caption(&self.title, font(TITLE_PX))
+            .caption(&self.title, title_font(root, &self.title))
             .margin(24)
             .x_label_area_size(72)
             .y_label_area_size(120)

@@ -4,8 +4,8 @@
 use crate::colour::{rgb, viridis, MISSING};
 use crate::ticks;
 use crate::{
-    font, render, write, Draw, DrawResult, Drawn, Format, Frame, Raster, LABEL_PX, TICK_PX,
-    TITLE_PX,
+    font, render, title_font, write, Draw, DrawResult, Drawn, Format, Frame, Raster, LABEL_PX,
+    TICK_PX,
 };
 use gpuq_core::{Error, Result};
 use plotters::coord::Shift;
@@ -178,7 +178,7 @@ impl Draw for HeatMap {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<Drawn, DB> {
         root.fill(&WHITE)?;
-        let area = root.titled(&self.title, font(TITLE_PX))?;
+        let area = root.titled(&self.title, title_font(root, &self.title))?;
         let (w, _) = area.dim_in_pixel();
         let (left, right) = area.split_horizontally(w.saturating_sub(BAR_PART));
         // The plot box left of the colour bar, shrunk to the grid's aspect.

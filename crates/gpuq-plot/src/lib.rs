@@ -10,6 +10,9 @@
 //! * [`HeatMap`]: values on a regular grid of nodes coloured by
 //!   [`viridis`], with a colour bar and a legend entry for missing values (NaN).
 //!
+//! and the figures of the solvers' reports: [`residual_chart`] (a solve's
+//! residual history) and [`hierarchy_chart`] (an AMG hierarchy's levels).
+//!
 //! Each renders to bytes ([`Chart::render`]) or to a file ([`Chart::save`]):
 //! SVG when the file name ends in `.svg` ([`Format::of`]), else PNG. The
 //! text is drawn with DejaVu Sans, embedded in the binary (no system fonts,
@@ -41,12 +44,14 @@ mod chart;
 mod colour;
 mod heat;
 mod pixels;
+mod reports;
 
 mod ticks;
 
 pub use chart::{Axis, Chart, Data, Legend, Series};
 pub use colour::{palette, viridis, MISSING};
 pub use heat::HeatMap;
+pub use reports::{hierarchy_chart, residual_chart};
 
 use gpuq_core::{Error, Result};
 use plotters::coord::Shift;
@@ -109,6 +114,23 @@ pub(crate) fn font(size: f64) -> TextStyle<'static> {
     REGISTERED
         .get_or_init(|| plotters::style::register_font(FAMILY, FontStyle::Normal, FONT).is_ok());
     TextStyle::from((FontFamily::Name(FAMILY), size)).color(&BLACK)
+}
+
+/// The title's font: [`TITLE_PX`] pixels, smaller (down to 14) when the
+/// title would not fit the width of `area` with 24 pixels either side.
+pub(crate) fn title_font<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+) -> TextStyle<'static> {
+    let room = f64::from(area.dim_in_pixel().0.saturating_sub(48));
+    let width = area
+        .estimate_text_size(title, &font(TITLE_PX))
+        .map_or(0.0, |(w, _)| f64::from(w));
+    if width <= room {
+        font(TITLE_PX)
+    } else {
+        font((TITLE_PX * room / width).floor().max(14.0))
+    }
 }
 
 /// An RGB image painted over a figure after plotters has drawn it: into the
