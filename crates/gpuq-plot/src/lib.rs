@@ -10,8 +10,9 @@
 //! * [`HeatMap`]: values on a regular grid of nodes coloured by
 //!   [`viridis`], with a colour bar and a legend entry for missing values (NaN).
 //!
-//! and the figures of the solvers' reports: [`residual_chart`] (a solve's
-//! residual history) and [`hierarchy_chart`] (an AMG hierarchy's levels).
+//! Built on them, the figures of the solvers' reports: [`residual_chart`] (a
+//! solve's residual history) and [`hierarchy_chart`] (an AMG hierarchy's
+//! levels).
 //!
 //! Each renders to bytes ([`Chart::render`]) or to a file ([`Chart::save`]):
 //! SVG when the file name ends in `.svg` ([`Format::of`]), else PNG. The
@@ -20,8 +21,9 @@
 //! permissive licence derived from Bitstream Vera's, in
 //! `fonts/LICENSE-DejaVu.txt`); in an SVG the text stays text (`<text>`
 //! elements, font family `DejaVu Sans, sans-serif`). Rendering is
-//! deterministic: the same figure gives the same bytes, on every run and
-//! machine (no time stamps, no hash-ordered output, integer rasterisation).
+//! deterministic: the same figure gives the same bytes on every run (no time
+//! stamps, no hash-ordered output, no state kept between renderings but the
+//! registered font).
 //!
 //! ```
 //! use gpuq_plot::{Axis, Chart, Format, Series};
@@ -45,7 +47,6 @@ mod colour;
 mod heat;
 mod pixels;
 mod reports;
-
 mod ticks;
 
 pub use chart::{Axis, Chart, Data, Legend, Series};
@@ -73,7 +74,7 @@ pub struct Frame {
 pub enum Format {
     /// 8-bit RGB PNG.
     Png,
-    /// SVG 1.1 with the text as `<text>` elements (a map's raster embedded as a
+    /// SVG with the text as `<text>` elements (a map's raster embedded as a
     /// base64 PNG `<image>`).
     Svg,
 }
