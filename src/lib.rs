@@ -22,6 +22,9 @@
 //!   convolution, SDOF Monte Carlo, Gauss-Hermite and Smolyak expectations), on
 //!   the built-in beam or a user's model;
 //! * [`bidomain`]: semi-implicit time stepping of the cardiac bidomain model;
+//! * [`plot`]: figures with text (title, axes with tick labels and units,
+//!   legend, colour bar) as PNG or SVG: charts, heat maps, a solve's residual
+//!   history, an AMG hierarchy;
 //! * [`dist`]: distributed solves (row-block partitions, halo exchange, the `Dist`
 //!   backend over threads, or over MPI with the feature `mpi`);
 //! * `cuda` (feature `cuda`, on by default): the CUDA backend, kernels written in Rust;
@@ -29,8 +32,8 @@
 //!   [`BackendChoice`]) and code written once for every backend ([`OnBackend`]).
 //!
 //! Features: `cuda` (default) builds the CUDA backend (no CUDA toolkit needed;
-//! the driver is opened at run time), `plot` (default) the UQ procedures' PNG
-//! plots, `mpi` the MPI communicator of [`dist`]. The examples
+//! the driver is opened at run time), `plot` (default) the UQ procedures'
+//! figures (`uq::plot`), `mpi` the MPI communicator of [`dist`]. The examples
 //! (`cargo run --release --example NAME`, `examples/*.rs`) show one system
 //! each: `amg_matrix_market`, `cubature`, `uq`, `monte_carlo`, `distributed`.
 //!
@@ -79,6 +82,7 @@ pub use gpuq_dist as dist;
 pub use gpuq_expr as expr;
 pub use gpuq_krylov as krylov;
 pub use gpuq_mcls as mcls;
+pub use gpuq_plot as plot;
 pub use gpuq_sparse as sparse;
 pub use gpuq_uq as uq;
 

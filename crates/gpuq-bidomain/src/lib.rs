@@ -74,8 +74,9 @@
 //! The stimulus is a current injected for the first 2 ms into the nodes
 //! within 0.6 mm of the corner at the origin ([`Stimulus`]); a node's activation time is
 //! when `v_m` first reaches the threshold (-40 mV), linearly interpolated
-//! within the step. Outputs ([`output`]): a PNG of the activation map, VTK
-//! legacy snapshots, Matrix Market snapshots.
+//! within the step. Outputs ([`output`]): the activation map as a figure (PNG,
+//! or SVG by the file name: axes in mm, a viridis colour bar in ms, the nodes
+//! never activated in grey), VTK legacy snapshots, Matrix Market snapshots.
 //!
 //! ## Where it runs, and the cost per step
 //!

@@ -1,39 +1,16 @@
-//! Files users can open: the activation map as a PNG, VTK legacy snapshots of
-//! v_m, phi_e and the activation times (ParaView, VisIt), Matrix Market
-//! snapshots of the interleaved solution.
+//! Files users can open: the activation map as a figure (PNG or SVG), VTK
+//! legacy snapshots of v_m, phi_e and the activation times (ParaView,
+//! VisIt), Matrix Market snapshots of the interleaved solution.
 
 use gpuq_core::{Error, Result};
+use gpuq_plot::HeatMap;
 use gpuq_sparse::bidomain::Tissue;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-/// The colour of nodes never activated.
-const UNACTIVATED: [u8; 3] = [64, 64, 64];
-
-/// Control points of the viridis colour map (Matplotlib's), at 0, 1/8, ..., 1.
-const VIRIDIS: [[u8; 3]; 9] = [
-    [68, 1, 84],
-    [71, 44, 122],
-    [59, 81, 139],
-    [44, 113, 142],
-    [33, 144, 141],
-    [39, 173, 129],
-    [92, 200, 99],
-    [170, 220, 50],
-    [253, 231, 37],
-];
-
-/// Viridis at `s` in [0, 1] (clamped), linearly interpolated between its
-/// control points. O(1).
-pub fn viridis(s: f64) -> [u8; 3] {
-    let s = if s.is_nan() { 0.0 } else { s.clamp(0.0, 1.0) };
-    let pos = s * (VIRIDIS.len() - 1) as f64;
-    let i = (pos.floor() as usize).min(VIRIDIS.len() - 2);
-    let f = pos - i as f64;
-    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
-    std::array::from_fn(|c| (a[c] as f64 + f * (b[c] as f64 - a[c] as f64)).round() as u8)
-}
+/// Viridis, the perceptual colour map of the activation map (`gpuq-plot`'s).
+pub use gpuq_plot::viridis;
 
 fn io_error(path: &Path, source: std::io::Error) -> Error {
     Error::Io {
@@ -42,47 +19,53 @@ fn io_error(path: &Path, source: std::io::Error) -> Error {
     }
 }
 
-/// Writes the activation map of the bottom layer (z = 0) as an 8-bit RGB PNG:
-/// early activation dark blue, late yellow (viridis, scaled from 0 to the latest
-/// activation time), never-activated nodes grey; x to the right, y up. Each
-/// node is a square of pixels (at most 64 on a side), so that the image's
-/// shorter side has at least 256 pixels. O(pixels).
+/// The activation map of the bottom layer (z = 0) as a figure: x and y in mm
+/// (node k at k h), each node's activation time coloured by [`viridis`] from 0
+/// (dark blue) to the latest activation (yellow), a colour bar in ms, nodes
+/// never activated in light grey with a legend entry, and a title saying the
+/// grid and the latest activation. O(nodes).
+///
+/// Errors when `activation` does not have one value per node.
+pub fn activation_figure(tissue: &Tissue, activation: &[f64]) -> Result<HeatMap> {
+    gpuq_core::check_same_len("activation map", tissue.nodes(), activation.len())?;
+    let [gx, gy, gz] = tissue.grid();
+    let layer = &activation[..gx * gy];
+    let latest = layer
+        .iter()
+        .filter(|t| !t.is_nan())
+        .fold(0.0f64, |m, &t| m.max(t));
+    let activated = layer.iter().filter(|t| !t.is_nan()).count();
+    let what = if tissue.dim() == 2 {
+        format!("2D sheet of {gx} x {gy} nodes")
+    } else {
+        format!("bottom layer z = 0 of {gx} x {gy} x {gz} nodes")
+    };
+    let title = format!(
+        "Activation time, {what}: {:.1}% activated, the last at {latest:.2} ms",
+        100.0 * activated as f64 / layer.len().max(1) as f64
+    );
+    let h = tissue.h;
+    let mut map = HeatMap::new(
+        title,
+        ("x (mm)", "y (mm)"),
+        (gx, gy),
+        (0.0, (gx - 1) as f64 * h, 0.0, (gy - 1) as f64 * h),
+        layer.to_vec(),
+        "activation time (ms)",
+    )?;
+    map.colour_range = Some((0.0, if latest > 0.0 { latest } else { 1.0 }));
+    map.missing_label = "not activated".into();
+    Ok(map)
+}
+
+/// Writes [`activation_figure`] at `path`: SVG when the name ends in `.svg`,
+/// else an 8-bit RGB PNG (about 1100 x 900 pixels for a square). O(pixels).
 ///
 /// Errors when `activation` does not have one value per node, and on I/O or
 /// encoding failures.
 pub fn write_activation_png(path: &Path, tissue: &Tissue, activation: &[f64]) -> Result<()> {
-    gpuq_core::check_same_len("activation PNG", tissue.nodes(), activation.len())?;
-    let [gx, gy, _] = tissue.grid();
-    let scale = 256usize.div_ceil(gx.min(gy)).clamp(1, 64);
-    let (width, height) = (gx * scale, gy * scale);
-    let latest = activation
-        .iter()
-        .filter(|t| !t.is_nan())
-        .fold(0.0f64, |m, &t| m.max(t));
-    let mut data = Vec::with_capacity(width * height * 3);
-    for row in 0..height {
-        let iy = gy - 1 - row / scale;
-        for col in 0..width {
-            let t = activation[iy * gx + col / scale];
-            let rgb = if t.is_nan() {
-                UNACTIVATED
-            } else {
-                viridis(if latest > 0.0 { t / latest } else { 0.0 })
-            };
-            data.extend_from_slice(&rgb);
-        }
-    }
-    let file = File::create(path).map_err(|e| io_error(path, e))?;
-    let mut encoder = png::Encoder::new(BufWriter::new(file), width as u32, height as u32);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let encode = |e: png::EncodingError| Error::Io {
-        path: path.display().to_string(),
-        source: std::io::Error::other(e),
-    };
-    let mut writer = encoder.write_header().map_err(encode)?;
-    writer.write_image_data(&data).map_err(encode)?;
-    writer.finish().map_err(encode)
+    activation_figure(tissue, activation)?.save(path)?;
+    Ok(())
 }
 
 /// Writes a VTK legacy (ASCII, STRUCTURED_POINTS) file with the point fields
@@ -149,21 +132,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn colour_map_ends_and_monotone_brightness() {
-        assert_eq!(viridis(0.0), VIRIDIS[0]);
-        assert_eq!(viridis(1.0), VIRIDIS[8]);
-        assert_eq!(viridis(2.0), VIRIDIS[8]);
-        assert_eq!(viridis(f64::NAN), VIRIDIS[0]);
-        let luma = |c: [u8; 3]| 0.3 * c[0] as f64 + 0.59 * c[1] as f64 + 0.11 * c[2] as f64;
-        let mut last = -1.0;
-        for i in 0..=100 {
-            let l = luma(viridis(i as f64 / 100.0));
-            assert!(l >= last - 1.0, "brightness drops at {i}");
-            last = l;
-        }
-    }
-
-    #[test]
     fn files_are_written_and_checked() {
         let dir = std::env::temp_dir().join(format!("gpuq-bidomain-out-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -178,7 +146,26 @@ mod tests {
         assert_eq!(&bytes[1..4], b"PNG");
         let decoder = png::Decoder::new(File::open(&png_path).unwrap());
         let reader = decoder.read_info().unwrap();
-        assert_eq!((reader.info().width, reader.info().height), (256, 256));
+        let (w, h) = (reader.info().width, reader.info().height);
+        assert!(w >= 1000 && h >= 800, "{w} x {h}");
+        // The same data, the same bytes; SVG by the name, with its text.
+        write_activation_png(&dir.join("b.png"), &t, &act).unwrap();
+        assert_eq!(std::fs::read(dir.join("b.png")).unwrap(), bytes);
+        let svg_path = dir.join("a.svg");
+        write_activation_png(&svg_path, &t, &act).unwrap();
+        let svg = std::fs::read_to_string(&svg_path).unwrap();
+        for text in [
+            "activation time (ms)",
+            "x (mm)",
+            "y (mm)",
+            "not activated",
+            "2D sheet of 4 x 4 nodes: 93.8% activated, the last at 15.00 ms",
+        ] {
+            assert!(svg.contains(text), "no '{text}' in the SVG");
+        }
+        let map = activation_figure(&t, &act).unwrap();
+        assert_eq!(map.colour_range, Some((0.0, 15.0)));
+        assert_eq!(map.extent, (0.0, 3.0 * t.h, 0.0, 3.0 * t.h));
         let vtk = dir.join("s.vtk");
         write_vtk(&vtk, &t, 1.5, &act, &act, &act).unwrap();
         let text = std::fs::read_to_string(&vtk).unwrap();

@@ -178,6 +178,10 @@ pub struct AmgInfoArgs {
     /// Matrix layout of `--bench-cycles`: csr, sell or sell:C:SIGMA, bsr2.
     #[arg(long, default_value = "csr")]
     pub layout: String,
+    /// Write the hierarchy as a figure: rows and non-zeros per level as bars on
+    /// a log axis (SVG when the file name ends in .svg, else PNG).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
 }
 
 /// One timed run of the cycle (`gpuq amg-info --bench-cycles K`).
@@ -319,6 +323,18 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         println!("{}", to_json(&value)?);
     } else {
         print_hierarchy(&info);
+    }
+    if let Some(path) = &args.plot {
+        let name = match (&args.generate, &args.matrix) {
+            (Some(spec), _) => spec.clone(),
+            (None, Some(file)) => file
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            (None, None) => String::new(),
+        };
+        write_hierarchy_plot(path, &info, &name, args.json)?;
+    }
+    if !args.json {
         if let Some(c) = &bench {
             println!(
                 "cycle on {} ({}): {:.4} ms over {} cycles; floor {:.1} MB = {:.4} ms at the copy rate {:.1} GB/s; {:.2}x the floor",
@@ -334,6 +350,42 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `amg-info --plot`: the rows and non-zeros per level of `info` (the
+/// hierarchy of `name`) at `path`, and a line saying where (on stderr with
+/// `--json`).
+fn write_hierarchy_plot(
+    path: &std::path::Path,
+    info: &HierarchyInfo,
+    name: &str,
+    json: bool,
+) -> Result<()> {
+    let of = if name.is_empty() {
+        String::new()
+    } else {
+        format!(" of {name}")
+    };
+    let title = format!(
+        "AMG hierarchy{of} ({}, {} levels): operator complexity {:.3}, grid complexity {:.3}",
+        info.coarsening,
+        info.levels.len(),
+        info.operator_complexity,
+        info.grid_complexity
+    );
+    let levels: Vec<(usize, usize)> = info.levels.iter().map(|l| (l.rows, l.nnz)).collect();
+    gpuq_plot::hierarchy_chart(&title, &levels).save(path)?;
+    let line = format!(
+        "plot {}: rows and non-zeros of {} levels (log scale)",
+        path.display(),
+        levels.len()
+    );
+    if json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+    Ok(())
 }
 
 fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
@@ -491,6 +543,7 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
         },
     };
     print_amg_report(&report, &info, &choices, amg_setup_s, args.json)?;
+    crate::solve::write_plot(args, &report)?;
     Ok(crate::solve::exit_status(&report, stopped.as_deref()))
 }
 

@@ -135,4 +135,10 @@ pub struct SolveArgs {
     /// Write the solution x as a Matrix Market array file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write the residual history as a figure: the recurrence residual per
+    /// iteration, the true residual at the end and the tolerance, on a log
+    /// axis (SVG when the file name ends in .svg, else PNG; not for
+    /// mc-forward and mc-adjoint, which do not iterate).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
 }

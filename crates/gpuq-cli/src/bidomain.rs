@@ -49,7 +49,8 @@ pub struct BidomainArgs {
     /// Relative residual tolerance of each step's solve.
     #[arg(long, default_value_t = 1e-8)]
     pub tol: f64,
-    /// Write the activation map (bottom layer) as a PNG at the end.
+    /// Write the activation map (bottom layer) at the end, with axes in mm and a
+    /// colour bar in ms: SVG when the file name ends in .svg, else PNG.
     #[arg(long)]
     pub png: Option<PathBuf>,
     /// Write VTK legacy snapshots (v_m, phi_e, activation) into this directory.

@@ -260,6 +260,7 @@ fn typed<B: HaloBackend, T: Scalar>(
     }
     if comm.rank() == 0 {
         print(&report, &extra, args.json)?;
+        crate::solve::write_plot(args, &report)?;
     }
     Ok(if report.converged || comm.rank() == 0 {
         crate::solve::exit_status(&report, stopped.as_deref())

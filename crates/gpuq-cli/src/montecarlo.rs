@@ -17,6 +17,12 @@ pub fn is_monte_carlo(method: &str) -> bool {
 
 /// Runs the Monte Carlo solve the arguments ask for.
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
+    if args.plot.is_some() && args.method != "mcsa" {
+        return Err(Error::InvalidArgument(format!(
+            "--plot draws a residual history: {} does not iterate (mcsa does)",
+            args.method
+        )));
+    }
     let opts = options(args)?;
     let source = Source::from_args(args)?;
     if source.is_complex()? {
@@ -101,6 +107,7 @@ fn run_on<B: WalkBackend>(
             mm::save_dense_vector(x, path)?;
         }
         print_report(&report, args.json)?;
+        crate::solve::write_plot(args, &report)?;
         return Ok(crate::solve::exit_status(&report, stopped.as_deref()));
     }
     let result = mc.solve(b, opts)?;

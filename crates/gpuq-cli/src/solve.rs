@@ -185,7 +185,39 @@ fn solve_typed<B: KrylovBackend, T: Scalar>(
         mm::save_dense_vector(x, path)?;
     }
     print_report(&report, args.json)?;
+    write_plot(args, &report)?;
     Ok(exit_status(&report, stopped.as_deref()))
+}
+
+/// `--plot FILE`: writes the residual history of `report` (the recurrence
+/// residual per iteration, the true residual at the end, the tolerance) and
+/// says where on stdout (stderr with `--json`). Nothing without `--plot`.
+pub(crate) fn write_plot(args: &SolveArgs, report: &SolveReport) -> Result<()> {
+    let Some(path) = &args.plot else {
+        return Ok(());
+    };
+    let problem = match (&args.generate, &args.matrix) {
+        (Some(spec), _) => spec.clone(),
+        (None, Some(file)) => file
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        (None, None) => String::new(),
+    };
+    let frame = gpuq_plot::residual_chart(report, &problem).save(path)?;
+    let line = format!(
+        "plot {}: residual history of {} iteration{}; relative residual from {:.3e} to {:.3e} (log scale)",
+        path.display(),
+        report.iterations,
+        if report.iterations == 1 { "" } else { "s" },
+        frame.y.0,
+        frame.y.1
+    );
+    if args.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+    Ok(())
 }
 
 /// `--layout` for `a` on `backend`: as spelled, or for `auto` what

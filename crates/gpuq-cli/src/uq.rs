@@ -202,7 +202,8 @@ pub struct Common {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write a PNG plot (lines and grid, no text: the axis ranges are printed).
+    /// Write a figure with title, axes, tick labels, units and legend: SVG when
+    /// the file name ends in .svg, else PNG (the axis ranges are printed too).
     #[arg(long)]
     pub plot: Option<PathBuf>,
 }
@@ -387,12 +388,13 @@ fn report_plot(path: &Path, what: &str, frame: Frame, json: bool) {
     }
 }
 
-/// `dir/stem_suffix.png` next to `path`.
+/// `dir/stem_suffix.EXT` next to `path`, in its format (`svg` or `png`).
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let stem = path
         .file_stem()
         .map_or("plot".into(), |s| s.to_string_lossy());
-    path.with_file_name(format!("{stem}_{suffix}.png"))
+    let ext = plot::Format::of(path).extension();
+    path.with_file_name(format!("{stem}_{suffix}.{ext}"))
 }
 
 pub(crate) fn backend_name(c: &Chosen) -> &'static str {
@@ -455,15 +457,8 @@ fn run_static(a: &StaticArgs) -> Result<ExitCode> {
     };
     let (exact_mean, exact_std) = problem.tip_moments();
     let tip = problem.dof == problem.beam.tip();
-    if let (Some(path), Some(&lo), Some(&hi)) = (&a.common.plot, r.values.first(), r.values.last())
-    {
-        let bins = 40;
-        let width = (hi - lo).max(f64::MIN_POSITIVE) / bins as f64;
-        let mut counts = vec![0u64; bins];
-        for v in &r.values {
-            counts[(((v - lo) / width) as usize).min(bins - 1)] += 1;
-        }
-        let f = plot::histogram(path, lo, hi, &counts)?;
+    if let Some(path) = &a.common.plot {
+        let f = plot::static_histogram(&r, problem.dof, 40).save(path)?;
         report_plot(
             path,
             "histogram of u[dof] over the samples",
@@ -640,24 +635,15 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
     };
     let last = steps;
     if let Some(path) = &a.common.plot {
-        let band = |k: f64| -> Vec<(f64, f64)> {
-            r.times
-                .iter()
-                .zip(r.mean.iter().zip(&r.variance))
-                .map(|(t, (m, v))| (*t, m + k * v.sqrt()))
-                .collect()
-        };
-        let f = plot::lines(path, &[band(0.0), band(2.0), band(-2.0)])?;
-        report_plot(
-            path,
-            "mean (blue) and mean +/- 2 std (red) of x(t)",
-            f,
-            a.common.json,
-        );
+        let f = plot::sdof_chart(&r).save(path)?;
+        report_plot(path, "mean and mean +/- 2 std of x(t)", f, a.common.json);
         if let Some(h) = &problem.histogram {
-            for (j, counts) in h.steps.iter().zip(&r.histograms) {
+            for (k, j) in h.steps.iter().enumerate() {
+                let Some(chart) = plot::sdof_histogram(h, &r, k, a.dt) else {
+                    continue;
+                };
                 let p = sibling(path, &format!("hist_t{j}"));
-                let f = plot::histogram(&p, h.lo, h.hi, &counts[1..=h.bins])?;
+                let f = chart.save(&p)?;
                 let what = format!("histogram of x at t = {}", *j as f64 * a.dt);
                 report_plot(&p, &what, f, a.common.json);
             }
@@ -857,17 +843,10 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
     let bytes = 16.0 * (n * n * problem.freqs.len()) as f64;
     let tip: Vec<f64> = r.output.iter().map(|o| o[0].re).collect();
     if let Some(path) = &a.common.plot {
-        let log = |v: &[f64]| -> Vec<(f64, f64)> {
-            r.freqs
-                .iter()
-                .zip(v)
-                .map(|(w, p)| (*w, p.log10()))
-                .collect()
-        };
-        let f = plot::lines(path, &[log(&tip), log(&r.sff)])?;
+        let f = plot::psd_chart(&r).save(path)?;
         report_plot(
             path,
-            "log10 of the tip PSD (blue) and of S_ff (red) against w",
+            "the tip PSD and S_ff against w (log scale)",
             f,
             a.common.json,
         );
@@ -938,17 +917,7 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
     let fastest = runs.iter().map(|r| r.time_s).fold(f64::INFINITY, f64::min);
     let r = runs.swap_remove(0);
     if let Some(path) = &a.common.plot {
-        let series: Vec<Vec<(f64, f64)>> = r
-            .histories
-            .chunks(a.steps)
-            .map(|y| {
-                y.iter()
-                    .enumerate()
-                    .map(|(k, v)| (k as f64 * a.load.dt, *v))
-                    .collect()
-            })
-            .collect();
-        let f = plot::lines(path, &series)?;
+        let f = plot::convolution_chart(&r.histories, a.steps, a.load.dt).save(path)?;
         report_plot(path, "tip response of the first samples", f, a.common.json);
     }
     let mean = r.mean[a.steps - 1];

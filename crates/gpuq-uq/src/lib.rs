@@ -102,8 +102,9 @@
 //!   dimensions where the tensor grid is hopeless (N = 30).
 //! * [`design`]: Latin hypercube sampling for (i) and (iv), scrambled Sobol
 //!   points for the static load of (i).
-//! * `plot` (feature `plot`, default): PNG line plots and histograms with
-//!   `plotters` (bitmap backend, no fonts: the images have no text).
+//! * `plot` (feature `plot`, default): the procedures' figures (mean and
+//!   band of x(t), histograms, PSDs, responses) with title, axes, tick
+//!   labels, units and legend, as PNG or SVG, through `gpuq-plot`.
 //!
 //! ## Not done
 //!

@@ -1,141 +1,235 @@
-//! PNG plots with `plotters` (bitmap backend only, no font support, so that it
-//! builds without system libraries): the images carry lines, bars and a grid
-//! but no text; [`Frame`] returns the axis ranges so that callers can print them.
-//! Cost: O(points) drawing plus PNG encoding of the image.
+//! The figures of the UQ procedures, with their text (title, axes with tick
+//! labels and units, legend), built on `gpuq-plot` (re-exported here): each
+//! function returns a [`Chart`] to [`Chart::save`] (PNG, or SVG when the file
+//! name ends in `.svg`) or [`Chart::render`]. The beam and the SDOF
+//! oscillator of seed 001 are non-dimensional, so their displacements and
+//! spectra are in model units; time is in seconds, frequency in rad/s.
+//! Cost: O(points) to build, O(pixels) to render.
 
-use gpuq_core::{Error, Result};
-use plotters::prelude::*;
-use serde::Serialize;
-use std::path::Path;
+pub use gpuq_plot::{palette, viridis, Axis, Chart, Data, Format, Frame, HeatMap, Legend, Series};
 
-/// Image size in pixels.
-const SIZE: (u32, u32) = (960, 600);
+use crate::{HistogramSpec, PsdResult, SdofResult, StaticResult};
 
-/// The data ranges an image spans (its grid has 10 x 5 major divisions).
-#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
-pub struct Frame {
-    /// Left and right ends of the x axis.
-    pub x: (f64, f64),
-    /// Bottom and top of the y axis.
-    pub y: (f64, f64),
-}
-
-fn io(path: &Path) -> impl Fn(String) -> Error + '_ {
-    move |e| Error::Io {
-        path: path.display().to_string(),
-        source: std::io::Error::other(e),
+/// `n` with a comma between groups of three digits.
+fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
     }
+    out
 }
 
-/// Finite range of the values, widened when empty or flat.
-fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
-    let (lo, hi) = values
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(v), b.max(v))
-        });
-    if lo > hi {
-        (0.0, 1.0)
-    } else if lo == hi {
-        (lo - 0.5 * lo.abs().max(1.0), hi + 0.5 * hi.abs().max(1.0))
-    } else {
-        let pad = 0.05 * (hi - lo);
-        (lo - pad, hi + pad)
-    }
-}
-
-/// Lines through each series' (x, y) points, colours in order blue, red, red,
-/// green, black, ...; writes the PNG at `path` and returns the frame.
-pub fn lines(path: &Path, series: &[Vec<(f64, f64)>]) -> Result<Frame> {
-    let colors = [BLUE, RED, RED, GREEN, BLACK, MAGENTA];
-    let frame = Frame {
-        x: range(series.iter().flatten().map(|p| p.0)),
-        y: range(series.iter().flatten().map(|p| p.1)),
-    };
-    let err = io(path);
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let mut chart = ChartBuilder::on(&root)
-        .margin(12)
-        .build_cartesian_2d(frame.x.0..frame.x.1, frame.y.0..frame.y.1)
-        .map_err(|e| err(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .x_labels(10)
-        .y_labels(5)
-        .x_label_formatter(&|_| String::new())
-        .y_label_formatter(&|_| String::new())
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
-    for (k, s) in series.iter().enumerate() {
-        let color = colors[k % colors.len()];
-        chart
-            .draw_series(LineSeries::new(
-                s.iter()
-                    .copied()
-                    .filter(|p| p.0.is_finite() && p.1.is_finite()),
-                &color,
-            ))
-            .map_err(|e| err(e.to_string()))?;
-    }
-    root.present().map_err(|e| err(e.to_string()))?;
-    Ok(frame)
-}
-
-/// A histogram: `counts` of equal bins from `lo` to `hi` (no under/overflow).
-pub fn histogram(path: &Path, lo: f64, hi: f64, counts: &[u64]) -> Result<Frame> {
-    let top = counts.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let frame = Frame {
-        x: (lo, hi),
-        y: (0.0, 1.05 * top),
-    };
-    let err = io(path);
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
-    let mut chart = ChartBuilder::on(&root)
-        .margin(12)
-        .build_cartesian_2d(frame.x.0..frame.x.1, frame.y.0..frame.y.1)
-        .map_err(|e| err(e.to_string()))?;
-    chart
-        .configure_mesh()
-        .x_labels(10)
-        .y_labels(5)
-        .x_label_formatter(&|_| String::new())
-        .y_label_formatter(&|_| String::new())
-        .draw()
-        .map_err(|e| err(e.to_string()))?;
+/// A histogram: `counts` of equal bins from `lo` to `hi`, the x axis over
+/// exactly that range; `note` (e.g. the samples outside the range) goes into
+/// the legend when not empty.
+pub fn histogram(
+    title: &str,
+    x_label: &str,
+    lo: f64,
+    hi: f64,
+    counts: &[u64],
+    note: &str,
+) -> Chart {
     let width = (hi - lo) / counts.len().max(1) as f64;
+    let bars = counts.iter().enumerate().map(|(i, &c)| {
+        let left = lo + i as f64 * width;
+        [left, left + width, c as f64]
+    });
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 0.5, lo + 0.5)
+    };
+    Chart::new(
+        title,
+        Axis::new(x_label).range(lo, hi),
+        Axis::new("samples per bin"),
+    )
+    .with(Series::bars(note, bars))
+}
+
+/// (i) The histogram of the response at DOF `dof` over the samples (`bins`
+/// equal bins over the samples' range).
+pub fn static_histogram(r: &StaticResult, dof: usize, bins: usize) -> Chart {
+    let bins = bins.max(1);
+    let (lo, hi) = match (r.values.first(), r.values.last()) {
+        (Some(&lo), Some(&hi)) => (lo, hi),
+        _ => (0.0, 1.0),
+    };
+    let width = (hi - lo).max(f64::MIN_POSITIVE) / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for v in &r.values {
+        counts[(((v - lo) / width) as usize).min(bins - 1)] += 1;
+    }
+    histogram(
+        &format!(
+            "Static response at DOF {dof}: {} samples, mean {:.4e}, std {:.4e}",
+            count(r.samples as u64),
+            r.mean,
+            r.std
+        ),
+        &format!("displacement u[{dof}] (model units)"),
+        lo,
+        lo + width * bins as f64,
+        &counts,
+        "",
+    )
+    .legend(Legend::Hidden)
+}
+
+/// (iv) The mean of x(t) and the band mean +/- 2 standard deviations.
+pub fn sdof_chart(r: &SdofResult) -> Chart {
+    let band = |k: f64| -> Vec<(f64, f64)> {
+        r.times
+            .iter()
+            .zip(r.mean.iter().zip(&r.variance))
+            .map(|(t, (m, v))| (*t, m + k * v.sqrt()))
+            .collect()
+    };
+    Chart::new(
+        format!(
+            "SDOF oscillator, Monte Carlo over {} samples",
+            count(r.samples)
+        ),
+        Axis::new("time t (s)"),
+        Axis::new("displacement x (model units)"),
+    )
+    .with(Series::line("mean of x(t)", band(0.0)).colour(0))
+    .with(Series::dashed("mean ± 2 standard deviations", band(2.0)).colour(1))
+    .with(Series::dashed("mean ± 2 standard deviations", band(-2.0)).colour(1))
+}
+
+/// (iv) The histogram of x at the `k`-th time of `spec` (`spec.steps[k]`,
+/// time step `dt`), its under- and overflow counted in the legend. `None`
+/// when `k` is past the histograms `r` holds.
+pub fn sdof_histogram(spec: &HistogramSpec, r: &SdofResult, k: usize, dt: f64) -> Option<Chart> {
+    let (step, counts) = (spec.steps.get(k)?, r.histograms.get(k)?);
+    if counts.len() < spec.bins + 2 {
+        return None;
+    }
+    let (below, above) = (counts[0], counts[spec.bins + 1]);
+    Some(histogram(
+        &format!(
+            "SDOF oscillator: x at t = {} s over {} samples",
+            *step as f64 * dt,
+            count(r.samples)
+        ),
+        "displacement x (model units)",
+        spec.lo,
+        spec.hi,
+        &counts[1..=spec.bins],
+        &format!(
+            "samples ({} below, {} above the range)",
+            count(below),
+            count(above)
+        ),
+    ))
+}
+
+/// (ii) The PSD of the first output (the tip displacement of the beam) and
+/// of the load, on a logarithmic axis (values that are not positive left out).
+pub fn psd_chart(r: &PsdResult) -> Chart {
+    let tip = r
+        .freqs
+        .iter()
+        .zip(&r.output)
+        .filter_map(|(w, o)| o.first().map(|s| (*w, s.re)));
+    Chart::new(
+        "Response PSD of the cantilever to an AR(1) tip load",
+        Axis::new("angular frequency ω (rad/s)"),
+        Axis::log("power spectral density (model units)"),
+    )
+    .with(Series::line(
+        "tip displacement S_uu(ω)",
+        tip.collect::<Vec<_>>(),
+    ))
+    .with(Series::line(
+        "load S_ff(ω)",
+        r.freqs.iter().copied().zip(r.sff.iter().copied()),
+    ))
+}
+
+/// (iii) The tip response of the samples `histories` holds (`steps` values
+/// each, time step `dt`).
+pub fn convolution_chart(histories: &[f64], steps: usize, dt: f64) -> Chart {
+    let mut chart = Chart::new(
+        "Tip response to AR(1) load samples (FFT convolution)",
+        Axis::new("time t (s)"),
+        Axis::new("tip displacement (model units)"),
+    );
+    for (s, y) in histories.chunks(steps.max(1)).enumerate() {
+        chart = chart.with(Series::line(
+            format!("sample {}", s + 1),
+            y.iter().enumerate().map(|(k, v)| (k as f64 * dt, *v)),
+        ));
+    }
     chart
-        .draw_series(counts.iter().enumerate().map(|(i, &c)| {
-            let x0 = lo + i as f64 * width;
-            Rectangle::new([(x0, 0.0), (x0 + width, c as f64)], BLUE.mix(0.6).filled())
-        }))
-        .map_err(|e| err(e.to_string()))?;
-    root.present().map_err(|e| err(e.to_string()))?;
-    Ok(frame)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn texts(chart: &Chart) -> String {
+        String::from_utf8(chart.render(Format::Svg).unwrap()).unwrap()
+    }
+
     #[test]
-    fn writes_pngs() {
+    fn figures_carry_their_text_and_write_files() {
+        let r = SdofResult {
+            samples: 12000,
+            times: (0..50).map(|j| 0.1 * j as f64).collect(),
+            mean: (0..50).map(|j| (0.1 * j as f64).sin()).collect(),
+            variance: vec![0.01; 50],
+            trajectories: Vec::new(),
+            histograms: vec![vec![3, 1, 5, 9, 4, 2]],
+            time_s: 0.0,
+        };
+        let svg = texts(&sdof_chart(&r));
+        assert!(svg.contains("12,000 samples") && svg.contains("time t (s)"));
+        assert_eq!(svg.matches("mean ± 2 standard deviations").count(), 1);
+        let spec = HistogramSpec {
+            steps: vec![20],
+            lo: -1.0,
+            hi: 1.0,
+            bins: 4,
+        };
+        let h = sdof_histogram(&spec, &r, 0, 0.1).unwrap();
+        assert_eq!(h.frame().x, (-1.0, 1.0));
+        let svg = texts(&h);
+        assert!(svg.contains("x at t = 2 s") && svg.contains("(3 below, 2 above the range)"));
+        assert!(sdof_histogram(&spec, &r, 1, 0.1).is_none());
+
+        let s = StaticResult {
+            samples: 3,
+            mean: 1.0,
+            std: 0.1,
+            quantiles: Vec::new(),
+            failed: 0,
+            time_s: 0.0,
+            values: vec![0.9, 1.0, 1.1],
+        };
+        let svg = texts(&static_histogram(&s, 126, 10));
+        assert!(svg.contains("displacement u[126] (model units)"));
+
         let dir = std::env::temp_dir().join(format!("gpuq-uq-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let a = dir.join("lines.png");
-        let s: Vec<(f64, f64)> = (0..50)
-            .map(|i| (i as f64, (i as f64 * 0.2).sin()))
-            .collect();
-        let f = lines(&a, &[s.clone(), s]).unwrap();
-        assert!(f.x.0 < 0.0 && f.x.1 > 49.0);
-        let b = dir.join("hist.png");
-        histogram(&b, -1.0, 1.0, &[1, 5, 9, 4]).unwrap();
-        for p in [&a, &b] {
-            let bytes = std::fs::read(p).unwrap();
-            assert_eq!(&bytes[1..4], b"PNG");
-        }
+        let c = convolution_chart(&[0.0, 1.0, 0.5, 0.0, -1.0, 0.2], 3, 0.01);
+        assert_eq!(c.series.len(), 2);
+        let f = c.save(&dir.join("conv.png")).unwrap();
+        assert!(f.x.0 < 0.0 && f.x.1 > 0.02);
+        assert_eq!(&std::fs::read(dir.join("conv.png")).unwrap()[1..4], b"PNG");
+        c.save(&dir.join("conv.svg")).unwrap();
+        assert!(std::fs::read_to_string(dir.join("conv.svg"))
+            .unwrap()
+            .contains("sample 2"));
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(lines(&dir.join("missing/x.png"), &[]).is_err());
+        assert!(c.save(&dir.join("missing/x.png")).is_err());
+        assert_eq!(count(1234567), "1,234,567");
+        assert_eq!(count(12), "12");
     }
 }
