@@ -1,7 +1,7 @@
 //! What a simulation needs besides the backend and the preconditioner.
 
 use gpuq_core::{Error, Result};
-use gpuq_kernels::ionic::AlievPanfilov;
+use gpuq_kernels::ionic::Membrane;
 use gpuq_krylov::KrylovOptions;
 use gpuq_sparse::bidomain::Tissue;
 use gpuq_sparse::Layout;
@@ -41,8 +41,8 @@ pub struct BidomainConfig {
     pub tissue: Tissue,
     /// Time step, ms.
     pub dt: f64,
-    /// The ionic model (its rest potential is the initial v_m).
-    pub ionic: AlievPanfilov,
+    /// The membrane model (every node starts from its rest state).
+    pub ionic: Membrane,
     /// The stimulus.
     pub stimulus: Stimulus,
     /// A node is activated when v_m first reaches this potential, mV.
@@ -61,7 +61,7 @@ impl BidomainConfig {
         BidomainConfig {
             tissue,
             dt: 0.05,
-            ionic: AlievPanfilov::STANDARD,
+            ionic: Membrane::default(),
             stimulus: Stimulus::default(),
             threshold: -40.0,
             solver: KrylovOptions {

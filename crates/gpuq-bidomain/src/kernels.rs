@@ -214,7 +214,7 @@ mod tests {
         let n = 64;
         let x: Vec<f64> = (0..2 * n).map(|i| -90.0 + 1.7 * i as f64).collect();
         let p = BidomainStep {
-            model: AlievPanfilov::STANDARD,
+            model: AlievPanfilov::STANDARD.into(),
             cm: 0.01,
             chi: 140.0,
             dt: 0.05,

@@ -108,13 +108,15 @@
 
 #![warn(missing_docs)]
 
+pub mod calibrate;
 mod config;
 pub mod kernels;
 pub mod output;
 mod simulation;
 
+pub use calibrate::{calibrate, Calibration, CalibrationOptions, CvTarget, Direction};
 pub use config::{BidomainConfig, Stimulus};
-pub use gpuq_kernels::ionic::AlievPanfilov;
+pub use gpuq_kernels::ionic::{AlievPanfilov, IonicModel, Membrane, MitchellSchaeffer};
 pub use gpuq_sparse::bidomain::{Conductivity, Tissue};
 pub use kernels::BidomainKernels;
 pub use simulation::{

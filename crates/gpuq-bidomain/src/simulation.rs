@@ -7,7 +7,7 @@ use crate::config::BidomainConfig;
 use crate::kernels::BidomainKernels;
 use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy, SetupKernels};
 use gpuq_core::{Error, LinearOperator, Result};
-use gpuq_kernels::ionic::BidomainStep;
+use gpuq_kernels::ionic::{BidomainStep, IonicModel};
 use gpuq_krylov::{cg, KrylovBackend};
 use gpuq_sparse::{Csr, Layout, MatrixOperator};
 use serde::Serialize;
@@ -158,8 +158,8 @@ pub struct Simulation<B: BidomainKernels> {
 
 impl<B: BidomainKernels> Simulation<B> {
     /// Assembles the coupled matrix for `config.dt`, uploads it, builds the
-    /// preconditioner with `build_precond` (once) and starts from rest (v_m at
-    /// the ionic model's rest potential, phi_e = 0, w = 0).
+    /// preconditioner with `build_precond` (once) and starts from rest (v_m
+    /// and w at the membrane model's rest state, phi_e = 0).
     ///
     /// Errors on an invalid configuration or tissue, and whatever the upload or
     /// the builder return. O(nnz) plus the builder's cost.
@@ -182,7 +182,7 @@ impl<B: BidomainKernels> Simulation<B> {
         let n = tissue.nodes();
         let stimulated = tissue.corner_nodes(config.stimulus.radius);
         let stim: Vec<f64> = stimulated.iter().map(|&s| f64::from(u8::from(s))).collect();
-        let rest = config.ionic.v_rest;
+        let (rest, w_rest) = config.ionic.rest();
         let scale = 1.0 / (n as f64).sqrt();
         let null: Vec<f64> = (0..2 * n)
             .map(|i| if i % 2 == 0 { scale } else { 0.0 })
@@ -207,7 +207,7 @@ impl<B: BidomainKernels> Simulation<B> {
             rhs: backend.zeros(2 * n)?,
             mass: backend.upload(&system.mass)?,
             stim: backend.upload(&stim)?,
-            w: backend.zeros(n)?,
+            w: backend.upload(&vec![w_rest; n])?,
             v_old: backend.upload(&vec![rest; n])?,
             activation: backend.upload(&vec![f64::NAN; n])?,
             kappa: system.kappa,
@@ -251,6 +251,12 @@ impl<B: BidomainKernels> Simulation<B> {
         })
     }
 
+    /// Copies the activation times (ms, NaN where not yet activated) to the
+    /// host: one download, O(nodes).
+    pub fn activation(&self) -> Result<Vec<f64>> {
+        self.backend.download(&self.activation)
+    }
+
     /// Nodes inside the stimulus region.
     pub fn stimulated(&self) -> &[bool] {
         &self.stimulated
@@ -258,8 +264,8 @@ impl<B: BidomainKernels> Simulation<B> {
 
     /// Advances one step of `dt`, all on the backend:
     ///
-    /// 1. per node ([`BidomainKernels::bidomain_ionic`]): the Aliev-Panfilov
-    ///    current at the old state, the new recovery variable, and the
+    /// 1. per node ([`BidomainKernels::bidomain_ionic`]): the membrane
+    ///    model's current at the old state, its new variable w, and the
     ///    right-hand side `b = [0, m_k (kappa v_k - chi I_ion + I_stim)]`;
     /// 2. PCG from the previous solution with the stored preconditioner, then
     ///    `x -= (z^T x) z` (zero-mean phi_e);

@@ -118,7 +118,7 @@ fn per_node_kernels_match_the_cpu() {
     let mass: Vec<f64> = (0..n).map(|k| 0.01 + (k % 3) as f64 * 0.005).collect();
     let stim: Vec<f64> = (0..n).map(|k| f64::from(u8::from(k < 50))).collect();
     let p = BidomainStep {
-        model: AlievPanfilov::STANDARD,
+        model: AlievPanfilov::STANDARD.into(),
         cm: 0.01,
         chi: 140.0,
         dt: 0.05,

@@ -9,8 +9,9 @@ use gpuq_core::{check_same_len, Result};
 use gpuq_kernels::ionic::BidomainStep;
 
 impl CudaBackend {
-    /// For every node k of `n = w.len()`: the Aliev-Panfilov step at
-    /// `v = x[2k+1]`, `w[k]` updated, `rhs[2k] = 0` and
+    /// For every node k of `n = w.len()`: the membrane model's step
+    /// (`p.model`, any [`gpuq_kernels::ionic::Membrane`]: the kernel takes its
+    /// id and parameters) at `v = x[2k+1]`, `w[k]` updated, `rhs[2k] = 0` and
     /// `rhs[2k+1] = mass[k] (kappa v - chi I_ion + stim[k] current)`
     /// ([`gpuq_kernels::ionic::bidomain_rhs`]). One launch, O(n). Errors on
     /// mismatched lengths.
@@ -31,19 +32,14 @@ impl CudaBackend {
         if n == 0 {
             return Ok(());
         }
-        let m = &p.model;
+        let (model, m) = p.model.params();
         let f = self.function("bidomain_ionic_f64")?;
         let mut b = self.inner.stream.launch_builder(&f);
-        b.arg(&n)
-            .arg(&m.k)
-            .arg(&m.a)
-            .arg(&m.eps0)
-            .arg(&m.mu1)
-            .arg(&m.mu2)
-            .arg(&m.v_rest)
-            .arg(&m.v_amp)
-            .arg(&m.t_scale)
-            .arg(&p.cm)
+        b.arg(&n).arg(&model);
+        for v in &m {
+            b.arg(v);
+        }
+        b.arg(&p.cm)
             .arg(&p.chi)
             .arg(&p.dt)
             .arg(&p.kappa)
@@ -53,7 +49,8 @@ impl CudaBackend {
             .arg(&mass.buf)
             .arg(&stim.buf)
             .arg(&mut rhs.buf);
-        // SAFETY: the arguments match `bidomain_ionic_f64` in kernels-rs; x and
+        // SAFETY: the arguments match `bidomain_ionic_f64` in kernels-rs (n,
+        // the model's u32 id, its eight f64 parameters, ...); x and
         // rhs hold 2 n f64, w, mass and stim n (checked above); w and rhs are
         // distinct buffers from the inputs (Rust's borrows).
         unsafe { b.launch(CudaBackend::cfg(self.grid_blocks(n))) }

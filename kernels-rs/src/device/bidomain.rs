@@ -3,8 +3,10 @@
 //! [`crate::ionic`]: one thread per node, grid-stride.
 //!
 //! `bidomain_ionic_f64`: from the interleaved solution `x = (phi_e, v_m)` of
-//! the last step, the new recovery variable `w` and the right-hand side
-//! `rhs = (0, mass (kappa v - chi I_ion + stim current))` of the next solve.
+//! the last step, the new recovery (or gating) variable `w` and the
+//! right-hand side `rhs = (0, mass (kappa v - chi I_ion + stim current))` of
+//! the next solve, for the membrane model given by its id and parameters
+//! ([`crate::ionic::Membrane::params`]): one kernel runs every model.
 //!
 //! `bidomain_activation_f64`: after a solve, the activation times (first
 //! threshold crossing between `v_old` and the new `v_m`, see
@@ -14,20 +16,23 @@
 //! pointers for `n`; `rhs` and `w` do not alias the inputs.
 
 use super::prelude::{global_id, grid_threads};
-use crate::ionic::{activation_time, bidomain_rhs, AlievPanfilov, BidomainStep};
+use crate::ionic::{activation_time, bidomain_rhs, BidomainStep, Membrane};
 
-/// See the module notes.
+/// See the module notes. The membrane model is `Membrane::from_params(model,
+/// [p0, ..., p7])` (any model of [`crate::ionic::Membrane`]: the match is the
+/// same for every thread); an unknown id writes nothing.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn bidomain_ionic_f64(
     n: usize,
-    k: f64,
-    a: f64,
-    eps0: f64,
-    mu1: f64,
-    mu2: f64,
-    v_rest: f64,
-    v_amp: f64,
-    t_scale: f64,
+    model: u32,
+    p0: f64,
+    p1: f64,
+    p2: f64,
+    p3: f64,
+    p4: f64,
+    p5: f64,
+    p6: f64,
+    p7: f64,
     cm: f64,
     chi: f64,
     dt: f64,
@@ -39,17 +44,11 @@ pub unsafe extern "ptx-kernel" fn bidomain_ionic_f64(
     stim: *const f64,
     rhs: *mut f64,
 ) {
+    let Some(model) = Membrane::from_params(model, [p0, p1, p2, p3, p4, p5, p6, p7]) else {
+        return;
+    };
     let p = BidomainStep {
-        model: AlievPanfilov {
-            k,
-            a,
-            eps0,
-            mu1,
-            mu2,
-            v_rest,
-            v_amp,
-            t_scale,
-        },
+        model,
         cm,
         chi,
         dt,
