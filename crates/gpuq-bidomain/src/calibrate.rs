@@ -96,6 +96,16 @@ impl Default for CvTarget {
     }
 }
 
+impl Direction {
+    /// `along` or `across`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Along => "along",
+            Direction::Across => "across",
+        }
+    }
+}
+
 impl CvTarget {
     /// Errors unless both velocities are positive and finite.
     pub fn validate(&self) -> Result<()> {
@@ -215,12 +225,34 @@ fn conductivity<S: Serializer>(c: &Conductivity, s: S) -> std::result::Result<S:
 }
 
 impl Calibration {
-    /// `tissue` with the calibrated conductivities (everything else kept).
-    pub fn apply(&self, tissue: Tissue) -> Tissue {
-        Tissue {
-            sigma_i: self.sigma_i,
-            sigma_e: self.sigma_e,
-            ..tissue
+    /// How much [`Calibration::apply`] widens the stimulus: the square root
+    /// of the larger conductivity factor, at least 1.
+    pub fn stimulus_scale(&self) -> f64 {
+        self.scale_along.max(self.scale_across).sqrt().max(1.0)
+    }
+
+    /// `config` with the calibrated conductivities and the stimulus radius
+    /// multiplied by [`Calibration::stimulus_scale`] (everything else kept).
+    /// Conductivities `s` times larger stretch every length of the
+    /// solution, the space constant and the smallest region a stimulus must
+    /// cover to start a wave (the liminal size) among them, by `sqrt(s)`: the
+    /// wider stimulus excites the calibrated tissue as the given one excited
+    /// the tissue it was chosen for. (With the Aliev-Panfilov model, 0.6 m/s
+    /// takes about 25 times the literature conductivities, and the default 0.6
+    /// mm corner stimulus alone no longer starts a wave.) O(1).
+    pub fn apply(&self, config: BidomainConfig) -> BidomainConfig {
+        let radius = config.stimulus.radius * self.stimulus_scale();
+        BidomainConfig {
+            tissue: Tissue {
+                sigma_i: self.sigma_i,
+                sigma_e: self.sigma_e,
+                ..config.tissue
+            },
+            stimulus: crate::Stimulus {
+                radius,
+                ..config.stimulus
+            },
+            ..config
         }
     }
 }
@@ -517,6 +549,88 @@ fn check_length(length_mm: f64, max_ms: f64) -> Result<()> {
     Ok(())
 }
 
+/// The plane-wave CVs `[along, across]` of `config`'s tissue as it is (m/s),
+/// each measured by [`cable_cv`] on the cable [`calibrate`] would use for
+/// the default targets ([`CvTarget::default`], `options.cable_ms`), waiting
+/// up to ten times as long as the default target's crossing takes; `None`
+/// where the wave does not cross (slower than a tenth of the default target,
+/// or blocked).
+///
+/// Errors on invalid options or configuration, and with
+/// [`Error::Precondition`] when the stimulus does not excite a cable. Cost:
+/// two cable runs.
+pub fn measure_cv(
+    config: &BidomainConfig,
+    options: &CalibrationOptions,
+) -> Result<[Option<f64>; 2]> {
+    options.validate()?;
+    let goal = CvTarget::default();
+    let mut out = [None; 2];
+    for (k, direction) in [Direction::Along, Direction::Across]
+        .into_iter()
+        .enumerate()
+    {
+        let g = goal.get(direction);
+        let length = cable_length(config, g, options);
+        let max_ms = config.stimulus.duration + 10.0 * (2.0 * length / 3.0) / g + 5.0;
+        out[k] = match cable_cv(config, direction, length, max_ms)? {
+            StripOutcome::Measured(cv) => Some(cv),
+            StripOutcome::TooSlow => None,
+            StripOutcome::NotExcited => return Err(not_excited(config, direction, 1.0)),
+        };
+    }
+    Ok(out)
+}
+
+/// The cable's length for the target `goal` (m/s), mm.
+fn cable_length(config: &BidomainConfig, goal: f64, options: &CalibrationOptions) -> f64 {
+    (goal * options.cable_ms).max(30.0 * config.tissue.h)
+}
+
+/// The error of a stimulus that does not excite the cable in `direction`
+/// with its conductivities scaled by `s`.
+fn not_excited(config: &BidomainConfig, direction: Direction, s: f64) -> Error {
+    Error::Precondition {
+        method: "conduction velocity calibration",
+        reason: format!(
+            "the stimulus ({:?}) does not excite the cable {} the fibres with the \
+             conductivities scaled by {s:.4}: raise its current, radius or duration",
+            config.stimulus,
+            direction.name()
+        ),
+    }
+}
+
+/// The CVs `[along, across]` (m/s) on a run's sheet or slab from its
+/// activation times (`activation`, one per node, NaN where not activated):
+/// along the fibres between the nodes at a third and at two thirds of the
+/// edge y = 0 (z = 0), across them on the edge x = 0, the edges through the
+/// corner stimulus; the same first-crossing times and points as the cable's.
+/// Both `None` unless the fibres run along x (`fibre_angle == 0`); each
+/// `None` until both of its points have activated. Near the stimulus and the
+/// far edge the wave runs faster than a plane wave (by much when the sheet is
+/// only a few wave fronts wide), so these are the run's own velocities, not
+/// the tissue's.
+///
+/// Errors when `activation` does not have one value per node. O(1) after the
+/// check.
+pub fn sheet_cv(tissue: &Tissue, activation: &[f64]) -> Result<[Option<f64>; 2]> {
+    gpuq_core::check_same_len("sheet_cv (activation)", tissue.nodes(), activation.len())?;
+    if tissue.fibre_angle != 0.0 {
+        return Ok([None; 2]);
+    }
+    let [gx, _, _] = tissue.grid();
+    let cv = |cells: usize, node: &dyn Fn(usize) -> usize| {
+        let (i1, i2) = (cells / 3, (2 * cells) / 3);
+        let (t1, t2) = (activation[node(i1)], activation[node(i2)]);
+        (i2 > i1 && t2 > t1).then(|| (i2 - i1) as f64 * tissue.h / (t2 - t1))
+    };
+    Ok([
+        cv(tissue.cells[0], &|i| i),
+        cv(tissue.cells[1], &|j| j * gx),
+    ])
+}
+
 /// The process-wide cache of [`calibrate`]: input bits to result.
 fn cache() -> &'static Mutex<HashMap<Vec<u64>, Calibration>> {
     static CACHE: std::sync::OnceLock<Mutex<HashMap<Vec<u64>, Calibration>>> =
@@ -586,7 +700,7 @@ pub fn calibrate(
         .enumerate()
     {
         let goal = target.get(direction);
-        let length = (goal * options.cable_ms).max(30.0 * config.tissue.h);
+        let length = cable_length(config, goal, options);
         cable_mm[k] = length;
         found[k] = calibrate_direction(config, direction, goal, length, options, &mut trials)?;
     }
@@ -634,10 +748,7 @@ fn calibrate_direction(
     // Time for the wave to pass two thirds of the cable at a quarter of the
     // target, after the stimulus.
     let max_ms = config.stimulus.duration + 4.0 * (2.0 * length / 3.0) / goal + 5.0;
-    let what = match direction {
-        Direction::Along => "along",
-        Direction::Across => "across",
-    };
+    let what = direction.name();
     let mut s = 1.0f64;
     let mut last: Option<(f64, f64)> = None;
     let mut best: Option<(f64, f64)> = None;
@@ -662,17 +773,7 @@ fn calibrate_direction(
             cv_m_s: cv,
         });
         match outcome {
-            StripOutcome::NotExcited => {
-                return Err(Error::Precondition {
-                    method: "conduction velocity calibration",
-                    reason: format!(
-                        "the stimulus ({:?}) does not excite the cable {what} the fibres with \
-                         the conductivities scaled by {s:.4}: raise its current, radius or \
-                         duration",
-                        config.stimulus
-                    ),
-                });
-            }
+            StripOutcome::NotExcited => return Err(not_excited(config, direction, s)),
             // Far too slow: nine times the conductivity, three times the CV.
             StripOutcome::TooSlow => s *= 9.0,
             StripOutcome::Measured(cv) => {

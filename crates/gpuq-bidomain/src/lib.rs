@@ -114,7 +114,9 @@ pub mod kernels;
 pub mod output;
 mod simulation;
 
-pub use calibrate::{calibrate, Calibration, CalibrationOptions, CvTarget, Direction};
+pub use calibrate::{
+    calibrate, measure_cv, sheet_cv, Calibration, CalibrationOptions, CvTarget, Direction,
+};
 pub use config::{BidomainConfig, Stimulus};
 pub use gpuq_kernels::ionic::{AlievPanfilov, IonicModel, Membrane, MitchellSchaeffer};
 pub use gpuq_sparse::bidomain::{Conductivity, Tissue};

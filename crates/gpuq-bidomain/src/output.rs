@@ -21,9 +21,12 @@ fn io_error(path: &Path, source: std::io::Error) -> Error {
 
 /// The activation map of the bottom layer (z = 0) as a figure: x and y in mm
 /// (node k at k h), each node's activation time coloured by [`viridis`] from 0
-/// (dark blue) to the latest activation (yellow), a colour bar in ms, nodes
-/// never activated in light grey with a legend entry, and a title saying the
-/// grid and the latest activation. O(nodes).
+/// (dark blue) to the latest activation (yellow), a colour bar in ms,
+/// isochrones (black lines where the activation time, interpolated between
+/// the nodes, crosses 2, 4, 6, ... ms; every [`isochrone_step`] ms on long
+/// runs) over the map and across the bar with a legend entry, nodes never
+/// activated in light grey with a legend entry, and a title saying the grid
+/// and the latest activation. O(pixels).
 ///
 /// Errors when `activation` does not have one value per node.
 pub fn activation_figure(tissue: &Tissue, activation: &[f64]) -> Result<HeatMap> {
@@ -55,7 +58,21 @@ pub fn activation_figure(tissue: &Tissue, activation: &[f64]) -> Result<HeatMap>
     )?;
     map.colour_range = Some((0.0, if latest > 0.0 { latest } else { 1.0 }));
     map.missing_label = "not activated".into();
-    Ok(map)
+    let step = isochrone_step(latest);
+    map.with_contours_every(step, format!("{step} ms isochrones"))
+}
+
+/// The spacing of the activation map's isochrones for a latest activation at
+/// `latest` ms: 2 ms, or the first of 5, 10, 20, 50, 100, ... ms that draws at
+/// most 30 lines. O(log latest).
+pub fn isochrone_step(latest: f64) -> f64 {
+    let mut step = 2.0;
+    let mut k = 0;
+    while latest / step > 30.0 && step < 1e12 {
+        step = [5.0, 10.0, 20.0][k % 3] * 10f64.powi((k / 3) as i32);
+        k += 1;
+    }
+    step
 }
 
 /// Writes [`activation_figure`] at `path`: SVG when the name ends in `.svg`,
@@ -165,6 +182,12 @@ mod tests {
         }
         let map = activation_figure(&t, &act).unwrap();
         assert_eq!(map.colour_range, Some((0.0, 15.0)));
+        assert_eq!(map.contours, vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]);
+        assert!(svg.contains("2 ms isochrones"));
+        assert_eq!(isochrone_step(60.0), 2.0);
+        assert_eq!(isochrone_step(61.0), 5.0);
+        assert_eq!(isochrone_step(250.0), 10.0);
+        assert_eq!(isochrone_step(3000.0), 100.0);
         assert_eq!(map.extent, (0.0, 3.0 * t.h, 0.0, 3.0 * t.h));
         let vtk = dir.join("s.vtk");
         write_vtk(&vtk, &t, 1.5, &act, &act, &act).unwrap();

@@ -6,8 +6,9 @@ use crate::solve::Chosen;
 use clap::Args;
 use gpuq_amg::{AmgKernels, SetupKernels};
 use gpuq_bidomain::{
-    amg, block_jacobi, output, BidomainConfig, BidomainKernels, RunReport, Simulation, StepReport,
-    Tissue,
+    amg, block_jacobi, calibrate, measure_cv, output, sheet_cv, AlievPanfilov, BidomainConfig,
+    BidomainKernels, Calibration, CalibrationOptions, Conductivity, CvTarget, Membrane,
+    MitchellSchaeffer, RunReport, Simulation, StepReport, Tissue,
 };
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Layout;
@@ -35,6 +36,23 @@ pub struct BidomainArgs {
     /// Fibre direction: angle from the x axis in degrees, in the x-y plane.
     #[arg(long, default_value_t = 0.0)]
     pub fibre_angle: f64,
+    /// Membrane model: aliev-panfilov or mitchell-schaeffer.
+    #[arg(long, default_value = "aliev-panfilov")]
+    pub model: String,
+    /// Target conduction velocities along and across the fibres, m/s: the
+    /// conductivities are calibrated on a 1-D cable for the model, --dt and
+    /// the 0.1 mm spacing before the run; `off` runs the conductivities as
+    /// given (--sigma-i, --sigma-e).
+    #[arg(long, default_value = "0.6,0.2")]
+    pub cv: String,
+    /// Intracellular conductivities along and across the fibres, mS/mm (= S/m):
+    /// the starting point of the calibration (which keeps the intra- to
+    /// extracellular ratio of each direction), or with --cv off the values run.
+    #[arg(long, default_value = "0.17,0.019")]
+    pub sigma_i: String,
+    /// Extracellular conductivities along and across the fibres, mS/mm.
+    #[arg(long, default_value = "0.62,0.24")]
+    pub sigma_e: String,
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present, else cpu).
     #[arg(long, default_value = "cpu")]
     pub backend: String,
@@ -85,10 +103,14 @@ pub fn run(args: &BidomainArgs) -> Result<ExitCode> {
     }
     let tissue = Tissue {
         fibre_angle: args.fibre_angle.to_radians(),
+        sigma_i: parse_conductivity(&args.sigma_i, "--sigma-i")?,
+        sigma_e: parse_conductivity(&args.sigma_e, "--sigma-e")?,
         ..tissue
     };
     let mut config = BidomainConfig::new(tissue);
     config.dt = args.dt;
+    config.ionic = parse_model(&args.model)?;
+    let target = parse_cv(&args.cv)?;
     config.solver.rtol = args.tol;
     config.layout = Layout::parse(&args.layout)?;
     config.validate()?;
@@ -104,16 +126,100 @@ pub fn run(args: &BidomainArgs) -> Result<ExitCode> {
             source,
         })?;
     }
-    match Chosen::parse(&args.backend)? {
-        Chosen::Cpu(b) => simulate(&b, args, config),
-        Chosen::Cuda(b) => simulate(&b, args, config),
+    let backend = Chosen::parse(&args.backend)?;
+    let calibration = match target {
+        Some(target) => {
+            let c = calibrate(&config, target, &CalibrationOptions::default())?;
+            config = c.apply(config);
+            if !args.json {
+                eprintln!(
+                    "gpuq: conductivities calibrated for {} m/s along and {} m/s across the \
+                     fibres ({}, dx = {} mm, dt = {} ms; {} cable runs, {:.3} s): sigma_i = \
+                     {:.4} / {:.4}, sigma_e = {:.4} / {:.4} mS/mm; cable CV {:.4} / {:.4} m/s; \
+                     stimulus radius {:.2} mm",
+                    target.along,
+                    target.across,
+                    c.model,
+                    c.dx_mm,
+                    c.dt_ms,
+                    c.trials.len(),
+                    c.time_s,
+                    c.sigma_i.longitudinal,
+                    c.sigma_i.transverse,
+                    c.sigma_e.longitudinal,
+                    c.sigma_e.transverse,
+                    c.cv_along_m_s,
+                    c.cv_across_m_s,
+                    config.stimulus.radius
+                );
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    match backend {
+        Chosen::Cpu(b) => simulate(&b, args, config, calibration),
+        Chosen::Cuda(b) => simulate(&b, args, config, calibration),
     }
+}
+
+/// The membrane model of `--model`.
+fn parse_model(s: &str) -> Result<Membrane> {
+    match s {
+        "aliev-panfilov" => Ok(AlievPanfilov::STANDARD.into()),
+        "mitchell-schaeffer" => Ok(MitchellSchaeffer::STANDARD.into()),
+        _ => Err(Error::InvalidArgument(format!(
+            "unknown membrane model '{s}' (available: aliev-panfilov, mitchell-schaeffer)"
+        ))),
+    }
+}
+
+/// Two comma-separated numbers.
+fn parse_pair(s: &str, what: &str) -> Result<(f64, f64)> {
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "{what} takes two comma-separated numbers (along,across), not '{s}'"
+        ))
+    };
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    let a: f64 = a.trim().parse().map_err(|_| bad())?;
+    let b: f64 = b.trim().parse().map_err(|_| bad())?;
+    Ok((a, b))
+}
+
+/// `--cv`: `off`, or the targets along and across (positive, finite).
+fn parse_cv(s: &str) -> Result<Option<CvTarget>> {
+    if s == "off" {
+        return Ok(None);
+    }
+    let (along, across) = parse_pair(s, "--cv (or 'off')")?;
+    let target = CvTarget { along, across };
+    target.validate()?;
+    Ok(Some(target))
+}
+
+/// `--sigma-i` / `--sigma-e`: positive, finite conductivities in mS/mm.
+fn parse_conductivity(s: &str, what: &str) -> Result<Conductivity> {
+    let (longitudinal, transverse) = parse_pair(s, what)?;
+    if ![longitudinal, transverse]
+        .iter()
+        .all(|v| v.is_finite() && *v > 0.0)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: conductivities must be positive and finite (mS/mm), not '{s}'"
+        )));
+    }
+    Ok(Conductivity {
+        longitudinal,
+        transverse,
+    })
 }
 
 fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     backend: &B,
     args: &BidomainArgs,
     config: BidomainConfig,
+    calibration: Option<Calibration>,
 ) -> Result<ExitCode> {
     let use_amg = args.precond == "amg";
     let layout = config.layout;
@@ -156,18 +262,48 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     bar.finish_line();
     let report = sim.summarize(reports, start.elapsed().as_secs_f64())?;
     snapshot(&sim, args, sim.steps_done())?;
+    let activation = sim.activation()?;
+    let tissue = &sim.config().tissue;
     if let Some(path) = &args.png {
-        let state = sim.state()?;
-        output::write_activation_png(path, &sim.config().tissue, &state.activation)?;
+        output::write_activation_png(path, tissue, &activation)?;
     }
+    let cable = match &calibration {
+        Some(c) => [Some(c.cv_along_m_s), Some(c.cv_across_m_s)],
+        None => measure_cv(sim.config(), &CalibrationOptions::default())?,
+    };
+    let sheet = sheet_cv(tissue, &activation)?;
+    let cv = Velocities { cable, sheet };
     if args.json {
-        let json = serde_json::to_string_pretty(&report)
+        let mut json = serde_json::to_value(&report)
             .map_err(|e| Error::InvalidArgument(format!("JSON report: {e}")))?;
-        println!("{json}");
+        let fields = serde_json::json!({
+            "model": sim.config().ionic.name(),
+            "sigma_i": [tissue.sigma_i.longitudinal, tissue.sigma_i.transverse],
+            "sigma_e": [tissue.sigma_e.longitudinal, tissue.sigma_e.transverse],
+            "cv_along_m_s": cable[0],
+            "cv_across_m_s": cable[1],
+            "sheet_cv_along_m_s": sheet[0],
+            "sheet_cv_across_m_s": sheet[1],
+            "calibration": calibration,
+        });
+        if let (Some(out), serde_json::Value::Object(add)) = (json.as_object_mut(), fields) {
+            out.extend(add);
+        }
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| Error::InvalidArgument(format!("JSON report: {e}")))?;
+        println!("{text}");
     } else {
-        print_summary(&report, sim.time());
+        print_summary(&report, sim.time(), &cv);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The conduction velocities of a run, m/s: `[along, across]` on the 1-D
+/// cable (the plane-wave CV of the run's conductivities and discretisation)
+/// and on the run's own sheet (`None` where not measured).
+struct Velocities {
+    cable: [Option<f64>; 2],
+    sheet: [Option<f64>; 2],
 }
 
 /// Writes the VTK and Matrix Market snapshots of step `k`, where asked (the
@@ -194,7 +330,7 @@ fn snapshot<B: BidomainKernels>(sim: &Simulation<B>, args: &BidomainArgs, k: usi
     Ok(())
 }
 
-fn print_summary(r: &RunReport, time_ms: f64) {
+fn print_summary(r: &RunReport, time_ms: f64, cv: &Velocities) {
     let steps = r.steps.len().max(1) as f64;
     let max_it = r.steps.iter().map(|s| s.iterations).max().unwrap_or(0);
     let solve: f64 = r.steps.iter().map(|s| s.solve_s).sum();
@@ -218,6 +354,15 @@ fn print_summary(r: &RunReport, time_ms: f64) {
         "activated: {:.1}% of the nodes, the last at {:.3} ms",
         100.0 * r.activated_fraction,
         r.last_activation_ms
+    );
+    let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
+    println!(
+        "conduction velocity along / across the fibres: {} / {} m/s (plane wave, 1-D cable); \
+         {} / {} m/s on this sheet's edges",
+        show(cv.cable[0]),
+        show(cv.cable[1]),
+        show(cv.sheet[0]),
+        show(cv.sheet[1])
     );
 }
 

@@ -18,7 +18,9 @@ use std::path::Path;
 /// [`viridis`] over the colour range, missing values (NaN) in [`MISSING`]
 /// grey) with axes in the grid's units, a title, a colour bar with tick
 /// labels and its label, and a legend entry for missing values when there are
-/// any. The map keeps the grid's aspect ratio.
+/// any. Optionally, contour lines (isolines, e.g. isochrones of an activation
+/// map) at given values, black over the map and across the colour bar, with a
+/// legend entry. The map keeps the grid's aspect ratio.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HeatMap {
     /// The title above the map.
@@ -40,7 +42,17 @@ pub struct HeatMap {
     pub colour_range: Option<(f64, f64)>,
     /// The legend's text for missing values.
     pub missing_label: String,
+    /// Values at which contour lines are drawn (none by default): a pixel is
+    /// on the line of value `c` where the values interpolated bilinearly
+    /// between the nodes at its centre and at its right or lower neighbour's
+    /// lie on either side of `c` (cells with a missing corner have none).
+    pub contours: Vec<f64>,
+    /// The legend's text for the contour lines (shown when there are any).
+    pub contour_label: String,
 }
+
+/// The colour of contour lines.
+const CONTOUR: [u8; 3] = [0, 0, 0];
 
 /// The part of the image right of the map: the colour bar and its labels.
 const BAR_PART: u32 = 240;
@@ -82,7 +94,27 @@ impl HeatMap {
             colour_label: colour_label.into(),
             colour_range: None,
             missing_label: "no value".into(),
+            contours: Vec::new(),
+            contour_label: "contours".into(),
         })
+    }
+
+    /// Sets contour lines every `step` from the colour range's low end
+    /// (`lo + step, lo + 2 step, ...` up to the high end), with the legend
+    /// text `label`. Errors unless `step` is positive and finite, or when it
+    /// would draw more than 1000 lines.
+    pub fn with_contours_every(mut self, step: f64, label: impl Into<String>) -> Result<Self> {
+        let (lo, hi) = self.colours();
+        let lines = ((hi - lo) / step).floor();
+        if !(step.is_finite() && step > 0.0) || !(lines <= 1000.0) {
+            return Err(Error::InvalidArgument(format!(
+                "contours every {step} over [{lo}, {hi}]: the step must be positive and give \
+                 at most 1000 lines"
+            )));
+        }
+        self.contours = (1..=lines as usize).map(|k| lo + k as f64 * step).collect();
+        self.contour_label = label.into();
+        Ok(self)
     }
 
     /// The values at the ends of the colour map: `colour_range`, else the
@@ -158,7 +190,60 @@ impl HeatMap {
                 rgb.extend_from_slice(&self.colour(self.values[iy * nx + ix], range));
             }
         }
+        if !self.contours.is_empty() {
+            self.draw_contours(&mut rgb, w, h);
+        }
         rgb
+    }
+
+    /// The value at the centre of pixel `(col, row)` of a `w` x `h` raster,
+    /// interpolated bilinearly between the four nodes around it (NaN when one
+    /// of them is missing).
+    fn interpolated(&self, col: u32, row: u32, w: u32, h: u32) -> f64 {
+        let (nx, ny) = self.nodes;
+        let at = |k: u32, pixels: u32, nodes: usize| -> (usize, usize, f64) {
+            let s = (k as f64 + 0.5) / pixels as f64 * (nodes - 1) as f64;
+            let i = (s.floor() as usize).min(nodes.saturating_sub(2));
+            let j = (i + 1).min(nodes - 1);
+            (i, j, s - i as f64)
+        };
+        let (x0, x1, fx) = at(col, w, nx);
+        let (y0, y1, fy) = at(h - 1 - row, h, ny);
+        let v = |ix: usize, iy: usize| self.values[iy * nx + ix];
+        let bottom = v(x0, y0) * (1.0 - fx) + v(x1, y0) * fx;
+        let top = v(x0, y1) * (1.0 - fx) + v(x1, y1) * fx;
+        bottom * (1.0 - fy) + top * fy
+    }
+
+    /// Paints the contour lines into the map's pixels: black where the
+    /// contour count (how many of the sorted contour values are at most the
+    /// pixel's interpolated value) changes between a pixel and its right or
+    /// lower neighbour. O(pixels log contours).
+    fn draw_contours(&self, rgb: &mut [u8], w: u32, h: u32) {
+        let mut levels = self.contours.clone();
+        levels.retain(|c| c.is_finite());
+        levels.sort_by(f64::total_cmp);
+        let band = |v: f64| -> Option<usize> {
+            (!v.is_nan()).then(|| levels.partition_point(|&c| c <= v))
+        };
+        let bands: Vec<Option<usize>> = (0..h)
+            .flat_map(|row| (0..w).map(move |col| (col, row)))
+            .map(|(col, row)| band(self.interpolated(col, row, w, h)))
+            .collect();
+        let at = |col: u32, row: u32| (row * w + col) as usize;
+        for row in 0..h {
+            for col in 0..w {
+                let Some(b) = bands[at(col, row)] else {
+                    continue;
+                };
+                let right = col + 1 < w && bands[at(col + 1, row)].is_some_and(|r| r != b);
+                let below = row + 1 < h && bands[at(col, row + 1)].is_some_and(|r| r != b);
+                if right || below {
+                    let k = 3 * at(col, row);
+                    rgb[k..k + 3].copy_from_slice(&CONTOUR);
+                }
+            }
+        }
     }
 }
 
@@ -257,8 +342,23 @@ impl Draw for HeatMap {
             (by.end - by.start).max(1) as u32,
         );
         let mut gradient = Vec::with_capacity(3 * bw as usize * bh as usize);
+        // The rows of the bar where a contour value falls.
+        let contour_rows: Vec<u32> = self
+            .contours
+            .iter()
+            .filter(|&&c| hi > lo && c >= lo && c <= hi)
+            .map(|&c| {
+                ((1.0 - (c - lo) / (hi - lo)) * bh as f64)
+                    .floor()
+                    .min(bh as f64 - 1.0) as u32
+            })
+            .collect();
         for row in 0..bh {
-            let c = viridis(1.0 - (row as f64 + 0.5) / bh as f64);
+            let c = if contour_rows.contains(&row) {
+                CONTOUR
+            } else {
+                viridis(1.0 - (row as f64 + 0.5) / bh as f64)
+            };
             for _ in 0..bw {
                 gradient.extend_from_slice(&c);
             }
@@ -267,8 +367,20 @@ impl Draw for HeatMap {
             [(bx.start - 1, by.start - 1), (bx.end, by.end)],
             BLACK.stroke_width(1),
         ))?;
+        let mut y = my.end + 28;
+        if !self.contours.is_empty() {
+            root.draw(&PathElement::new(
+                [(bx.start, y + 10), (bx.start + 28, y + 10)],
+                rgb(CONTOUR).stroke_width(2),
+            ))?;
+            root.draw(&Text::new(
+                self.contour_label.clone(),
+                (bx.start + 38, y + 10),
+                font(TICK_PX).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+            y += 28;
+        }
         if self.values.iter().any(|v| v.is_nan()) {
-            let y = my.end + 28;
             root.draw(&Rectangle::new(
                 [(bx.start, y), (bx.start + 28, y + 20)],
                 rgb(MISSING).filled(),

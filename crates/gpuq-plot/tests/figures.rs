@@ -284,3 +284,31 @@ fn frames_and_errors() {
     )
     .is_err());
 }
+
+#[test]
+fn contour_lines_are_drawn_deterministically_with_their_legend() {
+    let plain = map("Activation time", true);
+    let m = plain
+        .clone()
+        .with_contours_every(5.0, "5 ms isochrones")
+        .unwrap();
+    assert_eq!(m.contours, vec![5.0, 10.0, 15.0, 20.0, 25.0, 30.0]);
+    let png = m.render(Format::Png).unwrap();
+    assert_eq!(png, m.render(Format::Png).unwrap());
+    let black = |bytes: &[u8]| {
+        let (_, _, px) = decode(bytes);
+        px.chunks(3).filter(|p| *p == [0, 0, 0]).count()
+    };
+    // Six lines across a 720-pixel map: thousands of black pixels more than
+    // the map without them.
+    let (with, without) = (black(&png), black(&plain.render(Format::Png).unwrap()));
+    assert!(with > without + 2000, "{with} vs {without}");
+    let svg = m.render(Format::Svg).unwrap();
+    assert!(svg_texts(&svg).iter().any(|t| t == "5 ms isochrones"));
+    assert!(!svg_texts(&plain.render(Format::Svg).unwrap())
+        .iter()
+        .any(|t| t.contains("isochrones")));
+    assert!(plain.clone().with_contours_every(0.0, "x").is_err());
+    assert!(plain.clone().with_contours_every(f64::NAN, "x").is_err());
+    assert!(plain.with_contours_every(1e-6, "x").is_err());
+}
