@@ -40,18 +40,24 @@
 //! ```
 //!
 //! on a square sheet (P1 triangles) or a slab (trilinear hexahedra) of tissue
-//! with no-flux (pure Neumann) boundaries, anisotropic conductivities
-//! `sigma_i = 0.17 / 0.019`, `sigma_e = 0.62 / 0.24` mS/mm along / across the
-//! fibres (along x by default), `chi = 140 /mm`, `Cm = 0.01 µF/mm²`. The
-//! membrane is the two-variable Aliev-Panfilov model
-//! ([`gpuq_kernels::ionic::AlievPanfilov`], resting at -80 mV, a 100 mV
-//! upstroke, 12.9 ms per model time unit). Units: mm, ms, mV, mS/mm, µA/mm²
-//! of membrane for `I_ion`, µA/mm³ of tissue for `I_stim`.
+//! with no-flux (pure Neumann) boundaries, anisotropic conductivities (the
+//! literature's `sigma_i = 0.17 / 0.019`, `sigma_e = 0.62 / 0.24` mS/mm along
+//! / across the fibres by default, or calibrated to conduction velocities:
+//! [`calibrate`]), fibres along x by default, `chi = 140 /mm`, `Cm = 0.01
+//! µF/mm²`. The membrane model ([`Membrane`], through the trait
+//! [`IonicModel`]) is the two-variable Aliev-Panfilov model
+//! ([`AlievPanfilov`], the default: resting at -80 mV, a 100 mV upstroke,
+//! 12.9 ms per model time unit) or the Mitchell-Schaeffer model
+//! ([`MitchellSchaeffer`]: tau_in = 0.3, tau_out = 6, tau_open = 120,
+//! tau_close = 150 ms, v_gate = 0.13; a fast upstroke, a plateau and
+//! restitution of the action potential's duration; v in [0, 1] shown as -80
+//! to +20 mV). Units: mm, ms, mV, mS/mm, µA/mm² of membrane for `I_ion`,
+//! µA/mm³ of tissue for `I_stim`.
 //!
 //! ## One step (the splitting)
 //!
 //! First-order IMEX (semi-implicit Euler): the ionic current and the recovery
-//! variable explicit at `t_n` (forward Euler, per node), both
+//! (or gating) variable explicit at `t_n` (forward Euler, per node), both
 //! diffusion operators and the elliptic constraint implicit at `t_{n+1}`, the
 //! two PDEs solved together as one symmetric positive semidefinite system
 //! (not the decoupled elliptic-then-parabolic splitting):
@@ -62,7 +68,7 @@
 //! ```
 //!
 //! with `kappa = chi Cm / dt` and `M` the lumped mass; `w^{n+1} = w^n + dt
-//! g(v^n, w^n)`. The matrix does not change from step to step, so it is
+//! g(v^n, w^n)`; every node starts from the model's rest state. The matrix does not change from step to step, so it is
 //! assembled and uploaded once and the preconditioner (AMG or the 2x2-block
 //! Jacobi [`block_jacobi`], supplied by the caller through a
 //! [`PrecondBuilder`]) is built once. Its null space is the constant `phi_e`
@@ -93,15 +99,39 @@
 //! functions of [`gpuq_kernels::ionic`]. [`Simulation::state`] copies the
 //! potentials and activation times to the host when output is wanted.
 //!
+//! ## Conduction velocity
+//!
+//! [`calibrate`] (module [`calibrate`](mod@calibrate)) scales the
+//! conductivities until the plane-wave conduction velocities along and across
+//! the fibres match targets (by default 0.6 and 0.2 m/s, human ventricle)
+//! within 1%, for the membrane model, the time step and the grid spacing of the
+//! run: measured as openCARP's `tuneCV` measures them, from the first
+//! threshold crossings at a third and two thirds of a 1-D cable run on the host
+//! with the run's discretisation and per-node functions; the along- and
+//! across-fibre pairs (sigma_i, sigma_e) are scaled separately, keeping each
+//! pair's ratio (CV ~ sqrt(sigma)). A few milliseconds in release builds,
+//! cached per input for the process. [`Calibration::apply`] sets the
+//! conductivities and widens the stimulus by the square root of the larger
+//! factor (every length of the solution stretches by it, the smallest region
+//! a stimulus must cover among them). [`measure_cv`] measures the cable's
+//! velocities of any conductivities, [`sheet_cv`] those of a run's own sheet
+//! from its activation times (on the edges through the corner stimulus: near
+//! the stimulus and the far edge the wave runs faster or, curved, slower than
+//! a plane wave), and [`calibrate::strip_cv`] those of a thin strip through the
+//! backend's time stepping. With the literature conductivities the
+//! Aliev-Panfilov model conducts at 0.12 / 0.04 m/s and Mitchell-Schaeffer at
+//! 0.33 / 0.12 m/s; 0.6 / 0.2 m/s take about 25 / 21 and 3.3 / 2.9 times them.
+//! The Aliev-Panfilov upstroke is slow, so at 0.6 m/s its wave front is several
+//! mm wide: on a sheet of a few mm the whole sheet is front.
+//!
 //! ## Not done
 //!
-//! * Only the Aliev-Panfilov model; no physiological ionic models, no
-//!   adaptive time stepping, no bath or extracellular stimulus, fibre
-//!   directions constant over the tissue, structured grids only.
-//! * The conduction velocity is not calibrated against measurements: the
-//!   model's slow upstroke (12.9 ms per model time unit) and the literature
-//!   conductivities give roughly 0.1-0.2 m/s along the fibres and a third of
-//!   that across, slower than real tissue (about 0.6 and 0.2 m/s).
+//! * No physiological (many-current) ionic models, no adaptive time stepping,
+//!   no bath or extracellular stimulus, fibre directions constant over the
+//!   tissue, structured grids only.
+//! * The CV calibration holds for plane waves with the fibres along a grid
+//!   axis; with the fibres at an angle to the grid, P1 triangles conduct a
+//!   little differently (the cable does not see the grid's diagonal).
 //!
 //! An example run: `cargo run --release -p gpuq-bidomain --example
 //! activation_map -- 128 600 activation.png`.

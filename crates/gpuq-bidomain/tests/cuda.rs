@@ -182,3 +182,137 @@ fn per_node_kernels_match_the_cpu() {
         .bidomain_activation(2.0, 0.05, -40.0, &xv, &mut vv, &mut av)
         .is_err());
 }
+
+/// The calibrated conductivities conduct at the target speeds through the
+/// CUDA backend's time stepping: thin strips on the device (the cases of
+/// `calibration.rs`'s CPU strip test: Mitchell-Schaeffer at 0.1 and 0.2 mm on
+/// strips of 20 ms times the target, Aliev-Panfilov at 0.2 mm on 60 ms), within
+/// 5% of the targets and 1% of the same strip on the CPU backend.
+#[test]
+fn calibrated_strips_on_cuda_conduct_at_the_target_speeds() {
+    use gpuq_bidomain::calibrate::{strip_cv, Direction, StripOutcome};
+    use gpuq_bidomain::{
+        calibrate, AlievPanfilov, CalibrationOptions, CvTarget, Membrane, MitchellSchaeffer,
+    };
+    let Some(gpu) = gpu("calibrated strips") else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    let ms: Membrane = MitchellSchaeffer::STANDARD.into();
+    let ap: Membrane = AlievPanfilov::STANDARD.into();
+    for (model, h, strip_ms) in [(ms, 0.1, 20.0), (ms, 0.2, 20.0), (ap, 0.2, 60.0)] {
+        let mut tissue = Tissue::square(8).unwrap();
+        tissue.h = h;
+        let mut c = BidomainConfig::new(tissue);
+        c.dt = 0.1;
+        c.ionic = model;
+        let run = calibrate(&c, CvTarget::default(), &CalibrationOptions::default())
+            .unwrap()
+            .apply(c);
+        for (direction, goal) in [(Direction::Along, 0.6), (Direction::Across, 0.2)] {
+            let length = strip_ms * goal;
+            let what = format!("{} {h} mm {direction:?}", model.name());
+            let on = |b: StripOutcome| match b {
+                StripOutcome::Measured(cv) => cv,
+                other => panic!("{what}: {other:?}"),
+            };
+            let g = on(strip_cv(gpu, &run, direction, length, 200.0).unwrap());
+            let k = on(strip_cv(&cpu, &run, direction, length, 200.0).unwrap());
+            println!("{what}: cuda {g:.4}, cpu {k:.4} m/s");
+            assert!((g / goal - 1.0).abs() <= 0.05, "{what}: cuda {g}");
+            assert!((g / k - 1.0).abs() <= 0.01, "{what}: cuda {g} cpu {k}");
+        }
+    }
+}
+
+/// Both membrane models' per-node kernels on the device against the CPU
+/// passes (the kernel takes the model's id and parameters).
+#[test]
+fn mitchell_schaeffer_kernel_matches_the_cpu() {
+    use gpuq_bidomain::{BidomainKernels, MitchellSchaeffer};
+    use gpuq_kernels::ionic::BidomainStep;
+    let Some(gpu) = gpu("mitchell-schaeffer kernel") else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    let n = 1000;
+    let x: Vec<f64> = (0..2 * n)
+        .map(|i| {
+            if i % 2 == 0 {
+                0.0
+            } else {
+                -85.0 + 0.055 * i as f64
+            }
+        })
+        .collect();
+    let w: Vec<f64> = (0..n).map(|k| (k % 11) as f64 * 0.1).collect();
+    let mass = vec![0.01; n];
+    let stim: Vec<f64> = (0..n).map(|k| f64::from(u8::from(k < 50))).collect();
+    let p = BidomainStep {
+        model: MitchellSchaeffer::STANDARD.into(),
+        cm: 0.01,
+        chi: 140.0,
+        dt: 0.05,
+        kappa: 28.0,
+        current: 200.0,
+    };
+    let mut out = Vec::new();
+    for on_gpu in [false, true] {
+        let (wv, rv) = if on_gpu {
+            let xv = gpu.upload(&x).unwrap();
+            let (mut wv, mut rv) = (gpu.upload(&w).unwrap(), gpu.zeros(2 * n).unwrap());
+            let (mv, sv) = (gpu.upload(&mass).unwrap(), gpu.upload(&stim).unwrap());
+            gpu.bidomain_ionic(&p, &xv, &mut wv, &mv, &sv, &mut rv)
+                .unwrap();
+            (gpu.download(&wv).unwrap(), gpu.download(&rv).unwrap())
+        } else {
+            let xv = cpu.upload(&x).unwrap();
+            let (mut wv, mut rv) = (cpu.upload(&w).unwrap(), cpu.zeros(2 * n).unwrap());
+            let (mv, sv) = (cpu.upload(&mass).unwrap(), cpu.upload(&stim).unwrap());
+            cpu.bidomain_ionic(&p, &xv, &mut wv, &mv, &sv, &mut rv)
+                .unwrap();
+            (cpu.download(&wv).unwrap(), cpu.download(&rv).unwrap())
+        };
+        out.push((wv, rv));
+    }
+    for (a, b) in out[0]
+        .0
+        .iter()
+        .zip(&out[1].0)
+        .chain(out[0].1.iter().zip(&out[1].1))
+    {
+        assert!((a - b).abs() <= 1e-12 * (1.0 + a.abs()), "cpu {a} cuda {b}");
+    }
+    // The gate moved both ways: closing above v_gate, opening below.
+    assert!(out[0].0.iter().zip(&w).any(|(new, old)| new < old));
+    assert!(out[0].0.iter().zip(&w).any(|(new, old)| new > old));
+}
+
+/// A Mitchell-Schaeffer sheet on the device against the CPU backend.
+#[test]
+fn mitchell_schaeffer_sheet_on_cuda_matches_cpu() {
+    use gpuq_bidomain::MitchellSchaeffer;
+    let Some(gpu) = gpu("mitchell-schaeffer sheet") else {
+        return;
+    };
+    let cpu = CpuBackend::new();
+    let mut config = BidomainConfig::new(Tissue::square(16).unwrap());
+    config.dt = 0.1;
+    config.solver.rtol = 1e-10;
+    config.ionic = MitchellSchaeffer::STANDARD.into();
+    let mut a = Simulation::new(&cpu, config.clone(), &mut |b, m| block_jacobi(b, m)).unwrap();
+    let mut b = Simulation::new(gpu, config, &mut |b, m| block_jacobi(b, m)).unwrap();
+    a.run(60, &mut |_| {}).unwrap();
+    b.run(60, &mut |_| {}).unwrap();
+    let (sa, sb) = (a.state().unwrap(), b.state().unwrap());
+    for (x, y) in sa.vm.iter().zip(&sb.vm) {
+        assert!((x - y).abs() < 1e-4, "v_m: cpu {x} cuda {y}");
+    }
+    for (x, y) in sa.activation.iter().zip(&sb.activation) {
+        assert!(
+            x.is_nan() && y.is_nan() || (x - y).abs() < 1e-4,
+            "activation: cpu {x} cuda {y}"
+        );
+    }
+    assert!(sa.activation.iter().filter(|t| !t.is_nan()).count() > 20);
+}

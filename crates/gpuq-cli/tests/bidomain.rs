@@ -51,6 +51,25 @@ fn bidomain_runs_and_writes_its_outputs() {
     assert_eq!(v["setup"]["preconditioner"], "amg");
     assert!(v["activated_fraction"].as_f64().unwrap() > 0.0);
     assert!(v["steps"][19]["iterations"].as_u64().unwrap() > 0);
+    // Calibrated by default to 0.6 / 0.2 m/s: the cable's velocities and the
+    // calibration in the report.
+    assert_eq!(v["model"], "aliev-panfilov");
+    let cv = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        (cv("cv_along_m_s") / 0.6 - 1.0).abs() <= 0.05,
+        "{}",
+        v["cv_along_m_s"]
+    );
+    assert!(
+        (cv("cv_across_m_s") / 0.2 - 1.0).abs() <= 0.05,
+        "{}",
+        v["cv_across_m_s"]
+    );
+    assert!(v.get("sheet_cv_along_m_s").is_some() && v.get("sheet_cv_across_m_s").is_some());
+    let cal = &v["calibration"];
+    assert_eq!(cal["target"]["along"], 0.6);
+    assert_eq!(cal["sigma_i"][0], v["sigma_i"][0]);
+    assert!(cal["trials"].as_array().unwrap().len() >= 2);
     assert_eq!(&std::fs::read(&png).unwrap()[1..4], b"PNG");
     for k in ["000010", "000020"] {
         assert!(vtk.join(format!("bidomain_{k}.vtk")).exists());
@@ -80,6 +99,60 @@ fn bidomain_runs_and_writes_its_outputs() {
 }
 
 #[test]
+fn bidomain_models_targets_and_raw_conductivities() {
+    // Mitchell-Schaeffer calibrated to other targets.
+    let o = gpuq(&[
+        "bidomain",
+        "--grid",
+        "10",
+        "--steps",
+        "10",
+        "--dt",
+        "0.1",
+        "--model",
+        "mitchell-schaeffer",
+        "--cv",
+        "0.5,0.25",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["model"], "mitchell-schaeffer");
+    let along = v["cv_along_m_s"].as_f64().unwrap();
+    let across = v["cv_across_m_s"].as_f64().unwrap();
+    assert!((along / 0.5 - 1.0).abs() <= 0.05 && (across / 0.25 - 1.0).abs() <= 0.05);
+    // --cv off: the conductivities as given, no calibration; the cable's
+    // velocities still measured (Mitchell-Schaeffer at the literature values:
+    // about 0.33 / 0.12 m/s).
+    let o = gpuq(&[
+        "bidomain",
+        "--grid",
+        "10",
+        "--steps",
+        "5",
+        "--model",
+        "mitchell-schaeffer",
+        "--cv",
+        "off",
+        "--sigma-i",
+        "0.17,0.019",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["calibration"].is_null());
+    assert_eq!(v["sigma_i"][0], 0.17);
+    let along = v["cv_along_m_s"].as_f64().unwrap();
+    assert!(along > 0.25 && along < 0.4, "{along}");
+    // The text summary names the velocities.
+    let o = gpuq(&["bidomain", "--grid", "6", "--steps", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("conduction velocity"), "{text}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("calibrated"));
+}
+
+#[test]
 fn bidomain_rejects_bad_arguments_in_one_line() {
     for args in [
         &["bidomain", "--grid", "0"][..],
@@ -88,6 +161,15 @@ fn bidomain_rejects_bad_arguments_in_one_line() {
         &["bidomain", "--grid", "8", "--precond", "ilu"],
         &["bidomain", "--grid", "8", "--backend", "tpu"],
         &["bidomain", "--grid", "8", "--layout", "coo"],
+        &["bidomain", "--grid", "8", "--cv", "0,0.2"],
+        &["bidomain", "--grid", "8", "--cv", "-0.6,0.2"],
+        &["bidomain", "--grid", "8", "--cv", "nan,0.2"],
+        &["bidomain", "--grid", "8", "--cv", "0.6,inf"],
+        &["bidomain", "--grid", "8", "--cv", "0.6"],
+        &["bidomain", "--grid", "8", "--cv", "fast,slow"],
+        &["bidomain", "--grid", "8", "--model", "fitzhugh-nagumo"],
+        &["bidomain", "--grid", "8", "--sigma-i", "0,0.019"],
+        &["bidomain", "--grid", "8", "--sigma-e", "0.62"],
     ] {
         let o = gpuq(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
