@@ -43,7 +43,7 @@
 //! with no-flux (pure Neumann) boundaries, anisotropic conductivities (the
 //! literature's `sigma_i = 0.17 / 0.019`, `sigma_e = 0.62 / 0.24` mS/mm along
 //! / across the fibres by default, or calibrated to conduction velocities:
-//! [`calibrate`]), fibres along x by default, `chi = 140 /mm`, `Cm = 0.01
+//! [`calibrate()`]), fibres along x by default, `chi = 140 /mm`, `Cm = 0.01
 //! µF/mm²`. The membrane model ([`Membrane`], through the trait
 //! [`IonicModel`]) is the two-variable Aliev-Panfilov model
 //! ([`AlievPanfilov`], the default: resting at -80 mV, a 100 mV upstroke,
@@ -101,7 +101,7 @@
 //!
 //! ## Conduction velocity
 //!
-//! [`calibrate`] (module [`calibrate`](mod@calibrate)) scales the
+//! [`calibrate()`] (module [`mod@calibrate`]) scales the
 //! conductivities until the plane-wave conduction velocities along and across
 //! the fibres match targets (by default 0.6 and 0.2 m/s, human ventricle)
 //! within 1%, for the membrane model, the time step and the grid spacing of the

@@ -106,7 +106,8 @@ impl HeatMap {
     pub fn with_contours_every(mut self, step: f64, label: impl Into<String>) -> Result<Self> {
         let (lo, hi) = self.colours();
         let lines = ((hi - lo) / step).floor();
-        if !(step.is_finite() && step > 0.0) || !(lines <= 1000.0) {
+        let valid = step.is_finite() && step > 0.0 && lines.is_finite() && lines <= 1000.0;
+        if !valid {
             return Err(Error::InvalidArgument(format!(
                 "contours every {step} over [{lo}, {hi}]: the step must be positive and give \
                  at most 1000 lines"
