@@ -43,7 +43,9 @@
 //! and then `p` the slope of `ln cv` over `ln s` between the last two runs
 //! (a secant, which absorbs the grid's and the time step's departures from
 //! the law), until the measured CV is within the tolerance (1% by default) of
-//! the target: usually 2 to 4 cable runs per direction.
+//! the target: usually 2 to 4 cable runs per direction. A run with the
+//! conductivities scaled by `s > 1` widens the stimulus by `sqrt(s)`, as
+//! [`Calibration::apply`] does for the run.
 //!
 //! Cost: a cable run is O(nodes) per step, 600 nodes along at 0.6 m/s and
 //! h = 0.1 mm, for the 70 ms or so the wave takes to pass two thirds of it:
@@ -754,11 +756,17 @@ fn calibrate_direction(
     let mut best: Option<(f64, f64)> = None;
     for _ in 0..options.max_runs {
         let (sigma_i, sigma_e) = scaled(&config.tissue, direction, s);
+        // The stimulus widened as `Calibration::apply` widens it, so that the
+        // cable stays excitable as the conductivities grow.
         let trial = BidomainConfig {
             tissue: Tissue {
                 sigma_i,
                 sigma_e,
                 ..config.tissue
+            },
+            stimulus: crate::Stimulus {
+                radius: config.stimulus.radius * s.sqrt().max(1.0),
+                ..config.stimulus
             },
             ..config.clone()
         };
