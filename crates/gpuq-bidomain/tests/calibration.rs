@@ -160,6 +160,10 @@ fn bad_targets_and_unreachable_velocities_are_errors() {
             ..options
         },
         CalibrationOptions {
+            accept: 0.005,
+            ..options
+        },
+        CalibrationOptions {
             cable_ms: f64::NAN,
             ..options
         },
