@@ -8,7 +8,9 @@
 //! * [`Chart`]: lines, dashed lines, markers, horizontal reference lines and
 //!   bars ([`Series`]) on linear or logarithmic axes ([`Axis`]);
 //! * [`HeatMap`]: values on a regular grid of nodes coloured by
-//!   [`viridis`], with a colour bar and a legend entry for missing values (NaN).
+//!   [`viridis`], with a colour bar, a legend entry for missing values (NaN)
+//!   and optional contour lines ([`HeatMap::with_contours_every`]: the
+//!   isochrones of an activation map).
 //!
 //! Built on them, the figures of the solvers' reports: [`residual_chart`] (a
 //! solve's residual history) and [`hierarchy_chart`] (an AMG hierarchy's
