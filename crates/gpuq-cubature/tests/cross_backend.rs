@@ -6,7 +6,7 @@
 
 use gpuq_cpu::CpuBackend;
 use gpuq_cubature::reference::{self, unit_cube};
-use gpuq_cubature::rules::{build, build_lanes, RuleKind};
+use gpuq_cubature::rules::{build_lanes, RuleKind};
 use gpuq_cubature::{
     builtin, gauss_hermite, integrate, Boxes, CubatureKernels, Func, Method, Options,
 };
@@ -82,14 +82,19 @@ fn second_phase_runs_match_bit_for_bit() {
     let cpu = CpuBackend::new();
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     for n in [2, 3, 5] {
-        let rule = build(RuleKind::Cuhre, n).unwrap();
+        let lanes = build_lanes(RuleKind::Cuhre, n).unwrap();
         let boxes = random_boxes(n, 200, &mut rng);
-        let f = builtin(k::GENZ_GAUSSIAN, n, &[8.0], &[0.5]).unwrap();
+        let f = Func::Builtin(builtin(k::GENZ_GAUSSIAN, n, &[8.0], &[0.5]).unwrap());
+        // Each box from its rule result, tolerances of three sizes.
+        let roots = cpu.cub_evaluate(&lanes, f, &boxes).unwrap();
+        let tols: Vec<f64> = (0..boxes.len())
+            .map(|b| [1e-9, 1e-7, 1e-5][b % 3])
+            .collect();
         let a = cpu
-            .cub_local(&rule, Func::Builtin(f), &boxes, 1e-9, 40_000)
+            .cub_local(&lanes.rule, f, &boxes, &roots, &tols, 40_000)
             .unwrap();
         let b = g
-            .cub_local(&rule, Func::Builtin(f), &boxes, 1e-9, 40_000)
+            .cub_local(&lanes.rule, f, &boxes, &roots, &tols, 40_000)
             .unwrap();
         assert_eq!(a, b, "n={n}");
     }
