@@ -113,8 +113,9 @@ pub struct Options {
     pub max_time: Option<f64>,
     /// Which rule.
     pub rule: crate::rules::RuleKind,
-    /// Most live boxes a round may hold (the first phase's L_max; the
-    /// breadth-first memory bound).
+    /// Most live boxes a round may hold (the first phase's L_max and the
+    /// second phase's boxes; the breadth-first memory bound). Default 2^18,
+    /// as `gpuq integrate`'s (about 16 n + 24 bytes each on the host).
     pub max_boxes: usize,
     /// Boxes of the initial l^n partition (l the largest with l^n at most this).
     pub initial_boxes: usize,
@@ -133,7 +134,7 @@ impl Default for Options {
             max_evals: Options::BACKEND_CAP,
             max_time: None,
             rule: crate::rules::RuleKind::Cuhre,
-            max_boxes: 1 << 16,
+            max_boxes: 1 << 18,
             initial_boxes: 1 << 10,
             split_aim: 0.5,
         }

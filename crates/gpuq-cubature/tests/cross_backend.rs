@@ -203,3 +203,46 @@ fn seed_table3_cases_on_the_device() {
         }
     }
 }
+
+/// Seed 004's Table III cases on the device with the defaults: nothing but the
+/// tolerance set (`Method::Auto`, the backend's evaluation cap, the library's
+/// boxes); each converges and meets its reference (run in release:
+/// `cargo test --release -p gpuq-cubature --test cross_backend -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn seed_table3_cases_with_the_defaults_on_the_device() {
+    let Some(g) = gpu("seed_table3_cases_with_the_defaults_on_the_device") else {
+        return;
+    };
+    for (kind, n, tol, want) in [
+        (k::F1, 7, 1e-5, reference::F1_N7),
+        (k::F2, 5, 1e-2, reference::F2_N5),
+        (k::F3, 5, 1e-2, f64::NAN),
+        (k::F4, 6, 1e-5, reference::F4_N6),
+        (k::F5, 8, 1e-6, 4.0),
+        (k::F5, 8, 1e-7, 4.0),
+    ] {
+        let f = Func::Builtin(builtin(kind, n, &[], &[]).unwrap());
+        let (lo, hi) = (vec![0.0; n], vec![1.0; n]);
+        let o = Options {
+            rel_tol: tol,
+            ..Default::default()
+        };
+        let r = integrate(g, Method::Auto, f, &lo, &hi, &o).unwrap();
+        println!(
+            "f{} n={n} tol={tol:e} auto ({}): {:.15} err {:.2e} true {:.2e} evals {} {:?} {:.3} s",
+            kind + 1,
+            r.method,
+            r.estimate,
+            r.error,
+            (r.estimate - want).abs(),
+            r.evaluations,
+            r.status,
+            r.timings.total_s
+        );
+        assert!(r.converged(), "f{} n={n}: {r:?}", kind + 1);
+        if want.is_finite() {
+            assert!((r.estimate - want).abs() <= tol * want.abs(), "{r:?}");
+        }
+    }
+}
