@@ -191,20 +191,39 @@ impl Options {
     /// caps positive (or the evaluation cap [`Options::BACKEND_CAP`]) and a
     /// time limit positive.
     pub fn check(&self) -> gpuq_core::Result<()> {
-        let ok = self.rel_tol >= 0.0
-            && self.abs_tol >= 0.0
-            && (self.rel_tol > 0.0 || self.abs_tol > 0.0)
-            && self.max_time.is_none_or(|t| t > 0.0)
-            && self.max_boxes >= 2
-            && self.initial_boxes >= 1
-            && (0.0..1.0).contains(&self.split_aim);
-        if ok {
-            Ok(())
-        } else {
+        let bad = |what: String| {
             Err(gpuq_core::Error::InvalidArgument(format!(
-                "cubature options: tolerances must be >= 0 and not both 0, caps and a time limit positive, split_aim in [0, 1) ({self:?})"
+                "cubature: {what}"
             )))
+        };
+        if !(self.rel_tol >= 0.0 && self.abs_tol >= 0.0) {
+            return bad(format!(
+                "tolerances must be >= 0 (relative {}, absolute {})",
+                self.rel_tol, self.abs_tol
+            ));
         }
+        if self.rel_tol == 0.0 && self.abs_tol == 0.0 {
+            return bad("the relative and absolute tolerances are both 0".into());
+        }
+        if let Some(t) = self.max_time.filter(|t| !(*t > 0.0)) {
+            return bad(format!("the time limit must be positive (got {t} s)"));
+        }
+        if self.max_boxes < 2 {
+            return bad(format!(
+                "max_boxes must be at least 2 (got {})",
+                self.max_boxes
+            ));
+        }
+        if self.initial_boxes < 1 {
+            return bad("initial_boxes must be at least 1 (got 0)".into());
+        }
+        if !(0.0..1.0).contains(&self.split_aim) {
+            return bad(format!(
+                "split_aim must be in [0, 1) (got {})",
+                self.split_aim
+            ));
+        }
+        Ok(())
     }
 }
 

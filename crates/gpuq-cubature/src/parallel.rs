@@ -7,7 +7,7 @@
 //! their volume's share of the error budget left, the target less the errors
 //! retired for good; none in the first round, whose estimates have not been
 //! checked against children yet) into running sums, and halves each bad one
-//! along its axis (the split factor d = 2: see [`SPLIT_FACTOR`]), compacting
+//! along its axis (the split factor d = 2: `SPLIT_FACTOR`), compacting
 //! the bad ones by an exclusive prefix scan of their flags; it ends when the
 //! target is met, or when splitting would pass `max_boxes` (L_max). A PASS OF
 //! THE SECOND PHASE then runs sequential CUHRE with a bounded heap on every
