@@ -196,7 +196,11 @@ impl Options {
                 "cubature: {what}"
             )))
         };
-        if !(self.rel_tol >= 0.0 && self.abs_tol >= 0.0) {
+        if self.rel_tol.is_nan()
+            || self.abs_tol.is_nan()
+            || self.rel_tol < 0.0
+            || self.abs_tol < 0.0
+        {
             return bad(format!(
                 "tolerances must be >= 0 (relative {}, absolute {})",
                 self.rel_tol, self.abs_tol
@@ -205,7 +209,7 @@ impl Options {
         if self.rel_tol == 0.0 && self.abs_tol == 0.0 {
             return bad("the relative and absolute tolerances are both 0".into());
         }
-        if let Some(t) = self.max_time.filter(|t| !(*t > 0.0)) {
+        if let Some(t) = self.max_time.filter(|t| t.is_nan() || *t <= 0.0) {
             return bad(format!("the time limit must be positive (got {t} s)"));
         }
         if self.max_boxes < 2 {
