@@ -5,9 +5,9 @@ use crate::aggregate::seed_selection;
 use crate::blockdiag::BlockDiagonal;
 use crate::coarse::dense_inverse;
 use crate::coloring::{color_sweeps, greedy, ColorSweep};
-use crate::galerkin::fix_empty_rows;
 use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
 use crate::prolong::{seed_prolongator, tentative};
+use crate::resident::LevelMatrix;
 use crate::setup::SetupKernels;
 use crate::strength::{norm_matrix, strong_graph};
 use gpuq_core::{Error, Result, Scalar};
@@ -34,18 +34,19 @@ pub struct SmootherData {
     pub colors: Vec<ColorSweep>,
 }
 
-/// One level of the hierarchy.
+/// One level of the hierarchy. A device setup leaves the matrices on the
+/// device; [`LevelMatrix::host`] copies one to the host when asked.
 #[derive(Clone, Debug)]
 pub struct Level {
     /// The level's matrix (the input matrix on level 0).
-    pub a: Csr<f64>,
+    pub a: LevelMatrix,
     /// Unknowns per node on this level.
     pub block: usize,
     /// The prolongator to this level from the next coarser one (`None` on the
     /// coarsest level).
-    pub p: Option<Csr<f64>>,
+    pub p: Option<LevelMatrix>,
     /// The restriction R = P^T (`None` on the coarsest level).
-    pub r: Option<Csr<f64>>,
+    pub r: Option<LevelMatrix>,
     /// The smoother's data (`None` on the coarsest level).
     pub smoother: Option<SmootherData>,
     /// Aggregate of each node (smoothed aggregation), or for the seed's method the
@@ -230,13 +231,13 @@ impl Hierarchy {
         let symmetric = is_symmetric(a);
         let mut t = SetupTimings::default();
         let mut levels = Vec::new();
-        let mut cur = a.clone();
+        let mut cur = LevelMatrix::from_host(a.clone());
         let mut bs = options.block;
         let coarse = loop {
             let rows = cur.nrows();
             let last = rows <= options.coarse_size || levels.len() + 1 >= options.max_levels;
             if last {
-                break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
+                break time(&mut t.coarse_s, || coarse_matrix(cur.host()?, bs, options))?;
             }
             let kind = options.smoother_of(levels.len());
             let level = time(&mut t.upload_s, || setup.level(&cur))?;
@@ -273,7 +274,7 @@ impl Hierarchy {
                 next_nns,
             }) = attempt
             else {
-                break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
+                break time(&mut t.coarse_s, || coarse_matrix(cur.host()?, bs, options))?;
             };
             let next = std::mem::replace(&mut cur, ac);
             levels.push(Level {
@@ -390,9 +391,9 @@ impl Hierarchy {
 
 /// One coarsening step's products.
 struct Coarsened {
-    p: Csr<f64>,
-    r: Csr<f64>,
-    ac: Csr<f64>,
+    p: LevelMatrix,
+    r: LevelMatrix,
+    ac: LevelMatrix,
     aggregate_of: Vec<u32>,
     next_bs: usize,
     next_nns: Vec<Vec<f64>>,
@@ -404,7 +405,7 @@ struct Coarsened {
 #[allow(clippy::too_many_arguments)]
 fn coarsen<K: SetupKernels>(
     setup: &K,
-    (cur, level): (&Csr<f64>, &K::Level),
+    (cur, level): (&LevelMatrix, &K::Level),
     bs: usize,
     nns: &[Vec<f64>],
     eps: f64,
@@ -415,10 +416,10 @@ fn coarsen<K: SetupKernels>(
     let (p, aggregate_of, next_bs, next_nns) = match options.coarsening {
         Coarsening::Seed => {
             let s = time(&mut t.strength_s, || {
-                strong_graph(&norm_matrix(cur, bs)?, eps)
+                strong_graph(&norm_matrix(cur.host()?, bs)?, eps)
             })?;
             let sel = time(&mut t.aggregation_s, || seed_selection(&s));
-            let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?;
+            let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?.into();
             let first = sel.parents.iter().map(|p| p[0]).collect();
             (p, first, bs, Vec::new())
         }
@@ -436,7 +437,7 @@ fn coarsen<K: SetupKernels>(
     };
     let (r, ac) = time(&mut t.galerkin_s, || -> Result<_> {
         let (r, ac) = setup.galerkin(cur, level, &p)?;
-        Ok((r, fix_empty_rows(ac)?.0))
+        Ok((r, setup.fix_empty_rows(ac)?))
     })?;
     Ok(Coarsened {
         p,
@@ -478,12 +479,12 @@ fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
 /// `setup`'s Lanczos, omega) and the inverse of D, the plain block diagonal.
 fn smoother_data<K: SetupKernels>(
     setup: &K,
-    (a, level): (&Csr<f64>, &K::Level),
+    (a, level): (&LevelMatrix, &K::Level),
     bs: usize,
     kind: Smoother,
     o: &AmgOptions,
 ) -> Result<(SmootherData, BlockDiagonal)> {
-    let d = BlockDiagonal::of(a, bs, false);
+    let d = setup.block_diagonal(a, level, bs, false)?;
     let dinv = d.inverse()?;
     let rho = setup.rho_dinv_a(a, level, &d, &dinv, o.lanczos_steps)?;
     if !(rho > 0.0 && rho.is_finite()) {
@@ -492,8 +493,13 @@ fn smoother_data<K: SetupKernels>(
         )));
     }
     let (smoother_dinv, omega, colors) = match kind {
-        Smoother::L1Jacobi => (BlockDiagonal::of(a, bs, true).inverse()?, 1.0, Vec::new()),
+        Smoother::L1Jacobi => (
+            setup.block_diagonal(a, level, bs, true)?.inverse()?,
+            1.0,
+            Vec::new(),
+        ),
         Smoother::GaussSeidel => {
+            let a = a.host()?;
             let colors = color_sweeps(a, bs, &dinv, &greedy(a, bs))?;
             (dinv.clone(), 1.0, colors)
         }

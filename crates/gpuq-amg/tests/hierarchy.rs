@@ -70,8 +70,8 @@ fn check_invariants(a: &Csr<f64>, o: &AmgOptions) -> Hierarchy {
     assert!(levels.len() >= 2, "{} levels", levels.len());
     for w in levels.windows(2) {
         let (fine, coarse) = (&w[0], &w[1]);
-        let p = fine.p.as_ref().unwrap();
-        let r = fine.r.as_ref().unwrap();
+        let p = fine.p.as_ref().unwrap().host().unwrap();
+        let r = fine.r.as_ref().unwrap().host().unwrap();
         assert_eq!(p.shape(), (fine.a.nrows(), coarse.a.nrows()));
         assert_eq!(*r, p.transpose(false));
         // Every column of P holds a nonzero (no empty coarse unknown).
@@ -100,8 +100,8 @@ fn check_invariants(a: &Csr<f64>, o: &AmgOptions) -> Hierarchy {
         }
         // Galerkin: R A P equals the dense product on small levels.
         if fine.a.nrows() <= 800 {
-            let want = dense_rap(r, &fine.a, p);
-            let got = coarse.a.to_dense();
+            let want = dense_rap(r, fine.a.host().unwrap(), p);
+            let got = coarse.a.host().unwrap().to_dense();
             let scale = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
             for (x, y) in got.iter().zip(&want) {
                 assert!((x - y).abs() <= 1e-12 * scale);
@@ -142,7 +142,7 @@ fn block2_hierarchies() {
 #[test]
 fn seed_prolongator_rows_sum_to_one_per_component() {
     let h = Hierarchy::build(&coupled2d(10, 1.0), &options(Coarsening::Seed, 2)).unwrap();
-    let p = h.levels()[0].p.as_ref().unwrap();
+    let p = h.levels()[0].p.as_ref().unwrap().host().unwrap();
     for i in 0..p.nrows() {
         let (c, v) = p.row(i);
         assert!((v.iter().sum::<f64>() - 1.0).abs() < 1e-14);
@@ -167,8 +167,10 @@ fn setup_is_deterministic_across_thread_counts() {
     let h4 = four.install(|| Hierarchy::build(&a, &o).unwrap());
     assert_eq!(h1.levels().len(), h4.levels().len());
     for (x, y) in h1.levels().iter().zip(h4.levels()) {
-        assert_eq!(x.a, y.a);
-        assert_eq!(x.p, y.p);
+        assert_eq!(x.a.host().unwrap(), y.a.host().unwrap());
+        let host =
+            |m: &Option<gpuq_amg::LevelMatrix>| m.as_ref().map(|m| m.host().unwrap().clone());
+        assert_eq!(host(&x.p), host(&y.p));
         assert_eq!(x.aggregate_of, y.aggregate_of);
     }
     assert_eq!(h1.coarse_solve(), h4.coarse_solve());
