@@ -9,7 +9,7 @@ use crate::kernels::{convert, AmgKernels};
 use crate::options::{CycleKind, CycleOptions, Smoother};
 use crate::resident::LevelMatrix;
 use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
-use gpuq_sparse::{Csr, Layout};
+use gpuq_sparse::{Csr, DeviceMatrix, Layout};
 use std::sync::Mutex;
 
 /// One level's resident data (every level but the coarsest).
@@ -276,6 +276,40 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             symmetric: h.is_symmetric(),
             work: Mutex::new(work),
         })
+    }
+
+    /// The numeric re-setup for a matrix `a` with the pattern of `h`'s
+    /// finest matrix and new values (time stepping, nonlinear solves): `h`
+    /// becomes [`Hierarchy::update_values_on`] `backend` (aggregates kept,
+    /// everything else recomputed where the backend's setup runs), and this
+    /// cycle's matrices are rebuilt from it in `options.layout` (its work
+    /// vectors kept). Cost: the setup without the aggregation, plus the
+    /// cycle's conversion. Errors as `update_values_on` does, and when the
+    /// new hierarchy's levels differ in number or size from this cycle's.
+    pub fn update_values(
+        &mut self,
+        h: &mut Hierarchy,
+        a: &Csr<f64>,
+        options: &CycleOptions,
+    ) -> Result<()>
+    where
+        B: crate::setup::SetupKernels,
+    {
+        let updated = h.update_values_on(&self.backend, a)?;
+        let fresh = Amg::<B, T>::new(&self.backend, &updated, options)?;
+        let sizes = |l: &[DeviceLevel<B, T>]| -> Vec<(usize, usize)> {
+            l.iter().map(|d| d.p.shape()).collect()
+        };
+        if fresh.n != self.n || sizes(&fresh.levels) != sizes(&self.levels) {
+            return Err(Error::InvalidArgument(
+                "Amg::update_values: the updated hierarchy's levels differ from the cycle's".into(),
+            ));
+        }
+        self.levels = fresh.levels;
+        self.coarse = fresh.coarse;
+        self.symmetric = fresh.symmetric;
+        *h = updated;
+        Ok(())
     }
 
     /// Number of levels, the coarsest included.

@@ -196,6 +196,62 @@ impl Hierarchy {
         a: &Csr<f64>,
         options: &AmgOptions,
     ) -> Result<Self> {
+        Self::build_from(setup, a, options, None)
+    }
+
+    /// The hierarchy of `a`, a matrix with the pattern of this hierarchy's
+    /// finest matrix and new values (a time step's new coefficients, a
+    /// Newton step's Jacobian), rebuilt on the host. See
+    /// [`Hierarchy::update_values_on`].
+    pub fn update_values(&self, a: &Csr<f64>) -> Result<Self> {
+        self.update_values_on(&CpuBackend::new(), a)
+    }
+
+    /// [`Hierarchy::update_values`] with the numeric steps on `setup`: the
+    /// aggregates of smoothed aggregation (and so the number of levels and
+    /// their sizes) are kept; the tentative and smoothed prolongators, the
+    /// smoothers' block diagonals and spectral estimates, the Galerkin
+    /// products and the coarsest inverse are recomputed from the new values
+    /// (AmgX's "replace coefficients"). Cost: the setup without the strength
+    /// graphs and the aggregation; the result equals a fresh
+    /// [`Hierarchy::build_on`] of `a` whenever that would aggregate as this
+    /// one did. Errors when the pattern differs from the finest matrix's
+    /// (row pointers and columns), on the input checks of a build, and for
+    /// the seed's coarsening (its selection is not kept: rebuild instead).
+    pub fn update_values_on<K: SetupKernels>(&self, setup: &K, a: &Csr<f64>) -> Result<Self> {
+        if self.options.coarsening != Coarsening::SmoothedAggregation {
+            return Err(bad(
+                "update_values needs smoothed aggregation (the seed's selection is not kept)"
+                    .into(),
+            ));
+        }
+        let old = self.levels[0].a.host()?;
+        if old.shape() != a.shape() || old.row_ptr() != a.row_ptr() || old.col_idx() != a.col_idx()
+        {
+            return Err(Error::InvalidArgument(
+                "update_values: the matrix's pattern differs from the hierarchy's finest matrix"
+                    .into(),
+            ));
+        }
+        let reuse: Vec<(Vec<u32>, usize)> = self
+            .levels
+            .windows(2)
+            .map(|w| {
+                let agg = w[0].aggregate_of.clone().unwrap_or_default();
+                (agg, w[1].a.nrows() / w[1].block.max(1))
+            })
+            .collect();
+        Self::build_from(setup, a, &self.options, Some(&reuse))
+    }
+
+    /// [`Hierarchy::build_on`], with each level's aggregates and their count
+    /// taken from `reuse` when given (then exactly that many coarsenings).
+    fn build_from<K: SetupKernels>(
+        setup: &K,
+        a: &Csr<f64>,
+        options: &AmgOptions,
+        reuse: Option<&[(Vec<u32>, usize)]>,
+    ) -> Result<Self> {
         options.validate()?;
         let total = Instant::now();
         let n = a.nrows();
@@ -235,7 +291,10 @@ impl Hierarchy {
         let mut bs = options.block;
         let coarse = loop {
             let rows = cur.nrows();
-            let last = rows <= options.coarse_size || levels.len() + 1 >= options.max_levels;
+            let last = match reuse {
+                Some(r) => levels.len() == r.len(),
+                None => rows <= options.coarse_size || levels.len() + 1 >= options.max_levels,
+            };
             if last {
                 break time(&mut t.coarse_s, || coarse_matrix(cur.host()?, bs, options))?;
             }
@@ -244,20 +303,20 @@ impl Hierarchy {
             let (smoother, dinv) = time(&mut t.smoother_s, || {
                 smoother_data(setup, (&cur, &level), bs, kind, options)
             })?;
+            let given = reuse.map(|r| &r[levels.len()]);
             let mut attempt = None;
             for eps in [options.strength, 0.0] {
                 let built = coarsen(
                     setup,
                     (&cur, &level),
-                    bs,
-                    &nns,
-                    eps,
+                    (bs, &nns),
+                    (eps, given),
                     (&dinv, smoother.rho),
                     options,
                     &mut t,
                 )?;
                 let shrinks = built.ac.nrows() > 0 && built.ac.nrows() * 10 <= rows * 9;
-                if shrinks {
+                if shrinks || given.is_some() {
                     attempt = Some(built);
                     break;
                 }
@@ -399,16 +458,16 @@ struct Coarsened {
     next_nns: Vec<Vec<f64>>,
 }
 
-/// Strength graph with threshold `eps`, selection or aggregation, prolongator,
+/// Strength graph with threshold `eps`, selection or aggregation (or the
+/// `given` aggregates and their count), prolongator,
 /// restriction and Galerkin product of one level (the matrix and `setup`'s
 /// copy of it), timed into `t`.
 #[allow(clippy::too_many_arguments)]
 fn coarsen<K: SetupKernels>(
     setup: &K,
     (cur, level): (&LevelMatrix, &K::Level),
-    bs: usize,
-    nns: &[Vec<f64>],
-    eps: f64,
+    (bs, nns): (usize, &[Vec<f64>]),
+    (eps, given): (f64, Option<&(Vec<u32>, usize)>),
     (dinv, rho): (&BlockDiagonal, f64),
     options: &AmgOptions,
     t: &mut SetupTimings,
@@ -424,9 +483,12 @@ fn coarsen<K: SetupKernels>(
             (p, first, bs, Vec::new())
         }
         Coarsening::SmoothedAggregation => {
-            let (agg, naggs) = time(&mut t.aggregation_s, || {
-                setup.aggregates(cur, level, bs, eps)
-            })?;
+            let (agg, naggs) = match given {
+                Some((agg, naggs)) => (agg.clone(), *naggs),
+                None => time(&mut t.aggregation_s, || {
+                    setup.aggregates(cur, level, bs, eps)
+                })?,
+            };
             let (p, cn) = time(&mut t.prolongation_s, || -> Result<_> {
                 let tent = tentative(&agg, naggs, bs, nns)?;
                 let p = setup.smoothed_prolongator(cur, level, dinv, rho, &tent.p)?;

@@ -341,3 +341,43 @@ fn the_cycle_of_the_device_hierarchy_is_the_host_hierarchys() {
         println!("{what}: the device hierarchy's cycle equals the host's");
     }
 }
+
+#[test]
+fn update_values_on_the_device_equals_the_hosts() {
+    let Some(g) = gpu("update_values_on_the_device_equals_the_hosts") else {
+        return;
+    };
+    let a = laplace3d::<f64>(12);
+    let o = AmgOptions {
+        coarse_size: 50,
+        ..AmgOptions::default()
+    };
+    let vals: Vec<f64> = a.values().iter().map(|&x| 2.5 * x).collect();
+    let a2 = Csr::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        vals,
+    )
+    .unwrap();
+    let host = Hierarchy::build(&a, &o)
+        .unwrap()
+        .update_values(&a2)
+        .unwrap();
+    let dev = Hierarchy::build_on(g, &a, &o)
+        .unwrap()
+        .update_values_on(g, &a2)
+        .unwrap();
+    assert_eq!(host.levels().len(), dev.levels().len());
+    for (l, (h, d)) in host.levels().iter().zip(dev.levels()).enumerate() {
+        assert_eq!(h.aggregate_of, d.aggregate_of, "level {l}");
+        assert_close(
+            h.a.host().unwrap(),
+            d.a.host().unwrap(),
+            1e-12,
+            &format!("level {l}: A"),
+        );
+    }
+    println!("update_values on the device: the host's hierarchy");
+}
