@@ -164,7 +164,7 @@ pub use gpuq_expr::Expr;
 pub use gpuq_kernels::cubature::integrand::Builtin;
 pub use gpuq_kernels::cubature::rule::{BoxResult, Rule};
 pub use kernels::{Boxes, CubatureKernels, Prepared};
-pub use method::{integrate, plan, Method};
+pub use method::{integrate, plan, Method, DEVICE_TWO_PHASE_FROM_DIM};
 pub use outcome::{Options, Outcome, Status, Timings};
 pub use parallel::{breadth_first, two_phase};
 pub use rules::RuleKind;

@@ -82,6 +82,10 @@ impl serde::Serialize for Method {
     }
 }
 
+/// Dimensions from which [`Method::Auto`] runs two-phase on a device
+/// ([`Method::choose_for`]).
+pub const DEVICE_TWO_PHASE_FROM_DIM: usize = 7;
+
 impl Method {
     /// The method [`Method::Auto`] runs for `f` in `n` dimensions with `opts`
     /// on `backend` (other methods are returned as they are):
@@ -113,17 +117,24 @@ impl Method {
     /// [`Method::Auto`]'s rule, for a backend that evaluates on a device or
     /// on `threads` host threads, `n` dimensions and tolerance `tol`:
     ///
-    /// * on a device: breadth-first (on an H100 it was the fastest adaptive
-    ///   method at the default options on seed 004's f2-f5, and it converges
-    ///   on f1; the two-phase method's second phase runs one thread per box,
-    ///   the device's slow path);
+    /// * on a device: two-phase from [`DEVICE_TWO_PHASE_FROM_DIM`]
+    ///   dimensions, breadth-first below. Measured on an H100 with the
+    ///   defaults (`docs/benchmarks.md`, issue 31): two-phase was faster on
+    ///   f1 at n = 7 (0.22 s against 0.33 s) and f5 at n = 8 (0.23 against
+    ///   0.28 s to 1e-7), and on f1 breadth-first stopped with a true error
+    ///   of 1.6e-4 against a tolerance of 1e-5 (its box errors underestimate
+    ///   the oscillatory integrand; two-phase's second phase met it);
+    ///   breadth-first was 2.6-8x faster on f3 at n = 5 and f4 at n = 6.
+    ///   Six cases: a rule of thumb, not a law;
     /// * on the host: breadth-first when `threads` is at least
     ///   [`Method::host_threads_for_breadth_first`]`(n, tol)`, else
     ///   sequential CUHRE (one core, the fewest evaluations: at n <= 4 and
     ///   loose tolerances the parallel methods' first rounds alone cost more
     ///   than CUHRE's whole run).
     pub fn choose_for(device: bool, threads: usize, n: usize, tol: f64) -> Method {
-        if device || threads >= Method::host_threads_for_breadth_first(n, tol) {
+        if device && n >= DEVICE_TWO_PHASE_FROM_DIM {
+            Method::TwoPhase
+        } else if device || threads >= Method::host_threads_for_breadth_first(n, tol) {
             Method::BreadthFirst
         } else {
             Method::Cuhre
