@@ -12,7 +12,8 @@ use gpuq_amg::{
 };
 use gpuq_core::{Error, Result, Scalar, SolveReport};
 use gpuq_krylov::{
-    solve_csr_with_precond, KrylovBackend, KrylovOptions, Preconditioner, SolverConfig,
+    solve_csr_with_precond, solve_resident_with_precond, KrylovBackend, KrylovOptions, Method,
+    Preconditioner, SolverConfig,
 };
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
@@ -511,22 +512,37 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     };
     let amg_setup_s = setup.elapsed().as_secs_f64();
     let cycle_setup_s = cycle_start.elapsed().as_secs_f64();
-    let a_t = Csr::try_new(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().to_vec(),
-        a.col_idx().to_vec(),
-        convert::<T>(a.values()),
-    )?;
     let mut progress = Progress::new();
-    let result = solve_csr_with_precond(
-        backend,
-        &a_t,
-        &convert::<T>(&b),
-        config,
-        Some(cycle.as_ref()),
-        &mut |it, r| progress.update(it, r),
-    );
+    let result = if config.method == Method::Qmr {
+        // QMR needs A^T from the host matrix
+        let a_t = Csr::try_new(
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr().to_vec(),
+            a.col_idx().to_vec(),
+            convert::<T>(a.values()),
+        )?;
+        solve_csr_with_precond(
+            backend,
+            &a_t,
+            &convert::<T>(&b),
+            config,
+            Some(cycle.as_ref()),
+            &mut |it, r| progress.update(it, r),
+        )
+    } else {
+        // A from the hierarchy's finest level: on a device, converted from
+        // the copy the setup made there (no second upload)
+        let resident = backend.amg_level_matrix::<T>(&h.levels()[0].a, config.layout)?;
+        solve_resident_with_precond(
+            backend,
+            resident,
+            &convert::<T>(&b),
+            config,
+            Some(cycle.as_ref()),
+            &mut |it, r| progress.update(it, r),
+        )
+    };
     progress.finish();
     let (x, mut report, stopped) = crate::solve::ended(result)?;
     report.setup_time_s += amg_setup_s;
