@@ -183,6 +183,26 @@ pub struct AmgInfoArgs {
     /// a log axis (SVG when the file name ends in .svg, else PNG).
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Write each level's matrix and prolongator to DIR as Matrix Market
+    /// files (A0.mtx, P0.mtx, A1.mtx, ...; R = P^T), for other tools (a
+    /// device setup copies them to the host for this).
+    #[arg(long = "save-levels", value_name = "DIR")]
+    pub save_levels: Option<PathBuf>,
+}
+
+/// Writes the levels of `h` to `dir` (see `AmgInfoArgs::save_levels`).
+fn save_levels(h: &Hierarchy, dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    for (l, level) in h.levels().iter().enumerate() {
+        mm::save_csr(level.a.host()?, dir.join(format!("A{l}.mtx")))?;
+        if let Some(p) = &level.p {
+            mm::save_csr(p.host()?, dir.join(format!("P{l}.mtx")))?;
+        }
+    }
+    Ok(())
 }
 
 /// One timed run of the cycle (`gpuq amg-info --bench-cycles K`).
@@ -298,6 +318,9 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         &backend,
     )?;
     let info = h.info();
+    if let Some(dir) = &args.save_levels {
+        save_levels(&h, dir)?;
+    }
     let bench = if args.bench_cycles == 0 {
         None
     } else {
