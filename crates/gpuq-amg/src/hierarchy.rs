@@ -1,5 +1,7 @@
-//! The host setup: levels of matrices, prolongators and smoother data, built
-//! once from a CSR matrix, deterministic whatever the thread count.
+//! The setup: levels of matrices, prolongators and smoother data, built once
+//! from a CSR matrix (on the host, or with its heavy steps on a backend that
+//! keeps the matrices it builds), deterministic whatever the thread count;
+//! and the numeric re-setup for new values on the same pattern.
 
 use crate::aggregate::seed_selection;
 use crate::blockdiag::BlockDiagonal;
@@ -186,11 +188,15 @@ impl Hierarchy {
 
     /// [`Hierarchy::build`] with the strength graph and aggregation (smoothed
     /// aggregation only; the seed's greedy selection is sequential and stays on
-    /// the host), the prolongator smoothing and the Galerkin products run by
-    /// `setup` ([`SetupKernels`]); the tentative prolongator's QR per
-    /// aggregate, the block-diagonal inverses, the Lanczos estimates and the
-    /// coarsest inverse run on the host. The CUDA backend builds the same
-    /// aggregates as the host and the same matrices to rounding.
+    /// the host), the coarse levels' block diagonals, the Lanczos estimates,
+    /// the prolongator smoothing and the Galerkin products run by `setup`
+    /// ([`SetupKernels`]); the input checks, the tentative prolongator, the
+    /// inverses of the diagonal blocks and the coarsest inverse run on the
+    /// host. The CUDA backend builds the same aggregates as the host and the
+    /// same matrices to rounding, and leaves P, R and the coarse operators on
+    /// the device ([`LevelMatrix`]: [`Amg::new`](crate::Amg::new) converts
+    /// them there; [`LevelMatrix::host`] copies one back on demand), so they
+    /// hold device memory as long as the hierarchy lives.
     pub fn build_on<K: SetupKernels>(
         setup: &K,
         a: &Csr<f64>,
