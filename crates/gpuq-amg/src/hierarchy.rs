@@ -77,6 +77,10 @@ pub struct SetupTimings {
     /// Copies of the level matrices to the setup's backend (0 on the host).
     #[serde(default)]
     pub upload_s: f64,
+    /// The finest matrix's null space and symmetry checks and the
+    /// hierarchy's copy of it (the finiteness check before is not counted).
+    #[serde(default)]
+    pub checks_s: f64,
     /// The whole setup.
     pub total_s: f64,
 }
@@ -289,11 +293,15 @@ impl Hierarchy {
             }
             None => component_constants(n, options.block),
         };
+        let checks = Instant::now();
         let kernel = detect_kernel(a, options.block)?;
         let symmetric = is_symmetric(a);
-        let mut t = SetupTimings::default();
+        let mut cur = LevelMatrix::from_host(par_clone(a)?);
+        let mut t = SetupTimings {
+            checks_s: checks.elapsed().as_secs_f64(),
+            ..SetupTimings::default()
+        };
         let mut levels = Vec::new();
-        let mut cur = LevelMatrix::from_host(a.clone());
         let mut bs = options.block;
         let coarse = loop {
             let rows = cur.nrows();
@@ -515,6 +523,17 @@ fn coarsen<K: SetupKernels>(
         next_bs,
         next_nns,
     })
+}
+
+/// A copy of `a`, its arrays copied in parallel. O(nnz).
+fn par_clone(a: &Csr<f64>) -> Result<Csr<f64>> {
+    Csr::try_new_allow_nonfinite(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().par_iter().copied().collect(),
+        a.col_idx().par_iter().copied().collect(),
+        a.values().par_iter().copied().collect(),
+    )
 }
 
 /// Whether `a` equals its transpose to 1e-12 of its largest entry (a stored
