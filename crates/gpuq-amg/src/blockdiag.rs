@@ -40,6 +40,19 @@ impl BlockDiagonal {
         BlockDiagonal { bs, blocks }
     }
 
+    /// The block diagonal with the given blocks (row-major, bs^2 values per
+    /// node, as [`BlockDiagonal::blocks`] returns them). Errors when the
+    /// length is not a multiple of bs^2 or bs is 0.
+    pub fn from_blocks(bs: usize, blocks: Vec<f64>) -> Result<Self> {
+        if bs == 0 || blocks.len() % (bs * bs) != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{} block values do not make {bs} x {bs} blocks",
+                blocks.len()
+            )));
+        }
+        Ok(BlockDiagonal { bs, blocks })
+    }
+
     /// Block size.
     pub fn block(&self) -> usize {
         self.bs

@@ -5,10 +5,11 @@
 
 use crate::coloring::symmetric_order;
 use crate::hierarchy::Hierarchy;
-use crate::kernels::AmgKernels;
+use crate::kernels::{convert, AmgKernels};
 use crate::options::{CycleKind, CycleOptions, Smoother};
+use crate::resident::LevelMatrix;
 use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
-use gpuq_sparse::{Csr, Layout};
+use gpuq_sparse::{Csr, DeviceMatrix, Layout};
 use std::sync::Mutex;
 
 /// One level's resident data (every level but the coarsest).
@@ -73,17 +74,6 @@ pub struct Amg<B: AmgKernels, T: Scalar> {
     work: Mutex<Vec<LevelWork<B, T>>>,
 }
 
-/// `a` with its values converted to `T`.
-fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
-    Csr::try_new(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().to_vec(),
-        a.col_idx().to_vec(),
-        a.values().iter().map(|&v| T::from_f64(v)).collect(),
-    )
-}
-
 /// `omega` times the diagonal of `d`, converted to `T`, when `d` is a
 /// diagonal matrix (one entry per row, on the diagonal); `None` otherwise.
 fn diagonal_of<T: Scalar>(d: &Csr<f64>, omega: f64) -> Option<Vec<T>> {
@@ -122,39 +112,45 @@ const MAX_PADDING: f64 = 1.1;
 /// Slices per sorting window where [`MAX_PADDING`] is exceeded.
 const SORT_SLICES: usize = 8;
 
-/// Stored entries of `a` in SELL-`c`-`sigma`: per slice of c consecutive rows
-/// (after sorting each window of sigma rows by length, longest first), c times
-/// its longest row. O(nrows log sigma).
-fn sell_stored(a: &Csr<f64>, c: usize, sigma: usize) -> usize {
-    let mut lens: Vec<usize> = (0..a.nrows()).map(|i| a.row(i).0.len()).collect();
+/// Stored entries in SELL-`c`-`sigma` of a matrix whose rows hold `lens`
+/// entries: per slice of c consecutive rows (after sorting each window of
+/// sigma rows by length, longest first), c times its longest row.
+/// O(nrows log sigma).
+fn sell_stored(lens: &[u32], c: usize, sigma: usize) -> usize {
+    let mut lens = lens.to_vec();
     if sigma > 1 {
         for w in lens.chunks_mut(sigma) {
             w.sort_unstable_by(|x, y| y.cmp(x));
         }
     }
     lens.chunks(c.max(1))
-        .map(|s| c * s.iter().max().unwrap_or(&0))
+        .map(|s| c * *s.iter().max().unwrap_or(&0) as usize)
         .sum()
 }
 
-/// The requested layout, or CSR where BSR2 cannot hold the matrix (an odd
-/// dimension) or, with `blocks_match` false, its 2x2 tiles would not be the
-/// level's node blocks (a block-diagonal inverse of another block size), or
-/// where SELL was asked for a matrix of long rows ([`SELL_MAX_MEAN_ROW`]) and
-/// few of them ([`SELL_MIN_LONG_ROWS`]); SELL with rows sorted within windows
-/// of [`SORT_SLICES`] slices where the requested window pads by more than
-/// [`MAX_PADDING`].
-fn layout_for(requested: Layout, a: &Csr<f64>, blocks_match: bool) -> Layout {
-    match requested {
-        Layout::Bsr2 if a.nrows() % 2 != 0 || a.ncols() % 2 != 0 || !blocks_match => Layout::Csr,
-        Layout::Sell { .. }
-            if a.nnz() > SELL_MAX_MEAN_ROW * a.nrows() && a.nrows() < SELL_MIN_LONG_ROWS =>
-        {
+/// The requested layout for a matrix of `shape` and `nnz` stored entries
+/// whose row lengths `lens` gives (asked only for SELL), or CSR where BSR2
+/// cannot hold the matrix (an odd dimension) or, with `blocks_match` false,
+/// its 2x2 tiles would not be the level's node blocks (a block-diagonal
+/// inverse of another block size), or where SELL was asked for a matrix of
+/// long rows ([`SELL_MAX_MEAN_ROW`]) and few of them ([`SELL_MIN_LONG_ROWS`]);
+/// SELL with rows sorted within windows of [`SORT_SLICES`] slices where the
+/// requested window pads by more than [`MAX_PADDING`].
+fn layout_for(
+    requested: Layout,
+    (shape, nnz): ((usize, usize), usize),
+    lens: impl FnOnce() -> Result<Vec<u32>>,
+    blocks_match: bool,
+) -> Result<Layout> {
+    let (nrows, ncols) = shape;
+    Ok(match requested {
+        Layout::Bsr2 if nrows % 2 != 0 || ncols % 2 != 0 || !blocks_match => Layout::Csr,
+        Layout::Sell { .. } if nnz > SELL_MAX_MEAN_ROW * nrows && nrows < SELL_MIN_LONG_ROWS => {
             Layout::Csr
         }
         Layout::Sell { c, sigma }
             if sigma < SORT_SLICES * c
-                && sell_stored(a, c, sigma) as f64 > MAX_PADDING * a.nnz() as f64 =>
+                && sell_stored(&lens()?, c, sigma) as f64 > MAX_PADDING * nnz as f64 =>
         {
             Layout::Sell {
                 c,
@@ -162,7 +158,15 @@ fn layout_for(requested: Layout, a: &Csr<f64>, blocks_match: bool) -> Layout {
             }
         }
         l => l,
-    }
+    })
+}
+
+/// The row lengths of a host matrix.
+fn host_lengths(a: &Csr<f64>) -> Vec<u32> {
+    a.row_ptr()
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as u32)
+        .collect()
 }
 
 impl<B: AmgKernels, T: Scalar> Amg<B, T> {
@@ -173,11 +177,23 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     /// allocates the work vectors: O(total nonzeros) transfer, about 4 vectors
     /// per level.
     pub fn new(backend: &B, h: &Hierarchy, options: &CycleOptions) -> Result<Self> {
-        let up = |m: &Csr<f64>, blocks_match: bool| {
-            backend.upload_matrix(
-                &convert::<T>(m)?,
-                layout_for(options.layout, m, blocks_match),
-            )
+        let up = |m: &LevelMatrix, blocks_match: bool| -> Result<B::Matrix<T>> {
+            let layout = layout_for(
+                options.layout,
+                (m.shape(), m.nnz()),
+                || m.row_lengths(),
+                blocks_match,
+            )?;
+            backend.amg_level_matrix(m, layout)
+        };
+        let up_host = |m: &Csr<f64>, blocks_match: bool| -> Result<B::Matrix<T>> {
+            let layout = layout_for(
+                options.layout,
+                (m.shape(), m.nnz()),
+                || Ok(host_lengths(m)),
+                blocks_match,
+            )?;
+            backend.upload_matrix(&convert::<T>(m)?, layout)
         };
         let o = h.options();
         let all = h.levels();
@@ -198,7 +214,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 a: up(&l.a, true)?,
                 p: up(p, true)?,
                 r: up(r, true)?,
-                dinv: up(&s.dinv, l.block == 2)?,
+                dinv: up_host(&s.dinv, l.block == 2)?,
                 diag: match diagonal_of(&s.dinv, if chebyshev { 1.0 } else { s.omega })
                     .filter(|_| l.block == 1 && s.kind != Smoother::GaussSeidel)
                 {
@@ -217,7 +233,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                         // index and inverse diagonal from the selection's arrays.
                         let csr =
                             |m: &Csr<f64>| backend.upload_matrix(&convert::<T>(m)?, Layout::Csr);
-                        Ok([up(&c.scaled, true)?, csr(&c.select)?, csr(&c.scatter)?])
+                        Ok([up_host(&c.scaled, true)?, csr(&c.select)?, csr(&c.scatter)?])
                     })
                     .collect::<Result<_>>()?,
             });
@@ -260,6 +276,40 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             symmetric: h.is_symmetric(),
             work: Mutex::new(work),
         })
+    }
+
+    /// The numeric re-setup for a matrix `a` with the pattern of `h`'s
+    /// finest matrix and new values (time stepping, nonlinear solves): `h`
+    /// becomes [`Hierarchy::update_values_on`] `backend` (aggregates kept,
+    /// everything else recomputed where the backend's setup runs), and this
+    /// cycle's matrices are rebuilt from it in `options.layout` (its work
+    /// vectors kept). Cost: the setup without the aggregation, plus the
+    /// cycle's conversion. Errors as `update_values_on` does, and when the
+    /// new hierarchy's levels differ in number or size from this cycle's.
+    pub fn update_values(
+        &mut self,
+        h: &mut Hierarchy,
+        a: &Csr<f64>,
+        options: &CycleOptions,
+    ) -> Result<()>
+    where
+        B: crate::setup::SetupKernels,
+    {
+        let updated = h.update_values_on(&self.backend, a)?;
+        let fresh = Amg::<B, T>::new(&self.backend, &updated, options)?;
+        let sizes = |l: &[DeviceLevel<B, T>]| -> Vec<(usize, usize)> {
+            l.iter().map(|d| d.p.shape()).collect()
+        };
+        if fresh.n != self.n || sizes(&fresh.levels) != sizes(&self.levels) {
+            return Err(Error::InvalidArgument(
+                "Amg::update_values: the updated hierarchy's levels differ from the cycle's".into(),
+            ));
+        }
+        self.levels = fresh.levels;
+        self.coarse = fresh.coarse;
+        self.symmetric = fresh.symmetric;
+        *h = updated;
+        Ok(())
     }
 
     /// Number of levels, the coarsest included.
@@ -444,17 +494,27 @@ mod tests {
         let sell = Layout::Sell { c: 32, sigma: 1 };
         // uniform short rows: as asked
         let uniform = rows_of(4096, |_| 7);
-        assert_eq!(layout_for(sell, &uniform, true), sell);
-        assert_eq!(sell_stored(&uniform, 32, 1), uniform.nnz());
+        let layout = |req: Layout, a: &Csr<f64>, blocks_match: bool| {
+            layout_for(
+                req,
+                (a.shape(), a.nnz()),
+                || Ok(host_lengths(a)),
+                blocks_match,
+            )
+            .unwrap()
+        };
+        assert_eq!(layout(sell, &uniform, true), sell);
+        assert_eq!(sell_stored(&host_lengths(&uniform), 32, 1), uniform.nnz());
         // rows of 1 to 6 entries in a repeating pattern pad by far more than
         // 10% unsorted: sorted within 8 slices
         let varied = rows_of(4096, |i| 1 + (i * 7) % 6);
         let sorted = Layout::Sell { c: 32, sigma: 256 };
-        assert_eq!(layout_for(sell, &varied, true), sorted);
-        assert!(sell_stored(&varied, 32, 256) <= sell_stored(&varied, 32, 1));
+        assert_eq!(layout(sell, &varied, true), sorted);
+        let lens = host_lengths(&varied);
+        assert!(sell_stored(&lens, 32, 256) <= sell_stored(&lens, 32, 1));
         // few long rows: CSR
-        assert_eq!(layout_for(sell, &rows_of(1000, |_| 40), true), Layout::Csr);
+        assert_eq!(layout(sell, &rows_of(1000, |_| 40), true), Layout::Csr);
         // BSR2 where the blocks do not match: CSR
-        assert_eq!(layout_for(Layout::Bsr2, &uniform, false), Layout::Csr);
+        assert_eq!(layout(Layout::Bsr2, &uniform, false), Layout::Csr);
     }
 }

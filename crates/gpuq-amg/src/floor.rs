@@ -7,12 +7,12 @@
 use crate::coloring::symmetric_order;
 use crate::hierarchy::Hierarchy;
 use crate::options::{CycleKind, Smoother};
-use gpuq_sparse::Csr;
 
-/// Bytes of one product with `a`: each stored entry's value and 32-bit column
-/// index (row pointers and the gathered vector are counted by the caller).
-fn matrix_bytes(a: &Csr<f64>, scalar: f64) -> f64 {
-    a.nnz() as f64 * (scalar + 4.0)
+/// Bytes of one product with a matrix of `nnz` stored entries: each entry's
+/// value and 32-bit column index (row pointers and the gathered vector are
+/// counted by the caller).
+fn matrix_bytes(nnz: usize, scalar: f64) -> f64 {
+    nnz as f64 * (scalar + 4.0)
 }
 
 /// The floor of one cycle of `h` (its options' smoother, sweeps and cycle
@@ -44,15 +44,15 @@ pub fn cycle_floor_bytes(h: &Hierarchy, scalar_bytes: usize) -> f64 {
     let mut visits = 1.0;
     for (k, l) in levels.iter().enumerate() {
         let n = l.a.nrows() as f64;
-        let a = matrix_bytes(&l.a, s);
+        let a = matrix_bytes(l.a.nnz(), s);
         if k + 1 == levels.len() {
-            total += visits * (matrix_bytes(h.coarse_solve(), s) + 2.0 * n * s);
+            total += visits * (matrix_bytes(h.coarse_solve().nnz(), s) + 2.0 * n * s);
             break;
         }
         let nc = levels[k + 1].a.nrows() as f64;
         let (r, p) = (
-            l.r.as_ref().map_or(0.0, |m| matrix_bytes(m, s)),
-            l.p.as_ref().map_or(0.0, |m| matrix_bytes(m, s)),
+            l.r.as_ref().map_or(0.0, |m| matrix_bytes(m.nnz(), s)),
+            l.p.as_ref().map_or(0.0, |m| matrix_bytes(m.nnz(), s)),
         );
         let nu = o.sweeps_of(k) as f64;
         let smoothing = match o.smoother_of(k) {
@@ -67,13 +67,13 @@ pub fn cycle_floor_bytes(h: &Hierarchy, scalar_bytes: usize) -> f64 {
                 let colors = l.smoother.as_ref().map_or(&[][..], |d| &d.colors[..]);
                 let update = |c: usize| {
                     let sc = &colors[c].scaled;
-                    matrix_bytes(sc, s) + sc.nrows() as f64 * (4.0 + 4.0 * s)
+                    matrix_bytes(sc.nnz(), s) + sc.nrows() as f64 * (4.0 + 4.0 * s)
                 };
                 let step: f64 = symmetric_order(colors.len()).map(update).sum();
                 2.0 * nu * step
                     - colors.first().map_or(0.0, |c| {
                         // from zero: no matrix and no read of x, but x zeroed
-                        matrix_bytes(&c.scaled, s) + c.scaled.nrows() as f64 * s - n * s
+                        matrix_bytes(c.scaled.nnz(), s) + c.scaled.nrows() as f64 * s - n * s
                     })
             }
             _ => (3.0 * n * s + (nu - 1.0) * (a + 4.0 * n * s)) + nu * (a + 4.0 * n * s),

@@ -164,19 +164,19 @@ pub fn galerkin(r: &Csr<f64>, a: &Csr<f64>, p: &Csr<f64>) -> Result<Csr<f64>> {
     spgemm(r, &ap)
 }
 
-/// Puts a 1 on the diagonal of every row of the square matrix `a` whose stored
-/// entries are all zero (or that stores none): the coarse unknown of a zero
-/// prolongator column then decouples (its restricted right-hand side is 0), so
-/// the level stays nonsingular. Returns the matrix and how many rows it fixed.
-/// O(nnz).
-pub fn fix_empty_rows(a: Csr<f64>) -> Result<(Csr<f64>, usize)> {
-    let empty: Vec<usize> = (0..a.nrows())
+/// The rows of `a` whose stored entries are all zero (or that store none),
+/// in increasing order. O(nnz).
+pub fn empty_rows(a: &Csr<f64>) -> Vec<usize> {
+    (0..a.nrows())
         .filter(|&i| a.row(i).1.iter().all(|&v| v == 0.0))
-        .collect();
-    if empty.is_empty() {
-        return Ok((a, 0));
-    }
-    let fixed = par_build(
+        .collect()
+}
+
+/// `a` with each row of `empty` (increasing) replaced by a 1 on its diagonal:
+/// the coarse unknown of a zero prolongator column then decouples (its
+/// restricted right-hand side is 0), so the level stays nonsingular. O(nnz).
+pub fn with_unit_rows(a: &Csr<f64>, empty: &[usize]) -> Result<Csr<f64>> {
+    par_build(
         a.nrows(),
         a.ncols(),
         || (),
@@ -188,8 +188,18 @@ pub fn fix_empty_rows(a: Csr<f64>) -> Result<(Csr<f64>, usize)> {
                 out.extend(c.iter().copied().zip(v.iter().copied()));
             }
         },
-    )?;
-    Ok((fixed, empty.len()))
+    )
+}
+
+/// Puts a 1 on the diagonal of every row of the square matrix `a` whose stored
+/// entries are all zero ([`empty_rows`], [`with_unit_rows`]). Returns the
+/// matrix and how many rows it fixed. O(nnz).
+pub fn fix_empty_rows(a: Csr<f64>) -> Result<(Csr<f64>, usize)> {
+    let empty = empty_rows(&a);
+    if empty.is_empty() {
+        return Ok((a, 0));
+    }
+    Ok((with_unit_rows(&a, &empty)?, empty.len()))
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
-//! The host setup: levels of matrices, prolongators and smoother data, built
-//! once from a CSR matrix, deterministic whatever the thread count.
+//! The setup: levels of matrices, prolongators and smoother data, built once
+//! from a CSR matrix (on the host, or with its heavy steps on a backend that
+//! keeps the matrices it builds), deterministic whatever the thread count;
+//! and the numeric re-setup for new values on the same pattern.
 
 use crate::aggregate::seed_selection;
 use crate::blockdiag::BlockDiagonal;
 use crate::coarse::dense_inverse;
 use crate::coloring::{color_sweeps, greedy, ColorSweep};
-use crate::galerkin::fix_empty_rows;
 use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
 use crate::prolong::{seed_prolongator, tentative};
+use crate::resident::LevelMatrix;
 use crate::setup::SetupKernels;
 use crate::strength::{norm_matrix, strong_graph};
 use gpuq_core::{Error, Result, Scalar};
@@ -34,18 +36,19 @@ pub struct SmootherData {
     pub colors: Vec<ColorSweep>,
 }
 
-/// One level of the hierarchy.
+/// One level of the hierarchy. A device setup leaves the matrices on the
+/// device; [`LevelMatrix::host`] copies one to the host when asked.
 #[derive(Clone, Debug)]
 pub struct Level {
     /// The level's matrix (the input matrix on level 0).
-    pub a: Csr<f64>,
+    pub a: LevelMatrix,
     /// Unknowns per node on this level.
     pub block: usize,
     /// The prolongator to this level from the next coarser one (`None` on the
     /// coarsest level).
-    pub p: Option<Csr<f64>>,
+    pub p: Option<LevelMatrix>,
     /// The restriction R = P^T (`None` on the coarsest level).
-    pub r: Option<Csr<f64>>,
+    pub r: Option<LevelMatrix>,
     /// The smoother's data (`None` on the coarsest level).
     pub smoother: Option<SmootherData>,
     /// Aggregate of each node (smoothed aggregation), or for the seed's method the
@@ -74,6 +77,10 @@ pub struct SetupTimings {
     /// Copies of the level matrices to the setup's backend (0 on the host).
     #[serde(default)]
     pub upload_s: f64,
+    /// The finest matrix's null space and symmetry checks and the
+    /// hierarchy's copy of it (the finiteness check before is not counted).
+    #[serde(default)]
+    pub checks_s: f64,
     /// The whole setup.
     pub total_s: f64,
 }
@@ -185,15 +192,75 @@ impl Hierarchy {
 
     /// [`Hierarchy::build`] with the strength graph and aggregation (smoothed
     /// aggregation only; the seed's greedy selection is sequential and stays on
-    /// the host), the prolongator smoothing and the Galerkin products run by
-    /// `setup` ([`SetupKernels`]); the tentative prolongator's QR per
-    /// aggregate, the block-diagonal inverses, the Lanczos estimates and the
-    /// coarsest inverse run on the host. The CUDA backend builds the same
-    /// aggregates as the host and the same matrices to rounding.
+    /// the host), the coarse levels' block diagonals, the Lanczos estimates,
+    /// the prolongator smoothing and the Galerkin products run by `setup`
+    /// ([`SetupKernels`]); the input checks, the tentative prolongator, the
+    /// inverses of the diagonal blocks and the coarsest inverse run on the
+    /// host. The CUDA backend builds the same aggregates as the host and the
+    /// same matrices to rounding, and leaves P, R and the coarse operators on
+    /// the device ([`LevelMatrix`]: [`Amg::new`](crate::Amg::new) converts
+    /// them there; [`LevelMatrix::host`] copies one back on demand), so they
+    /// hold device memory as long as the hierarchy lives.
     pub fn build_on<K: SetupKernels>(
         setup: &K,
         a: &Csr<f64>,
         options: &AmgOptions,
+    ) -> Result<Self> {
+        Self::build_from(setup, a, options, None)
+    }
+
+    /// The hierarchy of `a`, a matrix with the pattern of this hierarchy's
+    /// finest matrix and new values (a time step's new coefficients, a
+    /// Newton step's Jacobian), rebuilt on the host. See
+    /// [`Hierarchy::update_values_on`].
+    pub fn update_values(&self, a: &Csr<f64>) -> Result<Self> {
+        self.update_values_on(&CpuBackend::new(), a)
+    }
+
+    /// [`Hierarchy::update_values`] with the numeric steps on `setup`: the
+    /// aggregates of smoothed aggregation (and so the number of levels and
+    /// their sizes) are kept; the tentative and smoothed prolongators, the
+    /// smoothers' block diagonals and spectral estimates, the Galerkin
+    /// products and the coarsest inverse are recomputed from the new values
+    /// (AmgX's "replace coefficients"). Cost: the setup without the strength
+    /// graphs and the aggregation; the result equals a fresh
+    /// [`Hierarchy::build_on`] of `a` whenever that would aggregate as this
+    /// one did. Errors when the pattern differs from the finest matrix's
+    /// (row pointers and columns), on the input checks of a build, and for
+    /// the seed's coarsening (its selection is not kept: rebuild instead).
+    pub fn update_values_on<K: SetupKernels>(&self, setup: &K, a: &Csr<f64>) -> Result<Self> {
+        if self.options.coarsening != Coarsening::SmoothedAggregation {
+            return Err(bad(
+                "update_values needs smoothed aggregation (the seed's selection is not kept)"
+                    .into(),
+            ));
+        }
+        let old = self.levels[0].a.host()?;
+        if old.shape() != a.shape() || old.row_ptr() != a.row_ptr() || old.col_idx() != a.col_idx()
+        {
+            return Err(Error::InvalidArgument(
+                "update_values: the matrix's pattern differs from the hierarchy's finest matrix"
+                    .into(),
+            ));
+        }
+        let reuse: Vec<(Vec<u32>, usize)> = self
+            .levels
+            .windows(2)
+            .map(|w| {
+                let agg = w[0].aggregate_of.clone().unwrap_or_default();
+                (agg, w[1].a.nrows() / w[1].block.max(1))
+            })
+            .collect();
+        Self::build_from(setup, a, &self.options, Some(&reuse))
+    }
+
+    /// [`Hierarchy::build_on`], with each level's aggregates and their count
+    /// taken from `reuse` when given (then exactly that many coarsenings).
+    fn build_from<K: SetupKernels>(
+        setup: &K,
+        a: &Csr<f64>,
+        options: &AmgOptions,
+        reuse: Option<&[(Vec<u32>, usize)]>,
     ) -> Result<Self> {
         options.validate()?;
         let total = Instant::now();
@@ -226,37 +293,44 @@ impl Hierarchy {
             }
             None => component_constants(n, options.block),
         };
+        let checks = Instant::now();
         let kernel = detect_kernel(a, options.block)?;
         let symmetric = is_symmetric(a);
-        let mut t = SetupTimings::default();
+        let mut cur = LevelMatrix::from_host(par_clone(a)?);
+        let mut t = SetupTimings {
+            checks_s: checks.elapsed().as_secs_f64(),
+            ..SetupTimings::default()
+        };
         let mut levels = Vec::new();
-        let mut cur = a.clone();
         let mut bs = options.block;
         let coarse = loop {
             let rows = cur.nrows();
-            let last = rows <= options.coarse_size || levels.len() + 1 >= options.max_levels;
+            let last = match reuse {
+                Some(r) => levels.len() == r.len(),
+                None => rows <= options.coarse_size || levels.len() + 1 >= options.max_levels,
+            };
             if last {
-                break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
+                break time(&mut t.coarse_s, || coarse_matrix(cur.host()?, bs, options))?;
             }
             let kind = options.smoother_of(levels.len());
             let level = time(&mut t.upload_s, || setup.level(&cur))?;
             let (smoother, dinv) = time(&mut t.smoother_s, || {
                 smoother_data(setup, (&cur, &level), bs, kind, options)
             })?;
+            let given = reuse.map(|r| &r[levels.len()]);
             let mut attempt = None;
             for eps in [options.strength, 0.0] {
                 let built = coarsen(
                     setup,
                     (&cur, &level),
-                    bs,
-                    &nns,
-                    eps,
+                    (bs, &nns),
+                    (eps, given),
                     (&dinv, smoother.rho),
                     options,
                     &mut t,
                 )?;
                 let shrinks = built.ac.nrows() > 0 && built.ac.nrows() * 10 <= rows * 9;
-                if shrinks {
+                if shrinks || given.is_some() {
                     attempt = Some(built);
                     break;
                 }
@@ -273,7 +347,7 @@ impl Hierarchy {
                 next_nns,
             }) = attempt
             else {
-                break time(&mut t.coarse_s, || coarse_matrix(&cur, bs, options))?;
+                break time(&mut t.coarse_s, || coarse_matrix(cur.host()?, bs, options))?;
             };
             let next = std::mem::replace(&mut cur, ac);
             levels.push(Level {
@@ -390,24 +464,24 @@ impl Hierarchy {
 
 /// One coarsening step's products.
 struct Coarsened {
-    p: Csr<f64>,
-    r: Csr<f64>,
-    ac: Csr<f64>,
+    p: LevelMatrix,
+    r: LevelMatrix,
+    ac: LevelMatrix,
     aggregate_of: Vec<u32>,
     next_bs: usize,
     next_nns: Vec<Vec<f64>>,
 }
 
-/// Strength graph with threshold `eps`, selection or aggregation, prolongator,
+/// Strength graph with threshold `eps`, selection or aggregation (or the
+/// `given` aggregates and their count), prolongator,
 /// restriction and Galerkin product of one level (the matrix and `setup`'s
 /// copy of it), timed into `t`.
 #[allow(clippy::too_many_arguments)]
 fn coarsen<K: SetupKernels>(
     setup: &K,
-    (cur, level): (&Csr<f64>, &K::Level),
-    bs: usize,
-    nns: &[Vec<f64>],
-    eps: f64,
+    (cur, level): (&LevelMatrix, &K::Level),
+    (bs, nns): (usize, &[Vec<f64>]),
+    (eps, given): (f64, Option<&(Vec<u32>, usize)>),
     (dinv, rho): (&BlockDiagonal, f64),
     options: &AmgOptions,
     t: &mut SetupTimings,
@@ -415,17 +489,20 @@ fn coarsen<K: SetupKernels>(
     let (p, aggregate_of, next_bs, next_nns) = match options.coarsening {
         Coarsening::Seed => {
             let s = time(&mut t.strength_s, || {
-                strong_graph(&norm_matrix(cur, bs)?, eps)
+                strong_graph(&norm_matrix(cur.host()?, bs)?, eps)
             })?;
             let sel = time(&mut t.aggregation_s, || seed_selection(&s));
-            let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?;
+            let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?.into();
             let first = sel.parents.iter().map(|p| p[0]).collect();
             (p, first, bs, Vec::new())
         }
         Coarsening::SmoothedAggregation => {
-            let (agg, naggs) = time(&mut t.aggregation_s, || {
-                setup.aggregates(cur, level, bs, eps)
-            })?;
+            let (agg, naggs) = match given {
+                Some((agg, naggs)) => (agg.clone(), *naggs),
+                None => time(&mut t.aggregation_s, || {
+                    setup.aggregates(cur, level, bs, eps)
+                })?,
+            };
             let (p, cn) = time(&mut t.prolongation_s, || -> Result<_> {
                 let tent = tentative(&agg, naggs, bs, nns)?;
                 let p = setup.smoothed_prolongator(cur, level, dinv, rho, &tent.p)?;
@@ -436,7 +513,7 @@ fn coarsen<K: SetupKernels>(
     };
     let (r, ac) = time(&mut t.galerkin_s, || -> Result<_> {
         let (r, ac) = setup.galerkin(cur, level, &p)?;
-        Ok((r, fix_empty_rows(ac)?.0))
+        Ok((r, setup.fix_empty_rows(ac)?))
     })?;
     Ok(Coarsened {
         p,
@@ -446,6 +523,17 @@ fn coarsen<K: SetupKernels>(
         next_bs,
         next_nns,
     })
+}
+
+/// A copy of `a`, its arrays copied in parallel. O(nnz).
+fn par_clone(a: &Csr<f64>) -> Result<Csr<f64>> {
+    Csr::try_new_allow_nonfinite(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().par_iter().copied().collect(),
+        a.col_idx().par_iter().copied().collect(),
+        a.values().par_iter().copied().collect(),
+    )
 }
 
 /// Whether `a` equals its transpose to 1e-12 of its largest entry (a stored
@@ -478,12 +566,12 @@ fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
 /// `setup`'s Lanczos, omega) and the inverse of D, the plain block diagonal.
 fn smoother_data<K: SetupKernels>(
     setup: &K,
-    (a, level): (&Csr<f64>, &K::Level),
+    (a, level): (&LevelMatrix, &K::Level),
     bs: usize,
     kind: Smoother,
     o: &AmgOptions,
 ) -> Result<(SmootherData, BlockDiagonal)> {
-    let d = BlockDiagonal::of(a, bs, false);
+    let d = setup.block_diagonal(a, level, bs, false)?;
     let dinv = d.inverse()?;
     let rho = setup.rho_dinv_a(a, level, &d, &dinv, o.lanczos_steps)?;
     if !(rho > 0.0 && rho.is_finite()) {
@@ -492,8 +580,13 @@ fn smoother_data<K: SetupKernels>(
         )));
     }
     let (smoother_dinv, omega, colors) = match kind {
-        Smoother::L1Jacobi => (BlockDiagonal::of(a, bs, true).inverse()?, 1.0, Vec::new()),
+        Smoother::L1Jacobi => (
+            setup.block_diagonal(a, level, bs, true)?.inverse()?,
+            1.0,
+            Vec::new(),
+        ),
         Smoother::GaussSeidel => {
+            let a = a.host()?;
             let colors = color_sweeps(a, bs, &dinv, &greedy(a, bs))?;
             (dinv.clone(), 1.0, colors)
         }

@@ -11,10 +11,23 @@
 //! smoothing and BSR2 matrices take the defaults (a copy, an SpMV with beta = 1
 //! and a block-diagonal SpMV, and so on).
 
+use crate::resident::LevelMatrix;
 use gpuq_core::{check_same_len, DeviceVector, Result, Scalar};
 use gpuq_cpu::{CpuBackend, CpuMatrix, CpuVector};
-use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, SparseBackend};
+use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, SparseBackend};
 use rayon::prelude::*;
+
+/// `a` with its values converted to `T` (rows and values copied in
+/// parallel). O(nnz).
+pub(crate) fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
+    Csr::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().par_iter().copied().collect(),
+        a.col_idx().par_iter().copied().collect(),
+        a.values().par_iter().map(|&v| T::from_f64(v)).collect(),
+    )
+}
 
 /// The steps of an AMG cycle that a backend can fuse.
 pub trait AmgKernels: SparseBackend {
@@ -70,6 +83,19 @@ pub trait AmgKernels: SparseBackend {
         zero: bool,
     ) -> Result<()> {
         default_gs_color(self, scaled, select, scatter, b, x, t, zero)
+    }
+
+    /// The hierarchy's level matrix `m` on this backend in `layout`, its
+    /// values converted to `T`. Default: the host copy ([`LevelMatrix::host`])
+    /// converted and uploaded, O(nnz) host work and a transfer; the CUDA
+    /// backend converts a matrix its setup left on the device in place
+    /// (CSR or SELL, no transfer but 8 bytes per row of row lengths for SELL).
+    fn amg_level_matrix<T: Scalar>(
+        &self,
+        m: &LevelMatrix,
+        layout: Layout,
+    ) -> Result<Self::Matrix<T>> {
+        self.upload_matrix(&convert::<T>(m.host()?)?, layout)
     }
 
     /// y = x converted element by element to another precision (the vectors
@@ -549,10 +575,32 @@ mod cuda {
         default_chebyshev_start, default_chebyshev_step, default_gs_color, default_jacobi,
         default_residual, AmgKernels,
     };
+    use crate::resident::LevelMatrix;
     use gpuq_core::{Backend, Result, Scalar};
     use gpuq_cuda::{ChebPass, CudaBackend, CudaMatrix, CudaVector};
+    use gpuq_sparse::{Layout, SparseBackend};
 
     impl AmgKernels for CudaBackend {
+        /// A matrix this backend's setup left on the device, in CSR or SELL:
+        /// converted there ([`CudaBackend::setup_to_matrix`]); anything else
+        /// the default (the host copy converted and uploaded).
+        fn amg_level_matrix<T: Scalar>(
+            &self,
+            m: &LevelMatrix,
+            layout: Layout,
+        ) -> Result<CudaMatrix<T>> {
+            if let Some(d) = crate::setup::cuda::device_copy(self, m) {
+                let lens = match layout {
+                    Layout::Sell { .. } => Some(m.row_lengths()?),
+                    _ => None,
+                };
+                if let Some(out) = self.setup_to_matrix::<T>(&d, layout, lens.as_deref())? {
+                    return Ok(out);
+                }
+            }
+            self.upload_matrix(&super::convert::<T>(m.host()?)?, layout)
+        }
+
         /// One fused pass over a CSR or SELL matrix; BSR2 takes the default.
         fn amg_residual<T: Scalar>(
             &self,

@@ -218,6 +218,7 @@ pub mod kernels;
 mod mixed;
 mod options;
 pub mod prolong;
+mod resident;
 mod setup;
 pub mod spectral;
 pub mod strength;
@@ -227,4 +228,5 @@ pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, Sm
 pub use kernels::AmgKernels;
 pub use mixed::MixedAmg;
 pub use options::{AmgOptions, CoarseSolver, Coarsening, CycleKind, CycleOptions, Smoother};
+pub use resident::{LevelMatrix, ResidentMatrix};
 pub use setup::{HostSetup, SetupKernels};

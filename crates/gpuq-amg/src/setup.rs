@@ -1,14 +1,18 @@
 //! Where the setup's heavy steps run: [`SetupKernels`], a backend's
-//! aggregation, prolongator smoothing and Galerkin product. Every method has a
-//! default body, the host code of this crate (Rayon), so any backend builds a
-//! hierarchy at once; the CUDA backend (feature `cuda`) overrides them with
-//! device kernels (`kernels-rs/src/device/amg_setup.rs`) that build the same
-//! aggregates and the same matrices to rounding.
+//! aggregation, block diagonals, prolongator smoothing and Galerkin product.
+//! Every method has a default body, the host code of this crate (Rayon), so
+//! any backend builds a hierarchy at once; the CUDA backend (feature `cuda`)
+//! overrides them with device kernels (`kernels-rs/src/device/amg_setup.rs`)
+//! that build the same aggregates and the same matrices to rounding, and
+//! keeps what it builds on the device ([`LevelMatrix`] with a resident copy):
+//! nothing but the aggregates, the block diagonals and the coarsest matrix
+//! comes back to the host during the setup.
 
 use crate::aggregate::mis2_aggregates;
 use crate::blockdiag::BlockDiagonal;
 use crate::galerkin::galerkin;
 use crate::prolong::smooth;
+use crate::resident::LevelMatrix;
 use crate::spectral::rho_dinv_a;
 use crate::strength::{norm_matrix, strong_graph};
 use gpuq_core::Result;
@@ -16,16 +20,18 @@ use gpuq_cpu::CpuBackend;
 use gpuq_sparse::Csr;
 
 /// The steps of a smoothed-aggregation level a backend may run where its data
-/// lives. `Level` is a level's matrix as the backend keeps it during the
-/// level's setup (uploaded once by [`SetupKernels::level`]); the default
-/// bodies ignore it and compute on the host copy.
+/// lives. `Level` is a level's matrix as the backend computes with it during
+/// the level's setup ([`SetupKernels::level`]); the default bodies ignore it
+/// and compute on the host copy ([`LevelMatrix::host`], downloaded if the
+/// matrix lives on the backend only).
 pub trait SetupKernels {
     /// A level's matrix where this backend computes (`()` for the host).
     type Level;
 
-    /// The backend's copy of the level matrix `a`. Cost: an upload (device
-    /// backends) or nothing.
-    fn level(&self, a: &Csr<f64>) -> Result<Self::Level>;
+    /// The backend's copy of the level matrix `a`: its resident copy where
+    /// it has one, else an upload (kept in `a` for the cycle). Cost: an
+    /// upload (device backends, once per matrix) or nothing.
+    fn level(&self, a: &LevelMatrix) -> Result<Self::Level>;
 
     /// The backend that runs the setup, for reports (`cpu`, `cuda`).
     fn setup_name(&self) -> &'static str {
@@ -39,13 +45,25 @@ pub trait SetupKernels {
     /// host, O(nnz) per round.
     fn aggregates(
         &self,
-        a: &Csr<f64>,
+        a: &LevelMatrix,
         _level: &Self::Level,
         bs: usize,
         eps: f64,
     ) -> Result<(Vec<u32>, usize)> {
-        let s = strong_graph(&norm_matrix(a, bs)?, eps)?;
+        let s = strong_graph(&norm_matrix(a.host()?, bs)?, eps)?;
         Ok(mis2_aggregates(&s))
+    }
+
+    /// The bs x bs diagonal blocks of `a` ([`BlockDiagonal::of`]; with `l1`
+    /// the l1-Jacobi matrix's). Default: on the host, O(nnz).
+    fn block_diagonal(
+        &self,
+        a: &LevelMatrix,
+        _level: &Self::Level,
+        bs: usize,
+        l1: bool,
+    ) -> Result<BlockDiagonal> {
+        Ok(BlockDiagonal::of(a.host()?, bs, l1))
     }
 
     /// The Lanczos estimate of rho(D^-1 A) (`steps` steps), D the block
@@ -53,13 +71,13 @@ pub trait SetupKernels {
     /// [`crate::spectral::rho_dinv_a`] on the host, O(steps nnz).
     fn rho_dinv_a(
         &self,
-        a: &Csr<f64>,
+        a: &LevelMatrix,
         _level: &Self::Level,
         d: &BlockDiagonal,
         dinv: &BlockDiagonal,
         steps: usize,
     ) -> Result<f64> {
-        rho_dinv_a(a, d, dinv, steps)
+        rho_dinv_a(a.host()?, d, dinv, steps)
     }
 
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T, omega = 4 / (3
@@ -67,26 +85,39 @@ pub trait SetupKernels {
     /// O(flops(A P_T) bs).
     fn smoothed_prolongator(
         &self,
-        a: &Csr<f64>,
+        a: &LevelMatrix,
         _level: &Self::Level,
         dinv: &BlockDiagonal,
         rho: f64,
         pt: &Csr<f64>,
-    ) -> Result<Csr<f64>> {
-        smooth(a, dinv, rho, pt)
+    ) -> Result<LevelMatrix> {
+        Ok(smooth(a.host()?, dinv, rho, pt)?.into())
     }
 
     /// R = P^T and the Galerkin product R (A P). Default: the host's
     /// transpose and two Gustavson products, O(flops(A P) + flops(R A P)).
     fn galerkin(
         &self,
-        a: &Csr<f64>,
+        a: &LevelMatrix,
         _level: &Self::Level,
-        p: &Csr<f64>,
-    ) -> Result<(Csr<f64>, Csr<f64>)> {
+        p: &LevelMatrix,
+    ) -> Result<(LevelMatrix, LevelMatrix)> {
+        let p = p.host()?;
         let r = p.transpose(false);
-        let ac = galerkin(&r, a, p)?;
-        Ok((r, ac))
+        let ac = galerkin(&r, a.host()?, p)?;
+        Ok((r.into(), ac.into()))
+    }
+
+    /// `ac` with a 1 on the diagonal of each row whose stored entries are
+    /// all zero ([`crate::galerkin::with_unit_rows`]). Default: on the host,
+    /// O(nnz).
+    fn fix_empty_rows(&self, ac: LevelMatrix) -> Result<LevelMatrix> {
+        let host = ac.host()?;
+        let empty = crate::galerkin::empty_rows(host);
+        if empty.is_empty() {
+            return Ok(ac);
+        }
+        Ok(crate::galerkin::with_unit_rows(host, &empty)?.into())
     }
 }
 
@@ -98,7 +129,7 @@ pub trait HostSetup {}
 impl<B: HostSetup> SetupKernels for B {
     type Level = ();
 
-    fn level(&self, _a: &Csr<f64>) -> Result<()> {
+    fn level(&self, _a: &LevelMatrix) -> Result<()> {
         Ok(())
     }
 }
@@ -107,13 +138,16 @@ impl<B: HostSetup> SetupKernels for B {
 impl HostSetup for CpuBackend {}
 
 #[cfg(feature = "cuda")]
-mod cuda {
+pub(crate) mod cuda {
     use super::SetupKernels;
     use crate::blockdiag::BlockDiagonal;
+    use crate::resident::{LevelMatrix, ResidentMatrix};
     use crate::spectral::{lanczos_rho, LanczosOps};
     use gpuq_core::Result;
     use gpuq_cuda::{CudaBackend, SetupCsr, SetupVec};
     use gpuq_sparse::Csr;
+    use std::any::Any;
+    use std::sync::Arc;
 
     /// [`LanczosOps`] on the device: the level matrix, block size and the
     /// blocks of D and D^-1 uploaded once.
@@ -165,14 +199,69 @@ mod cuda {
         }
     }
 
-    /// The setup on the device: aggregation, prolongator smoothing (two
-    /// products and a sum), transpose and Galerkin products in device
-    /// kernels; each result comes back to the host hierarchy.
-    impl SetupKernels for CudaBackend {
-        type Level = SetupCsr;
+    /// A matrix the device setup built, kept on the device in the hierarchy.
+    pub(crate) struct DeviceCopy {
+        pub(crate) backend: CudaBackend,
+        pub(crate) m: Arc<SetupCsr>,
+    }
 
-        fn level(&self, a: &Csr<f64>) -> Result<SetupCsr> {
-            self.setup_upload(a)
+    impl ResidentMatrix for DeviceCopy {
+        fn download(&self) -> Result<Csr<f64>> {
+            self.backend.setup_download(&self.m)
+        }
+
+        fn row_lengths(&self) -> Result<Vec<u32>> {
+            self.backend.setup_row_lengths(&self.m)
+        }
+
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    /// The device copy of `a` made by `g` (the same context), if there is one.
+    pub(crate) fn device_copy(g: &CudaBackend, a: &LevelMatrix) -> Option<Arc<SetupCsr>> {
+        a.resident()?
+            .as_any()
+            .downcast_ref::<DeviceCopy>()
+            .filter(|d| d.backend.same_backend(g))
+            .map(|d| d.m.clone())
+    }
+
+    /// `m` as a level matrix held on the device.
+    fn keep(g: &CudaBackend, m: SetupCsr) -> LevelMatrix {
+        let (shape, nnz) = (m.shape(), m.nnz());
+        LevelMatrix::from_resident(
+            shape,
+            nnz,
+            Arc::new(DeviceCopy {
+                backend: g.clone(),
+                m: Arc::new(m),
+            }),
+        )
+    }
+
+    /// The setup on the device: aggregation, block diagonals of the coarse
+    /// levels, prolongator smoothing (two products and a sum), transpose and
+    /// Galerkin products in device kernels; P, R and the coarse operators
+    /// stay on the device (the cycle converts them there).
+    impl SetupKernels for CudaBackend {
+        type Level = Arc<SetupCsr>;
+
+        /// The device copy made by this setup, or an upload of the host
+        /// copy, kept in `a`.
+        fn level(&self, a: &LevelMatrix) -> Result<Arc<SetupCsr>> {
+            if let Some(m) = device_copy(self, a) {
+                return Ok(m);
+            }
+            let up = Arc::new(self.setup_upload(a.host()?)?);
+            a.resident_or_init(|| {
+                Ok(Arc::new(DeviceCopy {
+                    backend: self.clone(),
+                    m: up.clone(),
+                }))
+            })?;
+            Ok(up)
         }
 
         fn setup_name(&self) -> &'static str {
@@ -184,27 +273,45 @@ mod cuda {
         /// diagonal block, a block pattern that is not symmetric).
         fn aggregates(
             &self,
-            a: &Csr<f64>,
-            level: &SetupCsr,
+            a: &LevelMatrix,
+            level: &Arc<SetupCsr>,
             bs: usize,
             eps: f64,
         ) -> Result<(Vec<u32>, usize)> {
             match self.setup_aggregates(level, bs, eps)? {
                 Some(found) => Ok(found),
                 None => {
-                    let s =
-                        crate::strength::strong_graph(&crate::strength::norm_matrix(a, bs)?, eps)?;
+                    let s = crate::strength::strong_graph(
+                        &crate::strength::norm_matrix(a.host()?, bs)?,
+                        eps,
+                    )?;
                     Ok(crate::aggregate::mis2_aggregates(&s))
                 }
             }
+        }
+
+        /// The host's where `a` has a host copy, else the device's
+        /// extraction ([`CudaBackend::setup_block_diagonal`], the same sums
+        /// in the same order) and a download of the blocks.
+        fn block_diagonal(
+            &self,
+            a: &LevelMatrix,
+            level: &Arc<SetupCsr>,
+            bs: usize,
+            l1: bool,
+        ) -> Result<BlockDiagonal> {
+            if a.on_host() {
+                return Ok(BlockDiagonal::of(a.host()?, bs, l1));
+            }
+            BlockDiagonal::from_blocks(bs, self.setup_block_diagonal(level, bs, l1)?)
         }
 
         /// The Lanczos estimate with the device's vector operations (the
         /// host's order of operations: the same estimate bit for bit).
         fn rho_dinv_a(
             &self,
-            a: &Csr<f64>,
-            level: &SetupCsr,
+            a: &LevelMatrix,
+            level: &Arc<SetupCsr>,
             d: &BlockDiagonal,
             dinv: &BlockDiagonal,
             steps: usize,
@@ -220,34 +327,58 @@ mod cuda {
         }
 
         /// P = P_T - omega D^-1 (A P_T) in one device pass with the host's
-        /// order of operations ([`CudaBackend::setup_smoothed_prolongator`]).
+        /// order of operations ([`CudaBackend::setup_smoothed_prolongator`]),
+        /// kept on the device.
         fn smoothed_prolongator(
             &self,
-            _a: &Csr<f64>,
-            level: &SetupCsr,
+            _a: &LevelMatrix,
+            level: &Arc<SetupCsr>,
             dinv: &BlockDiagonal,
             rho: f64,
             pt: &Csr<f64>,
-        ) -> Result<Csr<f64>> {
+        ) -> Result<LevelMatrix> {
             let omega = 4.0 / (3.0 * rho);
             let d_pt = self.setup_upload(pt)?;
             let p =
                 self.setup_smoothed_prolongator(level, dinv.block(), omega, dinv.blocks(), &d_pt)?;
-            self.setup_download(&p)
+            Ok(keep(self, p))
         }
 
-        /// R = P^T and R (A P) on the device: a transpose and two products.
+        /// R = P^T and R (A P) on the device: a transpose and two products,
+        /// both results kept on the device.
         fn galerkin(
             &self,
-            _a: &Csr<f64>,
-            level: &SetupCsr,
-            p: &Csr<f64>,
-        ) -> Result<(Csr<f64>, Csr<f64>)> {
-            let d_p = self.setup_upload(p)?;
+            _a: &LevelMatrix,
+            level: &Arc<SetupCsr>,
+            p: &LevelMatrix,
+        ) -> Result<(LevelMatrix, LevelMatrix)> {
+            let d_p = match device_copy(self, p) {
+                Some(m) => m,
+                None => Arc::new(self.setup_upload(p.host()?)?),
+            };
             let r = self.setup_transpose(&d_p)?;
             let ap = self.setup_spgemm(level, &d_p)?;
             let ac = self.setup_spgemm(&r, &ap)?;
-            Ok((self.setup_download(&r)?, self.setup_download(&ac)?))
+            Ok((keep(self, r), keep(self, ac)))
+        }
+
+        /// The rows of zeros found on the device
+        /// ([`CudaBackend::setup_zero_rows`], 4 bytes per row read back);
+        /// a matrix that has some is fixed on the host.
+        fn fix_empty_rows(&self, ac: LevelMatrix) -> Result<LevelMatrix> {
+            let Some(m) = device_copy(self, &ac).filter(|_| !ac.on_host()) else {
+                let host = ac.host()?;
+                let empty = crate::galerkin::empty_rows(host);
+                if empty.is_empty() {
+                    return Ok(ac);
+                }
+                return Ok(crate::galerkin::with_unit_rows(host, &empty)?.into());
+            };
+            let empty = self.setup_zero_rows(&m)?;
+            if empty.is_empty() {
+                return Ok(ac);
+            }
+            Ok(crate::galerkin::with_unit_rows(ac.host()?, &empty)?.into())
         }
     }
 }

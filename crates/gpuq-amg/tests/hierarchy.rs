@@ -70,8 +70,8 @@ fn check_invariants(a: &Csr<f64>, o: &AmgOptions) -> Hierarchy {
     assert!(levels.len() >= 2, "{} levels", levels.len());
     for w in levels.windows(2) {
         let (fine, coarse) = (&w[0], &w[1]);
-        let p = fine.p.as_ref().unwrap();
-        let r = fine.r.as_ref().unwrap();
+        let p = fine.p.as_ref().unwrap().host().unwrap();
+        let r = fine.r.as_ref().unwrap().host().unwrap();
         assert_eq!(p.shape(), (fine.a.nrows(), coarse.a.nrows()));
         assert_eq!(*r, p.transpose(false));
         // Every column of P holds a nonzero (no empty coarse unknown).
@@ -100,8 +100,8 @@ fn check_invariants(a: &Csr<f64>, o: &AmgOptions) -> Hierarchy {
         }
         // Galerkin: R A P equals the dense product on small levels.
         if fine.a.nrows() <= 800 {
-            let want = dense_rap(r, &fine.a, p);
-            let got = coarse.a.to_dense();
+            let want = dense_rap(r, fine.a.host().unwrap(), p);
+            let got = coarse.a.host().unwrap().to_dense();
             let scale = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
             for (x, y) in got.iter().zip(&want) {
                 assert!((x - y).abs() <= 1e-12 * scale);
@@ -142,7 +142,7 @@ fn block2_hierarchies() {
 #[test]
 fn seed_prolongator_rows_sum_to_one_per_component() {
     let h = Hierarchy::build(&coupled2d(10, 1.0), &options(Coarsening::Seed, 2)).unwrap();
-    let p = h.levels()[0].p.as_ref().unwrap();
+    let p = h.levels()[0].p.as_ref().unwrap().host().unwrap();
     for i in 0..p.nrows() {
         let (c, v) = p.row(i);
         assert!((v.iter().sum::<f64>() - 1.0).abs() < 1e-14);
@@ -167,8 +167,10 @@ fn setup_is_deterministic_across_thread_counts() {
     let h4 = four.install(|| Hierarchy::build(&a, &o).unwrap());
     assert_eq!(h1.levels().len(), h4.levels().len());
     for (x, y) in h1.levels().iter().zip(h4.levels()) {
-        assert_eq!(x.a, y.a);
-        assert_eq!(x.p, y.p);
+        assert_eq!(x.a.host().unwrap(), y.a.host().unwrap());
+        let host =
+            |m: &Option<gpuq_amg::LevelMatrix>| m.as_ref().map(|m| m.host().unwrap().clone());
+        assert_eq!(host(&x.p), host(&y.p));
         assert_eq!(x.aggregate_of, y.aggregate_of);
     }
     assert_eq!(h1.coarse_solve(), h4.coarse_solve());
@@ -258,4 +260,106 @@ fn block_diagonal_coarse_solve_builds() {
     let h = Hierarchy::build(&coupled2d(8, 1.0), &o).unwrap();
     let c = h.coarse_solve();
     assert_eq!(c.nnz(), 2 * c.nrows());
+}
+
+/// The matrices of two hierarchies, level by level, on the host.
+fn same_levels(x: &Hierarchy, y: &Hierarchy) {
+    assert_eq!(x.levels().len(), y.levels().len());
+    let host = |m: &Option<gpuq_amg::LevelMatrix>| m.as_ref().map(|m| m.host().unwrap().clone());
+    for (u, v) in x.levels().iter().zip(y.levels()) {
+        assert_eq!(u.a.host().unwrap(), v.a.host().unwrap());
+        assert_eq!(host(&u.p), host(&v.p));
+        assert_eq!(host(&u.r), host(&v.r));
+        assert_eq!(u.aggregate_of, v.aggregate_of);
+    }
+    assert_eq!(x.coarse_solve(), y.coarse_solve());
+}
+
+#[test]
+fn update_values_keeps_the_aggregates_and_recomputes_the_rest() {
+    let a = laplace3d::<f64>(10);
+    for block in [1, 2] {
+        let o = options(Coarsening::SmoothedAggregation, block);
+        let h = Hierarchy::build(&a, &o).unwrap();
+        // new values, same pattern: scaled by 3 (the same strength graphs on
+        // every level, so a fresh build aggregates alike and equals the
+        // update), then also shifted on the diagonal (aggregates kept, no
+        // longer a fresh build's)
+        let with_values = |f: &dyn Fn(usize, usize, f64) -> f64| {
+            let vals: Vec<f64> = (0..a.nrows())
+                .flat_map(|i| {
+                    let (c, v) = a.row(i);
+                    c.iter()
+                        .zip(v)
+                        .map(move |(&j, &x)| (i, j as usize, x))
+                        .collect::<Vec<_>>()
+                })
+                .map(|(i, j, x)| f(i, j, x))
+                .collect();
+            Csr::try_new(
+                a.nrows(),
+                a.ncols(),
+                a.row_ptr().to_vec(),
+                a.col_idx().to_vec(),
+                vals,
+            )
+            .unwrap()
+        };
+        let scaled = with_values(&|_, _, x| 3.0 * x);
+        same_levels(
+            &h.update_values(&scaled).unwrap(),
+            &Hierarchy::build(&scaled, &o).unwrap(),
+        );
+        let a2 = with_values(&|i, j, x| if i == j { 3.0 * x + 0.5 } else { 3.0 * x });
+        let updated = h.update_values(&a2).unwrap();
+        for (u, v) in updated.levels().iter().zip(h.levels()) {
+            assert_eq!(u.aggregate_of, v.aggregate_of);
+            assert_eq!(u.a.shape(), v.a.shape());
+        }
+        assert_ne!(
+            updated.levels()[1].a.host().unwrap(),
+            h.levels()[1].a.host().unwrap()
+        );
+        // the cycle built for the old values, updated in place, solves the
+        // new system
+        let cpu = gpuq_cpu::CpuBackend::new();
+        let co = gpuq_amg::CycleOptions {
+            layout: gpuq_sparse::Layout::Csr,
+        };
+        let mut hh = h.clone();
+        let mut cycle = gpuq_amg::Amg::<_, f64>::new(&cpu, &hh, &co).unwrap();
+        cycle.update_values(&mut hh, &a2, &co).unwrap();
+        same_levels(&hh, &updated);
+        let b = vec![1.0; a2.nrows()];
+        let (x, report) = pcg(&cpu, &a2, &b, &cycle);
+        assert!(report.converged, "{report:?}");
+        assert!(true_residual(&a2, &x, &b) <= 1e-8);
+    }
+}
+
+#[test]
+fn update_values_refuses_another_pattern_and_the_seed_coarsening() {
+    let a = laplace3d::<f64>(6);
+    let h = Hierarchy::build(&a, &options(Coarsening::SmoothedAggregation, 1)).unwrap();
+    let other = laplace3d::<f64>(5);
+    assert!(h.update_values(&other).is_err());
+    let wider = gpuq_amg::galerkin::add(1.0, &a, 1.0, &Csr::identity(a.nrows())).unwrap();
+    assert!(
+        h.update_values(&wider).is_ok(),
+        "the identity adds no entry"
+    );
+    let dense_row = {
+        let mut coo = gpuq_sparse::Coo::new(a.nrows(), a.ncols());
+        for i in 0..a.nrows() {
+            let (c, v) = a.row(i);
+            for (&j, &x) in c.iter().zip(v) {
+                coo.push(i, j as usize, x).unwrap();
+            }
+        }
+        coo.push(0, a.ncols() - 1, -1e-3).unwrap();
+        Csr::from_coo(&coo).unwrap()
+    };
+    assert!(h.update_values(&dense_row).is_err());
+    let seed = Hierarchy::build(&a, &options(Coarsening::Seed, 1)).unwrap();
+    assert!(seed.update_values(&a).is_err());
 }

@@ -5,9 +5,12 @@
 mod common;
 
 use common::*;
-use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy};
+use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy};
 use gpuq_cpu::CpuBackend;
-use gpuq_krylov::{solve_csr, solve_csr_with_precond, Method, Preconditioner, SolverConfig};
+use gpuq_krylov::{
+    solve_csr, solve_csr_with_precond, solve_resident_with_precond, Method, Preconditioner,
+    SolverConfig,
+};
 use gpuq_sparse::generators::{convdiff2d, laplace2d};
 
 #[test]
@@ -33,6 +36,15 @@ fn amg_preconditions_every_method() {
         assert!(rep.converged, "{method:?}");
         assert_eq!(rep.preconditioner, "amg");
         assert!(true_residual(&a, &x, &b) <= 1e-8);
+        // A from the hierarchy's finest level, already on the backend: the
+        // same solve
+        let resident = cpu
+            .amg_level_matrix::<f64>(&h.levels()[0].a, config.layout)
+            .unwrap();
+        let (y, again) =
+            solve_resident_with_precond(&cpu, resident, &b, &config, Some(&m), &mut |_, _| {})
+                .unwrap();
+        assert_eq!((&y, again.iterations), (&x, rep.iterations), "{method:?}");
         let jacobi = SolverConfig {
             method,
             precond: Preconditioner::Jacobi,
@@ -70,4 +82,33 @@ fn transpose_only_for_symmetric_matrices() {
         Err(e) => assert!(e.to_string().contains("transpose"), "{e}"),
         Ok(_) => panic!("QMR with the cycle of a nonsymmetric matrix must fail"),
     }
+}
+
+#[test]
+fn a_resident_matrix_refuses_qmr_and_a_missing_preconditioner() {
+    let cpu = CpuBackend::new();
+    let a = laplace2d::<f64>(8);
+    let b = vec![1.0; a.nrows()];
+    let h = Hierarchy::build(&a, &AmgOptions::default()).unwrap();
+    let m = Amg::<CpuBackend, f64>::new(&cpu, &h, &CycleOptions::default()).unwrap();
+    let resident = || {
+        cpu.amg_level_matrix::<f64>(&h.levels()[0].a, Default::default())
+            .unwrap()
+    };
+    let qmr = SolverConfig {
+        method: Method::Qmr,
+        ..SolverConfig::default()
+    };
+    assert!(
+        solve_resident_with_precond(&cpu, resident(), &b, &qmr, Some(&m), &mut |_, _| {}).is_err()
+    );
+    let jacobi = SolverConfig {
+        precond: Preconditioner::Jacobi,
+        ..SolverConfig::default()
+    };
+    // `None` means no preconditioner: the configured Jacobi is ignored, as
+    // with solve_csr_with_precond
+    let (_, rep) =
+        solve_resident_with_precond(&cpu, resident(), &b, &jacobi, None, &mut |_, _| {}).unwrap();
+    assert!(rep.converged);
 }

@@ -13,10 +13,11 @@ use common::*;
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::galerkin::{add, spgemm};
 use gpuq_amg::prolong::smooth;
-use gpuq_amg::{AmgOptions, Coarsening, Hierarchy, SetupKernels};
+use gpuq_amg::{Amg, AmgOptions, Coarsening, CycleOptions, Hierarchy, SetupKernels};
+use gpuq_core::{Backend, LinearOperator};
 use gpuq_cuda::CudaBackend;
 use gpuq_sparse::generators::{convdiff2d, laplace3d};
-use gpuq_sparse::{Coo, Csr};
+use gpuq_sparse::{Coo, Csr, Layout, SparseBackend};
 use proptest::prelude::*;
 
 /// `a` and `b` have the same pattern and their values differ by at most
@@ -91,6 +92,39 @@ proptest! {
         if m != k {
             prop_assert!(g.setup_spgemm(&da, &dc).is_err());
         }
+        // What keeps the hierarchy on the device: block diagonals (plain and
+        // l1), rows of zeros, and the cycle's matrices built there.
+        let mm = 2 * m;
+        let sq = random_csr(mm, mm, seed ^ 0x7777);
+        let dsq = g.setup_upload(&sq).unwrap();
+        for (bs, l1) in [(1, false), (1, true), (2, false), (2, true)] {
+            let want = BlockDiagonal::of(&sq, bs, l1);
+            prop_assert_eq!(g.setup_block_diagonal(&dsq, bs, l1).unwrap(), want.blocks().to_vec());
+        }
+        let zero_rows: Vec<usize> = (0..mm).filter(|&i| sq.row(i).1.iter().all(|&v| v == 0.0)).collect();
+        prop_assert_eq!(g.setup_zero_rows(&dsq).unwrap(), zero_rows);
+        let lens: Vec<u32> = sq.row_ptr().windows(2).map(|w| (w[1] - w[0]) as u32).collect();
+        prop_assert_eq!(g.setup_row_lengths(&dsq).unwrap(), lens.clone());
+        let x: Vec<f64> = (0..mm).map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0).collect();
+        for layout in [Layout::Csr, Layout::Sell { c: 4, sigma: 1 }, Layout::Sell { c: 4, sigma: 8 }] {
+            let built = g.setup_to_matrix::<f64>(&dsq, layout, Some(&lens)).unwrap().unwrap();
+            let uploaded = g.upload_matrix(&sq, layout).unwrap();
+            let y = |a| {
+                let mut y = g.zeros::<f64>(mm).unwrap();
+                g.spmv(1.0, a, &g.upload(&x).unwrap(), 0.0, &mut y).unwrap();
+                g.download(&y).unwrap()
+            };
+            prop_assert_eq!(y(&built), y(&uploaded), "{:?}", layout);
+            let single = g.setup_to_matrix::<f32>(&dsq, layout, Some(&lens)).unwrap().unwrap();
+            let host32 = g.upload_matrix(&Csr::try_new(mm, mm, sq.row_ptr().to_vec(), sq.col_idx().to_vec(), sq.values().iter().map(|&v| v as f32).collect()).unwrap(), layout).unwrap();
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let y32 = |a| {
+                let mut y = g.zeros::<f32>(mm).unwrap();
+                g.spmv(1.0, a, &g.upload(&x32).unwrap(), 0.0, &mut y).unwrap();
+                g.download(&y).unwrap()
+            };
+            prop_assert_eq!(y32(&single), y32(&host32), "f32 {:?}", layout);
+        }
         // The smoothed prolongator of a square matrix with invertible
         // diagonal blocks (block 1 or 2).
         for bs in [1usize, 2] {
@@ -148,12 +182,33 @@ fn same_hierarchy(g: &CudaBackend, a: &Csr<f64>, o: &AmgOptions, what: &str) {
         let at = format!("{what}, level {l}");
         assert_eq!(h.aggregate_of, d.aggregate_of, "{at}: aggregates");
         assert_eq!(h.block, d.block, "{at}: block");
-        exact &= assert_close(&h.a, &d.a, 1e-12, &format!("{at}: A"));
+        // the device setup leaves what it built on the device
+        for (m, name) in [(Some(&d.a), "A"), (d.p.as_ref(), "P"), (d.r.as_ref(), "R")] {
+            if let Some(m) = m.filter(|_| l > 0 || name != "A") {
+                assert!(m.resident().is_some(), "{at}: {name} not on the device");
+            }
+        }
+        exact &= assert_close(
+            h.a.host().unwrap(),
+            d.a.host().unwrap(),
+            1e-12,
+            &format!("{at}: A"),
+        );
         if let (Some(hp), Some(dp)) = (&h.p, &d.p) {
-            exact &= assert_close(hp, dp, 1e-12, &format!("{at}: P"));
+            exact &= assert_close(
+                hp.host().unwrap(),
+                dp.host().unwrap(),
+                1e-12,
+                &format!("{at}: P"),
+            );
         }
         if let (Some(hr), Some(dr)) = (&h.r, &d.r) {
-            exact &= assert_close(hr, dr, 1e-12, &format!("{at}: R"));
+            exact &= assert_close(
+                hr.host().unwrap(),
+                dr.host().unwrap(),
+                1e-12,
+                &format!("{at}: R"),
+            );
         }
         assert_eq!(h.p.is_some(), d.p.is_some(), "{at}: P present");
     }
@@ -225,4 +280,104 @@ fn device_setup_reports_bad_input_as_the_host_does() {
     };
     assert!(Hierarchy::build_on(g, &a, &o).is_err());
     assert!(Hierarchy::build(&a, &o).is_err());
+}
+
+/// One cycle of `h` on the device applied to a fixed vector.
+fn cycle_of<T: gpuq_core::Scalar>(g: &CudaBackend, h: &Hierarchy, layout: Layout) -> Vec<T> {
+    let amg = Amg::<CudaBackend, T>::new(g, h, &CycleOptions { layout }).unwrap();
+    let n = h.levels()[0].a.nrows();
+    let x: Vec<T> = (0..n)
+        .map(|i| T::from_f64(((i * 7919 % 101) as f64 - 50.0) / 25.0))
+        .collect();
+    let mut y = g.zeros::<T>(n).unwrap();
+    amg.apply(&g.upload(&x).unwrap(), &mut y).unwrap();
+    g.download(&y).unwrap()
+}
+
+#[test]
+fn the_cycle_of_the_device_hierarchy_is_the_host_hierarchys() {
+    let Some(g) = gpu("the_cycle_of_the_device_hierarchy_is_the_host_hierarchys") else {
+        return;
+    };
+    let o = AmgOptions {
+        coarse_size: 50,
+        ..AmgOptions::default()
+    };
+    for (a, what) in [
+        (laplace3d::<f64>(14), "laplace3d:14"),
+        (convdiff2d::<f64>(40, 0.0), "laplace2d:40"),
+    ] {
+        let host = Hierarchy::build(&a, &o).unwrap();
+        let dev = Hierarchy::build_on(g, &a, &o).unwrap();
+        for layout in [Layout::Csr, Layout::Sell { c: 32, sigma: 1 }] {
+            let (h64, d64) = (
+                cycle_of::<f64>(g, &host, layout),
+                cycle_of::<f64>(g, &dev, layout),
+            );
+            let scale = h64.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            for (x, y) in h64.iter().zip(&d64) {
+                assert!(
+                    (x - y).abs() <= 1e-12 * scale,
+                    "{what} {layout:?}: {x} against {y}"
+                );
+            }
+            let (h32, d32) = (
+                cycle_of::<f32>(g, &host, layout),
+                cycle_of::<f32>(g, &dev, layout),
+            );
+            let scale = h32.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+            for (x, y) in h32.iter().zip(&d32) {
+                assert!(
+                    (x - y).abs() <= 1e-5 * scale,
+                    "{what} {layout:?} f32: {x} against {y}"
+                );
+            }
+        }
+        // the cycle was built from the device copies: the host copies of the
+        // coarse levels were never made
+        assert!(dev.levels()[1..]
+            .iter()
+            .all(|l| !l.a.on_host() || l.a.nrows() <= o.coarse_size));
+        println!("{what}: the device hierarchy's cycle equals the host's");
+    }
+}
+
+#[test]
+fn update_values_on_the_device_equals_the_hosts() {
+    let Some(g) = gpu("update_values_on_the_device_equals_the_hosts") else {
+        return;
+    };
+    let a = laplace3d::<f64>(12);
+    let o = AmgOptions {
+        coarse_size: 50,
+        ..AmgOptions::default()
+    };
+    let vals: Vec<f64> = a.values().iter().map(|&x| 2.5 * x).collect();
+    let a2 = Csr::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        vals,
+    )
+    .unwrap();
+    let host = Hierarchy::build(&a, &o)
+        .unwrap()
+        .update_values(&a2)
+        .unwrap();
+    let dev = Hierarchy::build_on(g, &a, &o)
+        .unwrap()
+        .update_values_on(g, &a2)
+        .unwrap();
+    assert_eq!(host.levels().len(), dev.levels().len());
+    for (l, (h, d)) in host.levels().iter().zip(dev.levels()).enumerate() {
+        assert_eq!(h.aggregate_of, d.aggregate_of, "level {l}");
+        assert_close(
+            h.a.host().unwrap(),
+            d.a.host().unwrap(),
+            1e-12,
+            &format!("level {l}: A"),
+        );
+    }
+    println!("update_values on the device: the host's hierarchy");
 }

@@ -12,7 +12,8 @@ use gpuq_amg::{
 };
 use gpuq_core::{Error, Result, Scalar, SolveReport};
 use gpuq_krylov::{
-    solve_csr_with_precond, KrylovBackend, KrylovOptions, Preconditioner, SolverConfig,
+    solve_csr_with_precond, solve_resident_with_precond, KrylovBackend, KrylovOptions, Method,
+    Preconditioner, SolverConfig,
 };
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
@@ -182,6 +183,26 @@ pub struct AmgInfoArgs {
     /// a log axis (SVG when the file name ends in .svg, else PNG).
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Write each level's matrix and prolongator to DIR as Matrix Market
+    /// files (A0.mtx, P0.mtx, A1.mtx, ...; R = P^T), for other tools (a
+    /// device setup copies them to the host for this).
+    #[arg(long = "save-levels", value_name = "DIR")]
+    pub save_levels: Option<PathBuf>,
+}
+
+/// Writes the levels of `h` to `dir` (see `AmgInfoArgs::save_levels`).
+fn save_levels(h: &Hierarchy, dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    for (l, level) in h.levels().iter().enumerate() {
+        mm::save_csr(level.a.host()?, dir.join(format!("A{l}.mtx")))?;
+        if let Some(p) = &level.p {
+            mm::save_csr(p.host()?, dir.join(format!("P{l}.mtx")))?;
+        }
+    }
+    Ok(())
 }
 
 /// One timed run of the cycle (`gpuq amg-info --bench-cycles K`).
@@ -297,6 +318,9 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         &backend,
     )?;
     let info = h.info();
+    if let Some(dir) = &args.save_levels {
+        save_levels(&h, dir)?;
+    }
     let bench = if args.bench_cycles == 0 {
         None
     } else {
@@ -503,28 +527,45 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     let co = CycleOptions {
         layout: config.layout,
     };
+    let cycle_start = Instant::now();
     let cycle: Box<dyn gpuq_core::LinearOperator<B, T>> = if S::KIND == T::KIND {
         Box::new(Amg::<B, T>::new(backend, &h, &co)?)
     } else {
         Box::new(MixedAmg::<B, T, S>::new(backend, &h, &co)?)
     };
     let amg_setup_s = setup.elapsed().as_secs_f64();
-    let a_t = Csr::try_new(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().to_vec(),
-        a.col_idx().to_vec(),
-        convert::<T>(a.values()),
-    )?;
+    let cycle_setup_s = cycle_start.elapsed().as_secs_f64();
     let mut progress = Progress::new();
-    let result = solve_csr_with_precond(
-        backend,
-        &a_t,
-        &convert::<T>(&b),
-        config,
-        Some(cycle.as_ref()),
-        &mut |it, r| progress.update(it, r),
-    );
+    let result = if config.method == Method::Qmr {
+        // QMR needs A^T from the host matrix
+        let a_t = Csr::try_new(
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr().to_vec(),
+            a.col_idx().to_vec(),
+            convert::<T>(a.values()),
+        )?;
+        solve_csr_with_precond(
+            backend,
+            &a_t,
+            &convert::<T>(&b),
+            config,
+            Some(cycle.as_ref()),
+            &mut |it, r| progress.update(it, r),
+        )
+    } else {
+        // A from the hierarchy's finest level: on a device, converted from
+        // the copy the setup made there (no second upload)
+        let resident = backend.amg_level_matrix::<T>(&h.levels()[0].a, config.layout)?;
+        solve_resident_with_precond(
+            backend,
+            resident,
+            &convert::<T>(&b),
+            config,
+            Some(cycle.as_ref()),
+            &mut |it, r| progress.update(it, r),
+        )
+    };
     progress.finish();
     let (x, mut report, stopped) = crate::solve::ended(result)?;
     report.setup_time_s += amg_setup_s;
@@ -536,6 +577,7 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     let choices = AmgChoices {
         cycle_precision: S::KIND.name().into(),
         jacobi_damping: options.jacobi_damping,
+        cycle_setup_s,
         defaults: if args.amg.device_defaults(chosen) {
             "gpu"
         } else {
@@ -556,6 +598,9 @@ struct AmgChoices {
     jacobi_damping: f64,
     /// Whose defaults filled the unset options: `gpu` or `cpu`.
     defaults: &'static str,
+    /// Seconds to build the cycle from the hierarchy (its matrices in the
+    /// cycle's layout and precision on the backend), part of `amg_setup_s`.
+    cycle_setup_s: f64,
 }
 
 /// The solve report; as JSON with the hierarchy under `amg` and the AMG setup
@@ -587,6 +632,7 @@ fn print_amg_report(
             );
             fields.insert("jacobi_damping".into(), choices.jacobi_damping.into());
             fields.insert("defaults".into(), choices.defaults.into());
+            fields.insert("cycle_setup_s".into(), choices.cycle_setup_s.into());
         }
         map.insert("amg".into(), amg);
         map.insert("amg_setup_s".into(), amg_setup_s.into());

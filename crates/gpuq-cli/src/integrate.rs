@@ -7,8 +7,8 @@ use crate::solve::Chosen;
 use clap::{ArgGroup, Args};
 use gpuq_core::{Error, Result};
 use gpuq_cubature::{
-    builtin, integrate, kind_of, CubatureKernels, Expr, Func, Method, Options, Outcome, Prepared,
-    RuleKind, UserCode,
+    builtin, integrate, kind_of, plan, CubatureKernels, Expr, Func, Method, Options, Outcome,
+    Prepared, RuleKind, UserCode,
 };
 use serde_json::json;
 use std::process::ExitCode;
@@ -51,16 +51,26 @@ pub struct IntegrateArgs {
     /// Absolute tolerance.
     #[arg(long, default_value_t = 0.0)]
     pub abs_tol: f64,
-    /// cuhre, two-phase, breadth-first, gauss-legendre:NA, gauss-legendre:auto (orders 2, 3, ...
-    /// until successive ones agree within the tolerance) or gauss-hermite:NA.
-    #[arg(long, default_value = "two-phase")]
+    /// auto (an adaptive method chosen per backend, dimension and tolerance:
+    /// see `gpuq_cubature::Method::choose`), cuhre, two-phase, breadth-first,
+    /// gauss-legendre:NA, gauss-legendre:auto (orders 2, 3, ... until successive
+    /// ones agree within the tolerance) or gauss-hermite:NA.
+    #[arg(long, default_value = "auto")]
     pub method: String,
     /// Rule of the adaptive methods: cuhre (degree 13/11/9 by n), degree9 or genz-malik.
     #[arg(long, default_value = "cuhre")]
     pub rule: String,
-    /// Most integrand evaluations.
-    #[arg(long, default_value_t = 100_000_000)]
-    pub max_evals: u64,
+    /// Most integrand evaluations: a number (2e10 or 20000000000) or auto,
+    /// about a minute of the backend's nominal throughput (the CPU backend
+    /// 1.8 x 10^8 per thread, one thread for sequential CUHRE; the CUDA
+    /// backend 1.2 x 10^11).
+    #[arg(long, default_value = "auto")]
+    pub max_evals: String,
+    /// Most seconds of the integration: the adaptive methods stop between
+    /// rounds once it has passed, with the estimate so far and status
+    /// "not converged (time limit)". No limit by default.
+    #[arg(long)]
+    pub max_time: Option<f64>,
     /// Most live boxes (first-phase L_max, breadth-first memory bound; about
     /// 16 n + 24 bytes each on the host).
     #[arg(long, default_value_t = 1 << 18)]
@@ -104,6 +114,33 @@ pub struct IntegrateArgs {
     /// (later runs reuse what the first set up; the results are identical).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+}
+
+/// `--max-evals`: auto ([`Options::BACKEND_CAP`]) or a positive count, in
+/// integer or floating notation.
+fn max_evals(text: &str) -> Result<u64> {
+    if text == "auto" {
+        return Ok(Options::BACKEND_CAP);
+    }
+    let bad = || {
+        Error::InvalidArgument(format!(
+            "--max-evals {text}: expected auto or a positive count (e.g. 2e10)"
+        ))
+    };
+    let v = match text.parse::<u64>() {
+        Ok(v) => v,
+        Err(_) => {
+            let x: f64 = text.parse().map_err(|_| bad())?;
+            if !(x.is_finite() && x >= 1.0 && x.fract() == 0.0 && x < u64::MAX as f64) {
+                return Err(bad());
+            }
+            x as u64
+        }
+    };
+    if v == 0 {
+        return Err(bad());
+    }
+    Ok(v)
 }
 
 fn rule_kind(name: &str) -> Result<RuleKind> {
@@ -201,7 +238,8 @@ fn prepare(chosen: &Chosen, f: Func<'_>) -> Result<Prepared> {
     }
 }
 
-/// Runs `gpuq integrate`; exit status 0 when converged, 3 when a cap stopped it.
+/// Runs `gpuq integrate`; exit status 0 when converged, 3 when a cap or the
+/// time limit stopped it.
 pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
     let start = Instant::now();
     let what = Integrand::from_args(a)?;
@@ -217,7 +255,8 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
     let opts = Options {
         rel_tol: a.rel_tol,
         abs_tol: a.abs_tol,
-        max_evals: a.max_evals,
+        max_evals: max_evals(&a.max_evals)?,
+        max_time: a.max_time,
         rule: rule_kind(&a.rule)?,
         max_boxes: a.max_boxes,
         initial_boxes: a.initial_boxes,
@@ -226,6 +265,11 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
     let (lo, hi) = (bounds(&a.lo, a.dim, "lo")?, bounds(&a.hi, a.dim, "hi")?);
     let chosen = Chosen::parse(&a.backend)?;
     let prepared = prepare(&chosen, f)?;
+    opts.check()?;
+    let (_, resolved) = match &chosen {
+        Chosen::Cpu(b) => plan(b, method, f, a.dim, &opts),
+        Chosen::Cuda(b) => plan(b, method, f, a.dim, &opts),
+    };
     let once = || match &chosen {
         Chosen::Cpu(b) => integrate(b, method, f, &lo, &hi, &opts),
         Chosen::Cuda(b) => integrate(b, method, f, &lo, &hi, &opts),
@@ -258,6 +302,9 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             "lo": lo,
             "hi": hi,
             "method": a.method,
+            "method_used": o.method.to_string(),
+            "max_evals": resolved.max_evals,
+            "max_time": a.max_time,
             "rule": a.rule,
             "backend": backend,
             "rel_tol": a.rel_tol,
@@ -269,6 +316,7 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             "rounds": o.rounds,
             "converged": o.converged(),
             "status": o.status.describe(),
+            "stop_reason": o.status.reason(),
             "phase1_s": o.timings.phase1_s,
             "evaluate_s": o.timings.evaluate_s,
             "phase2_s": o.timings.phase2_s,
@@ -280,9 +328,14 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
         println!("{report}");
     } else {
         let shown = a.expr.as_deref().unwrap_or(name);
+        let ran = if method == Method::Auto {
+            format!("auto ({})", o.method)
+        } else {
+            o.method.to_string()
+        };
         println!(
-            "{shown} n={} {} on {backend} ({}): {:.15e} +- {:.3e}",
-            a.dim, a.method, prepared.evaluation, o.estimate, o.error
+            "{shown} n={} {ran} on {backend} ({}): {:.15e} +- {:.3e}",
+            a.dim, prepared.evaluation, o.estimate, o.error
         );
         if let Some(m) = prepared.module {
             println!(
@@ -291,9 +344,10 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             );
         }
         println!(
-            "{}; {} evaluations, {} boxes, {} rounds; phase 1 {:.3} s, phase 2 {:.3} s, total {:.3} s (with the backend's start {:.3} s)",
+            "{}; {} evaluations of at most {}, {} boxes, {} rounds; phase 1 {:.3} s, phase 2 {:.3} s, total {:.3} s (with the backend's start {:.3} s)",
             o.status.describe(),
             o.evaluations,
+            resolved.max_evals,
             o.boxes,
             o.rounds,
             o.timings.phase1_s,

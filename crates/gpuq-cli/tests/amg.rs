@@ -163,6 +163,31 @@ fn amg_info_prints_levels_and_phases() {
     let v = json(&gpuq(&["amg-info", "--generate", "laplace3d:12", "--json"]));
     assert_eq!(v["levels"][0]["rows"], 1728);
     assert!(v["timings"]["total_s"].as_f64().unwrap() > 0.0);
+    // --save-levels: every level's A and P as Matrix Market, P A-compatible
+    let dir = std::env::temp_dir().join(format!("gpuq-levels-{}", std::process::id()));
+    let o = gpuq(&[
+        "amg-info",
+        "--generate",
+        "laplace3d:12",
+        "--save-levels",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let levels = v["levels"].as_array().unwrap();
+    for (l, level) in levels.iter().enumerate() {
+        let a = gpuq_sparse::matrix_market::read_csr::<f64>(dir.join(format!("A{l}.mtx"))).unwrap();
+        assert_eq!(a.nrows() as u64, level["rows"].as_u64().unwrap());
+        assert_eq!(a.nnz() as u64, level["nnz"].as_u64().unwrap());
+        let p = dir.join(format!("P{l}.mtx"));
+        if l + 1 < levels.len() {
+            let p = gpuq_sparse::matrix_market::read_csr::<f64>(p).unwrap();
+            let next = levels[l + 1]["rows"].as_u64().unwrap();
+            assert_eq!((p.nrows(), p.ncols() as u64), (a.nrows(), next));
+        } else {
+            assert!(!p.exists());
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -327,3 +327,87 @@ fn user_cuda_c_and_ptx_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With no option but the integrand, dimension, tolerance and backend: the
+/// method is auto (the report names the one it ran), the cap the backend's.
+#[test]
+fn defaults_are_auto_and_the_backends_cap() {
+    for backend in backends() {
+        let v = json(&gpuq(&[
+            "integrate",
+            "--integrand",
+            "f5",
+            "--dim",
+            "6",
+            "--rel-tol",
+            "1e-6",
+            "--backend",
+            backend,
+            "--json",
+        ]));
+        assert_eq!(v["method"], "auto");
+        let used = v["method_used"].as_str().unwrap();
+        assert!(
+            ["cuhre", "two-phase", "breadth-first"].contains(&used),
+            "{backend}: {used}"
+        );
+        assert_eq!(v["converged"], true, "{backend}: {v}");
+        assert_eq!(v["stop_reason"], "tolerance met");
+        // At least a minute of one host thread (1.8 x 10^8 evaluations).
+        assert!(v["max_evals"].as_u64().unwrap() >= 180_000_000, "{v}");
+        assert!(v["max_time"].is_null());
+        let est = v["estimate"].as_f64().unwrap();
+        assert!((est - 3.0).abs() <= 3e-6, "{backend}: {est}");
+    }
+}
+
+/// `--max-time` stops the run with exit status 3 and says why; `--max-evals`
+/// takes floating notation and auto; bad values are refused.
+#[test]
+fn time_limit_and_evaluation_cap_give_their_reasons() {
+    let base = [
+        "integrate",
+        "--integrand",
+        "f2",
+        "--dim",
+        "5",
+        "--rel-tol",
+        "1e-9",
+        "--backend",
+        "cpu",
+        "--json",
+    ];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend_from_slice(extra);
+        gpuq(&a)
+    };
+    let o = with(&["--max-time", "0.5"]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["converged"], false);
+    assert_eq!(v["stop_reason"], "time limit");
+    assert_eq!(v["status"], "not converged (time limit)");
+    assert_eq!(v["max_time"], 0.5);
+    let o = with(&["--max-evals", "2e4", "--method", "breadth-first"]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stop_reason"], "evaluation cap");
+    assert_eq!(v["max_evals"], 20_000);
+    assert_eq!(v["method_used"], "breadth-first");
+    assert!(v["evaluations"].as_u64().unwrap() <= 20_000);
+    for bad in [
+        &["--max-evals", "0"][..],
+        &["--max-evals", "1.5"],
+        &["--max-evals", "many"],
+        &["--max-time", "0"],
+        &["--max-time", "-1"],
+    ] {
+        assert_eq!(with(bad).status.code(), Some(1), "{bad:?}");
+    }
+}

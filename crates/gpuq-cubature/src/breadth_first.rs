@@ -13,11 +13,13 @@
 //! more than 3/4 of `max_boxes` are bad, the bad boxes of smallest error are
 //! retired (the memory-bounded heuristic: their error is the least likely to
 //! matter); if the retired error alone then exceeds the target, no refinement
-//! can reach it and the run stops with [`Status::MemoryCap`].
+//! can reach it and the run stops with [`Status::MemoryCap`]. The evaluation cap
+//! and the time limit are looked at before each round's batch: the run stops
+//! with the results so far ([`Status::EvaluationCap`], [`Status::TimeLimit`]).
 
 use crate::func::Func;
 use crate::kernels::{Boxes, CubatureKernels};
-use crate::outcome::{Options, Outcome, Status, Timings};
+use crate::outcome::{Clock, Options, Outcome, Status, Timings};
 use crate::parallel::{add_all, totals, Retired};
 use crate::region::{check_box, initial_partition};
 use crate::rules::build_lanes;
@@ -85,6 +87,8 @@ pub(crate) fn run<B: CubatureKernels>(
     opts: &Options,
 ) -> Result<Outcome> {
     opts.check()?;
+    let opts = &opts.resolved(backend, f);
+    let clock = Clock::start(opts);
     let start = Instant::now();
     let n = check_box(&f, lo, hi)?;
     let lanes = build_lanes(opts.rule, n)?;
@@ -104,10 +108,16 @@ pub(crate) fn run<B: CubatureKernels>(
     let mut evaluate_s = 0.0;
     let status = loop {
         let cost = fresh.len() as u64 * pts;
-        if evals + cost > opts.max_evals {
+        let capped = evals + cost > opts.max_evals;
+        if capped || clock.up(backend)? {
+            // The parents of the boxes not evaluated stand for them.
             add_all(&mut done, &parents);
             add_all(&mut done, &parked.results);
-            break Status::EvaluationCap;
+            break if capped {
+                Status::EvaluationCap
+            } else {
+                Status::TimeLimit
+            };
         }
         let t = Instant::now();
         let mut res = backend.cub_evaluate(&lanes, f, &fresh)?;
@@ -194,7 +204,8 @@ pub(crate) fn run<B: CubatureKernels>(
         all.compact_into(&stay, &mut spare);
         std::mem::swap(&mut parked, &mut spare);
     };
-    let status = if done.error <= opts.target(done.estimate) {
+    // (A run stopped before its first batch has nothing to show.)
+    let status = if done.boxes > 0 && done.error <= opts.target(done.estimate) {
         Status::Converged
     } else if status == Status::Converged {
         Status::EvaluationCap
@@ -215,5 +226,6 @@ pub(crate) fn run<B: CubatureKernels>(
             total_s,
             evaluate_s,
         },
+        method: crate::Method::BreadthFirst,
     })
 }

@@ -2,7 +2,9 @@
 //! in index order, so they do not depend on the number of threads.
 
 use crate::func::{Func, NonFinite};
-use crate::kernels::{with_host, Boxes, CubatureKernels, LOCAL_HEAP};
+use crate::kernels::{
+    check_local, with_host, Boxes, CubatureKernels, HOST_EVALS_PER_THREAD_S, LOCAL_HEAP,
+};
 use crate::rules::LaneRule;
 use gpuq_core::Result;
 use gpuq_cpu::CpuBackend;
@@ -62,9 +64,11 @@ impl CubatureKernels for CpuBackend {
         rule: &Rule,
         f: Func<'_>,
         boxes: &Boxes,
-        tol: f64,
+        roots: &[BoxResult],
+        tols: &[f64],
         max_evals: u64,
     ) -> Result<Vec<LocalOutcome>> {
+        check_local(boxes, roots, tols)?;
         let (h, seen) = (f.host()?, NonFinite::default());
         let out = self.run("cub_local", || {
             with_host!(h, &seen, g, {
@@ -76,7 +80,8 @@ impl CubatureKernels for CpuBackend {
                             g,
                             boxes.center_of(b),
                             boxes.half_of(b),
-                            tol,
+                            roots[b],
+                            tols[b],
                             max_evals,
                         )
                     })
@@ -85,6 +90,10 @@ impl CubatureKernels for CpuBackend {
         });
         seen.check()?;
         Ok(out)
+    }
+
+    fn cub_throughput(&self, _f: Func<'_>) -> f64 {
+        HOST_EVALS_PER_THREAD_S * self.threads() as f64
     }
 
     fn cub_tensor(

@@ -12,7 +12,7 @@
 //! integrand's kernels record the point themselves.
 
 use crate::func::{CodeKind, Func, NonFinite};
-use crate::kernels::{with_host, Boxes, CubatureKernels, Prepared};
+use crate::kernels::{check_local, with_host, Boxes, CubatureKernels, Prepared};
 use crate::rules::LaneRule;
 use gpuq_core::{Error, Result};
 use gpuq_cpu::CpuBackend;
@@ -20,6 +20,11 @@ use gpuq_cuda::{CudaBackend, DeviceCode, DeviceIntegrand, LinkedIntegrand};
 use gpuq_kernels::cubature::integrand::Builtin;
 use gpuq_kernels::cubature::rule::{BoxResult, LocalOutcome, Rule};
 use gpuq_kernels::cubature::tensor::tensor_group;
+
+/// Nominal evaluations per second of the device (an H100: the low end of its
+/// measured 1.0-8.5 x 10^9 with the built-ins, `docs/benchmarks.md`), for the
+/// defaults that depend on the backend.
+pub const DEVICE_EVALS_S: f64 = 2.0e9;
 
 /// How the device evaluates an integrand.
 enum OnDevice {
@@ -146,20 +151,47 @@ impl CubatureKernels for CudaBackend {
         rule: &Rule,
         f: Func<'_>,
         boxes: &Boxes,
-        tol: f64,
+        roots: &[BoxResult],
+        tols: &[f64],
         max_evals: u64,
     ) -> Result<Vec<LocalOutcome>> {
+        check_local(boxes, roots, tols)?;
         let dev = on_device(self, f)?;
         let Some(d) = dev.integrand() else {
-            return CpuBackend::new().cub_local(rule, f, boxes, tol, max_evals);
+            return CpuBackend::new().cub_local(rule, f, boxes, roots, tols, max_evals);
         };
-        let out = self.cubature_local(rule, d, &boxes.center, &boxes.half, tol, max_evals)?;
+        let out =
+            self.cubature_local(rule, d, &boxes.center, &boxes.half, roots, tols, max_evals)?;
         let bad = nonfinite(&out, |r| [r.estimate, r.error]);
         if !bad.is_empty() {
-            CpuBackend::new().cub_local(rule, f, &pick(boxes, bad.into_iter()), tol, max_evals)?;
+            let r: Vec<BoxResult> = bad.iter().map(|&b| roots[b]).collect();
+            let t: Vec<f64> = bad.iter().map(|&b| tols[b]).collect();
+            CpuBackend::new().cub_local(
+                rule,
+                f,
+                &pick(boxes, bad.into_iter()),
+                &r,
+                &t,
+                max_evals,
+            )?;
             return Err(unexplained("second phase"));
         }
         Ok(out)
+    }
+
+    /// The H100's measured rates with the built-ins (1.0-8.5 x 10^9
+    /// evaluations per second, rule arithmetic and the rounds' host work
+    /// included: `docs/benchmarks.md`), [`DEVICE_EVALS_S`]; a closure runs on
+    /// the host threads.
+    fn cub_throughput(&self, f: Func<'_>) -> f64 {
+        match f {
+            Func::Closure(_) => CpuBackend::new().cub_throughput(f),
+            _ => DEVICE_EVALS_S,
+        }
+    }
+
+    fn cub_is_device(&self, f: Func<'_>) -> bool {
+        !matches!(f, Func::Closure(_))
     }
 
     fn cub_tensor(

@@ -6,7 +6,7 @@
 
 use crate::func::{Func, NonFinite};
 use crate::kernels::{with_host, Boxes, CubatureKernels};
-use crate::outcome::{Options, Outcome, Status, Timings};
+use crate::outcome::{Clock, Options, Outcome, Status, Timings, CLOCK_EVERY};
 use crate::region::check_box;
 use crate::rules::{build, build_lanes};
 use gpuq_core::Result;
@@ -37,24 +37,35 @@ impl Ord for Entry {
 }
 
 /// Integrates `f` over [lo, hi] by sequential CUHRE on the host. Stops when the
-/// error estimate meets the tolerance ([`Status::Converged`]) or the next split
-/// would pass `max_evals` ([`Status::EvaluationCap`]); errors with
+/// error estimate meets the tolerance ([`Status::Converged`]), the next split
+/// would pass `max_evals` ([`Status::EvaluationCap`]; by default
+/// [`Options::host_thread_cap`]) or the time limit has passed
+/// ([`Status::TimeLimit`]); errors with
 /// [`gpuq_core::Error::IntegrandNotFinite`] at a NaN or infinite value, and
 /// for device code without a host function (see [`cuhre_on`]). Cost: (2 splits
 /// + 1) x rule points evaluations; memory O(regions n).
 pub fn cuhre(f: Func<'_>, lo: &[f64], hi: &[f64], opts: &Options) -> Result<Outcome> {
     opts.check()?;
+    let opts = &opts.with_cap(Options::host_thread_cap());
     let n = check_box(&f, lo, hi)?;
     let rule = build(opts.rule, n)?;
     let (h, seen) = (f.host()?, NonFinite::default());
+    let clock = Clock::start(opts);
     with_host!(h, &seen, g, {
-        run(&rule, lo, hi, opts, |boxes: &Boxes| {
-            let r = (0..boxes.len())
-                .map(|b| evaluate(&rule, g, boxes.center_of(b), boxes.half_of(b)))
-                .collect();
-            seen.check()?;
-            Ok(r)
-        })
+        run(
+            &rule,
+            lo,
+            hi,
+            opts,
+            |boxes: &Boxes| {
+                let r = (0..boxes.len())
+                    .map(|b| evaluate(&rule, g, boxes.center_of(b), boxes.half_of(b)))
+                    .collect();
+                seen.check()?;
+                Ok(r)
+            },
+            || Ok(clock.elapsed() >= clock.limit()),
+        )
     })
 }
 
@@ -73,20 +84,30 @@ pub fn cuhre_on<B: CubatureKernels>(
         return cuhre(f, lo, hi, opts);
     }
     opts.check()?;
+    let opts = &opts.resolved(backend, f);
     let n = check_box(&f, lo, hi)?;
     let lanes = build_lanes(opts.rule, n)?;
-    run(&lanes.rule, lo, hi, opts, |boxes: &Boxes| {
-        backend.cub_evaluate(&lanes, f, boxes)
-    })
+    let clock = Clock::start(opts);
+    run(
+        &lanes.rule,
+        lo,
+        hi,
+        opts,
+        |boxes: &Boxes| backend.cub_evaluate(&lanes, f, boxes),
+        || clock.up(backend),
+    )
 }
 
-/// The CUHRE loop with `eval` applying the rule to a batch of one or two boxes.
+/// The CUHRE loop with `eval` applying the rule to a batch of one or two
+/// boxes; `time_up` (asked every [`CLOCK_EVERY`] splits when a time limit is
+/// set) says when the time limit has passed.
 fn run(
     rule: &Rule,
     lo: &[f64],
     hi: &[f64],
     opts: &Options,
     mut eval: impl FnMut(&Boxes) -> Result<Vec<BoxResult>>,
+    mut time_up: impl FnMut() -> Result<bool>,
 ) -> Result<Outcome> {
     let start = Instant::now();
     let n = lo.len();
@@ -113,6 +134,9 @@ fn run(
         }
         if evals + 2 * pts > opts.max_evals {
             break Status::EvaluationCap;
+        }
+        if opts.max_time.is_some() && splits % CLOCK_EVERY == 0 && time_up()? {
+            break Status::TimeLimit;
         }
         let Some(Entry(_, slot)) = heap.pop() else {
             break Status::Converged;
@@ -175,5 +199,6 @@ fn run(
             total_s: s,
             evaluate_s: 0.0,
         },
+        method: crate::Method::Cuhre,
     })
 }

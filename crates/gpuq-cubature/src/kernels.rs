@@ -152,16 +152,19 @@ pub trait CubatureKernels: Backend {
     }
 
     /// Runs the bounded-heap sequential CUHRE ([`rule::local_cuhre`], heap of
-    /// [`LOCAL_HEAP`]) on every box with absolute tolerance `tol` and at most
-    /// `max_evals` evaluations each. Cost: up to boxes x max_evals evaluations.
+    /// [`LOCAL_HEAP`]) on every box from its known rule result `roots[b]`, with
+    /// absolute tolerance `tols[b]` and at most `max_evals` evaluations each.
+    /// Cost: up to boxes x max_evals evaluations.
     fn cub_local(
         &self,
         rule: &Rule,
         f: Func<'_>,
         boxes: &Boxes,
-        tol: f64,
+        roots: &[BoxResult],
+        tols: &[f64],
         max_evals: u64,
     ) -> Result<Vec<LocalOutcome>> {
+        check_local(boxes, roots, tols)?;
         let (h, seen) = (f.host()?, NonFinite::default());
         let out = with_host!(h, &seen, g, {
             (0..boxes.len())
@@ -171,7 +174,8 @@ pub trait CubatureKernels: Backend {
                         g,
                         boxes.center_of(b),
                         boxes.half_of(b),
-                        tol,
+                        roots[b],
+                        tols[b],
                         max_evals,
                     )
                 })
@@ -179,6 +183,30 @@ pub trait CubatureKernels: Backend {
         });
         seen.check()?;
         Ok(out)
+    }
+
+    /// The backend's nominal cubature throughput for `f` in integrand
+    /// evaluations per second, a class figure for the defaults that depend on the backend
+    /// (the evaluation cap, [`crate::Method::Auto`]), not a measurement of
+    /// the integrand at hand. Default: one host thread,
+    /// [`HOST_EVALS_PER_THREAD_S`].
+    fn cub_throughput(&self, f: Func<'_>) -> f64 {
+        let _ = f;
+        HOST_EVALS_PER_THREAD_S
+    }
+
+    /// `flag` made the same on every process of a distributed backend (true
+    /// when it is true on any), so that a decision taken on a local clock
+    /// (the time limit) stops every process at the same step. Default: `flag`.
+    fn cub_any(&self, flag: bool) -> Result<bool> {
+        Ok(flag)
+    }
+
+    /// True when the backend evaluates `f` on an accelerator (thousands of
+    /// boxes in flight), false for host threads. Default: false.
+    fn cub_is_device(&self, f: Func<'_>) -> bool {
+        let _ = f;
+        false
     }
 
     /// The group sums of a tensor rule: partial g is the sum, in chunk order,
@@ -258,6 +286,17 @@ pub trait CubatureKernels: Backend {
         }
         Ok(())
     }
+}
+
+/// Nominal evaluations per second of one host thread (seed 004's f1-f5 at
+/// n = 5-8 with the degree-9 rule: 2.5-3.5 x 10^6 on the development
+/// machine's cores, `docs/benchmarks.md`).
+pub const HOST_EVALS_PER_THREAD_S: f64 = 3.0e6;
+
+/// Errors unless `roots` and `tols` hold one item per box.
+pub fn check_local(boxes: &Boxes, roots: &[BoxResult], tols: &[f64]) -> Result<()> {
+    gpuq_core::check_same_len("second phase roots", boxes.len(), roots.len())?;
+    gpuq_core::check_same_len("second phase tolerances", boxes.len(), tols.len())
 }
 
 /// Exclusive prefix sum of the flags (slot of each kept item).

@@ -14,8 +14,9 @@
 //! * [`two_phase()`] ([`parallel`]) and [`breadth_first()`] ([`mod@breadth_first`]): the
 //!   parallel algorithms, written once over [`CubatureKernels`], the trait of backend
 //!   steps (batch evaluation, classification, compaction and splitting,
-//!   second-phase local CUHRE, tensor chunk sums) whose default bodies run on
-//!   the host and which the CPU and CUDA backends override.
+//!   second-phase local CUHRE from each box's known result with a tolerance
+//!   per box, tensor chunk sums) whose default bodies run on the host and
+//!   which the CPU and CUDA backends override.
 //! * [`tensor`]: Gauss-Legendre and Gauss-Hermite product rules, N_a^N points with
 //!   the index read as base-N_a digits, deterministic reduction; and
 //!   Gauss-Legendre of rising order with an error estimate
@@ -31,9 +32,25 @@
 //! * [`mod@reference`]: exact integrals of the Genz families over any box and the
 //!   reference values of f1-f5.
 //!
+//! ## Defaults
+//!
+//! * **Method**: [`Method::Auto`] runs an adaptive method chosen per backend,
+//!   dimension and tolerance by the rule of [`Method::choose`] (derived from
+//!   the measurements in `docs/benchmarks.md`); [`Outcome::method`] says
+//!   which.
+//! * **Evaluation cap**: [`Options::max_evals`] is [`Options::BACKEND_CAP`] by
+//!   default, about a minute ([`outcome::DEFAULT_BUDGET_S`]) of the backend's
+//!   nominal throughput ([`CubatureKernels::cub_throughput`]): 1.8 x 10^8
+//!   evaluations per host thread (one thread for sequential CUHRE on the
+//!   host), 1.2 x 10^11 on the CUDA backend. The seed's cap of 10^8 was about
+//!   a minute of its sequential code and 0.03 s of an H100.
+//! * **Time limit**: [`Options::max_time`] (none by default) stops the
+//!   adaptive loops between rounds.
+//!
 //! Every method returns an [`Outcome`]: estimate, error estimate, evaluations,
-//! boxes, rounds, phase timings and a [`Status`] that says "not converged" when
-//! the evaluation cap or a memory cap stopped the run. An integrand that
+//! boxes, rounds, phase timings, the method that ran and a [`Status`] that
+//! says why it stopped ([`Status::reason`]: tolerance met, evaluation cap,
+//! region cap, time limit). An integrand that
 //! returns NaN or an infinite value stops the run with
 //! [`gpuq_core::Error::IntegrandNotFinite`] naming a point where it did (host
 //! evaluations through a [`func::Guard`]; the linked device kernels record the
@@ -81,7 +98,8 @@
 //! A rule application costs its points in evaluations: 65 (n = 2), 127 (n = 3),
 //! 2^n + 4 n^3 / 3 + 2 n^2 + 8/3 n + 1 (degree 9), 2^n + 2 n^2 + 2 n + 1
 //! (Genz-Malik). Sequential CUHRE makes two applications per split; the parallel
-//! methods one per live box per round, plus the second phase's local runs.
+//! methods one per live box per round, plus the second phase's local runs
+//! (two per split; a box's first application is the first phase's).
 //!
 //! ## Determinism
 //!
@@ -146,7 +164,7 @@ pub use gpuq_expr::Expr;
 pub use gpuq_kernels::cubature::integrand::Builtin;
 pub use gpuq_kernels::cubature::rule::{BoxResult, Rule};
 pub use kernels::{Boxes, CubatureKernels, Prepared};
-pub use method::{integrate, Method};
+pub use method::{integrate, plan, Method, DEVICE_TWO_PHASE_FROM_DIM};
 pub use outcome::{Options, Outcome, Status, Timings};
 pub use parallel::{breadth_first, two_phase};
 pub use rules::RuleKind;

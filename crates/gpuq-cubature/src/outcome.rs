@@ -1,18 +1,26 @@
 //! What an integration returns.
 
+use crate::kernels::CubatureKernels;
+use crate::method::Method;
 use serde::Serialize;
+use std::time::Instant;
 
-/// How a run ended.
+/// How a run ended: why it stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// The error estimate met max(abs_tol, rel_tol |estimate|).
     Converged,
-    /// Not converged: the evaluation cap stopped the run first.
+    /// Not converged: the evaluation cap ([`Options::max_evals`]) stopped the
+    /// run first.
     EvaluationCap,
-    /// Not converged: a memory cap (boxes kept, or a thread's heap in the
-    /// second phase) stopped the run first.
+    /// Not converged: a memory cap (boxes kept, [`Options::max_boxes`], or a
+    /// thread's heap in the second phase: the region cap) stopped the run
+    /// first.
     MemoryCap,
+    /// Not converged: the time limit ([`Options::max_time`]) stopped the run
+    /// first.
+    TimeLimit,
 }
 
 impl Status {
@@ -22,6 +30,18 @@ impl Status {
             Status::Converged => "converged",
             Status::EvaluationCap => "not converged (evaluation cap)",
             Status::MemoryCap => "not converged (memory cap)",
+            Status::TimeLimit => "not converged (time limit)",
+        }
+    }
+
+    /// Why the run stopped, in a few words: "tolerance met", "evaluation
+    /// cap", "region cap" or "time limit".
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Status::Converged => "tolerance met",
+            Status::EvaluationCap => "evaluation cap",
+            Status::MemoryCap => "region cap",
+            Status::TimeLimit => "time limit",
         }
     }
 }
@@ -63,6 +83,8 @@ pub struct Outcome {
     pub status: Status,
     /// Phase timings.
     pub timings: Timings,
+    /// The method that ran (what [`Method::Auto`] chose).
+    pub method: Method,
 }
 
 impl Outcome {
@@ -79,12 +101,21 @@ pub struct Options {
     pub rel_tol: f64,
     /// Absolute tolerance.
     pub abs_tol: f64,
-    /// Most integrand evaluations.
+    /// Most integrand evaluations; [`Options::BACKEND_CAP`] (0, the default):
+    /// about [`DEFAULT_BUDGET_S`] seconds of the backend's work,
+    /// [`Options::backend_cap`].
     pub max_evals: u64,
+    /// Most seconds of a run (`None`, the default: no limit). The adaptive
+    /// methods look at the clock between rounds (sequential CUHRE every
+    /// [`CLOCK_EVERY`] splits, the second phase between its passes) and stop
+    /// with [`Status::TimeLimit`] and the estimate so far; a round or a pass
+    /// under way finishes first.
+    pub max_time: Option<f64>,
     /// Which rule.
     pub rule: crate::rules::RuleKind,
-    /// Most live boxes a round may hold (the first phase's L_max; the
-    /// breadth-first memory bound).
+    /// Most live boxes a round may hold (the first phase's L_max and the
+    /// second phase's boxes; the breadth-first memory bound). Default 2^18,
+    /// as `gpuq integrate`'s (about 16 n + 24 bytes each on the host).
     pub max_boxes: usize,
     /// Boxes of the initial l^n partition (l the largest with l^n at most this).
     pub initial_boxes: usize,
@@ -100,37 +131,152 @@ impl Default for Options {
         Options {
             rel_tol: 1e-6,
             abs_tol: 0.0,
-            max_evals: 100_000_000,
+            max_evals: Options::BACKEND_CAP,
+            max_time: None,
             rule: crate::rules::RuleKind::Cuhre,
-            max_boxes: 1 << 16,
+            max_boxes: 1 << 18,
             initial_boxes: 1 << 10,
             split_aim: 0.5,
         }
     }
 }
 
+/// The default evaluation cap in seconds of the backend's nominal throughput
+/// ([`CubatureKernels::cub_throughput`]): 60 s, the seed's cap of 10^8
+/// evaluations being about a minute of its sequential code.
+pub const DEFAULT_BUDGET_S: f64 = 60.0;
+
+/// Splits of sequential CUHRE between two looks at the clock.
+pub const CLOCK_EVERY: u64 = 256;
+
 impl Options {
+    /// [`Options::max_evals`] meaning "the backend's default cap".
+    pub const BACKEND_CAP: u64 = 0;
+
+    /// The default evaluation cap of `backend` for `f`: [`DEFAULT_BUDGET_S`]
+    /// seconds of its nominal throughput, to two significant digits (on the
+    /// CPU backend 1.8 x 10^8 per thread, on the CUDA backend 1.2 x 10^11).
+    pub fn backend_cap<B: CubatureKernels>(backend: &B, f: crate::func::Func<'_>) -> u64 {
+        round2(backend.cub_throughput(f) * DEFAULT_BUDGET_S) as u64
+    }
+
+    /// The default evaluation cap of one host thread (sequential CUHRE on
+    /// the host): [`DEFAULT_BUDGET_S`] seconds of
+    /// [`crate::kernels::HOST_EVALS_PER_THREAD_S`], 1.8 x 10^8.
+    pub fn host_thread_cap() -> u64 {
+        round2(crate::kernels::HOST_EVALS_PER_THREAD_S * DEFAULT_BUDGET_S) as u64
+    }
+
+    /// These options with [`Options::BACKEND_CAP`] replaced by `backend`'s cap
+    /// for `f`.
+    pub fn resolved<B: CubatureKernels>(&self, backend: &B, f: crate::func::Func<'_>) -> Options {
+        self.with_cap(Options::backend_cap(backend, f))
+    }
+
+    /// These options with [`Options::BACKEND_CAP`] replaced by `cap` (at least 1).
+    pub fn with_cap(&self, cap: u64) -> Options {
+        let mut o = *self;
+        if o.max_evals == Options::BACKEND_CAP {
+            o.max_evals = cap.max(1);
+        }
+        o
+    }
+
     /// The error target for an estimate: max(abs_tol, rel_tol |estimate|).
     pub fn target(&self, estimate: f64) -> f64 {
         self.abs_tol.max(self.rel_tol * estimate.abs())
     }
 
-    /// Errors unless the tolerances are non-negative and not both zero, and the
-    /// caps are positive.
+    /// Errors unless the tolerances are non-negative and not both zero, the
+    /// caps positive (or the evaluation cap [`Options::BACKEND_CAP`]) and a
+    /// time limit positive.
     pub fn check(&self) -> gpuq_core::Result<()> {
-        let ok = self.rel_tol >= 0.0
-            && self.abs_tol >= 0.0
-            && (self.rel_tol > 0.0 || self.abs_tol > 0.0)
-            && self.max_evals > 0
-            && self.max_boxes >= 2
-            && self.initial_boxes >= 1
-            && (0.0..1.0).contains(&self.split_aim);
-        if ok {
-            Ok(())
-        } else {
+        let bad = |what: String| {
             Err(gpuq_core::Error::InvalidArgument(format!(
-                "cubature options: tolerances must be >= 0 and not both 0, caps positive, split_aim in [0, 1) ({self:?})"
+                "cubature: {what}"
             )))
+        };
+        if self.rel_tol.is_nan()
+            || self.abs_tol.is_nan()
+            || self.rel_tol < 0.0
+            || self.abs_tol < 0.0
+        {
+            return bad(format!(
+                "tolerances must be >= 0 (relative {}, absolute {})",
+                self.rel_tol, self.abs_tol
+            ));
+        }
+        if self.rel_tol == 0.0 && self.abs_tol == 0.0 {
+            return bad("the relative and absolute tolerances are both 0".into());
+        }
+        if let Some(t) = self.max_time.filter(|t| t.is_nan() || *t <= 0.0) {
+            return bad(format!("the time limit must be positive (got {t} s)"));
+        }
+        if self.max_boxes < 2 {
+            return bad(format!(
+                "max_boxes must be at least 2 (got {})",
+                self.max_boxes
+            ));
+        }
+        if self.initial_boxes < 1 {
+            return bad("initial_boxes must be at least 1 (got 0)".into());
+        }
+        if !(0.0..1.0).contains(&self.split_aim) {
+            return bad(format!(
+                "split_aim must be in [0, 1) (got {})",
+                self.split_aim
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `x` rounded to two significant digits.
+fn round2(x: f64) -> f64 {
+    if !(x.is_finite() && x > 0.0) {
+        return 0.0;
+    }
+    let scale = 10f64.powi(x.log10().floor() as i32 - 1);
+    (x / scale).round() * scale
+}
+
+/// The clock of a run: its start and time limit.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clock {
+    start: Instant,
+    limit: Option<f64>,
+}
+
+impl Clock {
+    /// Starts now, with `opts.max_time`.
+    pub(crate) fn start(opts: &Options) -> Self {
+        Clock {
+            start: Instant::now(),
+            limit: opts.max_time,
+        }
+    }
+
+    /// Seconds since the start.
+    pub(crate) fn elapsed(&self) -> f64 {
+        self.start.elapsed().as_secs_f64()
+    }
+
+    /// The limit in seconds (infinite without one).
+    pub(crate) fn limit(&self) -> f64 {
+        self.limit.unwrap_or(f64::INFINITY)
+    }
+
+    /// Seconds left before the limit (infinite without one).
+    pub(crate) fn left(&self) -> f64 {
+        self.limit.map_or(f64::INFINITY, |l| l - self.elapsed())
+    }
+
+    /// True when the limit has passed, agreed over `backend`'s processes (one
+    /// collective on a distributed backend, none without a limit).
+    pub(crate) fn up<B: CubatureKernels>(&self, backend: &B) -> gpuq_core::Result<bool> {
+        match self.limit {
+            None => Ok(false),
+            Some(l) => backend.cub_any(self.elapsed() >= l),
         }
     }
 }

@@ -16,7 +16,7 @@
 
 use crate::func::Func;
 use crate::kernels::CubatureKernels;
-use crate::outcome::{Outcome, Status, Timings};
+use crate::outcome::{Clock, Options, Outcome, Status, Timings};
 use gpuq_core::{Error, Result};
 use gpuq_kernels::cubature::integrand::MAX_DIM;
 use gpuq_kernels::cubature::tensor::tensor_point;
@@ -224,6 +224,10 @@ impl TensorRule {
                 total_s: s,
                 evaluate_s: s,
             },
+            method: match self.kind {
+                TensorKind::Legendre { .. } => crate::Method::GaussLegendre(self.nodes.len()),
+                TensorKind::Hermite => crate::Method::GaussHermite(self.nodes.len()),
+            },
         })
     }
 }
@@ -239,7 +243,9 @@ impl TensorRule {
 /// the factor 2; a bare difference there claims convergence early (f4 at n = 6:
 /// a true error of 6e-5 at a difference of 8e-6).
 /// Stops with [`Status::EvaluationCap`] when the next order would pass
-/// `opts.max_evals` or [`MAX_POINTS_PER_AXIS`]. Cost: the sum of N_a^dim over the orders tried
+/// `opts.max_evals` (by default the backend's cap, [`Options::resolved`]) or
+/// [`MAX_POINTS_PER_AXIS`], with [`Status::TimeLimit`] when the time limit has
+/// passed before an order. Cost: the sum of N_a^dim over the orders tried
 /// (dominated by the last two).
 pub fn gauss_legendre_auto<B: CubatureKernels>(
     backend: &B,
@@ -247,9 +253,11 @@ pub fn gauss_legendre_auto<B: CubatureKernels>(
     dim: usize,
     lo: f64,
     hi: f64,
-    opts: &crate::outcome::Options,
+    opts: &Options,
 ) -> Result<Outcome> {
     opts.check()?;
+    let opts = &opts.resolved(backend, f);
+    let clock = Clock::start(opts);
     let t = Instant::now();
     let (mut evaluations, mut rounds, mut agreed) = (0u64, 0u64, 0u32);
     let (mut estimate, mut error) = (f64::NAN, f64::INFINITY);
@@ -262,6 +270,10 @@ pub fn gauss_legendre_auto<B: CubatureKernels>(
         let Some(points) = points else {
             break;
         };
+        if clock.up(backend)? {
+            status = Status::TimeLimit;
+            break;
+        }
         let next = gauss_legendre(dim, na, lo, hi)?.integrate(backend, f)?;
         evaluations += points;
         rounds += 1;
@@ -298,6 +310,7 @@ pub fn gauss_legendre_auto<B: CubatureKernels>(
             total_s: s,
             evaluate_s: s,
         },
+        method: crate::Method::GaussLegendreAuto,
     })
 }
 

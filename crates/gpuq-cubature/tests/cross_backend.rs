@@ -6,7 +6,7 @@
 
 use gpuq_cpu::CpuBackend;
 use gpuq_cubature::reference::{self, unit_cube};
-use gpuq_cubature::rules::{build, build_lanes, RuleKind};
+use gpuq_cubature::rules::{build_lanes, RuleKind};
 use gpuq_cubature::{
     builtin, gauss_hermite, integrate, Boxes, CubatureKernels, Func, Method, Options,
 };
@@ -82,14 +82,19 @@ fn second_phase_runs_match_bit_for_bit() {
     let cpu = CpuBackend::new();
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     for n in [2, 3, 5] {
-        let rule = build(RuleKind::Cuhre, n).unwrap();
+        let lanes = build_lanes(RuleKind::Cuhre, n).unwrap();
         let boxes = random_boxes(n, 200, &mut rng);
-        let f = builtin(k::GENZ_GAUSSIAN, n, &[8.0], &[0.5]).unwrap();
+        let f = Func::Builtin(builtin(k::GENZ_GAUSSIAN, n, &[8.0], &[0.5]).unwrap());
+        // Each box from its rule result, tolerances of three sizes.
+        let roots = cpu.cub_evaluate(&lanes, f, &boxes).unwrap();
+        let tols: Vec<f64> = (0..boxes.len())
+            .map(|b| [1e-9, 1e-7, 1e-5][b % 3])
+            .collect();
         let a = cpu
-            .cub_local(&rule, Func::Builtin(f), &boxes, 1e-9, 40_000)
+            .cub_local(&lanes.rule, f, &boxes, &roots, &tols, 40_000)
             .unwrap();
         let b = g
-            .cub_local(&rule, Func::Builtin(f), &boxes, 1e-9, 40_000)
+            .cub_local(&lanes.rule, f, &boxes, &roots, &tols, 40_000)
             .unwrap();
         assert_eq!(a, b, "n={n}");
     }
@@ -195,6 +200,49 @@ fn seed_table3_cases_on_the_device() {
                 r.status,
                 r.timings.total_s
             );
+        }
+    }
+}
+
+/// Seed 004's Table III cases on the device with the defaults: nothing but the
+/// tolerance set (`Method::Auto`, the backend's evaluation cap, the library's
+/// boxes); each converges and meets its reference (run in release:
+/// `cargo test --release -p gpuq-cubature --test cross_backend -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn seed_table3_cases_with_the_defaults_on_the_device() {
+    let Some(g) = gpu("seed_table3_cases_with_the_defaults_on_the_device") else {
+        return;
+    };
+    for (kind, n, tol, want) in [
+        (k::F1, 7, 1e-5, reference::F1_N7),
+        (k::F2, 5, 1e-2, reference::F2_N5),
+        (k::F3, 5, 1e-2, f64::NAN),
+        (k::F4, 6, 1e-5, reference::F4_N6),
+        (k::F5, 8, 1e-6, 4.0),
+        (k::F5, 8, 1e-7, 4.0),
+    ] {
+        let f = Func::Builtin(builtin(kind, n, &[], &[]).unwrap());
+        let (lo, hi) = (vec![0.0; n], vec![1.0; n]);
+        let o = Options {
+            rel_tol: tol,
+            ..Default::default()
+        };
+        let r = integrate(g, Method::Auto, f, &lo, &hi, &o).unwrap();
+        println!(
+            "f{} n={n} tol={tol:e} auto ({}): {:.15} err {:.2e} true {:.2e} evals {} {:?} {:.3} s",
+            kind + 1,
+            r.method,
+            r.estimate,
+            r.error,
+            (r.estimate - want).abs(),
+            r.evaluations,
+            r.status,
+            r.timings.total_s
+        );
+        assert!(r.converged(), "f{} n={n}: {r:?}", kind + 1);
+        if want.is_finite() {
+            assert!((r.estimate - want).abs() <= tol * want.abs(), "{r:?}");
         }
     }
 }

@@ -16,6 +16,7 @@ fn opts(rel_tol: f64, max_evals: u64) -> Options {
         rel_tol,
         abs_tol: 0.0,
         max_evals,
+        max_time: None,
         rule: RuleKind::Cuhre,
         max_boxes: 2048,
         initial_boxes: 16,

@@ -56,9 +56,9 @@ pub struct SetupCsr {
     nrows: usize,
     ncols: usize,
     nnz: usize,
-    ptr: CudaSlice<u64>,
-    col: CudaSlice<u32>,
-    val: CudaSlice<f64>,
+    pub(crate) ptr: CudaSlice<u64>,
+    pub(crate) col: CudaSlice<u32>,
+    pub(crate) val: CudaSlice<f64>,
 }
 
 impl SetupCsr {
@@ -74,7 +74,10 @@ impl SetupCsr {
 }
 
 impl CudaBackend {
-    fn setup_zeros<T: DeviceRepr + ValidAsZeroBits>(&self, n: usize) -> Result<CudaSlice<T>> {
+    pub(crate) fn setup_zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        n: usize,
+    ) -> Result<CudaSlice<T>> {
         self.inner
             .stream
             .alloc_zeros::<T>(n.max(1))
@@ -90,7 +93,7 @@ impl CudaBackend {
         self.inner.stream.clone_htod(host).map_err(dev("upload"))
     }
 
-    fn setup_get<T: DeviceRepr + Default + Clone>(
+    pub(crate) fn setup_get<T: DeviceRepr + Default + Clone>(
         &self,
         buf: &CudaSlice<T>,
         n: usize,
@@ -664,7 +667,7 @@ impl CudaBackend {
 /// A vector of f64 on the device for the setup's Lanczos estimates.
 pub struct SetupVec {
     len: usize,
-    buf: CudaSlice<f64>,
+    pub(crate) buf: CudaSlice<f64>,
 }
 
 impl SetupVec {

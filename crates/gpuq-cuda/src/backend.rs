@@ -275,6 +275,12 @@ impl CudaBackend {
         Ok((free as u64 + pooled, total as u64))
     }
 
+    /// Whether `other` is this backend (the same context and stream), so
+    /// that device data one made the other may use.
+    pub fn same_backend(&self, other: &CudaBackend) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// The device this backend runs on.
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info

@@ -206,19 +206,29 @@ impl CudaBackend {
     }
 
     /// Runs the bounded-heap sequential CUHRE on every box (one thread per box)
-    /// with absolute tolerance `tol` and at most `max_evals` evaluations each.
-    /// Four uploads, one launch, one download of 32 bytes per box; non-finite
-    /// values of a linked integrand as in [`CudaBackend::cubature_evaluate`].
+    /// from its known rule result `roots[b]`, with absolute tolerance `tols[b]`
+    /// and at most `max_evals` evaluations each. Five uploads, one launch, one
+    /// download of 32 bytes per box; non-finite values of a linked integrand
+    /// as in [`CudaBackend::cubature_evaluate`].
+    #[allow(clippy::too_many_arguments)]
     pub fn cubature_local(
         &self,
         rule: &Rule,
         f: DeviceIntegrand<'_>,
         center: &[f64],
         half: &[f64],
-        tol: f64,
+        roots: &[BoxResult],
+        tols: &[f64],
         max_evals: u64,
     ) -> Result<Vec<LocalOutcome>> {
         let boxes = check_batch(rule, &f, center, half)?;
+        if roots.len() != boxes || tols.len() != boxes {
+            return Err(Error::shape(
+                "second phase",
+                format!("{boxes} root results and tolerances"),
+                format!("{} and {}", roots.len(), tols.len()),
+            ));
+        }
         if boxes == 0 {
             return Ok(Vec::new());
         }
@@ -226,6 +236,12 @@ impl CudaBackend {
         let (k, bound) = self.cub_kernel(&f, "cub_local", |l| &l.local)?;
         let d_c = self.upload_bytes(slice_bytes(center))?;
         let d_h = self.upload_bytes(slice_bytes(half))?;
+        let flat: Vec<f64> = roots
+            .iter()
+            .flat_map(|r| [r.estimate, r.error, r.axis as f64])
+            .collect();
+        let d_roots = self.upload_bytes(slice_bytes(&flat))?;
+        let d_tols = self.upload_bytes(slice_bytes(tols))?;
         let mut out = self.cub_zeroed(32 * boxes)?;
         let mut b = self.inner.stream.launch_builder(&k);
         b.arg(&d_rule);
@@ -233,11 +249,13 @@ impl CudaBackend {
         b.arg(&boxes)
             .arg(&d_c)
             .arg(&d_h)
-            .arg(&tol)
+            .arg(&d_roots)
+            .arg(&d_tols)
             .arg(&max_evals)
             .arg(&mut out);
         // SAFETY: arguments match `cub_local` (`cubu_local`); sizes as in
-        // `cubature_evaluate`, out holds one 32-byte `LocalOutcome` per box.
+        // `cubature_evaluate`, roots hold 3 values per box, tols one, out one
+        // 32-byte `LocalOutcome` per box.
         unsafe { b.launch(Self::cfg(self.grid_blocks(boxes))) }.map_err(dev("cub_local"))?;
         self.inner.stats.launch("cub_local");
         // The outcomes travel as four 8-byte words each: estimate, error,

@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod amg;
+mod amg_resident;
 mod amg_setup;
 mod backend;
 mod bicgstab;

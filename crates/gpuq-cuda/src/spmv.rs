@@ -41,6 +41,24 @@ pub struct CudaMatrix<T> {
     _t: PhantomData<T>,
 }
 
+impl<T> CudaMatrix<T> {
+    /// A matrix over arrays already on the device.
+    pub(crate) fn from_arrays(
+        arrays: Arrays,
+        shape: (usize, usize),
+        nnz: usize,
+        layout: Layout,
+    ) -> Self {
+        CudaMatrix {
+            arrays,
+            shape,
+            nnz,
+            layout,
+            _t: PhantomData,
+        }
+    }
+}
+
 impl<T: Scalar> DeviceMatrix for CudaMatrix<T> {
     fn shape(&self) -> (usize, usize) {
         self.shape
@@ -53,12 +71,28 @@ impl<T: Scalar> DeviceMatrix for CudaMatrix<T> {
     }
 }
 
-fn u64_bytes(v: impl Iterator<Item = usize>) -> Vec<u8> {
-    v.flat_map(|p| (p as u64).to_ne_bytes()).collect()
+/// Offsets as the device's 64-bit integers, in native byte order: a view of
+/// the slice itself where `usize` is 64 bits wide (no copy), else a copy.
+fn u64_bytes(v: &[usize]) -> std::borrow::Cow<'_, [u8]> {
+    #[cfg(target_pointer_width = "64")]
+    {
+        // SAFETY: usize is 8 bytes here, with u64's layout and no padding, so
+        // every byte is initialised; u8 has alignment 1.
+        std::borrow::Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v))
+        })
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        std::borrow::Cow::Owned(v.iter().flat_map(|&p| (p as u64).to_ne_bytes()).collect())
+    }
 }
 
-fn u32_bytes(v: &[u32]) -> Vec<u8> {
-    v.iter().flat_map(|p| p.to_ne_bytes()).collect()
+/// The bytes of 32-bit indices in native byte order (a view, no copy).
+fn u32_bytes(v: &[u32]) -> &[u8] {
+    // SAFETY: u32 has no padding, so every byte is initialised; u8 has
+    // alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
 /// log2 of the lanes per row of the CSR kernel: the largest power of two not above
@@ -70,7 +104,7 @@ fn u32_bytes(v: &[u32]) -> Vec<u8> {
 /// values, then the gathered x), so the rows in flight, not the bytes per row, bound
 /// a long-row matrix: with 32 lanes for the 34-entry rows of an AMG coarse operator
 /// (716,728 rows) a pass ran at a quarter of the copy bandwidth on the H200.
-fn csr_lanes_log2(nnz: usize, nrows: usize) -> u32 {
+pub(crate) fn csr_lanes_log2(nnz: usize, nrows: usize) -> u32 {
     let mean = nnz / nrows.max(1);
     (mean / 4).max(mean.min(4)).max(1).ilog2().min(5)
 }
@@ -90,8 +124,8 @@ impl SparseBackend for CudaBackend {
     fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<CudaMatrix<T>> {
         let arrays = match layout {
             Layout::Csr => Arrays::Csr {
-                row_ptr: self.upload_bytes(&u64_bytes(a.row_ptr().iter().copied()))?,
-                col: self.upload_bytes(&u32_bytes(a.col_idx()))?,
+                row_ptr: self.upload_bytes(&u64_bytes(a.row_ptr()))?,
+                col: self.upload_bytes(u32_bytes(a.col_idx()))?,
                 val: self.upload_bytes(scalars_as_bytes(a.values()))?,
                 lanes_log2: csr_lanes_log2(a.nnz(), a.nrows()),
             },
@@ -102,11 +136,11 @@ impl SparseBackend for CudaBackend {
                 let perm = if sigma == 1 {
                     None
                 } else {
-                    Some(self.upload_bytes(&u32_bytes(s.perm()))?)
+                    Some(self.upload_bytes(u32_bytes(s.perm()))?)
                 };
                 Arrays::Sell {
-                    slice_ptr: self.upload_bytes(&u64_bytes(s.slice_ptr().iter().copied()))?,
-                    col: self.upload_bytes(&u32_bytes(s.col_idx()))?,
+                    slice_ptr: self.upload_bytes(&u64_bytes(s.slice_ptr()))?,
+                    col: self.upload_bytes(u32_bytes(s.col_idx()))?,
                     val: self.upload_bytes(scalars_as_bytes(s.values()))?,
                     perm,
                     c,
@@ -116,8 +150,8 @@ impl SparseBackend for CudaBackend {
                 let b = Bsr2::from_csr(a)?;
                 let flat: Vec<T> = b.blocks().iter().flatten().copied().collect();
                 Arrays::Bsr2 {
-                    brow_ptr: self.upload_bytes(&u64_bytes(b.block_row_ptr().iter().copied()))?,
-                    bcol: self.upload_bytes(&u32_bytes(b.block_col()))?,
+                    brow_ptr: self.upload_bytes(&u64_bytes(b.block_row_ptr()))?,
+                    bcol: self.upload_bytes(u32_bytes(b.block_col()))?,
                     blocks: self.upload_bytes(scalars_as_bytes(&flat))?,
                 }
             }

@@ -137,15 +137,23 @@ impl<B: HaloBackend + CubatureKernels> CubatureKernels for Dist<B> {
         rule: &Rule,
         f: Func<'_>,
         boxes: &Boxes,
-        tol: f64,
+        roots: &[BoxResult],
+        tols: &[f64],
         max_evals: u64,
     ) -> Result<Vec<LocalOutcome>> {
+        gpuq_cubature::kernels::check_local(boxes, roots, tols)?;
         self.dealt(
             boxes.len(),
             5,
             |s, e| {
-                self.local()
-                    .cub_local(rule, f, &sub_boxes(boxes, s, e), tol, max_evals)
+                self.local().cub_local(
+                    rule,
+                    f,
+                    &sub_boxes(boxes, s, e),
+                    &roots[s..e],
+                    &tols[s..e],
+                    max_evals,
+                )
             },
             |l, v| {
                 v[0] = l.estimate;
@@ -162,6 +170,22 @@ impl<B: HaloBackend + CubatureKernels> CubatureKernels for Dist<B> {
                 converged: v[4] as u32,
             },
         )
+    }
+
+    /// The local backend's, times the ranks (the batches are dealt to them).
+    fn cub_throughput(&self, f: Func<'_>) -> f64 {
+        self.local().cub_throughput(f) * self.comm().size() as f64
+    }
+
+    fn cub_is_device(&self, f: Func<'_>) -> bool {
+        self.local().cub_is_device(f)
+    }
+
+    /// True on every rank when it is on one (one all-gather): ranks whose
+    /// clocks disagree about a time limit stop at the same round.
+    fn cub_any(&self, flag: bool) -> Result<bool> {
+        let all = self.comm().allgather(&[f64::from(u8::from(flag))])?;
+        Ok(all.into_iter().any(|v| v != 0.0))
     }
 
     fn cub_tensor(

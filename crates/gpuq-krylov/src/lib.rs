@@ -115,7 +115,8 @@ pub use qmr_kernels::QmrKernels;
 pub use replay::{Replay, ReplayByRerun};
 pub use session::STAGNATION;
 pub use solve::{
-    solve_csr, solve_csr_monitored, solve_csr_with_precond, KrylovBackend, SolverConfig,
+    solve_csr, solve_csr_monitored, solve_csr_with_precond, solve_resident_with_precond,
+    KrylovBackend, SolverConfig,
 };
 pub use tfqmr::{tfqmr, tfqmr_monitored};
 pub use tfqmr_kernels::TfqmrKernels;

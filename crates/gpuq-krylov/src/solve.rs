@@ -6,7 +6,7 @@ use crate::{
     Jacobi, KrylovOptions, Method, Preconditioner, QmrKernels, TfqmrKernels,
 };
 use gpuq_core::{Error, LinearOperator, Result, Scalar, SolveReport};
-use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
+use gpuq_sparse::{Csr, DeviceMatrix, Layout, MatrixOperator, SparseBackend};
 use std::time::Instant;
 
 /// A backend every method of this crate runs on: sparse matrices, the fused steps
@@ -107,7 +107,7 @@ where
     B: KrylovBackend,
     T: Scalar,
 {
-    solve_csr_inner(backend, a, b, config, None, monitor)
+    solve_csr_inner(backend, Source::Host(a), b, config, None, monitor)
 }
 
 /// [`solve_csr_monitored`] with a preconditioner the caller built (an AMG
@@ -126,13 +126,53 @@ where
     B: KrylovBackend,
     T: Scalar,
 {
-    solve_csr_inner(backend, a, b, config, Some(precond), monitor)
+    solve_csr_inner(backend, Source::Host(a), b, config, Some(precond), monitor)
+}
+
+/// [`solve_csr_with_precond`] with A already on the backend (`a`, in the
+/// layout it was made in, for example the finest matrix an AMG setup left on
+/// the device and the cycle converted there): no upload of A. Every method
+/// but QMR, which needs A^T from the host matrix (an error here).
+pub fn solve_resident_with_precond<B, T>(
+    backend: &B,
+    a: B::Matrix<T>,
+    b: &[T],
+    config: &SolverConfig,
+    precond: Option<&dyn LinearOperator<B, T>>,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<(Vec<T>, SolveReport)>
+where
+    B: KrylovBackend,
+    T: Scalar,
+{
+    if config.method == Method::Qmr {
+        return Err(Error::Precondition {
+            method: "qmr",
+            reason: "QMR needs A^T, made from the host matrix: use solve_csr_with_precond".into(),
+        });
+    }
+    solve_csr_inner(
+        backend,
+        Source::Resident(a),
+        b,
+        config,
+        Some(precond),
+        monitor,
+    )
+}
+
+/// Where the solve's matrix comes from.
+enum Source<'a, B: KrylovBackend, T: Scalar> {
+    /// A host matrix, uploaded in the configured layout.
+    Host(&'a Csr<T>),
+    /// A matrix already on the backend.
+    Resident(B::Matrix<T>),
 }
 
 /// The solve, with `prebuilt` (when `Some`) replacing `config.precond`.
 fn solve_csr_inner<B, T>(
     backend: &B,
-    a: &Csr<T>,
+    a: Source<'_, B, T>,
     b: &[T],
     config: &SolverConfig,
     prebuilt: Option<Option<&dyn LinearOperator<B, T>>>,
@@ -148,35 +188,50 @@ where
             index,
         });
     }
-    if a.nrows() != a.ncols() {
+    let ((nrows, ncols), nnz) = match &a {
+        Source::Host(a) => (a.shape(), a.nnz()),
+        Source::Resident(m) => (m.shape(), m.nnz()),
+    };
+    if nrows != ncols {
         return Err(Error::Precondition {
             method: "solve",
-            reason: format!("matrix is {} x {}, not square", a.nrows(), a.ncols()),
+            reason: format!("matrix is {nrows} x {ncols}, not square"),
         });
     }
-    gpuq_core::check_same_len("solve (b vs matrix rows)", a.nrows(), b.len())?;
+    gpuq_core::check_same_len("solve (b vs matrix rows)", nrows, b.len())?;
+    // a resident matrix is already allocated: only the vectors are to come
+    let to_allocate = match &a {
+        Source::Host(_) => nnz,
+        Source::Resident(_) => 0,
+    };
     backend.check_fits(
         &format!(
-            "this solve ({} unknowns, {} non-zeros, {})",
-            a.nrows(),
-            a.nnz(),
+            "this solve ({nrows} unknowns, {nnz} non-zeros, {})",
             T::KIND.name()
         ),
-        config.work_bytes(a.nrows(), a.nnz(), std::mem::size_of::<T>()),
+        config.work_bytes(nrows, to_allocate, std::mem::size_of::<T>()),
     )?;
     let setup = Instant::now();
-    let op = if config.method == Method::Qmr {
-        MatrixOperator::with_transpose(backend, a, config.layout)?
-    } else {
-        MatrixOperator::new(backend, a, config.layout)?
+    let (op, host) = match a {
+        Source::Host(a) if config.method == Method::Qmr => (
+            MatrixOperator::with_transpose(backend, a, config.layout)?,
+            Some(a),
+        ),
+        Source::Host(a) => (MatrixOperator::new(backend, a, config.layout)?, Some(a)),
+        Source::Resident(m) => (MatrixOperator::from_resident(backend, m), None),
     };
-    let precond: Option<Box<dyn LinearOperator<B, T>>> = match (prebuilt, config.precond) {
-        (Some(_), _) | (None, Preconditioner::None) => None,
-        (None, Preconditioner::Jacobi) => Some(Box::new(Jacobi::new(backend, a)?)),
-        (None, Preconditioner::Block2) => Some(Box::new(BlockJacobi2::new(backend, a)?)),
+    let precond: Option<Box<dyn LinearOperator<B, T>>> = match (prebuilt, config.precond, host) {
+        (Some(_), _, _) | (None, Preconditioner::None, _) => None,
+        (None, Preconditioner::Jacobi, Some(a)) => Some(Box::new(Jacobi::new(backend, a)?)),
+        (None, Preconditioner::Block2, Some(a)) => Some(Box::new(BlockJacobi2::new(backend, a)?)),
+        (None, _, None) => {
+            return Err(Error::InvalidArgument(
+                "a resident matrix needs the caller's preconditioner".into(),
+            ))
+        }
     };
     let bv = backend.upload(b)?;
-    let mut x = backend.zeros::<T>(a.ncols())?;
+    let mut x = backend.zeros::<T>(ncols)?;
     let setup_s = setup.elapsed().as_secs_f64();
     let m = prebuilt.unwrap_or(precond.as_deref());
     let (x0, opts) = (&mut x, &config.options);

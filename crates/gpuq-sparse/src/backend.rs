@@ -214,6 +214,16 @@ impl<B: SparseBackend, T: Scalar> MatrixOperator<B, T> {
         })
     }
 
+    /// A matrix already on `backend` as the operator (no transfer; without
+    /// its transpose).
+    pub fn from_resident(backend: &B, matrix: B::Matrix<T>) -> Self {
+        MatrixOperator {
+            backend: backend.clone(),
+            matrix,
+            transpose: Transpose::Unavailable,
+        }
+    }
+
     /// The resident matrix.
     pub fn matrix(&self) -> &B::Matrix<T> {
         &self.matrix

@@ -71,4 +71,4 @@ pub use bsr2::Bsr2;
 pub use coo::Coo;
 pub use csr::Csr;
 pub use ell::Ell;
-pub use sell::Sell;
+pub use sell::{sell_plan, Sell};

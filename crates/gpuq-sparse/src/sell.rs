@@ -2,6 +2,7 @@
 
 use crate::Csr;
 use gpuq_core::{Error, Result, Scalar};
+use rayon::prelude::*;
 
 /// SELL-C-sigma: rows are sorted by decreasing length inside windows of `sigma`
 /// consecutive rows, then cut into slices of `c` rows; each slice is stored as a
@@ -31,9 +32,41 @@ pub struct Sell<T> {
     vals: Vec<T>,
 }
 
+/// The row order and slice offsets of SELL-`c`-`sigma` for `nrows` rows of
+/// `len(i)` entries: rows sorted by length, longest first (stable), within
+/// each window of `sigma` rows (no sorting for sigma = 1), and per slice of c
+/// rows in that order the offset of its first entry (c times the widths of
+/// the slices before it; nrows.div_ceil(c) + 1 offsets). [`Sell::from_csr`]
+/// lays its arrays out by this plan; a backend that builds SELL where the
+/// matrix lives uses it too. O(nrows log sigma), `c` >= 1 and `sigma` >= 1
+/// assumed (checked by the callers).
+pub fn sell_plan(
+    nrows: usize,
+    len: impl Fn(usize) -> usize,
+    c: usize,
+    sigma: usize,
+) -> (Vec<u32>, Vec<usize>) {
+    let mut perm: Vec<u32> = (0..nrows as u32).collect();
+    if sigma > 1 {
+        for w in perm.chunks_mut(sigma) {
+            w.sort_by_key(|&i| std::cmp::Reverse(len(i as usize)));
+        }
+    }
+    let nslices = nrows.div_ceil(c);
+    let mut slice_ptr = Vec::with_capacity(nslices + 1);
+    slice_ptr.push(0);
+    for s in 0..nslices {
+        let rows = &perm[s * c..((s + 1) * c).min(nrows)];
+        let width = rows.iter().map(|&i| len(i as usize)).max().unwrap_or(0);
+        slice_ptr.push(slice_ptr[s] + width * c);
+    }
+    (perm, slice_ptr)
+}
+
 impl<T: Scalar> Sell<T> {
     /// Converts from CSR with slice height `c >= 1` and sorting window `sigma`
-    /// (1 or a multiple of `c`). O(nnz + padding + nrows log sigma).
+    /// (1 or a multiple of `c`). O(nnz + padding + nrows log sigma), the
+    /// slices filled in parallel.
     pub fn from_csr(a: &Csr<T>, c: usize, sigma: usize) -> Result<Self> {
         if c == 0 || sigma == 0 || (sigma != 1 && sigma % c != 0) {
             return Err(Error::InvalidArgument(format!(
@@ -47,33 +80,34 @@ impl<T: Scalar> Sell<T> {
             )));
         }
         let len = |i: usize| a.row_ptr()[i + 1] - a.row_ptr()[i];
-        let mut perm: Vec<u32> = (0..nrows as u32).collect();
-        if sigma > 1 {
-            for w in perm.chunks_mut(sigma) {
-                w.sort_by_key(|&i| std::cmp::Reverse(len(i as usize)));
-            }
-        }
+        let (perm, slice_ptr) = sell_plan(nrows, len, c, sigma);
         let nslices = nrows.div_ceil(c);
-        let mut slice_ptr = Vec::with_capacity(nslices + 1);
-        slice_ptr.push(0);
-        for s in 0..nslices {
-            let rows = &perm[s * c..((s + 1) * c).min(nrows)];
-            let width = rows.iter().map(|&i| len(i as usize)).max().unwrap_or(0);
-            slice_ptr.push(slice_ptr[s] + width * c);
-        }
         let total = slice_ptr[nslices];
         let mut col_idx = vec![0u32; total];
         let mut vals = vec![T::zero(); total];
-        let mut row_len = Vec::with_capacity(nrows);
-        for (p, &i) in perm.iter().enumerate() {
-            let (s, r) = (p / c, p % c);
-            let (cols, vs) = a.row(i as usize);
-            row_len.push(cols.len() as u32);
-            for k in 0..cols.len() {
-                col_idx[slice_ptr[s] + k * c + r] = cols[k];
-                vals[slice_ptr[s] + k * c + r] = vs[k];
-            }
+        // Each slice's region of the arrays, filled by one task.
+        let (mut col_rest, mut val_rest) = (&mut col_idx[..], &mut vals[..]);
+        let mut regions = Vec::with_capacity(nslices);
+        for w in slice_ptr.windows(2) {
+            let (cs, ct) = std::mem::take(&mut col_rest).split_at_mut(w[1] - w[0]);
+            let (vs, vt) = std::mem::take(&mut val_rest).split_at_mut(w[1] - w[0]);
+            regions.push((cs, vs));
+            (col_rest, val_rest) = (ct, vt);
         }
+        regions
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(s, (cs, vs))| {
+                let rows = &perm[s * c..((s + 1) * c).min(nrows)];
+                for (r, &i) in rows.iter().enumerate() {
+                    let (cols, v) = a.row(i as usize);
+                    for k in 0..cols.len() {
+                        cs[k * c + r] = cols[k];
+                        vs[k * c + r] = v[k];
+                    }
+                }
+            });
+        let row_len = perm.par_iter().map(|&i| len(i as usize) as u32).collect();
         Ok(Sell {
             nrows,
             ncols: a.ncols(),

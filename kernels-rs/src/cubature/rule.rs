@@ -370,27 +370,43 @@ pub struct LocalOutcome {
     pub estimate: f64,
     /// Sum of their errors.
     pub error: f64,
-    /// Integrand evaluations made (including the first application).
+    /// Integrand evaluations made (the splits' rule applications; the root's
+    /// result was given).
     pub evaluations: u64,
     /// Regions at the end.
     pub regions: u32,
-    /// 1 when the error met `tol`, 0 when the evaluation budget stopped it
-    /// first.
+    /// [`LOCAL_CONVERGED`] when the error met `tol`, [`LOCAL_OUT_OF_EVALS`]
+    /// when the evaluation budget stopped it first, [`LOCAL_HEAP_FULL`] when
+    /// the heap was full and retiring more regions would have made `tol`
+    /// unreachable.
     pub converged: u32,
 }
 
-/// Sequential CUHRE over one box with a heap of at most `CAP` regions: splits
-/// the region of largest error in two along its axis until the summed error is
-/// at most `tol` or `max_evals` would be passed. When the heap is full, the
-/// region of smallest error leaves it for good (its estimate and error stay in
-/// the sums), so the memory is bounded and the run goes on. Both backends run
-/// this routine per region in the second phase. Cost: (regions made) x
-/// `rule.points` evaluations; memory CAP x (16 MAX_DIM + 24) bytes.
+/// [`LocalOutcome::converged`]: the error met the tolerance.
+pub const LOCAL_CONVERGED: u32 = 1;
+/// [`LocalOutcome::converged`]: the evaluation budget ran out first.
+pub const LOCAL_OUT_OF_EVALS: u32 = 0;
+/// [`LocalOutcome::converged`]: the heap was full and the regions it could
+/// retire held too much error.
+pub const LOCAL_HEAP_FULL: u32 = 2;
+
+/// Sequential CUHRE over one box whose rule result `root` is known (the first
+/// phase computed it, with the parent-children consistency check applied), with a
+/// heap of at most `CAP` regions: splits the region of largest error in two
+/// along its axis until the summed error is at most `tol` or `max_evals` would
+/// be passed. When the heap is full, the region of smallest error leaves it for
+/// good (its estimate and error stay in the sums) while the retired errors stay
+/// within half of `tol`; past that the run stops with [`LOCAL_HEAP_FULL`]
+/// instead of spending its budget on a tolerance it can no longer meet. A box
+/// whose root already meets `tol` costs nothing. Both backends run this routine
+/// per box in the second phase. Cost: (regions made - 1) x `rule.points`
+/// evaluations; memory CAP x (16 MAX_DIM + 24) bytes.
 pub fn local_cuhre<F: Integrand + ?Sized, const CAP: usize>(
     rule: &Rule,
     f: &F,
     center: &[f64],
     half: &[f64],
+    root: BoxResult,
     tol: f64,
     max_evals: u64,
 ) -> LocalOutcome {
@@ -402,19 +418,24 @@ pub fn local_cuhre<F: Integrand + ?Sized, const CAP: usize>(
     let empty = EMPTY;
     let mut heap = [empty; CAP];
     let mut len = 0usize;
-    let mut root = empty;
-    root.center[..n].copy_from_slice(center);
-    root.half[..n].copy_from_slice(half);
-    root.r = evaluate(rule, f, center, half);
-    let mut evals = pts;
-    let mut err = root.r.error;
-    push(&mut heap, &mut len, root);
+    let mut first = empty;
+    first.center[..n].copy_from_slice(center);
+    first.half[..n].copy_from_slice(half);
+    first.r = root;
+    let mut evals = 0u64;
+    let mut err = root.error;
+    push(&mut heap, &mut len, first);
     // Regions retired from a full heap: their sums, in retirement order.
     let mut retired_est = 0.0;
     let mut retired_err = 0.0;
     let mut retired = 0u32;
+    let mut full = false;
     while err > tol && evals + 2 * pts <= max_evals && CAP >= 2 {
         if len == CAP {
+            if retired_err + smallest_error(&heap, len) > 0.5 * tol {
+                full = true;
+                break;
+            }
             let out = remove_smallest(&mut heap, &mut len);
             retired_est += out.r.estimate;
             retired_err += out.r.error;
@@ -456,8 +477,25 @@ pub fn local_cuhre<F: Integrand + ?Sized, const CAP: usize>(
         error: e,
         evaluations: evals,
         regions: len as u32 + retired,
-        converged: (e <= tol) as u32,
+        converged: if e <= tol {
+            LOCAL_CONVERGED
+        } else if full {
+            LOCAL_HEAP_FULL
+        } else {
+            LOCAL_OUT_OF_EVALS
+        },
     }
+}
+
+/// The smallest error of the heap's regions (found among its leaves).
+fn smallest_error<const CAP: usize>(heap: &[Region; CAP], len: usize) -> f64 {
+    let mut m = f64::INFINITY;
+    for r in heap.iter().take(len.min(CAP)).skip(len / 2) {
+        if r.r.error < m {
+            m = r.r.error;
+        }
+    }
+    m
 }
 
 /// Removes the region of smallest error (a leaf of the max-heap).

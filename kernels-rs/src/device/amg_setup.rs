@@ -920,3 +920,139 @@ pub unsafe extern "ptx-kernel" fn spgemm_slots(
         i += grid_threads();
     }
 }
+
+/// The diagonal blocks of a CSR matrix as `BlockDiagonal::of` builds them:
+/// row i (node k = i / bs, component r = i % bs) adds each entry a_ij with
+/// j / bs == k into blocks[(k bs + r) bs + j % bs] and, with `l1` nonzero,
+/// |a_ij| of every other column into its diagonal entry, in column order
+/// (the host's sums in the host's order). One thread per row, each writing
+/// only its own block row; `blocks` holds n bs values, zeroed.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_block_diagonal(
+    n: usize,
+    bs: usize,
+    l1: u32,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    blocks: *mut f64,
+) {
+    let bs = bs.max(1);
+    let mut i = global_id();
+    while i < n {
+        let (k, r) = (i / bs, i % bs);
+        let row = blocks.add((k * bs + r) * bs);
+        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
+            let j = *col.add(p) as usize;
+            let x = *val.add(p);
+            if j / bs == k {
+                *row.add(j % bs) += x;
+            } else if l1 != 0 {
+                *row.add(r) += abs(x);
+            }
+        }
+        i += grid_threads();
+    }
+}
+
+/// flags[i] = 1 where row i of a CSR matrix stores only zeros (or nothing),
+/// else 0, for i < n. Grid-stride.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_zero_rows(
+    n: usize,
+    ptr: *const u64,
+    val: *const f64,
+    flags: *mut u32,
+) {
+    let mut i = global_id();
+    while i < n {
+        let mut zero = 1u32;
+        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
+            if *val.add(p) != 0.0 {
+                zero = 0;
+                break;
+            }
+        }
+        *flags.add(i) = zero;
+        i += grid_threads();
+    }
+}
+
+/// A setup matrix (CSR, 64-bit row pointers, f64 values) as the cycle's
+/// matrices: the same CSR with values of the cycle's precision, or SELL.
+macro_rules! level_layouts {
+    ($t:ty, $csr:ident, $sell:ident) => {
+        /// The CSR arrays copied (row pointers, n + 1 of them, and columns)
+        /// and the values converted: grid-stride over max(n + 1, nnz).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $csr(
+            n: usize,
+            nnz: usize,
+            ptr: *const u64,
+            col: *const u32,
+            val: *const f64,
+            ptr_out: *mut u64,
+            col_out: *mut u32,
+            val_out: *mut $t,
+        ) {
+            let mut i = global_id();
+            while i < nnz.max(n + 1) {
+                if i <= n {
+                    *ptr_out.add(i) = *ptr.add(i);
+                }
+                if i < nnz {
+                    *col_out.add(i) = *col.add(i);
+                    *val_out.add(i) = *val.add(i) as $t;
+                }
+                i += grid_threads();
+            }
+        }
+
+        /// SELL-c-sigma from CSR as `Sell::from_csr` lays it out: position
+        /// q (slice q / c, lane q % c) holds row perm[q] (row q when
+        /// `has_perm` is 0), its k-th entry at slice_ptr[slice] + k c + lane
+        /// for k below the slice's width (slice_ptr's difference over c),
+        /// the padding column 0 and value 0. Grid-stride over the n rows.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $sell(
+            n: usize,
+            c: usize,
+            has_perm: u32,
+            perm: *const u32,
+            slice_ptr: *const u64,
+            ptr: *const u64,
+            col: *const u32,
+            val: *const f64,
+            col_out: *mut u32,
+            val_out: *mut $t,
+        ) {
+            let c = c.max(1);
+            let mut q = global_id();
+            while q < n {
+                let row = if has_perm != 0 {
+                    *perm.add(q) as usize
+                } else {
+                    q
+                };
+                let (s, lane) = (q / c, q % c);
+                let base = *slice_ptr.add(s) as usize;
+                let width = (*slice_ptr.add(s + 1) as usize - base) / c;
+                let (lo, hi) = (*ptr.add(row) as usize, *ptr.add(row + 1) as usize);
+                for k in 0..width {
+                    let at = base + k * c + lane;
+                    if lo + k < hi {
+                        *col_out.add(at) = *col.add(lo + k);
+                        *val_out.add(at) = *val.add(lo + k) as $t;
+                    } else {
+                        *col_out.add(at) = 0;
+                        *val_out.add(at) = 0.0;
+                    }
+                }
+                q += grid_threads();
+            }
+        }
+    };
+}
+
+level_layouts!(f32, setup_to_csr_f32, setup_to_sell_f32);
+level_layouts!(f64, setup_to_csr_f64, setup_to_sell_f64);

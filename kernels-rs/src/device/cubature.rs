@@ -11,7 +11,7 @@ use super::prelude::{global_id, grid_threads, lane, shfl_down_b32, DeviceScalar}
 use crate::cubature::integrand::Builtin;
 use crate::cubature::integrand::Integrand;
 use crate::cubature::lanes::{combine, finish, lane_sums, LaneSums, RulePoint, LANES};
-use crate::cubature::rule::{local_cuhre, LocalOutcome, Rule, LOCAL_HEAP};
+use crate::cubature::rule::{local_cuhre, BoxResult, LocalOutcome, Rule, LOCAL_HEAP};
 #[cfg(not(feature = "user-integrand"))]
 use crate::cubature::tensor::TENSOR_GROUP;
 use crate::cubature::tensor::{chunk_points, tensor_chunk};
@@ -96,28 +96,32 @@ fn shfl_down_sums(s: LaneSums, d: u32) -> LaneSums {
     }
 }
 
-/// out[b] = bounded-heap CUHRE on box b with absolute tolerance `tol` and at
-/// most `max_evals` evaluations.
+/// out[b] = bounded-heap CUHRE on box b, whose rule result is
+/// roots[3 b..3 b + 3] = (estimate, error, axis), with absolute tolerance
+/// tols[b] and at most `max_evals` evaluations.
 #[cfg(not(feature = "user-integrand"))]
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn cub_local(
     rule: *const Rule,
     f: *const Builtin,
     boxes: usize,
     center: *const f64,
     half: *const f64,
-    tol: f64,
+    roots: *const f64,
+    tols: *const f64,
     max_evals: u64,
     out: *mut LocalOutcome,
 ) {
     let f = *f;
-    local(&*rule, &f, boxes, center, half, tol, max_evals, out);
+    local(&*rule, &f, boxes, center, half, roots, tols, max_evals, out);
 }
 
 /// The body of `cub_local` for any integrand.
 ///
 /// # Safety
-/// As `cub_evaluate`'s; `out` holds `boxes` outcomes.
+/// As `cub_evaluate`'s; `roots` holds 3 x boxes values, `tols` and `out`
+/// `boxes` items.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(super) unsafe fn local<F: Integrand>(
@@ -126,7 +130,8 @@ pub(super) unsafe fn local<F: Integrand>(
     boxes: usize,
     center: *const f64,
     half: *const f64,
-    tol: f64,
+    roots: *const f64,
+    tols: *const f64,
     max_evals: u64,
     out: *mut LocalOutcome,
 ) {
@@ -135,7 +140,12 @@ pub(super) unsafe fn local<F: Integrand>(
     while b < boxes {
         let c = from_raw_parts(center.add(b * n), n);
         let h = from_raw_parts(half.add(b * n), n);
-        *out.add(b) = local_cuhre::<_, LOCAL_HEAP>(rule, f, c, h, tol, max_evals);
+        let root = BoxResult {
+            estimate: *roots.add(3 * b),
+            error: *roots.add(3 * b + 1),
+            axis: *roots.add(3 * b + 2) as u32,
+        };
+        *out.add(b) = local_cuhre::<_, LOCAL_HEAP>(rule, f, c, h, root, *tols.add(b), max_evals);
         b += grid_threads();
     }
 }

@@ -75,18 +75,20 @@ pub unsafe extern "ptx-kernel" fn cubu_evaluate(
 
 /// `cub_local` with the linked integrand.
 #[no_mangle]
+#[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn cubu_local(
     rule: *const Rule,
     diag: *mut f64,
     boxes: usize,
     center: *const f64,
     half: *const f64,
-    tol: f64,
+    roots: *const f64,
+    tols: *const f64,
     max_evals: u64,
     out: *mut LocalOutcome,
 ) {
     let f = Linked { diag };
-    local(&*rule, &f, boxes, center, half, tol, max_evals, out);
+    local(&*rule, &f, boxes, center, half, roots, tols, max_evals, out);
 }
 
 /// `cub_tensor` with the linked integrand of `dim` axes.

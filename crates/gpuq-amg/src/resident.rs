@@ -1,0 +1,217 @@
+//! A level's matrix where the setup left it: on the host, on the backend that
+//! built it, or both. A device setup keeps its prolongators, restrictions and
+//! coarse operators on the device ([`ResidentMatrix`]); the cycle converts
+//! them there ([`crate::AmgKernels::amg_level_matrix`]) and the host copy is
+//! made only when something asks for it ([`LevelMatrix::host`]).
+
+use gpuq_core::{Error, Result};
+use gpuq_sparse::Csr;
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+/// A matrix kept by a backend for the setup (for the CUDA backend, a CSR
+/// matrix in device memory), as a [`LevelMatrix`] holds it.
+pub trait ResidentMatrix: Send + Sync {
+    /// A host copy of the matrix. Cost: a download of 8 bytes per row and 12
+    /// per stored entry, and the host's validation, O(nnz).
+    fn download(&self) -> Result<Csr<f64>>;
+
+    /// The stored entries of each row. Cost: a download of 8 bytes per row.
+    fn row_lengths(&self) -> Result<Vec<u32>>;
+
+    /// The backend's own type, for the backend that made it to find its data.
+    fn as_any(&self) -> &dyn Any;
+}
+
+struct Inner {
+    shape: (usize, usize),
+    nnz: usize,
+    host: OnceLock<Csr<f64>>,
+    resident: OnceLock<Arc<dyn ResidentMatrix>>,
+}
+
+/// A level matrix of the hierarchy: a host copy, a backend's resident copy,
+/// or both, each made on first need and then kept. Clones share both copies.
+#[derive(Clone)]
+pub struct LevelMatrix(Arc<Inner>);
+
+impl LevelMatrix {
+    /// A matrix held on the host.
+    pub fn from_host(a: Csr<f64>) -> Self {
+        let inner = Inner {
+            shape: a.shape(),
+            nnz: a.nnz(),
+            host: OnceLock::new(),
+            resident: OnceLock::new(),
+        };
+        let _ = inner.host.set(a);
+        LevelMatrix(Arc::new(inner))
+    }
+
+    /// A matrix held by a backend: `shape` and `nnz` describe it; the host
+    /// copy is downloaded on the first [`LevelMatrix::host`].
+    pub fn from_resident(
+        shape: (usize, usize),
+        nnz: usize,
+        resident: Arc<dyn ResidentMatrix>,
+    ) -> Self {
+        let inner = Inner {
+            shape,
+            nnz,
+            host: OnceLock::new(),
+            resident: OnceLock::new(),
+        };
+        let _ = inner.resident.set(resident);
+        LevelMatrix(Arc::new(inner))
+    }
+
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.0.shape.0
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.0.shape.1
+    }
+
+    /// Rows and columns.
+    pub fn shape(&self) -> (usize, usize) {
+        self.0.shape
+    }
+
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.0.nnz
+    }
+
+    /// The host copy, downloaded from the resident copy on the first call
+    /// (see [`ResidentMatrix::download`]); free afterwards.
+    pub fn host(&self) -> Result<&Csr<f64>> {
+        if let Some(h) = self.0.host.get() {
+            return Ok(h);
+        }
+        let r = self.0.resident.get().ok_or_else(|| {
+            Error::InvalidArgument("AMG level matrix with neither a host nor a device copy".into())
+        })?;
+        let a = r.download()?;
+        Ok(self.0.host.get_or_init(|| a))
+    }
+
+    /// Whether a host copy exists (no download needed).
+    pub fn on_host(&self) -> bool {
+        self.0.host.get().is_some()
+    }
+
+    /// The backend's copy, if one was made.
+    pub fn resident(&self) -> Option<&dyn ResidentMatrix> {
+        self.0.resident.get().map(|r| r.as_ref())
+    }
+
+    /// Keeps `make()` as the backend's copy unless one exists, and returns
+    /// the copy kept (a backend's upload of a host matrix, made once).
+    pub fn resident_or_init(
+        &self,
+        make: impl FnOnce() -> Result<Arc<dyn ResidentMatrix>>,
+    ) -> Result<&dyn ResidentMatrix> {
+        if let Some(r) = self.0.resident.get() {
+            return Ok(r.as_ref());
+        }
+        let made = make()?;
+        Ok(self.0.resident.get_or_init(|| made).as_ref())
+    }
+
+    /// The stored entries of each row: from the host copy where there is
+    /// one, else from the resident copy. O(nrows).
+    pub fn row_lengths(&self) -> Result<Vec<u32>> {
+        match (self.0.host.get(), self.0.resident.get()) {
+            (Some(h), _) => Ok(h
+                .row_ptr()
+                .windows(2)
+                .map(|w| (w[1] - w[0]) as u32)
+                .collect()),
+            (None, Some(r)) => r.row_lengths(),
+            (None, None) => self.host().map(|h| {
+                h.row_ptr()
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]) as u32)
+                    .collect()
+            }),
+        }
+    }
+}
+
+impl From<Csr<f64>> for LevelMatrix {
+    fn from(a: Csr<f64>) -> Self {
+        LevelMatrix::from_host(a)
+    }
+}
+
+impl fmt::Debug for LevelMatrix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "LevelMatrix({} x {}, {} stored, host copy: {}, resident copy: {})",
+            self.nrows(),
+            self.ncols(),
+            self.nnz(),
+            self.on_host(),
+            self.resident().is_some()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake(Csr<f64>);
+
+    impl ResidentMatrix for Fake {
+        fn download(&self) -> Result<Csr<f64>> {
+            Ok(self.0.clone())
+        }
+        fn row_lengths(&self) -> Result<Vec<u32>> {
+            Ok(vec![7; self.0.nrows()])
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_resident_matrix_is_downloaded_once_on_demand() {
+        let a = gpuq_sparse::generators::laplace2d::<f64>(4);
+        let m = LevelMatrix::from_resident(a.shape(), a.nnz(), Arc::new(Fake(a.clone())));
+        assert_eq!((m.nrows(), m.ncols(), m.nnz()), (16, 16, a.nnz()));
+        assert!(!m.on_host());
+        assert_eq!(m.row_lengths().unwrap(), vec![7; 16]);
+        let copy = m.clone();
+        assert_eq!(m.host().unwrap(), &a);
+        assert!(copy.on_host(), "clones share the host copy");
+        let lens: Vec<u32> = a
+            .row_ptr()
+            .windows(2)
+            .map(|w| (w[1] - w[0]) as u32)
+            .collect();
+        assert_eq!(
+            m.row_lengths().unwrap(),
+            lens,
+            "the host copy wins once made"
+        );
+        assert!(m.resident().unwrap().as_any().is::<Fake>());
+    }
+
+    #[test]
+    fn a_host_matrix_keeps_the_first_resident_copy() {
+        let a = gpuq_sparse::generators::laplace2d::<f64>(3);
+        let m = LevelMatrix::from_host(a.clone());
+        assert!(m.resident().is_none());
+        m.resident_or_init(|| Ok(Arc::new(Fake(a.clone()))))
+            .unwrap();
+        let again = m.resident_or_init(|| Err(Error::InvalidArgument("made twice".into())));
+        assert!(again.is_ok());
+        assert_eq!(m.host().unwrap(), &a);
+    }
+}
