@@ -199,7 +199,10 @@ fn a_cap_below_the_first_batch_is_not_convergence() {
 fn auto_on_a_device_runs_two_phase_in_high_dimension() {
     use gpuq_cubature::DEVICE_TWO_PHASE_FROM_DIM as D;
     for tol in [1e-3, 1e-7] {
-        assert_eq!(Method::choose_for(true, 1, D - 1, tol), Method::BreadthFirst);
+        assert_eq!(
+            Method::choose_for(true, 1, D - 1, tol),
+            Method::BreadthFirst
+        );
         assert_eq!(Method::choose_for(true, 1, D, tol), Method::TwoPhase);
         assert_eq!(Method::choose_for(true, 1, D + 3, tol), Method::TwoPhase);
         // the host never picks two-phase
