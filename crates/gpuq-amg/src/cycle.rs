@@ -10,6 +10,7 @@ use crate::options::{CycleKind, CycleOptions, Smoother};
 use crate::resident::LevelMatrix;
 use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, DeviceMatrix, Layout};
+use rayon::prelude::*;
 use std::sync::Mutex;
 
 /// One level's resident data (every level but the coarsest).
@@ -78,6 +79,7 @@ pub struct Amg<B: AmgKernels, T: Scalar> {
 /// diagonal matrix (one entry per row, on the diagonal); `None` otherwise.
 fn diagonal_of<T: Scalar>(d: &Csr<f64>, omega: f64) -> Option<Vec<T>> {
     (0..d.nrows())
+        .into_par_iter()
         .map(|i| match d.row(i) {
             (&[j], &[v]) if j as usize == i => Some(T::from_f64(omega * v)),
             _ => None,
@@ -119,11 +121,10 @@ const SORT_SLICES: usize = 8;
 fn sell_stored(lens: &[u32], c: usize, sigma: usize) -> usize {
     let mut lens = lens.to_vec();
     if sigma > 1 {
-        for w in lens.chunks_mut(sigma) {
-            w.sort_unstable_by(|x, y| y.cmp(x));
-        }
+        lens.par_chunks_mut(sigma)
+            .for_each(|w| w.sort_unstable_by(|x, y| y.cmp(x)));
     }
-    lens.chunks(c.max(1))
+    lens.par_chunks(c.max(1))
         .map(|s| c * *s.iter().max().unwrap_or(&0) as usize)
         .sum()
 }

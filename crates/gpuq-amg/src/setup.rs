@@ -352,10 +352,9 @@ pub(crate) mod cuda {
             level: &Arc<SetupCsr>,
             p: &LevelMatrix,
         ) -> Result<(LevelMatrix, LevelMatrix)> {
-            let d_p = match device_copy(self, p) {
-                Some(m) => m,
-                None => Arc::new(self.setup_upload(p.host()?)?),
-            };
+            // a host prolongator (the seed's) is uploaded once and kept in
+            // `p` for the cycle
+            let d_p = self.level(p)?;
             let r = self.setup_transpose(&d_p)?;
             let ap = self.setup_spgemm(level, &d_p)?;
             let ac = self.setup_spgemm(&r, &ap)?;

@@ -38,27 +38,28 @@ pub struct Sell<T> {
 /// rows in that order the offset of its first entry (c times the widths of
 /// the slices before it; nrows.div_ceil(c) + 1 offsets). [`Sell::from_csr`]
 /// lays its arrays out by this plan; a backend that builds SELL where the
-/// matrix lives uses it too. O(nrows log sigma), `c` >= 1 and `sigma` >= 1
+/// matrix lives uses it too. O(nrows log sigma), windows and slices in
+/// parallel; `c` >= 1 and `sigma` >= 1
 /// assumed (checked by the callers).
 pub fn sell_plan(
     nrows: usize,
-    len: impl Fn(usize) -> usize,
+    len: impl Fn(usize) -> usize + Sync,
     c: usize,
     sigma: usize,
 ) -> (Vec<u32>, Vec<usize>) {
-    let mut perm: Vec<u32> = (0..nrows as u32).collect();
+    let mut perm: Vec<u32> = (0..nrows as u32).into_par_iter().collect();
     if sigma > 1 {
-        for w in perm.chunks_mut(sigma) {
-            w.sort_by_key(|&i| std::cmp::Reverse(len(i as usize)));
-        }
+        perm.par_chunks_mut(sigma)
+            .for_each(|w| w.sort_by_key(|&i| std::cmp::Reverse(len(i as usize))));
     }
-    let nslices = nrows.div_ceil(c);
-    let mut slice_ptr = Vec::with_capacity(nslices + 1);
+    let widths: Vec<usize> = perm
+        .par_chunks(c)
+        .map(|rows| rows.iter().map(|&i| len(i as usize)).max().unwrap_or(0))
+        .collect();
+    let mut slice_ptr = Vec::with_capacity(widths.len() + 1);
     slice_ptr.push(0);
-    for s in 0..nslices {
-        let rows = &perm[s * c..((s + 1) * c).min(nrows)];
-        let width = rows.iter().map(|&i| len(i as usize)).max().unwrap_or(0);
-        slice_ptr.push(slice_ptr[s] + width * c);
+    for (s, w) in widths.iter().enumerate() {
+        slice_ptr.push(slice_ptr[s] + w * c);
     }
     (perm, slice_ptr)
 }
