@@ -320,20 +320,49 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
         split: &SplitRows<T>,
         layout: Layout,
     ) -> Result<Self> {
+        Self::from_split_rect(dist, partition, partition, split, layout)
+    }
+
+    /// A rectangular matrix (an AMG prolongator or restriction): the rows
+    /// `rows` gives this rank, split by [`crate::split_columns`] along the
+    /// column partition `columns` (the partition of the vectors it
+    /// multiplies); the halo plan brings in the ghost columns' values.
+    /// Collective. Errors (on every rank) when either partition does not have
+    /// one block per rank or differs between ranks, or the split does not
+    /// match them.
+    pub fn from_split_rect(
+        dist: &Dist<B>,
+        rows: &RowPartition,
+        columns: &RowPartition,
+        split: &SplitRows<T>,
+        layout: Layout,
+    ) -> Result<Self> {
         let comm = dist.comm();
         dist.agree(
-            partition
-                .check(partition.rows(), comm.size())
+            rows.check(rows.rows(), comm.size())
+                .and_then(|_| columns.check(columns.rows(), comm.size()))
                 .and_then(|_| {
                     gpuq_core::check_same_len(
                         "DistMatrix (split rows vs partition)",
-                        partition.range(comm.rank()).len(),
+                        rows.range(comm.rank()).len(),
                         split.owned.nrows(),
+                    )
+                })
+                .and_then(|_| {
+                    gpuq_core::check_same_len(
+                        "DistMatrix (split columns vs partition)",
+                        columns.range(comm.rank()).len(),
+                        split.owned.ncols(),
                     )
                 }),
         )?;
-        // The same partition on every rank.
-        let starts: Vec<f64> = partition.starts().iter().map(|&s| s as f64).collect();
+        // The same partitions on every rank.
+        let starts: Vec<f64> = rows
+            .starts()
+            .iter()
+            .chain(columns.starts())
+            .map(|&s| s as f64)
+            .collect();
         let all = comm.allgather(&starts)?;
         let same = all.chunks_exact(starts.len()).all(|c| c == starts);
         dist.agree(if same {
@@ -343,7 +372,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
                 "the ranks were given different partitions".into(),
             ))
         })?;
-        let plan = HaloPlan::build(comm, partition, &split.ghost_cols)?;
+        let plan = HaloPlan::build(comm, columns, &split.ghost_cols)?;
         let local = dist.local();
         let uploaded = local.upload_matrix(&split.owned, layout).and_then(|owned| {
             let matrix = local.upload_matrix(&split.ghost, Layout::Csr)?;
@@ -358,7 +387,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
                 plan,
                 values: Mutex::new(values),
             }),
-            global: (partition.rows(), partition.rows()),
+            global: (rows.rows(), columns.rows()),
         })
     }
 

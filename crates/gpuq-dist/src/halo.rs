@@ -19,6 +19,8 @@ use std::ops::Range;
 const PLAN_TAG: u16 = 1;
 /// The tag of the halo values.
 const HALO_TAG: u16 = 2;
+/// The tag of ghost rows ([`HaloPlan::exchange_rows`]).
+const ROWS_TAG: u16 = 6;
 
 /// The owned entries an exchange sends (in the order the neighbours want
 /// them), and the few contiguous ranges of the vector that cover them (runs
@@ -162,7 +164,7 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
 /// their global indices in increasing order).
 #[derive(Clone, Debug)]
 pub struct SplitRows<T> {
-    /// n_local x n_local.
+    /// n_local x (the rank's columns): square for [`split_rows`].
     pub owned: Csr<T>,
     /// n_local x ghost_cols.len().
     pub ghost: Csr<T>,
@@ -179,13 +181,35 @@ pub fn split_rows<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<SplitRows<T>> {
-    let own = partition.range(rank);
-    let n = own.len();
+    let n = partition.range(rank).len();
     if rows.nrows() != n || rows.ncols() != partition.rows() {
         return Err(Error::shape(
             "split_rows (the rank's rows vs the partition)",
             format!("{n} x {}", partition.rows()),
             format!("{} x {}", rows.nrows(), rows.ncols()),
+        ));
+    }
+    split_columns(partition, rank, rows)
+}
+
+/// [`split_rows`] for a rectangular matrix: `rows` (any number, global
+/// column indices) split by the column partition `columns`, the block on the
+/// columns `columns` gives rank `rank` and the block on the others (the
+/// rank's rows of a prolongator or restriction, whose columns are split
+/// unlike its rows). Errors when the column count does not match `columns`.
+/// O(nnz log nnz) on the host.
+pub fn split_columns<T: Scalar>(
+    columns: &RowPartition,
+    rank: usize,
+    rows: &Csr<T>,
+) -> Result<SplitRows<T>> {
+    let own = columns.range(rank);
+    let n = rows.nrows();
+    if rows.ncols() != columns.rows() {
+        return Err(Error::shape(
+            "split_columns (the rows' columns vs the partition)",
+            columns.rows(),
+            rows.ncols(),
         ));
     }
     let mut ghost_cols: Vec<usize> = rows
@@ -217,7 +241,7 @@ pub fn split_rows<T: Scalar>(
         gptr.push(gcol.len());
     }
     Ok(SplitRows {
-        owned: Csr::try_new_allow_nonfinite(n, n, optr, ocol, oval)?,
+        owned: Csr::try_new_allow_nonfinite(n, own.len(), optr, ocol, oval)?,
         ghost: Csr::try_new_allow_nonfinite(n, ghost_cols.len(), gptr, gcol, gval)?,
         ghost_cols,
     })
@@ -374,6 +398,27 @@ impl HaloPlan {
         overlap: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Vec<T>> {
         let values = backend.gather(x, &self.packed)?;
+        self.exchange_packed(comm, &values, overlap)
+    }
+
+    /// [`HaloPlan::exchange`] of a vector on the host (the setup's vectors).
+    pub(crate) fn exchange_host<T: Scalar>(
+        &self,
+        comm: &dyn Communicator,
+        x: &[T],
+    ) -> Result<Vec<T>> {
+        let values = pick(x, self.packed.indices())?;
+        self.exchange_packed(comm, &values, &mut || Ok(()))
+    }
+
+    /// Sends `values` (the packed entries, in the order of the sends) and
+    /// returns the ghosts that arrive, running `overlap` meanwhile.
+    fn exchange_packed<T: Scalar>(
+        &self,
+        comm: &dyn Communicator,
+        values: &[T],
+        overlap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Vec<T>> {
         let mut views: Vec<(usize, &[u8])> = Vec::with_capacity(self.sends.len());
         let mut at = 0;
         for (p, idx) in &self.sends {
@@ -396,6 +441,74 @@ impl HaloPlan {
         }
         Ok(ghosts)
     }
+
+    /// The rows of a matrix B whose rows are split like the columns this plan
+    /// was built for (B's owned rows `owned`, global columns): the rows the
+    /// rank's ghost columns name, in ghost order (the ghost rows an
+    /// aggregation setup needs for A P or R (A P)). Collective among
+    /// neighbours: one message per neighbour with the rows it asked for.
+    /// O(the rows' nnz).
+    pub(crate) fn exchange_rows<T: Scalar>(
+        &self,
+        comm: &dyn Communicator,
+        owned: &Csr<T>,
+    ) -> Result<Csr<T>> {
+        let messages: Vec<(usize, Vec<u8>)> = self
+            .sends
+            .iter()
+            .map(|(p, idx)| Ok((*p, crate::scatter::encode(&select_rows(owned, idx)?, &[]))))
+            .collect::<Result<_>>()?;
+        let views: Vec<(usize, &[u8])> = messages.iter().map(|(p, m)| (*p, &m[..])).collect();
+        let arrived = comm.exchange(ROWS_TAG, &views, &self.recv_ranks(), &mut || Ok(()))?;
+        let mut parts = Vec::with_capacity(arrived.len());
+        for ((q, range), bytes) in self.recvs.iter().zip(&arrived) {
+            let (rows, _) = crate::scatter::decode::<T>(bytes, owned.ncols())?;
+            if rows.nrows() != range.len() {
+                return Err(comm_error(format!(
+                    "halo rows: rank {q} sent {} rows for {} ghosts",
+                    rows.nrows(),
+                    range.len()
+                )));
+            }
+            parts.push(rows);
+        }
+        stack_rows(&parts, owned.ncols())
+    }
+}
+
+/// The rows `idx` of `a`, in that order. Errors on an index out of range.
+/// O(the rows' nnz).
+pub(crate) fn select_rows<T: Scalar>(a: &Csr<T>, idx: &[usize]) -> Result<Csr<T>> {
+    gpuq_core::check_indices("select_rows", a.nrows(), idx)?;
+    let mut ptr = Vec::with_capacity(idx.len() + 1);
+    ptr.push(0);
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for &i in idx {
+        let (c, v) = a.row(i);
+        cols.extend_from_slice(c);
+        vals.extend_from_slice(v);
+        ptr.push(cols.len());
+    }
+    Csr::try_new_allow_nonfinite(idx.len(), a.ncols(), ptr, cols, vals)
+}
+
+/// The matrices of `parts` (each with `ncols` columns) one below the other.
+/// O(nnz).
+pub(crate) fn stack_rows<T: Scalar>(parts: &[Csr<T>], ncols: usize) -> Result<Csr<T>> {
+    let nrows = parts.iter().map(|p| p.nrows()).sum();
+    let mut ptr = Vec::with_capacity(nrows + 1);
+    ptr.push(0);
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for p in parts {
+        if p.ncols() != ncols {
+            return Err(Error::shape("stack_rows", ncols, p.ncols()));
+        }
+        let base = cols.len();
+        ptr.extend(p.row_ptr()[1..].iter().map(|&e| base + e));
+        cols.extend_from_slice(p.col_idx());
+        vals.extend_from_slice(p.values());
+    }
+    Csr::try_new_allow_nonfinite(nrows, ncols, ptr, cols, vals)
 }
 
 #[cfg(test)]

@@ -34,6 +34,11 @@
 //! * Input: [`generated_rows`] builds a rank's rows of the stencil problems in
 //!   place (no rank holds the whole matrix); [`scatter_rows`] sends rows read
 //!   by one rank; [`gather_rows`] and [`allgather_rows`] collect a solution.
+//! * [`DistHierarchy`] and [`DistAmg`]: smoothed-aggregation AMG across
+//!   ranks (aggregates local to each rank, P, R and R A P with ghost rows
+//!   fetched once per level, coarse levels gathered onto every rank below a
+//!   rows-per-rank threshold), the V-cycle a preconditioner of every Krylov
+//!   method on [`Dist`] ([`solve_rows_with_precond`]); see [`amg`].
 //! * [`DistWalk`]: Monte Carlo across ranks. Every batch of histories is split
 //!   over the ranks (histories keep their ids, hence their random streams) and
 //!   the tallies are summed, so `gpuq_mcls::MonteCarlo` and `gpuq_mcls::mcsa`
@@ -104,6 +109,7 @@
 
 #![warn(missing_docs)]
 
+pub mod amg;
 mod backend;
 mod comm;
 mod cubature;
@@ -120,16 +126,17 @@ mod solve;
 mod thread_comm;
 mod walks;
 
+pub use amg::{DistAmg, DistAmgOptions, DistHierarchy, DistLevel};
 pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};
 pub use generate::{generated_rows, stencil_size};
-pub use halo::{split_rows, HaloBackend, HaloPlan, Pack, SplitRows};
+pub use halo::{split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows};
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;
 pub use operator::DistOperator;
 pub use partition::RowPartition;
 pub use reorder::Reordering;
-pub use scatter::{gather_rows, scatter_rows};
-pub use solve::{allgather_rows, rows_of, solve_rows};
+pub use scatter::{allgather_matrix, gather_rows, scatter_rows};
+pub use solve::{allgather_rows, rows_of, solve_rows, solve_rows_with_precond};
 pub use thread_comm::ThreadComm;
 pub use walks::DistWalk;

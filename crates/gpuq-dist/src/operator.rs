@@ -2,7 +2,7 @@
 //! [`Dist`], with its transpose when QMR needs it.
 
 use crate::backend::{Dist, DistMatrix};
-use crate::comm::comm_error;
+use crate::comm::{comm_error, Communicator};
 use crate::halo::{split_rows, HaloBackend, SplitRows};
 use crate::partition::RowPartition;
 use gpuq_core::{
@@ -50,7 +50,7 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
         layout: Layout,
     ) -> Result<Self> {
         let mut op = Self::new(dist, partition, split, layout)?;
-        let rows_t = transpose_rows(dist, partition, rows)?;
+        let rows_t = transpose_rows(dist.comm(), partition, partition, rows)?;
         let split_t = dist.agree(split_rows(partition, dist.comm().rank(), &rows_t))?;
         op.at = Some(DistMatrix::from_split(dist, partition, &split_t, layout)?);
         Ok(op)
@@ -62,27 +62,32 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
     }
 }
 
-/// This rank's rows of A^T (global columns), from every rank's rows of A.
-fn transpose_rows<B: HaloBackend, T: Scalar>(
-    dist: &Dist<B>,
-    partition: &RowPartition,
+/// This rank's rows of A^T (global columns), from every rank's rows of A:
+/// A's rows split by `rows_part`, its columns (A^T's rows) by `cols_part`.
+/// Every entry (i, j) goes to the owner of row j of A^T (one exchange among
+/// all ranks, 16 bytes plus one scalar an entry); each row of A^T lists its
+/// columns in increasing order. Collective. O(nnz log nnz).
+pub(crate) fn transpose_rows<T: Scalar>(
+    comm: &dyn Communicator,
+    rows_part: &RowPartition,
+    cols_part: &RowPartition,
     rows: &Csr<T>,
 ) -> Result<Csr<T>> {
-    let comm = dist.comm();
-    let (rank, size, n) = (comm.rank(), comm.size(), partition.rows());
-    let first = partition.range(rank).start;
+    let (rank, size, n) = (comm.rank(), comm.size(), cols_part.rows());
+    let first = rows_part.range(rank).start;
+    let mine = cols_part.range(rank);
     let entry_bytes = 16 + std::mem::size_of::<T>();
     let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); size];
-    let mut coo = Coo::new(partition.range(rank).len(), n);
+    let mut coo = Coo::new(mine.len(), rows_part.rows());
     for i in 0..rows.nrows() {
         let (cols, vals) = rows.row(i);
         for (&j, &v) in cols.iter().zip(vals) {
             let (j, gi) = (j as usize, first + i);
-            let q = partition
+            let q = cols_part
                 .owner(j)
                 .ok_or_else(|| Error::InvalidArgument(format!("column {j} of {n}")))?;
             if q == rank {
-                coo.push(j - first, gi, v)?;
+                coo.push(j - mine.start, gi, v)?;
             } else {
                 let buf = &mut outgoing[q];
                 buf.extend_from_slice(&(j as u64).to_le_bytes());
@@ -103,7 +108,7 @@ fn transpose_rows<B: HaloBackend, T: Scalar>(
                 |k: usize| u64::from_le_bytes(e[k..k + 8].try_into().expect("8 bytes")) as usize;
             let mut v = [T::zero()];
             scalars_as_bytes_mut(&mut v).copy_from_slice(&e[16..]);
-            let row = index(0).checked_sub(first).ok_or_else(|| {
+            let row = index(0).checked_sub(mine.start).ok_or_else(|| {
                 comm_error("transpose: an entry for a row this rank does not own")
             })?;
             coo.push(row, index(8), v[0])?;

@@ -53,8 +53,9 @@ fn slice<T: Scalar>(
 }
 
 /// Rows and b as bytes: rows, columns of A, nnz (u64 each), the row
-/// pointers (u64), the column indices (u32), the values, then b.
-fn encode<T: Scalar>(rows: &Csr<T>, b: &[T]) -> Vec<u8> {
+/// pointers (u64), the column indices (u32), the values, then b (one value
+/// per row, or empty for rows alone).
+pub(crate) fn encode<T: Scalar>(rows: &Csr<T>, b: &[T]) -> Vec<u8> {
     let mut out = Vec::new();
     for v in [rows.nrows(), rows.ncols(), rows.nnz()] {
         out.extend_from_slice(&(v as u64).to_le_bytes());
@@ -70,8 +71,9 @@ fn encode<T: Scalar>(rows: &Csr<T>, b: &[T]) -> Vec<u8> {
     out
 }
 
-/// The inverse of [`encode`], checked against the global size `n`.
-fn decode<T: Scalar>(bytes: &[u8], n: usize) -> Result<(Csr<T>, Vec<T>)> {
+/// The inverse of [`encode`], checked against the global size `n` (b is
+/// empty when the rows came alone).
+pub(crate) fn decode<T: Scalar>(bytes: &[u8], n: usize) -> Result<(Csr<T>, Vec<T>)> {
     let bad = || comm_error("scatter_rows: a malformed message");
     let mut at = 0usize;
     let mut take = |len: usize| -> Result<&[u8]> {
@@ -95,8 +97,15 @@ fn decode<T: Scalar>(bytes: &[u8], n: usize) -> Result<(Csr<T>, Vec<T>)> {
         .collect();
     let mut vals = vec![T::zero(); nnz];
     scalars_as_bytes_mut(&mut vals).copy_from_slice(take(nnz * std::mem::size_of::<T>())?);
-    let mut b = vec![T::zero(); nrows];
-    scalars_as_bytes_mut(&mut b).copy_from_slice(take(nrows * std::mem::size_of::<T>())?);
+    // b: one value per row, or none (rows sent without a right-hand side).
+    let size = std::mem::size_of::<T>();
+    let used = 8 * (nrows + 4) + (4 + size) * nnz;
+    let b_len = if bytes.len() == used { 0 } else { nrows };
+    if bytes.len() != used + b_len * size {
+        return Err(bad());
+    }
+    let mut b = vec![T::zero(); b_len];
+    scalars_as_bytes_mut(&mut b).copy_from_slice(take(b_len * size)?);
     Ok((
         Csr::try_new_allow_nonfinite(nrows, ncols, ptr, cols, vals)?,
         b,
@@ -141,6 +150,38 @@ pub fn gather_rows<T: Scalar>(
         dst.copy_from_slice(&bytes);
     }
     Ok(Some(whole))
+}
+
+/// Every rank's rows of a matrix split by `partition` (global columns),
+/// stacked: the whole matrix on every rank (a coarse AMG level gathered
+/// onto every rank, the walk data of a Monte Carlo solve). Collective; one
+/// broadcast per rank, O(nnz) received per rank. Errors when a rank's rows
+/// do not match the partition.
+pub fn allgather_matrix<T: Scalar>(
+    comm: &dyn Communicator,
+    partition: &RowPartition,
+    rows: &Csr<T>,
+) -> Result<Csr<T>> {
+    let mine = encode(rows, &[]);
+    let mut parts = Vec::with_capacity(comm.size());
+    for r in 0..comm.size() {
+        let mut data = if r == comm.rank() {
+            mine.clone()
+        } else {
+            Vec::new()
+        };
+        comm.broadcast(r, &mut data)?;
+        let (part, _) = decode::<T>(&data, partition.rows())?;
+        if part.nrows() != partition.range(r).len() {
+            return Err(comm_error(format!(
+                "allgather_matrix: rank {r} sent {} rows, not {}",
+                part.nrows(),
+                partition.range(r).len()
+            )));
+        }
+        parts.push(part);
+    }
+    crate::halo::stack_rows(&parts, partition.rows())
 }
 
 #[cfg(test)]

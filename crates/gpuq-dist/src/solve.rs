@@ -3,7 +3,7 @@
 
 use crate::backend::Dist;
 use crate::comm::Communicator;
-use crate::halo::{split_rows, HaloBackend};
+use crate::halo::{split_rows, HaloBackend, SplitRows};
 use crate::operator::DistOperator;
 use crate::partition::RowPartition;
 use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar, SolveReport};
@@ -37,8 +37,52 @@ pub fn solve_rows<B: HaloBackend, T: Scalar>(
     b: &[T],
     config: &SolverConfig,
 ) -> Result<(Vec<T>, SolveReport)> {
-    let comm: &dyn Communicator = dist.comm();
     let setup = Instant::now();
+    let split = checked_split(dist, partition, rows, b)?;
+    let precond: Option<Box<dyn LinearOperator<Dist<B>, T>>> =
+        dist.agree(match config.precond {
+            Preconditioner::None => Ok(None),
+            Preconditioner::Jacobi => {
+                Jacobi::new(dist, &split.owned).map(|m| Some(Box::new(m) as Box<_>))
+            }
+            Preconditioner::Block2 => {
+                BlockJacobi2::new(dist, &split.owned).map(|m| Some(Box::new(m) as Box<_>))
+            }
+        })?;
+    solve_split(
+        dist,
+        (partition, rows, &split),
+        b,
+        config,
+        precond.as_deref(),
+        setup,
+    )
+}
+
+/// [`solve_rows`] with a preconditioner of the caller's (for example a
+/// [`crate::DistAmg`]) instead of `config.precond`, which is ignored.
+/// Collective; the same errors.
+pub fn solve_rows_with_precond<B: HaloBackend, T: Scalar>(
+    dist: &Dist<B>,
+    partition: &RowPartition,
+    rows: &Csr<T>,
+    b: &[T],
+    config: &SolverConfig,
+    precond: Option<&dyn LinearOperator<Dist<B>, T>>,
+) -> Result<(Vec<T>, SolveReport)> {
+    let setup = Instant::now();
+    let split = checked_split(dist, partition, rows, b)?;
+    solve_split(dist, (partition, rows, &split), b, config, precond, setup)
+}
+
+/// The rank's rows split, after the checks of [`solve_rows`] (on every rank).
+fn checked_split<B: HaloBackend, T: Scalar>(
+    dist: &Dist<B>,
+    partition: &RowPartition,
+    rows: &Csr<T>,
+    b: &[T],
+) -> Result<SplitRows<T>> {
+    let comm: &dyn Communicator = dist.comm();
     let checked = partition
         .check(partition.rows(), comm.size())
         .and_then(|_| {
@@ -56,22 +100,23 @@ pub fn solve_rows<B: HaloBackend, T: Scalar>(
             None => Ok(()),
         })
         .and_then(|_| split_rows(partition, comm.rank(), rows));
-    let split = dist.agree(checked)?;
+    dist.agree(checked)
+}
+
+/// The solve of [`solve_rows`] once its input is checked and split.
+fn solve_split<B: HaloBackend, T: Scalar>(
+    dist: &Dist<B>,
+    (partition, rows, split): (&RowPartition, &Csr<T>, &SplitRows<T>),
+    b: &[T],
+    config: &SolverConfig,
+    m: Option<&dyn LinearOperator<Dist<B>, T>>,
+    setup: Instant,
+) -> Result<(Vec<T>, SolveReport)> {
     let op = if config.method == Method::Qmr {
-        DistOperator::with_transpose(dist, partition, rows, &split, config.layout)?
+        DistOperator::with_transpose(dist, partition, rows, split, config.layout)?
     } else {
-        DistOperator::new(dist, partition, &split, config.layout)?
+        DistOperator::new(dist, partition, split, config.layout)?
     };
-    let precond: Option<Box<dyn LinearOperator<Dist<B>, T>>> =
-        dist.agree(match config.precond {
-            Preconditioner::None => Ok(None),
-            Preconditioner::Jacobi => {
-                Jacobi::new(dist, &split.owned).map(|m| Some(Box::new(m) as Box<_>))
-            }
-            Preconditioner::Block2 => {
-                BlockJacobi2::new(dist, &split.owned).map(|m| Some(Box::new(m) as Box<_>))
-            }
-        })?;
     let n = partition.rows();
     let opts = KrylovOptions {
         max_iter: Some(config.options.max_iter_for(n)),
@@ -80,7 +125,6 @@ pub fn solve_rows<B: HaloBackend, T: Scalar>(
     let bv = dist.upload(b)?;
     let mut x = dist.zeros::<T>(b.len())?;
     let setup_s = setup.elapsed().as_secs_f64();
-    let m = precond.as_deref();
     let x0 = &mut x;
     let report = match config.method {
         Method::Cg => cg(dist, &op, m, &bv, x0, &opts),

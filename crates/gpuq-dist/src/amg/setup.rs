@@ -1,0 +1,476 @@
+//! The distributed smoothed-aggregation setup ([`DistHierarchy::build`]).
+
+use super::lanczos::DistLanczos;
+use crate::comm::{agree, Communicator};
+use crate::halo::{split_columns, split_rows, stack_rows, HaloPlan, SplitRows};
+use crate::operator::transpose_rows;
+use crate::partition::RowPartition;
+use crate::scatter::allgather_matrix;
+use crate::solve::allgather_rows;
+use gpuq_amg::aggregate::mis2_aggregates;
+use gpuq_amg::blockdiag::BlockDiagonal;
+use gpuq_amg::galerkin::spgemm;
+use gpuq_amg::prolong::{smooth, tentative};
+use gpuq_amg::spectral::lanczos_rho;
+use gpuq_amg::strength::{norm_matrix, strong_graph};
+use gpuq_amg::{AmgOptions, Coarsening, CycleKind, Hierarchy, Smoother};
+use gpuq_core::{Error, Result};
+use gpuq_sparse::Csr;
+use std::time::Instant;
+
+/// The choices of a distributed AMG: the one-process options and where the
+/// coarse levels are gathered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DistAmgOptions {
+    /// The setup's and cycle's choices. Distributed levels take smoothed
+    /// aggregation, damped or l1 Jacobi and the V-cycle (others are an error);
+    /// the gathered levels take every option. `near_null_space`, when given,
+    /// holds this rank's rows of each vector (not the whole vectors).
+    pub amg: AmgOptions,
+    /// A level with fewer rows per rank than this is gathered whole onto every
+    /// rank and coarsened further by the one-process setup (default 2000:
+    /// below a few thousand rows a rank's SpMV costs less than the messages
+    /// around it).
+    pub gather_below: usize,
+}
+
+impl Default for DistAmgOptions {
+    fn default() -> Self {
+        DistAmgOptions {
+            amg: AmgOptions::default(),
+            gather_below: 2000,
+        }
+    }
+}
+
+/// One distributed level: this rank's rows of A, P and R (global columns)
+/// and its smoother data.
+#[derive(Clone, Debug)]
+pub struct DistLevel {
+    /// The rows of A (and of the level's vectors) per rank.
+    pub partition: RowPartition,
+    /// The rows of the next coarser level per rank (P's columns, R's rows).
+    pub coarse: RowPartition,
+    /// This rank's rows of A.
+    pub a: Csr<f64>,
+    /// This rank's rows of the prolongator P (global coarse columns).
+    pub p: Csr<f64>,
+    /// This rank's rows of R = P^T (global fine columns).
+    pub r: Csr<f64>,
+    /// Unknowns per node.
+    pub block: usize,
+    /// The smoother's inverse block diagonal of the rank's rows (local
+    /// columns).
+    pub dinv: Csr<f64>,
+    /// The smoother's damping (1 for l1 Jacobi).
+    pub omega: f64,
+    /// The Lanczos estimate of rho(D^-1 A).
+    pub rho: f64,
+    /// Stored entries of A over all ranks.
+    pub nnz: usize,
+}
+
+/// A smoothed-aggregation hierarchy across ranks: distributed levels, then
+/// the coarse levels gathered onto every rank (see the module docs).
+pub struct DistHierarchy {
+    levels: Vec<DistLevel>,
+    gathered: RowPartition,
+    tail: Hierarchy,
+    options: DistAmgOptions,
+    setup_s: f64,
+}
+
+/// The errors of options the distributed levels do not take.
+fn check_options(o: &DistAmgOptions) -> Result<()> {
+    o.amg.validate()?;
+    let unsupported = |what: &str| {
+        Err(Error::InvalidArgument(format!(
+            "distributed AMG: {what} is not distributed (smoothed aggregation, damped or l1 Jacobi, V-cycle are)"
+        )))
+    };
+    if o.amg.coarsening != Coarsening::SmoothedAggregation {
+        return unsupported("the seed's coarsening");
+    }
+    if o.amg.cycle != CycleKind::V {
+        return unsupported("the W-cycle");
+    }
+    for s in [Some(o.amg.smoother), o.amg.coarse_smoother]
+        .into_iter()
+        .flatten()
+    {
+        if !matches!(s, Smoother::Jacobi | Smoother::L1Jacobi) {
+            return unsupported(&format!("the smoother {s:?}"));
+        }
+    }
+    if o.gather_below == 0 {
+        return Err(Error::InvalidArgument(
+            "distributed AMG: gather_below must be positive".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The inputs' errors: the partition against the communicator and the rows,
+/// blocks that straddle ranks, non-finite entries, near-null-space vectors
+/// of the wrong length.
+fn check_input(
+    comm: &dyn Communicator,
+    partition: &RowPartition,
+    rows: &Csr<f64>,
+    o: &DistAmgOptions,
+) -> Result<()> {
+    check_options(o)?;
+    partition.check(partition.rows(), comm.size())?;
+    if rows.ncols() != partition.rows() {
+        return Err(Error::shape(
+            "distributed AMG (A is square)",
+            partition.rows(),
+            rows.ncols(),
+        ));
+    }
+    let own = partition.range(comm.rank());
+    gpuq_core::check_same_len("distributed AMG (the rank's rows)", own.len(), rows.nrows())?;
+    let bs = o.amg.block;
+    if own.start % bs != 0 || own.len() % bs != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "distributed AMG: rank {}'s rows {own:?} split blocks of {bs} (partition with RowPartition::blocks)",
+            comm.rank()
+        )));
+    }
+    rows.check_finite()?;
+    if let Some(v) = &o.amg.near_null_space {
+        if v.is_empty() || v.iter().any(|x| x.len() != own.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "distributed AMG: near-null-space vectors must be at least one, each of the rank's {} rows",
+                own.len()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The constant of each block component on `n` local rows.
+fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
+    (0..bs)
+        .map(|c| (0..n).map(|i| f64::from(i % bs == c)).collect())
+        .collect()
+}
+
+/// `split`'s owned block followed by its ghost block, as one matrix of the
+/// rank's rows over (owned columns, then ghosts). O(nnz).
+fn extended(split: &SplitRows<f64>) -> Result<Csr<f64>> {
+    let (o, g) = (&split.owned, &split.ghost);
+    let n_own = o.ncols();
+    let mut ptr = Vec::with_capacity(o.nrows() + 1);
+    ptr.push(0);
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for i in 0..o.nrows() {
+        let ((oc, ov), (gc, gv)) = (o.row(i), g.row(i));
+        cols.extend_from_slice(oc);
+        vals.extend_from_slice(ov);
+        cols.extend(gc.iter().map(|&c| c + n_own as u32));
+        vals.extend_from_slice(gv);
+        ptr.push(cols.len());
+    }
+    Csr::try_new_allow_nonfinite(o.nrows(), n_own + g.ncols(), ptr, cols, vals)
+}
+
+/// `a` with its column indices shifted by `offset` and `ncols` columns.
+fn shift_columns(a: &Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> {
+    Csr::try_new_allow_nonfinite(
+        a.nrows(),
+        ncols,
+        a.row_ptr().to_vec(),
+        a.col_idx().iter().map(|&c| c + offset as u32).collect(),
+        a.values().to_vec(),
+    )
+}
+
+/// The product C = A B of a matrix whose rank's rows are `split` (columns
+/// split as B's rows, with `plan` bringing the ghosts) and B (this rank's
+/// rows `b`, global columns): B's ghost rows fetched once through the plan,
+/// then one local Gustavson product. Collective among neighbours.
+fn product(
+    comm: &dyn Communicator,
+    split: &SplitRows<f64>,
+    plan: &HaloPlan,
+    b: &Csr<f64>,
+) -> Result<Csr<f64>> {
+    let ghosts = plan.exchange_rows(comm, b)?;
+    let b_ext = stack_rows(&[b.clone(), ghosts], b.ncols())?;
+    spgemm(&extended(split)?, &b_ext)
+}
+
+/// `ac` (this rank's rows of a coarse operator, global columns, the rank's
+/// first row being global row `first`) with a 1 on the diagonal of each row
+/// whose stored entries are all zero, as the one-process setup does.
+fn fix_empty_rows(ac: Csr<f64>, first: usize) -> Result<Csr<f64>> {
+    let empty = |i: usize| ac.row(i).1.iter().all(|&v| v == 0.0);
+    if !(0..ac.nrows()).any(empty) {
+        return Ok(ac);
+    }
+    let mut ptr = vec![0];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for i in 0..ac.nrows() {
+        if empty(i) {
+            cols.push((first + i) as u32);
+            vals.push(1.0);
+        } else {
+            let (c, v) = ac.row(i);
+            cols.extend_from_slice(c);
+            vals.extend_from_slice(v);
+        }
+        ptr.push(cols.len());
+    }
+    Csr::try_new_allow_nonfinite(ac.nrows(), ac.ncols(), ptr, cols, vals)
+}
+
+impl DistHierarchy {
+    /// Builds the hierarchy of the matrix whose rows `partition` gives this
+    /// rank are `rows` (global columns). Collective: every rank calls it with
+    /// the same partition and options.
+    ///
+    /// Per distributed level: one halo plan, 15 Lanczos steps (a halo
+    /// exchange and two collectives each), the aggregation on the rank's
+    /// rows (O(nnz) per round, no communication), three exchanges of ghost
+    /// rows (P_T's, P's, A P's), one of R's entries; the gathered levels cost
+    /// one broadcast per rank and the one-process setup on every rank.
+    ///
+    /// Errors on every rank when any rank's input is wrong: a partition that
+    /// does not match the communicator or the rows, blocks split between
+    /// ranks, non-finite entries, options the distributed levels do not take,
+    /// rho(D^-1 A) not positive (A not positive definite).
+    pub fn build(
+        comm: &dyn Communicator,
+        partition: &RowPartition,
+        rows: &Csr<f64>,
+        options: &DistAmgOptions,
+    ) -> Result<Self> {
+        let t0 = Instant::now();
+        agree(comm, check_input(comm, partition, rows, options))?;
+        let o = &options.amg;
+        let rank = comm.rank();
+        let mut part = partition.clone();
+        let mut a = rows.clone();
+        let mut bs = o.block;
+        let mut nns = o
+            .near_null_space
+            .clone()
+            .unwrap_or_else(|| component_constants(rows.nrows(), bs));
+        let mut levels = Vec::new();
+        loop {
+            let n = part.rows();
+            let small = n <= o.coarse_size
+                || levels.len() + 1 >= o.max_levels
+                || n < comm.size() * options.gather_below;
+            let next = if small {
+                None
+            } else {
+                coarsen(comm, (&part, &a), (bs, &nns), levels.len(), options)?
+            };
+            let Some((level, ac, next_nns)) = next else {
+                let tail = gather_tail(comm, (&part, &a), (bs, &nns), levels.len(), options)?;
+                return Ok(DistHierarchy {
+                    levels,
+                    gathered: part,
+                    tail,
+                    options: options.clone(),
+                    setup_s: t0.elapsed().as_secs_f64(),
+                });
+            };
+            part = level.coarse.clone();
+            bs = nns.len();
+            levels.push(level);
+            a = ac;
+            nns = next_nns;
+            debug_assert_eq!(a.nrows(), part.range(rank).len());
+        }
+    }
+
+    /// The distributed levels, finest first.
+    pub fn levels(&self) -> &[DistLevel] {
+        &self.levels
+    }
+
+    /// The partition of the first gathered level (the distributed levels'
+    /// last coarse partition, or the input's when nothing was distributed).
+    pub fn gathered_partition(&self) -> &RowPartition {
+        &self.gathered
+    }
+
+    /// The one-process hierarchy of the gathered levels (the same on every
+    /// rank).
+    pub fn tail(&self) -> &Hierarchy {
+        &self.tail
+    }
+
+    /// The options it was built with.
+    pub fn options(&self) -> &DistAmgOptions {
+        &self.options
+    }
+
+    /// Seconds the setup took on this rank.
+    pub fn setup_seconds(&self) -> f64 {
+        self.setup_s
+    }
+
+    /// Every level's global rows and rows per rank (the gathered levels list
+    /// every row on every rank), finest first.
+    pub fn rows_per_rank(&self) -> Vec<(usize, Vec<usize>)> {
+        let ranks = self.gathered.ranks();
+        let split = |p: &RowPartition| (p.rows(), (0..ranks).map(|r| p.range(r).len()).collect());
+        let mut out: Vec<(usize, Vec<usize>)> =
+            self.levels.iter().map(|l| split(&l.partition)).collect();
+        out.extend(
+            self.tail
+                .levels()
+                .iter()
+                .map(|l| (l.a.nrows(), vec![l.a.nrows(); ranks])),
+        );
+        out
+    }
+
+    /// The operator complexity: stored entries of all levels over the finest
+    /// level's (the gathered levels counted once).
+    pub fn operator_complexity(&self) -> f64 {
+        let tail: usize = self.tail.levels().iter().map(|l| l.a.nnz()).sum();
+        let dist: usize = self.levels.iter().map(|l| l.nnz).sum();
+        let finest = self
+            .levels
+            .first()
+            .map_or_else(|| self.tail.levels()[0].a.nnz(), |l| l.nnz);
+        (dist + tail) as f64 / finest.max(1) as f64
+    }
+}
+
+/// A distributed level, this rank's rows of the next coarser operator and
+/// its rows of the coarse near-null-space vectors.
+type Coarsened = (DistLevel, Csr<f64>, Vec<Vec<f64>>);
+
+/// One distributed coarsening of the level whose rank's rows are `a`: the
+/// level (with its smoother data and transfers), this rank's rows of the
+/// coarse operator and its near-null-space vectors; `None` when the
+/// aggregation does not shrink the level by 10% even with every connection
+/// strong (the level is then gathered and becomes the coarsest there).
+fn coarsen(
+    comm: &dyn Communicator,
+    (part, a): (&RowPartition, &Csr<f64>),
+    (bs, nns): (usize, &[Vec<f64>]),
+    index: usize,
+    options: &DistAmgOptions,
+) -> Result<Option<Coarsened>> {
+    let o = &options.amg;
+    let rank = comm.rank();
+    let own = part.range(rank);
+    let n = part.rows();
+    let split = agree(comm, split_rows(part, rank, a))?;
+    let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
+    let a_ext = agree(comm, extended(&split))?;
+    // Smoother data: D from the rank's rows (its blocks lie in its columns).
+    let d = BlockDiagonal::of(&a_ext, bs, false);
+    let dinv = agree(comm, d.inverse())?;
+    let ops = DistLanczos {
+        comm,
+        plan: &plan,
+        a_ext: &a_ext,
+        d: &d,
+        dinv: &dinv,
+        first: own.start,
+    };
+    let rho = lanczos_rho(&ops, n, o.lanczos_steps)?;
+    if !(rho > 0.0 && rho.is_finite()) {
+        return Err(Error::InvalidArgument(format!(
+            "AMG: rho(D^-1 A) estimated as {rho}: is A positive definite?"
+        )));
+    }
+    let (smoother_dinv, omega) = match o.smoother_of(index) {
+        Smoother::L1Jacobi => (
+            agree(comm, BlockDiagonal::of(&a_ext, bs, true).inverse())?,
+            1.0,
+        ),
+        _ => (dinv.clone(), o.jacobi_damping / rho),
+    };
+    // Aggregates on the rank's own block; retried with every connection
+    // strong when the level would not shrink by 10%, as on one process.
+    let k = nns.len();
+    let mut chosen = None;
+    for eps in [o.strength, 0.0] {
+        let local = norm_matrix(&split.owned, bs)
+            .and_then(|e| strong_graph(&e, eps))
+            .map(|s| mis2_aggregates(&s));
+        let (agg, naggs) = agree(comm, local)?;
+        let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
+        if coarse_rows > 0 && coarse_rows * 10 <= n * 9 {
+            chosen = Some((agg, naggs));
+            break;
+        }
+    }
+    let Some((agg, naggs)) = chosen else {
+        return Ok(None);
+    };
+    let counts = comm.allgather(&[(naggs * k) as f64])?;
+    let coarse =
+        RowPartition::from_counts(&counts.iter().map(|&c| c as usize).collect::<Vec<_>>())?;
+    let cfirst = coarse.range(rank).start;
+    let nc = coarse.rows();
+    // P_T with global coarse columns, its ghost rows, then P.
+    let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
+    let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
+    let pt_ghosts = plan.exchange_rows(comm, &pt)?;
+    let p = agree(
+        comm,
+        stack_rows(&[pt.clone(), pt_ghosts], nc)
+            .and_then(|pt_ext| smooth(&a_ext, &dinv, rho, &pt_ext)),
+    )?;
+    // R = P^T, and R (A P) with the ghost rows of P, then of A P.
+    let r = transpose_rows(comm, part, &coarse, &p)?;
+    let ap = product(comm, &split, &plan, &p)?;
+    let r_split = agree(comm, split_columns(part, rank, &r))?;
+    let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
+    let ac = product(comm, &r_split, &r_plan, &ap)?;
+    let ac = agree(comm, fix_empty_rows(ac, cfirst))?;
+    let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
+    let level = DistLevel {
+        partition: part.clone(),
+        coarse,
+        a: a.clone(),
+        p,
+        r,
+        block: bs,
+        dinv: agree(comm, smoother_dinv.to_csr())?,
+        omega,
+        rho,
+        nnz,
+    };
+    Ok(Some((level, ac, tent.coarse_null)))
+}
+
+/// The level whose rank's rows are `a`, gathered onto every rank, and the
+/// one-process hierarchy built from it there (its options those of level
+/// `index` and below; a level of more than 2 unknowns per node is
+/// aggregated point by point with its near-null-space vectors).
+fn gather_tail(
+    comm: &dyn Communicator,
+    (part, a): (&RowPartition, &Csr<f64>),
+    (bs, nns): (usize, &[Vec<f64>]),
+    index: usize,
+    options: &DistAmgOptions,
+) -> Result<Hierarchy> {
+    let o = &options.amg;
+    let whole = allgather_matrix(comm, part, a)?;
+    let nns_whole = nns
+        .iter()
+        .map(|v| allgather_rows(comm, part, v))
+        .collect::<Result<Vec<_>>>()?;
+    let tail_options = AmgOptions {
+        block: if bs <= 2 { bs } else { 1 },
+        near_null_space: Some(nns_whole),
+        smoother: o.smoother_of(index),
+        coarse_smoother: o.coarse_smoother.or(Some(o.smoother)),
+        sweeps: o.sweeps_of(index),
+        coarse_sweeps: Some(o.sweeps_of(index.max(1))),
+        max_levels: o.max_levels.saturating_sub(index).max(1),
+        ..o.clone()
+    };
+    agree(comm, Hierarchy::build(&whole, &tail_options))
+}

@@ -1,0 +1,275 @@
+//! Distributed AMG on 1 to 4 ranks of threads against the one-process AMG:
+//! one rank builds the one-process hierarchy bit for bit; more ranks reach
+//! the tolerance (true residual checked) within 20% of its PCG iterations;
+//! and MCSA over ranks reaches the tolerance as on one rank.
+
+use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy, Smoother};
+use gpuq_core::{Error, LinearOperator, SolveReport};
+use gpuq_cpu::CpuBackend;
+use gpuq_dist::{
+    rows_of, solve_rows_with_precond, Communicator, Dist, DistAmg, DistAmgOptions, DistHierarchy,
+    DistWalk, RowPartition, ThreadComm,
+};
+use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, SolverConfig};
+use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
+use gpuq_sparse::generators::{laplace2d, laplace3d, ProblemSpec};
+use gpuq_sparse::{Csr, Layout};
+use std::sync::Arc;
+
+fn cg(rtol: f64) -> SolverConfig {
+    SolverConfig {
+        options: KrylovOptions {
+            rtol,
+            ..KrylovOptions::default()
+        },
+        layout: Layout::Csr,
+        ..SolverConfig::default()
+    }
+}
+
+fn rhs(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 1.0 + ((i * 7) % 13) as f64 / 13.0).collect()
+}
+
+/// ||b - A x|| / ||b||.
+fn true_residual(a: &Csr<f64>, x: &[f64], b: &[f64]) -> f64 {
+    let ax = a.mul_vec(x).unwrap();
+    let r: f64 = ax.iter().zip(b).map(|(p, q)| (q - p) * (q - p)).sum();
+    let nb: f64 = b.iter().map(|v| v * v).sum();
+    (r / nb).sqrt()
+}
+
+/// The one-process AMG-PCG report.
+fn serial(a: &Csr<f64>, b: &[f64], o: &AmgOptions, rtol: f64) -> SolveReport {
+    let cpu = CpuBackend::new();
+    let h = Hierarchy::build(a, o).unwrap();
+    let m = Amg::<CpuBackend, f64>::new(&cpu, &h, &CycleOptions::default()).unwrap();
+    let (_, report) =
+        solve_csr_with_precond(&cpu, a, b, &cg(rtol), Some(&m), &mut |_, _| {}).unwrap();
+    report
+}
+
+/// AMG-PCG over `partition`'s ranks: the whole solution and every rank's
+/// report (and the number of distributed levels).
+fn distributed(
+    a: &Csr<f64>,
+    b: &[f64],
+    partition: &RowPartition,
+    o: &DistAmgOptions,
+    rtol: f64,
+) -> (Vec<f64>, Vec<SolveReport>, usize) {
+    let parts = ThreadComm::run(partition.ranks(), |comm| {
+        let rank = comm.rank();
+        let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+        let rows = rows_of(a, partition, rank).unwrap();
+        let h = DistHierarchy::build(dist.comm(), partition, &rows, o).unwrap();
+        let m = DistAmg::<CpuBackend, f64>::new(&dist, &h, Layout::Csr).unwrap();
+        let range = partition.range(rank);
+        let m: &dyn LinearOperator<Dist<CpuBackend>, f64> = &m;
+        let (x, report) =
+            solve_rows_with_precond(&dist, partition, &rows, &b[range], &cg(rtol), Some(m))
+                .unwrap();
+        (x, report, h.levels().len())
+    })
+    .unwrap();
+    let levels = parts[0].2;
+    let mut x = Vec::new();
+    let mut reports = Vec::new();
+    for (xr, report, _) in parts {
+        x.extend(xr);
+        reports.push(report);
+    }
+    (x, reports, levels)
+}
+
+#[test]
+fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
+    let a = laplace3d::<f64>(18);
+    let o = DistAmgOptions {
+        gather_below: 1,
+        amg: AmgOptions {
+            coarse_size: 40,
+            ..AmgOptions::default()
+        },
+    };
+    let serial = Hierarchy::build(&a, &o.amg).unwrap();
+    let p = RowPartition::contiguous(a.nrows(), 1).unwrap();
+    let h = ThreadComm::run(1, |comm| DistHierarchy::build(&comm, &p, &a, &o).unwrap())
+        .unwrap()
+        .remove(0);
+    let same = |x: &Csr<f64>, y: &Csr<f64>, what: &str| {
+        assert_eq!(x.shape(), y.shape(), "{what}");
+        assert_eq!(x.row_ptr(), y.row_ptr(), "{what}");
+        assert_eq!(x.col_idx(), y.col_idx(), "{what}");
+        assert_eq!(x.values(), y.values(), "{what}");
+    };
+    let levels = serial.levels();
+    assert!(h.levels().len() >= 2, "{} levels", h.levels().len());
+    for (k, l) in h.levels().iter().enumerate() {
+        let s = &levels[k];
+        same(&l.a, s.a.host().unwrap(), &format!("A{k}"));
+        same(
+            &l.p,
+            s.p.as_ref().unwrap().host().unwrap(),
+            &format!("P{k}"),
+        );
+        same(
+            &l.r,
+            s.r.as_ref().unwrap().host().unwrap(),
+            &format!("R{k}"),
+        );
+        assert_eq!(l.rho, s.smoother.as_ref().unwrap().rho, "rho{k}");
+    }
+    let rest = &levels[h.levels().len()..];
+    assert_eq!(h.tail().levels().len(), rest.len());
+    for (t, s) in h.tail().levels().iter().zip(rest) {
+        same(t.a.host().unwrap(), s.a.host().unwrap(), "gathered A");
+    }
+    same(h.tail().coarse_solve(), serial.coarse_solve(), "coarsest");
+}
+
+#[test]
+fn pcg_with_distributed_amg_on_1_to_4_ranks_reaches_the_tolerance() {
+    let a = laplace3d::<f64>(22);
+    let b = rhs(a.nrows());
+    let o = DistAmgOptions {
+        gather_below: 150,
+        ..DistAmgOptions::default()
+    };
+    let one = serial(&a, &b, &o.amg, 1e-8);
+    for ranks in 1..=4 {
+        let p = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+        let (x, reports, levels) = distributed(&a, &b, &p, &o, 1e-8);
+        assert!(levels >= 2, "{ranks} ranks: {levels} distributed levels");
+        let its = reports[0].iterations;
+        for r in &reports {
+            assert!(r.converged, "{ranks} ranks: {:?}", r.status);
+            assert_eq!(r.iterations, its);
+        }
+        let res = true_residual(&a, &x, &b);
+        assert!(res <= 1e-8, "{ranks} ranks: true residual {res:e}");
+        assert!(
+            its * 10 <= one.iterations * 12,
+            "{ranks} ranks: {its} iterations, one process {}",
+            one.iterations
+        );
+        if ranks == 1 {
+            assert!(its.abs_diff(one.iterations) <= 1);
+        }
+    }
+}
+
+#[test]
+fn block_systems_and_l1_jacobi_run_distributed() {
+    // The 2D elasticity system (two unknowns per node) with the constants of
+    // each component, partitioned on node boundaries.
+    let g = ProblemSpec::parse("elasticity2d:24")
+        .unwrap()
+        .build::<f64>()
+        .unwrap();
+    let (a, b) = (g.matrix, g.rhs.unwrap());
+    let o = DistAmgOptions {
+        gather_below: 100,
+        amg: AmgOptions {
+            block: 2,
+            smoother: Smoother::L1Jacobi,
+            ..AmgOptions::default()
+        },
+    };
+    let one = serial(&a, &b, &o.amg, 1e-8);
+    for ranks in [2, 3] {
+        let p = RowPartition::blocks(a.nrows(), ranks, 2).unwrap();
+        let (x, reports, levels) = distributed(&a, &b, &p, &o, 1e-8);
+        assert!(levels >= 1);
+        assert!(reports[0].converged);
+        let res = true_residual(&a, &x, &b);
+        assert!(res <= 1e-8, "{ranks} ranks: true residual {res:e}");
+        assert!(
+            reports[0].iterations * 10 <= one.iterations * 12,
+            "{ranks} ranks: {} iterations, one process {}",
+            reports[0].iterations,
+            one.iterations
+        );
+    }
+}
+
+/// Every rank's outcome of building the hierarchy of `a` on `p`'s ranks.
+fn build_on_ranks(a: &Csr<f64>, p: &RowPartition, o: &DistAmgOptions) -> Vec<Result<(), Error>> {
+    ThreadComm::run(p.ranks(), |comm| {
+        let rows = rows_of(a, p, comm.rank()).unwrap();
+        DistHierarchy::build(&comm, p, &rows, o).map(|_| ())
+    })
+    .unwrap()
+}
+
+#[test]
+fn bad_input_is_an_error_on_every_rank() {
+    let a = laplace2d::<f64>(12);
+    // Rows split inside a 2x2 block.
+    let p = RowPartition::from_counts(&[71, 73]).unwrap();
+    let o = DistAmgOptions {
+        amg: AmgOptions {
+            block: 2,
+            ..AmgOptions::default()
+        },
+        ..DistAmgOptions::default()
+    };
+    let out = build_on_ranks(&a, &p, &o);
+    assert!(out
+        .iter()
+        .all(|r| matches!(r, Err(Error::InvalidArgument(_)))));
+    // A smoother the distributed levels do not take.
+    let p = RowPartition::contiguous(a.nrows(), 2).unwrap();
+    let o = DistAmgOptions {
+        amg: AmgOptions {
+            smoother: Smoother::GaussSeidel,
+            ..AmgOptions::default()
+        },
+        ..DistAmgOptions::default()
+    };
+    let out = build_on_ranks(&a, &p, &o);
+    for r in out {
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("not distributed"), "{e}");
+    }
+}
+
+#[test]
+fn mcsa_over_1_to_4_ranks_reaches_the_tolerance() {
+    let a = laplace2d::<f64>(12);
+    let b = rhs(a.nrows());
+    let opts = McsaOptions {
+        tolerance: 1e-8,
+        inner: McOptions {
+            histories: 4_000,
+            ..McsaOptions::default().inner
+        },
+        ..McsaOptions::default()
+    };
+    let cpu = CpuBackend::new();
+    let one = mcsa(
+        &MonteCarlo::new(&cpu, &a, opts.inner.layout).unwrap(),
+        &b,
+        &opts,
+    )
+    .unwrap();
+    assert!(one.1.converged);
+    for ranks in 1..=4 {
+        let runs = ThreadComm::run(ranks, |c| {
+            let w = DistWalk::new(CpuBackend::new(), Arc::new(c));
+            let mc = MonteCarlo::new(&w, &a, opts.inner.layout).unwrap();
+            mcsa(&mc, &b, &opts).unwrap()
+        })
+        .unwrap();
+        for (x, report) in &runs {
+            assert!(report.converged, "{ranks} ranks");
+            assert!(
+                report.iterations * 10 <= one.1.iterations * 12,
+                "{ranks} ranks: {} iterations, one rank {}",
+                report.iterations,
+                one.1.iterations
+            );
+            assert!(true_residual(&a, x, &b) <= 1e-8);
+        }
+    }
+}
