@@ -53,4 +53,45 @@ for problem in "laplace3d:12 --method cg --precond jacobi" \
         passed=$((passed + 1))
     done
 done
+
+echo "== AMG-PCG and Monte Carlo under mpirun against the serial CLI"
+# A right-hand side outside AMG's near-null space (b = A 1 would take one cycle).
+rhs="$target_dir/mpi-tests-rhs.mtx"
+awk 'BEGIN { n = 16 * 16 * 16; print "%%MatrixMarket matrix array real general"; print n, 1;
+             for (i = 0; i < n; i++) printf "%.17g\n", 1 + sin(0.37 * i) }' > "$rhs"
+for problem in "laplace3d:16 --rhs $rhs --precond amg --amg-gather-below 200" \
+               "laplace3d:16 --rhs $rhs --precond amg --amg-smoother l1 --amg-sweeps 2" \
+               "laplace2d:12 --method mcsa"; do
+    # shellcheck disable=SC2086
+    serial=$("$gpuq" solve --generate $problem --json | field iterations)
+    for ranks in 1 2 3 4; do
+        # shellcheck disable=SC2086
+        report=$(timeout 300 mpirun -n "$ranks" --oversubscribe --allow-run-as-root \
+            "$gpuq" solve --generate $problem --json)
+        its=$(field iterations <<<"$report")
+        residual=$(field relative_residual <<<"$report")
+        converged=$(grep -c '"converged": true' <<<"$report" || true)
+        # Within 20% of the serial count (aggregates stop at rank boundaries),
+        # and the true residual at the tolerance (1e-8).
+        if [ "$converged" != 1 ] || [ $((its * 10)) -gt $((serial * 12)) ] ||
+            ! awk -v r="$residual" 'BEGIN { exit !(r <= 1e-8) }'; then
+            echo "mpi-tests: $problem on $ranks ranks: $its iterations (serial $serial), residual $residual, converged $converged" >&2
+            exit 1
+        fi
+        echo "ok: $problem on $ranks ranks: $its iterations (serial $serial), true residual $residual"
+        passed=$((passed + 1))
+    done
+done
+# mc-forward: the same seed gives the one-rank estimate (the same moves).
+serial=$("$gpuq" solve --generate laplace2d:12 --method mc-forward --histories 2000 --json | field steps)
+for ranks in 2 3; do
+    steps=$(timeout 300 mpirun -n "$ranks" --oversubscribe --allow-run-as-root \
+        "$gpuq" solve --generate laplace2d:12 --method mc-forward --histories 2000 --json | field steps)
+    if [ "$steps" != "$serial" ]; then
+        echo "mpi-tests: mc-forward on $ranks ranks: $steps moves, serial $serial" >&2
+        exit 1
+    fi
+    echo "ok: mc-forward on $ranks ranks: $steps moves (serial $serial)"
+    passed=$((passed + 1))
+done
 echo "mpi-tests: $passed passed, 0 failed"

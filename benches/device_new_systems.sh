@@ -528,9 +528,10 @@ if [ "$WHAT" = seedtables ]; then
 fi
 
 if [ "$WHAT" = mpi ]; then
-    # MPI_RUNS: "GRID RANKS BACKEND METHOD" rows separated by ';' (default: laplace3d:200,
-    # CG, 1 and 2 ranks on CUDA and CPU); with two or more GPUs, the link between GPUs 0
-    # and 1 and the host staging path are measured in the same call (PyTorch copies).
+    # MPI_RUNS: "GRID RANKS BACKEND METHOD [PRECOND]" rows separated by ';' (PRECOND
+    # jacobi by default, or amg: the distributed AMG; default rows: laplace3d:200, CG, 1
+    # and 2 ranks on CUDA and CPU); with two or more GPUs, the link between GPUs 0 and 1
+    # and the host staging path are measured in the same call (PyTorch copies).
     M=/tmp/gpuq-mpi
     xz -dc gpu-pack/gpuq-mpi.xz >"$M" && chmod +x "$M" || exit 1
     export NCCL_NVLS_ENABLE=0
@@ -539,9 +540,20 @@ if [ "$WHAT" = mpi ]; then
     IFS=';' read -ra RUNS <<<"${MPI_RUNS:-laplace3d:200 1 cuda cg;laplace3d:200 2 cuda cg;laplace3d:200 1 cpu cg;laplace3d:200 2 cpu cg}"
     for run in "${RUNS[@]}"; do
         set -- $run
-        out="$LOGS/mpi-${1#*:}-$2-$3-$4.json"
-        timeout 200 $R -n $2 "$M" solve --generate $1 --method $4 --precond jacobi --backend $3 --tol 1e-8 --json >"$out" 2>"$out.err"
-        row "mpirun -n $2 $4 jacobi $1 $3" "$(j "$out" ranks gpus iterations time_s relative_residual halo_s collective_s)"
+        pc="${5:-jacobi}"
+        out="$LOGS/mpi-${1#*:}-$2-$3-$4-$pc.json"
+        # AMG's near-null space holds the generated b = A 1: AMG rows solve b = 1 instead
+        # (laplace3d grids; the file is written once per grid).
+        rhs=()
+        if [ "$pc" = amg ] && [ "${1%%:*}" = laplace3d ]; then
+            f="/tmp/ones-${1#*:}.mtx"
+            [ -f "$f" ] || awk -v n=$(( ${1#*:} ** 3 )) 'BEGIN { print "%%MatrixMarket matrix array real general"; print n, 1; for (i = 0; i < n; i++) print 1 }' >"$f"
+            rhs=(--rhs "$f")
+        fi
+        # RANKS 0: the one-process solve (no mpirun), the baseline of the rows after it.
+        if [ "$2" = 0 ]; then launch=("$M"); else launch=($R -n "$2" "$M"); fi
+        timeout 300 "${launch[@]}" solve --generate $1 "${rhs[@]}" --method $4 --precond $pc --backend $3 --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "mpirun -n $2 $4 $pc $1 $3" "$(j "$out" ranks gpus iterations time_s setup_time_s relative_residual halo_s collective_s)"
         grep -v "^$" "$out.err" | tail -3
     done
     if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then

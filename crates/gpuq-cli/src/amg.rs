@@ -68,6 +68,11 @@ pub struct AmgArgs {
     /// auto (the backend of the solve or of `amg-info --backend`).
     #[arg(long = "amg-setup", default_value = "auto")]
     pub setup: String,
+    /// Under mpirun: a level with fewer rows per rank than this is gathered onto every rank
+    /// and coarsened further there by the one-process setup (each rank then solves it
+    /// redundantly).
+    #[arg(long = "amg-gather-below", default_value_t = 2000)]
+    pub gather_below: usize,
 }
 
 /// Builds the hierarchy of `a` where `name` (`--amg-setup`) says: `cpu`,
@@ -99,7 +104,12 @@ impl AmgArgs {
     /// Whether the per-backend defaults of a device apply: a GPU backend and
     /// scalar unknowns (the configuration they were measured on).
     fn device_defaults(&self, backend: &Chosen) -> bool {
-        matches!(backend, Chosen::Cuda(_)) && self.block == 1
+        self.device_defaults_on(matches!(backend, Chosen::Cuda(_)))
+    }
+
+    /// [`AmgArgs::device_defaults`] for a run on a GPU (`gpu`) or not.
+    fn device_defaults_on(&self, gpu: bool) -> bool {
+        gpu && self.block == 1
     }
 
     /// The cycle's precision: `--amg-precision`, else f32 under the device
@@ -116,6 +126,12 @@ impl AmgArgs {
     /// Jacobi damping's default depends on it); for a generated `elasticity2d`
     /// problem with block 2, its three rigid-body modes as near-null space.
     fn options(&self, source: &Source, backend: &Chosen) -> Result<AmgOptions> {
+        self.options_on(source, matches!(backend, Chosen::Cuda(_)))
+    }
+
+    /// [`AmgArgs::options`] for a run on a GPU (`gpu`) or not (the
+    /// distributed solve's ranks).
+    pub(crate) fn options_on(&self, source: &Source, gpu: bool) -> Result<AmgOptions> {
         let near_null_space = match source {
             Source::Generated(ProblemSpec::Elasticity2d { n })
                 if self.block == 2 && self.coarsening == "sa" =>
@@ -141,7 +157,7 @@ impl AmgArgs {
             near_null_space,
             jacobi_damping: self
                 .jacobi_damping
-                .unwrap_or(if self.device_defaults(backend) {
+                .unwrap_or(if self.device_defaults_on(gpu) {
                     DEVICE_JACOBI_DAMPING
                 } else {
                     AmgOptions::default().jacobi_damping
@@ -188,6 +204,19 @@ pub struct AmgInfoArgs {
     /// device setup copies them to the host for this).
     #[arg(long = "save-levels", value_name = "DIR")]
     pub save_levels: Option<PathBuf>,
+}
+
+impl AmgInfoArgs {
+    /// The matrix the arguments name: a file or a generated problem.
+    pub(crate) fn source(&self) -> Result<Source<'_>> {
+        match (&self.generate, &self.matrix) {
+            (Some(spec), _) => Ok(Source::Generated(ProblemSpec::parse(spec)?)),
+            (None, Some(path)) => Ok(Source::File(path)),
+            (None, None) => Err(Error::InvalidArgument(
+                "give a Matrix Market file or --generate SPEC".into(),
+            )),
+        }
+    }
 }
 
 /// Writes the levels of `h` to `dir` (see `AmgInfoArgs::save_levels`).
@@ -288,7 +317,10 @@ pub fn is_amg(precond: &str) -> bool {
 }
 
 /// Loads a real A as f64 (erroring on a complex one) and b.
-fn load_real(source: &Source, rhs: Option<&std::path::Path>) -> Result<(Csr<f64>, Vec<f64>)> {
+pub(crate) fn load_real(
+    source: &Source,
+    rhs: Option<&std::path::Path>,
+) -> Result<(Csr<f64>, Vec<f64>)> {
     if source.is_complex()? {
         return Err(Error::InvalidArgument(
             "AMG needs a real matrix (this one is complex)".into(),
@@ -300,15 +332,7 @@ fn load_real(source: &Source, rhs: Option<&std::path::Path>) -> Result<(Csr<f64>
 /// `gpuq amg-info`: builds the hierarchy and prints its levels, complexities
 /// and setup time per phase.
 pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
-    let source = match (&args.generate, &args.matrix) {
-        (Some(spec), _) => Source::Generated(ProblemSpec::parse(spec)?),
-        (None, Some(path)) => Source::File(path),
-        (None, None) => {
-            return Err(Error::InvalidArgument(
-                "give a Matrix Market file or --generate SPEC".into(),
-            ))
-        }
-    };
+    let source = args.source()?;
     let (a, _) = load_real(&source, None)?;
     let backend = Chosen::parse(&args.backend)?;
     let h = build_hierarchy(

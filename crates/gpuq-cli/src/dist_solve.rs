@@ -9,17 +9,27 @@
 //! Market file (and any other generated problem) is read by rank 0 and
 //! scattered by rows. The report is printed once, by rank 0, with the number
 //! of ranks and GPUs and the time spent in halo exchanges and collectives
-//! (JSON fields `ranks`, `gpus`, `halo_s`, `halo_bytes`, `collective_s`); `--out`
-//! is written once, by rank 0. Not distributed: Monte Carlo methods and AMG.
+//! (JSON fields `ranks`, `gpus`, `comm` (`mpi`: NCCL is not done),
+//! `halo_s`, `halo_bytes`, `collective_s`); `--out` is written once, by
+//! rank 0.
+//!
+//! `--precond amg` builds the distributed smoothed-aggregation hierarchy
+//! (`gpuq_dist::DistHierarchy`, the `--amg*` options; the JSON `amg` field
+//! lists each level's rows per rank) and preconditions with its V-cycle;
+//! `mc-forward`, `mc-adjoint` and `mcsa` split every batch's histories over
+//! the ranks (each holds the matrix whole).
 
+use crate::amg::AmgInfoArgs;
 use crate::args::SolveArgs;
 use crate::solve::Source;
-use gpuq_core::{Backend, Complex, Error, Result, Scalar, SolveReport};
+use gpuq_amg::AmgKernels;
+use gpuq_core::{Backend, Complex, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_dist::{
-    agree, gather_rows, generated_rows, scatter_rows, solve_rows, stencil_size, Communicator, Dist,
-    HaloBackend, MpiComm, RowPartition,
+    agree, broadcast_rows, gather_rows, generated_rows, scatter_rows, solve_rows,
+    solve_rows_with_precond, stencil_size, Communicator, Dist, DistAmg, DistAmgOptions,
+    DistHierarchy, DistWalk, HaloBackend, MpiComm, RowPartition,
 };
 use gpuq_krylov::{KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::matrix_market as mm;
@@ -72,18 +82,51 @@ fn cpu_for_rank() -> Result<CpuBackend> {
     CpuBackend::with_threads((cores / local_size().max(1)).max(1))
 }
 
+/// One rank's local backend, as `--backend` names it.
+enum RankBackend {
+    Cpu(CpuBackend),
+    /// The GPU and its device number.
+    Cuda(CudaBackend, usize),
+}
+
+impl RankBackend {
+    /// `cpu` (the node's cores divided among its ranks) or `cuda` (the GPU of
+    /// the rank's node-local rank; more ranks than GPUs on a node share them
+    /// round robin). Collective: every rank learns whether any failed.
+    fn of(comm: &dyn Communicator, name: &str) -> Result<Self> {
+        match name {
+            "cpu" => Ok(RankBackend::Cpu(agree(comm, cpu_for_rank())?)),
+            "cuda" => {
+                let gpus = agree(comm, CudaBackend::device_count())?.max(1);
+                let device = local_rank() % gpus;
+                Ok(RankBackend::Cuda(
+                    agree(comm, CudaBackend::new(device))?,
+                    device,
+                ))
+            }
+            other => Err(Error::InvalidArgument(format!(
+                "unknown backend '{other}' under mpirun (available: cpu, cuda)"
+            ))),
+        }
+    }
+}
+
 /// Runs a distributed solve as the arguments say; every rank returns the
 /// same exit code (3 when not converged).
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
-    if crate::montecarlo::is_monte_carlo(&args.method) || crate::amg::is_amg(&args.precond) {
-        return Err(Error::InvalidArgument(format!(
-            "method '{}' with preconditioner '{}' does not run under mpirun yet (Krylov methods with none, jacobi or block2 do)",
-            args.method, args.precond
-        )));
+    if crate::montecarlo::is_monte_carlo(&args.method) {
+        let opts = crate::montecarlo::checked_options(args)?;
+        let comm: Arc<dyn Communicator> = Arc::new(MpiComm::init()?);
+        return monte_carlo(args, &opts, comm);
     }
+    let amg = crate::amg::is_amg(&args.precond);
     let config = SolverConfig {
         method: crate::solve::parse_method(&args.method)?,
-        precond: Preconditioner::parse(&args.precond)?,
+        precond: if amg {
+            Preconditioner::None
+        } else {
+            Preconditioner::parse(&args.precond)?
+        },
         options: KrylovOptions {
             rtol: args.tol,
             atol: args.atol,
@@ -116,62 +159,157 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             ))
         }
     };
-    match args.backend.as_str() {
-        "cpu" => by_precision(
-            &Dist::new(agree(&*comm, cpu_for_rank())?, comm),
-            args,
-            &source,
-            &config,
-            complex,
-            None,
-        ),
-        "cuda" => {
-            // More ranks than GPUs on a node share them round robin.
-            let gpus = agree(&*comm, CudaBackend::device_count())?.max(1);
-            let device = local_rank() % gpus;
-            let gpu = agree(&*comm, CudaBackend::new(device))?;
-            by_precision(
-                &Dist::new(gpu, comm),
-                args,
-                &source,
-                &config,
-                complex,
-                Some(device),
-            )
+    if amg && complex {
+        return Err(Error::InvalidArgument(
+            "AMG needs a real matrix (this one is complex)".into(),
+        ));
+    }
+    let run = Run {
+        args,
+        source: &source,
+        config: &config,
+        amg,
+    };
+    match RankBackend::of(&*comm, &args.backend)? {
+        RankBackend::Cpu(cpu) => by_precision(&Dist::new(cpu, comm), &run, complex, None),
+        RankBackend::Cuda(gpu, device) => {
+            by_precision(&Dist::new(gpu, comm), &run, complex, Some(device))
         }
-        other => Err(Error::InvalidArgument(format!(
-            "unknown backend '{other}' under mpirun (available: cpu, cuda)"
-        ))),
     }
 }
 
-fn by_precision<B: HaloBackend>(
-    dist: &Dist<B>,
+/// `mc-forward`, `mc-adjoint` or `mcsa` over the ranks: rank 0 reads the
+/// problem and every rank gets it whole (walks jump to any row), the
+/// histories of every batch are split over the ranks
+/// ([`gpuq_dist::DistWalk`]: the same seed gives the one-rank estimate to
+/// rounding); rank 0 prints the report.
+fn monte_carlo(
     args: &SolveArgs,
-    source: &Source,
-    config: &SolverConfig,
+    opts: &gpuq_mcls::McOptions,
+    comm: Arc<dyn Communicator>,
+) -> Result<ExitCode> {
+    let source = Source::from_args(args)?;
+    let root = comm.rank() == 0;
+    let loaded = agree(
+        &*comm,
+        root.then(|| crate::montecarlo::load_real(&source, args))
+            .transpose(),
+    )?;
+    let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
+    let problem = (&a, &b[..]);
+    match RankBackend::of(&*comm, &args.backend)? {
+        RankBackend::Cpu(cpu) => {
+            let walks = DistWalk::new(cpu, comm);
+            crate::montecarlo::run_on(&walks, args, problem, opts, root)
+        }
+        RankBackend::Cuda(gpu, _) => {
+            let walks = DistWalk::new(gpu, comm);
+            crate::montecarlo::run_on(&walks, args, problem, opts, root)
+        }
+    }
+}
+
+/// `gpuq amg-info` under mpirun: rank 0 reads or generates A, scatters its
+/// rows (on node boundaries for `--block 2`), every rank builds the
+/// distributed hierarchy on its CPU, and rank 0 prints each level's rows
+/// per rank (the gathered levels hold every row on every rank).
+pub fn amg_info(args: &AmgInfoArgs) -> Result<ExitCode> {
+    let comm: Arc<dyn Communicator> = Arc::new(MpiComm::init()?);
+    let source = args.source()?;
+    let (rank, size) = (comm.rank(), comm.size());
+    let loaded = agree(
+        &*comm,
+        (rank == 0)
+            .then(|| crate::amg::load_real(&source, None))
+            .transpose(),
+    )?;
+    let (p, a, _) = scatter_from_root(&*comm, loaded, |n| {
+        RowPartition::blocks(n, size, args.amg.block)
+    })?;
+    let options = dist_amg_options(&args.amg, &source, false, p.range(rank))?;
+    let h = DistHierarchy::build(&*comm, &p, &a, &options)?;
+    if rank == 0 {
+        let levels: Vec<serde_json::Value> = h
+            .rows_per_rank()
+            .into_iter()
+            .enumerate()
+            .map(|(k, (rows, per_rank))| {
+                serde_json::json!({
+                    "level": k,
+                    "rows": rows,
+                    "rows_per_rank": per_rank,
+                    "distributed": k < h.levels().len(),
+                })
+            })
+            .collect();
+        let info = serde_json::json!({
+            "ranks": size,
+            "levels": levels,
+            "distributed_levels": h.levels().len(),
+            "gather_below": options.gather_below,
+            "operator_complexity": h.operator_complexity(),
+            "setup_s": h.setup_seconds(),
+        });
+        if args.json {
+            let text = serde_json::to_string_pretty(&info)
+                .map_err(|e| Error::InvalidArgument(format!("cannot serialise: {e}")))?;
+            println!("{text}");
+        } else {
+            println!(
+                "distributed AMG on {size} ranks: {} levels ({} distributed), operator complexity {:.3}, setup {:.3} s",
+                levels.len(),
+                h.levels().len(),
+                h.operator_complexity(),
+                h.setup_seconds()
+            );
+            for (k, (rows, per_rank)) in h.rows_per_rank().into_iter().enumerate() {
+                let kind = if k < h.levels().len() {
+                    "distributed"
+                } else {
+                    "gathered"
+                };
+                println!("  level {k}: {rows} rows ({kind}), per rank {per_rank:?}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What a distributed Krylov solve was asked for.
+struct Run<'a> {
+    args: &'a SolveArgs,
+    source: &'a Source<'a>,
+    config: &'a SolverConfig,
+    /// `--precond amg`: the distributed AMG V-cycle.
+    amg: bool,
+}
+
+fn by_precision<B: HaloBackend + AmgKernels>(
+    dist: &Dist<B>,
+    run: &Run,
     complex: bool,
     device: Option<usize>,
 ) -> Result<ExitCode> {
-    match (args.precision.as_str(), complex) {
-        ("f64", false) => typed::<B, f64>(dist, args, source, config, device),
-        ("f64", true) => typed::<B, Complex<f64>>(dist, args, source, config, device),
-        ("f32", false) => typed::<B, f32>(dist, args, source, config, device),
-        ("f32", true) => typed::<B, Complex<f32>>(dist, args, source, config, device),
+    match (run.args.precision.as_str(), complex) {
+        ("f64", false) => typed::<B, f64>(dist, run, device),
+        ("f64", true) => typed::<B, Complex<f64>>(dist, run, device),
+        ("f32", false) => typed::<B, f32>(dist, run, device),
+        ("f32", true) => typed::<B, Complex<f32>>(dist, run, device),
         (p, _) => Err(Error::InvalidArgument(format!(
             "unknown precision '{p}' (available: f32, f64)"
         ))),
     }
 }
 
-/// The partition of `n` rows: contiguous blocks, on even rows for 2x2-block
-/// Jacobi.
-fn partition(n: usize, ranks: usize, config: &SolverConfig) -> Result<RowPartition> {
-    let block = if config.precond == Preconditioner::Block2 {
-        2
-    } else {
-        1
-    };
+/// The partition of `n` rows: contiguous blocks, on node boundaries for
+/// 2x2-block Jacobi and for AMG with `--block 2`.
+fn partition(n: usize, ranks: usize, run: &Run) -> Result<RowPartition> {
+    let block =
+        if run.config.precond == Preconditioner::Block2 || (run.amg && run.args.amg.block == 2) {
+            2
+        } else {
+            1
+        };
     RowPartition::blocks(n, ranks, block)
 }
 
@@ -179,15 +317,13 @@ fn partition(n: usize, ranks: usize, config: &SolverConfig) -> Result<RowPartiti
 /// read by rank 0 and scattered.
 fn rows<B: HaloBackend, T: Scalar>(
     dist: &Dist<B>,
-    args: &SolveArgs,
-    source: &Source,
-    config: &SolverConfig,
+    run: &Run,
 ) -> Result<(RowPartition, Csr<T>, Vec<T>)> {
     let comm = dist.comm();
     let (rank, size) = (comm.rank(), comm.size());
-    if let (Source::Generated(spec), None) = (source, &args.rhs) {
+    if let (Source::Generated(spec), None) = (run.source, &run.args.rhs) {
         if let Some(n) = stencil_size(spec) {
-            let p = dist.agree(partition(n, size, config))?;
+            let p = dist.agree(partition(n, size, run))?;
             let built = generated_rows::<T>(spec, &p, rank).and_then(|r| {
                 r.ok_or_else(|| Error::InvalidArgument("not a stencil problem".into()))
             });
@@ -197,9 +333,20 @@ fn rows<B: HaloBackend, T: Scalar>(
     }
     let loaded = dist.agree(
         (rank == 0)
-            .then(|| source.load::<T>(args.rhs.as_deref()))
+            .then(|| run.source.load::<T>(run.args.rhs.as_deref()))
             .transpose(),
     )?;
+    scatter_from_root(comm, loaded, |n| partition(n, size, run))
+}
+
+/// Rank 0's A and b (`loaded`, `None` elsewhere) scattered by rows: rank 0
+/// broadcasts the size, every rank builds the partition `partition_of(n)`
+/// (the ranks agree on its errors), then the rows move.
+fn scatter_from_root<T: Scalar>(
+    comm: &dyn Communicator,
+    loaded: Option<(Csr<T>, Vec<T>)>,
+    partition_of: impl FnOnce(usize) -> Result<RowPartition>,
+) -> Result<(RowPartition, Csr<T>, Vec<T>)> {
     let mut n = loaded.as_ref().map_or(Vec::new(), |(a, _)| {
         (a.nrows() as u64).to_le_bytes().to_vec()
     });
@@ -208,33 +355,115 @@ fn rows<B: HaloBackend, T: Scalar>(
         n.try_into()
             .map_err(|_| Error::InvalidArgument("rank 0 sent no matrix size".into()))?,
     ) as usize;
-    let p = dist.agree(partition(n, size, config))?;
+    let p = agree(comm, partition_of(n))?;
     let (a, b) = scatter_rows(comm, &p, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
     Ok((p, a, b))
 }
 
-fn typed<B: HaloBackend, T: Scalar>(
-    dist: &Dist<B>,
-    args: &SolveArgs,
+/// The distributed AMG options of the `--amg*` arguments for a rank owning
+/// the rows `own` (a generated `elasticity2d`'s rigid-body modes sliced to
+/// them).
+fn dist_amg_options(
+    args: &crate::amg::AmgArgs,
     source: &Source,
+    gpu: bool,
+    own: std::ops::Range<usize>,
+) -> Result<DistAmgOptions> {
+    let mut amg = args.options_on(source, gpu)?;
+    if let Some(v) = amg.near_null_space.as_mut() {
+        for x in v.iter_mut() {
+            *x = x[own.clone()].to_vec();
+        }
+    }
+    Ok(DistAmgOptions {
+        amg,
+        gather_below: args.gather_below,
+    })
+}
+
+/// The distributed AMG of this rank's rows `a` (real): the hierarchy
+/// ([`DistHierarchy::build`], the `--amg*` options; a generated
+/// `elasticity2d`'s rigid-body modes sliced to the rank's rows) and its
+/// cycle in the solve's precision, with what the report says of it.
+fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
+    dist: &Dist<B>,
+    run: &Run,
+    (p, a): (&RowPartition, &Csr<T>),
     config: &SolverConfig,
+    gpu: bool,
+) -> Result<(DistAmg<B, T>, serde_json::Value)> {
+    let comm = dist.comm();
+    let start = std::time::Instant::now();
+    let options = dist_amg_options(&run.args.amg, run.source, gpu, p.range(comm.rank()))?;
+    let rows = Csr::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        a.values()
+            .iter()
+            .map(|v| v.re().to_f64_lossless())
+            .collect(),
+    );
+    let h = DistHierarchy::build(comm, p, &dist.agree(rows)?, &options)?;
+    let m = DistAmg::new(dist, &h, config.layout)?;
+    let levels: Vec<serde_json::Value> = h
+        .rows_per_rank()
+        .into_iter()
+        .map(|(rows, per_rank)| serde_json::json!({ "rows": rows, "rows_per_rank": per_rank }))
+        .collect();
+    let info = serde_json::json!({
+        "levels": levels,
+        "distributed_levels": h.levels().len(),
+        "gather_below": options.gather_below,
+        "operator_complexity": h.operator_complexity(),
+        "setup_s": start.elapsed().as_secs_f64(),
+    });
+    Ok((m, info))
+}
+
+fn typed<B: HaloBackend + AmgKernels, T: Scalar>(
+    dist: &Dist<B>,
+    run: &Run,
     device: Option<usize>,
 ) -> Result<ExitCode> {
     let comm = dist.comm();
+    let args = run.args;
     let setup = std::time::Instant::now();
-    let (p, a, b) = rows::<B, T>(dist, args, source, config)?;
+    let (p, a, b) = rows::<B, T>(dist, run)?;
     // `--layout auto`: each rank chooses for its own rows (its storage is its own).
     let config = &SolverConfig {
         layout: match Layout::parse_or_auto(&args.layout)? {
             Some(layout) => layout,
             None => Layout::auto(&a, device.is_some()),
         },
-        ..config.clone()
+        ..run.config.clone()
     };
     let load_s = setup.elapsed().as_secs_f64();
     dist.reset_stats();
-    let (x, mut report, stopped) = crate::solve::ended(solve_rows(dist, &p, &a, &b, config))?;
+    let amg = if run.amg {
+        Some(distributed_amg(
+            dist,
+            run,
+            (&p, &a),
+            config,
+            device.is_some(),
+        )?)
+    } else {
+        None
+    };
+    let precond = amg
+        .as_ref()
+        .map(|(m, _)| m as &dyn LinearOperator<Dist<B>, T>);
+    let solved = match precond {
+        Some(m) => solve_rows_with_precond(dist, &p, &a, &b, config, Some(m)),
+        None => solve_rows(dist, &p, &a, &b, config),
+    };
+    let (x, mut report, stopped) = crate::solve::ended(solved)?;
     report.setup_time_s += load_s;
+    if let Some((_, info)) = &amg {
+        report.setup_time_s += info["setup_s"].as_f64().unwrap_or(0.0);
+    }
     let stats = dist.comm_stats();
     let all = comm.allgather(&[
         stats.halo_s,
@@ -252,6 +481,7 @@ fn typed<B: HaloBackend, T: Scalar>(
         halo_s: column(0).fold(0.0, f64::max),
         halo_bytes: column(1).sum::<f64>() as u64,
         collective_s: column(2).fold(0.0, f64::max),
+        amg: amg.map(|(_, info)| info),
     };
     if let (Some(path), Some(x)) = (&args.out, &x) {
         if let Some(whole) = gather_rows(comm, &p, 0, x)? {
@@ -279,15 +509,21 @@ struct Extra {
     halo_bytes: u64,
     /// The slowest rank's seconds in collectives.
     collective_s: f64,
+    /// With `--precond amg`: the levels (rows, rows per rank), the
+    /// distributed levels' count, the operator complexity, the setup time.
+    amg: Option<serde_json::Value>,
 }
 
 fn print(report: &SolveReport, extra: &Extra, json: bool) -> Result<()> {
     if !json {
         crate::solve::print_report(report, false)?;
         println!(
-            "ranks: {}  gpus: {}  halo: {:.4} s ({} bytes)  collectives: {:.4} s",
+            "ranks: {}  gpus: {}  comm: mpi  halo: {:.4} s ({} bytes)  collectives: {:.4} s",
             extra.ranks, extra.gpus, extra.halo_s, extra.halo_bytes, extra.collective_s
         );
+        if let Some(amg) = &extra.amg {
+            println!("amg: {amg}");
+        }
         return Ok(());
     }
     let bad =
@@ -299,6 +535,10 @@ fn print(report: &SolveReport, extra: &Extra, json: bool) -> Result<()> {
         map.insert("halo_s".into(), extra.halo_s.into());
         map.insert("halo_bytes".into(), extra.halo_bytes.into());
         map.insert("collective_s".into(), extra.collective_s.into());
+        map.insert("comm".into(), "mpi".into());
+        if let Some(amg) = &extra.amg {
+            map.insert("amg".into(), amg.clone());
+        }
     }
     println!("{}", serde_json::to_string_pretty(&value).map_err(bad)?);
     Ok(())

@@ -51,6 +51,8 @@ fn main() -> ExitCode {
         args::Command::Generate(a) => generate::run(&a),
         args::Command::Bidomain(a) => bidomain::run(&a),
         args::Command::Uq(a) => uq::run(&a),
+        #[cfg(feature = "mpi")]
+        args::Command::AmgInfo(a) if dist_solve::under_mpi() => dist_solve::amg_info(&a),
         args::Command::AmgInfo(a) => amg::info(&a),
         args::Command::Integrate(a) => integrate::run(&a),
     };

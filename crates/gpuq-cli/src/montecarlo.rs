@@ -8,6 +8,7 @@ use gpuq_mcls::{
     WalkBackend,
 };
 use gpuq_sparse::matrix_market as mm;
+use gpuq_sparse::Csr;
 use std::process::ExitCode;
 
 /// Whether `method` names a Monte Carlo solver.
@@ -17,18 +18,23 @@ pub fn is_monte_carlo(method: &str) -> bool {
 
 /// Runs the Monte Carlo solve the arguments ask for.
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
+    let opts = checked_options(args)?;
+    let source = Source::from_args(args)?;
+    let (a, b) = load_real(&source, args)?;
+    match Chosen::parse(&args.backend)? {
+        Chosen::Cpu(backend) => run_on(&backend, args, (&a, &b), &opts, true),
+        Chosen::Cuda(backend) => run_on(&backend, args, (&a, &b), &opts, true),
+    }
+}
+
+/// The options of a Monte Carlo solve, after the checks that do not need the
+/// matrix (`--plot` only with mcsa, f64 only).
+pub(crate) fn checked_options(args: &SolveArgs) -> Result<McOptions> {
     if args.plot.is_some() && args.method != "mcsa" {
         return Err(Error::InvalidArgument(format!(
             "--plot draws a residual history: {} does not iterate (mcsa does)",
             args.method
         )));
-    }
-    let opts = options(args)?;
-    let source = Source::from_args(args)?;
-    if source.is_complex()? {
-        return Err(Error::InvalidArgument(
-            "the Monte Carlo methods take real matrices; this one is complex".into(),
-        ));
     }
     if args.precision != "f64" {
         return Err(Error::InvalidArgument(format!(
@@ -36,11 +42,17 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             args.precision
         )));
     }
-    let (a, b) = source.load::<f64>(args.rhs.as_deref())?;
-    match Chosen::parse(&args.backend)? {
-        Chosen::Cpu(backend) => run_on(&backend, args, &a, &b, &opts),
-        Chosen::Cuda(backend) => run_on(&backend, args, &a, &b, &opts),
+    options(args)
+}
+
+/// A and b of a Monte Carlo solve (real matrices only).
+pub(crate) fn load_real(source: &Source, args: &SolveArgs) -> Result<(Csr<f64>, Vec<f64>)> {
+    if source.is_complex()? {
+        return Err(Error::InvalidArgument(
+            "the Monte Carlo methods take real matrices; this one is complex".into(),
+        ));
     }
+    source.load::<f64>(args.rhs.as_deref())
 }
 
 /// The Monte Carlo options from the arguments (validated).
@@ -84,16 +96,21 @@ fn options(args: &SolveArgs) -> Result<McOptions> {
     Ok(opts)
 }
 
-fn run_on<B: WalkBackend>(
+/// The Monte Carlo solve of A x = b on the walk backend `backend` (a local
+/// one, or `gpuq_dist::DistWalk` over MPI ranks); `root` prints the report
+/// and writes `--out` and `--plot` (one rank of many does).
+pub(crate) fn run_on<B: WalkBackend>(
     backend: &B,
     args: &SolveArgs,
-    a: &gpuq_sparse::Csr<f64>,
-    b: &[f64],
+    (a, b): (&Csr<f64>, &[f64]),
     opts: &McOptions,
+    root: bool,
 ) -> Result<ExitCode> {
     let mc = MonteCarlo::new(backend, a, opts.layout)?;
-    for w in &mc.setup().warnings {
-        eprintln!("gpuq: warning: {w}");
+    if root {
+        for w in &mc.setup().warnings {
+            eprintln!("gpuq: warning: {w}");
+        }
     }
     if args.method == "mcsa" {
         let mcsa_opts = McsaOptions {
@@ -103,18 +120,22 @@ fn run_on<B: WalkBackend>(
             ..McsaOptions::default()
         };
         let (x, report, stopped) = crate::solve::ended(mcsa(&mc, b, &mcsa_opts))?;
-        if let (Some(path), Some(x)) = (&args.out, &x) {
-            mm::save_dense_vector(x, path)?;
+        if root {
+            if let (Some(path), Some(x)) = (&args.out, &x) {
+                mm::save_dense_vector(x, path)?;
+            }
+            print_report(&report, args.json)?;
+            crate::solve::write_plot(args, &report)?;
         }
-        print_report(&report, args.json)?;
-        crate::solve::write_plot(args, &report)?;
         return Ok(crate::solve::exit_status(&report, stopped.as_deref()));
     }
     let result = mc.solve(b, opts)?;
-    if let Some(path) = &args.out {
-        mm::save_dense_vector(&result.x, path)?;
+    if root {
+        if let Some(path) = &args.out {
+            mm::save_dense_vector(&result.x, path)?;
+        }
+        print_result(&result, args.json)?;
     }
-    print_result(&result, args.json)?;
     Ok(ExitCode::SUCCESS)
 }
 

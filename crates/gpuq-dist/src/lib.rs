@@ -102,10 +102,10 @@
 //! Not done yet: the NCCL/GPU halo exchange and allreduce (a `Dist` over the
 //! CUDA backend, feature `cuda`, stages its halo through the host: one
 //! download per contiguous range of the entries to send, one upload of the
-//! ghosts, and host-side MPI collectives), device pack/unpack kernels,
+//! ghosts, and host-side MPI collectives), device pack/unpack kernels, the
+//! distributed AMG setup on the device (each rank sets up on its host),
 //! distributed walk data for Monte Carlo (every rank holds the whole matrix),
-//! AMG and Monte Carlo under `mpirun` in the CLI, and a CLI option for the
-//! bisection partition.
+//! and a CLI option for the bisection partition.
 
 #![warn(missing_docs)]
 
@@ -136,7 +136,7 @@ pub use mpi_comm::MpiComm;
 pub use operator::DistOperator;
 pub use partition::RowPartition;
 pub use reorder::Reordering;
-pub use scatter::{allgather_matrix, gather_rows, scatter_rows};
+pub use scatter::{allgather_matrix, broadcast_rows, gather_rows, scatter_rows};
 pub use solve::{allgather_rows, rows_of, solve_rows, solve_rows_with_precond};
 pub use thread_comm::ThreadComm;
 pub use walks::DistWalk;

@@ -184,6 +184,30 @@ pub fn allgather_matrix<T: Scalar>(
     crate::halo::stack_rows(&parts, partition.rows())
 }
 
+/// Rank `root` holds A and b whole (`whole`, ignored elsewhere); every rank
+/// gets a copy of both (a Monte Carlo solve's walks jump to any row, so each
+/// rank holds the matrix whole). Collective; one broadcast of O(nnz) bytes.
+pub fn broadcast_rows<T: Scalar>(
+    comm: &dyn Communicator,
+    root: usize,
+    whole: Option<(&Csr<T>, &[T])>,
+) -> Result<(Csr<T>, Vec<T>)> {
+    let mut data = match (comm.rank() == root, whole) {
+        (true, Some((a, b))) => {
+            gpuq_core::check_same_len("broadcast_rows (b)", a.nrows(), b.len())?;
+            encode(a, b)
+        }
+        (true, None) => return Err(comm_error("broadcast_rows: the root holds no matrix")),
+        (false, _) => Vec::new(),
+    };
+    comm.broadcast(root, &mut data)?;
+    let ncols = data
+        .get(8..16)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")) as usize)
+        .ok_or_else(|| comm_error("broadcast_rows: a malformed message"))?;
+    decode(&data, ncols)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
