@@ -528,20 +528,30 @@ if [ "$WHAT" = seedtables ]; then
 fi
 
 if [ "$WHAT" = mpi ]; then
-    # MPI_RUNS: "GRID RANKS BACKEND METHOD [PRECOND]" rows separated by ';' (PRECOND
-    # jacobi by default, or amg: the distributed AMG; default rows: laplace3d:200, CG, 1
-    # and 2 ranks on CUDA and CPU); with two or more GPUs, the link between GPUs 0 and 1
-    # and the host staging path are measured in the same call (PyTorch copies).
+    # MPI_RUNS: "GRID RANKS BACKEND METHOD [PRECOND [COMM]]" rows separated by ';' (PRECOND
+    # jacobi by default, or amg: the distributed AMG; COMM auto by default, nccl or mpi;
+    # default rows: laplace3d:200, CG, 1 and 2 ranks on CUDA and CPU); with two or more
+    # GPUs, gpuq-dist's device tests (gpu-pack/test-gpuq-dist-cuda.xz, the NCCL halo and
+    # solves against one GPU) run first, and the link between GPUs 0 and 1 and the host
+    # staging path are measured in the same call (PyTorch copies).
     M=/tmp/gpuq-mpi
     xz -dc gpu-pack/gpuq-mpi.xz >"$M" && chmod +x "$M" || exit 1
     export NCCL_NVLS_ENABLE=0
     R="mpirun --allow-run-as-root --oversubscribe --bind-to none -x NCCL_NVLS_ENABLE"
     nvidia-smi -L
+    if [ -f gpu-pack/test-gpuq-dist-cuda.xz ]; then
+        T=/tmp/test-gpuq-dist-cuda
+        xz -dc gpu-pack/test-gpuq-dist-cuda.xz >"$T" && chmod +x "$T"
+        "$T" --test-threads=1 --nocapture >"$LOGS/test-dist-cuda.log" 2>&1
+        row "gpuq-dist device tests (rc $?)" "$(grep -E '^test result' "$LOGS/test-dist-cuda.log")"
+        grep -E "skipped|panicked|FAILED" "$LOGS/test-dist-cuda.log" | head -5
+    fi
     IFS=';' read -ra RUNS <<<"${MPI_RUNS:-laplace3d:200 1 cuda cg;laplace3d:200 2 cuda cg;laplace3d:200 1 cpu cg;laplace3d:200 2 cpu cg}"
     for run in "${RUNS[@]}"; do
         set -- $run
         pc="${5:-jacobi}"
-        out="$LOGS/mpi-${1#*:}-$2-$3-$4-$pc.json"
+        cm="${6:-auto}"
+        out="$LOGS/mpi-${1#*:}-$2-$3-$4-$pc-$cm.json"
         # AMG's near-null space holds the generated b = A 1: AMG rows solve b = 1 instead
         # (laplace3d grids; the file is written once per grid).
         rhs=()
@@ -552,8 +562,10 @@ if [ "$WHAT" = mpi ]; then
         fi
         # RANKS 0: the one-process solve (no mpirun), the baseline of the rows after it.
         if [ "$2" = 0 ]; then launch=("$M"); else launch=($R -n "$2" "$M"); fi
-        timeout 300 "${launch[@]}" solve --generate $1 "${rhs[@]}" --method $4 --precond $pc --backend $3 --tol 1e-8 --json >"$out" 2>"$out.err"
-        row "mpirun -n $2 $4 $pc $1 $3" "$(j "$out" ranks gpus iterations time_s setup_time_s relative_residual halo_s collective_s)"
+        comm=(--comm "$cm")
+        [ "$2" = 0 ] && comm=()
+        timeout 300 "${launch[@]}" solve --generate $1 "${rhs[@]}" --method $4 --precond $pc --backend $3 "${comm[@]}" --tol 1e-8 --json >"$out" 2>"$out.err"
+        row "mpirun -n $2 $4 $pc $1 $3 $cm" "$(j "$out" ranks gpus comm iterations time_s setup_time_s relative_residual halo_s collective_s)"
         grep -v "^$" "$out.err" | tail -3
     done
     if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then

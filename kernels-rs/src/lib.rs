@@ -6,6 +6,8 @@
 //!   are `#[repr(C)]` pairs laid out exactly like `num_complex::Complex`) and the
 //!   per-item arithmetic ([`scalar::KScalar`]) both backends share;
 //! * [`slots`]: where methods that keep their scalars on the device store them;
+//! * [`collective`]: the fixed order in which distributed reductions add the ranks'
+//!   partials (host and device alike);
 //! * [`chacha`]: the ChaCha block function as a counter-based generator, keyed by
 //!   (seed, history id), and [`walk`]: one Monte Carlo history of the Neumann-Ulam
 //!   methods, so both backends walk the same walks;
@@ -24,6 +26,7 @@
 
 pub mod amg;
 pub mod chacha;
+pub mod collective;
 pub mod cubature;
 pub mod ionic;
 pub mod scalar;

@@ -92,6 +92,11 @@ pub struct SolveArgs {
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present, else cpu).
     #[arg(long, default_value = "cpu")]
     pub backend: String,
+    /// Under mpirun with --backend cuda, how the GPUs exchange halos and fused reductions:
+    /// nccl (between the GPUs), mpi (through host memory), or auto (NCCL where every rank
+    /// has a GPU of its own and libnccl loads, else MPI).
+    #[arg(long, default_value = "auto")]
+    pub comm: String,
     /// Matrix storage on the backend: auto, csr, sell, sell:C:SIGMA or bsr2. auto: on a GPU
     /// SELL-32-1 when the rows are short and even (mean at most 32 entries, padding at most
     /// 25%), else CSR; on the CPU CSR. The report's `layout` says what was used.

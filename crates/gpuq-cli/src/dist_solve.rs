@@ -9,9 +9,11 @@
 //! Market file (and any other generated problem) is read by rank 0 and
 //! scattered by rows. The report is printed once, by rank 0, with the number
 //! of ranks and GPUs and the time spent in halo exchanges and collectives
-//! (JSON fields `ranks`, `gpus`, `comm` (`mpi`: NCCL is not done),
-//! `halo_s`, `halo_bytes`, `collective_s`); `--out` is written once, by
-//! rank 0.
+//! (JSON fields `ranks`, `gpus`, `comm`, `halo_s`, `halo_bytes`,
+//! `collective_s`); `--out` is written once, by rank 0. With `--backend cuda`
+//! the GPUs exchange halos and fused reductions over NCCL where every rank
+//! has a GPU of its own (`--comm auto`, the default; `comm: nccl` in the
+//! report), else through host memory and MPI (`comm: mpi`).
 //!
 //! `--precond amg` builds the distributed smoothed-aggregation hierarchy
 //! (`gpuq_dist::DistHierarchy`, the `--amg*` options; the JSON `amg` field
@@ -92,23 +94,73 @@ enum RankBackend {
 impl RankBackend {
     /// `cpu` (the node's cores divided among its ranks) or `cuda` (the GPU of
     /// the rank's node-local rank; more ranks than GPUs on a node share them
-    /// round robin). Collective: every rank learns whether any failed.
-    fn of(comm: &dyn Communicator, name: &str) -> Result<Self> {
+    /// round robin), with NCCL attached between the GPUs as `comm` (`--comm`)
+    /// says. Collective: every rank learns whether any failed.
+    fn of(comm: &dyn Communicator, name: &str, choice: &str) -> Result<Self> {
+        let want_nccl = match choice {
+            "nccl" => Some(true),
+            "mpi" => Some(false),
+            "auto" => None,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown --comm '{other}' (available: nccl, mpi, auto)"
+                )))
+            }
+        };
         match name {
+            "cpu" if want_nccl == Some(true) => Err(Error::InvalidArgument(
+                "--comm nccl needs --backend cuda (NCCL connects GPUs)".into(),
+            )),
             "cpu" => Ok(RankBackend::Cpu(agree(comm, cpu_for_rank())?)),
             "cuda" => {
                 let gpus = agree(comm, CudaBackend::device_count())?.max(1);
                 let device = local_rank() % gpus;
-                Ok(RankBackend::Cuda(
-                    agree(comm, CudaBackend::new(device))?,
-                    device,
-                ))
+                let gpu = agree(comm, CudaBackend::new(device))?;
+                if want_nccl != Some(false) {
+                    attach_nccl(comm, &gpu, gpus, want_nccl == Some(true))?;
+                }
+                Ok(RankBackend::Cuda(gpu, device))
             }
             other => Err(Error::InvalidArgument(format!(
                 "unknown backend '{other}' under mpirun (available: cpu, cuda)"
             ))),
         }
     }
+}
+
+/// Joins the ranks' GPUs in one NCCL communicator (rank 0 makes the id and
+/// broadcasts it over MPI) where every rank has a GPU of its own on its node
+/// and the library loads; otherwise an error when `required` (`--comm nccl`),
+/// else nothing (the halo stays on the MPI path). Collective.
+fn attach_nccl(
+    comm: &dyn Communicator,
+    gpu: &CudaBackend,
+    gpus_on_node: usize,
+    required: bool,
+) -> Result<()> {
+    let own_gpu = local_size() <= gpus_on_node;
+    let able = own_gpu && CudaBackend::nccl_available();
+    let flags = comm.allgather(&[f64::from(u8::from(able))])?;
+    if let Some(r) = flags.iter().position(|&f| f == 0.0) {
+        if required {
+            return Err(Error::InvalidArgument(format!(
+                "--comm nccl: rank {r} cannot use NCCL (it needs a GPU of its own per rank and libnccl.so.2)"
+            )));
+        }
+        return Ok(());
+    }
+    let made = agree(
+        comm,
+        (comm.rank() == 0)
+            .then(CudaBackend::nccl_unique_id)
+            .transpose(),
+    )?;
+    let mut id = made.map_or_else(Vec::new, |id| id.to_vec());
+    comm.broadcast(0, &mut id)?;
+    let id: [u8; gpuq_cuda::NCCL_ID_BYTES] = id
+        .try_into()
+        .map_err(|_| Error::InvalidArgument("rank 0 sent a malformed NCCL id".into()))?;
+    agree(comm, gpu.attach_nccl(comm.rank(), comm.size(), &id))
 }
 
 /// Runs a distributed solve as the arguments say; every rank returns the
@@ -170,7 +222,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         config: &config,
         amg,
     };
-    match RankBackend::of(&*comm, &args.backend)? {
+    match RankBackend::of(&*comm, &args.backend, &args.comm)? {
         RankBackend::Cpu(cpu) => by_precision(&Dist::new(cpu, comm), &run, complex, None),
         RankBackend::Cuda(gpu, device) => {
             by_precision(&Dist::new(gpu, comm), &run, complex, Some(device))
@@ -197,7 +249,8 @@ fn monte_carlo(
     )?;
     let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
     let problem = (&a, &b[..]);
-    match RankBackend::of(&*comm, &args.backend)? {
+    // The walks reduce their tallies through MPI: no NCCL needed.
+    match RankBackend::of(&*comm, &args.backend, "mpi")? {
         RankBackend::Cpu(cpu) => {
             let walks = DistWalk::new(cpu, comm);
             crate::montecarlo::run_on(&walks, args, problem, opts, root)
@@ -481,6 +534,7 @@ fn typed<B: HaloBackend + AmgKernels, T: Scalar>(
         halo_s: column(0).fold(0.0, f64::max),
         halo_bytes: column(1).sum::<f64>() as u64,
         collective_s: column(2).fold(0.0, f64::max),
+        comm: dist.comm_kind(),
         amg: amg.map(|(_, info)| info),
     };
     if let (Some(path), Some(x)) = (&args.out, &x) {
@@ -509,6 +563,8 @@ struct Extra {
     halo_bytes: u64,
     /// The slowest rank's seconds in collectives.
     collective_s: f64,
+    /// How halos and fused reductions travel (`nccl` or `mpi`).
+    comm: &'static str,
     /// With `--precond amg`: the levels (rows, rows per rank), the
     /// distributed levels' count, the operator complexity, the setup time.
     amg: Option<serde_json::Value>,
@@ -518,8 +574,8 @@ fn print(report: &SolveReport, extra: &Extra, json: bool) -> Result<()> {
     if !json {
         crate::solve::print_report(report, false)?;
         println!(
-            "ranks: {}  gpus: {}  comm: mpi  halo: {:.4} s ({} bytes)  collectives: {:.4} s",
-            extra.ranks, extra.gpus, extra.halo_s, extra.halo_bytes, extra.collective_s
+            "ranks: {}  gpus: {}  comm: {}  halo: {:.4} s ({} bytes)  collectives: {:.4} s",
+            extra.ranks, extra.gpus, extra.comm, extra.halo_s, extra.halo_bytes, extra.collective_s
         );
         if let Some(amg) = &extra.amg {
             println!("amg: {amg}");
@@ -535,7 +591,7 @@ fn print(report: &SolveReport, extra: &Extra, json: bool) -> Result<()> {
         map.insert("halo_s".into(), extra.halo_s.into());
         map.insert("halo_bytes".into(), extra.halo_bytes.into());
         map.insert("collective_s".into(), extra.collective_s.into());
-        map.insert("comm".into(), "mpi".into());
+        map.insert("comm".into(), extra.comm.into());
         if let Some(amg) = &extra.amg {
             map.insert("amg".into(), amg.clone());
         }

@@ -46,6 +46,8 @@ pub(crate) struct Inner {
     pub(crate) ffts: Mutex<crate::uq_convolution::FftCache>,
     /// User integrands linked and loaded in this context, by their cache key.
     pub(crate) linked: Mutex<HashMap<String, crate::linked::LinkedIntegrand>>,
+    /// The NCCL communicator, once attached ([`CudaBackend::attach_nccl`]).
+    pub(crate) nccl: std::sync::OnceLock<crate::nccl::Nccl>,
 }
 
 /// The CUDA backend. Cheap to clone (clones share the context, stream and counters).
@@ -206,6 +208,7 @@ impl CudaBackend {
                 gs: Mutex::default(),
                 ffts: Mutex::default(),
                 linked: Mutex::default(),
+                nccl: std::sync::OnceLock::new(),
             }),
         })
     }

@@ -94,6 +94,18 @@ impl<B: HaloBackend> Dist<B> {
         &*self.comm
     }
 
+    /// How halos and fused reductions travel: `nccl` where the local
+    /// backend exchanges between its devices ([`HaloBackend::device_comm`]),
+    /// else `mpi` (the communicator on the host; threads for a
+    /// [`crate::ThreadComm`]).
+    pub fn comm_kind(&self) -> &'static str {
+        if self.local.device_comm() {
+            "nccl"
+        } else {
+            "mpi"
+        }
+    }
+
     /// Communication time and traffic since creation or the last
     /// [`Backend::reset_stats`].
     pub fn comm_stats(&self) -> CommStats {
@@ -132,9 +144,17 @@ impl<B: HaloBackend> Dist<B> {
     }
 
     /// Sums the slots `slots` of a replicated scalar array over ranks, where
-    /// a local kernel left this rank's partials (one download, one collective,
-    /// one overwrite of `sc`).
+    /// a local kernel left this rank's partials: on the devices where the
+    /// local backend exchanges between them (NCCL: an all-gather and a
+    /// summing kernel, no host round trip), else one download, one
+    /// collective, one overwrite of `sc`. The same bits either way.
     pub fn sum_slots<T: Scalar>(&self, sc: &mut B::Vector<T>, slots: &[usize]) -> Result<()> {
+        let t = Instant::now();
+        if self.local.sum_slots_on_device(sc, slots)? {
+            self.counters.collectives.fetch_add(1, Ordering::Relaxed);
+            add_ns(&self.counters.collective_ns, t);
+            return Ok(());
+        }
         let mut host = self.local.download(sc)?;
         gpuq_core::check_indices("sum_slots", host.len(), slots)?;
         let partials: Vec<T> = slots.iter().map(|&k| host[k]).collect();
@@ -277,18 +297,21 @@ fn combine_norms(norms: &[f64]) -> f64 {
 /// A matrix of a [`Dist`] backend: the rank's rows, as the block on its own
 /// columns and, for a matrix built by [`DistMatrix::new`], the block on ghost
 /// columns with the halo plan that fills them.
-pub struct DistMatrix<B: SparseBackend, T: Scalar> {
+pub struct DistMatrix<B: HaloBackend, T: Scalar> {
     owned: B::Matrix<T>,
     ghost: Option<Ghosts<B, T>>,
     global: (usize, usize),
 }
 
 /// The ghost side of a [`DistMatrix`].
-struct Ghosts<B: SparseBackend, T: Scalar> {
+struct Ghosts<B: HaloBackend, T: Scalar> {
     matrix: B::Matrix<T>,
     plan: HaloPlan,
     /// The ghost values of the latest exchange.
     values: Mutex<B::Vector<T>>,
+    /// The device side of the exchange, where the backend exchanges between
+    /// its devices ([`HaloBackend::device_comm`]).
+    device: Option<B::DeviceHalo>,
 }
 
 impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
@@ -380,12 +403,21 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
             Ok((owned, matrix, values))
         });
         let (owned, matrix, values) = dist.agree(uploaded)?;
+        let device = dist.agree(local.prepare_halo(&plan))?;
+        // Every rank exchanges the same way, or none could pair its messages.
+        let flags = comm.allgather(&[f64::from(u8::from(device.is_some()))])?;
+        if flags.iter().any(|&f| (f != 0.0) != device.is_some()) {
+            return Err(Error::InvalidArgument(
+                "some ranks exchange halos between GPUs (NCCL) and others through MPI".into(),
+            ));
+        }
         Ok(DistMatrix {
             owned,
             ghost: Some(Ghosts {
                 matrix,
                 plan,
                 values: Mutex::new(values),
+                device,
             }),
             global: (rows.rows(), columns.rows()),
         })
@@ -402,7 +434,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
     }
 }
 
-impl<B: SparseBackend, T: Scalar> DeviceMatrix for DistMatrix<B, T> {
+impl<B: HaloBackend, T: Scalar> DeviceMatrix for DistMatrix<B, T> {
     /// The rank's block: (its rows, its rows), as the solvers check it against
     /// the rank's vectors.
     fn shape(&self) -> (usize, usize) {
@@ -532,14 +564,22 @@ impl<B: HaloBackend> Dist<B> {
     ) -> Result<()> {
         let t = Instant::now();
         let mut overlap_ns = 0u64;
-        let ghosts = g.plan.exchange(self.comm(), &self.local, x, &mut || {
+        let mut timed = || {
             let t0 = Instant::now();
             let out = overlap();
             overlap_ns = t0.elapsed().as_nanos() as u64;
             out
-        })?;
+        };
         let mut values = g.values.lock().unwrap_or_else(|e| e.into_inner());
-        self.local.overwrite(&ghosts, &mut values)?;
+        match &g.device {
+            Some(d) => self
+                .local
+                .exchange_on_device(d, x, &mut values, &mut timed)?,
+            None => {
+                let ghosts = g.plan.exchange(self.comm(), &self.local, x, &mut timed)?;
+                self.local.overwrite(&ghosts, &mut values)?;
+            }
+        }
         let c = &self.counters;
         c.halo_exchanges.fetch_add(1, Ordering::Relaxed);
         let bytes = (g.plan.sent() + g.plan.ghosts()) * std::mem::size_of::<T>();

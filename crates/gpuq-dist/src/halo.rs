@@ -101,9 +101,14 @@ impl Pack {
 /// whole vector (n values) and [`HaloBackend::overwrite`] uploads a new one.
 /// The CPU backend overrides both (no copy of the whole vector); the CUDA
 /// backend (feature `cuda`) downloads only the pack's covering ranges and
-/// uploads into the ghost vector in place. Packing on the device and an
-/// exchange between GPUs (NCCL) are not done.
+/// uploads into the ghost vector in place, or, with an NCCL communicator
+/// attached, exchanges between the GPUs ([`HaloBackend::device_comm`] and
+/// the hooks after it).
 pub trait HaloBackend: KrylovBackend {
+    /// What a backend that exchanges between its devices itself (a GPU with
+    /// an NCCL communicator) keeps per halo plan; `()` for the others.
+    type DeviceHalo: Send + Sync;
+
     /// `x[i]` for every index of `pack`, in its order. Default: one download
     /// of x, O(n + k).
     fn gather<T: Scalar>(&self, x: &Self::Vector<T>, pack: &Pack) -> Result<Vec<T>> {
@@ -117,6 +122,50 @@ pub trait HaloBackend: KrylovBackend {
         *v = self.upload(host)?;
         Ok(())
     }
+
+    /// Whether this backend exchanges halos and sums reductions between
+    /// ranks on its devices (NCCL) rather than through the communicator on
+    /// the host. Default: no.
+    fn device_comm(&self) -> bool {
+        false
+    }
+
+    /// The device side of `plan`'s exchange, built once per matrix, where
+    /// [`HaloBackend::device_comm`] holds; `None` otherwise (the default).
+    fn prepare_halo(&self, plan: &HaloPlan) -> Result<Option<Self::DeviceHalo>> {
+        let _ = plan;
+        Ok(None)
+    }
+
+    /// One exchange on the devices through `prepared` (from
+    /// [`HaloBackend::prepare_halo`]): the ghosts of `x` into `ghosts`, with
+    /// `overlap` run while they travel. Default: an error (a backend that
+    /// prepares no device halo is never asked).
+    fn exchange_on_device<T: Scalar>(
+        &self,
+        prepared: &Self::DeviceHalo,
+        x: &Self::Vector<T>,
+        ghosts: &mut Self::Vector<T>,
+        overlap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let _ = (prepared, x, ghosts, overlap);
+        Err(Error::InvalidArgument(
+            "this backend has no device halo exchange".into(),
+        ))
+    }
+
+    /// `sc[k]` summed over ranks for every `k` of `slots`, on the devices,
+    /// in the fixed rank order of [`crate::ordered_sum`]; returns `false`
+    /// (doing nothing) where [`HaloBackend::device_comm`] does not hold (the
+    /// default), and the caller sums through the communicator.
+    fn sum_slots_on_device<T: Scalar>(
+        &self,
+        sc: &mut Self::Vector<T>,
+        slots: &[usize],
+    ) -> Result<bool> {
+        let _ = (sc, slots);
+        Ok(false)
+    }
 }
 
 /// `x[idx[k]]`, or an error naming the first index out of range.
@@ -126,6 +175,8 @@ fn pick<T: Scalar>(x: &[T], idx: &[usize]) -> Result<Vec<T>> {
 }
 
 impl HaloBackend for CpuBackend {
+    type DeviceHalo = ();
+
     fn gather<T: Scalar>(&self, x: &CpuVector<T>, pack: &Pack) -> Result<Vec<T>> {
         pick(x.as_slice(), pack.indices())
     }
@@ -141,8 +192,60 @@ impl HaloBackend for CpuBackend {
 /// covering range of the pack (a grid plane per neighbour for a slab of a
 /// structured grid; the whole vector when the ranges are many or cover most
 /// of it) and one upload of the ghosts into their vector.
+///
+/// With an NCCL communicator attached
+/// ([`gpuq_cuda::CudaBackend::attach_nccl`]), the halo goes between the GPUs
+/// instead: a device pack, `ncclSend`/`ncclRecv` in one group on a
+/// communication stream while the owned block's SpMV runs, straight into
+/// the ghost vector; and the slots of a method's fused reductions are summed
+/// by an NCCL all-gather and a kernel (same bits as the host's sum).
 #[cfg(feature = "cuda")]
 impl HaloBackend for gpuq_cuda::CudaBackend {
+    type DeviceHalo = gpuq_cuda::NcclHalo;
+
+    fn device_comm(&self) -> bool {
+        self.has_nccl()
+    }
+
+    fn prepare_halo(&self, plan: &HaloPlan) -> Result<Option<gpuq_cuda::NcclHalo>> {
+        if !self.has_nccl() {
+            return Ok(None);
+        }
+        let mut at = 0;
+        let sends = plan
+            .sends
+            .iter()
+            .map(|(p, idx)| {
+                at += idx.len();
+                (*p, at - idx.len()..at)
+            })
+            .collect();
+        self.nccl_halo_plan(plan.packed.indices(), sends, plan.recvs.clone())
+            .map(Some)
+    }
+
+    fn exchange_on_device<T: Scalar>(
+        &self,
+        prepared: &gpuq_cuda::NcclHalo,
+        x: &gpuq_cuda::CudaVector<T>,
+        ghosts: &mut gpuq_cuda::CudaVector<T>,
+        overlap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        self.nccl_exchange(prepared, x, ghosts, overlap)
+    }
+
+    fn sum_slots_on_device<T: Scalar>(
+        &self,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        slots: &[usize],
+    ) -> Result<bool> {
+        if !self.has_nccl() {
+            return Ok(false);
+        }
+        self.nccl_sum_slots(sc, slots)?;
+        Ok(true)
+    }
+
     fn gather<T: Scalar>(&self, x: &gpuq_cuda::CudaVector<T>, pack: &Pack) -> Result<Vec<T>> {
         if pack.ranges().len() > 64 || 2 * pack.staged_len() > x.len() {
             return pick(&gpuq_core::Backend::download(self, x)?, pack.indices());

@@ -99,13 +99,20 @@
 //! times). It is our own (deterministic, no C library to build); METIS is
 //! not used.
 //!
-//! Not done yet: the NCCL/GPU halo exchange and allreduce (a `Dist` over the
-//! CUDA backend, feature `cuda`, stages its halo through the host: one
-//! download per contiguous range of the entries to send, one upload of the
-//! ghosts, and host-side MPI collectives), device pack/unpack kernels, the
-//! distributed AMG setup on the device (each rank sets up on its host),
-//! distributed walk data for Monte Carlo (every rank holds the whole matrix),
-//! and a CLI option for the bisection partition.
+//! GPUs (feature `cuda`): a `Dist` over the CUDA backend stages its halo
+//! through the host (one download per contiguous range of the entries to
+//! send, one upload of the ghosts, host-side collectives) unless an NCCL
+//! communicator is attached to each rank's GPU
+//! (`gpuq_cuda::CudaBackend::attach_nccl`): then the halo is packed on the
+//! device and sent between the GPUs by `ncclSend`/`ncclRecv` on a
+//! communication stream while the owned SpMV runs, and the fused
+//! reductions' slots are all-gathered and summed on the device in the host's
+//! rank order (the same bits); scalar results (`dotc`, `nrm2`) still come
+//! back through the host, as on one GPU, and reduce over the communicator.
+//!
+//! Not done yet: the distributed AMG setup on the device (each rank sets up
+//! on its host), distributed walk data for Monte Carlo (every rank holds the
+//! whole matrix), and a CLI option for the bisection partition.
 
 #![warn(missing_docs)]
 

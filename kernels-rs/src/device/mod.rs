@@ -20,6 +20,7 @@ main_module!(
     bidomain,
     blas1,
     gram_schmidt,
+    halo,
     krylov,
     mcls,
     qmr,

@@ -1,0 +1,466 @@
+//! NCCL between the GPUs of a distributed solve's ranks: the halo exchange
+//! as a device pack kernel and `ncclSend`/`ncclRecv` in one group on a
+//! communication stream, overlapped with the owned block's work on the
+//! compute stream (events order the two), and the all-reduce of a method's
+//! scalar slots as an NCCL all-gather of the partials summed on the device
+//! in the host's fixed rank order (`gpuq_kernels::collective`), so it is
+//! deterministic and gives the MPI path's bits.
+//!
+//! The library (`libnccl.so.2`) is loaded at run time, like the driver: a
+//! machine without it builds and runs everything else, and
+//! [`CudaBackend::nccl_available`] says whether it is there.
+
+use crate::backend::{dev, CudaBackend};
+use crate::blas1::kernel;
+use crate::vector::CudaVector;
+use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
+use cudarc::nccl::{group_end, group_start, Comm, Id};
+use gpuq_core::{Error, Result, Scalar};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// Bytes of an NCCL unique id (made by one rank, sent to the others).
+pub const NCCL_ID_BYTES: usize = 128;
+
+/// An NCCL communicator. NCCL's communicator is not thread-safe: every call
+/// takes the mutex around it, so no two calls run at once.
+struct SharedComm(Comm);
+
+// SAFETY: an NCCL communicator may be used from any thread as long as no two
+// calls on it run concurrently; `Nccl` only reaches it through a mutex.
+unsafe impl Send for SharedComm {}
+
+/// The rank's NCCL communicator and its stream.
+pub(crate) struct Nccl {
+    comm: Mutex<SharedComm>,
+    /// The communication stream (forked from the backend's compute stream).
+    stream: Arc<CudaStream>,
+    size: usize,
+    /// The slot lists of [`CudaBackend::nccl_sum_slots`] uploaded so far.
+    slots: Mutex<HashMap<Vec<usize>, DeviceIndices>>,
+    /// With `GPUQ_NCCL_TRACE` set: host nanoseconds per step of the
+    /// exchanges (pack, wait, group, overlap, wait back) and their count,
+    /// printed to stderr when the communicator is dropped.
+    trace: Option<Mutex<[u64; 6]>>,
+}
+
+impl Drop for Nccl {
+    fn drop(&mut self) {
+        if let Some(t) = &self.trace {
+            let t = t.lock().unwrap_or_else(|e| e.into_inner());
+            let per = |k: usize| t[k] as f64 / t[5].max(1) as f64 / 1e3;
+            eprintln!(
+                "gpuq: NCCL halo trace: {} exchanges, host us per exchange: pack {:.1}, comm waits {:.1}, group {:.1}, overlap {:.1}, compute waits {:.1}",
+                t[5],
+                per(0),
+                per(1),
+                per(2),
+                per(3),
+                per(4)
+            );
+        }
+    }
+}
+
+/// The device side of one matrix's halo exchange
+/// ([`CudaBackend::nccl_halo_plan`]).
+pub struct NcclHalo {
+    pack: DeviceIndices,
+    /// The packed values (16 bytes per entry: any scalar).
+    staging: Mutex<CudaSlice<u8>>,
+    sends: Vec<(usize, Range<usize>)>,
+    recvs: Vec<(usize, Range<usize>)>,
+    /// Ghost values the receives fill (the end of the last range).
+    ghosts: usize,
+}
+
+/// Indices on the device (a halo's pack list, a method's slots) with their
+/// bound, so a kernel that reads through them is checked against its vector.
+pub struct DeviceIndices {
+    buf: CudaSlice<u32>,
+    /// One more than the largest index (0 when empty).
+    bound: usize,
+}
+
+impl DeviceIndices {
+    /// The number of indices.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == 0
+    }
+}
+
+/// Maps an NCCL error to [`Error::Device`] naming the call.
+fn nccl_error(op: &str) -> impl Fn(cudarc::nccl::result::NcclError) -> Error + '_ {
+    move |e| Error::Device(format!("{op}: {e:?}"))
+}
+
+impl CudaBackend {
+    /// Whether the NCCL library can be loaded on this machine. Cost: one
+    /// attempt to open the library.
+    pub fn nccl_available() -> bool {
+        // SAFETY: probing only tries to open the library by name.
+        unsafe { cudarc::nccl::sys::is_culib_present() }
+    }
+
+    /// A fresh NCCL unique id: one rank makes it and sends it to the others
+    /// (over MPI), which pass it to [`CudaBackend::attach_nccl`]. Errors when
+    /// the library is missing or NCCL fails.
+    pub fn nccl_unique_id() -> Result<[u8; NCCL_ID_BYTES]> {
+        if !Self::nccl_available() {
+            return Err(Error::Device(
+                "the NCCL library (libnccl.so.2) was not found".into(),
+            ));
+        }
+        let id = Id::new().map_err(nccl_error("ncclGetUniqueId"))?;
+        Ok(id.internal().map(|c| c as u8))
+    }
+
+    /// Joins this backend's GPU to the NCCL communicator of `size` ranks as
+    /// rank `rank` (`id` from [`CudaBackend::nccl_unique_id`], the same on
+    /// every rank), with a communication stream of its own. Collective: every
+    /// rank calls it at once. Each rank needs a GPU of its own (NCCL refuses
+    /// two ranks on one device). Errors when the library is missing, NCCL
+    /// fails, or a communicator is already attached.
+    pub fn attach_nccl(&self, rank: usize, size: usize, id: &[u8; NCCL_ID_BYTES]) -> Result<()> {
+        if !Self::nccl_available() {
+            return Err(Error::Device(
+                "the NCCL library (libnccl.so.2) was not found".into(),
+            ));
+        }
+        if self.inner.nccl.get().is_some() {
+            return Err(Error::InvalidArgument(
+                "this GPU already has an NCCL communicator".into(),
+            ));
+        }
+        let stream = self
+            .inner
+            .stream
+            .fork()
+            .map_err(dev("creating the communication stream"))?;
+        let id = Id::uninit(id.map(|b| b as core::ffi::c_char));
+        let comm = Comm::from_rank(stream.clone(), rank, size, id)
+            .map_err(nccl_error("ncclCommInitRank"))?;
+        // The collectives connect at their first call: one all-gather of a
+        // byte now, waited for (see `connect`).
+        {
+            let one = self
+                .inner
+                .stream
+                .alloc_zeros::<u8>(size)
+                .map_err(|e| self.alloc_error("connecting NCCL", size, e))?;
+            let mine = one.slice(rank..rank + 1);
+            let mut all = self
+                .inner
+                .stream
+                .alloc_zeros::<u8>(size)
+                .map_err(|e| self.alloc_error("connecting NCCL", size, e))?;
+            self.synchronize()?;
+            comm.all_gather(&mine, &mut all)
+                .map_err(nccl_error("ncclAllGather"))?;
+            stream.synchronize().map_err(dev("connecting NCCL"))?;
+        }
+        self.inner
+            .nccl
+            .set(Nccl {
+                comm: Mutex::new(SharedComm(comm)),
+                stream,
+                size,
+                slots: Mutex::default(),
+                trace: std::env::var_os("GPUQ_NCCL_TRACE").map(|_| Mutex::new([0; 6])),
+            })
+            .map_err(|_| Error::InvalidArgument("NCCL attached twice".into()))
+    }
+
+    /// Whether an NCCL communicator is attached ([`CudaBackend::attach_nccl`]).
+    pub fn has_nccl(&self) -> bool {
+        self.inner.nccl.get().is_some()
+    }
+
+    /// The attached communicator, or an error naming `op`.
+    fn nccl(&self, op: &str) -> Result<&Nccl> {
+        self.inner.nccl.get().ok_or_else(|| {
+            Error::InvalidArgument(format!("{op}: no NCCL communicator is attached"))
+        })
+    }
+
+    /// `idx` as 32-bit indices on the device (a halo's pack list, a method's
+    /// slots), uploaded once. Errors when an index does not fit 32 bits.
+    pub fn upload_indices(&self, idx: &[usize]) -> Result<DeviceIndices> {
+        let narrow = idx
+            .iter()
+            .map(|&i| u32::try_from(i))
+            .collect::<std::result::Result<Vec<u32>, _>>()
+            .map_err(|_| Error::InvalidArgument("an index beyond 32 bits".into()))?;
+        let bound = idx.iter().max().map_or(0, |&m| m + 1);
+        self.inner.stats.upload(4 * narrow.len());
+        let buf = if narrow.is_empty() {
+            self.inner.stream.null::<u32>().map_err(dev("upload"))?
+        } else {
+            self.inner
+                .stream
+                .clone_htod(&narrow)
+                .map_err(|e| self.alloc_error("uploading indices", 4 * narrow.len(), e))?
+        };
+        Ok(DeviceIndices { buf, bound })
+    }
+
+    /// out_k = x_{idx_k} for the `idx.len()` entries of `idx` (on the compute
+    /// stream). `out` must hold at least that many values.
+    fn pack<T: Scalar>(
+        &self,
+        (x, x_len): (&CudaSlice<u8>, usize),
+        idx: &DeviceIndices,
+        out: &mut CudaSlice<u8>,
+    ) -> Result<()> {
+        let n = idx.len();
+        if n == 0 {
+            return Ok(());
+        }
+        if idx.bound > x_len || out.len() < n * std::mem::size_of::<T>() {
+            return Err(Error::InvalidArgument(format!(
+                "halo pack: indices up to {} in a vector of {x_len}, or {n} values into a shorter buffer",
+                idx.bound
+            )));
+        }
+        let idx = &idx.buf;
+        let f = self.function(&kernel::<T>("halo_pack"))?;
+        let mut b = self.inner.stream.launch_builder(&f);
+        b.arg(&n).arg(x).arg(idx).arg(out);
+        // SAFETY: `halo_pack_*` takes (n, x, idx, out); the caller's indices
+        // lie in x and out holds n values.
+        unsafe { b.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("halo_pack"))?;
+        self.inner.stats.launch("halo_pack");
+        Ok(())
+    }
+
+    /// Makes the communication stream wait for the work queued so far on the
+    /// compute stream.
+    fn comm_waits(&self, nccl: &Nccl) -> Result<()> {
+        let ready = self
+            .inner
+            .stream
+            .record_event(None)
+            .map_err(dev("recording an event"))?;
+        nccl.stream
+            .wait(&ready)
+            .map_err(dev("waiting for an event"))
+    }
+
+    /// Makes the compute stream wait for the work queued so far on the
+    /// communication stream.
+    fn compute_waits(&self, nccl: &Nccl) -> Result<()> {
+        let done = nccl
+            .stream
+            .record_event(None)
+            .map_err(dev("recording an event"))?;
+        self.inner
+            .stream
+            .wait(&done)
+            .map_err(dev("waiting for an event"))
+    }
+
+    /// The device side of one matrix's halo exchange between GPUs: `pack`,
+    /// the owned entries to send in sending order; `sends`, each neighbour's
+    /// rank and its range of the packed entries; `recvs`, each neighbour's
+    /// rank and its range of the ghost vector. Uploads the pack list and a
+    /// staging buffer for it once. Errors when no communicator is attached,
+    /// a rank lies outside it, or a send range outside the pack.
+    pub fn nccl_halo_plan(
+        &self,
+        pack: &[usize],
+        sends: Vec<(usize, Range<usize>)>,
+        recvs: Vec<(usize, Range<usize>)>,
+    ) -> Result<NcclHalo> {
+        let nccl = self.nccl("nccl_halo_plan")?;
+        let bad = sends
+            .iter()
+            .chain(&recvs)
+            .any(|(p, r)| *p >= nccl.size || r.start > r.end)
+            || sends.iter().any(|(_, r)| r.end > pack.len());
+        if bad {
+            return Err(Error::InvalidArgument(
+                "nccl_halo_plan: a rank outside the communicator or a range outside the pack"
+                    .into(),
+            ));
+        }
+        // Room for the widest scalar (Complex<f64>).
+        let bytes = 16 * pack.len();
+        let staging = self
+            .inner
+            .stream
+            .alloc_zeros::<u8>(bytes.max(1))
+            .map_err(|e| self.alloc_error("the halo's staging buffer", bytes, e))?;
+        let ghosts = recvs.iter().map(|(_, r)| r.end).max().unwrap_or(0);
+        let h = NcclHalo {
+            pack: self.upload_indices(pack)?,
+            staging: Mutex::new(staging),
+            sends,
+            recvs,
+            ghosts,
+        };
+        self.connect(nccl, &h)?;
+        Ok(h)
+    }
+
+    /// NCCL connects a pair of ranks at their first exchange (about 0.2 s
+    /// between two H100s, measured): one byte to and from each neighbour of
+    /// `h`, waited for, so that the solve's first exchange does not pay it.
+    /// Collective among the neighbours (every rank builds its plans at the
+    /// same point).
+    fn connect(&self, nccl: &Nccl, h: &NcclHalo) -> Result<()> {
+        let mut bytes = self
+            .inner
+            .stream
+            .alloc_zeros::<u8>(h.recvs.len().max(1))
+            .map_err(|e| self.alloc_error("connecting the halo", h.recvs.len(), e))?;
+        let staging = h.staging.lock().unwrap_or_else(|e| e.into_inner());
+        self.comm_waits(nccl)?;
+        {
+            let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
+            group_start().map_err(nccl_error("ncclGroupStart"))?;
+            let mut queued = Ok(());
+            for (peer, _) in &h.sends {
+                if queued.is_ok() {
+                    queued = comm.0.send(&staging.slice(0..1), *peer as i32);
+                }
+            }
+            for (k, (peer, _)) in h.recvs.iter().enumerate() {
+                if queued.is_ok() {
+                    queued = comm
+                        .0
+                        .recv(&mut bytes.slice_mut(k..k + 1), *peer as i32)
+                        .map(|_| ());
+                }
+            }
+            let ended = group_end().map_err(nccl_error("ncclGroupEnd"));
+            queued.map_err(nccl_error("ncclSend/ncclRecv"))?;
+            ended?;
+        }
+        nccl.stream
+            .synchronize()
+            .map_err(dev("connecting the halo"))
+    }
+
+    /// One halo exchange between GPUs: packs `x`'s entries of the plan `h`
+    /// into its staging buffer (compute stream), then on the communication
+    /// stream sends each neighbour its range and receives each neighbour's
+    /// values into its range of `ghosts`, all in one NCCL group, while
+    /// `overlap` (the owned block's SpMV) is queued on the compute stream;
+    /// the compute stream then waits for the exchange. No host
+    /// synchronisation. Errors when `x` or `ghosts` is too short for the
+    /// plan, or NCCL fails.
+    pub fn nccl_exchange<T: Scalar>(
+        &self,
+        h: &NcclHalo,
+        x: &CudaVector<T>,
+        ghosts: &mut CudaVector<T>,
+        overlap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        let nccl = self.nccl("nccl_exchange")?;
+        if ghosts.len < h.ghosts {
+            return Err(Error::InvalidArgument(format!(
+                "nccl_exchange: {} ghosts into a vector of {}",
+                h.ghosts, ghosts.len
+            )));
+        }
+        let mut marks = [std::time::Instant::now(); 6];
+        let mut staging = h.staging.lock().unwrap_or_else(|e| e.into_inner());
+        self.pack::<T>((&x.buf, x.len), &h.pack, &mut staging)?;
+        marks[1] = std::time::Instant::now();
+        self.comm_waits(nccl)?;
+        marks[2] = std::time::Instant::now();
+        let size = std::mem::size_of::<T>();
+        let bytes = |r: &Range<usize>| r.start * size..r.end * size;
+        {
+            let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
+            group_start().map_err(nccl_error("ncclGroupStart"))?;
+            let mut queued = Ok(());
+            for (peer, r) in h.sends.iter().filter(|(_, r)| !r.is_empty()) {
+                if queued.is_ok() {
+                    queued = comm.0.send(&staging.slice(bytes(r)), *peer as i32);
+                }
+            }
+            for (peer, r) in h.recvs.iter().filter(|(_, r)| !r.is_empty()) {
+                if queued.is_ok() {
+                    queued = comm
+                        .0
+                        .recv(&mut ghosts.buf.slice_mut(bytes(r)), *peer as i32)
+                        .map(|_| ());
+                }
+            }
+            let ended = group_end().map_err(nccl_error("ncclGroupEnd"));
+            queued.map_err(nccl_error("ncclSend/ncclRecv"))?;
+            ended?;
+        }
+        self.inner.stats.launch("nccl_exchange");
+        marks[3] = std::time::Instant::now();
+        overlap()?;
+        marks[4] = std::time::Instant::now();
+        self.compute_waits(nccl)?;
+        marks[5] = std::time::Instant::now();
+        if let Some(t) = &nccl.trace {
+            let mut t = t.lock().unwrap_or_else(|e| e.into_inner());
+            for k in 0..5 {
+                t[k] += (marks[k + 1] - marks[k]).as_nanos() as u64;
+            }
+            t[5] += 1;
+        }
+        Ok(())
+    }
+
+    /// The all-reduce of a method's scalar slots: `sc[slots[j]]` becomes the
+    /// sum over ranks of every rank's `sc[slots[j]]`, added in the fixed
+    /// pairwise rank order of the host's allreduce (the same bits). One pack,
+    /// one NCCL all-gather of `slots.len()` values per rank on the
+    /// communication stream, one summing kernel; no host synchronisation.
+    pub fn nccl_sum_slots<T: Scalar>(&self, sc: &mut CudaVector<T>, slots: &[usize]) -> Result<()> {
+        let nccl = self.nccl("nccl_sum_slots")?;
+        gpuq_core::check_indices("nccl_sum_slots", sc.len, slots)?;
+        let m = slots.len();
+        if m == 0 {
+            return Ok(());
+        }
+        let mut cached = nccl.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if !cached.contains_key(slots) {
+            let uploaded = self.upload_indices(slots)?;
+            cached.insert(slots.to_vec(), uploaded);
+        }
+        let idx = &cached[slots];
+        let size = std::mem::size_of::<T>();
+        let alloc = |bytes: usize| {
+            self.inner
+                .stream
+                .alloc_zeros::<u8>(bytes)
+                .map_err(|e| self.alloc_error("nccl_sum_slots", bytes, e))
+        };
+        let mut part = alloc(m * size)?;
+        let mut gathered = alloc(nccl.size * m * size)?;
+        self.pack::<T>((&sc.buf, sc.len), idx, &mut part)?;
+        self.comm_waits(nccl)?;
+        {
+            let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
+            comm.0
+                .all_gather(&part, &mut gathered)
+                .map_err(nccl_error("ncclAllGather"))?;
+        }
+        self.compute_waits(nccl)?;
+        let f = self.function(&kernel::<T>("rank_sum"))?;
+        let mut b = self.inner.stream.launch_builder(&f);
+        b.arg(&m)
+            .arg(&nccl.size)
+            .arg(&gathered)
+            .arg(&idx.buf)
+            .arg(&mut sc.buf);
+        // SAFETY: `rank_sum_*` takes (m, size, gathered, slots, sc); gathered
+        // holds size * m values and the slots were checked against sc.
+        unsafe { b.launch(Self::cfg(self.grid_blocks(m))) }.map_err(dev("rank_sum"))?;
+        self.inner.stats.launch("rank_sum");
+        Ok(())
+    }
+}

@@ -1,0 +1,61 @@
+//! The device side of a distributed solve's communication between GPUs: the
+//! halo's send buffer packed from the owned entries the neighbours need (NCCL
+//! sends slices of it), and the all-reduce of a method's scalar slots from the
+//! partials NCCL all-gathered, added over ranks in the host's fixed order
+//! ([`crate::collective::ordered_sum_by`]), so the NCCL and MPI paths give the
+//! same bits.
+//!
+//! Safety contract of every entry point: `idx`/`slots` hold `n`/`m` indices
+//! valid in `x`/`sc`, `out` holds `n` elements, `gathered` holds `size * m`
+//! elements, and outputs do not alias inputs.
+
+use super::prelude::{global_id, grid_threads, DeviceScalar};
+use crate::collective::ordered_sum_by;
+use crate::scalar::{KScalar, C32, C64};
+
+macro_rules! halo {
+    ($t:ty, $r:ty, $pack:ident, $sum:ident, $im:expr) => {
+        /// out_k = x_{idx_k} for k < n: the entries a halo exchange sends, in
+        /// the order the neighbours want them.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $pack(
+            n: usize,
+            x: *const $t,
+            idx: *const u32,
+            out: *mut $t,
+        ) {
+            let mut k = global_id();
+            while k < n {
+                *out.add(k) = <$t>::ldg(x.add(*idx.add(k) as usize));
+                k += grid_threads();
+            }
+        }
+
+        /// sc_{slots_j} = the sum over ranks r < size of gathered_{r m + j},
+        /// for j < m, each component added in f64 in the fixed pairwise
+        /// order of the host's allreduce, then rounded to the scalar.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $sum(
+            m: usize,
+            size: usize,
+            gathered: *const $t,
+            slots: *const u32,
+            sc: *mut $t,
+        ) {
+            let mut j = global_id();
+            while j < m {
+                let at = |r: usize| *gathered.add(r * m + j);
+                let re = ordered_sum_by(0, size, &|r| at(r).re() as f64);
+                let im_of: fn($t) -> $r = $im;
+                let im = ordered_sum_by(0, size, &|r| im_of(at(r)) as f64);
+                *sc.add(*slots.add(j) as usize) = <$t>::from_parts(re as $r, im as $r);
+                j += grid_threads();
+            }
+        }
+    };
+}
+
+halo!(f32, f32, halo_pack_f32, rank_sum_f32, |_| 0.0);
+halo!(f64, f64, halo_pack_f64, rank_sum_f64, |_| 0.0);
+halo!(C32, f32, halo_pack_c32, rank_sum_c32, |v| v.im);
+halo!(C64, f64, halo_pack_c64, rank_sum_c64, |v| v.im);
