@@ -103,14 +103,27 @@ pub fn spgemm(a: &Csr<f64>, b: &Csr<f64>) -> Result<Csr<f64>> {
             format!("{} rows", b.nrows()),
         ));
     }
+    spgemm_rows(a, b.ncols(), |k| b.row(k))
+}
+
+/// C = A B where B's row k (`ncols` columns, sorted) is `b_row(k)`, for
+/// every column k of A: a B whose rows live in several matrices (a rank's
+/// own rows and the ghost rows it fetched) without stacking them. The same
+/// row-parallel Gustavson product and summation order as [`spgemm`].
+/// O(flops + nnz(C)).
+pub fn spgemm_rows<'b>(
+    a: &Csr<f64>,
+    ncols: usize,
+    b_row: impl Fn(usize) -> (&'b [u32], &'b [f64]) + Sync,
+) -> Result<Csr<f64>> {
     par_build(
         a.nrows(),
-        b.ncols(),
-        || Accumulator::new(b.ncols()),
+        ncols,
+        || Accumulator::new(ncols),
         |i, acc, out| {
             let (ac, av) = a.row(i);
             for (&k, &aik) in ac.iter().zip(av) {
-                let (bc, bv) = b.row(k as usize);
+                let (bc, bv) = b_row(k as usize);
                 for (&j, &bkj) in bc.iter().zip(bv) {
                     acc.add(j, aik * bkj);
                 }

@@ -1,8 +1,9 @@
 //! `gpuq solve` under `mpirun` (feature `mpi`): one rank per process, one GPU
-//! per rank with `--backend cuda` (the rank's local rank picks the device;
-//! ranks beyond a node's GPU count share them round robin); with `--backend
-//! cpu` each rank's Rayon pool gets the node's cores divided among its ranks
-//! (or `RAYON_NUM_THREADS`).
+//! per rank with `--backend cuda` (the rank's index among the ranks of its
+//! node, from MPI's shared-memory split, picks the device, so one command
+//! line serves one node or several; ranks beyond a node's GPU count share
+//! them round robin); with `--backend cpu` each rank's Rayon pool gets the
+//! node's cores divided among its ranks (or `RAYON_NUM_THREADS`).
 //!
 //! The stencil generators (laplace1d/2d/3d, convdiff2d, helmholtz3d) build
 //! each rank's rows in place, so no rank holds the whole matrix; a Matrix
@@ -52,36 +53,23 @@ pub fn under_mpi() -> bool {
     .any(|v| std::env::var_os(v).is_some())
 }
 
-/// The rank's index among the ranks of its node (0 when the launcher does
-/// not say).
-fn local_rank() -> usize {
-    [
-        "OMPI_COMM_WORLD_LOCAL_RANK",
-        "MPI_LOCALRANKID",
-        "SLURM_LOCALID",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse().ok())
-    .unwrap_or(0)
-}
-
-/// The number of ranks on this node (1 when the launcher does not say).
-fn local_size() -> usize {
-    ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
-        .unwrap_or(1)
-}
-
 /// The CPU backend of one rank: `RAYON_NUM_THREADS` threads when set, else
 /// the node's cores divided among its ranks (at least one each), so that
 /// ranks sharing a node do not oversubscribe its cores.
-fn cpu_for_rank() -> Result<CpuBackend> {
+fn cpu_for_rank(ranks_on_node: usize) -> Result<CpuBackend> {
     if std::env::var_os("RAYON_NUM_THREADS").is_some() {
         return Ok(CpuBackend::new());
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    CpuBackend::with_threads((cores / local_size().max(1)).max(1))
+    CpuBackend::with_threads((cores / ranks_on_node.max(1)).max(1))
+}
+
+/// MPI's world communicator, and this rank's (index, count) among the ranks
+/// of its node (MPI's shared-memory split).
+fn init_mpi() -> Result<(Arc<dyn Communicator>, (usize, usize))> {
+    let mpi = MpiComm::init()?;
+    let node = mpi.node_rank();
+    Ok((Arc::new(mpi), node))
 }
 
 /// One rank's local backend, as `--backend` names it.
@@ -93,10 +81,11 @@ enum RankBackend {
 
 impl RankBackend {
     /// `cpu` (the node's cores divided among its ranks) or `cuda` (the GPU of
-    /// the rank's node-local rank; more ranks than GPUs on a node share them
-    /// round robin), with NCCL attached between the GPUs as `comm` (`--comm`)
-    /// says. Collective: every rank learns whether any failed.
-    fn of(comm: &dyn Communicator, name: &str, choice: &str) -> Result<Self> {
+    /// the rank's index on its node, `node` = (index, ranks on the node);
+    /// more ranks than GPUs on a node share them round robin), with NCCL
+    /// attached between the GPUs as `choice` (`--comm`) says. Collective:
+    /// every rank learns whether any failed.
+    fn of(comm: &dyn Communicator, node: (usize, usize), name: &str, choice: &str) -> Result<Self> {
         let want_nccl = match choice {
             "nccl" => Some(true),
             "mpi" => Some(false),
@@ -111,13 +100,13 @@ impl RankBackend {
             "cpu" if want_nccl == Some(true) => Err(Error::InvalidArgument(
                 "--comm nccl needs --backend cuda (NCCL connects GPUs)".into(),
             )),
-            "cpu" => Ok(RankBackend::Cpu(agree(comm, cpu_for_rank())?)),
+            "cpu" => Ok(RankBackend::Cpu(agree(comm, cpu_for_rank(node.1))?)),
             "cuda" => {
                 let gpus = agree(comm, CudaBackend::device_count())?.max(1);
-                let device = local_rank() % gpus;
+                let device = node.0 % gpus;
                 let gpu = agree(comm, CudaBackend::new(device))?;
                 if want_nccl != Some(false) {
-                    attach_nccl(comm, &gpu, gpus, want_nccl == Some(true))?;
+                    attach_nccl(comm, &gpu, node.1 <= gpus, want_nccl == Some(true))?;
                 }
                 Ok(RankBackend::Cuda(gpu, device))
             }
@@ -135,10 +124,9 @@ impl RankBackend {
 fn attach_nccl(
     comm: &dyn Communicator,
     gpu: &CudaBackend,
-    gpus_on_node: usize,
+    own_gpu: bool,
     required: bool,
 ) -> Result<()> {
-    let own_gpu = local_size() <= gpus_on_node;
     let able = own_gpu && CudaBackend::nccl_available();
     let flags = comm.allgather(&[f64::from(u8::from(able))])?;
     if let Some(r) = flags.iter().position(|&f| f == 0.0) {
@@ -168,8 +156,8 @@ fn attach_nccl(
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     if crate::montecarlo::is_monte_carlo(&args.method) {
         let opts = crate::montecarlo::checked_options(args)?;
-        let comm: Arc<dyn Communicator> = Arc::new(MpiComm::init()?);
-        return monte_carlo(args, &opts, comm);
+        let (comm, node) = init_mpi()?;
+        return monte_carlo(args, &opts, comm, node);
     }
     let amg = crate::amg::is_amg(&args.precond);
     let config = SolverConfig {
@@ -189,7 +177,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         layout: Layout::parse_or_auto(&args.layout)?.unwrap_or_default(),
     };
     config.options.validate()?;
-    let comm: Arc<dyn Communicator> = Arc::new(MpiComm::init()?);
+    let (comm, node) = init_mpi()?;
     let source = Source::from_args(args)?;
     // Rank 0 reads the file's header; every rank learns the outcome.
     let header = (comm.rank() == 0).then(|| source.is_complex());
@@ -222,7 +210,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         config: &config,
         amg,
     };
-    match RankBackend::of(&*comm, &args.backend, &args.comm)? {
+    match RankBackend::of(&*comm, node, &args.backend, &args.comm)? {
         RankBackend::Cpu(cpu) => by_precision(&Dist::new(cpu, comm), &run, complex, None),
         RankBackend::Cuda(gpu, device) => {
             by_precision(&Dist::new(gpu, comm), &run, complex, Some(device))
@@ -239,6 +227,7 @@ fn monte_carlo(
     args: &SolveArgs,
     opts: &gpuq_mcls::McOptions,
     comm: Arc<dyn Communicator>,
+    node: (usize, usize),
 ) -> Result<ExitCode> {
     let source = Source::from_args(args)?;
     let root = comm.rank() == 0;
@@ -250,7 +239,7 @@ fn monte_carlo(
     let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
     let problem = (&a, &b[..]);
     // The walks reduce their tallies through MPI: no NCCL needed.
-    match RankBackend::of(&*comm, &args.backend, "mpi")? {
+    match RankBackend::of(&*comm, node, &args.backend, "mpi")? {
         RankBackend::Cpu(cpu) => {
             let walks = DistWalk::new(cpu, comm);
             crate::montecarlo::run_on(&walks, args, problem, opts, root)
@@ -267,7 +256,7 @@ fn monte_carlo(
 /// distributed hierarchy on its CPU, and rank 0 prints each level's rows
 /// per rank (the gathered levels hold every row on every rank).
 pub fn amg_info(args: &AmgInfoArgs) -> Result<ExitCode> {
-    let comm: Arc<dyn Communicator> = Arc::new(MpiComm::init()?);
+    let (comm, _) = init_mpi()?;
     let source = args.source()?;
     let (rank, size) = (comm.rank(), comm.size());
     let loaded = agree(
@@ -302,6 +291,7 @@ pub fn amg_info(args: &AmgInfoArgs) -> Result<ExitCode> {
             "gather_below": options.gather_below,
             "operator_complexity": h.operator_complexity(),
             "setup_s": h.setup_seconds(),
+            "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
         });
         if args.json {
             let text = serde_json::to_string_pretty(&info)
@@ -314,6 +304,11 @@ pub fn amg_info(args: &AmgInfoArgs) -> Result<ExitCode> {
                 h.levels().len(),
                 h.operator_complexity(),
                 h.setup_seconds()
+            );
+            let t = h.timings();
+            println!(
+                "setup on rank 0: split and plans {:.3} s, smoother data {:.3} s, aggregation {:.3} s, prolongation {:.3} s, galerkin {:.3} s, gathered levels {:.3} s",
+                t.split_s, t.smoother_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.gathered_s
             );
             for (k, (rows, per_rank)) in h.rows_per_rank().into_iter().enumerate() {
                 let kind = if k < h.levels().len() {
@@ -471,6 +466,7 @@ fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
         "gather_below": options.gather_below,
         "operator_complexity": h.operator_complexity(),
         "setup_s": start.elapsed().as_secs_f64(),
+        "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
     });
     Ok((m, info))
 }

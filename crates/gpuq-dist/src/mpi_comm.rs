@@ -22,6 +22,8 @@ pub struct MpiComm {
     world: Mutex<SimpleCommunicator>,
     rank: usize,
     size: usize,
+    /// (rank on the node, ranks on the node).
+    node: (usize, usize),
     _universe: Universe,
 }
 
@@ -46,12 +48,25 @@ impl MpiComm {
         }
         let world = universe.world();
         let (rank, size) = (world.rank() as usize, world.size() as usize);
+        // The ranks that share this rank's memory (its node), numbered in
+        // world order: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED).
+        let node = world.split_shared(rank as i32);
+        let node_rank = (node.rank() as usize, node.size() as usize);
         Ok(MpiComm {
             world: Mutex::new(world),
             rank,
             size,
+            node: node_rank,
             _universe: universe,
         })
+    }
+
+    /// This rank's index among the ranks of its node and their number, from
+    /// MPI's shared-memory split (whatever the launcher): the GPU a rank
+    /// takes on a node with several, so one command line serves one node or
+    /// several.
+    pub fn node_rank(&self) -> (usize, usize) {
+        self.node
     }
 
     /// Runs `f` with the world communicator, holding the lock.

@@ -8,7 +8,7 @@ use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, Error, FusedDot, LinearOperator, Result, Scalar,
 };
-use gpuq_sparse::{Coo, Csr, Layout, SparseBackend};
+use gpuq_sparse::{Csr, Layout, SparseBackend};
 
 /// The tag of the transpose's entries.
 const TRANSPOSE_TAG: u16 = 3;
@@ -65,8 +65,10 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
 /// This rank's rows of A^T (global columns), from every rank's rows of A:
 /// A's rows split by `rows_part`, its columns (A^T's rows) by `cols_part`.
 /// Every entry (i, j) goes to the owner of row j of A^T (one exchange among
-/// all ranks, 16 bytes plus one scalar an entry); each row of A^T lists its
-/// columns in increasing order. Collective. O(nnz log nnz).
+/// all ranks, 16 bytes plus one scalar an entry). The entries are placed by
+/// a counting sort over A^T's rows taking the ranks' entries in rank order,
+/// each rank's in its row order, so each row of A^T lists its columns in
+/// increasing order with no sort. Collective. O(nnz).
 pub(crate) fn transpose_rows<T: Scalar>(
     comm: &dyn Communicator,
     rows_part: &RowPartition,
@@ -78,7 +80,8 @@ pub(crate) fn transpose_rows<T: Scalar>(
     let mine = cols_part.range(rank);
     let entry_bytes = 16 + std::mem::size_of::<T>();
     let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); size];
-    let mut coo = Coo::new(mine.len(), rows_part.rows());
+    // (row of A^T on this rank, column, value), this rank's own entries.
+    let mut local: Vec<(usize, u32, T)> = Vec::new();
     for i in 0..rows.nrows() {
         let (cols, vals) = rows.row(i);
         for (&j, &v) in cols.iter().zip(vals) {
@@ -87,7 +90,7 @@ pub(crate) fn transpose_rows<T: Scalar>(
                 .owner(j)
                 .ok_or_else(|| Error::InvalidArgument(format!("column {j} of {n}")))?;
             if q == rank {
-                coo.push(j - mine.start, gi, v)?;
+                local.push((j - mine.start, gi as u32, v));
             } else {
                 let buf = &mut outgoing[q];
                 buf.extend_from_slice(&(j as u64).to_le_bytes());
@@ -99,22 +102,61 @@ pub(crate) fn transpose_rows<T: Scalar>(
     let others: Vec<usize> = (0..size).filter(|&q| q != rank).collect();
     let sends: Vec<(usize, &[u8])> = others.iter().map(|&q| (q, &outgoing[q][..])).collect();
     let arrived = comm.exchange(TRANSPOSE_TAG, &sends, &others, &mut || Ok(()))?;
-    for bytes in &arrived {
+    let decode = |bytes: &[u8]| -> Result<Vec<(usize, u32, T)>> {
         if bytes.len() % entry_bytes != 0 {
             return Err(comm_error("transpose: a truncated entry"));
         }
-        for e in bytes.chunks_exact(entry_bytes) {
-            let index =
-                |k: usize| u64::from_le_bytes(e[k..k + 8].try_into().expect("8 bytes")) as usize;
-            let mut v = [T::zero()];
-            scalars_as_bytes_mut(&mut v).copy_from_slice(&e[16..]);
-            let row = index(0).checked_sub(mine.start).ok_or_else(|| {
-                comm_error("transpose: an entry for a row this rank does not own")
-            })?;
-            coo.push(row, index(8), v[0])?;
+        bytes
+            .chunks_exact(entry_bytes)
+            .map(|e| {
+                let index = |k: usize| {
+                    u64::from_le_bytes(e[k..k + 8].try_into().expect("8 bytes")) as usize
+                };
+                let mut v = [T::zero()];
+                scalars_as_bytes_mut(&mut v).copy_from_slice(&e[16..]);
+                let row = index(0)
+                    .checked_sub(mine.start)
+                    .filter(|&r| r < mine.len())
+                    .ok_or_else(|| {
+                        comm_error("transpose: an entry for a row this rank does not own")
+                    })?;
+                let col = u32::try_from(index(8))
+                    .map_err(|_| comm_error("transpose: a column beyond 32 bits"))?;
+                Ok((row, col, v[0]))
+            })
+            .collect()
+    };
+    // The ranks' entries in rank order: columns (A's global rows) increase
+    // from one rank to the next, and within a rank's entries per row.
+    let mut parts: Vec<Vec<(usize, u32, T)>> = Vec::with_capacity(size);
+    let mut arrived = arrived.iter();
+    for q in 0..size {
+        if q == rank {
+            parts.push(std::mem::take(&mut local));
+        } else {
+            let bytes = arrived
+                .next()
+                .ok_or_else(|| comm_error("transpose: a rank sent nothing"))?;
+            parts.push(decode(bytes)?);
         }
     }
-    Csr::from_coo_allow_nonfinite(&coo)
+    let mut ptr = vec![0usize; mine.len() + 1];
+    for &(r, _, _) in parts.iter().flatten() {
+        ptr[r + 1] += 1;
+    }
+    for r in 0..mine.len() {
+        ptr[r + 1] += ptr[r];
+    }
+    let nnz = ptr[mine.len()];
+    let mut next = ptr.clone();
+    let (mut cols, mut vals) = (vec![0u32; nnz], vec![T::zero(); nnz]);
+    for &(r, c, v) in parts.iter().flatten() {
+        let at = next[r];
+        cols[at] = c;
+        vals[at] = v;
+        next[r] += 1;
+    }
+    Csr::try_new_allow_nonfinite(mine.len(), rows_part.rows(), ptr, cols, vals)
 }
 
 impl<B: HaloBackend, T: Scalar> LinearOperator<Dist<B>, T> for DistOperator<B, T> {

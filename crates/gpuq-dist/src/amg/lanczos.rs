@@ -9,6 +9,7 @@ use gpuq_amg::spectral::LanczosOps;
 use gpuq_core::Result;
 use gpuq_kernels::amg::{chunk_dot, lanczos_start, DOT_CHUNK};
 use gpuq_sparse::Csr;
+use rayon::prelude::*;
 
 /// [`LanczosOps`] over the rank's rows of a level: `a_ext` holds them on the
 /// owned columns followed by the ghost columns (in the plan's ghost order).
@@ -30,6 +31,7 @@ impl LanczosOps for DistLanczos<'_> {
 
     fn start(&self) -> Result<Vec<f64>> {
         Ok((0..self.a_ext.nrows())
+            .into_par_iter()
             .map(|i| lanczos_start((self.first + i) as u32))
             .collect())
     }
@@ -41,7 +43,7 @@ impl LanczosOps for DistLanczos<'_> {
     fn a_mul(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
         let ghosts = self.plan.exchange_host(self.comm, x)?;
         let n = x.len();
-        for (i, yi) in y.iter_mut().enumerate() {
+        y.par_iter_mut().enumerate().for_each(|(i, yi)| {
             let (c, v) = self.a_ext.row(i);
             let mut s = 0.0;
             for (&j, &aij) in c.iter().zip(v) {
@@ -49,7 +51,7 @@ impl LanczosOps for DistLanczos<'_> {
                 s += aij * if j < n { x[j] } else { ghosts[j - n] };
             }
             *yi = s;
-        }
+        });
         Ok(())
     }
 
@@ -62,23 +64,24 @@ impl LanczosOps for DistLanczos<'_> {
     /// The rank's chunk partials summed in order, then summed over ranks:
     /// one value.
     fn dot_partials(&self, x: &Vec<f64>, y: &Vec<f64>) -> Result<Vec<f64>> {
-        let local = x
-            .chunks(DOT_CHUNK)
-            .zip(y.chunks(DOT_CHUNK))
+        let partials: Vec<f64> = x
+            .par_chunks(DOT_CHUNK)
+            .zip(y.par_chunks(DOT_CHUNK))
             .map(|(a, b)| chunk_dot(a, b))
-            .fold(0.0, |s, p| s + p);
+            .collect();
+        let local = partials.iter().fold(0.0, |s, p| s + p);
         self.comm.allreduce_sum(&[local])
     }
 
     fn update(&self, w: &mut Vec<f64>, al: f64, v: &Vec<f64>, b: f64, u: &Vec<f64>) -> Result<()> {
-        for ((wi, vi), ui) in w.iter_mut().zip(v).zip(u) {
-            *wi -= al * vi + b * ui;
-        }
+        w.par_iter_mut()
+            .zip(v.par_iter().zip(u))
+            .for_each(|(wi, (vi, ui))| *wi -= al * vi + b * ui);
         Ok(())
     }
 
     fn divide(&self, w: &mut Vec<f64>, b: f64) -> Result<()> {
-        w.iter_mut().for_each(|x| *x /= b);
+        w.par_iter_mut().for_each(|x| *x /= b);
         Ok(())
     }
 }

@@ -39,4 +39,4 @@ mod lanczos;
 mod setup;
 
 pub use cycle::DistAmg;
-pub use setup::{DistAmgOptions, DistHierarchy, DistLevel};
+pub use setup::{DistAmgOptions, DistHierarchy, DistLevel, DistSetupTimings};

@@ -9,13 +9,14 @@ use crate::scatter::allgather_matrix;
 use crate::solve::allgather_rows;
 use gpuq_amg::aggregate::mis2_aggregates;
 use gpuq_amg::blockdiag::BlockDiagonal;
-use gpuq_amg::galerkin::spgemm;
+use gpuq_amg::galerkin::spgemm_rows;
 use gpuq_amg::prolong::{smooth, tentative};
 use gpuq_amg::spectral::lanczos_rho;
 use gpuq_amg::strength::{norm_matrix, strong_graph};
 use gpuq_amg::{AmgOptions, Coarsening, CycleKind, Hierarchy, Smoother};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
+use rayon::prelude::*;
 use std::time::Instant;
 
 /// The choices of a distributed AMG: the one-process options and where the
@@ -70,6 +71,34 @@ pub struct DistLevel {
     pub nnz: usize,
 }
 
+/// Seconds this rank spent in each phase of [`DistHierarchy::build`],
+/// summed over the distributed levels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct DistSetupTimings {
+    /// The input checks, the rows split and the halo plans.
+    pub split_s: f64,
+    /// The block diagonals, their inverses and the Lanczos estimates.
+    pub smoother_s: f64,
+    /// The strength graphs and the aggregates.
+    pub aggregation_s: f64,
+    /// The tentative prolongators, their ghost rows and the smoothing.
+    pub prolongation_s: f64,
+    /// R = P^T and the products A P and R (A P) with their ghost rows.
+    pub galerkin_s: f64,
+    /// Gathering the coarse level and the one-process setup of the rest.
+    pub gathered_s: f64,
+    /// All of the setup.
+    pub total_s: f64,
+}
+
+/// Runs `f`, adding its seconds to `acc`.
+fn time<R>(acc: &mut f64, f: impl FnOnce() -> R) -> R {
+    let t = Instant::now();
+    let out = f();
+    *acc += t.elapsed().as_secs_f64();
+    out
+}
+
 /// A smoothed-aggregation hierarchy across ranks: distributed levels, then
 /// the coarse levels gathered onto every rank (see the module docs).
 pub struct DistHierarchy {
@@ -77,7 +106,7 @@ pub struct DistHierarchy {
     gathered: RowPartition,
     tail: Hierarchy,
     options: DistAmgOptions,
-    setup_s: f64,
+    timings: DistSetupTimings,
 }
 
 /// The errors of options the distributed levels do not take.
@@ -160,19 +189,41 @@ fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
 /// rank's rows over (owned columns, then ghosts). O(nnz).
 fn extended(split: &SplitRows<f64>) -> Result<Csr<f64>> {
     let (o, g) = (&split.owned, &split.ghost);
-    let n_own = o.ncols();
+    let n_own = o.ncols() as u32;
     let mut ptr = Vec::with_capacity(o.nrows() + 1);
     ptr.push(0);
-    let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for i in 0..o.nrows() {
-        let ((oc, ov), (gc, gv)) = (o.row(i), g.row(i));
-        cols.extend_from_slice(oc);
-        vals.extend_from_slice(ov);
-        cols.extend(gc.iter().map(|&c| c + n_own as u32));
-        vals.extend_from_slice(gv);
-        ptr.push(cols.len());
+        ptr.push(ptr[i] + o.row(i).0.len() + g.row(i).0.len());
     }
-    Csr::try_new_allow_nonfinite(o.nrows(), n_own + g.ncols(), ptr, cols, vals)
+    let nnz = ptr[o.nrows()];
+    let (mut cols, mut vals) = (vec![0u32; nnz], vec![0.0; nnz]);
+    // Rows in parallel, each written into its own slice.
+    let mut col_rows = Vec::with_capacity(o.nrows());
+    let mut val_rows = Vec::with_capacity(o.nrows());
+    let (mut cs, mut vs) = (&mut cols[..], &mut vals[..]);
+    for i in 0..o.nrows() {
+        let len = ptr[i + 1] - ptr[i];
+        let (c, rest_c) = std::mem::take(&mut cs).split_at_mut(len);
+        let (v, rest_v) = std::mem::take(&mut vs).split_at_mut(len);
+        col_rows.push(c);
+        val_rows.push(v);
+        cs = rest_c;
+        vs = rest_v;
+    }
+    col_rows
+        .into_par_iter()
+        .zip(val_rows)
+        .enumerate()
+        .for_each(|(i, (c, v))| {
+            let ((oc, ov), (gc, gv)) = (o.row(i), g.row(i));
+            c[..oc.len()].copy_from_slice(oc);
+            v[..ov.len()].copy_from_slice(ov);
+            for (d, &j) in c[oc.len()..].iter_mut().zip(gc) {
+                *d = j + n_own;
+            }
+            v[ov.len()..].copy_from_slice(gv);
+        });
+    Csr::try_new_allow_nonfinite(o.nrows(), o.ncols() + g.ncols(), ptr, cols, vals)
 }
 
 /// `a` with its column indices shifted by `offset` and `ncols` columns.
@@ -197,8 +248,21 @@ fn product(
     b: &Csr<f64>,
 ) -> Result<Csr<f64>> {
     let ghosts = plan.exchange_rows(comm, b)?;
-    let b_ext = stack_rows(&[b.clone(), ghosts], b.ncols())?;
-    spgemm(&extended(split)?, &b_ext)
+    let n_own = split.owned.ncols();
+    if b.nrows() != n_own || ghosts.nrows() != split.ghost.ncols() {
+        return Err(Error::shape(
+            "distributed product (B's rows vs A's columns)",
+            n_own + split.ghost.ncols(),
+            b.nrows() + ghosts.nrows(),
+        ));
+    }
+    spgemm_rows(&extended(split)?, b.ncols(), |k| {
+        if k < n_own {
+            b.row(k)
+        } else {
+            ghosts.row(k - n_own)
+        }
+    })
 }
 
 /// `ac` (this rank's rows of a coarse operator, global columns, the rank's
@@ -247,7 +311,10 @@ impl DistHierarchy {
         options: &DistAmgOptions,
     ) -> Result<Self> {
         let t0 = Instant::now();
-        agree(comm, check_input(comm, partition, rows, options))?;
+        let mut t = DistSetupTimings::default();
+        time(&mut t.split_s, || {
+            agree(comm, check_input(comm, partition, rows, options))
+        })?;
         let o = &options.amg;
         let rank = comm.rank();
         let mut part = partition.clone();
@@ -266,16 +333,19 @@ impl DistHierarchy {
             let next = if small {
                 None
             } else {
-                coarsen(comm, (&part, &a), (bs, &nns), levels.len(), options)?
+                coarsen(comm, (&part, &a), (bs, &nns), levels.len(), options, &mut t)?
             };
             let Some((level, ac, next_nns)) = next else {
-                let tail = gather_tail(comm, (&part, &a), (bs, &nns), levels.len(), options)?;
+                let tail = time(&mut t.gathered_s, || {
+                    gather_tail(comm, (&part, &a), (bs, &nns), levels.len(), options)
+                })?;
+                t.total_s = t0.elapsed().as_secs_f64();
                 return Ok(DistHierarchy {
                     levels,
                     gathered: part,
                     tail,
                     options: options.clone(),
-                    setup_s: t0.elapsed().as_secs_f64(),
+                    timings: t,
                 });
             };
             part = level.coarse.clone();
@@ -311,7 +381,12 @@ impl DistHierarchy {
 
     /// Seconds the setup took on this rank.
     pub fn setup_seconds(&self) -> f64 {
-        self.setup_s
+        self.timings.total_s
+    }
+
+    /// Seconds per phase of the setup on this rank.
+    pub fn timings(&self) -> DistSetupTimings {
+        self.timings
     }
 
     /// Every level's global rows and rows per rank (the gathered levels list
@@ -358,46 +433,55 @@ fn coarsen(
     (bs, nns): (usize, &[Vec<f64>]),
     index: usize,
     options: &DistAmgOptions,
+    t: &mut DistSetupTimings,
 ) -> Result<Option<Coarsened>> {
     let o = &options.amg;
     let rank = comm.rank();
     let own = part.range(rank);
     let n = part.rows();
-    let split = agree(comm, split_rows(part, rank, a))?;
-    let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
-    let a_ext = agree(comm, extended(&split))?;
+    let (split, plan, a_ext) = time(&mut t.split_s, || -> Result<_> {
+        let split = agree(comm, split_rows(part, rank, a))?;
+        let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
+        let a_ext = agree(comm, extended(&split))?;
+        Ok((split, plan, a_ext))
+    })?;
     // Smoother data: D from the rank's rows (its blocks lie in its columns).
-    let d = BlockDiagonal::of(&a_ext, bs, false);
-    let dinv = agree(comm, d.inverse())?;
-    let ops = DistLanczos {
-        comm,
-        plan: &plan,
-        a_ext: &a_ext,
-        d: &d,
-        dinv: &dinv,
-        first: own.start,
-    };
-    let rho = lanczos_rho(&ops, n, o.lanczos_steps)?;
-    if !(rho > 0.0 && rho.is_finite()) {
-        return Err(Error::InvalidArgument(format!(
-            "AMG: rho(D^-1 A) estimated as {rho}: is A positive definite?"
-        )));
-    }
-    let (smoother_dinv, omega) = match o.smoother_of(index) {
-        Smoother::L1Jacobi => (
-            agree(comm, BlockDiagonal::of(&a_ext, bs, true).inverse())?,
-            1.0,
-        ),
-        _ => (dinv.clone(), o.jacobi_damping / rho),
-    };
+    let (dinv, rho, smoother_dinv, omega) = time(&mut t.smoother_s, || -> Result<_> {
+        let d = BlockDiagonal::of(&a_ext, bs, false);
+        let dinv = agree(comm, d.inverse())?;
+        let ops = DistLanczos {
+            comm,
+            plan: &plan,
+            a_ext: &a_ext,
+            d: &d,
+            dinv: &dinv,
+            first: own.start,
+        };
+        let rho = lanczos_rho(&ops, n, o.lanczos_steps)?;
+        if !(rho > 0.0 && rho.is_finite()) {
+            return Err(Error::InvalidArgument(format!(
+                "AMG: rho(D^-1 A) estimated as {rho}: is A positive definite?"
+            )));
+        }
+        let (smoother_dinv, omega) = match o.smoother_of(index) {
+            Smoother::L1Jacobi => (
+                agree(comm, BlockDiagonal::of(&a_ext, bs, true).inverse())?,
+                1.0,
+            ),
+            _ => (dinv.clone(), o.jacobi_damping / rho),
+        };
+        Ok((dinv, rho, smoother_dinv, omega))
+    })?;
     // Aggregates on the rank's own block; retried with every connection
     // strong when the level would not shrink by 10%, as on one process.
     let k = nns.len();
     let mut chosen = None;
     for eps in [o.strength, 0.0] {
-        let local = norm_matrix(&split.owned, bs)
-            .and_then(|e| strong_graph(&e, eps))
-            .map(|s| mis2_aggregates(&s));
+        let local = time(&mut t.aggregation_s, || {
+            norm_matrix(&split.owned, bs)
+                .and_then(|e| strong_graph(&e, eps))
+                .map(|s| mis2_aggregates(&s))
+        });
         let (agg, naggs) = agree(comm, local)?;
         let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
         if coarse_rows > 0 && coarse_rows * 10 <= n * 9 {
@@ -414,21 +498,25 @@ fn coarsen(
     let cfirst = coarse.range(rank).start;
     let nc = coarse.rows();
     // P_T with global coarse columns, its ghost rows, then P.
-    let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
-    let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
-    let pt_ghosts = plan.exchange_rows(comm, &pt)?;
-    let p = agree(
-        comm,
-        stack_rows(&[pt.clone(), pt_ghosts], nc)
-            .and_then(|pt_ext| smooth(&a_ext, &dinv, rho, &pt_ext)),
-    )?;
+    let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
+        let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
+        let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
+        let pt_ghosts = plan.exchange_rows(comm, &pt)?;
+        let p = agree(
+            comm,
+            stack_rows(&[pt, pt_ghosts], nc).and_then(|pt_ext| smooth(&a_ext, &dinv, rho, &pt_ext)),
+        )?;
+        Ok((p, tent.coarse_null))
+    })?;
     // R = P^T, and R (A P) with the ghost rows of P, then of A P.
-    let r = transpose_rows(comm, part, &coarse, &p)?;
-    let ap = product(comm, &split, &plan, &p)?;
-    let r_split = agree(comm, split_columns(part, rank, &r))?;
-    let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
-    let ac = product(comm, &r_split, &r_plan, &ap)?;
-    let ac = agree(comm, fix_empty_rows(ac, cfirst))?;
+    let (r, ac) = time(&mut t.galerkin_s, || -> Result<_> {
+        let r = transpose_rows(comm, part, &coarse, &p)?;
+        let ap = product(comm, &split, &plan, &p)?;
+        let r_split = agree(comm, split_columns(part, rank, &r))?;
+        let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
+        let ac = product(comm, &r_split, &r_plan, &ap)?;
+        Ok((r, agree(comm, fix_empty_rows(ac, cfirst))?))
+    })?;
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
     let level = DistLevel {
         partition: part.clone(),
@@ -442,7 +530,7 @@ fn coarsen(
         rho,
         nnz,
     };
-    Ok(Some((level, ac, tent.coarse_null)))
+    Ok(Some((level, ac, coarse_null)))
 }
 
 /// The level whose rank's rows are `a`, gathered onto every rank, and the
