@@ -546,6 +546,16 @@ if [ "$WHAT" = mpi ]; then
         row "gpuq-dist device tests (rc $?)" "$(grep -E '^test result' "$LOGS/test-dist-cuda.log")"
         grep -E "skipped|panicked|FAILED" "$LOGS/test-dist-cuda.log" | head -5
     fi
+    if [ -f gpu-pack/comm-bench.xz ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+        # NCCL's and MPI's latency and bandwidth as a solve meets them (the
+        # gpuq-dist example comm_bench): an 8-byte all-reduce, halos of K f64.
+        CB=/tmp/comm-bench
+        xz -dc gpu-pack/comm-bench.xz >"$CB" && chmod +x "$CB"
+        for k in 1 90000 1000000; do
+            $R -n 2 "$CB" $k 2000 >"$LOGS/comm-bench-$k.log" 2>&1
+            while read -r line; do row "comm_bench K=$k" "$line"; done < <(grep ":" "$LOGS/comm-bench-$k.log" | grep -v "^comm_bench")
+        done
+    fi
     IFS=';' read -ra RUNS <<<"${MPI_RUNS:-laplace3d:200 1 cuda cg;laplace3d:200 2 cuda cg;laplace3d:200 1 cpu cg;laplace3d:200 2 cpu cg}"
     for run in "${RUNS[@]}"; do
         set -- $run
