@@ -239,14 +239,35 @@ fn monte_carlo(
     let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
     let problem = (&a, &b[..]);
     // The walks reduce their tallies through MPI: no NCCL needed.
-    match RankBackend::of(&*comm, node, &args.backend, "mpi")? {
+    let backend = RankBackend::of(&*comm, node, &args.backend, "mpi")?;
+    let device = match &backend {
+        RankBackend::Cuda(_, d) => *d as f64,
+        RankBackend::Cpu(_) => -1.0,
+    };
+    let all = comm.allgather(&[device])?;
+    let mut devices: Vec<u64> = all
+        .iter()
+        .filter(|&&d| d >= 0.0)
+        .map(|&d| d as u64)
+        .collect();
+    devices.sort_unstable();
+    devices.dedup();
+    let reporting = crate::montecarlo::Reporting {
+        root,
+        extra: vec![
+            ("ranks", comm.size().into()),
+            ("gpus", devices.len().into()),
+            ("comm", "mpi".into()),
+        ],
+    };
+    match backend {
         RankBackend::Cpu(cpu) => {
             let walks = DistWalk::new(cpu, comm);
-            crate::montecarlo::run_on(&walks, args, problem, opts, root)
+            crate::montecarlo::run_on(&walks, args, problem, opts, &reporting)
         }
         RankBackend::Cuda(gpu, _) => {
             let walks = DistWalk::new(gpu, comm);
-            crate::montecarlo::run_on(&walks, args, problem, opts, root)
+            crate::montecarlo::run_on(&walks, args, problem, opts, &reporting)
         }
     }
 }

@@ -22,8 +22,8 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     let source = Source::from_args(args)?;
     let (a, b) = load_real(&source, args)?;
     match Chosen::parse(&args.backend)? {
-        Chosen::Cpu(backend) => run_on(&backend, args, (&a, &b), &opts, true),
-        Chosen::Cuda(backend) => run_on(&backend, args, (&a, &b), &opts, true),
+        Chosen::Cpu(backend) => run_on(&backend, args, (&a, &b), &opts, &Reporting::alone()),
+        Chosen::Cuda(backend) => run_on(&backend, args, (&a, &b), &opts, &Reporting::alone()),
     }
 }
 
@@ -96,16 +96,71 @@ fn options(args: &SolveArgs) -> Result<McOptions> {
     Ok(opts)
 }
 
+/// Who reports a Monte Carlo solve, and what a distributed run adds to its
+/// report (`ranks`, `gpus`, `comm`).
+pub(crate) struct Reporting {
+    /// Whether this process prints the report and writes `--out` and
+    /// `--plot` (one rank of many does).
+    pub root: bool,
+    /// Fields added to the JSON report (and printed on one line otherwise).
+    pub extra: Vec<(&'static str, serde_json::Value)>,
+}
+
+impl Reporting {
+    /// The report of a one-process run.
+    fn alone() -> Self {
+        Reporting {
+            root: true,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Prints `report` (text by `text`, or JSON) with the extra fields.
+    fn print<R: serde::Serialize>(
+        &self,
+        report: &R,
+        json: bool,
+        text: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        if !json {
+            text()?;
+            if !self.extra.is_empty() {
+                let fields: Vec<String> = self
+                    .extra
+                    .iter()
+                    .map(|(k, v)| {
+                        format!("{k}: {}", v.as_str().map_or(v.to_string(), str::to_string))
+                    })
+                    .collect();
+                println!("{}", fields.join("  "));
+            }
+            return Ok(());
+        }
+        let bad = |e: serde_json::Error| {
+            Error::InvalidArgument(format!("cannot serialise the report: {e}"))
+        };
+        let mut value = serde_json::to_value(report).map_err(bad)?;
+        if let Some(map) = value.as_object_mut() {
+            for (k, v) in &self.extra {
+                map.insert((*k).into(), v.clone());
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&value).map_err(bad)?);
+        Ok(())
+    }
+}
+
 /// The Monte Carlo solve of A x = b on the walk backend `backend` (a local
-/// one, or `gpuq_dist::DistWalk` over MPI ranks); `root` prints the report
-/// and writes `--out` and `--plot` (one rank of many does).
+/// one, or `gpuq_dist::DistWalk` over MPI ranks), reported as `reporting`
+/// says.
 pub(crate) fn run_on<B: WalkBackend>(
     backend: &B,
     args: &SolveArgs,
     (a, b): (&Csr<f64>, &[f64]),
     opts: &McOptions,
-    root: bool,
+    reporting: &Reporting,
 ) -> Result<ExitCode> {
+    let root = reporting.root;
     let mc = MonteCarlo::new(backend, a, opts.layout)?;
     if root {
         for w in &mc.setup().warnings {
@@ -124,7 +179,7 @@ pub(crate) fn run_on<B: WalkBackend>(
             if let (Some(path), Some(x)) = (&args.out, &x) {
                 mm::save_dense_vector(x, path)?;
             }
-            print_report(&report, args.json)?;
+            reporting.print(&report, args.json, || print_report(&report, false))?;
             crate::solve::write_plot(args, &report)?;
         }
         return Ok(crate::solve::exit_status(&report, stopped.as_deref()));
@@ -134,7 +189,7 @@ pub(crate) fn run_on<B: WalkBackend>(
         if let Some(path) = &args.out {
             mm::save_dense_vector(&result.x, path)?;
         }
-        print_result(&result, args.json)?;
+        reporting.print(&result, args.json, || print_result(&result, false))?;
     }
     Ok(ExitCode::SUCCESS)
 }
