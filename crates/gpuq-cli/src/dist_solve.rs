@@ -22,17 +22,15 @@
 //! `mc-forward`, `mc-adjoint` and `mcsa` split every batch's histories over
 //! the ranks (each holds the matrix whole).
 
-use crate::amg::AmgInfoArgs;
 use crate::args::SolveArgs;
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
-use gpuq_core::{Backend, Complex, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
+use gpuq_core::{Backend, Complex, Error, LinearOperator, Result, Scalar, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_dist::{
-    agree, broadcast_rows, gather_rows, generated_rows, scatter_rows, solve_rows,
-    solve_rows_with_precond, stencil_size, Communicator, Dist, DistAmg, DistAmgOptions,
-    DistHierarchy, DistWalk, HaloBackend, MpiComm, RowPartition,
+    agree, gather_rows, generated_rows, scatter_rows, solve_rows, solve_rows_with_precond,
+    stencil_size, Communicator, Dist, HaloBackend, MpiComm, RowPartition,
 };
 use gpuq_krylov::{KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::matrix_market as mm;
@@ -66,14 +64,14 @@ fn cpu_for_rank(ranks_on_node: usize) -> Result<CpuBackend> {
 
 /// MPI's world communicator, and this rank's (index, count) among the ranks
 /// of its node (MPI's shared-memory split).
-fn init_mpi() -> Result<(Arc<dyn Communicator>, (usize, usize))> {
+pub(crate) fn init_mpi() -> Result<(Arc<dyn Communicator>, (usize, usize))> {
     let mpi = MpiComm::init()?;
     let node = mpi.node_rank();
     Ok((Arc::new(mpi), node))
 }
 
 /// One rank's local backend, as `--backend` names it.
-enum RankBackend {
+pub(crate) enum RankBackend {
     Cpu(CpuBackend),
     /// The GPU and its device number.
     Cuda(CudaBackend, usize),
@@ -85,7 +83,12 @@ impl RankBackend {
     /// more ranks than GPUs on a node share them round robin), with NCCL
     /// attached between the GPUs as `choice` (`--comm`) says. Collective:
     /// every rank learns whether any failed.
-    fn of(comm: &dyn Communicator, node: (usize, usize), name: &str, choice: &str) -> Result<Self> {
+    pub(crate) fn of(
+        comm: &dyn Communicator,
+        node: (usize, usize),
+        name: &str,
+        choice: &str,
+    ) -> Result<Self> {
         let want_nccl = match choice {
             "nccl" => Some(true),
             "mpi" => Some(false),
@@ -157,7 +160,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     if crate::montecarlo::is_monte_carlo(&args.method) {
         let opts = crate::montecarlo::checked_options(args)?;
         let (comm, node) = init_mpi()?;
-        return monte_carlo(args, &opts, comm, node);
+        return crate::dist_montecarlo::run(args, &opts, comm, node);
     }
     let amg = crate::amg::is_amg(&args.precond);
     let config = SolverConfig {
@@ -218,139 +221,13 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     }
 }
 
-/// `mc-forward`, `mc-adjoint` or `mcsa` over the ranks: rank 0 reads the
-/// problem and every rank gets it whole (walks jump to any row), the
-/// histories of every batch are split over the ranks
-/// ([`gpuq_dist::DistWalk`]: the same seed gives the one-rank estimate to
-/// rounding); rank 0 prints the report.
-fn monte_carlo(
-    args: &SolveArgs,
-    opts: &gpuq_mcls::McOptions,
-    comm: Arc<dyn Communicator>,
-    node: (usize, usize),
-) -> Result<ExitCode> {
-    let source = Source::from_args(args)?;
-    let root = comm.rank() == 0;
-    let loaded = agree(
-        &*comm,
-        root.then(|| crate::montecarlo::load_real(&source, args))
-            .transpose(),
-    )?;
-    let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
-    let problem = (&a, &b[..]);
-    // The walks reduce their tallies through MPI: no NCCL needed.
-    let backend = RankBackend::of(&*comm, node, &args.backend, "mpi")?;
-    let device = match &backend {
-        RankBackend::Cuda(_, d) => *d as f64,
-        RankBackend::Cpu(_) => -1.0,
-    };
-    let all = comm.allgather(&[device])?;
-    let mut devices: Vec<u64> = all
-        .iter()
-        .filter(|&&d| d >= 0.0)
-        .map(|&d| d as u64)
-        .collect();
-    devices.sort_unstable();
-    devices.dedup();
-    let reporting = crate::montecarlo::Reporting {
-        root,
-        extra: vec![
-            ("ranks", comm.size().into()),
-            ("gpus", devices.len().into()),
-            ("comm", "mpi".into()),
-        ],
-    };
-    match backend {
-        RankBackend::Cpu(cpu) => {
-            let walks = DistWalk::new(cpu, comm);
-            crate::montecarlo::run_on(&walks, args, problem, opts, &reporting)
-        }
-        RankBackend::Cuda(gpu, _) => {
-            let walks = DistWalk::new(gpu, comm);
-            crate::montecarlo::run_on(&walks, args, problem, opts, &reporting)
-        }
-    }
-}
-
-/// `gpuq amg-info` under mpirun: rank 0 reads or generates A, scatters its
-/// rows (on node boundaries for `--block 2`), every rank builds the
-/// distributed hierarchy on its CPU, and rank 0 prints each level's rows
-/// per rank (the gathered levels hold every row on every rank).
-pub fn amg_info(args: &AmgInfoArgs) -> Result<ExitCode> {
-    let (comm, _) = init_mpi()?;
-    let source = args.source()?;
-    let (rank, size) = (comm.rank(), comm.size());
-    let loaded = agree(
-        &*comm,
-        (rank == 0)
-            .then(|| crate::amg::load_real(&source, None))
-            .transpose(),
-    )?;
-    let (p, a, _) = scatter_from_root(&*comm, loaded, |n| {
-        RowPartition::blocks(n, size, args.amg.block)
-    })?;
-    let options = dist_amg_options(&args.amg, &source, false, p.range(rank))?;
-    let h = DistHierarchy::build(&*comm, &p, &a, &options)?;
-    if rank == 0 {
-        let levels: Vec<serde_json::Value> = h
-            .rows_per_rank()
-            .into_iter()
-            .enumerate()
-            .map(|(k, (rows, per_rank))| {
-                serde_json::json!({
-                    "level": k,
-                    "rows": rows,
-                    "rows_per_rank": per_rank,
-                    "distributed": k < h.levels().len(),
-                })
-            })
-            .collect();
-        let info = serde_json::json!({
-            "ranks": size,
-            "levels": levels,
-            "distributed_levels": h.levels().len(),
-            "gather_below": options.gather_below,
-            "operator_complexity": h.operator_complexity(),
-            "setup_s": h.setup_seconds(),
-            "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
-        });
-        if args.json {
-            let text = serde_json::to_string_pretty(&info)
-                .map_err(|e| Error::InvalidArgument(format!("cannot serialise: {e}")))?;
-            println!("{text}");
-        } else {
-            println!(
-                "distributed AMG on {size} ranks: {} levels ({} distributed), operator complexity {:.3}, setup {:.3} s",
-                levels.len(),
-                h.levels().len(),
-                h.operator_complexity(),
-                h.setup_seconds()
-            );
-            let t = h.timings();
-            println!(
-                "setup on rank 0: split and plans {:.3} s, smoother data {:.3} s, aggregation {:.3} s, prolongation {:.3} s, galerkin {:.3} s, gathered levels {:.3} s",
-                t.split_s, t.smoother_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.gathered_s
-            );
-            for (k, (rows, per_rank)) in h.rows_per_rank().into_iter().enumerate() {
-                let kind = if k < h.levels().len() {
-                    "distributed"
-                } else {
-                    "gathered"
-                };
-                println!("  level {k}: {rows} rows ({kind}), per rank {per_rank:?}");
-            }
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// What a distributed Krylov solve was asked for.
-struct Run<'a> {
-    args: &'a SolveArgs,
-    source: &'a Source<'a>,
-    config: &'a SolverConfig,
+pub(crate) struct Run<'a> {
+    pub args: &'a SolveArgs,
+    pub source: &'a Source<'a>,
+    pub config: &'a SolverConfig,
     /// `--precond amg`: the distributed AMG V-cycle.
-    amg: bool,
+    pub amg: bool,
 }
 
 fn by_precision<B: HaloBackend + AmgKernels>(
@@ -411,7 +288,7 @@ fn rows<B: HaloBackend, T: Scalar>(
 /// Rank 0's A and b (`loaded`, `None` elsewhere) scattered by rows: rank 0
 /// broadcasts the size, every rank builds the partition `partition_of(n)`
 /// (the ranks agree on its errors), then the rows move.
-fn scatter_from_root<T: Scalar>(
+pub(crate) fn scatter_from_root<T: Scalar>(
     comm: &dyn Communicator,
     loaded: Option<(Csr<T>, Vec<T>)>,
     partition_of: impl FnOnce(usize) -> Result<RowPartition>,
@@ -427,69 +304,6 @@ fn scatter_from_root<T: Scalar>(
     let p = agree(comm, partition_of(n))?;
     let (a, b) = scatter_rows(comm, &p, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
     Ok((p, a, b))
-}
-
-/// The distributed AMG options of the `--amg*` arguments for a rank owning
-/// the rows `own` (a generated `elasticity2d`'s rigid-body modes sliced to
-/// them).
-fn dist_amg_options(
-    args: &crate::amg::AmgArgs,
-    source: &Source,
-    gpu: bool,
-    own: std::ops::Range<usize>,
-) -> Result<DistAmgOptions> {
-    let mut amg = args.options_on(source, gpu)?;
-    if let Some(v) = amg.near_null_space.as_mut() {
-        for x in v.iter_mut() {
-            *x = x[own.clone()].to_vec();
-        }
-    }
-    Ok(DistAmgOptions {
-        amg,
-        gather_below: args.gather_below,
-    })
-}
-
-/// The distributed AMG of this rank's rows `a` (real): the hierarchy
-/// ([`DistHierarchy::build`], the `--amg*` options; a generated
-/// `elasticity2d`'s rigid-body modes sliced to the rank's rows) and its
-/// cycle in the solve's precision, with what the report says of it.
-fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
-    dist: &Dist<B>,
-    run: &Run,
-    (p, a): (&RowPartition, &Csr<T>),
-    config: &SolverConfig,
-    gpu: bool,
-) -> Result<(DistAmg<B, T>, serde_json::Value)> {
-    let comm = dist.comm();
-    let start = std::time::Instant::now();
-    let options = dist_amg_options(&run.args.amg, run.source, gpu, p.range(comm.rank()))?;
-    let rows = Csr::try_new(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().to_vec(),
-        a.col_idx().to_vec(),
-        a.values()
-            .iter()
-            .map(|v| v.re().to_f64_lossless())
-            .collect(),
-    );
-    let h = DistHierarchy::build(comm, p, &dist.agree(rows)?, &options)?;
-    let m = DistAmg::new(dist, &h, config.layout)?;
-    let levels: Vec<serde_json::Value> = h
-        .rows_per_rank()
-        .into_iter()
-        .map(|(rows, per_rank)| serde_json::json!({ "rows": rows, "rows_per_rank": per_rank }))
-        .collect();
-    let info = serde_json::json!({
-        "levels": levels,
-        "distributed_levels": h.levels().len(),
-        "gather_below": options.gather_below,
-        "operator_complexity": h.operator_complexity(),
-        "setup_s": start.elapsed().as_secs_f64(),
-        "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
-    });
-    Ok((m, info))
 }
 
 fn typed<B: HaloBackend + AmgKernels, T: Scalar>(
@@ -512,7 +326,7 @@ fn typed<B: HaloBackend + AmgKernels, T: Scalar>(
     let load_s = setup.elapsed().as_secs_f64();
     dist.reset_stats();
     let amg = if run.amg {
-        Some(distributed_amg(
+        Some(crate::dist_amg::distributed_amg(
             dist,
             run,
             (&p, &a),

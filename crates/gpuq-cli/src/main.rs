@@ -17,6 +17,10 @@ mod amg;
 mod args;
 mod bidomain;
 #[cfg(feature = "mpi")]
+mod dist_amg;
+#[cfg(feature = "mpi")]
+mod dist_montecarlo;
+#[cfg(feature = "mpi")]
 mod dist_solve;
 mod generate;
 mod info;
@@ -52,7 +56,7 @@ fn main() -> ExitCode {
         args::Command::Bidomain(a) => bidomain::run(&a),
         args::Command::Uq(a) => uq::run(&a),
         #[cfg(feature = "mpi")]
-        args::Command::AmgInfo(a) if dist_solve::under_mpi() => dist_solve::amg_info(&a),
+        args::Command::AmgInfo(a) if dist_solve::under_mpi() => dist_amg::info(&a),
         args::Command::AmgInfo(a) => amg::info(&a),
         args::Command::Integrate(a) => integrate::run(&a),
     };

@@ -1,0 +1,148 @@
+//! AMG under `mpirun` (feature `mpi`): the distributed hierarchy of a
+//! solve's `--precond amg` (`gpuq_dist::DistHierarchy` and its V-cycle) and
+//! `gpuq amg-info` across ranks.
+
+use crate::amg::AmgInfoArgs;
+use crate::dist_solve::{init_mpi, scatter_from_root, Run};
+use crate::solve::Source;
+use gpuq_amg::AmgKernels;
+use gpuq_core::{Error, RealScalar, Result, Scalar};
+use gpuq_dist::{agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, HaloBackend, RowPartition};
+use gpuq_krylov::SolverConfig;
+use gpuq_sparse::Csr;
+use std::process::ExitCode;
+
+/// `gpuq amg-info` under mpirun: rank 0 reads or generates A, scatters its
+/// rows (on node boundaries for `--block 2`), every rank builds the
+/// distributed hierarchy on its CPU, and rank 0 prints each level's rows
+/// per rank (the gathered levels hold every row on every rank).
+pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
+    let (comm, _) = init_mpi()?;
+    let source = args.source()?;
+    let (rank, size) = (comm.rank(), comm.size());
+    let loaded = agree(
+        &*comm,
+        (rank == 0)
+            .then(|| crate::amg::load_real(&source, None))
+            .transpose(),
+    )?;
+    let (p, a, _) = scatter_from_root(&*comm, loaded, |n| {
+        RowPartition::blocks(n, size, args.amg.block)
+    })?;
+    let options = dist_amg_options(&args.amg, &source, false, p.range(rank))?;
+    let h = DistHierarchy::build(&*comm, &p, &a, &options)?;
+    if rank == 0 {
+        let levels: Vec<serde_json::Value> = h
+            .rows_per_rank()
+            .into_iter()
+            .enumerate()
+            .map(|(k, (rows, per_rank))| {
+                serde_json::json!({
+                    "level": k,
+                    "rows": rows,
+                    "rows_per_rank": per_rank,
+                    "distributed": k < h.levels().len(),
+                })
+            })
+            .collect();
+        let info = serde_json::json!({
+            "ranks": size,
+            "levels": levels,
+            "distributed_levels": h.levels().len(),
+            "gather_below": options.gather_below,
+            "operator_complexity": h.operator_complexity(),
+            "setup_s": h.setup_seconds(),
+            "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
+        });
+        if args.json {
+            let text = serde_json::to_string_pretty(&info)
+                .map_err(|e| Error::InvalidArgument(format!("cannot serialise: {e}")))?;
+            println!("{text}");
+        } else {
+            println!(
+                "distributed AMG on {size} ranks: {} levels ({} distributed), operator complexity {:.3}, setup {:.3} s",
+                levels.len(),
+                h.levels().len(),
+                h.operator_complexity(),
+                h.setup_seconds()
+            );
+            let t = h.timings();
+            println!(
+                "setup on rank 0: split and plans {:.3} s, smoother data {:.3} s, aggregation {:.3} s, prolongation {:.3} s, galerkin {:.3} s, gathered levels {:.3} s",
+                t.split_s, t.smoother_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.gathered_s
+            );
+            for (k, (rows, per_rank)) in h.rows_per_rank().into_iter().enumerate() {
+                let kind = if k < h.levels().len() {
+                    "distributed"
+                } else {
+                    "gathered"
+                };
+                println!("  level {k}: {rows} rows ({kind}), per rank {per_rank:?}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The distributed AMG options of the `--amg*` arguments for a rank owning
+/// the rows `own` (a generated `elasticity2d`'s rigid-body modes sliced to
+/// them).
+fn dist_amg_options(
+    args: &crate::amg::AmgArgs,
+    source: &Source,
+    gpu: bool,
+    own: std::ops::Range<usize>,
+) -> Result<DistAmgOptions> {
+    let mut amg = args.options_on(source, gpu)?;
+    if let Some(v) = amg.near_null_space.as_mut() {
+        for x in v.iter_mut() {
+            *x = x[own.clone()].to_vec();
+        }
+    }
+    Ok(DistAmgOptions {
+        amg,
+        gather_below: args.gather_below,
+    })
+}
+
+/// The distributed AMG of this rank's rows `a` (real): the hierarchy
+/// ([`DistHierarchy::build`], the `--amg*` options; a generated
+/// `elasticity2d`'s rigid-body modes sliced to the rank's rows) and its
+/// cycle in the solve's precision, with what the report says of it.
+pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
+    dist: &Dist<B>,
+    run: &Run,
+    (p, a): (&RowPartition, &Csr<T>),
+    config: &SolverConfig,
+    gpu: bool,
+) -> Result<(DistAmg<B, T>, serde_json::Value)> {
+    let comm = dist.comm();
+    let start = std::time::Instant::now();
+    let options = dist_amg_options(&run.args.amg, run.source, gpu, p.range(comm.rank()))?;
+    let rows = Csr::try_new(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        a.col_idx().to_vec(),
+        a.values()
+            .iter()
+            .map(|v| v.re().to_f64_lossless())
+            .collect(),
+    );
+    let h = DistHierarchy::build(comm, p, &dist.agree(rows)?, &options)?;
+    let m = DistAmg::new(dist, &h, config.layout)?;
+    let levels: Vec<serde_json::Value> = h
+        .rows_per_rank()
+        .into_iter()
+        .map(|(rows, per_rank)| serde_json::json!({ "rows": rows, "rows_per_rank": per_rank }))
+        .collect();
+    let info = serde_json::json!({
+        "levels": levels,
+        "distributed_levels": h.levels().len(),
+        "gather_below": options.gather_below,
+        "operator_complexity": h.operator_complexity(),
+        "setup_s": start.elapsed().as_secs_f64(),
+        "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
+    });
+    Ok((m, info))
+}
