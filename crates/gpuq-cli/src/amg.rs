@@ -115,9 +115,14 @@ impl AmgArgs {
     /// The cycle's precision: `--amg-precision`, else f32 under the device
     /// defaults (for an f64 solve), else the solve's `precision`.
     fn cycle_precision<'a>(&'a self, precision: &'a str, backend: &Chosen) -> &'a str {
+        self.cycle_precision_on(precision, matches!(backend, Chosen::Cuda(_)))
+    }
+
+    /// [`AmgArgs::cycle_precision`] for a run on a GPU (`gpu`) or not.
+    pub(crate) fn cycle_precision_on<'a>(&'a self, precision: &'a str, gpu: bool) -> &'a str {
         match self.cycle_precision.as_deref() {
             Some(p) => p,
-            None if self.device_defaults(backend) => "f32",
+            None if self.device_defaults_on(gpu) => "f32",
             None => precision,
         }
     }

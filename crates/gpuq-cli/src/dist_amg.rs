@@ -6,8 +6,10 @@ use crate::amg::AmgInfoArgs;
 use crate::dist_solve::{init_mpi, scatter_from_root, Run};
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
-use gpuq_core::{Error, RealScalar, Result, Scalar};
-use gpuq_dist::{agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, HaloBackend, RowPartition};
+use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
+use gpuq_dist::{
+    agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, HaloBackend, MixedDistAmg, RowPartition,
+};
 use gpuq_krylov::SolverConfig;
 use gpuq_sparse::Csr;
 use std::process::ExitCode;
@@ -105,17 +107,22 @@ fn dist_amg_options(
     })
 }
 
+/// A preconditioner over the ranks of a [`Dist`].
+pub(crate) type DistPrecond<B, T> = Box<dyn LinearOperator<Dist<B>, T>>;
+
 /// The distributed AMG of this rank's rows `a` (real): the hierarchy
 /// ([`DistHierarchy::build`], the `--amg*` options; a generated
 /// `elasticity2d`'s rigid-body modes sliced to the rank's rows) and its
-/// cycle in the solve's precision, with what the report says of it.
+/// cycle in `--amg-precision` (by default f32 on GPUs with `--block 1`, as
+/// on one GPU, else the solve's precision), with what the report says of
+/// it.
 pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
     dist: &Dist<B>,
     run: &Run,
     (p, a): (&RowPartition, &Csr<T>),
     config: &SolverConfig,
     gpu: bool,
-) -> Result<(DistAmg<B, T>, serde_json::Value)> {
+) -> Result<(DistPrecond<B, T>, serde_json::Value)> {
     let comm = dist.comm();
     let start = std::time::Instant::now();
     let options = dist_amg_options(&run.args.amg, run.source, gpu, p.range(comm.rank()))?;
@@ -130,7 +137,20 @@ pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
             .collect(),
     );
     let h = DistHierarchy::build(comm, p, &dist.agree(rows)?, &options)?;
-    let m = DistAmg::new(dist, &h, config.layout)?;
+    let precision = run.args.amg.cycle_precision_on(&run.args.precision, gpu);
+    let layout = config.layout;
+    let m: DistPrecond<B, T> = match (precision, T::KIND) {
+        ("f64", ScalarKind::F64) | ("f32", ScalarKind::F32) => {
+            Box::new(DistAmg::<B, T>::new(dist, &h, layout)?)
+        }
+        ("f32", _) => Box::new(MixedDistAmg::<B, T, f32>::new(dist, &h, layout)?),
+        ("f64", _) => Box::new(MixedDistAmg::<B, T, f64>::new(dist, &h, layout)?),
+        (other, _) => {
+            return Err(Error::InvalidArgument(format!(
+                "unknown AMG precision '{other}' (available: f32, f64)"
+            )))
+        }
+    };
     let levels: Vec<serde_json::Value> = h
         .rows_per_rank()
         .into_iter()
@@ -138,6 +158,7 @@ pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
         .collect();
     let info = serde_json::json!({
         "levels": levels,
+        "cycle_precision": precision,
         "distributed_levels": h.levels().len(),
         "gather_below": options.gather_below,
         "operator_complexity": h.operator_complexity(),

@@ -25,7 +25,7 @@
 use crate::args::SolveArgs;
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
-use gpuq_core::{Backend, Complex, Error, LinearOperator, Result, Scalar, SolveReport};
+use gpuq_core::{Backend, Complex, Error, Result, Scalar, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_dist::{
@@ -336,9 +336,7 @@ fn typed<B: HaloBackend + AmgKernels, T: Scalar>(
     } else {
         None
     };
-    let precond = amg
-        .as_ref()
-        .map(|(m, _)| m as &dyn LinearOperator<Dist<B>, T>);
+    let precond = amg.as_ref().map(|(m, _)| &**m);
     let solved = match precond {
         Some(m) => solve_rows_with_precond(dist, &p, &a, &b, config, Some(m)),
         None => solve_rows(dist, &p, &a, &b, config),

@@ -133,7 +133,7 @@ mod solve;
 mod thread_comm;
 mod walks;
 
-pub use amg::{DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupTimings};
+pub use amg::{DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupTimings, MixedDistAmg};
 pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};
 pub use generate::{generated_rows, stencil_size};

@@ -8,7 +8,7 @@ use gpuq_core::{Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     rows_of, solve_rows_with_precond, Communicator, Dist, DistAmg, DistAmgOptions, DistHierarchy,
-    DistWalk, RowPartition, ThreadComm,
+    DistWalk, MixedDistAmg, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -157,6 +157,38 @@ fn pcg_with_distributed_amg_on_1_to_4_ranks_reaches_the_tolerance() {
             assert!(its.abs_diff(one.iterations) <= 1);
         }
     }
+}
+
+#[test]
+fn an_f32_cycle_preconditions_an_f64_solve_across_ranks() {
+    let a = laplace3d::<f64>(20);
+    let b = rhs(a.nrows());
+    let o = DistAmgOptions {
+        gather_below: 150,
+        ..DistAmgOptions::default()
+    };
+    let one = serial(&a, &b, &o.amg, 1e-8);
+    let p = RowPartition::contiguous(a.nrows(), 3).unwrap();
+    let parts = ThreadComm::run(3, |comm| {
+        let rank = comm.rank();
+        let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+        let rows = rows_of(&a, &p, rank).unwrap();
+        let h = DistHierarchy::build(dist.comm(), &p, &rows, &o).unwrap();
+        let m = MixedDistAmg::<CpuBackend, f64, f32>::new(&dist, &h, Layout::Csr).unwrap();
+        let m: &dyn LinearOperator<Dist<CpuBackend>, f64> = &m;
+        solve_rows_with_precond(&dist, &p, &rows, &b[p.range(rank)], &cg(1e-8), Some(m)).unwrap()
+    })
+    .unwrap();
+    let report = &parts[0].1;
+    let x: Vec<f64> = parts.iter().flat_map(|(x, _)| x.clone()).collect();
+    assert!(report.converged);
+    assert!(true_residual(&a, &x, &b) <= 1e-8);
+    assert!(
+        report.iterations * 10 <= one.iterations * 12,
+        "{} iterations with the f32 cycle, one process {}",
+        report.iterations,
+        one.iterations
+    );
 }
 
 #[test]

@@ -21,7 +21,7 @@
 //!   [`crate::Dist`]: damped (or l1) Jacobi smoothing with one halo exchange
 //!   per product with A, restriction and prolongation as distributed
 //!   products, the gathered levels by [`gpuq_amg::Amg`] on the rank's local
-//!   backend.
+//!   backend; [`MixedDistAmg`] runs it in f32 inside an f64 solve.
 //!
 //! With one rank the hierarchy is the one-process hierarchy bit for bit
 //! (same aggregates, prolongators and coarse operators: tested). With more,
@@ -36,7 +36,9 @@
 
 mod cycle;
 mod lanczos;
+mod mixed;
 mod setup;
 
 pub use cycle::DistAmg;
+pub use mixed::MixedDistAmg;
 pub use setup::{DistAmgOptions, DistHierarchy, DistLevel, DistSetupTimings};
