@@ -106,7 +106,10 @@ impl Pack {
 /// the hooks after it).
 pub trait HaloBackend: KrylovBackend {
     /// What a backend that exchanges between its devices itself (a GPU with
-    /// an NCCL communicator) keeps per halo plan; `()` for the others.
+    /// an NCCL communicator) keeps per halo plan. A backend that exchanges
+    /// only through the communicator sets `type DeviceHalo = ();` and keeps
+    /// every method's default (stable Rust has no default for an associated
+    /// type).
     type DeviceHalo: Send + Sync;
 
     /// `x[i]` for every index of `pack`, in its order. Default: one download

@@ -2,7 +2,7 @@
 
 use super::setup::DistHierarchy;
 use crate::backend::{Dist, DistMatrix};
-use crate::halo::{split_columns, split_rows, HaloBackend, SplitRows};
+use crate::halo::{split_columns, HaloBackend, SplitRows};
 use crate::partition::RowPartition;
 use crate::solve::allgather_rows;
 use gpuq_amg::{Amg, AmgKernels, CycleOptions};
@@ -72,11 +72,11 @@ fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
 }
 
 /// `split` with its values converted to `T`.
-fn convert_split<T: Scalar>(split: SplitRows<f64>) -> Result<SplitRows<T>> {
+fn convert_split<T: Scalar>(split: &SplitRows<f64>) -> Result<SplitRows<T>> {
     Ok(SplitRows {
         owned: convert(&split.owned)?,
         ghost: convert(&split.ghost)?,
-        ghost_cols: split.ghost_cols,
+        ghost_cols: split.ghost_cols.clone(),
     })
 }
 
@@ -93,13 +93,15 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         for l in h.levels() {
             let (fine, coarse) = (&l.partition, &l.coarse);
             let split = |cols: &RowPartition, rows: &Csr<f64>| {
-                dist.agree(split_columns(cols, rank, rows).and_then(convert_split::<T>))
+                dist.agree(split_columns(cols, rank, rows).and_then(|s| convert_split::<T>(&s)))
             };
-            let a_split = dist.agree(split_rows(fine, rank, &l.a).and_then(convert_split::<T>))?;
+            // A and R were split by the setup; P (split by coarse columns) here.
+            let a_split = dist.agree(convert_split::<T>(&l.a_split))?;
+            let r_split = dist.agree(convert_split::<T>(&l.r_split))?;
             levels.push(CycleLevel {
                 a: DistMatrix::from_split(dist, fine, &a_split, layout)?,
                 p: DistMatrix::from_split_rect(dist, fine, coarse, &split(coarse, &l.p)?, layout)?,
-                r: DistMatrix::from_split_rect(dist, coarse, fine, &split(fine, &l.r)?, layout)?,
+                r: DistMatrix::from_split_rect(dist, coarse, fine, &r_split, layout)?,
                 dinv: dist.agree(
                     convert::<T>(&l.dinv).and_then(|d| dist.upload_matrix(&d, Layout::Csr)),
                 )?,

@@ -69,6 +69,10 @@ pub struct DistLevel {
     pub rho: f64,
     /// Stored entries of A over all ranks.
     pub nnz: usize,
+    /// `a` split by the level's columns (the cycle's A reuses it).
+    pub(crate) a_split: SplitRows<f64>,
+    /// `r` split by the level's columns (the cycle's R reuses it).
+    pub(crate) r_split: SplitRows<f64>,
 }
 
 /// Seconds this rank spent in each phase of [`DistHierarchy::build`],
@@ -509,13 +513,13 @@ fn coarsen(
         Ok((p, tent.coarse_null))
     })?;
     // R = P^T, and R (A P) with the ghost rows of P, then of A P.
-    let (r, ac) = time(&mut t.galerkin_s, || -> Result<_> {
+    let (r, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
         let r = transpose_rows(comm, part, &coarse, &p)?;
         let ap = product(comm, &split, &plan, &p)?;
         let r_split = agree(comm, split_columns(part, rank, &r))?;
         let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
         let ac = product(comm, &r_split, &r_plan, &ap)?;
-        Ok((r, agree(comm, fix_empty_rows(ac, cfirst))?))
+        Ok((r, r_split, agree(comm, fix_empty_rows(ac, cfirst))?))
     })?;
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
     let level = DistLevel {
@@ -529,6 +533,8 @@ fn coarsen(
         omega,
         rho,
         nnz,
+        a_split: split,
+        r_split,
     };
     Ok(Some((level, ac, coarse_null)))
 }
