@@ -11,7 +11,7 @@ use gpuq_amg::aggregate::mis2_aggregates;
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::galerkin::spgemm_rows;
 use gpuq_amg::prolong::{smooth, tentative};
-use gpuq_amg::spectral::lanczos_rho;
+use gpuq_amg::spectral::{lanczos_rho, HostLanczos};
 use gpuq_amg::strength::{norm_matrix, strong_graph};
 use gpuq_amg::{AmgOptions, Coarsening, CycleKind, Hierarchy, Smoother};
 use gpuq_core::{Error, Result};
@@ -456,9 +456,11 @@ fn coarsen(
         let ops = DistLanczos {
             comm,
             plan: &plan,
-            a_ext: &a_ext,
-            d: &d,
-            dinv: &dinv,
+            host: HostLanczos {
+                a: &a_ext,
+                d: &d,
+                dinv: &dinv,
+            },
             first: own.start,
         };
         let rho = lanczos_rho(&ops, n, o.lanczos_steps)?;
