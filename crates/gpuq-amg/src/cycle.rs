@@ -7,10 +7,10 @@ use crate::coloring::symmetric_order;
 use crate::hierarchy::Hierarchy;
 use crate::kernels::{convert, AmgKernels};
 use crate::options::{CycleKind, CycleOptions, Smoother};
-use crate::resident::LevelMatrix;
+use crate::resident::{sell_stored, LevelMatrix};
+use crate::trace::Trace;
 use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, DeviceMatrix, Layout};
-use rayon::prelude::*;
 use std::sync::Mutex;
 
 /// One level's resident data (every level but the coarsest).
@@ -75,18 +75,6 @@ pub struct Amg<B: AmgKernels, T: Scalar> {
     work: Mutex<Vec<LevelWork<B, T>>>,
 }
 
-/// `omega` times the diagonal of `d`, converted to `T`, when `d` is a
-/// diagonal matrix (one entry per row, on the diagonal); `None` otherwise.
-fn diagonal_of<T: Scalar>(d: &Csr<f64>, omega: f64) -> Option<Vec<T>> {
-    (0..d.nrows())
-        .into_par_iter()
-        .map(|i| match d.row(i) {
-            (&[j], &[v]) if j as usize == i => Some(T::from_f64(omega * v)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Mean stored entries per row above which a matrix asked for in SELL is kept
 /// in CSR unless it has [`SELL_MIN_LONG_ROWS`] rows: SELL gives each row one
 /// thread, CSR a group of lanes sized to the mean row. A few thousand rows of
@@ -114,23 +102,9 @@ const MAX_PADDING: f64 = 1.1;
 /// Slices per sorting window where [`MAX_PADDING`] is exceeded.
 const SORT_SLICES: usize = 8;
 
-/// Stored entries in SELL-`c`-`sigma` of a matrix whose rows hold `lens`
-/// entries: per slice of c consecutive rows (after sorting each window of
-/// sigma rows by length, longest first), c times its longest row.
-/// O(nrows log sigma).
-fn sell_stored(lens: &[u32], c: usize, sigma: usize) -> usize {
-    let mut lens = lens.to_vec();
-    if sigma > 1 {
-        lens.par_chunks_mut(sigma)
-            .for_each(|w| w.sort_unstable_by(|x, y| y.cmp(x)));
-    }
-    lens.par_chunks(c.max(1))
-        .map(|s| c * *s.iter().max().unwrap_or(&0) as usize)
-        .sum()
-}
-
 /// The requested layout for a matrix of `shape` and `nnz` stored entries
-/// whose row lengths `lens` gives (asked only for SELL), or CSR where BSR2
+/// whose SELL-c-sigma storage `stored(c, sigma)` counts (asked only for
+/// SELL), or CSR where BSR2
 /// cannot hold the matrix (an odd dimension) or, with `blocks_match` false,
 /// its 2x2 tiles would not be the level's node blocks (a block-diagonal
 /// inverse of another block size), or where SELL was asked for a matrix of
@@ -140,7 +114,7 @@ fn sell_stored(lens: &[u32], c: usize, sigma: usize) -> usize {
 fn layout_for(
     requested: Layout,
     (shape, nnz): ((usize, usize), usize),
-    lens: impl FnOnce() -> Result<Vec<u32>>,
+    stored: impl FnOnce(usize, usize) -> Result<usize>,
     blocks_match: bool,
 ) -> Result<Layout> {
     let (nrows, ncols) = shape;
@@ -150,8 +124,7 @@ fn layout_for(
             Layout::Csr
         }
         Layout::Sell { c, sigma }
-            if sigma < SORT_SLICES * c
-                && sell_stored(&lens()?, c, sigma) as f64 > MAX_PADDING * nnz as f64 =>
+            if sigma < SORT_SLICES * c && stored(c, sigma)? as f64 > MAX_PADDING * nnz as f64 =>
         {
             Layout::Sell {
                 c,
@@ -182,7 +155,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             let layout = layout_for(
                 options.layout,
                 (m.shape(), m.nnz()),
-                || m.row_lengths(),
+                |c, sigma| m.sell_stored(c, sigma),
                 blocks_match,
             )?;
             backend.amg_level_matrix(m, layout)
@@ -191,11 +164,12 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             let layout = layout_for(
                 options.layout,
                 (m.shape(), m.nnz()),
-                || Ok(host_lengths(m)),
+                |c, sigma| Ok(sell_stored(&host_lengths(m), c, sigma)),
                 blocks_match,
             )?;
             backend.upload_matrix(&convert::<T>(m)?, layout)
         };
+        let mut trace = Trace::new();
         let o = h.options();
         let all = h.levels();
         let missing = || Error::InvalidArgument("AMG level without its operators".into());
@@ -209,19 +183,35 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             let upper = 1.1 * s.rho;
             let lower = upper / 30.0;
             let chebyshev = matches!(s.kind, Smoother::Chebyshev { .. });
+            let k = levels.len();
+            let a = up(&l.a, true)?;
+            trace.mark(format_args!("cycle level {k}: A"));
+            let (p, r) = (up(p, true)?, up(r, true)?);
+            trace.mark(format_args!("cycle level {k}: P and R"));
+            // every row of the block diagonal holds its block's bs entries
+            let (n, bs) = (l.a.nrows(), s.dinv.block());
+            let layout = layout_for(
+                options.layout,
+                ((n, n), n * bs),
+                |c, _| Ok(n.div_ceil(c.max(1)) * c * bs),
+                l.block == 2,
+            )?;
+            let dinv = backend.amg_block_diagonal_matrix(&s.dinv, layout)?;
+            trace.mark(format_args!("cycle level {k}: inverse diagonal"));
+            let diag = if bs == 1 && s.kind != Smoother::GaussSeidel {
+                Some(backend.amg_scaled_diagonal(&s.dinv, if chebyshev { 1.0 } else { s.omega })?)
+            } else {
+                None
+            };
+            trace.mark(format_args!("cycle level {k}: point diagonal"));
             levels.push(DeviceLevel {
                 smoother: s.kind,
                 sweeps: o.sweeps_of(levels.len()),
-                a: up(&l.a, true)?,
-                p: up(p, true)?,
-                r: up(r, true)?,
-                dinv: up_host(&s.dinv, l.block == 2)?,
-                diag: match diagonal_of(&s.dinv, if chebyshev { 1.0 } else { s.omega })
-                    .filter(|_| l.block == 1 && s.kind != Smoother::GaussSeidel)
-                {
-                    Some(d) => Some(backend.upload(&d)?),
-                    None => None,
-                },
+                a,
+                p,
+                r,
+                dinv,
+                diag,
                 block: l.block,
                 omega: T::from_f64(s.omega),
                 theta: 0.5 * (upper + lower),
@@ -240,6 +230,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             });
         }
         let coarse = backend.upload_matrix(&convert::<T>(h.coarse_solve())?, Layout::Csr)?;
+        trace.mark(format_args!("cycle: coarsest inverse"));
         let w_cycle = o.cycle == CycleKind::W;
         let mut work = Vec::new();
         for (k, pair) in all.windows(2).enumerate() {
@@ -269,6 +260,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 second,
             });
         }
+        trace.mark(format_args!("cycle: work vectors"));
         Ok(Amg {
             backend: backend.clone(),
             levels,
@@ -499,7 +491,7 @@ mod tests {
             layout_for(
                 req,
                 (a.shape(), a.nnz()),
-                || Ok(host_lengths(a)),
+                |c, sigma| Ok(sell_stored(&host_lengths(a), c, sigma)),
                 blocks_match,
             )
             .unwrap()

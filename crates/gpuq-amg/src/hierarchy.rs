@@ -12,6 +12,7 @@ use crate::prolong::{seed_prolongator, tentative};
 use crate::resident::LevelMatrix;
 use crate::setup::SetupKernels;
 use crate::strength::{norm_matrix, strong_graph};
+use crate::trace::Trace;
 use gpuq_core::{Error, Result, Scalar};
 use gpuq_cpu::CpuBackend;
 use gpuq_sparse::Csr;
@@ -24,9 +25,9 @@ use std::time::Instant;
 pub struct SmootherData {
     /// The level's smoother.
     pub kind: Smoother,
-    /// The inverse block diagonal (of D, or of the l1 matrix for l1-Jacobi) as a
-    /// block-diagonal CSR matrix.
-    pub dinv: Csr<f64>,
+    /// The inverse block diagonal (of D, or of the l1 matrix for l1-Jacobi)
+    /// ([`BlockDiagonal::to_csr`] gives it as a matrix).
+    pub dinv: BlockDiagonal,
     /// The Jacobi damping: 4 / (3 rho(D^-1 A)) for damped Jacobi, 1 for l1-Jacobi.
     pub omega: f64,
     /// The estimate of rho(D^-1 A) (largest Lanczos Ritz value).
@@ -264,6 +265,7 @@ impl Hierarchy {
     ) -> Result<Self> {
         options.validate()?;
         let total = Instant::now();
+        let mut trace = Trace::new();
         let n = a.nrows();
         if n != a.ncols() || n == 0 {
             return Err(bad(format!(
@@ -279,7 +281,7 @@ impl Hierarchy {
             )));
         }
         a.check_finite()?;
-        let mut nns: Vec<Vec<f64>> = match &options.near_null_space {
+        let nns: Vec<Vec<f64>> = match &options.near_null_space {
             Some(v) => {
                 if v.is_empty()
                     || v.iter()
@@ -293,14 +295,49 @@ impl Hierarchy {
             }
             None => component_constants(n, options.block),
         };
-        let checks = Instant::now();
-        let kernel = detect_kernel(a, options.block)?;
-        let symmetric = is_symmetric(a);
-        let mut cur = LevelMatrix::from_host(par_clone(a)?);
-        let mut t = SetupTimings {
-            checks_s: checks.elapsed().as_secs_f64(),
-            ..SetupTimings::default()
-        };
+        trace.mark(format_args!("input checks"));
+        // The null-space and symmetry checks only read `a`: they run beside
+        // the levels' setup (on a device, it mostly waits for the device).
+        let (checked, built) = std::thread::scope(|scope| {
+            let checks = scope.spawn(|| -> Result<_> {
+                let start = Instant::now();
+                let kernel = detect_kernel(a, options.block)?;
+                let symmetric = is_symmetric(a);
+                Ok((kernel, symmetric, start.elapsed().as_secs_f64()))
+            });
+            let built = Self::levels_of(setup, a, options, reuse, nns, &mut trace);
+            (checks.join(), built)
+        });
+        let (kernel, symmetric, checks_s) = checked
+            .map_err(|_| Error::InvalidArgument("the AMG input checks panicked".into()))??;
+        let (levels, coarse, mut t) = built?;
+        t.checks_s = checks_s;
+        t.total_s = total.elapsed().as_secs_f64();
+        Ok(Hierarchy {
+            levels,
+            coarse,
+            kernel,
+            symmetric,
+            options: options.clone(),
+            timings: t,
+            setup_backend: setup.setup_name(),
+        })
+    }
+
+    /// The levels of the hierarchy of `a` (finest first) and the coarsest
+    /// solve's matrix, with the setup's timings (all but the checks and the
+    /// total).
+    fn levels_of<K: SetupKernels>(
+        setup: &K,
+        a: &Csr<f64>,
+        options: &AmgOptions,
+        reuse: Option<&[(Vec<u32>, usize)]>,
+        mut nns: Vec<Vec<f64>>,
+        trace: &mut Trace,
+    ) -> Result<(Vec<Level>, Csr<f64>, SetupTimings)> {
+        let mut t = SetupTimings::default();
+        let mut cur = time(&mut t.upload_s, || setup.finest(a))?;
+        trace.mark(format_args!("finest level"));
         let mut levels = Vec::new();
         let mut bs = options.block;
         let coarse = loop {
@@ -314,8 +351,9 @@ impl Hierarchy {
             }
             let kind = options.smoother_of(levels.len());
             let level = time(&mut t.upload_s, || setup.level(&cur))?;
+            trace.mark(format_args!("level {} ({rows} rows): upload", levels.len()));
             let (smoother, dinv) = time(&mut t.smoother_s, || {
-                smoother_data(setup, (&cur, &level), bs, kind, options)
+                smoother_data(setup, (&cur, &level), bs, kind, options, trace)
             })?;
             let given = reuse.map(|r| &r[levels.len()]);
             let mut attempt = None;
@@ -327,7 +365,7 @@ impl Hierarchy {
                     (eps, given),
                     (&dinv, smoother.rho),
                     options,
-                    &mut t,
+                    (&mut t, trace),
                 )?;
                 let shrinks = built.ac.nrows() > 0 && built.ac.nrows() * 10 <= rows * 9;
                 if shrinks || given.is_some() {
@@ -369,16 +407,7 @@ impl Hierarchy {
             smoother: None,
             aggregate_of: None,
         });
-        t.total_s = total.elapsed().as_secs_f64();
-        Ok(Hierarchy {
-            levels,
-            coarse,
-            kernel,
-            symmetric,
-            options: options.clone(),
-            timings: t,
-            setup_backend: setup.setup_name(),
-        })
+        Ok((levels, coarse, t))
     }
 
     /// The levels, finest first; the last is the coarsest.
@@ -484,7 +513,7 @@ fn coarsen<K: SetupKernels>(
     (eps, given): (f64, Option<&(Vec<u32>, usize)>),
     (dinv, rho): (&BlockDiagonal, f64),
     options: &AmgOptions,
-    t: &mut SetupTimings,
+    (t, trace): (&mut SetupTimings, &mut Trace),
 ) -> Result<Coarsened> {
     let (p, aggregate_of, next_bs, next_nns) = match options.coarsening {
         Coarsening::Seed => {
@@ -503,9 +532,12 @@ fn coarsen<K: SetupKernels>(
                     setup.aggregates(cur, level, bs, eps)
                 })?,
             };
+            trace.mark(format_args!("  aggregates"));
             let (p, cn) = time(&mut t.prolongation_s, || -> Result<_> {
                 let tent = tentative(&agg, naggs, bs, nns)?;
+                trace.mark(format_args!("  tentative prolongator"));
                 let p = setup.smoothed_prolongator(cur, level, dinv, rho, &tent.p)?;
+                trace.mark(format_args!("  smoothed prolongator"));
                 Ok((p, tent.coarse_null))
             })?;
             (p, agg, nns.len(), cn)
@@ -513,7 +545,10 @@ fn coarsen<K: SetupKernels>(
     };
     let (r, ac) = time(&mut t.galerkin_s, || -> Result<_> {
         let (r, ac) = setup.galerkin(cur, level, &p)?;
-        Ok((r, setup.fix_empty_rows(ac)?))
+        trace.mark(format_args!("  Galerkin product"));
+        let ac = setup.fix_empty_rows(ac)?;
+        trace.mark(format_args!("  rows of zeros"));
+        Ok((r, ac))
     })?;
     Ok(Coarsened {
         p,
@@ -523,17 +558,6 @@ fn coarsen<K: SetupKernels>(
         next_bs,
         next_nns,
     })
-}
-
-/// A copy of `a`, its arrays copied in parallel. O(nnz).
-fn par_clone(a: &Csr<f64>) -> Result<Csr<f64>> {
-    Csr::try_new_allow_nonfinite(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().par_iter().copied().collect(),
-        a.col_idx().par_iter().copied().collect(),
-        a.values().par_iter().copied().collect(),
-    )
 }
 
 /// Whether `a` equals its transpose to 1e-12 of its largest entry (a stored
@@ -570,10 +594,14 @@ fn smoother_data<K: SetupKernels>(
     bs: usize,
     kind: Smoother,
     o: &AmgOptions,
+    trace: &mut Trace,
 ) -> Result<(SmootherData, BlockDiagonal)> {
     let d = setup.block_diagonal(a, level, bs, false)?;
+    trace.mark(format_args!("  block diagonal"));
     let dinv = d.inverse()?;
+    trace.mark(format_args!("  its inverse"));
     let rho = setup.rho_dinv_a(a, level, &d, &dinv, o.lanczos_steps)?;
+    trace.mark(format_args!("  Lanczos"));
     if !(rho > 0.0 && rho.is_finite()) {
         return Err(bad(format!(
             "rho(D^-1 A) estimated as {rho}: is A positive definite?"
@@ -592,10 +620,11 @@ fn smoother_data<K: SetupKernels>(
         }
         _ => (dinv.clone(), o.jacobi_damping / rho, Vec::new()),
     };
+    trace.mark(format_args!("  smoother's inverse"));
     Ok((
         SmootherData {
             kind,
-            dinv: smoother_dinv.to_csr()?,
+            dinv: smoother_dinv,
             omega,
             rho,
             colors,

@@ -11,6 +11,7 @@
 //! smoothing and BSR2 matrices take the defaults (a copy, an SpMV with beta = 1
 //! and a block-diagonal SpMV, and so on).
 
+use crate::blockdiag::BlockDiagonal;
 use crate::resident::LevelMatrix;
 use gpuq_core::{check_same_len, DeviceVector, Result, Scalar};
 use gpuq_cpu::{CpuBackend, CpuMatrix, CpuVector};
@@ -96,6 +97,33 @@ pub trait AmgKernels: SparseBackend {
         layout: Layout,
     ) -> Result<Self::Matrix<T>> {
         self.upload_matrix(&convert::<T>(m.host()?)?, layout)
+    }
+
+    /// The smoother's inverse block diagonal `d` as a matrix of this backend
+    /// in `layout` with values of `T`. Default: [`BlockDiagonal::to_csr`],
+    /// converted and uploaded (O(n bs) host work and the CSR arrays across);
+    /// the CUDA backend builds it on the device from the blocks alone.
+    fn amg_block_diagonal_matrix<T: Scalar>(
+        &self,
+        d: &BlockDiagonal,
+        layout: Layout,
+    ) -> Result<Self::Matrix<T>> {
+        self.upload_matrix(&convert::<T>(&d.to_csr()?)?, layout)
+    }
+
+    /// `omega` times the point diagonal `d` (block size 1) as a vector of
+    /// `T`. Default: converted on the host and uploaded, O(n).
+    fn amg_scaled_diagonal<T: Scalar>(
+        &self,
+        d: &BlockDiagonal,
+        omega: f64,
+    ) -> Result<Self::Vector<T>> {
+        let v: Vec<T> = d
+            .blocks()
+            .par_iter()
+            .map(|&x| T::from_f64(omega * x))
+            .collect();
+        self.upload(&v)
     }
 
     /// y = x converted element by element to another precision (the vectors
@@ -575,12 +603,47 @@ mod cuda {
         default_chebyshev_start, default_chebyshev_step, default_gs_color, default_jacobi,
         default_residual, AmgKernels,
     };
+    use crate::blockdiag::BlockDiagonal;
     use crate::resident::LevelMatrix;
     use gpuq_core::{Backend, Result, Scalar};
     use gpuq_cuda::{ChebPass, CudaBackend, CudaMatrix, CudaVector};
     use gpuq_sparse::{Layout, SparseBackend};
 
     impl AmgKernels for CudaBackend {
+        /// CSR built on the device from the uploaded blocks
+        /// ([`CudaBackend::setup_block_diagonal_matrix`]) for every layout
+        /// but BSR2 (a block-diagonal matrix gains nothing from SELL's
+        /// slices); BSR2 and complex `T` take the default.
+        fn amg_block_diagonal_matrix<T: Scalar>(
+            &self,
+            d: &BlockDiagonal,
+            layout: Layout,
+        ) -> Result<CudaMatrix<T>> {
+            if layout != Layout::Bsr2 {
+                let n = d.blocks().len() / d.block().max(1);
+                if let Some(m) = self.setup_block_diagonal_matrix::<T>(n, d.block(), d.blocks())? {
+                    return Ok(m);
+                }
+            }
+            self.upload_matrix(&super::convert::<T>(&d.to_csr()?)?, layout)
+        }
+
+        /// Scaled and converted on the device
+        /// ([`CudaBackend::setup_scaled_diagonal`]).
+        fn amg_scaled_diagonal<T: Scalar>(
+            &self,
+            d: &BlockDiagonal,
+            omega: f64,
+        ) -> Result<CudaVector<T>> {
+            match self.setup_scaled_diagonal::<T>(d.blocks(), omega)? {
+                Some(v) => Ok(v),
+                None => {
+                    let v: Vec<T> = d.blocks().iter().map(|&x| T::from_f64(omega * x)).collect();
+                    self.upload(&v)
+                }
+            }
+        }
+
         /// A matrix this backend's setup left on the device, in CSR or SELL:
         /// converted there ([`CudaBackend::setup_to_matrix`]); anything else
         /// the default (the host copy converted and uploaded).
@@ -590,11 +653,7 @@ mod cuda {
             layout: Layout,
         ) -> Result<CudaMatrix<T>> {
             if let Some(d) = crate::setup::cuda::device_copy(self, m) {
-                let lens = match layout {
-                    Layout::Sell { .. } => Some(m.row_lengths()?),
-                    _ => None,
-                };
-                if let Some(out) = self.setup_to_matrix::<T>(&d, layout, lens.as_deref())? {
+                if let Some(out) = self.setup_to_matrix::<T>(&d, layout)? {
                     return Ok(out);
                 }
             }

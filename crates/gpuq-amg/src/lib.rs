@@ -222,6 +222,7 @@ mod resident;
 mod setup;
 pub mod spectral;
 pub mod strength;
+mod trace;
 
 pub use cycle::Amg;
 pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData};

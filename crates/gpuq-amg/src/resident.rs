@@ -6,6 +6,7 @@
 
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
+use rayon::prelude::*;
 use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -19,6 +20,13 @@ pub trait ResidentMatrix: Send + Sync {
 
     /// The stored entries of each row. Cost: a download of 8 bytes per row.
     fn row_lengths(&self) -> Result<Vec<u32>>;
+
+    /// The entries SELL-`c`-`sigma` would store, padding included
+    /// ([`sell_stored`]). Default: from [`ResidentMatrix::row_lengths`];
+    /// a backend may count where the matrix lives.
+    fn sell_stored(&self, c: usize, sigma: usize) -> Result<usize> {
+        Ok(sell_stored(&self.row_lengths()?, c, sigma))
+    }
 
     /// The backend's own type, for the backend that made it to find its data.
     fn as_any(&self) -> &dyn Any;
@@ -122,6 +130,16 @@ impl LevelMatrix {
         Ok(self.0.resident.get_or_init(|| made).as_ref())
     }
 
+    /// The entries SELL-`c`-`sigma` would store, padding included: from the
+    /// host copy where there is one, else counted by the resident copy
+    /// ([`ResidentMatrix::sell_stored`]). O(nrows log sigma).
+    pub fn sell_stored(&self, c: usize, sigma: usize) -> Result<usize> {
+        match (self.0.host.get(), self.0.resident.get()) {
+            (None, Some(r)) => r.sell_stored(c, sigma),
+            _ => Ok(sell_stored(&self.row_lengths()?, c, sigma)),
+        }
+    }
+
     /// The stored entries of each row: from the host copy where there is
     /// one, else from the resident copy. O(nrows).
     pub fn row_lengths(&self) -> Result<Vec<u32>> {
@@ -140,6 +158,21 @@ impl LevelMatrix {
             }),
         }
     }
+}
+
+/// Stored entries in SELL-`c`-`sigma` of a matrix whose rows hold `lens`
+/// entries: per slice of c consecutive rows (after sorting each window of
+/// sigma rows by length, longest first), c times its longest row.
+/// O(nrows log sigma).
+pub(crate) fn sell_stored(lens: &[u32], c: usize, sigma: usize) -> usize {
+    let mut lens = lens.to_vec();
+    if sigma > 1 {
+        lens.par_chunks_mut(sigma)
+            .for_each(|w| w.sort_unstable_by(|x, y| y.cmp(x)));
+    }
+    lens.par_chunks(c.max(1))
+        .map(|s| c * *s.iter().max().unwrap_or(&0) as usize)
+        .sum()
 }
 
 impl From<Csr<f64>> for LevelMatrix {

@@ -33,6 +33,21 @@ pub trait SetupKernels {
     /// upload (device backends, once per matrix) or nothing.
     fn level(&self, a: &LevelMatrix) -> Result<Self::Level>;
 
+    /// The finest level's matrix: a copy of `a` on the host (arrays copied in
+    /// parallel, O(nnz)) by default; a device backend may hold it on the
+    /// device only (one upload; [`LevelMatrix::host`] then copies it back
+    /// when a host step asks).
+    fn finest(&self, a: &Csr<f64>) -> Result<LevelMatrix> {
+        use rayon::prelude::*;
+        Ok(LevelMatrix::from_host(Csr::try_new_allow_nonfinite(
+            a.nrows(),
+            a.ncols(),
+            a.row_ptr().par_iter().copied().collect(),
+            a.col_idx().par_iter().copied().collect(),
+            a.values().par_iter().copied().collect(),
+        )?))
+    }
+
     /// The backend that runs the setup, for reports (`cpu`, `cuda`).
     fn setup_name(&self) -> &'static str {
         "cpu"
@@ -214,6 +229,11 @@ pub(crate) mod cuda {
             self.backend.setup_row_lengths(&self.m)
         }
 
+        /// Counted on the device ([`CudaBackend::setup_sell_stored`]).
+        fn sell_stored(&self, c: usize, sigma: usize) -> Result<usize> {
+            self.backend.setup_sell_stored(&self.m, c, sigma)
+        }
+
         fn as_any(&self) -> &dyn Any {
             self
         }
@@ -262,6 +282,11 @@ pub(crate) mod cuda {
                 }))
             })?;
             Ok(up)
+        }
+
+        /// The upload of `a`, held on the device only.
+        fn finest(&self, a: &Csr<f64>) -> Result<LevelMatrix> {
+            Ok(keep(self, self.setup_upload(a)?))
         }
 
         fn setup_name(&self) -> &'static str {

@@ -107,7 +107,12 @@ proptest! {
         prop_assert_eq!(g.setup_row_lengths(&dsq).unwrap(), lens.clone());
         let x: Vec<f64> = (0..mm).map(|i| ((i * 37 % 11) as f64 - 5.0) / 3.0).collect();
         for layout in [Layout::Csr, Layout::Sell { c: 4, sigma: 1 }, Layout::Sell { c: 4, sigma: 8 }] {
-            let built = g.setup_to_matrix::<f64>(&dsq, layout, Some(&lens)).unwrap().unwrap();
+            if let Layout::Sell { c, sigma } = layout {
+                // the device's plan stores what the host's does
+                let plan = gpuq_sparse::sell_plan(mm, |i| lens[i] as usize, c, sigma);
+                prop_assert_eq!(g.setup_sell_stored(&dsq, c, sigma).unwrap(), *plan.1.last().unwrap());
+            }
+            let built = g.setup_to_matrix::<f64>(&dsq, layout).unwrap().unwrap();
             let uploaded = g.upload_matrix(&sq, layout).unwrap();
             let y = |a| {
                 let mut y = g.zeros::<f64>(mm).unwrap();
@@ -115,7 +120,7 @@ proptest! {
                 g.download(&y).unwrap()
             };
             prop_assert_eq!(y(&built), y(&uploaded), "{:?}", layout);
-            let single = g.setup_to_matrix::<f32>(&dsq, layout, Some(&lens)).unwrap().unwrap();
+            let single = g.setup_to_matrix::<f32>(&dsq, layout).unwrap().unwrap();
             let host32 = g.upload_matrix(&Csr::try_new(mm, mm, sq.row_ptr().to_vec(), sq.col_idx().to_vec(), sq.values().iter().map(|&v| v as f32).collect()).unwrap(), layout).unwrap();
             let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
             let y32 = |a| {

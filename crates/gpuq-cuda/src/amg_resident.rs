@@ -6,9 +6,10 @@
 use crate::amg_setup::SetupCsr;
 use crate::backend::{dev, CudaBackend};
 use crate::spmv::{csr_lanes_log2, Arrays, CudaMatrix};
+use crate::vector::CudaVector;
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuq_core::{Error, Result, Scalar, ScalarKind};
-use gpuq_sparse::{sell_plan, Layout};
+use gpuq_sparse::Layout;
 
 impl CudaBackend {
     /// `bytes` zeroed bytes on the device.
@@ -82,19 +83,83 @@ impl CudaBackend {
             .collect())
     }
 
+    /// The plan of SELL-`c`-`sigma` for a setup matrix, made on the device
+    /// as the host's [`gpuq_sparse::sell_plan`] makes it (the same order and
+    /// offsets): the row order as u32 bytes (`None` for sigma = 1; kernel
+    /// `sell_window_perm`, O(sigma) per row), the slice offsets as u64 bytes
+    /// (`sell_slice_widths` and a device prefix sum) and the stored entries,
+    /// padding included (one 8-byte read back). Errors on a bad c or sigma.
+    fn setup_sell_plan(
+        &self,
+        a: &SetupCsr,
+        c: usize,
+        sigma: usize,
+    ) -> Result<(Option<CudaSlice<u8>>, CudaSlice<u8>, usize)> {
+        let n = a.shape().0;
+        if c == 0 || sigma == 0 || (sigma != 1 && sigma % c != 0) {
+            return Err(Error::InvalidArgument(format!(
+                "SELL-{c}-{sigma}: c must be at least 1 and sigma 1 or a multiple of c"
+            )));
+        }
+        let perm = if sigma == 1 || n == 0 {
+            None
+        } else {
+            let mut perm = self.resident_bytes(4 * n)?;
+            let f = self.function("sell_window_perm")?;
+            let mut l = self.inner.stream.launch_builder(&f);
+            l.arg(&n).arg(&sigma).arg(&a.ptr).arg(&mut perm);
+            // SAFETY: arguments match `sell_window_perm`; perm holds n u32.
+            unsafe { l.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("sell_window_perm"))?;
+            self.inner.stats.launch("sell_window_perm");
+            Some(perm)
+        };
+        let slices = n.div_ceil(c);
+        let mut widths = self.setup_zeros::<u64>(slices)?;
+        if slices > 0 {
+            let f = self.function("sell_slice_widths")?;
+            let mut l = self.inner.stream.launch_builder(&f);
+            let has_perm = u32::from(perm.is_some());
+            l.arg(&n).arg(&c).arg(&has_perm);
+            match &perm {
+                Some(p) => l.arg(p),
+                None => l.arg(&a.ptr),
+            };
+            l.arg(&a.ptr).arg(&mut widths);
+            // SAFETY: arguments match `sell_slice_widths`; perm (when
+            // has_perm) holds n rows, widths one value per slice.
+            unsafe { l.launch(Self::cfg(self.grid_blocks(slices))) }
+                .map_err(dev("sell_slice_widths"))?;
+            self.inner.stats.launch("sell_slice_widths");
+        }
+        let mut slice_ptr = self.resident_bytes(8 * (slices + 1))?;
+        self.setup_offsets_into(&widths, slices, &mut slice_ptr)?;
+        let mut total = [0u8; 8];
+        self.inner.stats.download(8);
+        self.inner
+            .stream
+            .memcpy_dtoh(&slice_ptr.slice(8 * slices..8 * slices + 8), &mut total)
+            .map_err(dev("download"))?;
+        Ok((perm, slice_ptr, u64::from_ne_bytes(total) as usize))
+    }
+
+    /// The entries SELL-`c`-`sigma` stores for a setup matrix, padding
+    /// included: [`CudaBackend::setup_sell_plan`]'s total (O(nrows sigma) on
+    /// the device, 8 bytes back).
+    pub fn setup_sell_stored(&self, a: &SetupCsr, c: usize, sigma: usize) -> Result<usize> {
+        Ok(self.setup_sell_plan(a, c, sigma)?.2)
+    }
+
     /// A setup matrix as one of the cycle's matrices in `layout` with values
     /// of `T`, built on the device: CSR by copying the row pointers and
     /// columns and converting the values (kernel `setup_to_csr_*`), SELL by
-    /// the host's plan from the row lengths `lens` ([`sell_plan`], the row
-    /// order and slice offsets uploaded) and one thread per row
-    /// (`setup_to_sell_*`). `None` for BSR2 and complex `T` (the caller
-    /// converts on the host) and for SELL without `lens`. Cost: O(nnz +
-    /// padding) on the device, O(nrows log sigma) on the host for SELL.
+    /// the plan made on the device ([`CudaBackend::setup_sell_plan`]) and one
+    /// thread per row (`setup_to_sell_*`). `None` for BSR2 and complex `T`
+    /// (the caller converts on the host). Cost: O(nnz + padding + nrows
+    /// sigma) on the device, 8 bytes back for SELL.
     pub fn setup_to_matrix<T: Scalar>(
         &self,
         a: &SetupCsr,
         layout: Layout,
-        lens: Option<&[u32]>,
     ) -> Result<Option<CudaMatrix<T>>> {
         let suffix = match T::KIND {
             ScalarKind::F32 => "f32",
@@ -103,8 +168,8 @@ impl CudaBackend {
         };
         let ((n, ncols), nnz) = (a.shape(), a.nnz());
         let size = std::mem::size_of::<T>();
-        let arrays = match (layout, lens) {
-            (Layout::Csr, _) => {
+        let arrays = match layout {
+            Layout::Csr => {
                 let mut ptr = self.resident_bytes(8 * (n + 1))?;
                 let mut col = self.resident_bytes(4 * nnz)?;
                 let mut val = self.resident_bytes(size * nnz)?;
@@ -135,28 +200,10 @@ impl CudaBackend {
                     lanes_log2: csr_lanes_log2(nnz, n),
                 }
             }
-            (Layout::Sell { c, sigma }, Some(lens)) => {
-                if c == 0 || sigma == 0 || (sigma != 1 && sigma % c != 0) || lens.len() != n {
-                    return Err(Error::InvalidArgument(format!(
-                        "SELL-{c}-{sigma} of a {n}-row matrix from {} row lengths",
-                        lens.len()
-                    )));
-                }
+            Layout::Sell { c, sigma } => {
                 let c32 = u32::try_from(c)
                     .map_err(|_| Error::InvalidArgument(format!("slice height {c} too large")))?;
-                let (perm, slice_ptr) = sell_plan(n, |i| lens[i] as usize, c, sigma);
-                let stored = slice_ptr[n.div_ceil(c)];
-                let slice_bytes: Vec<u8> = slice_ptr
-                    .iter()
-                    .flat_map(|&p| (p as u64).to_ne_bytes())
-                    .collect();
-                let slice_ptr = self.upload_bytes(&slice_bytes)?;
-                let perm = if sigma == 1 {
-                    None
-                } else {
-                    let bytes: Vec<u8> = perm.iter().flat_map(|p| p.to_ne_bytes()).collect();
-                    Some(self.upload_bytes(&bytes)?)
-                };
+                let (perm, slice_ptr, stored) = self.setup_sell_plan(a, c, sigma)?;
                 let mut col = self.resident_bytes(4 * stored)?;
                 let mut val = self.resident_bytes(size * stored)?;
                 if n > 0 {
@@ -202,5 +249,87 @@ impl CudaBackend {
             nnz,
             layout,
         )))
+    }
+
+    /// The inverse diagonal blocks `blocks` (bs x bs, row-major, one per
+    /// node of an n-row matrix) as a CSR matrix with values of `T`
+    /// (`BlockDiagonal::to_csr` converted), built on the device from one
+    /// upload of the blocks (kernel `amg_block_diag_csr_*`): 8 bytes per
+    /// stored value across the bus instead of the CSR arrays. `None` for
+    /// complex `T`. Errors when `blocks` is not n bs values.
+    pub fn setup_block_diagonal_matrix<T: Scalar>(
+        &self,
+        n: usize,
+        bs: usize,
+        blocks: &[f64],
+    ) -> Result<Option<CudaMatrix<T>>> {
+        let name = match T::KIND {
+            ScalarKind::F32 => "amg_block_diag_csr_f32",
+            ScalarKind::F64 => "amg_block_diag_csr_f64",
+            _ => return Ok(None),
+        };
+        if bs == 0 || n % bs != 0 || blocks.len() != n * bs {
+            return Err(Error::shape("block diagonal", n * bs, blocks.len()));
+        }
+        let nnz = n * bs;
+        let d = self.setup_vec_upload(blocks)?;
+        let mut ptr = self.resident_bytes(8 * (n + 1))?;
+        let mut col = self.resident_bytes(4 * nnz)?;
+        let mut val = self.resident_bytes(std::mem::size_of::<T>() * nnz)?;
+        let f = self.function(name)?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&n)
+            .arg(&bs)
+            .arg(&d.buf)
+            .arg(&mut ptr)
+            .arg(&mut col)
+            .arg(&mut val);
+        // SAFETY: arguments match `amg_block_diag_csr_*`; blocks holds n bs
+        // values, the outputs n + 1 row pointers and n bs columns and values.
+        unsafe { l.launch(Self::cfg(self.grid_blocks(nnz.max(n + 1)))) }.map_err(dev(name))?;
+        self.inner.stats.launch(name);
+        let arrays = Arrays::Csr {
+            row_ptr: ptr,
+            col,
+            val,
+            lanes_log2: csr_lanes_log2(nnz, n),
+        };
+        Ok(Some(CudaMatrix::from_arrays(
+            arrays,
+            (n, n),
+            nnz,
+            Layout::Csr,
+        )))
+    }
+
+    /// omega times the point diagonal `d` (block size 1) as a vector of `T`:
+    /// one upload of the f64 values and kernel `amg_scaled_diag_*`. `None`
+    /// for complex `T`.
+    pub fn setup_scaled_diagonal<T: Scalar>(
+        &self,
+        d: &[f64],
+        omega: f64,
+    ) -> Result<Option<CudaVector<T>>> {
+        let name = match T::KIND {
+            ScalarKind::F32 => "amg_scaled_diag_f32",
+            ScalarKind::F64 => "amg_scaled_diag_f64",
+            _ => return Ok(None),
+        };
+        let n = d.len();
+        let x = self.setup_vec_upload(d)?;
+        let mut y = self.resident_bytes(std::mem::size_of::<T>() * n)?;
+        if n > 0 {
+            let f = self.function(name)?;
+            let mut l = self.inner.stream.launch_builder(&f);
+            l.arg(&n).arg(&omega).arg(&x.buf).arg(&mut y);
+            // SAFETY: arguments match `amg_scaled_diag_*`; x and y hold n values.
+            unsafe { l.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev(name))?;
+            self.inner.stats.launch(name);
+        }
+        Ok(Some(CudaVector {
+            buf: y,
+            len: n,
+            _t: std::marker::PhantomData,
+        }))
     }
 }

@@ -20,19 +20,22 @@ const TABLE_BUDGET: u64 = 1 << 27;
 /// `(first, end, slots)`.
 type Chunk = (usize, usize, u64);
 
-/// The operands of a pass of `spgemm_rows`: A, B, the smoothing (block
-/// size, omega, inverse diagonal blocks) of a smoothed prolongator, and the
-/// tables (running totals on the device and chunks).
+/// The operands of a pass of `spgemm_warp_rows`: A, B, the smoothing (block
+/// size, omega, inverse diagonal blocks) of a smoothed prolongator, the
+/// global tables (running totals on the device and chunks) and whether the
+/// pass counts again only the rows that filled their shared tables.
 struct RowsPass<'a> {
     a: &'a SetupCsr,
     b: &'a SetupCsr,
     smooth: Option<(usize, f64, &'a CudaSlice<f64>)>,
     tables: &'a (CudaSlice<u64>, Vec<Chunk>),
+    retry: bool,
 }
 
-/// Slots of a row's table in the count pass of a sparse product (rows with
-/// more distinct columns than fit are counted again with full tables).
-const COUNT_SLOTS: u64 = 1024;
+/// Slots of a row's table in a warp's shared region in the fill pass of a
+/// sparse product (`kernels-rs`: 256 columns and their values); rows that
+/// need more get tables in global memory.
+const FILL_SHARED_SLOTS: u64 = 256;
 
 /// Launches the 1D kernel `$name` over `$n` items with the arguments the
 /// block pushes on `$l`; counts the launch.
@@ -127,9 +130,30 @@ impl CudaBackend {
     /// entries per warp, then one warp over the tiles' sums) and one 8-byte
     /// download. O(n).
     fn setup_offsets(&self, counts: &CudaSlice<u64>, n: usize) -> Result<(CudaSlice<u64>, u64)> {
+        let mut out = self.setup_zeros::<u64>(n + 1)?;
+        self.setup_offsets_into(counts, n, &mut out)?;
+        let total = self.setup_get_at(&out, n)?;
+        Ok((out, total))
+    }
+
+    /// The prefix sum of [`CudaBackend::setup_offsets`] written as n + 1 u64
+    /// values into `out` (a buffer of any element type holding at least 8 (n
+    /// + 1) bytes), with no read back.
+    pub(crate) fn setup_offsets_into<O: DeviceRepr>(
+        &self,
+        counts: &CudaSlice<u64>,
+        n: usize,
+        out: &mut CudaSlice<O>,
+    ) -> Result<()> {
+        if out.len() * std::mem::size_of::<O>() < 8 * (n + 1) {
+            return Err(Error::shape(
+                "prefix sum",
+                8 * (n + 1),
+                out.len() * std::mem::size_of::<O>(),
+            ));
+        }
         let tiles = (n + 1).div_ceil(512);
         let mut sums = self.setup_zeros::<u64>(tiles)?;
-        let mut out = self.setup_zeros::<u64>(n + 1)?;
         let warps = Self::cfg(self.grid_blocks(tiles * 32));
         let f = self.function("scan_tile_sums")?;
         let mut l = self.inner.stream.launch_builder(&f);
@@ -145,14 +169,14 @@ impl CudaBackend {
         unsafe { l.launch(Self::cfg(1)) }.map_err(dev("scan_tile_offsets"))?;
         let f = self.function("scan_tile_apply")?;
         let mut l = self.inner.stream.launch_builder(&f);
-        l.arg(&n).arg(counts).arg(&sums).arg(&mut out);
-        // SAFETY: arguments match `scan_tile_apply`; out holds n + 1 values.
+        l.arg(&n).arg(counts).arg(&sums).arg(out);
+        // SAFETY: arguments match `scan_tile_apply`; out holds n + 1 u64
+        // values (the caller's contract).
         unsafe { l.launch(warps) }.map_err(dev("scan_tile_apply"))?;
         for name in ["scan_tile_sums", "scan_tile_offsets", "scan_tile_apply"] {
             self.inner.stats.launch(name);
         }
-        let total = self.setup_get_at(&out, n)?;
-        Ok((out, total))
+        Ok(())
     }
 
     fn launch_1d(
@@ -191,16 +215,17 @@ impl CudaBackend {
         )
     }
 
-    /// C = A B on the device, one thread per row with a hash table: a count
-    /// pass in tables of at most `COUNT_SLOTS` slots (again with tables
-    /// sized by the row's product count, `gpuq_kernels::amg::table_slots`,
-    /// when a row fills its table), a prefix sum of the counts, and a fill
-    /// pass in tables sized by the exact counts that accumulates each row's
-    /// products in the order of the host's Gustavson product (so the values
-    /// are the host's bit for bit) and writes the row sorted. Rows go in
-    /// chunks whose tables fit a fixed scratch. Cost: two or three passes of
-    /// O(flops) hash probes, O(row^2) sorting per row, three device prefix
-    /// sums; 8-byte reads back between passes.
+    /// C = A B on the device, one warp per row with a hash table in shared
+    /// memory: a count pass (tables of at most 1024 columns; rows with more
+    /// are counted again in global tables sized by their product counts,
+    /// `gpuq_kernels::amg::table_slots`), a prefix sum of the counts, and a
+    /// fill pass in tables sized by the exact counts (shared up to 128
+    /// columns, global beyond) that accumulates each row's products in the
+    /// order of the host's Gustavson product (so the values are the host's
+    /// bit for bit) and writes the row sorted. Global tables go in chunks of
+    /// rows that fit a fixed scratch. Cost: two passes of O(flops) hash
+    /// probes, O(row^2 / 32) ranking per row, two device prefix sums and
+    /// two 8-byte reads back.
     /// Errors when the inner dimensions differ.
     pub fn setup_spgemm(&self, a: &SetupCsr, b: &SetupCsr) -> Result<SetupCsr> {
         self.setup_spgemm_within(a, b, TABLE_BUDGET)
@@ -252,23 +277,30 @@ impl CudaBackend {
         self.hashed_rows(a, pt, Some((bs, omega, &d)), TABLE_BUDGET)
     }
 
-    /// The hash tables of a sparse product's passes: per row
-    /// `min(table_slots(per_row[i]), cap)` slots, their running totals on the
-    /// device (m + 1 values) and the chunks of rows whose tables fit `budget`
-    /// slots (a longer row alone) as (first row, end row, slots): one chunk
-    /// unless the tables are large, else cut where the running totals
-    /// (downloaded) pass the budget.
+    /// The global hash tables of a product pass: per row `table_slots(
+    /// per_row[i])` slots, at most `cap`, none for rows whose table fits a
+    /// warp's shared region (`shared_max` slots) or, with `only_max`, whose
+    /// count is known; their running totals on the device (m + 1 values) and
+    /// the chunks of rows whose tables fit `budget` slots (a longer row
+    /// alone) as (first row, end row, slots): one chunk unless the tables are
+    /// large, else cut where the running totals (downloaded) pass the budget.
     fn table_chunks(
         &self,
-        per_row: &CudaSlice<u64>,
+        (per_row, cap, shared_max, only_max): (&CudaSlice<u64>, u64, u64, Option<&CudaSlice<u64>>),
         m: usize,
-        cap: u64,
         budget: u64,
     ) -> Result<(CudaSlice<u64>, Vec<Chunk>)> {
         let mut slots = self.setup_zeros::<u64>(m)?;
-        // SAFETY: arguments match `spgemm_slots`; both arrays hold m values.
+        let null = 0u64;
+        // SAFETY: arguments match `spgemm_slots`; per_row, only_max and
+        // slots hold m values.
         setup_launch!(self, "spgemm_slots", m, l => {
-            l.arg(&m).arg(per_row).arg(&cap).arg(&mut slots);
+            l.arg(&m).arg(per_row).arg(&cap).arg(&shared_max);
+            match only_max {
+                Some(c) => l.arg(c),
+                None => l.arg(&null),
+            };
+            l.arg(&mut slots);
         })?;
         let (toff, total) = self.setup_offsets(&slots, m)?;
         let mut chunks = Vec::new();
@@ -290,7 +322,10 @@ impl CudaBackend {
 
     /// The passes of [`CudaBackend::setup_spgemm`] (`smooth` None) and of
     /// [`CudaBackend::setup_smoothed_prolongator`] (block size, omega and
-    /// inverse diagonal blocks).
+    /// inverse diagonal blocks): the count pass in the warps' shared tables
+    /// (again in global tables for the rows that filled theirs), then the
+    /// fill pass in shared tables or, for rows of more than
+    /// `FILL_SHARED_SLOTS / 2` entries, global ones.
     fn hashed_rows(
         &self,
         a: &SetupCsr,
@@ -298,6 +333,59 @@ impl CudaBackend {
         smooth: Option<(usize, f64, &CudaSlice<f64>)>,
         budget: u64,
     ) -> Result<SetupCsr> {
+        let m = a.nrows;
+        let mut counts = self.setup_zeros::<u64>(m)?;
+        let mut overflow = self.setup_zeros::<u64>(1)?;
+        let whole = (self.setup_zeros::<u64>(0)?, vec![(0, m, 0)]);
+        let pass = RowsPass {
+            a,
+            b,
+            smooth,
+            tables: &whole,
+            retry: false,
+        };
+        self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
+        if self.setup_get_at(&overflow, 0)? > 0 {
+            // Rows with more distinct columns than a shared table holds:
+            // counted again in global tables sized by their products.
+            let bound = self.product_bounds(a, b, smooth)?;
+            let tables = self.table_chunks((&bound, u64::MAX, 0, Some(&counts)), m, budget)?;
+            let pass = RowsPass {
+                tables: &tables,
+                retry: true,
+                ..pass
+            };
+            self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
+        }
+        let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
+        let mut c_col = self.setup_zeros::<u32>(nnz as usize)?;
+        let mut c_val = self.setup_zeros::<f64>(nnz as usize)?;
+        let tables = self.table_chunks((&counts, u64::MAX, FILL_SHARED_SLOTS, None), m, budget)?;
+        let pass = RowsPass {
+            tables: &tables,
+            retry: false,
+            ..pass
+        };
+        let fill = Some((&c_ptr, &mut c_col, &mut c_val));
+        self.rows_pass(&pass, fill, &mut counts, &mut overflow)?;
+        Ok(SetupCsr {
+            nrows: m,
+            ncols: b.ncols,
+            nnz: nnz as usize,
+            ptr: c_ptr,
+            col: c_col,
+            val: c_val,
+        })
+    }
+
+    /// The products of each row of A B (or of the smoothed prolongator), at
+    /// most B's column count: `spgemm_bound`, one thread per row.
+    fn product_bounds(
+        &self,
+        a: &SetupCsr,
+        b: &SetupCsr,
+        smooth: Option<(usize, f64, &CudaSlice<f64>)>,
+    ) -> Result<CudaSlice<u64>> {
         let m = a.nrows;
         let null = 0u64;
         let bs = smooth.map_or(1, |s| s.0);
@@ -314,57 +402,15 @@ impl CudaBackend {
             };
             l.arg(&a.ptr).arg(&a.col).arg(&b.ptr).arg(&b_cols).arg(&mut bound);
         })?;
-        // The count pass with tables capped at COUNT_SLOTS (the distinct
-        // columns of a row are usually far fewer than its products); again
-        // with full tables where a row filled its table.
-        let mut counts = self.setup_zeros::<u64>(m)?;
-        let mut overflow = self.setup_zeros::<u64>(1)?;
-        for cap in [COUNT_SLOTS, u64::MAX] {
-            let tables = self.table_chunks(&bound, m, cap, budget)?;
-            self.inner
-                .stream
-                .memset_zeros(&mut overflow)
-                .map_err(dev("memset"))?;
-            let pass = RowsPass {
-                a,
-                b,
-                smooth,
-                tables: &tables,
-            };
-            self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
-            if self.setup_get_at(&overflow, 0)? == 0 {
-                break;
-            }
-        }
-        // The fill pass: tables of table_slots(count) slots, so the products
-        // land in tables at most half full.
-        let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
-        let mut c_col = self.setup_zeros::<u32>(nnz as usize)?;
-        let mut c_val = self.setup_zeros::<f64>(nnz as usize)?;
-        let tables = self.table_chunks(&counts, m, u64::MAX, budget)?;
-        let pass = RowsPass {
-            a,
-            b,
-            smooth,
-            tables: &tables,
-        };
-        let fill = Some((&c_ptr, &mut c_col, &mut c_val));
-        self.rows_pass(&pass, fill, &mut counts, &mut overflow)?;
-        Ok(SetupCsr {
-            nrows: m,
-            ncols: b.ncols,
-            nnz: nnz as usize,
-            ptr: c_ptr,
-            col: c_col,
-            val: c_val,
-        })
+        Ok(bound)
     }
 
-    /// One pass of `spgemm_rows` over the chunks of `pass.tables`: the count
-    /// pass (`fill` None: each row's distinct columns into `counts`, rows that
-    /// fill their table counted in `overflow`), or the fill pass (`fill` the
-    /// row pointers, the prefix sum of the counts, and the columns and values
-    /// to write). Allocates the chunks' largest tables (values only to fill).
+    /// One pass of `spgemm_warp_rows` over the chunks of `pass.tables`: the
+    /// count pass (`fill` None: each row's distinct columns into `counts`,
+    /// rows that fill their table counted in `overflow`; with `pass.retry`
+    /// only the rows marked so), or the fill pass (`fill` the row pointers,
+    /// the prefix sum of the counts, and the columns and values to write).
+    /// Allocates the chunks' largest global tables (values only to fill).
     fn rows_pass(
         &self,
         pass: &RowsPass<'_>,
@@ -377,6 +423,7 @@ impl CudaBackend {
             b,
             smooth,
             tables: (toff, chunks),
+            retry,
         } = *pass;
         let null = 0u64;
         let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
@@ -388,29 +435,44 @@ impl CudaBackend {
             Some((p, c, v)) => (Some(p), c, v),
             None => (None, &mut no_col, &mut no_val),
         };
-        for &(lo, hi, _) in chunks {
-            let (rows, d_toff) = (hi - lo, toff.slice(lo..hi + 1));
-            // SAFETY: arguments match `spgemm_rows`: rows lo..hi of A whose
-            // columns index B's rows (smoothing: as for `spgemm_bound`); the
-            // toff view holds rows + 1 running totals whose span is at most
-            // the tables' length; counts holds one value per row of A. The
-            // count pass (null c_ptr) writes no values; in the fill pass the
-            // tables are sized from the exact counts (never full), c_ptr is
-            // the prefix sum of the counts and c_col, c_val hold its total.
-            setup_launch!(self, "spgemm_rows", rows, l => {
-                l.arg(&lo).arg(&rows).arg(&bs).arg(&omega);
-                match smooth {
-                    Some((_, _, d)) => l.arg(d),
-                    None => l.arg(&null),
-                };
-                l.arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&b.ptr).arg(&b.col).arg(&b.val);
-                l.arg(&d_toff).arg(&mut tkeys).arg(&mut tvals);
-                match c_ptr {
-                    Some(p) => l.arg(p),
-                    None => l.arg(&null),
-                };
-                l.arg(&mut *counts).arg(&mut *overflow).arg(&mut *c_col).arg(&mut *c_val);
-            })?;
+        let (retry, b_cols) = (u32::from(retry), b.ncols as u64);
+        for &(lo, hi, slots) in chunks {
+            let rows = hi - lo;
+            let d_toff = (slots > 0).then(|| toff.slice(lo..hi + 1));
+            // SAFETY: arguments match `spgemm_warp_rows`: rows lo..hi of A
+            // whose columns index B's rows (smoothing: as for
+            // `spgemm_bound`); the toff view (when given) holds rows + 1
+            // running totals whose span is at most the tables' length;
+            // counts holds one value per row of A. The count pass (null
+            // c_ptr) writes no values; in the fill pass the tables are sized
+            // from the exact counts (never full), c_ptr is the prefix sum of
+            // the counts and c_col, c_val hold its total. One warp per row.
+            let f = self.function("spgemm_warp_rows")?;
+            let cfg = Self::cfg(self.grid_blocks(rows.saturating_mul(32)));
+            let mut l = self.inner.stream.launch_builder(&f);
+            l.arg(&lo).arg(&rows).arg(&retry).arg(&bs).arg(&omega);
+            match smooth {
+                Some((_, _, d)) => l.arg(d),
+                None => l.arg(&null),
+            };
+            l.arg(&a.ptr).arg(&a.col).arg(&a.val);
+            l.arg(&b.ptr).arg(&b.col).arg(&b.val).arg(&b_cols);
+            match &d_toff {
+                Some(t) => l.arg(t),
+                None => l.arg(&null),
+            };
+            l.arg(&mut tkeys).arg(&mut tvals);
+            match c_ptr {
+                Some(p) => l.arg(p),
+                None => l.arg(&null),
+            };
+            l.arg(&mut *counts)
+                .arg(&mut *overflow)
+                .arg(&mut *c_col)
+                .arg(&mut *c_val);
+            // SAFETY: as above.
+            unsafe { l.launch(cfg) }.map_err(dev("spgemm_warp_rows"))?;
+            self.inner.stats.launch("spgemm_warp_rows");
         }
         Ok(())
     }
@@ -474,8 +536,9 @@ impl CudaBackend {
     }
 
     /// A^T on the device: column counts (atomics), their prefix sum, a
-    /// scatter, and a sort of each row by column, so the result is the host's
-    /// transpose exactly. O(nnz) plus the rows' insertion sorts.
+    /// scatter, and each row's entries put in column order by one warp per
+    /// row, so the result is the host's transpose exactly. O(nnz) plus
+    /// O(len^2 / 32) per row for the ranks; 24 bytes of scratch per entry.
     pub fn setup_transpose(&self, a: &SetupCsr) -> Result<SetupCsr> {
         let (m, n, nnz) = (a.nrows, a.ncols, a.nnz);
         let mut counts = self.setup_zeros::<u64>(n)?;
@@ -485,8 +548,8 @@ impl CudaBackend {
         })?;
         let (t_ptr, _) = self.setup_offsets(&counts, n)?;
         let mut cursor = self.setup_zeros::<u64>(n)?;
-        let mut t_col = self.setup_zeros::<u32>(nnz)?;
-        let mut t_val = self.setup_zeros::<f64>(nnz)?;
+        let mut s_col = self.setup_zeros::<u32>(nnz)?;
+        let mut s_val = self.setup_zeros::<f64>(nnz)?;
         // SAFETY: arguments match `csr_transpose_scatter`; t_ptr is the prefix
         // sum of the column counts, so every slot lies in t_col / t_val.
         setup_launch!(self, "csr_transpose_scatter", m, l => {
@@ -496,12 +559,16 @@ impl CudaBackend {
                 .arg(&a.val)
                 .arg(&t_ptr)
                 .arg(&mut cursor)
-                .arg(&mut t_col)
-                .arg(&mut t_val);
+                .arg(&mut s_col)
+                .arg(&mut s_val);
         })?;
-        // SAFETY: arguments match `csr_sort_rows`; t_ptr describes n rows.
-        setup_launch!(self, "csr_sort_rows", n, l => {
-            l.arg(&n).arg(&t_ptr).arg(&mut t_col).arg(&mut t_val);
+        drop(cursor);
+        let mut t_col = self.setup_zeros::<u32>(nnz)?;
+        let mut t_val = self.setup_zeros::<f64>(nnz)?;
+        // SAFETY: arguments match `csr_rank_rows`; t_ptr describes n rows of
+        // the scattered entries, the outputs hold nnz values; one warp per row.
+        setup_launch!(self, "csr_rank_rows", n.saturating_mul(32), l => {
+            l.arg(&n).arg(&t_ptr).arg(&s_col).arg(&s_val).arg(&mut t_col).arg(&mut t_val);
         })?;
         Ok(SetupCsr {
             nrows: n,

@@ -13,7 +13,7 @@
 //! below the column count), output arrays hold the sizes named in each
 //! kernel's comment, and no output aliases an input.
 
-use super::prelude::{atomic_add_u64, global_id, grid_threads, DeviceReal};
+use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, DeviceReal};
 use crate::amg::{
     chunk_dot, fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
     DOT_CHUNK, MAX_SETUP_BLOCK, ROOT, UNDECIDED,
@@ -372,67 +372,166 @@ pub unsafe extern "ptx-kernel" fn spgemm_bound(
     }
 }
 
-/// Adds `v` to column `j` of a row's table (`keys`, `vals` of `slots` slots, a
-/// power of two; values only when `fill`); returns 1 when `j` is new. When
-/// every slot holds another column, sets `full` and adds nothing.
+/// Bytes of shared memory per warp for its row's hash table: 1024 columns in
+/// the count pass, 256 columns and their values in the fill pass.
+const WARP_TABLE_BYTES: u32 = 4096;
+
+/// Warps per block of the warp-per-row kernels (`crate::BLOCK_THREADS / 32`).
+const BLOCK_WARPS: u32 = crate::BLOCK_THREADS / 32;
+
+// The hash tables of the warp-per-row product kernels: one region of
+// `WARP_TABLE_BYTES` per warp of the block.
+core::arch::global_asm!(".shared .align 8 .b8 gpuq_spgemm_tables[32768];");
+
+/// Generic address of this warp's shared table region.
 #[inline(always)]
-unsafe fn table_add(
+fn warp_table() -> *mut u8 {
+    let base: u64;
+    // SAFETY: converts the address of a declared shared variable to a
+    // generic one.
+    unsafe { asm!("cvta.shared.u64 {b}, gpuq_spgemm_tables;", b = out(reg64) base) }
+    // SAFETY: reading a special register has no preconditions.
+    let warp = unsafe { core::arch::nvptx::_thread_idx_x() } as u32 / 32;
+    (base + u64::from(warp % BLOCK_WARPS * WARP_TABLE_BYTES)) as *mut u8
+}
+
+/// `bar.warp.sync` over the full warp: waits for every lane and makes their
+/// memory writes visible to each other. Every lane must call it.
+#[inline(always)]
+fn sync_warp() {
+    // SAFETY: a full-warp barrier, called from uniform control flow only.
+    unsafe { asm!("bar.warp.sync 0xffffffff;") }
+}
+
+/// Sum of `v` over the warp's lanes (a butterfly: every lane gets it).
+#[inline(always)]
+fn warp_sum_u64(mut v: u64) -> u64 {
+    let mut d = 16u32;
+    while d > 0 {
+        let (lo, hi) = split(v);
+        let (l2, h2): (u32, u32);
+        // SAFETY: full-warp shuffles from uniform control flow.
+        unsafe {
+            asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) l2, v = in(reg32) lo, d = in(reg32) d);
+            asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) h2, v = in(reg32) hi, d = in(reg32) d);
+        }
+        v += join(l2, h2);
+        d /= 2;
+    }
+    v
+}
+
+/// Compare-and-swap of `*p` from `old` to `new` (shared or global memory);
+/// returns the value found.
+#[inline(always)]
+unsafe fn cas_u32(p: *mut u32, old: u32, new: u32) -> u32 {
+    let r: u32;
+    asm!("atom.cas.b32 {r}, [{p}], {o}, {n};", r = out(reg32) r, p = in(reg64) p, o = in(reg32) old, n = in(reg32) new);
+    r
+}
+
+/// A row's open-addressing hash table (linear probing, `slots` a power of
+/// two) in shared or global memory, filled by the lanes of one warp.
+struct RowTable {
     keys: *mut u32,
     vals: *mut f64,
     slots: usize,
-    j: u32,
-    v: f64,
     fill: bool,
-    full: &mut bool,
+}
+
+impl RowTable {
+    /// Adds `v` to column `j` (values only when filling); returns 1 when `j`
+    /// is new. When every slot holds another column, sets `full` and adds
+    /// nothing. Lanes adding at once must add distinct columns.
+    #[inline(always)]
+    unsafe fn add(&self, j: u32, v: f64, full: &mut bool) -> u64 {
+        let mut s = table_home(j, self.slots as u64) as usize;
+        let mut probes = 0;
+        loop {
+            let found = cas_u32(self.keys.add(s), EMPTY, j);
+            if found == EMPTY || found == j {
+                if self.fill {
+                    *self.vals.add(s) += v;
+                }
+                return u64::from(found == EMPTY);
+            }
+            probes += 1;
+            if probes == self.slots {
+                *full = true;
+                return 0;
+            }
+            s = (s + 1) & (self.slots - 1);
+        }
+    }
+}
+
+/// The products of row i of A B, or of the smoothed prolongator, summed over
+/// the warp (each lane takes every 32nd entry of A's rows): `row_products`.
+#[inline(always)]
+unsafe fn warp_row_products(
+    i: usize,
+    bs: usize,
+    dinv: *const f64,
+    a_ptr: *const u64,
+    a_col: *const u32,
+    b_ptr: *const u64,
 ) -> u64 {
-    let mut s = table_home(j, slots as u64) as usize;
-    let mut new = 0;
-    let mut probes = 0;
-    loop {
-        let kj = *keys.add(s);
-        if kj == j {
-            break;
+    let lane = lane() as usize;
+    let len = |k: usize| *b_ptr.add(k + 1) - *b_ptr.add(k);
+    let through_a = |r: usize| {
+        let mut s = 0u64;
+        let mut p = *a_ptr.add(r) as usize + lane;
+        while p < *a_ptr.add(r + 1) as usize {
+            s += len(*a_col.add(p) as usize);
+            p += 32;
         }
-        if kj == EMPTY {
-            *keys.add(s) = j;
-            new = 1;
-            break;
+        s
+    };
+    let mut s = 0;
+    if dinv.is_null() {
+        s += through_a(i);
+    } else {
+        let bs = bs.max(1);
+        let k = i / bs;
+        if lane == 0 {
+            s += len(i);
         }
-        probes += 1;
-        if probes == slots {
-            *full = true;
-            return 0;
+        for c in 0..bs {
+            s += through_a(k * bs + c);
         }
-        s = (s + 1) & (slots - 1);
     }
-    if fill {
-        *vals.add(s) += v;
-    }
-    new
+    warp_sum_u64(s)
 }
 
 /// Rows `row0 .. row0 + rows` of C = A B (`dinv` null) or of the smoothed
 /// prolongator P = B - omega D^-1 A B (B the tentative prolongator, `dinv` the
-/// inverse diagonal blocks of A, bs^2 per node), one thread per row, each
-/// with its own open-addressing table of `table_slots(bound)` slots from
-/// `toff[i - row0] - toff[0]` (`toff` holds the rows + 1 running totals of
-/// the slots from row0 on; `tkeys` and `tvals` the chunk's tables).
-/// The count pass may take tables smaller than that (capped): a row that
-/// fills its table gets the count u64::MAX and adds 1 to `*overflow`, and the
-/// caller counts again with full tables. The fill pass takes tables of
-/// `table_slots(count)` slots, which never fill.
-/// Values are added in the order of the host's Gustavson accumulators (for a
-/// product: A's entries, and within each B's; for P: B's row, then per
-/// component c with w = -omega dinv_rc, skipped when 0, A's row bs k + c and
-/// the B rows its entries name, adding (w a) b), so every value is the
-/// host's bit for bit. With a null `c_ptr` it counts each row's distinct
-/// columns into `counts[i]`; otherwise it writes the row from `c_ptr[i]`,
-/// sorted by column.
+/// inverse diagonal blocks of A, bs^2 per node), one warp per row. A row's
+/// hash table is in global memory where `toff` gives it slots (`toff[t + 1]
+/// - toff[t]` from `toff[t] - toff[0]` of `tkeys`, `tvals`; `toff` null: none
+/// does), else in the warp's shared region: in the count pass
+/// `min(table_slots(products), 1024)` slots, in the fill pass
+/// `table_slots(counts[i])` (at most 256; larger rows have global tables).
+///
+/// The warp walks A's row entry by entry; for each, its lanes take the
+/// entries of the B row it names (distinct columns, so no two lanes add to
+/// the same column at once), and the warp synchronises before the next
+/// entry. Each column's products are thus added in the order of the host's
+/// Gustavson accumulators (for a product: A's entries, and within each B's;
+/// for P: B's row, then per component c with w = -omega dinv_rc, skipped when
+/// 0, A's row bs k + c and the B rows its entries name, adding (w a) b), so
+/// every value is the host's bit for bit.
+///
+/// With a null `c_ptr` (count pass) it writes each row's distinct columns
+/// to `counts[i]`, or u64::MAX for a row that fills its table (adding 1 to
+/// `*overflow`); with `retry` nonzero it skips the rows whose count is not
+/// u64::MAX. Otherwise (fill pass) it writes row i from `c_ptr[i]`, sorted by
+/// column (each entry's place is the number of smaller columns in the table).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn spgemm_rows(
+pub unsafe extern "ptx-kernel" fn spgemm_warp_rows(
     row0: usize,
     rows: usize,
+    retry: u32,
     bs: usize,
     omega: f64,
     dinv: *const f64,
@@ -442,6 +541,7 @@ pub unsafe extern "ptx-kernel" fn spgemm_rows(
     b_ptr: *const u64,
     b_col: *const u32,
     b_val: *const f64,
+    b_cols: u64,
     toff: *const u64,
     tkeys: *mut u32,
     tvals: *mut f64,
@@ -452,82 +552,129 @@ pub unsafe extern "ptx-kernel" fn spgemm_rows(
     c_val: *mut f64,
 ) {
     let fill = !c_ptr.is_null();
-    let mut t = global_id();
-    while t < rows {
+    let lane = lane() as usize;
+    let shared = warp_table();
+    let mut next = global_id() / 32;
+    while next < rows {
+        let t = next;
+        next += grid_threads() / 32;
         let i = row0 + t;
-        let base = (*toff.add(t) - *toff) as usize;
-        let slots = (*toff.add(t + 1) - *toff.add(t)) as usize;
-        let (keys, vals) = (tkeys.add(base), tvals.add(base));
-        for s in 0..slots {
-            *keys.add(s) = EMPTY;
-            if fill {
-                *vals.add(s) = 0.0;
-            }
+        if retry != 0 && *counts.add(i) != u64::MAX {
+            continue;
         }
-        let mut distinct = 0u64;
-        let mut full = false;
-        // Row r of A times B, each entry of A scaled by w first; returns the
-        // new columns.
-        let through_a = |r: usize, w: f64, scaled: bool, full: &mut bool| {
-            let mut new = 0u64;
-            for p in *a_ptr.add(r) as usize..*a_ptr.add(r + 1) as usize {
-                let k = *a_col.add(p) as usize;
-                let aik = if scaled {
-                    w * *a_val.add(p)
-                } else {
-                    *a_val.add(p)
-                };
-                for q in *b_ptr.add(k) as usize..*b_ptr.add(k + 1) as usize {
-                    let v = aik * *b_val.add(q);
-                    new += table_add(keys, vals, slots, *b_col.add(q), v, fill, full);
-                }
-            }
-            new
+        let global = if toff.is_null() {
+            0
+        } else {
+            (*toff.add(t + 1) - *toff.add(t)) as usize
         };
-        if slots > 0 {
+        let table = if global > 0 {
+            let base = (*toff.add(t) - *toff) as usize;
+            RowTable {
+                keys: tkeys.add(base),
+                vals: tvals.add(base),
+                slots: global,
+                fill,
+            }
+        } else if fill {
+            RowTable {
+                keys: shared as *mut u32,
+                vals: shared.add(1024) as *mut f64,
+                slots: table_slots(*counts.add(i)) as usize,
+                fill,
+            }
+        } else {
+            let products = warp_row_products(i, bs, dinv, a_ptr, a_col, b_ptr);
+            let bound = if products < b_cols { products } else { b_cols };
+            let s = table_slots(bound);
+            RowTable {
+                keys: shared as *mut u32,
+                vals: core::ptr::null_mut(),
+                slots: if s < 1024 { s as usize } else { 1024 },
+                fill,
+            }
+        };
+        let mut s = lane;
+        while s < table.slots {
+            *table.keys.add(s) = EMPTY;
+            if fill {
+                *table.vals.add(s) = 0.0;
+            }
+            s += 32;
+        }
+        sync_warp();
+        let mut new = 0u64;
+        let mut full = false;
+        // The products of A's entry p (scaled by w first) with B's row.
+        let entry = |p: usize, w: f64, scaled: bool, full: &mut bool| {
+            let k = *a_col.add(p) as usize;
+            let aik = if scaled {
+                w * *a_val.add(p)
+            } else {
+                *a_val.add(p)
+            };
+            let mut q = *b_ptr.add(k) as usize + lane;
+            let mut n = 0;
+            while q < *b_ptr.add(k + 1) as usize {
+                n += table.add(*b_col.add(q), aik * *b_val.add(q), full);
+                q += 32;
+            }
+            sync_warp();
+            n
+        };
+        if table.slots > 0 {
             if dinv.is_null() {
-                distinct += through_a(i, 1.0, false, &mut full);
+                for p in *a_ptr.add(i) as usize..*a_ptr.add(i + 1) as usize {
+                    new += entry(p, 1.0, false, &mut full);
+                }
             } else {
                 let bs = bs.max(1);
                 let (k, r) = (i / bs, i % bs);
-                for q in *b_ptr.add(i) as usize..*b_ptr.add(i + 1) as usize {
-                    let (j, v) = (*b_col.add(q), *b_val.add(q));
-                    distinct += table_add(keys, vals, slots, j, v, fill, &mut full);
+                let mut q = *b_ptr.add(i) as usize + lane;
+                while q < *b_ptr.add(i + 1) as usize {
+                    new += table.add(*b_col.add(q), *b_val.add(q), &mut full);
+                    q += 32;
                 }
+                sync_warp();
                 for c in 0..bs {
                     let w = -omega * *dinv.add((k * bs + r) * bs + c);
                     if w != 0.0 {
-                        distinct += through_a(k * bs + c, w, true, &mut full);
+                        let row = k * bs + c;
+                        for p in *a_ptr.add(row) as usize..*a_ptr.add(row + 1) as usize {
+                            new += entry(p, w, true, &mut full);
+                        }
                     }
                 }
             }
         }
         if fill {
             let start = *c_ptr.add(i) as usize;
-            let mut len = 0usize;
-            for s in 0..slots {
-                let j = *keys.add(s);
+            let mut s = lane;
+            while s < table.slots {
+                let j = *table.keys.add(s);
                 if j != EMPTY {
-                    // Insertion into the sorted prefix of the output row.
-                    let v = *vals.add(s);
-                    let mut p = len;
-                    while p > 0 && *c_col.add(start + p - 1) > j {
-                        *c_col.add(start + p) = *c_col.add(start + p - 1);
-                        *c_val.add(start + p) = *c_val.add(start + p - 1);
-                        p -= 1;
+                    // EMPTY is above every column: only columns count.
+                    let mut place = 0usize;
+                    for u in 0..table.slots {
+                        place += usize::from(*table.keys.add(u) < j);
                     }
-                    *c_col.add(start + p) = j;
-                    *c_val.add(start + p) = v;
-                    len += 1;
+                    *c_col.add(start + place) = j;
+                    *c_val.add(start + place) = *table.vals.add(s);
+                }
+                s += 32;
+            }
+        } else {
+            let distinct = warp_sum_u64(new);
+            let overflowed = warp_sum_u64(u64::from(full)) > 0;
+            if lane == 0 {
+                if overflowed {
+                    *counts.add(i) = u64::MAX;
+                    atomic_add_u64(overflow, 1);
+                } else {
+                    *counts.add(i) = distinct;
                 }
             }
-        } else if full {
-            *counts.add(i) = u64::MAX;
-            atomic_add_u64(overflow, 1);
-        } else {
-            *counts.add(i) = distinct;
         }
-        t += grid_threads();
+        sync_warp();
     }
 }
 
@@ -627,29 +774,35 @@ pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
     }
 }
 
-/// Sorts every row's entries by column (insertion sort; columns distinct).
+/// Writes every row of (`col`, `val`) sorted by column into (`out_col`,
+/// `out_val`), one warp per row: each entry goes to the place given by the
+/// number of smaller columns in its row (columns distinct within a row).
+/// O(len^2 / 32) per row.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn csr_sort_rows(
+pub unsafe extern "ptx-kernel" fn csr_rank_rows(
     nrows: usize,
     ptr: *const u64,
-    col: *mut u32,
-    val: *mut f64,
+    col: *const u32,
+    val: *const f64,
+    out_col: *mut u32,
+    out_val: *mut f64,
 ) {
-    let mut i = global_id();
+    let lane = lane() as usize;
+    let mut i = global_id() / 32;
     while i < nrows {
         let (start, end) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
-        for p in start + 1..end {
-            let (c, v) = (*col.add(p), *val.add(p));
-            let mut q = p;
-            while q > start && *col.add(q - 1) > c {
-                *col.add(q) = *col.add(q - 1);
-                *val.add(q) = *val.add(q - 1);
-                q -= 1;
+        let mut e = start + lane;
+        while e < end {
+            let c = *col.add(e);
+            let mut place = start;
+            for q in start..end {
+                place += usize::from(*col.add(q) < c);
             }
-            *col.add(q) = c;
-            *val.add(q) = v;
+            *out_col.add(place) = c;
+            *out_val.add(place) = *val.add(e);
+            e += 32;
         }
-        i += grid_threads();
+        i += grid_threads() / 32;
     }
 }
 
@@ -904,19 +1057,26 @@ pub unsafe extern "ptx-kernel" fn scan_tile_apply(
     }
 }
 
-/// slots[i] = `table_slots(bound[i])`, at most `cap`: the hash-table size
-/// of row i of a sparse product.
+/// slots[i] = the global hash-table slots of row i of a sparse product:
+/// `table_slots(per_row[i])`, at most `cap`, and 0 where that is at most
+/// `shared_max` (the row's table fits its warp's shared region) or, with a
+/// non-null `only_max`, where `only_max[i]` is not u64::MAX (a row whose
+/// count is known).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn spgemm_slots(
     n: usize,
-    bound: *const u64,
+    per_row: *const u64,
     cap: u64,
+    shared_max: u64,
+    only_max: *const u64,
     slots: *mut u64,
 ) {
     let mut i = global_id();
     while i < n {
-        let s = table_slots(*bound.add(i));
-        *slots.add(i) = if s < cap { s } else { cap };
+        let s = table_slots(*per_row.add(i));
+        let s = if s < cap { s } else { cap };
+        let skip = s <= shared_max || (!only_max.is_null() && *only_max.add(i) != u64::MAX);
+        *slots.add(i) = if skip { 0 } else { s };
         i += grid_threads();
     }
 }
@@ -1056,3 +1216,113 @@ macro_rules! level_layouts {
 
 level_layouts!(f32, setup_to_csr_f32, setup_to_sell_f32);
 level_layouts!(f64, setup_to_csr_f64, setup_to_sell_f64);
+
+/// The row order of SELL-c-sigma for a CSR matrix (`sell_plan` of the host):
+/// perm[w sigma + rank] = i for row i of window w = i / sigma, rank the rows
+/// of its window that are longer, or as long and before it (a stable sort by
+/// decreasing length). One thread per row, O(sigma); `perm` holds n values.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn sell_window_perm(
+    n: usize,
+    sigma: usize,
+    ptr: *const u64,
+    perm: *mut u32,
+) {
+    let len = |r: usize| *ptr.add(r + 1) - *ptr.add(r);
+    let sigma = sigma.max(1);
+    let mut i = global_id();
+    while i < n {
+        let first = i / sigma * sigma;
+        let end = if first + sigma < n { first + sigma } else { n };
+        let li = len(i);
+        let mut rank = 0usize;
+        for r in first..end {
+            let lr = len(r);
+            rank += usize::from(lr > li || (lr == li && r < i));
+        }
+        *perm.add(first + rank) = i as u32;
+        i += grid_threads();
+    }
+}
+
+/// widths[s] = c times the longest row of slice s of SELL-c-sigma: rows
+/// perm[s c ..] (`has_perm` nonzero) or s c .. in order, at most c of them.
+/// One thread per slice; `widths` holds n.div_ceil(c) values.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn sell_slice_widths(
+    n: usize,
+    c: usize,
+    has_perm: u32,
+    perm: *const u32,
+    ptr: *const u64,
+    widths: *mut u64,
+) {
+    let c = c.max(1);
+    let slices = n.div_ceil(c);
+    let mut s = global_id();
+    while s < slices {
+        let mut widest = 0u64;
+        let end = if (s + 1) * c < n { (s + 1) * c } else { n };
+        for p in s * c..end {
+            let r = if has_perm != 0 {
+                *perm.add(p) as usize
+            } else {
+                p
+            };
+            let l = *ptr.add(r + 1) - *ptr.add(r);
+            if l > widest {
+                widest = l;
+            }
+        }
+        *widths.add(s) = widest * c as u64;
+        s += grid_threads();
+    }
+}
+
+/// The smoother's inverse block diagonal (bs x bs blocks, row-major, one per
+/// node) as the cycle's matrix and vector.
+macro_rules! smoother_diagonals {
+    ($t:ty, $csr:ident, $scaled:ident) => {
+        /// The block-diagonal matrix of `blocks` in CSR (`BlockDiagonal::
+        /// to_csr`): row i holds columns (i / bs) bs .. + bs, its values
+        /// converted. Grid-stride over max(n + 1, n bs) for n rows.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $csr(
+            n: usize,
+            bs: usize,
+            blocks: *const f64,
+            ptr_out: *mut u64,
+            col_out: *mut u32,
+            val_out: *mut $t,
+        ) {
+            let bs = bs.max(1);
+            let nnz = n * bs;
+            let mut e = global_id();
+            while e < nnz.max(n + 1) {
+                if e <= n {
+                    *ptr_out.add(e) = (e * bs) as u64;
+                }
+                if e < nnz {
+                    let (i, c) = (e / bs, e % bs);
+                    *col_out.add(e) = (i / bs * bs + c) as u32;
+                    *val_out.add(e) = *blocks.add(e) as $t;
+                }
+                e += grid_threads();
+            }
+        }
+
+        /// y = omega x converted (the point diagonal of a block-1 level
+        /// scaled by the smoother's damping). Grid-stride over n.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $scaled(n: usize, omega: f64, x: *const f64, y: *mut $t) {
+            let mut i = global_id();
+            while i < n {
+                *y.add(i) = (omega * *x.add(i)) as $t;
+                i += grid_threads();
+            }
+        }
+    };
+}
+
+smoother_diagonals!(f32, amg_block_diag_csr_f32, amg_scaled_diag_f32);
+smoother_diagonals!(f64, amg_block_diag_csr_f64, amg_scaled_diag_f64);
