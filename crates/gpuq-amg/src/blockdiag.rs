@@ -5,15 +5,64 @@
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
+use std::any::Any;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
-/// The diagonal blocks of a matrix, row-major, bs^2 values per node.
-#[derive(Clone, Debug, PartialEq)]
+/// The diagonal blocks of a matrix, row-major, bs^2 values per node. Clones
+/// share the values and a backend's copy of them ([`BlockDiagonal::
+/// resident_or_init`]): O(1).
+#[derive(Clone)]
 pub struct BlockDiagonal {
     bs: usize,
-    blocks: Vec<f64>,
+    blocks: Arc<Vec<f64>>,
+    resident: Arc<OnceLock<Arc<dyn Any + Send + Sync>>>,
+}
+
+impl PartialEq for BlockDiagonal {
+    /// The same block size and values (a backend's copy aside).
+    fn eq(&self, other: &Self) -> bool {
+        self.bs == other.bs && self.blocks == other.blocks
+    }
+}
+
+impl fmt::Debug for BlockDiagonal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockDiagonal")
+            .field("bs", &self.bs)
+            .field("blocks", &self.blocks)
+            .finish()
+    }
 }
 
 impl BlockDiagonal {
+    fn new(bs: usize, blocks: Vec<f64>) -> Self {
+        BlockDiagonal {
+            bs,
+            blocks: Arc::new(blocks),
+            resident: Arc::default(),
+        }
+    }
+
+    /// A backend's copy of the blocks (for the CUDA backend, the values in
+    /// device memory), if one was made.
+    pub fn resident(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.resident.get()
+    }
+
+    /// The backend's copy, made by `make` on first need and then kept (and
+    /// shared by the clones).
+    pub fn resident_or_init(
+        &self,
+        make: impl FnOnce() -> Result<Arc<dyn Any + Send + Sync>>,
+    ) -> Result<&Arc<dyn Any + Send + Sync>> {
+        if let Some(r) = self.resident.get() {
+            return Ok(r);
+        }
+        let made = make()?;
+        Ok(self.resident.get_or_init(|| made))
+    }
+
     /// The bs x bs diagonal blocks of `a` (n divisible by bs). With `l1`, each
     /// row's sum of |a_ij| over the columns outside its block is added to the
     /// block's diagonal entry (the l1-Jacobi matrix). O(nnz).
@@ -37,7 +86,7 @@ impl BlockDiagonal {
                     }
                 }
             });
-        BlockDiagonal { bs, blocks }
+        BlockDiagonal::new(bs, blocks)
     }
 
     /// The block diagonal with the given blocks (row-major, bs^2 values per
@@ -50,7 +99,7 @@ impl BlockDiagonal {
                 blocks.len()
             )));
         }
-        Ok(BlockDiagonal { bs, blocks })
+        Ok(BlockDiagonal::new(bs, blocks))
     }
 
     /// Block size.
@@ -123,7 +172,7 @@ impl BlockDiagonal {
                 ),
             });
         }
-        Ok(BlockDiagonal { bs, blocks })
+        Ok(BlockDiagonal::new(bs, blocks))
     }
 
     /// The blocks as a block-diagonal CSR matrix (explicit zeros inside blocks
@@ -139,7 +188,7 @@ impl BlockDiagonal {
                 (i / bs * bs + c) as u32
             })
             .collect();
-        Csr::try_new(n, n, row_ptr, col_idx, self.blocks.clone())
+        Csr::try_new(n, n, row_ptr, col_idx, self.blocks.to_vec())
     }
 }
 

@@ -8,7 +8,7 @@ use crate::blockdiag::BlockDiagonal;
 use crate::coarse::dense_inverse;
 use crate::coloring::{color_sweeps, greedy, ColorSweep};
 use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
-use crate::prolong::{seed_prolongator, tentative};
+use crate::prolong::seed_prolongator;
 use crate::resident::LevelMatrix;
 use crate::setup::SetupKernels;
 use crate::strength::{norm_matrix, strong_graph};
@@ -195,7 +195,8 @@ impl Hierarchy {
     /// aggregation only; the seed's greedy selection is sequential and stays on
     /// the host), the coarse levels' block diagonals, the Lanczos estimates,
     /// the prolongator smoothing and the Galerkin products run by `setup`
-    /// ([`SetupKernels`]); the input checks, the tentative prolongator, the
+    /// ([`SetupKernels`]); the input checks, the tentative prolongator of
+    /// several near-null-space vectors, the
     /// inverses of the diagonal blocks and the coarsest inverse run on the
     /// host. The CUDA backend builds the same aggregates as the host and the
     /// same matrices to rounding, and leaves P, R and the coarse operators on
@@ -534,11 +535,11 @@ fn coarsen<K: SetupKernels>(
             };
             trace.mark(format_args!("  aggregates"));
             let (p, cn) = time(&mut t.prolongation_s, || -> Result<_> {
-                let tent = tentative(&agg, naggs, bs, nns)?;
+                let (pt, coarse_null) = setup.tentative(&agg, naggs, bs, nns)?;
                 trace.mark(format_args!("  tentative prolongator"));
-                let p = setup.smoothed_prolongator(cur, level, dinv, rho, &tent.p)?;
+                let p = setup.smoothed_prolongator(cur, level, dinv, rho, &pt)?;
                 trace.mark(format_args!("  smoothed prolongator"));
-                Ok((p, tent.coarse_null))
+                Ok((p, coarse_null))
             })?;
             (p, agg, nns.len(), cn)
         }

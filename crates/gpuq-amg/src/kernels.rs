@@ -621,7 +621,8 @@ mod cuda {
         ) -> Result<CudaMatrix<T>> {
             if layout != Layout::Bsr2 {
                 let n = d.blocks().len() / d.block().max(1);
-                if let Some(m) = self.setup_block_diagonal_matrix::<T>(n, d.block(), d.blocks())? {
+                let blocks = crate::setup::cuda::device_blocks(self, d)?;
+                if let Some(m) = self.setup_block_diagonal_matrix::<T>(n, d.block(), &blocks)? {
                     return Ok(m);
                 }
             }
@@ -635,7 +636,8 @@ mod cuda {
             d: &BlockDiagonal,
             omega: f64,
         ) -> Result<CudaVector<T>> {
-            match self.setup_scaled_diagonal::<T>(d.blocks(), omega)? {
+            let blocks = crate::setup::cuda::device_blocks(self, d)?;
+            match self.setup_scaled_diagonal::<T>(&blocks, omega)? {
                 Some(v) => Ok(v),
                 None => {
                     let v: Vec<T> = d.blocks().iter().map(|&x| T::from_f64(omega * x)).collect();

@@ -11,7 +11,7 @@
 use crate::aggregate::mis2_aggregates;
 use crate::blockdiag::BlockDiagonal;
 use crate::galerkin::galerkin;
-use crate::prolong::smooth;
+use crate::prolong::{smooth, tentative};
 use crate::resident::LevelMatrix;
 use crate::spectral::rho_dinv_a;
 use crate::strength::{norm_matrix, strong_graph};
@@ -95,6 +95,21 @@ pub trait SetupKernels {
         rho_dinv_a(a.host()?, d, dinv, steps)
     }
 
+    /// The tentative prolongator of the aggregates `agg` (`naggs` of them,
+    /// bs rows per node) and the near-null-space vectors `nns`, and the
+    /// coarse level's vectors ([`tentative`]). Default: on the host, O(nrows
+    /// k^2).
+    fn tentative(
+        &self,
+        agg: &[u32],
+        naggs: usize,
+        bs: usize,
+        nns: &[Vec<f64>],
+    ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
+        let t = tentative(agg, naggs, bs, nns)?;
+        Ok((t.p.into(), t.coarse_null))
+    }
+
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T, omega = 4 / (3
     /// rho). Default: [`smooth`], one fused row-parallel pass on the host,
     /// O(flops(A P_T) bs).
@@ -104,9 +119,9 @@ pub trait SetupKernels {
         _level: &Self::Level,
         dinv: &BlockDiagonal,
         rho: f64,
-        pt: &Csr<f64>,
+        pt: &LevelMatrix,
     ) -> Result<LevelMatrix> {
-        Ok(smooth(a.host()?, dinv, rho, pt)?.into())
+        Ok(smooth(a.host()?, dinv, rho, pt.host()?)?.into())
     }
 
     /// R = P^T and the Galerkin product R (A P). Default: the host's
@@ -170,8 +185,8 @@ pub(crate) mod cuda {
         g: &'a CudaBackend,
         a: &'a SetupCsr,
         bs: usize,
-        d: SetupVec,
-        dinv: SetupVec,
+        d: Arc<SetupVec>,
+        dinv: Arc<SetupVec>,
     }
 
     impl LanczosOps for DeviceLanczos<'_> {
@@ -237,6 +252,46 @@ pub(crate) mod cuda {
         fn as_any(&self) -> &dyn Any {
             self
         }
+    }
+
+    /// A block diagonal's values on `g`'s device.
+    struct DeviceBlocks {
+        backend: CudaBackend,
+        v: Arc<SetupVec>,
+    }
+
+    /// The device copy of `d`'s blocks: the one kept in `d` when `g` made
+    /// it, else an upload (kept in `d` when it has no other backend's copy).
+    pub(crate) fn device_blocks(g: &CudaBackend, d: &BlockDiagonal) -> Result<Arc<SetupVec>> {
+        let mine = |r: &Arc<dyn Any + Send + Sync>| {
+            r.downcast_ref::<DeviceBlocks>()
+                .filter(|b| b.backend.same_backend(g))
+                .map(|b| b.v.clone())
+        };
+        if let Some(v) = d.resident().and_then(mine) {
+            return Ok(v);
+        }
+        let up = Arc::new(g.setup_vec_upload(d.blocks())?);
+        let kept = d.resident_or_init(|| {
+            Ok(Arc::new(DeviceBlocks {
+                backend: g.clone(),
+                v: up.clone(),
+            }))
+        })?;
+        Ok(mine(kept).unwrap_or(up))
+    }
+
+    /// `blocks` (on the device) as a block diagonal whose device copy they
+    /// are: downloaded once for the host's copy.
+    fn kept_blocks(g: &CudaBackend, bs: usize, blocks: SetupVec) -> Result<BlockDiagonal> {
+        let d = BlockDiagonal::from_blocks(bs, g.setup_vec_download(&blocks)?)?;
+        d.resident_or_init(|| {
+            Ok(Arc::new(DeviceBlocks {
+                backend: g.clone(),
+                v: Arc::new(blocks),
+            }))
+        })?;
+        Ok(d)
     }
 
     /// The device copy of `a` made by `g` (the same context), if there is one.
@@ -328,7 +383,7 @@ pub(crate) mod cuda {
             if a.on_host() {
                 return Ok(BlockDiagonal::of(a.host()?, bs, l1));
             }
-            BlockDiagonal::from_blocks(bs, self.setup_block_diagonal(level, bs, l1)?)
+            kept_blocks(self, bs, self.setup_block_diagonal_on(level, bs, l1)?)
         }
 
         /// The Lanczos estimate with the device's vector operations (the
@@ -345,8 +400,8 @@ pub(crate) mod cuda {
                 g: self,
                 a: level,
                 bs: d.block(),
-                d: self.setup_vec_upload(d.blocks())?,
-                dinv: self.setup_vec_upload(dinv.blocks())?,
+                d: device_blocks(self, d)?,
+                dinv: device_blocks(self, dinv)?,
             };
             lanczos_rho(&ops, a.nrows(), steps)
         }
@@ -354,18 +409,40 @@ pub(crate) mod cuda {
         /// P = P_T - omega D^-1 (A P_T) in one device pass with the host's
         /// order of operations ([`CudaBackend::setup_smoothed_prolongator`]),
         /// kept on the device.
+        /// One vector: on the device ([`CudaBackend::setup_tentative_single`],
+        /// the host's values bit for bit), kept there; several: the host's
+        /// QR per aggregate.
+        fn tentative(
+            &self,
+            agg: &[u32],
+            naggs: usize,
+            bs: usize,
+            nns: &[Vec<f64>],
+        ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
+            match nns {
+                [single] => {
+                    let (pt, norm) = self.setup_tentative_single(agg, naggs, bs, single)?;
+                    Ok((keep(self, pt), vec![norm]))
+                }
+                _ => {
+                    let t = crate::prolong::tentative(agg, naggs, bs, nns)?;
+                    Ok((t.p.into(), t.coarse_null))
+                }
+            }
+        }
+
         fn smoothed_prolongator(
             &self,
             _a: &LevelMatrix,
             level: &Arc<SetupCsr>,
             dinv: &BlockDiagonal,
             rho: f64,
-            pt: &Csr<f64>,
+            pt: &LevelMatrix,
         ) -> Result<LevelMatrix> {
             let omega = 4.0 / (3.0 * rho);
-            let d_pt = self.setup_upload(pt)?;
-            let p =
-                self.setup_smoothed_prolongator(level, dinv.block(), omega, dinv.blocks(), &d_pt)?;
+            let d_pt = self.level(pt)?;
+            let blocks = device_blocks(self, dinv)?;
+            let p = self.setup_smoothed_prolongator(level, dinv.block(), omega, &blocks, &d_pt)?;
             Ok(keep(self, p))
         }
 

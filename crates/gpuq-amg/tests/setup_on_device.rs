@@ -143,9 +143,23 @@ proptest! {
             let (dsq, dpt) = (g.setup_upload(&sq).unwrap(), g.setup_upload(&pt).unwrap());
             let omega = 4.0 / (3.0 * 1.7);
             let got = g
-                .setup_smoothed_prolongator(&dsq, bs, omega, dinv.blocks(), &dpt)
+                .setup_smoothed_prolongator(&dsq, bs, omega, &g.setup_vec_upload(dinv.blocks()).unwrap(), &dpt)
                 .unwrap();
             prop_assert_eq!(g.setup_download(&got).unwrap(), want);
+        }
+        // The tentative prolongator of one vector (zeros on a whole
+        // aggregate give a zero column), block 1 or 2.
+        for bs in [1usize, 2] {
+            let nodes = m;
+            let naggs = 1 + nodes / 3;
+            let agg: Vec<u32> = (0..nodes).map(|i| ((i * 7 + seed as usize) % naggs) as u32).collect();
+            let b: Vec<f64> = (0..nodes * bs)
+                .map(|r| if agg[r / bs] == 0 { 0.0 } else { ((r * 13 % 17) as f64 - 8.0) / 5.0 })
+                .collect();
+            let want = gpuq_amg::prolong::tentative(&agg, naggs, bs, std::slice::from_ref(&b)).unwrap();
+            let (pt, norm) = g.setup_tentative_single(&agg, naggs, bs, &b).unwrap();
+            prop_assert_eq!(g.setup_download(&pt).unwrap(), want.p);
+            prop_assert_eq!(vec![norm], want.coarse_null);
         }
     }
 }

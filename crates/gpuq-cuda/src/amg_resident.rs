@@ -3,7 +3,7 @@
 //! lengths, and their conversion into the cycle's matrices (CSR or SELL in
 //! the cycle's precision) without a round trip through the host.
 
-use crate::amg_setup::SetupCsr;
+use crate::amg_setup::{SetupCsr, SetupVec};
 use crate::backend::{dev, CudaBackend};
 use crate::spmv::{csr_lanes_log2, Arrays, CudaMatrix};
 use crate::vector::CudaVector;
@@ -33,6 +33,13 @@ impl CudaBackend {
     /// in its order (kernel `amg_block_diagonal`, one thread per row), then
     /// downloaded: O(nnz) on the device, n bs values back.
     pub fn setup_block_diagonal(&self, a: &SetupCsr, bs: usize, l1: bool) -> Result<Vec<f64>> {
+        let blocks = self.setup_block_diagonal_on(a, bs, l1)?;
+        self.setup_get(&blocks.buf, blocks.len())
+    }
+
+    /// [`CudaBackend::setup_block_diagonal`] left on the device (no
+    /// download).
+    pub fn setup_block_diagonal_on(&self, a: &SetupCsr, bs: usize, l1: bool) -> Result<SetupVec> {
         let n = a.shape().0;
         if bs == 0 || n % bs != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -57,7 +64,7 @@ impl CudaBackend {
                 .map_err(dev("amg_block_diagonal"))?;
             self.inner.stats.launch("amg_block_diagonal");
         }
-        self.setup_get(&blocks.buf, n * bs)
+        Ok(blocks)
     }
 
     /// The rows of a setup matrix that store only zeros (or nothing), in
@@ -252,16 +259,15 @@ impl CudaBackend {
     }
 
     /// The inverse diagonal blocks `blocks` (bs x bs, row-major, one per
-    /// node of an n-row matrix) as a CSR matrix with values of `T`
-    /// (`BlockDiagonal::to_csr` converted), built on the device from one
-    /// upload of the blocks (kernel `amg_block_diag_csr_*`): 8 bytes per
-    /// stored value across the bus instead of the CSR arrays. `None` for
-    /// complex `T`. Errors when `blocks` is not n bs values.
+    /// node of an n-row matrix, on the device) as a CSR matrix with values
+    /// of `T` (`BlockDiagonal::to_csr` converted), built on the device
+    /// (kernel `amg_block_diag_csr_*`), O(n bs). `None` for complex `T`.
+    /// Errors when `blocks` is not n bs values.
     pub fn setup_block_diagonal_matrix<T: Scalar>(
         &self,
         n: usize,
         bs: usize,
-        blocks: &[f64],
+        blocks: &SetupVec,
     ) -> Result<Option<CudaMatrix<T>>> {
         let name = match T::KIND {
             ScalarKind::F32 => "amg_block_diag_csr_f32",
@@ -272,7 +278,7 @@ impl CudaBackend {
             return Err(Error::shape("block diagonal", n * bs, blocks.len()));
         }
         let nnz = n * bs;
-        let d = self.setup_vec_upload(blocks)?;
+        let d = blocks;
         let mut ptr = self.resident_bytes(8 * (n + 1))?;
         let mut col = self.resident_bytes(4 * nnz)?;
         let mut val = self.resident_bytes(std::mem::size_of::<T>() * nnz)?;
@@ -302,12 +308,12 @@ impl CudaBackend {
         )))
     }
 
-    /// omega times the point diagonal `d` (block size 1) as a vector of `T`:
-    /// one upload of the f64 values and kernel `amg_scaled_diag_*`. `None`
-    /// for complex `T`.
+    /// omega times the point diagonal `d` (block size 1, on the device) as
+    /// a vector of `T`: kernel `amg_scaled_diag_*`, O(n). `None` for
+    /// complex `T`.
     pub fn setup_scaled_diagonal<T: Scalar>(
         &self,
-        d: &[f64],
+        d: &SetupVec,
         omega: f64,
     ) -> Result<Option<CudaVector<T>>> {
         let name = match T::KIND {
@@ -316,7 +322,7 @@ impl CudaBackend {
             _ => return Ok(None),
         };
         let n = d.len();
-        let x = self.setup_vec_upload(d)?;
+        let x = d;
         let mut y = self.resident_bytes(std::mem::size_of::<T>() * n)?;
         if n > 0 {
             let f = self.function(name)?;

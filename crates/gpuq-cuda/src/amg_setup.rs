@@ -88,12 +88,26 @@ impl CudaBackend {
     }
 
     fn setup_put<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>> {
-        self.inner.stats.upload(std::mem::size_of_val(host));
+        let bytes = std::mem::size_of_val(host);
+        self.inner.stats.upload(bytes);
         if host.is_empty() {
             // SAFETY: one element of a plain type, never read (length 0).
             return unsafe { self.inner.stream.alloc::<T>(1) }.map_err(dev("upload"));
         }
-        self.inner.stream.clone_htod(host).map_err(dev("upload"))
+        if bytes < crate::staging::STAGED_FROM {
+            return self.inner.stream.clone_htod(host).map_err(dev("upload"));
+        }
+        // SAFETY: every element is written by the staged copy below before
+        // any kernel reads it (the stream orders them).
+        let mut buf = unsafe { self.inner.stream.alloc::<T>(host.len()) }
+            .map_err(|e| self.alloc_error("an AMG setup upload", bytes, e))?;
+        // SAFETY: T is a plain device type (DeviceRepr): its bytes are
+        // initialised, u8 has alignment 1, and the view covers the buffer.
+        let src = unsafe { std::slice::from_raw_parts(host.as_ptr().cast::<u8>(), bytes) };
+        let mut view = unsafe { buf.transmute_mut::<u8>(bytes) }
+            .ok_or_else(|| Error::InvalidArgument("staged upload: buffer too small".into()))?;
+        self.staged_upload(src, &mut view)?;
+        Ok(buf)
     }
 
     pub(crate) fn setup_get<T: DeviceRepr + Default + Clone>(
@@ -190,12 +204,19 @@ impl CudaBackend {
     /// Copies a host CSR matrix to the device: 16 bytes per row and 12 per
     /// entry.
     pub fn setup_upload(&self, a: &Csr<f64>) -> Result<SetupCsr> {
-        let ptr: Vec<u64> = a.row_ptr().iter().map(|&p| p as u64).collect();
+        // the row pointers as u64: the same bytes where usize is 64 bits wide
+        #[cfg(target_pointer_width = "64")]
+        // SAFETY: usize is 8 bytes here, with u64's layout and alignment.
+        let ptr: &[u64] = unsafe {
+            std::slice::from_raw_parts(a.row_ptr().as_ptr().cast::<u64>(), a.row_ptr().len())
+        };
+        #[cfg(not(target_pointer_width = "64"))]
+        let ptr: &[u64] = &a.row_ptr().iter().map(|&p| p as u64).collect::<Vec<u64>>();
         Ok(SetupCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
             nnz: a.nnz(),
-            ptr: self.setup_put(&ptr)?,
+            ptr: self.setup_put(ptr)?,
             col: self.setup_put(a.col_idx())?,
             val: self.setup_put(a.values())?,
         })
@@ -247,7 +268,7 @@ impl CudaBackend {
 
     /// The smoothed prolongator P = P_T - omega D^-1 A P_T of smoothed
     /// aggregation, from the square A, its inverse diagonal blocks `dinv`
-    /// (row-major, bs^2 per node) and the tentative prolongator `pt`, in the
+    /// (row-major, bs^2 per node, on the device) and the tentative prolongator `pt`, in the
     /// passes of [`CudaBackend::setup_spgemm`] with the host's fused order of
     /// operations (`gpuq_amg::prolong::smooth`): the same values bit for
     /// bit. Errors on mismatched sizes.
@@ -256,7 +277,7 @@ impl CudaBackend {
         a: &SetupCsr,
         bs: usize,
         omega: f64,
-        dinv: &[f64],
+        dinv: &SetupVec,
         pt: &SetupCsr,
     ) -> Result<SetupCsr> {
         if a.nrows != a.ncols || pt.nrows != a.nrows || bs == 0 || a.nrows % bs != 0 {
@@ -273,8 +294,67 @@ impl CudaBackend {
                 dinv.len(),
             ));
         }
-        let d = self.setup_put(dinv)?;
-        self.hashed_rows(a, pt, Some((bs, omega, &d)), TABLE_BUDGET)
+        self.hashed_rows(a, pt, Some((bs, omega, &dinv.buf)), TABLE_BUDGET)
+    }
+
+    /// The tentative prolongator of smoothed aggregation for one
+    /// near-null-space vector `b` (`gpuq_amg::prolong::tentative` with a
+    /// single vector): row r holds b[r] / ||b restricted to r's aggregate||
+    /// in column agg[r / bs] (0 where that norm is 0), and the norms (the
+    /// next level's near-null-space vector). On the device: an upload of the
+    /// aggregates and of b, the pattern, its transpose (each aggregate's rows
+    /// in order, so each norm sums in the host's order: the same values bit
+    /// for bit), the norms and the scaling; the norms come back. O(nrows).
+    /// Errors when `agg` or `b` do not match (bs nodes per aggregate entry)
+    /// or an aggregate is out of range.
+    pub fn setup_tentative_single(
+        &self,
+        agg: &[u32],
+        naggs: usize,
+        bs: usize,
+        b: &[f64],
+    ) -> Result<(SetupCsr, Vec<f64>)> {
+        let nrows = agg.len() * bs;
+        if bs == 0 || b.len() != nrows {
+            return Err(Error::shape("tentative prolongator", nrows, b.len()));
+        }
+        if agg.iter().any(|&a| a as usize >= naggs) {
+            return Err(Error::InvalidArgument(format!(
+                "an aggregate index is not below the {naggs} aggregates"
+            )));
+        }
+        let d_agg = self.setup_put(agg)?;
+        let d_b = self.setup_put(b)?;
+        let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
+        let mut col = self.setup_zeros::<u32>(nrows)?;
+        let mut val = self.setup_zeros::<f64>(nrows)?;
+        // SAFETY: arguments match `tentative_pattern`; agg holds nrows / bs
+        // aggregates below naggs, b nrows values, ptr nrows + 1, col and val
+        // nrows.
+        setup_launch!(self, "tentative_pattern", nrows + 1, l => {
+            l.arg(&nrows).arg(&bs).arg(&d_agg).arg(&d_b).arg(&mut ptr).arg(&mut col).arg(&mut val);
+        })?;
+        let mut pt = SetupCsr {
+            nrows,
+            ncols: naggs,
+            nnz: nrows,
+            ptr,
+            col,
+            val,
+        };
+        let t = self.setup_transpose(&pt)?;
+        let mut norm = self.setup_zeros::<f64>(naggs)?;
+        // SAFETY: arguments match `tentative_norms`; t describes naggs rows.
+        setup_launch!(self, "tentative_norms", naggs, l => {
+            l.arg(&naggs).arg(&t.ptr).arg(&t.val).arg(&mut norm);
+        })?;
+        // SAFETY: arguments match `tentative_scale`; pt's columns are below
+        // naggs, norm holds naggs values, val nrows.
+        setup_launch!(self, "tentative_scale", nrows, l => {
+            l.arg(&nrows).arg(&pt.col).arg(&norm).arg(&mut pt.val);
+        })?;
+        let norm = self.setup_get(&norm, naggs)?;
+        Ok((pt, norm))
     }
 
     /// The global hash tables of a product pass: per row `table_slots(
@@ -768,6 +848,11 @@ impl CudaBackend {
             len: host.len(),
             buf: self.setup_put(host)?,
         })
+    }
+
+    /// Copies a device vector to the host.
+    pub fn setup_vec_download(&self, v: &SetupVec) -> Result<Vec<f64>> {
+        self.setup_get(&v.buf, v.len)
     }
 
     /// The Lanczos start vector of length n

@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     pub(crate) linked: Mutex<HashMap<String, crate::linked::LinkedIntegrand>>,
     /// The NCCL communicator, once attached ([`CudaBackend::attach_nccl`]).
     pub(crate) nccl: std::sync::OnceLock<crate::nccl::Nccl>,
+    /// Page-locked buffers of the large uploads ([`crate::staging`]).
+    pub(crate) staging: Mutex<crate::staging::Staging>,
 }
 
 /// The CUDA backend. Cheap to clone (clones share the context, stream and counters).
@@ -209,6 +211,7 @@ impl CudaBackend {
                 ffts: Mutex::default(),
                 linked: Mutex::default(),
                 nccl: std::sync::OnceLock::new(),
+                staging: Mutex::new(None),
             }),
         })
     }
@@ -369,10 +372,19 @@ impl CudaBackend {
         if bytes.is_empty() {
             return self.inner.stream.null::<u8>().map_err(dev("upload"));
         }
-        self.inner
-            .stream
-            .clone_htod(bytes)
-            .map_err(|e| self.alloc_error("an upload", bytes.len(), e))
+        if bytes.len() < crate::staging::STAGED_FROM {
+            return self
+                .inner
+                .stream
+                .clone_htod(bytes)
+                .map_err(|e| self.alloc_error("an upload", bytes.len(), e));
+        }
+        // SAFETY: every byte is written by the staged copy below before any
+        // kernel reads it (the stream orders them).
+        let mut buf = unsafe { self.inner.stream.alloc::<u8>(bytes.len()) }
+            .map_err(|e| self.alloc_error("an upload", bytes.len(), e))?;
+        self.staged_upload(bytes, &mut buf.slice_mut(..))?;
+        Ok(buf)
     }
 
     /// Copies the first bytes of a device buffer back into host scalars (counted as

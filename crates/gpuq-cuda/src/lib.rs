@@ -77,6 +77,7 @@ mod replay;
 mod slots;
 mod snapshots;
 mod spmv;
+mod staging;
 mod tfqmr;
 mod uq;
 mod uq_convolution;

@@ -1326,3 +1326,67 @@ macro_rules! smoother_diagonals {
 
 smoother_diagonals!(f32, amg_block_diag_csr_f32, amg_scaled_diag_f32);
 smoother_diagonals!(f64, amg_block_diag_csr_f64, amg_scaled_diag_f64);
+
+/// The tentative prolongator of one near-null-space vector `b`, before its
+/// scaling: row r holds column agg[r / bs] with value b[r] (row pointers 0,
+/// 1, .., nrows). Grid-stride over the rows; `ptr` holds nrows + 1 values.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn tentative_pattern(
+    nrows: usize,
+    bs: usize,
+    agg: *const u32,
+    b: *const f64,
+    ptr: *mut u64,
+    col: *mut u32,
+    val: *mut f64,
+) {
+    let bs = bs.max(1);
+    let mut r = global_id();
+    while r <= nrows {
+        *ptr.add(r) = r as u64;
+        if r < nrows {
+            *col.add(r) = *agg.add(r / bs);
+            *val.add(r) = *b.add(r);
+        }
+        r += grid_threads();
+    }
+}
+
+/// norm[a] = sqrt(sum of v^2 over row a of the transposed pattern), the
+/// rows in increasing order (the host's sum in its order). One thread per
+/// aggregate.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn tentative_norms(
+    naggs: usize,
+    t_ptr: *const u64,
+    t_val: *const f64,
+    norm: *mut f64,
+) {
+    let mut a = global_id();
+    while a < naggs {
+        let mut s = 0.0f64;
+        for p in *t_ptr.add(a) as usize..*t_ptr.add(a + 1) as usize {
+            let v = *t_val.add(p);
+            s += v * v;
+        }
+        *norm.add(a) = s.sqrt_rn();
+        a += grid_threads();
+    }
+}
+
+/// val[r] = val[r] / norm[col[r]] (0 where the norm is 0): the tentative
+/// prolongator's values. Grid-stride over the rows.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn tentative_scale(
+    nrows: usize,
+    col: *const u32,
+    norm: *const f64,
+    val: *mut f64,
+) {
+    let mut r = global_id();
+    while r < nrows {
+        let nrm = *norm.add(*col.add(r) as usize);
+        *val.add(r) = if nrm == 0.0 { 0.0 } else { *val.add(r) / nrm };
+        r += grid_threads();
+    }
+}
