@@ -83,18 +83,32 @@ pub fn table_home(j: u32, slots: u64) -> u64 {
 }
 
 /// Entries per partial sum of the setup's inner products: each chunk is
-/// summed in order, then the partials in order, on either backend, so the
-/// Lanczos estimates agree bit for bit.
+/// summed in the order of [`chunk_dot`], then the partials in order, on
+/// either backend, so the Lanczos estimates agree bit for bit.
 pub const DOT_CHUNK: usize = 1024;
 
-/// The sum of x_i y_i over a chunk, in order.
+/// Lanes of the warp that sums a chunk on the device.
+pub const DOT_LANES: usize = 32;
+
+/// The sum of x_i y_i over a chunk (at most [`DOT_CHUNK`] entries) in the
+/// order of one warp, so a device sums it with coalesced loads: lane l adds
+/// entries l, l + 32, l + 64, .. in turn, then the lanes' sums combine by
+/// halving (lane l adds lane l + d for d = 16, 8, 4, 2, 1) and lane 0's is
+/// the result.
 #[inline(always)]
 pub fn chunk_dot(x: &[f64], y: &[f64]) -> f64 {
-    let mut s = 0.0;
-    for (a, b) in x.iter().zip(y) {
-        s += a * b;
+    let mut lanes = [0.0f64; DOT_LANES];
+    for (i, (a, b)) in x.iter().zip(y).enumerate() {
+        lanes[i % DOT_LANES] += a * b;
     }
-    s
+    let mut d = DOT_LANES / 2;
+    while d > 0 {
+        for l in 0..d {
+            lanes[l] += lanes[l + d];
+        }
+        d /= 2;
+    }
+    lanes[0]
 }
 
 /// Entry i of the Lanczos start vector: a fixed pseudo-random value in

@@ -281,7 +281,6 @@ impl Hierarchy {
                 options.block
             )));
         }
-        a.check_finite()?;
         let nns: Vec<Vec<f64>> = match &options.near_null_space {
             Some(v) => {
                 if v.is_empty()
@@ -297,13 +296,25 @@ impl Hierarchy {
             None => component_constants(n, options.block),
         };
         trace.mark(format_args!("input checks"));
-        // The null-space and symmetry checks only read `a`: they run beside
-        // the levels' setup (on a device, it mostly waits for the device).
+        // The finiteness, null-space and symmetry checks only read `a`: they
+        // run beside the levels' setup (on a device, it mostly waits for the
+        // device), and their errors come first (a setup of non-finite values
+        // ends in an error or in levels that are dropped).
         let (checked, built) = std::thread::scope(|scope| {
             let checks = scope.spawn(|| -> Result<_> {
                 let start = Instant::now();
-                let kernel = detect_kernel(a, options.block)?;
-                let symmetric = is_symmetric(a);
+                // On a pool of their own (half the cores), so that the
+                // setup's parallel steps do not queue behind them.
+                let threads = (rayon::current_num_threads() / 2).max(1);
+                let run = || -> Result<_> {
+                    a.check_finite()?;
+                    Ok((detect_kernel(a, options.block)?, is_symmetric(a)))
+                };
+                let (kernel, symmetric) =
+                    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+                        Ok(pool) => pool.install(run)?,
+                        Err(_) => run()?,
+                    };
                 Ok((kernel, symmetric, start.elapsed().as_secs_f64()))
             });
             let built = Self::levels_of(setup, a, options, reuse, nns, &mut trace);
@@ -583,7 +594,12 @@ fn is_symmetric(a: &Csr<f64>) -> bool {
 /// The constant of each block component: `bs` vectors of length n.
 fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
     (0..bs)
-        .map(|c| (0..n).map(|i| f64::from(i % bs == c)).collect())
+        .map(|c| {
+            (0..n)
+                .into_par_iter()
+                .map(|i| f64::from(i % bs == c))
+                .collect()
+        })
         .collect()
 }
 

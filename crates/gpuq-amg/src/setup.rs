@@ -106,8 +106,7 @@ pub trait SetupKernels {
         bs: usize,
         nns: &[Vec<f64>],
     ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-        let t = tentative(agg, naggs, bs, nns)?;
-        Ok((t.p.into(), t.coarse_null))
+        host_tentative(agg, naggs, bs, nns)
     }
 
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T, omega = 4 / (3
@@ -149,6 +148,17 @@ pub trait SetupKernels {
         }
         Ok(crate::galerkin::with_unit_rows(host, &empty)?.into())
     }
+}
+
+/// [`tentative`] on the host as [`SetupKernels::tentative`] returns it.
+fn host_tentative(
+    agg: &[u32],
+    naggs: usize,
+    bs: usize,
+    nns: &[Vec<f64>],
+) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
+    let t = tentative(agg, naggs, bs, nns)?;
+    Ok((t.p.into(), t.coarse_null))
 }
 
 /// Backends that run the whole setup on the host: `impl HostSetup for
@@ -424,10 +434,7 @@ pub(crate) mod cuda {
                     let (pt, norm) = self.setup_tentative_single(agg, naggs, bs, single)?;
                     Ok((keep(self, pt), vec![norm]))
                 }
-                _ => {
-                    let t = crate::prolong::tentative(agg, naggs, bs, nns)?;
-                    Ok((t.p.into(), t.coarse_null))
-                }
+                _ => super::host_tentative(agg, naggs, bs, nns),
             }
         }
 

@@ -12,7 +12,7 @@ use rayon::prelude::*;
 /// The vector operations of the Lanczos estimate, on the host or a device:
 /// [`lanczos_rho`] is written once over them. Each backend computes every
 /// entry in the same order (rows of A in column order, blocks of D row by row,
-/// inner products in chunks of [`DOT_CHUNK`] summed in order), so the
+/// inner products in chunks of [`DOT_CHUNK`] in [`chunk_dot`]'s order), so the
 /// estimates agree bit for bit.
 pub trait LanczosOps {
     /// A vector of the level's length.

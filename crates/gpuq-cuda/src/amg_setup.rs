@@ -765,26 +765,19 @@ impl CudaBackend {
             self.inner.stats.launch("amg_mis2_update");
             undecided = self.setup_get(&left, 1)?[0] as usize;
         }
-        // Number the roots in node order.
-        let mut roots = self.setup_zeros::<u32>(nodes)?;
+        // Number the roots in node order: a prefix sum of the root flags.
+        let mut roots = self.setup_zeros::<u64>(nodes)?;
         // SAFETY: arguments match `amg_mis2_roots`; both hold `nodes` values.
         setup_launch!(self, "amg_mis2_roots", nodes, l => {
             l.arg(&nodes).arg(&keys).arg(&mut roots);
         })?;
-        let mut count = 0u32;
-        let number: Vec<u32> = self
-            .setup_get(&roots, nodes)?
-            .into_iter()
-            .map(|r| {
-                if r == 1 {
-                    count += 1;
-                    count - 1
-                } else {
-                    u32::MAX
-                }
-            })
-            .collect();
-        let number = self.setup_put(&number)?;
+        let (prefix, count) = self.setup_offsets(&roots, nodes)?;
+        let mut number = self.setup_zeros::<u32>(nodes)?;
+        // SAFETY: arguments match `amg_root_numbers`; roots and number hold
+        // `nodes` values, prefix nodes + 1.
+        setup_launch!(self, "amg_root_numbers", nodes, l => {
+            l.arg(&nodes).arg(&roots).arg(&prefix).arg(&mut number);
+        })?;
         let mut first = self.setup_zeros::<u32>(nodes)?;
         // SAFETY: arguments match `amg_aggregate_first`; every array holds
         // `nodes` values and the graph's neighbours index them.
@@ -904,13 +897,15 @@ impl CudaBackend {
     }
 
     /// The partial sums of x^T y over chunks of
-    /// `gpuq_kernels::amg::DOT_CHUNK` entries, each in order: one launch and
-    /// one download of 8 bytes per chunk.
+    /// `gpuq_kernels::amg::DOT_CHUNK` entries, each in the order of
+    /// `gpuq_kernels::amg::chunk_dot`: one launch (a warp per chunk) and one
+    /// download of 8 bytes per chunk.
     pub fn setup_dot_partials(&self, x: &SetupVec, y: &SetupVec) -> Result<Vec<f64>> {
         self.setup_check("setup_dot_partials", x.len, y.len)?;
         let chunks = x.len.div_ceil(gpuq_kernels::amg::DOT_CHUNK);
         let mut partial = self.setup_zeros::<f64>(chunks)?;
-        setup_launch!(self, "setup_dot_chunks", chunks, l => {
+        // one warp per chunk
+        setup_launch!(self, "setup_dot_chunks", chunks * 32, l => {
             l.arg(&x.len).arg(&x.buf).arg(&y.buf).arg(&mut partial);
         })?;
         self.setup_get(&partial, chunks)

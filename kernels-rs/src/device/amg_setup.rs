@@ -13,9 +13,9 @@
 //! below the column count), output arrays hold the sizes named in each
 //! kernel's comment, and no output aliases an input.
 
-use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, DeviceReal};
+use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, warp_sum, DeviceReal};
 use crate::amg::{
-    chunk_dot, fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
+    fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
     DOT_CHUNK, MAX_SETUP_BLOCK, ROOT, UNDECIDED,
 };
 use core::arch::asm;
@@ -243,12 +243,34 @@ pub unsafe extern "ptx-kernel" fn amg_mis2_update(
     }
 }
 
-/// roots[i] = 1 for a root, 0 otherwise (`n` values of u32).
+/// roots[i] = 1 for a root, 0 otherwise (`n` values of u64, the counts of a
+/// prefix sum).
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn amg_mis2_roots(n: usize, keys: *const u64, roots: *mut u32) {
+pub unsafe extern "ptx-kernel" fn amg_mis2_roots(n: usize, keys: *const u64, roots: *mut u64) {
     let mut i = global_id();
     while i < n {
-        *roots.add(i) = u32::from(state_of(*keys.add(i)) == ROOT);
+        *roots.add(i) = u64::from(state_of(*keys.add(i)) == ROOT);
+        i += grid_threads();
+    }
+}
+
+/// number[i] = the roots before node i (`prefix`, the exclusive prefix sum
+/// of `roots`) for a root, u32::MAX for any other node: the roots numbered
+/// in node order. Grid-stride over the n nodes.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_root_numbers(
+    n: usize,
+    roots: *const u64,
+    prefix: *const u64,
+    number: *mut u32,
+) {
+    let mut i = global_id();
+    while i < n {
+        *number.add(i) = if *roots.add(i) == 1 {
+            *prefix.add(i) as u32
+        } else {
+            u32::MAX
+        };
         i += grid_threads();
     }
 }
@@ -851,8 +873,9 @@ pub unsafe extern "ptx-kernel" fn setup_block_mul(
     }
 }
 
-/// partial[c] = the sum of x_i y_i over chunk c of `DOT_CHUNK` entries, in
-/// order (`chunk_dot`), one thread per chunk.
+/// partial[c] = the sum of x_i y_i over chunk c of `DOT_CHUNK` entries in
+/// `chunk_dot`'s order, one warp per chunk (lane l adds entries l, l + 32,
+/// .., then the fixed shuffle tree of `warp_sum`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
     n: usize,
@@ -861,18 +884,22 @@ pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
     partial: *mut f64,
 ) {
     let chunks = n.div_ceil(DOT_CHUNK);
-    let mut c = global_id();
+    let lane = lane() as usize;
+    let mut c = global_id() / 32;
     while c < chunks {
         let lo = c * DOT_CHUNK;
-        let len = if n - lo < DOT_CHUNK {
-            n - lo
-        } else {
-            DOT_CHUNK
-        };
-        let xs = core::slice::from_raw_parts(x.add(lo), len);
-        let ys = core::slice::from_raw_parts(y.add(lo), len);
-        *partial.add(c) = chunk_dot(xs, ys);
-        c += grid_threads();
+        let hi = if n - lo < DOT_CHUNK { n } else { lo + DOT_CHUNK };
+        let mut s = 0.0f64;
+        let mut i = lo + lane;
+        while i < hi {
+            s += *x.add(i) * *y.add(i);
+            i += 32;
+        }
+        let s = warp_sum(s);
+        if lane == 0 {
+            *partial.add(c) = s;
+        }
+        c += grid_threads() / 32;
     }
 }
 
