@@ -296,34 +296,50 @@ impl Hierarchy {
             None => component_constants(n, options.block),
         };
         trace.mark(format_args!("input checks"));
-        // The finiteness, null-space and symmetry checks only read `a`: they
-        // run beside the levels' setup (on a device, it mostly waits for the
-        // device), and their errors come first (a setup of non-finite values
-        // ends in an error or in levels that are dropped).
+        let upload = Instant::now();
+        let finest = setup.finest(a)?;
+        let upload_s = upload.elapsed().as_secs_f64();
+        trace.mark(format_args!("finest level"));
+        let start = Instant::now();
+        let on_backend = setup.input_checks(a, &finest, options.block)?;
+        let backend_checks_s = start.elapsed().as_secs_f64();
+        trace.mark(format_args!("checks on the backend"));
+        // Where the backend does not check, the finiteness, null-space and
+        // symmetry checks (they only read `a`) run on the host beside the
+        // levels' setup, and their errors come first (a setup of non-finite
+        // values ends in an error or in levels that are dropped).
         let (checked, built) = std::thread::scope(|scope| {
-            let checks = scope.spawn(|| -> Result<_> {
-                let start = Instant::now();
-                // On a pool of their own (half the cores), so that the
-                // setup's parallel steps do not queue behind them.
-                let threads = (rayon::current_num_threads() / 2).max(1);
-                let run = || -> Result<_> {
-                    a.check_finite()?;
-                    Ok((detect_kernel(a, options.block)?, is_symmetric(a)))
-                };
-                let (kernel, symmetric) =
-                    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-                        Ok(pool) => pool.install(run)?,
-                        Err(_) => run()?,
+            let checks = on_backend.is_none().then(|| {
+                scope.spawn(|| -> Result<_> {
+                    let start = Instant::now();
+                    // On a pool of their own (half the cores), so that the
+                    // setup's parallel steps do not queue behind them.
+                    let threads = (rayon::current_num_threads() / 2).max(1);
+                    let run = || -> Result<_> {
+                        a.check_finite()?;
+                        Ok((detect_kernel(a, options.block)?, is_symmetric(a)))
                     };
-                Ok((kernel, symmetric, start.elapsed().as_secs_f64()))
+                    let (kernel, symmetric) =
+                        match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+                            Ok(pool) => pool.install(run)?,
+                            Err(_) => run()?,
+                        };
+                    Ok((kernel, symmetric, start.elapsed().as_secs_f64()))
+                })
             });
-            let built = Self::levels_of(setup, a, options, reuse, nns, &mut trace);
-            (checks.join(), built)
+            let built = Self::levels_of(setup, finest, options, reuse, nns, &mut trace);
+            (checks.map(|c| c.join()), built)
         });
-        let (kernel, symmetric, checks_s) = checked
-            .map_err(|_| Error::InvalidArgument("the AMG input checks panicked".into()))??;
+        let checked = match (on_backend, checked) {
+            (Some((kernel, symmetric)), _) => Ok((kernel, symmetric, backend_checks_s)),
+            (None, Some(joined)) => joined
+                .map_err(|_| Error::InvalidArgument("the AMG input checks panicked".into()))?,
+            (None, None) => unreachable!("the host checks run when the backend's do not"),
+        };
+        let (kernel, symmetric, checks_s) = checked?;
         let (levels, coarse, mut t) = built?;
         t.checks_s = checks_s;
+        t.upload_s += upload_s;
         t.total_s = total.elapsed().as_secs_f64();
         Ok(Hierarchy {
             levels,
@@ -341,15 +357,14 @@ impl Hierarchy {
     /// total).
     fn levels_of<K: SetupKernels>(
         setup: &K,
-        a: &Csr<f64>,
+        finest: LevelMatrix,
         options: &AmgOptions,
         reuse: Option<&[(Vec<u32>, usize)]>,
         mut nns: Vec<Vec<f64>>,
         trace: &mut Trace,
     ) -> Result<(Vec<Level>, Csr<f64>, SetupTimings)> {
         let mut t = SetupTimings::default();
-        let mut cur = time(&mut t.upload_s, || setup.finest(a))?;
-        trace.mark(format_args!("finest level"));
+        let mut cur = finest;
         let mut levels = Vec::new();
         let mut bs = options.block;
         let coarse = loop {
@@ -667,19 +682,37 @@ fn detect_kernel(a: &Csr<f64>, bs: usize) -> Result<Vec<Vec<f64>>> {
         .into_par_iter()
         .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
         .reduce(|| 0.0, f64::max);
+    let large: Vec<bool> = kernel_candidates(n, bs)
+        .iter()
+        .map(|v| {
+            // ||A v||_inf, rows in parallel.
+            (0..n).into_par_iter().any(|i| {
+                let (c, x) = a.row(i);
+                let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
+                s.abs() > 1e-10 * norm
+            })
+        })
+        .collect();
+    Ok(kernel_basis(n, bs, &large))
+}
+
+/// The candidates of [`detect_kernel`]: the block-component constants and,
+/// for blocks above 1, the all-ones vector.
+fn kernel_candidates(n: usize, bs: usize) -> Vec<Vec<f64>> {
     let mut cands = component_constants(n, bs);
     if bs > 1 {
         cands.push(vec![1.0; n]);
     }
+    cands
+}
+
+/// The orthonormal basis of the candidates (in [`kernel_candidates`]'s
+/// order) that `large` does not flag (A v not small), dependent ones
+/// dropped. O(n) per candidate kept.
+pub(crate) fn kernel_basis(n: usize, bs: usize, large: &[bool]) -> Vec<Vec<f64>> {
     let mut basis: Vec<Vec<f64>> = Vec::new();
-    for mut v in cands {
-        // ||A v||_inf, rows in parallel.
-        let large = (0..n).into_par_iter().any(|i| {
-            let (c, x) = a.row(i);
-            let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
-            s.abs() > 1e-10 * norm
-        });
-        if large {
+    for (mut v, &big) in kernel_candidates(n, bs).into_iter().zip(large) {
+        if big {
             continue;
         }
         for q in &basis {
@@ -692,5 +725,5 @@ fn detect_kernel(a: &Csr<f64>, bs: usize) -> Result<Vec<Vec<f64>>> {
             basis.push(v);
         }
     }
-    Ok(basis)
+    basis
 }

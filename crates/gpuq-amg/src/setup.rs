@@ -48,6 +48,21 @@ pub trait SetupKernels {
         )?))
     }
 
+    /// The input checks of a build run where the finest matrix `finest` (a
+    /// copy of `a`, blocks of `bs`) lives: `Some((null-space basis,
+    /// symmetric))`, the same as the host's checks, or `None` where this
+    /// backend leaves them to the host (the default: they then run on the
+    /// host beside the setup). Errors on a non-finite entry (the host's
+    /// message).
+    fn input_checks(
+        &self,
+        _a: &Csr<f64>,
+        _finest: &LevelMatrix,
+        _bs: usize,
+    ) -> Result<Option<(Vec<Vec<f64>>, bool)>> {
+        Ok(None)
+    }
+
     /// The backend that runs the setup, for reports (`cpu`, `cuda`).
     fn setup_name(&self) -> &'static str {
         "cpu"
@@ -352,6 +367,30 @@ pub(crate) mod cuda {
         /// The upload of `a`, held on the device only.
         fn finest(&self, a: &Csr<f64>) -> Result<LevelMatrix> {
             Ok(keep(self, self.setup_upload(a)?))
+        }
+
+        /// On the device ([`CudaBackend::setup_input_checks`]: two passes
+        /// over the finest matrix, a few values back); the basis from the
+        /// flags as the host builds it. Blocks above
+        /// `gpuq_kernels::amg::MAX_SETUP_BLOCK` are left to the host.
+        fn input_checks(
+            &self,
+            a: &Csr<f64>,
+            finest: &LevelMatrix,
+            bs: usize,
+        ) -> Result<Option<(Vec<Vec<f64>>, bool)>> {
+            let Some(m) = device_copy(self, finest) else {
+                return Ok(None);
+            };
+            let Some(found) = self.setup_input_checks(&m, bs)? else {
+                return Ok(None);
+            };
+            if !found.finite {
+                // the host finds the entry for the message
+                a.check_finite()?;
+            }
+            let basis = crate::hierarchy::kernel_basis(a.nrows(), bs, &found.large);
+            Ok(Some((basis, found.symmetric)))
         }
 
         fn setup_name(&self) -> &'static str {

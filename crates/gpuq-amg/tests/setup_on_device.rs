@@ -400,3 +400,90 @@ fn update_values_on_the_device_equals_the_hosts() {
     }
     println!("update_values on the device: the host's hierarchy");
 }
+
+/// The host's verdicts of the input checks (`Hierarchy::build`'s
+/// finiteness, null-space candidates and symmetry), computed directly.
+fn host_checks(a: &Csr<f64>, bs: usize) -> (bool, Vec<bool>, bool) {
+    let n = a.nrows();
+    let finite = a.values().iter().all(|v| v.is_finite());
+    let norm = (0..n)
+        .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
+        .fold(0.0, f64::max);
+    let cands = if bs > 1 { bs + 1 } else { 1 };
+    let large = (0..cands)
+        .map(|c| {
+            (0..n).any(|i| {
+                let (cols, vals) = a.row(i);
+                let s: f64 = cols
+                    .iter()
+                    .zip(vals)
+                    .filter(|(&j, _)| c == bs || j as usize % bs == c)
+                    .map(|(_, &y)| y)
+                    .sum();
+                s.abs() > 1e-10 * norm
+            })
+        })
+        .collect();
+    let scale = a.values().iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let symmetric = (0..n).all(|i| {
+        let (c, v) = a.row(i);
+        c.iter().zip(v).all(|(&j, &x)| {
+            let (cj, vj) = a.row(j as usize);
+            let y = cj.binary_search(&(i as u32)).map_or(0.0, |p| vj[p]);
+            (x - y).abs() <= 1e-12 * scale
+        })
+    });
+    (finite, large, symmetric)
+}
+
+#[test]
+fn device_input_checks_match_the_host() {
+    let Some(g) = gpu("device_input_checks_match_the_host") else {
+        return;
+    };
+    let r = random_csr(60, 60, 11);
+    let sym = add(1.0, &r, 1.0, &r.transpose(false)).unwrap();
+    // a pure-Neumann Laplacian: rows sum to zero, all ones in the null space
+    let mut coo = Coo::new(60, 60);
+    for i in 0..60usize {
+        let mut deg = 0.0;
+        for j in [i.wrapping_sub(1), i + 1] {
+            if j < 60 {
+                coo.push(i, j, -1.0).unwrap();
+                deg += 1.0;
+            }
+        }
+        coo.push(i, i, deg).unwrap();
+    }
+    let neumann = Csr::from_coo(&coo).unwrap();
+    let mut vals = sym.values().to_vec();
+    vals[7] = f64::NAN;
+    let bad =
+        Csr::try_new_allow_nonfinite(60, 60, sym.row_ptr().to_vec(), sym.col_idx().to_vec(), vals)
+            .unwrap();
+    for (name, m) in [
+        ("random", &r),
+        ("symmetric", &sym),
+        ("neumann", &neumann),
+        ("nan", &bad),
+    ] {
+        for bs in [1usize, 2, 3] {
+            let found = g
+                .setup_input_checks(&g.setup_upload(m).unwrap(), bs)
+                .unwrap()
+                .unwrap();
+            let (finite, large, symmetric) = host_checks(m, bs);
+            assert_eq!(found.finite, finite, "{name} bs {bs}");
+            if finite {
+                assert_eq!(found.large, large, "{name} bs {bs}");
+                assert_eq!(found.symmetric, symmetric, "{name} bs {bs}");
+            }
+        }
+    }
+    // and a whole build: the same null space and symmetry as the host's
+    let h = Hierarchy::build(&neumann, &AmgOptions::default()).unwrap();
+    let d = Hierarchy::build_on(g, &neumann, &AmgOptions::default()).unwrap();
+    assert_eq!(d.null_space(), h.null_space());
+    assert_eq!(d.is_symmetric(), h.is_symmetric());
+    assert!(!h.null_space().is_empty());
+}

@@ -338,4 +338,60 @@ impl CudaBackend {
             _t: std::marker::PhantomData,
         }))
     }
+
+    /// The AMG input checks on the device (`amg_check_rows`, then
+    /// `amg_check_symmetry`: two passes over the matrix, one 104-byte read
+    /// back): whether every value is finite, which candidate null vectors
+    /// (the bs block-component constants, then all ones for bs > 1) have
+    /// ||A v||_inf above 1e-10 times the largest row sum of |a_ij|, and
+    /// whether A equals its transpose to 1e-12 of its largest entry, each as
+    /// the host's checks decide it. `None` for a block size above
+    /// `MAX_SETUP_BLOCK` (or one that does not divide the rows).
+    pub fn setup_input_checks(&self, a: &SetupCsr, bs: usize) -> Result<Option<InputChecks>> {
+        use gpuq_kernels::amg::MAX_SETUP_BLOCK;
+        const SLOTS: usize = MAX_SETUP_BLOCK + 5;
+        let n = a.shape().0;
+        if bs == 0 || bs > MAX_SETUP_BLOCK || n % bs != 0 || a.shape().1 != n {
+            return Ok(None);
+        }
+        let mut stats = self.setup_zeros::<u64>(SLOTS)?;
+        if n > 0 {
+            for name in ["amg_check_rows", "amg_check_symmetry"] {
+                let f = self.function(name)?;
+                let mut l = self.inner.stream.launch_builder(&f);
+                l.arg(&n);
+                if name == "amg_check_rows" {
+                    l.arg(&bs);
+                }
+                l.arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&mut stats);
+                // SAFETY: arguments match the kernel; a validated square
+                // CSR matrix of n rows, stats holds CHECK_SLOTS zeros and
+                // bs <= MAX_SETUP_BLOCK divides n.
+                unsafe { l.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev(name))?;
+                self.inner.stats.launch(name);
+            }
+        }
+        let stats = self.setup_get(&stats, SLOTS)?;
+        let norm = f64::from_bits(stats[1]);
+        let candidates = if bs > 1 { bs + 1 } else { 1 };
+        Ok(Some(InputChecks {
+            finite: stats[0] == 0,
+            large: (0..candidates)
+                .map(|c| f64::from_bits(stats[3 + c]) > 1e-10 * norm)
+                .collect(),
+            symmetric: stats[SLOTS - 1] == 0,
+        }))
+    }
+}
+
+/// What [`CudaBackend::setup_input_checks`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputChecks {
+    /// Every stored value is finite (the rest is meaningless otherwise).
+    pub finite: bool,
+    /// Per candidate null vector (the block-component constants, then all
+    /// ones for blocks above 1): ||A v||_inf > 1e-10 max_i sum_j |a_ij|.
+    pub large: Vec<bool>,
+    /// A equals its transpose to 1e-12 of its largest entry.
+    pub symmetric: bool,
 }

@@ -85,6 +85,7 @@ mod vector;
 mod walks;
 
 pub use amg::ChebPass;
+pub use amg_resident::InputChecks;
 pub use amg_setup::{SetupCsr, SetupVec};
 pub use backend::{CudaBackend, DeviceInfo};
 pub use cubature::DeviceIntegrand;

@@ -425,9 +425,16 @@ fn sync_warp() {
     unsafe { asm!("bar.warp.sync 0xffffffff;") }
 }
 
-/// Sum of `v` over the warp's lanes (a butterfly: every lane gets it).
+/// Sum of `v` over the warp's lanes (every lane gets it).
 #[inline(always)]
-fn warp_sum_u64(mut v: u64) -> u64 {
+fn warp_sum_u64(v: u64) -> u64 {
+    warp_fold_u64(v, |a, b| a + b)
+}
+
+/// `op` folded over the warp's lanes by a butterfly (every lane gets the
+/// result; `op` associative and commutative). Every lane must call it.
+#[inline(always)]
+fn warp_fold_u64(mut v: u64, op: impl Fn(u64, u64) -> u64) -> u64 {
     let mut d = 16u32;
     while d > 0 {
         let (lo, hi) = split(v);
@@ -437,7 +444,7 @@ fn warp_sum_u64(mut v: u64) -> u64 {
             asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) l2, v = in(reg32) lo, d = in(reg32) d);
             asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) h2, v = in(reg32) hi, d = in(reg32) d);
         }
-        v += join(l2, h2);
+        v = op(v, join(l2, h2));
         d /= 2;
     }
     v
@@ -1415,5 +1422,128 @@ pub unsafe extern "ptx-kernel" fn tentative_scale(
         let nrm = *norm.add(*col.add(r) as usize);
         *val.add(r) = if nrm == 0.0 { 0.0 } else { *val.add(r) / nrm };
         r += grid_threads();
+    }
+}
+
+/// Slots of the input checks' statistics (u64 each): a non-finite entry
+/// seen, the largest row sum of |a_ij|, the largest |a_ij|, the largest
+/// |(A v)_i| of each candidate null vector (the bs block-component constants,
+/// then all ones), and an asymmetric pair seen.
+pub const CHECK_SLOTS: usize = MAX_SETUP_BLOCK + 5;
+
+/// `*p = max(*p, v)` for u64 values (`atom.global.max.u64`): the maximum of
+/// non-negative f64 values by their bits.
+#[inline(always)]
+unsafe fn atomic_max_u64(p: *mut u64, v: u64) {
+    asm!("red.global.max.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+}
+
+/// First pass of the AMG input checks (the host's `check_finite`,
+/// `detect_kernel` and the scale of `is_symmetric`), one thread per row,
+/// each thread's maxima combined over its warp before one atomic each:
+/// stats[0] = 1 where a row holds a non-finite value (the other values are
+/// then meaningless); stats[1] = max over rows of sum |a_ij| (column order);
+/// stats[2] = max |a_ij|; stats[3 + c] = max over rows of |sum over j % bs
+/// == c of a_ij| (column order) for c < bs, and stats[3 + bs] the same for
+/// every j when bs > 1. Maxima of non-negative values as f64 bits; `stats`
+/// holds `CHECK_SLOTS` zeros, bs <= MAX_SETUP_BLOCK.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_check_rows(
+    n: usize,
+    bs: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    stats: *mut u64,
+) {
+    let bs = bs.clamp(1, MAX_SETUP_BLOCK);
+    // this thread's maxima over its rows: norm, largest entry, candidates
+    let mut most = [0u64; MAX_SETUP_BLOCK + 3];
+    let mut bad = 0u64;
+    let mut i = global_id();
+    while i < n {
+        let (lo, hi) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
+        let (mut abs_sum, mut biggest, mut all) = (0.0f64, 0.0f64, 0.0f64);
+        let mut sums = [0.0f64; MAX_SETUP_BLOCK];
+        for p in lo..hi {
+            let x = *val.add(p);
+            if x - x != 0.0 {
+                bad = 1;
+                break;
+            }
+            let ax = abs(x);
+            abs_sum += ax;
+            if ax > biggest {
+                biggest = ax;
+            }
+            sums[*col.add(p) as usize % bs] += x;
+            all += x;
+        }
+        let mut row = [0u64; MAX_SETUP_BLOCK + 3];
+        row[0] = abs_sum.to_bits();
+        row[1] = biggest.to_bits();
+        for c in 0..bs {
+            row[2 + c] = abs(sums[c]).to_bits();
+        }
+        row[2 + bs] = abs(all).to_bits();
+        for (m, r) in most.iter_mut().zip(row) {
+            if r > *m {
+                *m = r;
+            }
+        }
+        i += grid_threads();
+    }
+    // one atomic per warp and statistic
+    bad = warp_max_u64(bad);
+    let lane = lane();
+    if lane == 0 && bad != 0 {
+        atomic_max_u64(stats, 1);
+    }
+    for (k, m) in most.iter().enumerate().take(3 + bs) {
+        let m = warp_max_u64(*m);
+        let slot = if k == 2 + bs && bs == 1 { None } else { Some(1 + k) };
+        if let (0, Some(slot)) = (lane, slot) {
+            atomic_max_u64(stats.add(slot), m);
+        }
+    }
+}
+
+/// The largest `v` over the warp's lanes (every lane gets it). Every lane
+/// must call it.
+#[inline(always)]
+fn warp_max_u64(v: u64) -> u64 {
+    warp_fold_u64(v, |a, b| if a > b { a } else { b })
+}
+
+/// Second pass: stats[CHECK_SLOTS - 1] = 1 where some a_ij differs from a_ji
+/// (0 where row j does not store column i) by more than 1e-12 times the
+/// largest |a_ij| (stats[2], from the first pass): the host's `is_symmetric`.
+/// One thread per row, a binary search per entry.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_check_symmetry(
+    n: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    stats: *mut u64,
+) {
+    let tol = 1e-12 * f64::from_bits(*stats.add(2));
+    let mut i = global_id();
+    while i < n {
+        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
+            let j = *col.add(p) as usize;
+            let (lo, hi) = (*ptr.add(j) as usize, *ptr.add(j + 1) as usize);
+            let q = lower_bound(col, lo, hi, i as u32);
+            let y = if q < hi && *col.add(q) == i as u32 {
+                *val.add(q)
+            } else {
+                0.0
+            };
+            if abs(*val.add(p) - y) > tol {
+                atomic_max_u64(stats.add(CHECK_SLOTS - 1), 1);
+                break;
+            }
+        }
+        i += grid_threads();
     }
 }
