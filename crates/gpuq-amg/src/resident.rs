@@ -21,9 +21,11 @@ pub trait ResidentMatrix: Send + Sync {
     /// The stored entries of each row. Cost: a download of 8 bytes per row.
     fn row_lengths(&self) -> Result<Vec<u32>>;
 
-    /// The entries SELL-`c`-`sigma` would store, padding included
-    /// ([`sell_stored`]). Default: from [`ResidentMatrix::row_lengths`];
-    /// a backend may count where the matrix lives.
+    /// The entries SELL-`c`-`sigma` would store, padding included (per
+    /// slice of c rows, after sorting each window of sigma rows by length,
+    /// c times its longest row). Default: from
+    /// [`ResidentMatrix::row_lengths`]; a backend may count where the matrix
+    /// lives.
     fn sell_stored(&self, c: usize, sigma: usize) -> Result<usize> {
         Ok(sell_stored(&self.row_lengths()?, c, sigma))
     }

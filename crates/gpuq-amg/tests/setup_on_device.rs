@@ -487,3 +487,17 @@ fn device_input_checks_match_the_host() {
     assert_eq!(d.is_symmetric(), h.is_symmetric());
     assert!(!h.null_space().is_empty());
 }
+
+#[test]
+fn large_transfers_through_the_staging_buffers_round_trip() {
+    let Some(g) = gpu("large_transfers_through_the_staging_buffers_round_trip") else {
+        return;
+    };
+    // 6,000,001 values (48 MB: staged both ways, a partial last chunk) and
+    // 700,001 (5.6 MB: staged down only); twice, so the buffers are reused.
+    for n in [6_000_001usize, 700_001, 6_000_001] {
+        let v: Vec<f64> = (0..n).map(|i| (i as f64).sin() * 1e3 + i as f64).collect();
+        let d = g.setup_vec_upload(&v).unwrap();
+        assert_eq!(g.setup_vec_download(&d).unwrap(), v, "{n} values");
+    }
+}

@@ -150,8 +150,8 @@ impl CudaBackend {
     }
 
     /// The entries SELL-`c`-`sigma` stores for a setup matrix, padding
-    /// included: [`CudaBackend::setup_sell_plan`]'s total (O(nrows sigma) on
-    /// the device, 8 bytes back).
+    /// included: the total of the plan [`CudaBackend::setup_to_matrix`] lays
+    /// SELL out by (O(nrows sigma) on the device, 8 bytes back).
     pub fn setup_sell_stored(&self, a: &SetupCsr, c: usize, sigma: usize) -> Result<usize> {
         Ok(self.setup_sell_plan(a, c, sigma)?.2)
     }
@@ -159,7 +159,7 @@ impl CudaBackend {
     /// A setup matrix as one of the cycle's matrices in `layout` with values
     /// of `T`, built on the device: CSR by copying the row pointers and
     /// columns and converting the values (kernel `setup_to_csr_*`), SELL by
-    /// the plan made on the device ([`CudaBackend::setup_sell_plan`]) and one
+    /// the plan made on the device (`setup_sell_plan`) and one
     /// thread per row (`setup_to_sell_*`). `None` for BSR2 and complex `T`
     /// (the caller converts on the host). Cost: O(nnz + padding + nrows
     /// sigma) on the device, 8 bytes back for SELL.

@@ -115,9 +115,32 @@ impl CudaBackend {
         buf: &CudaSlice<T>,
         n: usize,
     ) -> Result<Vec<T>> {
-        self.inner.stats.download(n * std::mem::size_of::<T>());
+        let bytes = n * std::mem::size_of::<T>();
+        self.inner.stats.download(bytes);
         if n == 0 {
             return Ok(Vec::new());
+        }
+        if bytes >= crate::staging::STAGED_DOWN_FROM {
+            let mut out: Vec<T> = Vec::with_capacity(n);
+            let src = buf.slice(..n);
+            // SAFETY: T is a plain device type (DeviceRepr): the view's n
+            // elements are `bytes` initialised bytes, and the spare
+            // capacity's first n elements are `bytes` bytes, written by the
+            // staged download before `set_len`.
+            let src = unsafe { src.transmute::<u8>(bytes) }
+                .ok_or_else(|| Error::InvalidArgument("staged download: view too short".into()))?;
+            let dst = unsafe {
+                std::slice::from_raw_parts_mut(
+                    out.spare_capacity_mut()
+                        .as_mut_ptr()
+                        .cast::<std::mem::MaybeUninit<u8>>(),
+                    bytes,
+                )
+            };
+            self.staged_download(&src, dst)?;
+            // SAFETY: all n elements were written above.
+            unsafe { out.set_len(n) };
+            return Ok(out);
         }
         let mut out = vec![T::default(); n];
         self.inner
@@ -299,8 +322,8 @@ impl CudaBackend {
 
     /// The tentative prolongator of smoothed aggregation for one
     /// near-null-space vector `b` (`gpuq_amg::prolong::tentative` with a
-    /// single vector): row r holds b[r] / ||b restricted to r's aggregate||
-    /// in column agg[r / bs] (0 where that norm is 0), and the norms (the
+    /// single vector): row r holds `b[r] / ||b restricted to r's aggregate||`
+    /// in column `agg[r / bs]` (0 where that norm is 0), and the norms (the
     /// next level's near-null-space vector). On the device: an upload of the
     /// aggregates and of b, the pattern, its transpose (each aggregate's rows
     /// in order, so each norm sums in the host's order: the same values bit

@@ -1,13 +1,16 @@
-//! Large uploads through two page-locked staging buffers: the host copies
-//! one chunk into a pinned buffer (all cores) while the DMA engine moves the
-//! previous one, so a copy from pageable memory runs near the bus's pinned
-//! bandwidth instead of the driver's staged pageable path (on the H100
-//! machine, laplace3d:200's 736 MB CSR arrays: see `docs/benchmarks.md`).
+//! Large transfers through two page-locked staging buffers: the host copies
+//! one chunk into (or out of) a pinned buffer on all cores while the DMA
+//! engine moves the other, so a copy from or to pageable memory runs near
+//! the bus's pinned bandwidth instead of the driver's staged pageable path
+//! (on the H100 machine, laplace3d:200's 736 MB CSR arrays: see
+//! `docs/benchmarks.md`).
 
 use crate::backend::{dev, CudaBackend};
-use cudarc::driver::{CudaEvent, CudaViewMut, PinnedHostSlice};
+use cudarc::driver::{result, CudaEvent, CudaView, CudaViewMut, DevicePtr, PinnedHostSlice};
 use gpuq_core::Result;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
+use std::sync::MutexGuard;
 
 /// Bytes of each staging buffer.
 const STAGE_BYTES: usize = 16 << 20;
@@ -16,7 +19,12 @@ const STAGE_BYTES: usize = 16 << 20;
 /// buffers' worth: below it the pipeline has nothing to overlap).
 pub(crate) const STAGED_FROM: usize = 2 * STAGE_BYTES;
 
-/// A staging buffer and the event recorded after the copy that last read
+/// Downloads from this many bytes go through the staging buffers (a pinned
+/// download and a parallel copy beat the driver's pageable path even for
+/// one chunk).
+pub(crate) const STAGED_DOWN_FROM: usize = 4 << 20;
+
+/// A staging buffer and the event recorded after the copy that last used
 /// it (the backend turns cudarc's own event tracking off, so the buffer's
 /// built-in event is never recorded: this one is).
 pub(crate) struct Stage {
@@ -25,29 +33,24 @@ pub(crate) struct Stage {
 }
 
 impl Drop for Stage {
-    /// Waits for the last copy out of the buffer before it is freed.
+    /// Waits for the last copy of the buffer before it is freed.
     fn drop(&mut self) {
         let _ = self.copied.synchronize();
     }
 }
 
-/// The two staging buffers, made on the first large upload.
+/// The two staging buffers, made on the first large transfer.
 pub(crate) type Staging = Option<[Stage; 2]>;
 
 impl CudaBackend {
-    /// Copies `src` into `dst` (the same length) through the staging
-    /// buffers: per chunk, wait for the buffer's previous copy, fill it in
-    /// parallel, queue its copy on the stream; the tail below a chunk goes
-    /// straight. Returns when the last copy is queued (the stream orders
-    /// everything after it).
-    pub(crate) fn staged_upload(&self, src: &[u8], dst: &mut CudaViewMut<'_, u8>) -> Result<()> {
-        let stream = &self.inner.stream;
+    /// The staging buffers, made on first use.
+    fn stages(&self) -> Result<MutexGuard<'_, Staging>> {
         let mut staging =
             self.inner.staging.lock().map_err(|_| {
                 gpuq_core::Error::InvalidArgument("staging buffers poisoned".into())
             })?;
         if staging.is_none() {
-            let ctx = stream.context();
+            let ctx = self.inner.stream.context();
             let make = || -> Result<Stage> {
                 Ok(Stage {
                     // SAFETY: a buffer is written before each copy reads it.
@@ -58,7 +61,18 @@ impl CudaBackend {
             };
             *staging = Some([make()?, make()?]);
         }
-        let stages = staging.as_mut().expect("made above");
+        Ok(staging)
+    }
+
+    /// Copies `src` into `dst` (the same length) through the staging
+    /// buffers: per chunk, wait for the buffer's previous copy, fill it in
+    /// parallel, queue its copy on the stream; the tail below a chunk goes
+    /// straight. Returns when the last copy is queued (the stream orders
+    /// everything after it).
+    pub(crate) fn staged_upload(&self, src: &[u8], dst: &mut CudaViewMut<'_, u8>) -> Result<()> {
+        let stream = &self.inner.stream;
+        let mut staging = self.stages()?;
+        let stages = staging.as_mut().expect("made by stages()");
         let full = src.len() / STAGE_BYTES;
         for k in 0..full {
             let stage = &mut stages[k % 2];
@@ -83,6 +97,60 @@ impl CudaBackend {
             stream
                 .memcpy_htod(&src[full * STAGE_BYTES..], &mut part)
                 .map_err(dev("upload"))?;
+        }
+        Ok(())
+    }
+
+    /// Queues the download of `src` (at most a buffer's length) into
+    /// `stage`, after the buffer's previous copy, and records its event.
+    fn stage_down(&self, stage: &mut Stage, src: &CudaView<'_, u8>) -> Result<()> {
+        let stream = &self.inner.stream;
+        stage.copied.synchronize().map_err(dev("staging event"))?;
+        let len = src.len();
+        let buf = &mut stage.buf.as_mut_slice().map_err(dev("staging buffer"))?[..len];
+        let (from, _guard) = src.device_ptr(stream);
+        // SAFETY: `from` addresses `len` device bytes (the view) and `buf`
+        // `len` bytes of the pinned buffer, which stays untouched until the
+        // event recorded below has passed (cudarc's own copy would move the
+        // whole buffer's length).
+        unsafe { result::memcpy_dtoh_async(buf, from, stream.cu_stream()) }
+            .map_err(dev("download"))?;
+        stage.copied.record(stream).map_err(dev("staging event"))
+    }
+
+    /// Copies the device bytes `src` into `dst` (the same length, possibly
+    /// uninitialised) through the staging buffers: the next chunk's download
+    /// runs while the host copies the last one out on all cores. Returns
+    /// when every byte of `dst` is written.
+    pub(crate) fn staged_download(
+        &self,
+        src: &CudaView<'_, u8>,
+        dst: &mut [MaybeUninit<u8>],
+    ) -> Result<()> {
+        let n = dst.len();
+        let chunks = n.div_ceil(STAGE_BYTES);
+        let mut staging = self.stages()?;
+        let stages = staging.as_mut().expect("made by stages()");
+        let range = |k: usize| k * STAGE_BYTES..((k + 1) * STAGE_BYTES).min(n);
+        for (k, stage) in stages.iter_mut().enumerate().take(chunks) {
+            self.stage_down(stage, &src.slice(range(k)))?;
+        }
+        for k in 0..chunks {
+            let stage = &mut stages[k % 2];
+            stage.copied.synchronize().map_err(dev("staging event"))?;
+            let r = range(k);
+            let from = &stage.buf.as_slice().map_err(dev("staging buffer"))?[..r.len()];
+            dst[r]
+                .par_chunks_mut(1 << 20)
+                .zip(from.par_chunks(1 << 20))
+                // SAFETY: d and s have the same length and do not overlap
+                // (host memory against the pinned buffer).
+                .for_each(|(d, s)| unsafe {
+                    std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len())
+                });
+            if k + 2 < chunks {
+                self.stage_down(stage, &src.slice(range(k + 2)))?;
+            }
         }
         Ok(())
     }
