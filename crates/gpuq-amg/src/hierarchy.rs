@@ -295,7 +295,7 @@ impl Hierarchy {
             }
             None => component_constants(n, options.block),
         };
-        trace.mark(format_args!("input checks"));
+        trace.mark(format_args!("validation and near-null-space vectors"));
         let upload = Instant::now();
         let finest = setup.finest(a)?;
         let upload_s = upload.elapsed().as_secs_f64();

@@ -455,9 +455,6 @@ pub(crate) mod cuda {
             lanczos_rho(&ops, a.nrows(), steps)
         }
 
-        /// P = P_T - omega D^-1 (A P_T) in one device pass with the host's
-        /// order of operations ([`CudaBackend::setup_smoothed_prolongator`]),
-        /// kept on the device.
         /// One vector: on the device ([`CudaBackend::setup_tentative_single`],
         /// the host's values bit for bit), kept there; several: the host's
         /// QR per aggregate.
@@ -477,6 +474,10 @@ pub(crate) mod cuda {
             }
         }
 
+        /// P = P_T - omega D^-1 (A P_T) in one device pass with the host's
+        /// order of operations ([`CudaBackend::setup_smoothed_prolongator`]),
+        /// kept on the device (the tentative prolongator from its device
+        /// copy, or uploaded).
         fn smoothed_prolongator(
             &self,
             _a: &LevelMatrix,

@@ -340,8 +340,11 @@ pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
 /// The products of row i of A B (`dinv` null), or of row i of the smoothed
 /// prolongator B - omega D^-1 A B (`dinv` the inverse diagonal blocks,
 /// row-major, bs^2 per node): B's row i and the rows of A's rows bs k ..
-/// bs k + bs - 1 of node k = i / bs.
+/// bs k + bs - 1 of node k = i / bs. Only the A entries first, first + step,
+/// .. of each row count (B's own row with `first` 0): (0, 1) is the whole
+/// count, (lane, 32) a lane's share of it.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn row_products(
     i: usize,
     bs: usize,
@@ -349,12 +352,16 @@ unsafe fn row_products(
     a_ptr: *const u64,
     a_col: *const u32,
     b_ptr: *const u64,
+    first: usize,
+    step: usize,
 ) -> u64 {
     let len = |k: usize| *b_ptr.add(k + 1) - *b_ptr.add(k);
     let through_a = |r: usize| {
         let mut s = 0u64;
-        for p in *a_ptr.add(r) as usize..*a_ptr.add(r + 1) as usize {
+        let mut p = *a_ptr.add(r) as usize + first;
+        while p < *a_ptr.add(r + 1) as usize {
             s += len(*a_col.add(p) as usize);
+            p += step;
         }
         s
     };
@@ -363,7 +370,7 @@ unsafe fn row_products(
     } else {
         let bs = bs.max(1);
         let k = i / bs;
-        let mut s = len(i);
+        let mut s = if first == 0 { len(i) } else { 0 };
         for c in 0..bs {
             s += through_a(k * bs + c);
         }
@@ -388,7 +395,7 @@ pub unsafe extern "ptx-kernel" fn spgemm_bound(
 ) {
     let mut i = global_id();
     while i < nrows {
-        let s = row_products(i, bs, dinv, a_ptr, a_col, b_ptr);
+        let s = row_products(i, bs, dinv, a_ptr, a_col, b_ptr, 0, 1);
         *bound.add(i) = if s < b_cols { s } else { b_cols };
         i += grid_threads();
     }
@@ -494,8 +501,9 @@ impl RowTable {
     }
 }
 
-/// The products of row i of A B, or of the smoothed prolongator, summed over
-/// the warp (each lane takes every 32nd entry of A's rows): `row_products`.
+/// The products of row i of A B, or of the smoothed prolongator
+/// (`row_products`), counted by the warp: each lane takes every 32nd entry
+/// of A's rows, then the lanes' counts are summed.
 #[inline(always)]
 unsafe fn warp_row_products(
     i: usize,
@@ -505,31 +513,7 @@ unsafe fn warp_row_products(
     a_col: *const u32,
     b_ptr: *const u64,
 ) -> u64 {
-    let lane = lane() as usize;
-    let len = |k: usize| *b_ptr.add(k + 1) - *b_ptr.add(k);
-    let through_a = |r: usize| {
-        let mut s = 0u64;
-        let mut p = *a_ptr.add(r) as usize + lane;
-        while p < *a_ptr.add(r + 1) as usize {
-            s += len(*a_col.add(p) as usize);
-            p += 32;
-        }
-        s
-    };
-    let mut s = 0;
-    if dinv.is_null() {
-        s += through_a(i);
-    } else {
-        let bs = bs.max(1);
-        let k = i / bs;
-        if lane == 0 {
-            s += len(i);
-        }
-        for c in 0..bs {
-            s += through_a(k * bs + c);
-        }
-    }
-    warp_sum_u64(s)
+    warp_sum_u64(row_products(i, bs, dinv, a_ptr, a_col, b_ptr, lane() as usize, 32))
 }
 
 /// Rows `row0 .. row0 + rows` of C = A B (`dinv` null) or of the smoothed
