@@ -67,3 +67,20 @@ import json; d=json.load(open('$L/lv.json')); t=d.get('timings') or d['hierarchy
   python3 -c "
 import json; d=json.load(open('$L/gp.json')); print('CUPY RAP $spec cold %.4f warm %.4f' % (d['total_cold_s'], d['total_warm_s']), [(x['rows'], round(x['warm_s'],4), x['max_rel_diff_vs_gpuq']) for x in d['levels']])" 2>&1 | tail -c 500
 done
+# 5. with NCU=1: device time per setup kernel of one `amg-info` on laplace3d:200 (Nsight
+#    Compute, summed per kernel name, largest first).
+if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
+  timeout 400 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv \
+    $G amg-info --generate laplace3d:200 --amg-setup cuda --backend cuda --json > /tmp/ncu.csv 2>/dev/null
+  python3 - <<'PY'
+import csv, collections
+t, n = collections.Counter(), collections.Counter()
+rows = [r for r in csv.reader(open('/tmp/ncu.csv')) if len(r) > 10]
+h = rows[0]; ki, vi, ui = h.index('Kernel Name'), h.index('Metric Value'), h.index('Metric Unit')
+for r in rows[1:]:
+    v = float(r[vi].replace(',', '')); v *= {'nsecond': 1e-6, 'usecond': 1e-3, 'msecond': 1}.get(r[ui], 1)
+    k = r[ki].split('(')[0]; t[k] += v; n[k] += 1
+print('NCU total %.1f ms' % sum(t.values()))
+for k, v in t.most_common(14): print('NCU %-28s %8.2f ms %4d launches' % (k, v, n[k]))
+PY
+fi

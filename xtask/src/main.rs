@@ -91,6 +91,29 @@ struct PtxModule {
     linked_at_run_time: Option<&'static str>,
 }
 
+/// Register caps of kernels that Rust cannot annotate (PTX `.maxnreg`, which
+/// `build_ptx` writes after the entry's parameter list): (kernel, registers
+/// per thread). `spgemm_group_rows` is latency-bound and took 70 registers,
+/// so only 3 blocks of 256 threads fitted an SM; at 48, 5 do.
+const MAX_REGISTERS: [(&str, u32); 1] = [("spgemm_group_rows", 48)];
+
+/// `text` with `.maxnreg` after the parameter list of each kernel of
+/// `MAX_REGISTERS` it defines.
+fn cap_registers(text: &str) -> Result<String, String> {
+    let mut out = text.to_string();
+    for (kernel, regs) in MAX_REGISTERS {
+        let Some(at) = out.find(&format!(".entry {kernel}(")) else {
+            continue;
+        };
+        let close = out[at..]
+            .find("\n)\n")
+            .ok_or_else(|| format!("the PTX entry {kernel} has no parameter list"))?;
+        let after = at + close + "\n)\n".len();
+        out.insert_str(after, &format!(".maxnreg {regs}\n"));
+    }
+    Ok(out)
+}
+
 /// Every function inlinable across crates, so that what a module uses from its
 /// dependencies (libm, gpuq-kernels) is compiled into it instead of left
 /// external.
@@ -197,7 +220,7 @@ fn build_ptx(module: &PtxModule) -> Result<String, String> {
             module.out
         ));
     }
-    Ok(text)
+    cap_registers(&text)
 }
 
 fn ptx(check: bool) -> Result<(), String> {
@@ -337,4 +360,21 @@ fn bench(m: &str) -> Result<(), String> {
         scipy["numpy"].as_str().unwrap_or("?")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cap_registers;
+
+    #[test]
+    fn register_caps_follow_the_parameter_list_of_their_kernel_only() {
+        let ptx = ".visible .entry other(\n\t.param .u32 a\n)\n{\n}\n\
+                   .visible .entry spgemm_group_rows(\n\t.param .u32 w,\n\t.param .u64 x\n)\n{\n\tret;\n}\n";
+        let capped = cap_registers(ptx).unwrap();
+        assert_eq!(capped.matches(".maxnreg").count(), 1);
+        assert!(capped.contains(".param .u64 x\n)\n.maxnreg 48\n{\n\tret;"));
+        assert!(capped.contains(".entry other(\n\t.param .u32 a\n)\n{"));
+        // A module without the kernel is left as it is.
+        assert_eq!(cap_registers("no kernels").unwrap(), "no kernels");
+    }
 }

@@ -87,8 +87,17 @@ proptest! {
         prop_assert_eq!(t, a.transpose(false));
         // Rows in chunks of at most 16 table slots (many chunks, and rows
         // alone that need more): the same product.
-        let chunked = g.setup_spgemm_within(&da, &db, 16).unwrap();
+        let chunked = g.setup_spgemm_within(&da, &db, 16, None).unwrap();
         prop_assert_eq!(g.setup_download(&chunked).unwrap(), spgemm(&a, &b).unwrap());
+        // Every group width, with shared tables (and their overflow into
+        // global ones) and with small chunks of global tables.
+        for lanes in [1, 2, 4, 8, 16, 32] {
+            for budget in [1 << 27, 16] {
+                let c = g.setup_spgemm_within(&da, &db, budget, Some(lanes)).unwrap();
+                prop_assert_eq!(g.setup_download(&c).unwrap(), spgemm(&a, &b).unwrap(), "lanes {}", lanes);
+            }
+        }
+        prop_assert!(g.setup_spgemm_within(&da, &db, 16, Some(3)).is_err());
         if m != k {
             prop_assert!(g.setup_spgemm(&da, &dc).is_err());
         }

@@ -5,7 +5,7 @@
 //! fill pass; the prefix sums run on the host (the counts come down, the row
 //! pointers go up: 12 bytes per row), everything else on the device.
 
-use crate::backend::{dev, CudaBackend};
+use crate::backend::{dev, CudaBackend, THREADS};
 use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use gpuq_core::{Error, Result};
 use gpuq_kernels::amg::MAX_SETUP_BLOCK;
@@ -20,22 +20,40 @@ const TABLE_BUDGET: u64 = 1 << 27;
 /// `(first, end, slots)`.
 type Chunk = (usize, usize, u64);
 
-/// The operands of a pass of `spgemm_warp_rows`: A, B, the smoothing (block
+/// The operands of a pass of `spgemm_group_rows`: A, B, the smoothing (block
 /// size, omega, inverse diagonal blocks) of a smoothed prolongator, the
-/// global tables (running totals on the device and chunks) and whether the
-/// pass counts again only the rows that filled their shared tables.
+/// global tables (running totals on the device and chunks), whether the
+/// pass counts again only the rows that filled their shared tables, and the
+/// lanes per row.
 struct RowsPass<'a> {
     a: &'a SetupCsr,
     b: &'a SetupCsr,
     smooth: Option<(usize, f64, &'a CudaSlice<f64>)>,
     tables: &'a (CudaSlice<u64>, Vec<Chunk>),
     retry: bool,
+    lanes: u32,
 }
 
-/// Slots of a row's table in a warp's shared region in the fill pass of a
-/// sparse product (`kernels-rs`: 256 columns and their values); rows that
-/// need more get tables in global memory.
-const FILL_SHARED_SLOTS: u64 = 256;
+/// Slots of a row's table in its group's share of the shared region in the
+/// fill pass of a sparse product, per lane of the group (`kernels-rs`: 8 w
+/// columns and their values for a group of w lanes); rows that need more get
+/// tables in global memory.
+const FILL_SHARED_SLOTS_PER_LANE: u64 = 8;
+
+/// Fewest lanes per row the product passes use.
+const MIN_LANES: u32 = 2;
+
+/// Lanes per row of a product pass (a power of two, `MIN_LANES` to 32): at
+/// least the average length `b_row` of the B rows each step of a row's walk
+/// spreads over the lanes, and at least `table / slots_per_lane` so that a
+/// row of average size finds its hash table in the group's shared share
+/// (`table` slots wanted, `slots_per_lane` slots per lane there).
+fn group_lanes(b_row: f64, table: f64, slots_per_lane: f64) -> u32 {
+    let want = b_row.max(table / slots_per_lane).clamp(1.0, 32.0);
+    (want.ceil() as u32)
+        .next_power_of_two()
+        .clamp(MIN_LANES, 32)
+}
 
 /// Launches the 1D kernel `$name` over `$n` items with the arguments the
 /// block pushes on `$l`; counts the launch.
@@ -272,13 +290,28 @@ impl CudaBackend {
     /// two 8-byte reads back.
     /// Errors when the inner dimensions differ.
     pub fn setup_spgemm(&self, a: &SetupCsr, b: &SetupCsr) -> Result<SetupCsr> {
-        self.setup_spgemm_within(a, b, TABLE_BUDGET)
+        self.setup_spgemm_within(a, b, TABLE_BUDGET, None)
     }
 
     /// [`CudaBackend::setup_spgemm`] with at most `budget` hash-table slots
     /// in use at once (12 bytes each): rows go in chunks whose tables fit
-    /// (a row needing more alone). The result does not depend on `budget`.
-    pub fn setup_spgemm_within(&self, a: &SetupCsr, b: &SetupCsr, budget: u64) -> Result<SetupCsr> {
+    /// (a row needing more alone), and `lanes` lanes per row (a power of two
+    /// up to 32; None: chosen from the operands' average rows). The result
+    /// depends on neither.
+    pub fn setup_spgemm_within(
+        &self,
+        a: &SetupCsr,
+        b: &SetupCsr,
+        budget: u64,
+        lanes: Option<u32>,
+    ) -> Result<SetupCsr> {
+        if let Some(w) = lanes {
+            if !w.is_power_of_two() || w > 32 {
+                return Err(Error::InvalidArgument(format!(
+                    "lanes per row must be a power of two up to 32, not {w}"
+                )));
+            }
+        }
         if a.ncols != b.nrows {
             return Err(Error::shape(
                 "spgemm",
@@ -286,7 +319,7 @@ impl CudaBackend {
                 format!("{} rows", b.nrows),
             ));
         }
-        self.hashed_rows(a, b, None, budget)
+        self.hashed_rows(a, b, None, budget, lanes)
     }
 
     /// The smoothed prolongator P = P_T - omega D^-1 A P_T of smoothed
@@ -317,7 +350,7 @@ impl CudaBackend {
                 dinv.len(),
             ));
         }
-        self.hashed_rows(a, pt, Some((bs, omega, &dinv.buf)), TABLE_BUDGET)
+        self.hashed_rows(a, pt, Some((bs, omega, &dinv.buf)), TABLE_BUDGET, None)
     }
 
     /// The tentative prolongator of smoothed aggregation for one
@@ -425,18 +458,27 @@ impl CudaBackend {
 
     /// The passes of [`CudaBackend::setup_spgemm`] (`smooth` None) and of
     /// [`CudaBackend::setup_smoothed_prolongator`] (block size, omega and
-    /// inverse diagonal blocks): the count pass in the warps' shared tables
-    /// (again in global tables for the rows that filled theirs), then the
-    /// fill pass in shared tables or, for rows of more than
-    /// `FILL_SHARED_SLOTS / 2` entries, global ones.
+    /// inverse diagonal blocks), `lanes` lanes per row or, None, as many as
+    /// `group_lanes` picks for each pass from the average rows of B, of the
+    /// products and (fill) of the result: the count pass in the groups'
+    /// shared tables (again in global tables for the rows that filled
+    /// theirs), then the fill pass in shared tables or, for rows of more than
+    /// a group's shared share, global ones.
     fn hashed_rows(
         &self,
         a: &SetupCsr,
         b: &SetupCsr,
         smooth: Option<(usize, f64, &CudaSlice<f64>)>,
         budget: u64,
+        lanes: Option<u32>,
     ) -> Result<SetupCsr> {
         let m = a.nrows;
+        let per = |nnz: usize, rows: usize| nnz as f64 / rows.max(1) as f64;
+        let b_row = per(b.nnz, b.nrows);
+        let products = match smooth {
+            Some((bs, _, _)) => per(a.nnz, a.nrows) * b_row * bs as f64 + b_row,
+            None => per(a.nnz, a.nrows) * b_row,
+        };
         let mut counts = self.setup_zeros::<u64>(m)?;
         let mut overflow = self.setup_zeros::<u64>(1)?;
         let whole = (self.setup_zeros::<u64>(0)?, vec![(0, m, 0)]);
@@ -446,6 +488,7 @@ impl CudaBackend {
             smooth,
             tables: &whole,
             retry: false,
+            lanes: lanes.unwrap_or_else(|| group_lanes(b_row, products, 32.0)),
         };
         self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
         if self.setup_get_at(&overflow, 0)? > 0 {
@@ -463,10 +506,16 @@ impl CudaBackend {
         let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
         let mut c_col = self.setup_zeros::<u32>(nnz as usize)?;
         let mut c_val = self.setup_zeros::<f64>(nnz as usize)?;
-        let tables = self.table_chunks((&counts, u64::MAX, FILL_SHARED_SLOTS, None), m, budget)?;
+        let lanes = lanes.unwrap_or_else(|| {
+            let table = 2.0 * per(nnz as usize, m);
+            group_lanes(b_row, table, FILL_SHARED_SLOTS_PER_LANE as f64)
+        });
+        let shared = FILL_SHARED_SLOTS_PER_LANE * u64::from(lanes);
+        let tables = self.table_chunks((&counts, u64::MAX, shared, None), m, budget)?;
         let pass = RowsPass {
             tables: &tables,
             retry: false,
+            lanes,
             ..pass
         };
         let fill = Some((&c_ptr, &mut c_col, &mut c_val));
@@ -508,7 +557,7 @@ impl CudaBackend {
         Ok(bound)
     }
 
-    /// One pass of `spgemm_warp_rows` over the chunks of `pass.tables`: the
+    /// One pass of `spgemm_group_rows` over the chunks of `pass.tables`: the
     /// count pass (`fill` None: each row's distinct columns into `counts`,
     /// rows that fill their table counted in `overflow`; with `pass.retry`
     /// only the rows marked so), or the fill pass (`fill` the row pointers,
@@ -527,6 +576,7 @@ impl CudaBackend {
             smooth,
             tables: (toff, chunks),
             retry,
+            lanes,
         } = *pass;
         let null = 0u64;
         let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
@@ -539,21 +589,31 @@ impl CudaBackend {
             None => (None, &mut no_col, &mut no_val),
         };
         let (retry, b_cols) = (u32::from(retry), b.ncols as u64);
+        // Grid-stride over the rows with only the blocks that are resident
+        // at once: a second, partial wave would leave most SMs idle.
+        let f = self.function("spgemm_group_rows")?;
+        let resident = self.blocks_per_sm(&f)? * self.inner.info.multiprocessors;
         for &(lo, hi, slots) in chunks {
             let rows = hi - lo;
             let d_toff = (slots > 0).then(|| toff.slice(lo..hi + 1));
-            // SAFETY: arguments match `spgemm_warp_rows`: rows lo..hi of A
+            // SAFETY: arguments match `spgemm_group_rows`: rows lo..hi of A
             // whose columns index B's rows (smoothing: as for
             // `spgemm_bound`); the toff view (when given) holds rows + 1
             // running totals whose span is at most the tables' length;
             // counts holds one value per row of A. The count pass (null
             // c_ptr) writes no values; in the fill pass the tables are sized
             // from the exact counts (never full), c_ptr is the prefix sum of
-            // the counts and c_col, c_val hold its total. One warp per row.
-            let f = self.function("spgemm_warp_rows")?;
-            let cfg = Self::cfg(self.grid_blocks(rows.saturating_mul(32)));
+            // the counts and c_col, c_val hold its total. `lanes` (a power
+            // of two up to 32) lanes per row.
+            let threads = rows.saturating_mul(lanes as usize);
+            let cfg = Self::cfg(threads.div_ceil(THREADS as usize).clamp(1, resident) as u32);
             let mut l = self.inner.stream.launch_builder(&f);
-            l.arg(&lo).arg(&rows).arg(&retry).arg(&bs).arg(&omega);
+            l.arg(&lanes)
+                .arg(&lo)
+                .arg(&rows)
+                .arg(&retry)
+                .arg(&bs)
+                .arg(&omega);
             match smooth {
                 Some((_, _, d)) => l.arg(d),
                 None => l.arg(&null),
@@ -574,8 +634,8 @@ impl CudaBackend {
                 .arg(&mut *c_col)
                 .arg(&mut *c_val);
             // SAFETY: as above.
-            unsafe { l.launch(cfg) }.map_err(dev("spgemm_warp_rows"))?;
-            self.inner.stats.launch("spgemm_warp_rows");
+            unsafe { l.launch(cfg) }.map_err(dev("spgemm_group_rows"))?;
+            self.inner.stats.launch("spgemm_group_rows");
         }
         Ok(())
     }
@@ -960,5 +1020,28 @@ impl CudaBackend {
         setup_launch!(self, "setup_divide", w.len, l => {
             l.arg(&w.len).arg(&b).arg(&mut w.buf);
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{group_lanes, MIN_LANES};
+
+    #[test]
+    fn lanes_per_row_cover_the_b_rows_and_the_average_table() {
+        // The smoothed prolongator of one vector: B rows of one entry, a few
+        // products: the fewest lanes.
+        assert_eq!(group_lanes(1.0, 8.0, 32.0), MIN_LANES);
+        // A P on a 7-point Laplacian: B rows of about 4.5 entries.
+        assert_eq!(group_lanes(4.5, 31.0, 32.0), 8);
+        // R (A P): 1600 products a row need the whole warp's count table.
+        assert_eq!(group_lanes(12.0, 1600.0, 32.0), 32);
+        // Fill pass: 8 slots per lane, a table of twice 30 columns.
+        assert_eq!(group_lanes(12.0, 60.0, 8.0), 16);
+        // Never more than a warp, always a power of two.
+        for (b, t) in [(100.0, 1.0), (0.0, 0.0), (3.0, 3.0), (33.0, 1e9)] {
+            let w = group_lanes(b, t, 8.0);
+            assert!(w.is_power_of_two() && (MIN_LANES..=32).contains(&w), "{w}");
+        }
     }
 }

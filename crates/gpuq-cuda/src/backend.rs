@@ -1,7 +1,7 @@
 //! The CUDA backend handle: context, stream, module, launch geometry, counters.
 
 use crate::vector::CudaVector;
-use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, LaunchConfig, PinnedHostSlice,
 };
@@ -178,6 +178,15 @@ impl CudaBackend {
                 .load_function(name)
                 .map_err(|e| Error::Device(format!("kernel {name} in the PTX: {e}")))?;
             functions.insert(name.to_string(), f);
+        }
+        // The group-per-row sparse product keeps its hash tables in shared
+        // memory (32 KB a block): the largest shared carveout lets its
+        // register cap (`.maxnreg`, set by `cargo xtask ptx`), not the
+        // carveout the driver would pick, bound its blocks per SM.
+        if let Some(f) = functions.get("spgemm_group_rows") {
+            let carveout = CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+            f.set_attribute(carveout, 100)
+                .map_err(dev("shared-memory carveout of spgemm_group_rows"))?;
         }
         let attr = |a| ctx.attribute(a).map_err(dev("device attribute"));
         let info = DeviceInfo {

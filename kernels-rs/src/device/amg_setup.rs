@@ -1,7 +1,8 @@
 //! The AMG setup on the device: the strength graph of the block-norm matrix,
 //! the rounds of the distance-2 maximal-independent-set aggregation, and the
 //! sparse-matrix kernels of the prolongator and Galerkin products (product,
-//! sum, transpose). Every kernel is one thread per row or node, grid-stride.
+//! sum, transpose). Every kernel is grid-stride, one thread per row or node
+//! unless its comment names a warp or a group of lanes per row.
 //!
 //! Each kernel mirrors the host code of `gpuq-amg` operation for operation
 //! (the same sums in the same order), so the two backends build the same
@@ -342,7 +343,7 @@ pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
 /// row-major, bs^2 per node): B's row i and the rows of A's rows bs k ..
 /// bs k + bs - 1 of node k = i / bs. Only the A entries first, first + step,
 /// .. of each row count (B's own row with `first` 0): (0, 1) is the whole
-/// count, (lane, 32) a lane's share of it.
+/// count, (rank, width) a group lane's share of it.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn row_products(
@@ -378,7 +379,7 @@ unsafe fn row_products(
     }
 }
 
-/// bound[i] = the products of row i (see `spgemm_rows`), at most B's column
+/// bound[i] = the products of row i (see `spgemm_group_rows`), at most B's column
 /// count: the size of its hash table is `table_slots(bound[i])` (`nrows`
 /// values).
 #[no_mangle]
@@ -401,60 +402,106 @@ pub unsafe extern "ptx-kernel" fn spgemm_bound(
     }
 }
 
-/// Bytes of shared memory per warp for its row's hash table: 1024 columns in
-/// the count pass, 256 columns and their values in the fill pass.
+/// Bytes of shared memory per warp for the hash tables of its rows: a group
+/// of `w` lanes (one row) owns `w / 32` of it, room for `32 w` columns in the
+/// count pass or `8 w` columns and their values in the fill pass (1024 and
+/// 256 for a whole warp).
 const WARP_TABLE_BYTES: u32 = 4096;
 
-/// Warps per block of the warp-per-row kernels (`crate::BLOCK_THREADS / 32`).
+/// Warps per block of the group-per-row kernels (`crate::BLOCK_THREADS / 32`).
 const BLOCK_WARPS: u32 = crate::BLOCK_THREADS / 32;
 
-// The hash tables of the warp-per-row product kernels: one region of
+// The hash tables of the group-per-row product kernels: one region of
 // `WARP_TABLE_BYTES` per warp of the block.
 core::arch::global_asm!(".shared .align 8 .b8 gpuq_spgemm_tables[32768];");
 
-/// Generic address of this warp's shared table region.
-#[inline(always)]
-fn warp_table() -> *mut u8 {
-    let base: u64;
-    // SAFETY: converts the address of a declared shared variable to a
-    // generic one.
-    unsafe { asm!("cvta.shared.u64 {b}, gpuq_spgemm_tables;", b = out(reg64) base) }
-    // SAFETY: reading a special register has no preconditions.
-    let warp = unsafe { core::arch::nvptx::_thread_idx_x() } as u32 / 32;
-    (base + u64::from(warp % BLOCK_WARPS * WARP_TABLE_BYTES)) as *mut u8
+/// The lanes of one warp that work on one row together: `width` lanes (a
+/// power of two, 1 to 32) from lane `first`, this lane being the `rank`-th.
+/// The warp's groups run in step: every method is a whole-warp operation
+/// that all 32 lanes call from warp-uniform control flow (groups that
+/// diverge would run one after another), each group seeing only its own
+/// lanes' values.
+#[derive(Clone, Copy)]
+struct Group {
+    width: u32,
+    rank: u32,
+    first: u32,
 }
 
-/// `bar.warp.sync` over the full warp: waits for every lane and makes their
-/// memory writes visible to each other. Every lane must call it.
-#[inline(always)]
-fn sync_warp() {
-    // SAFETY: a full-warp barrier, called from uniform control flow only.
-    unsafe { asm!("bar.warp.sync 0xffffffff;") }
-}
-
-/// Sum of `v` over the warp's lanes (every lane gets it).
-#[inline(always)]
-fn warp_sum_u64(v: u64) -> u64 {
-    warp_fold_u64(v, |a, b| a + b)
-}
-
-/// `op` folded over the warp's lanes by a butterfly (every lane gets the
-/// result; `op` associative and commutative). Every lane must call it.
-#[inline(always)]
-fn warp_fold_u64(mut v: u64, op: impl Fn(u64, u64) -> u64) -> u64 {
-    let mut d = 16u32;
-    while d > 0 {
-        let (lo, hi) = split(v);
-        let (l2, h2): (u32, u32);
-        // SAFETY: full-warp shuffles from uniform control flow.
-        unsafe {
-            asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) l2, v = in(reg32) lo, d = in(reg32) d);
-            asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) h2, v = in(reg32) hi, d = in(reg32) d);
+impl Group {
+    /// This lane's group of `width` lanes (a power of two, 1 to 32).
+    #[inline(always)]
+    fn of(width: u32) -> Group {
+        let lane = lane();
+        let first = lane & !(width - 1);
+        Group {
+            width,
+            rank: lane - first,
+            first,
         }
-        v = op(v, join(l2, h2));
-        d /= 2;
     }
-    v
+
+    /// The group's index within its warp.
+    #[inline(always)]
+    fn index(&self) -> usize {
+        (self.first / self.width) as usize
+    }
+
+    /// Generic address of this group's share of the warp's shared region
+    /// (`width * WARP_TABLE_BYTES / 32` bytes).
+    #[inline(always)]
+    fn table(&self) -> *mut u8 {
+        let base: u64;
+        // SAFETY: converts the address of a declared shared variable to a
+        // generic one.
+        unsafe { asm!("cvta.shared.u64 {b}, gpuq_spgemm_tables;", b = out(reg64) base) }
+        // SAFETY: reading a special register has no preconditions.
+        let warp = unsafe { core::arch::nvptx::_thread_idx_x() } as u32 / 32;
+        let offset = warp % BLOCK_WARPS * WARP_TABLE_BYTES + self.first * (WARP_TABLE_BYTES / 32);
+        (base + u64::from(offset)) as *mut u8
+    }
+
+    /// `bar.warp.sync` over the warp: waits for every lane and makes their
+    /// memory writes visible to each other.
+    #[inline(always)]
+    fn sync(&self) {
+        // SAFETY: a full-warp barrier from warp-uniform control flow.
+        unsafe { asm!("bar.warp.sync 0xffffffff;") }
+    }
+
+    /// The value of `v` at the group's lane `src` (below `width`).
+    #[inline(always)]
+    fn broadcast_u32(&self, v: u32, src: u32) -> u32 {
+        shfl_idx_b32(v, self.first + src)
+    }
+
+    /// The value of `v` at the group's lane `src`.
+    #[inline(always)]
+    fn broadcast_u64(&self, v: u64, src: u32) -> u64 {
+        let (lo, hi) = split(v);
+        join(self.broadcast_u32(lo, src), self.broadcast_u32(hi, src))
+    }
+
+    /// Sum of `v` over the group's lanes (every lane gets its group's).
+    #[inline(always)]
+    fn sum_u64(&self, v: u64) -> u64 {
+        fold_u64_within(v, self.width, |a, b| a + b)
+    }
+
+    /// Bit r set for each rank r of the group whose `pred` holds.
+    #[inline(always)]
+    fn ballot(&self, pred: bool) -> u32 {
+        let r: u32;
+        // SAFETY: a full-warp vote from warp-uniform control flow.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, 0xffffffff; }}",
+                r = out(reg32) r,
+                x = in(reg32) u32::from(pred),
+            );
+        }
+        ((u64::from(r) >> self.first) & ((1u64 << self.width) - 1)) as u32
+    }
 }
 
 /// Compare-and-swap of `*p` from `old` to `new` (shared or global memory);
@@ -467,7 +514,7 @@ unsafe fn cas_u32(p: *mut u32, old: u32, new: u32) -> u32 {
 }
 
 /// A row's open-addressing hash table (linear probing, `slots` a power of
-/// two) in shared or global memory, filled by the lanes of one warp.
+/// two) in shared or global memory, filled by the lanes of one group.
 struct RowTable {
     keys: *mut u32,
     vals: *mut f64,
@@ -476,18 +523,18 @@ struct RowTable {
 }
 
 impl RowTable {
-    /// Adds `v` to column `j` (values only when filling); returns 1 when `j`
-    /// is new. When every slot holds another column, sets `full` and adds
-    /// nothing. Lanes adding at once must add distinct columns.
+    /// Adds `v()` to column `j` (values only when filling); returns 1 when
+    /// `j` is new. When every slot holds another column, sets `full` and
+    /// adds nothing. Lanes adding at once must add distinct columns.
     #[inline(always)]
-    unsafe fn add(&self, j: u32, v: f64, full: &mut bool) -> u64 {
+    unsafe fn add(&self, j: u32, v: impl FnOnce() -> f64, full: &mut bool) -> u64 {
         let mut s = table_home(j, self.slots as u64) as usize;
         let mut probes = 0;
         loop {
             let found = cas_u32(self.keys.add(s), EMPTY, j);
             if found == EMPTY || found == j {
                 if self.fill {
-                    *self.vals.add(s) += v;
+                    *self.vals.add(s) += v();
                 }
                 return u64::from(found == EMPTY);
             }
@@ -499,49 +546,118 @@ impl RowTable {
             s = (s + 1) & (self.slots - 1);
         }
     }
+
+    /// Moves the table's columns (and values) to its first slots, in slot
+    /// order, and returns how many there are. The group's lanes take
+    /// `width` slots at a time; an entry never moves past a slot still to
+    /// be read. Whole-warp: the warp runs as many strides as its largest
+    /// table needs.
+    #[inline(always)]
+    unsafe fn compact(&self, g: Group) -> usize {
+        let (w, rank) = (g.width as usize, g.rank as usize);
+        let most = warp_max_u64(self.slots as u64) as usize;
+        let mut out = 0usize;
+        let mut base = 0usize;
+        while base < most {
+            let s = base + rank;
+            let j = if s < self.slots { *self.keys.add(s) } else { EMPTY };
+            let v = if self.fill && j != EMPTY {
+                *self.vals.add(s)
+            } else {
+                0.0
+            };
+            let bits = g.ballot(j != EMPTY);
+            g.sync();
+            if j != EMPTY {
+                let below = (bits & ((1u32 << rank) - 1)).count_ones() as usize;
+                *self.keys.add(out + below) = j;
+                if self.fill {
+                    *self.vals.add(out + below) = v;
+                }
+            }
+            out += bits.count_ones() as usize;
+            base += w;
+        }
+        g.sync();
+        out
+    }
 }
 
-/// The products of row i of A B, or of the smoothed prolongator
-/// (`row_products`), counted by the warp: each lane takes every 32nd entry
-/// of A's rows, then the lanes' counts are summed.
+/// Entries a lane ranks per sweep of its row in `rank_distinct`.
+const RANK_BATCH: usize = 4;
+
+/// Calls `emit(e, place)` for each entry e of `keys[..len]` (distinct
+/// values) taken by lane `rank` of `width` (e = rank, rank + width, ..), with
+/// `place` the number of smaller keys: the entry's place in sorted order.
+/// Each lane holds up to `RANK_BATCH` of its entries at once and compares
+/// every key of the row with all of them, so a row costs len *
+/// ceil(len / (RANK_BATCH width)) reads per lane.
 #[inline(always)]
-unsafe fn warp_row_products(
-    i: usize,
-    bs: usize,
-    dinv: *const f64,
-    a_ptr: *const u64,
-    a_col: *const u32,
-    b_ptr: *const u64,
-) -> u64 {
-    warp_sum_u64(row_products(i, bs, dinv, a_ptr, a_col, b_ptr, lane() as usize, 32))
+unsafe fn rank_distinct(
+    keys: *const u32,
+    len: usize,
+    rank: usize,
+    width: usize,
+    mut emit: impl FnMut(usize, usize),
+) {
+    let mut base = 0usize;
+    while base < len {
+        let mut mine = [EMPTY; RANK_BATCH];
+        let mut place = [0u32; RANK_BATCH];
+        for (r, m) in mine.iter_mut().enumerate() {
+            let e = base + rank + r * width;
+            if e < len {
+                *m = *keys.add(e);
+            }
+        }
+        for u in 0..len {
+            let c = *keys.add(u);
+            for r in 0..RANK_BATCH {
+                place[r] += u32::from(c < mine[r]);
+            }
+        }
+        for (r, &p) in place.iter().enumerate() {
+            let e = base + rank + r * width;
+            if e < len {
+                emit(e, p as usize);
+            }
+        }
+        base += RANK_BATCH * width;
+    }
 }
 
 /// Rows `row0 .. row0 + rows` of C = A B (`dinv` null) or of the smoothed
 /// prolongator P = B - omega D^-1 A B (B the tentative prolongator, `dinv` the
-/// inverse diagonal blocks of A, bs^2 per node), one warp per row. A row's
-/// hash table is in global memory where `toff` gives it slots (`toff[t + 1]
-/// - toff[t]` from `toff[t] - toff[0]` of `tkeys`, `tvals`; `toff` null: none
-/// does), else in the warp's shared region: in the count pass
-/// `min(table_slots(products), 1024)` slots, in the fill pass
-/// `table_slots(counts[i])` (at most 256; larger rows have global tables).
+/// inverse diagonal blocks of A, bs^2 per node), one group of `width` lanes
+/// (a power of two, 1 to 32) per row, the warp's groups in step. A row's hash table is in global
+/// memory where `toff` gives it slots (`toff[t + 1] - toff[t]` from
+/// `toff[t] - toff[0]` of `tkeys`, `tvals`; `toff` null: none does), else in
+/// the group's share of the warp's shared region: in the count pass
+/// `min(table_slots(products), 32 width)` slots, in the fill pass
+/// `table_slots(counts[i])` (at most `8 width`; larger rows have global
+/// tables).
 ///
-/// The warp walks A's row entry by entry; for each, its lanes take the
-/// entries of the B row it names (distinct columns, so no two lanes add to
-/// the same column at once), and the warp synchronises before the next
-/// entry. Each column's products are thus added in the order of the host's
-/// Gustavson accumulators (for a product: A's entries, and within each B's;
-/// for P: B's row, then per component c with w = -omega dinv_rc, skipped when
-/// 0, A's row bs k + c and the B rows its entries name, adding (w a) b), so
-/// every value is the host's bit for bit.
+/// The group walks A's row entry by entry (its lanes first read the next
+/// `width` entries and the bounds of the B rows they name together); for
+/// each entry, its lanes take the entries of the B row it names (distinct
+/// columns, so no two lanes add to the same column at once), and the group
+/// synchronises before the next entry. Each column's products are thus
+/// added in the order of the host's Gustavson accumulators (for a product:
+/// A's entries, and within each B's; for P: B's row, then per component c
+/// with w = -omega dinv_rc, skipped when 0, A's row bs k + c and the B rows
+/// its entries name, adding (w a) b), so every value is the host's bit for
+/// bit, whatever the width.
 ///
 /// With a null `c_ptr` (count pass) it writes each row's distinct columns
 /// to `counts[i]`, or u64::MAX for a row that fills its table (adding 1 to
 /// `*overflow`); with `retry` nonzero it skips the rows whose count is not
 /// u64::MAX. Otherwise (fill pass) it writes row i from `c_ptr[i]`, sorted by
-/// column (each entry's place is the number of smaller columns in the table).
+/// column: the table is compacted, then each entry's place is the number of
+/// smaller columns among the row's (`rank_distinct`).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn spgemm_warp_rows(
+pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
+    width: u32,
     row0: usize,
     rows: usize,
     retry: u32,
@@ -564,23 +680,43 @@ pub unsafe extern "ptx-kernel" fn spgemm_warp_rows(
     c_col: *mut u32,
     c_val: *mut f64,
 ) {
+    let width = if width.is_power_of_two() && width <= 32 {
+        width
+    } else {
+        32
+    };
+    let g = Group::of(width);
+    let (w, rank) = (width as usize, g.rank as usize);
+    let per_warp = 32 / w;
     let fill = !c_ptr.is_null();
-    let lane = lane() as usize;
-    let shared = warp_table();
-    let mut next = global_id() / 32;
-    while next < rows {
-        let t = next;
-        next += grid_threads() / 32;
+    let shared = g.table();
+    let stride = grid_threads() / 32 * per_warp;
+    // Warp-uniform: the warp's groups take rows first .. first + per_warp.
+    let mut first = global_id() / 32 * per_warp;
+    while first < rows {
+        let t = first + g.index();
+        first += stride;
         let i = row0 + t;
-        if retry != 0 && *counts.add(i) != u64::MAX {
-            continue;
-        }
-        let global = if toff.is_null() {
+        let active = t < rows && (retry == 0 || *counts.add(i) == u64::MAX);
+        let global = if !active || toff.is_null() {
             0
         } else {
             (*toff.add(t + 1) - *toff.add(t)) as usize
         };
-        let table = if global > 0 {
+        let mine = if active && !fill && global == 0 {
+            row_products(i, bs, dinv, a_ptr, a_col, b_ptr, rank, w)
+        } else {
+            0
+        };
+        let products = g.sum_u64(mine);
+        let table = if !active {
+            RowTable {
+                keys: shared as *mut u32,
+                vals: core::ptr::null_mut(),
+                slots: 0,
+                fill,
+            }
+        } else if global > 0 {
             let base = (*toff.add(t) - *toff) as usize;
             RowTable {
                 keys: tkeys.add(base),
@@ -591,94 +727,122 @@ pub unsafe extern "ptx-kernel" fn spgemm_warp_rows(
         } else if fill {
             RowTable {
                 keys: shared as *mut u32,
-                vals: shared.add(1024) as *mut f64,
+                vals: shared.add(32 * w) as *mut f64,
                 slots: table_slots(*counts.add(i)) as usize,
                 fill,
             }
         } else {
-            let products = warp_row_products(i, bs, dinv, a_ptr, a_col, b_ptr);
             let bound = if products < b_cols { products } else { b_cols };
-            let s = table_slots(bound);
+            let s = table_slots(bound) as usize;
             RowTable {
                 keys: shared as *mut u32,
                 vals: core::ptr::null_mut(),
-                slots: if s < 1024 { s as usize } else { 1024 },
+                slots: if s < 32 * w { s } else { 32 * w },
                 fill,
             }
         };
-        let mut s = lane;
+        let mut s = rank;
         while s < table.slots {
             *table.keys.add(s) = EMPTY;
             if fill {
                 *table.vals.add(s) = 0.0;
             }
-            s += 32;
+            s += w;
         }
-        sync_warp();
+        g.sync();
+        let live = table.slots > 0;
         let mut new = 0u64;
         let mut full = false;
-        // The products of A's entry p (scaled by w first) with B's row.
-        let entry = |p: usize, w: f64, scaled: bool, full: &mut bool| {
-            let k = *a_col.add(p) as usize;
-            let aik = if scaled {
-                w * *a_val.add(p)
-            } else {
-                *a_val.add(p)
-            };
-            let mut q = *b_ptr.add(k) as usize + lane;
-            let mut n = 0;
-            while q < *b_ptr.add(k + 1) as usize {
-                n += table.add(*b_col.add(q), aik * *b_val.add(q), full);
-                q += 32;
-            }
-            sync_warp();
-            n
-        };
-        if table.slots > 0 {
-            if dinv.is_null() {
-                for p in *a_ptr.add(i) as usize..*a_ptr.add(i + 1) as usize {
-                    new += entry(p, 1.0, false, &mut full);
-                }
-            } else {
-                let bs = bs.max(1);
-                let (k, r) = (i / bs, i % bs);
-                let mut q = *b_ptr.add(i) as usize + lane;
-                while q < *b_ptr.add(i + 1) as usize {
-                    new += table.add(*b_col.add(q), *b_val.add(q), &mut full);
-                    q += 32;
-                }
-                sync_warp();
-                for c in 0..bs {
-                    let w = -omega * *dinv.add((k * bs + r) * bs + c);
-                    if w != 0.0 {
-                        let row = k * bs + c;
-                        for p in *a_ptr.add(row) as usize..*a_ptr.add(row + 1) as usize {
-                            new += entry(p, w, true, &mut full);
-                        }
+        // The products of A's entries lo..hi (each scaled by `scale` first
+        // when `scaled`) with the B rows they name, entry by entry; the warp
+        // takes as many steps as its longest walk.
+        let walk = |lo: usize, hi: usize, scale: f64, scaled: bool, full: &mut bool| {
+            let hi = if live { hi } else { lo };
+            let most = warp_max_u64((hi - lo) as u64) as usize;
+            let mut n = 0u64;
+            let mut base = 0usize;
+            while base < most {
+                let p = lo + base + rank;
+                let (mut q_lo, mut q_len, mut aik) = (0u64, 0u32, 0.0f64);
+                if p < hi {
+                    let k = *a_col.add(p) as usize;
+                    q_lo = *b_ptr.add(k);
+                    q_len = (*b_ptr.add(k + 1) - q_lo) as u32;
+                    if fill {
+                        aik = if scaled {
+                            scale * *a_val.add(p)
+                        } else {
+                            *a_val.add(p)
+                        };
                     }
                 }
+                let steps = if most - base < w { most - base } else { w };
+                for e in 0..steps as u32 {
+                    let start = g.broadcast_u64(q_lo, e) as usize;
+                    let len = g.broadcast_u32(q_len, e) as usize;
+                    let a = if fill {
+                        f64::from_bits(g.broadcast_u64(aik.to_bits(), e))
+                    } else {
+                        0.0
+                    };
+                    let mut q = rank;
+                    while q < len {
+                        let at = start + q;
+                        n += table.add(*b_col.add(at), || a * *b_val.add(at), full);
+                        q += w;
+                    }
+                    g.sync();
+                }
+                base += w;
+            }
+            n
+        };
+        if dinv.is_null() {
+            let (lo, hi) = if active {
+                (*a_ptr.add(i) as usize, *a_ptr.add(i + 1) as usize)
+            } else {
+                (0, 0)
+            };
+            new += walk(lo, hi, 1.0, false, &mut full);
+        } else {
+            let bs = bs.max(1);
+            let (k, r) = (i / bs, i % bs);
+            if live {
+                let mut q = *b_ptr.add(i) as usize + rank;
+                while q < *b_ptr.add(i + 1) as usize {
+                    new += table.add(*b_col.add(q), || *b_val.add(q), &mut full);
+                    q += w;
+                }
+            }
+            g.sync();
+            for c in 0..bs {
+                let scale = if live {
+                    -omega * *dinv.add((k * bs + r) * bs + c)
+                } else {
+                    0.0
+                };
+                let row = k * bs + c;
+                let (lo, hi) = if scale != 0.0 {
+                    (*a_ptr.add(row) as usize, *a_ptr.add(row + 1) as usize)
+                } else {
+                    (0, 0)
+                };
+                new += walk(lo, hi, scale, true, &mut full);
             }
         }
         if fill {
-            let start = *c_ptr.add(i) as usize;
-            let mut s = lane;
-            while s < table.slots {
-                let j = *table.keys.add(s);
-                if j != EMPTY {
-                    // EMPTY is above every column: only columns count.
-                    let mut place = 0usize;
-                    for u in 0..table.slots {
-                        place += usize::from(*table.keys.add(u) < j);
-                    }
-                    *c_col.add(start + place) = j;
-                    *c_val.add(start + place) = *table.vals.add(s);
-                }
-                s += 32;
+            let count = table.compact(g);
+            if active {
+                let start = *c_ptr.add(i) as usize;
+                rank_distinct(table.keys, count, rank, w, |e, place| {
+                    *c_col.add(start + place) = *table.keys.add(e);
+                    *c_val.add(start + place) = *table.vals.add(e);
+                });
             }
         } else {
-            let distinct = warp_sum_u64(new);
-            let overflowed = warp_sum_u64(u64::from(full)) > 0;
-            if lane == 0 {
+            let distinct = g.sum_u64(new);
+            let overflowed = g.sum_u64(u64::from(full)) > 0;
+            if rank == 0 && active {
                 if overflowed {
                     *counts.add(i) = u64::MAX;
                     atomic_add_u64(overflow, 1);
@@ -687,8 +851,37 @@ pub unsafe extern "ptx-kernel" fn spgemm_warp_rows(
                 }
             }
         }
-        sync_warp();
+        g.sync();
     }
+}
+
+/// `op` folded over the warp's lanes by a butterfly (every lane gets the
+/// result; `op` associative and commutative). Every lane must call it.
+#[inline(always)]
+fn warp_fold_u64(v: u64, op: impl Fn(u64, u64) -> u64) -> u64 {
+    fold_u64_within(v, 32, op)
+}
+
+/// `op` folded by a butterfly over each aligned group of `width` lanes (a
+/// power of two up to 32; every lane gets its group's result). Full-warp
+/// shuffles: every lane of the warp must call it, from warp-uniform control
+/// flow.
+#[inline(always)]
+fn fold_u64_within(mut v: u64, width: u32, op: impl Fn(u64, u64) -> u64) -> u64 {
+    let mut d = width / 2;
+    while d > 0 {
+        let (lo, hi) = split(v);
+        let (l2, h2): (u32, u32);
+        // SAFETY: full-warp shuffles from uniform control flow; d < width
+        // keeps each within its group.
+        unsafe {
+            asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) l2, v = in(reg32) lo, d = in(reg32) d);
+            asm!("shfl.sync.bfly.b32 {r}, {v}, {d}, 31, 0xffffffff;", r = out(reg32) h2, v = in(reg32) hi, d = in(reg32) d);
+        }
+        v = op(v, join(l2, h2));
+        d /= 2;
+    }
+    v
 }
 
 /// C = alpha A + beta B (same shape): row i is the merge of the two sorted
@@ -789,8 +982,8 @@ pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
 
 /// Writes every row of (`col`, `val`) sorted by column into (`out_col`,
 /// `out_val`), one warp per row: each entry goes to the place given by the
-/// number of smaller columns in its row (columns distinct within a row).
-/// O(len^2 / 32) per row.
+/// number of smaller columns in its row (columns distinct within a row;
+/// `rank_distinct`: len * ceil(len / 128) reads per lane).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn csr_rank_rows(
     nrows: usize,
@@ -804,17 +997,10 @@ pub unsafe extern "ptx-kernel" fn csr_rank_rows(
     let mut i = global_id() / 32;
     while i < nrows {
         let (start, end) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
-        let mut e = start + lane;
-        while e < end {
-            let c = *col.add(e);
-            let mut place = start;
-            for q in start..end {
-                place += usize::from(*col.add(q) < c);
-            }
-            *out_col.add(place) = c;
-            *out_val.add(place) = *val.add(e);
-            e += 32;
-        }
+        rank_distinct(col.add(start), end - start, lane, 32, |e, place| {
+            *out_col.add(start + place) = *col.add(start + e);
+            *out_val.add(start + place) = *val.add(start + e);
+        });
         i += grid_threads() / 32;
     }
 }
