@@ -194,11 +194,10 @@ impl Hierarchy {
     /// [`Hierarchy::build`] with the strength graph and aggregation (smoothed
     /// aggregation only; the seed's greedy selection is sequential and stays on
     /// the host), the coarse levels' block diagonals, the Lanczos estimates,
-    /// the prolongator smoothing and the Galerkin products run by `setup`
-    /// ([`SetupKernels`]); the input checks, the tentative prolongator of
-    /// several near-null-space vectors, the
-    /// inverses of the diagonal blocks and the coarsest inverse run on the
-    /// host. The CUDA backend builds the same aggregates as the host and the
+    /// the input checks, the tentative prolongator (one QR per aggregate for
+    /// several near-null-space vectors), the prolongator smoothing and the
+    /// Galerkin products run by `setup` ([`SetupKernels`]); the inverses of
+    /// the diagonal blocks and the coarsest inverse run on the host. The CUDA backend builds the same aggregates as the host and the
     /// same matrices to rounding, and leaves P, R and the coarse operators on
     /// the device ([`LevelMatrix`]: [`Amg::new`](crate::Amg::new) converts
     /// them there; [`LevelMatrix::host`] copies one back on demand), so they

@@ -455,9 +455,9 @@ pub(crate) mod cuda {
             lanczos_rho(&ops, a.nrows(), steps)
         }
 
-        /// One vector: on the device ([`CudaBackend::setup_tentative_single`],
-        /// the host's values bit for bit), kept there; several: the host's
-        /// QR per aggregate.
+        /// On the device, kept there, the host's values bit for bit: one
+        /// vector by [`CudaBackend::setup_tentative_single`], several by
+        /// [`CudaBackend::setup_tentative_qr`] (a thread per aggregate).
         fn tentative(
             &self,
             agg: &[u32],
@@ -470,7 +470,10 @@ pub(crate) mod cuda {
                     let (pt, norm) = self.setup_tentative_single(agg, naggs, bs, single)?;
                     Ok((keep(self, pt), vec![norm]))
                 }
-                _ => super::host_tentative(agg, naggs, bs, nns),
+                _ => {
+                    let (pt, coarse) = self.setup_tentative_qr(agg, naggs, bs, nns)?;
+                    Ok((keep(self, pt), coarse))
+                }
             }
         }
 

@@ -169,6 +169,21 @@ proptest! {
             let (pt, norm) = g.setup_tentative_single(&agg, naggs, bs, &b).unwrap();
             prop_assert_eq!(g.setup_download(&pt).unwrap(), want.p);
             prop_assert_eq!(vec![norm], want.coarse_null);
+            // Several vectors: a QR per aggregate. The third vector is the
+            // sum of the first two (a zero column after Gram-Schmidt), the
+            // second vanishes on aggregate 1.
+            let second: Vec<f64> =
+                (0..nodes * bs).map(|r| if agg[r / bs] == 1 { 0.0 } else { ((r * 5 % 11) as f64 - 4.0) / 3.0 }).collect();
+            let third: Vec<f64> = b.iter().zip(&second).map(|(x, y)| x + y).collect();
+            for k in [2, 3] {
+                let nns = [b.clone(), second.clone(), third.clone()][..k].to_vec();
+                let want = gpuq_amg::prolong::tentative(&agg, naggs, bs, &nns).unwrap();
+                let (pt, coarse) = g.setup_tentative_qr(&agg, naggs, bs, &nns).unwrap();
+                prop_assert_eq!(g.setup_download(&pt).unwrap(), want.p);
+                prop_assert_eq!(coarse, want.coarse_null);
+            }
+            prop_assert!(g.setup_tentative_qr(&agg, naggs, bs, &[]).is_err());
+            prop_assert!(g.setup_tentative_qr(&agg, naggs, bs, &[b.clone(), vec![1.0; b.len() + 1]]).is_err());
         }
     }
 }

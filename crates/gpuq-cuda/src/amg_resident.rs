@@ -68,19 +68,30 @@ impl CudaBackend {
     }
 
     /// The rows of a setup matrix that store only zeros (or nothing), in
-    /// increasing order: kernel `amg_zero_rows` and 4 bytes per row back.
+    /// increasing order: kernel `amg_zero_rows` and 8 bytes back, then 4
+    /// bytes per row where any row is found.
     pub fn setup_zero_rows(&self, a: &SetupCsr) -> Result<Vec<usize>> {
         let n = a.shape().0;
         if n == 0 {
             return Ok(Vec::new());
         }
         let mut flags = self.setup_zeros::<u32>(n)?;
+        let mut found = self.setup_zeros::<u64>(1)?;
         let f = self.function("amg_zero_rows")?;
         let mut l = self.inner.stream.launch_builder(&f);
-        l.arg(&n).arg(&a.ptr).arg(&a.val).arg(&mut flags);
-        // SAFETY: arguments match `amg_zero_rows`; flags holds n values.
+        l.arg(&n)
+            .arg(&a.ptr)
+            .arg(&a.val)
+            .arg(&mut flags)
+            .arg(&mut found);
+        // SAFETY: arguments match `amg_zero_rows`; flags holds n values,
+        // found one.
         unsafe { l.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("amg_zero_rows"))?;
         self.inner.stats.launch("amg_zero_rows");
+        // Usually none: one 8-byte read instead of the flags.
+        if self.setup_get(&found, 1)?[0] == 0 {
+            return Ok(Vec::new());
+        }
         let flags = self.setup_get(&flags, n)?;
         Ok(flags
             .iter()

@@ -8,7 +8,7 @@
 use crate::backend::{dev, CudaBackend, THREADS};
 use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use gpuq_core::{Error, Result};
-use gpuq_kernels::amg::MAX_SETUP_BLOCK;
+use gpuq_kernels::amg::{table_slots, MAX_SETUP_BLOCK};
 use gpuq_sparse::Csr;
 
 /// Hash-table slots one product pass may use at once (12 bytes each): rows are
@@ -23,8 +23,9 @@ type Chunk = (usize, usize, u64);
 /// The operands of a pass of `spgemm_group_rows`: A, B, the smoothing (block
 /// size, omega, inverse diagonal blocks) of a smoothed prolongator, the
 /// global tables (running totals on the device and chunks), whether the
-/// pass counts again only the rows that filled their shared tables, and the
-/// lanes per row.
+/// pass counts again only the rows that filled their shared tables, the
+/// lanes per row and the spread (every `spread`-th warp works, with the
+/// shared memory of the idle ones).
 struct RowsPass<'a> {
     a: &'a SetupCsr,
     b: &'a SetupCsr,
@@ -32,6 +33,7 @@ struct RowsPass<'a> {
     tables: &'a (CudaSlice<u64>, Vec<Chunk>),
     retry: bool,
     lanes: u32,
+    spread: u32,
 }
 
 /// Slots of a row's table in its group's share of the shared region in the
@@ -370,6 +372,89 @@ impl CudaBackend {
         bs: usize,
         b: &[f64],
     ) -> Result<(SetupCsr, Vec<f64>)> {
+        let mut pt = self.aggregate_pattern(agg, naggs, bs, b)?;
+        let nrows = pt.nrows;
+        let t = self.setup_transpose(&pt)?;
+        let mut norm = self.setup_zeros::<f64>(naggs)?;
+        // SAFETY: arguments match `tentative_norms`; t describes naggs rows.
+        setup_launch!(self, "tentative_norms", naggs, l => {
+            l.arg(&naggs).arg(&t.ptr).arg(&t.val).arg(&mut norm);
+        })?;
+        // SAFETY: arguments match `tentative_scale`; pt's columns are below
+        // naggs, norm holds naggs values, val nrows.
+        setup_launch!(self, "tentative_scale", nrows, l => {
+            l.arg(&nrows).arg(&pt.col).arg(&norm).arg(&mut pt.val);
+        })?;
+        let norm = self.setup_get(&norm, naggs)?;
+        Ok((pt, norm))
+    }
+
+    /// The tentative prolongator of smoothed aggregation for k >= 1
+    /// near-null-space vectors `b` (`gpuq_amg::prolong::tentative`): row r
+    /// holds row r of Q in columns `agg[r / bs] k ..` (Q R the thin QR of
+    /// the vectors over r's aggregate), and the coarse level's k vectors (R's
+    /// entries). On the device: the upload of the aggregates and vectors,
+    /// the pattern's transpose (each aggregate's rows in increasing order),
+    /// then one thread per aggregate factorising as the host does (kernel
+    /// `tentative_qr`: the same values bit for bit); the coarse vectors come
+    /// back. O(nrows k^2). Errors when `b` is empty, a vector does not match
+    /// (bs nodes per aggregate entry) or an aggregate is out of range.
+    pub fn setup_tentative_qr(
+        &self,
+        agg: &[u32],
+        naggs: usize,
+        bs: usize,
+        b: &[Vec<f64>],
+    ) -> Result<(SetupCsr, Vec<Vec<f64>>)> {
+        let (nrows, k) = (agg.len() * bs, b.len());
+        if k == 0 {
+            return Err(Error::InvalidArgument(
+                "the tentative prolongator needs a near-null-space vector".into(),
+            ));
+        }
+        if let Some(v) = b.iter().find(|v| v.len() != nrows) {
+            return Err(Error::shape("tentative prolongator", nrows, v.len()));
+        }
+        let t = self.setup_transpose(&self.aggregate_pattern(agg, naggs, bs, &b[0])?)?;
+        let d_b = self.setup_put(&b.concat())?;
+        let mut q = self.setup_zeros::<f64>(nrows * k)?;
+        let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
+        let mut col = self.setup_zeros::<u32>(nrows * k)?;
+        let mut val = self.setup_zeros::<f64>(nrows * k)?;
+        let mut coarse = self.setup_zeros::<f64>(k * naggs * k)?;
+        // SAFETY: arguments match `tentative_qr`; t is the transposed
+        // pattern (naggs rows whose columns, the rows of each aggregate,
+        // cover 0..nrows once), d_b holds k nrows values, q, col and val
+        // nrows k, ptr nrows + 1, coarse k naggs k zeros.
+        setup_launch!(self, "tentative_qr", naggs.max(1), l => {
+            l.arg(&naggs).arg(&k).arg(&nrows).arg(&t.ptr).arg(&t.col).arg(&d_b);
+            l.arg(&mut q).arg(&mut ptr).arg(&mut col).arg(&mut val).arg(&mut coarse);
+        })?;
+        let coarse = self.setup_get(&coarse, k * naggs * k)?;
+        let pt = SetupCsr {
+            nrows,
+            ncols: naggs * k,
+            nnz: nrows * k,
+            ptr,
+            col,
+            val,
+        };
+        let coarse = (0..k).map(|c| coarse[c * naggs * k..(c + 1) * naggs * k].to_vec());
+        Ok((pt, coarse.collect()))
+    }
+
+    /// The pattern of the tentative prolongator with one value per row:
+    /// row r holds column `agg[r / bs]` with value b[r] (kernel
+    /// `tentative_pattern`; uploads `agg` and `b`). O(nrows). Errors when
+    /// `b` does not match (bs nodes per aggregate entry) or an aggregate is
+    /// out of range.
+    fn aggregate_pattern(
+        &self,
+        agg: &[u32],
+        naggs: usize,
+        bs: usize,
+        b: &[f64],
+    ) -> Result<SetupCsr> {
         let nrows = agg.len() * bs;
         if bs == 0 || b.len() != nrows {
             return Err(Error::shape("tentative prolongator", nrows, b.len()));
@@ -390,27 +475,14 @@ impl CudaBackend {
         setup_launch!(self, "tentative_pattern", nrows + 1, l => {
             l.arg(&nrows).arg(&bs).arg(&d_agg).arg(&d_b).arg(&mut ptr).arg(&mut col).arg(&mut val);
         })?;
-        let mut pt = SetupCsr {
+        Ok(SetupCsr {
             nrows,
             ncols: naggs,
             nnz: nrows,
             ptr,
             col,
             val,
-        };
-        let t = self.setup_transpose(&pt)?;
-        let mut norm = self.setup_zeros::<f64>(naggs)?;
-        // SAFETY: arguments match `tentative_norms`; t describes naggs rows.
-        setup_launch!(self, "tentative_norms", naggs, l => {
-            l.arg(&naggs).arg(&t.ptr).arg(&t.val).arg(&mut norm);
-        })?;
-        // SAFETY: arguments match `tentative_scale`; pt's columns are below
-        // naggs, norm holds naggs values, val nrows.
-        setup_launch!(self, "tentative_scale", nrows, l => {
-            l.arg(&nrows).arg(&pt.col).arg(&norm).arg(&mut pt.val);
-        })?;
-        let norm = self.setup_get(&norm, naggs)?;
-        Ok((pt, norm))
+        })
     }
 
     /// The global hash tables of a product pass: per row `table_slots(
@@ -463,7 +535,10 @@ impl CudaBackend {
     /// products and (fill) of the result: the count pass in the groups'
     /// shared tables (again in global tables for the rows that filled
     /// theirs), then the fill pass in shared tables or, for rows of more than
-    /// a group's shared share, global ones.
+    /// a group's shared share, global ones. Where the rows are too few to
+    /// fill the device, the fill pass spreads each group over the shared
+    /// memory of up to 8 warps so that the longest row's table fits, and
+    /// where every table fits, no global tables are sized at all.
     fn hashed_rows(
         &self,
         a: &SetupCsr,
@@ -480,7 +555,9 @@ impl CudaBackend {
             None => per(a.nnz, a.nrows) * b_row,
         };
         let mut counts = self.setup_zeros::<u64>(m)?;
-        let mut overflow = self.setup_zeros::<u64>(1)?;
+        // Rows that filled their count tables, and the most distinct
+        // columns of a row.
+        let mut overflow = self.setup_zeros::<u64>(2)?;
         let whole = (self.setup_zeros::<u64>(0)?, vec![(0, m, 0)]);
         let pass = RowsPass {
             a,
@@ -489,9 +566,12 @@ impl CudaBackend {
             tables: &whole,
             retry: false,
             lanes: lanes.unwrap_or_else(|| group_lanes(b_row, products, 32.0)),
+            spread: 1,
         };
         self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
-        if self.setup_get_at(&overflow, 0)? > 0 {
+        let found = self.setup_get(&overflow, 2)?;
+        let mut most = found[1];
+        if found[0] > 0 {
             // Rows with more distinct columns than a shared table holds:
             // counted again in global tables sized by their products.
             let bound = self.product_bounds(a, b, smooth)?;
@@ -502,6 +582,7 @@ impl CudaBackend {
                 ..pass
             };
             self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
+            most = self.setup_get_at(&overflow, 1)?;
         }
         let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
         let mut c_col = self.setup_zeros::<u32>(nnz as usize)?;
@@ -510,12 +591,25 @@ impl CudaBackend {
             let table = 2.0 * per(nnz as usize, m);
             group_lanes(b_row, table, FILL_SHARED_SLOTS_PER_LANE as f64)
         });
-        let shared = FILL_SHARED_SLOTS_PER_LANE * u64::from(lanes);
-        let tables = self.table_chunks((&counts, u64::MAX, shared, None), m, budget)?;
+        let room = |spread: u32| FILL_SHARED_SLOTS_PER_LANE * u64::from(lanes * spread);
+        let need = table_slots(most);
+        let resident = self.spgemm_resident_blocks()? * THREADS as usize;
+        let mut spread = 1;
+        while spread < 8 && room(spread) < need && m * (lanes * 2 * spread) as usize <= resident {
+            spread *= 2;
+        }
+        let sized;
+        let tables = if need <= room(spread) {
+            &whole
+        } else {
+            sized = self.table_chunks((&counts, u64::MAX, room(spread), None), m, budget)?;
+            &sized
+        };
         let pass = RowsPass {
-            tables: &tables,
+            tables,
             retry: false,
             lanes,
+            spread,
             ..pass
         };
         let fill = Some((&c_ptr, &mut c_col, &mut c_val));
@@ -528,6 +622,14 @@ impl CudaBackend {
             col: c_col,
             val: c_val,
         })
+    }
+
+    /// Blocks of `spgemm_group_rows` resident on the device at once: its
+    /// product passes run grid-stride with only these (a second, partial
+    /// wave would leave most SMs idle). Two driver calls.
+    fn spgemm_resident_blocks(&self) -> Result<usize> {
+        let f = self.function("spgemm_group_rows")?;
+        Ok(self.blocks_per_sm(&f)? * self.inner.info.multiprocessors)
     }
 
     /// The products of each row of A B (or of the smoothed prolongator), at
@@ -577,6 +679,7 @@ impl CudaBackend {
             tables: (toff, chunks),
             retry,
             lanes,
+            spread,
         } = *pass;
         let null = 0u64;
         let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
@@ -589,10 +692,8 @@ impl CudaBackend {
             None => (None, &mut no_col, &mut no_val),
         };
         let (retry, b_cols) = (u32::from(retry), b.ncols as u64);
-        // Grid-stride over the rows with only the blocks that are resident
-        // at once: a second, partial wave would leave most SMs idle.
         let f = self.function("spgemm_group_rows")?;
-        let resident = self.blocks_per_sm(&f)? * self.inner.info.multiprocessors;
+        let resident = self.spgemm_resident_blocks()?;
         for &(lo, hi, slots) in chunks {
             let rows = hi - lo;
             let d_toff = (slots > 0).then(|| toff.slice(lo..hi + 1));
@@ -605,10 +706,11 @@ impl CudaBackend {
             // from the exact counts (never full), c_ptr is the prefix sum of
             // the counts and c_col, c_val hold its total. `lanes` (a power
             // of two up to 32) lanes per row.
-            let threads = rows.saturating_mul(lanes as usize);
+            let threads = rows.saturating_mul((lanes * spread) as usize);
             let cfg = Self::cfg(threads.div_ceil(THREADS as usize).clamp(1, resident) as u32);
             let mut l = self.inner.stream.launch_builder(&f);
             l.arg(&lanes)
+                .arg(&spread)
                 .arg(&lo)
                 .arg(&rows)
                 .arg(&retry)

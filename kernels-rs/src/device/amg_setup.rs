@@ -447,17 +447,20 @@ impl Group {
         (self.first / self.width) as usize
     }
 
-    /// Generic address of this group's share of the warp's shared region
-    /// (`width * WARP_TABLE_BYTES / 32` bytes).
+    /// Generic address of this group's share of the shared regions of its
+    /// warp and the `spread - 1` warps after it (`spread * width *
+    /// WARP_TABLE_BYTES / 32` bytes; the warp's index in its block a
+    /// multiple of `spread`, a power of two up to `BLOCK_WARPS`).
     #[inline(always)]
-    fn table(&self) -> *mut u8 {
+    fn table(&self, spread: u32) -> *mut u8 {
         let base: u64;
         // SAFETY: converts the address of a declared shared variable to a
         // generic one.
         unsafe { asm!("cvta.shared.u64 {b}, gpuq_spgemm_tables;", b = out(reg64) base) }
         // SAFETY: reading a special register has no preconditions.
         let warp = unsafe { core::arch::nvptx::_thread_idx_x() } as u32 / 32;
-        let offset = warp % BLOCK_WARPS * WARP_TABLE_BYTES + self.first * (WARP_TABLE_BYTES / 32);
+        let offset =
+            warp % BLOCK_WARPS * WARP_TABLE_BYTES + self.first * spread * (WARP_TABLE_BYTES / 32);
         (base + u64::from(offset)) as *mut u8
     }
 
@@ -629,13 +632,15 @@ unsafe fn rank_distinct(
 /// Rows `row0 .. row0 + rows` of C = A B (`dinv` null) or of the smoothed
 /// prolongator P = B - omega D^-1 A B (B the tentative prolongator, `dinv` the
 /// inverse diagonal blocks of A, bs^2 per node), one group of `width` lanes
-/// (a power of two, 1 to 32) per row, the warp's groups in step. A row's hash table is in global
-/// memory where `toff` gives it slots (`toff[t + 1] - toff[t]` from
-/// `toff[t] - toff[0]` of `tkeys`, `tvals`; `toff` null: none does), else in
-/// the group's share of the warp's shared region: in the count pass
-/// `min(table_slots(products), 32 width)` slots, in the fill pass
-/// `table_slots(counts[i])` (at most `8 width`; larger rows have global
-/// tables).
+/// (a power of two, 1 to 32) per row, the warp's groups in step. Only every
+/// `spread`-th warp of a block works (a power of two up to 8), with the
+/// shared regions of the idle warps after it: room for larger tables where
+/// the rows are few and long. A row's hash table is in global memory where
+/// `toff` gives it slots (`toff[t + 1] - toff[t]` from `toff[t] - toff[0]`
+/// of `tkeys`, `tvals`; `toff` null: none does), else in the group's share of
+/// the shared regions: in the count pass `min(table_slots(products), 32
+/// width spread)` slots, in the fill pass `table_slots(counts[i])` (at most
+/// `8 width spread`; larger rows have global tables).
 ///
 /// The group walks A's row entry by entry (its lanes first read the next
 /// `width` entries and the bounds of the B rows they name together); for
@@ -649,8 +654,8 @@ unsafe fn rank_distinct(
 /// bit, whatever the width.
 ///
 /// With a null `c_ptr` (count pass) it writes each row's distinct columns
-/// to `counts[i]`, or u64::MAX for a row that fills its table (adding 1 to
-/// `*overflow`); with `retry` nonzero it skips the rows whose count is not
+/// to `counts[i]` (and their largest to `overflow[1]`), or u64::MAX for a
+/// row that fills its table (adding 1 to `overflow[0]`); with `retry` nonzero it skips the rows whose count is not
 /// u64::MAX. Otherwise (fill pass) it writes row i from `c_ptr[i]`, sorted by
 /// column: the table is compacted, then each entry's place is the number of
 /// smaller columns among the row's (`rank_distinct`).
@@ -658,6 +663,7 @@ unsafe fn rank_distinct(
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
     width: u32,
+    spread: u32,
     row0: usize,
     rows: usize,
     retry: u32,
@@ -685,14 +691,26 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
     } else {
         32
     };
+    let spread = if spread.is_power_of_two() && spread <= BLOCK_WARPS {
+        spread
+    } else {
+        1
+    };
+    // SAFETY: reading a special register has no preconditions.
+    if (unsafe { core::arch::nvptx::_thread_idx_x() } / 32) % spread != 0 {
+        return;
+    }
     let g = Group::of(width);
     let (w, rank) = (width as usize, g.rank as usize);
+    let room = w * spread as usize;
     let per_warp = 32 / w;
     let fill = !c_ptr.is_null();
-    let shared = g.table();
-    let stride = grid_threads() / 32 * per_warp;
+    let shared = g.table(spread);
+    let stride = grid_threads() / 32 / spread as usize * per_warp;
     // Warp-uniform: the warp's groups take rows first .. first + per_warp.
-    let mut first = global_id() / 32 * per_warp;
+    let mut first = global_id() / 32 / spread as usize * per_warp;
+    // The most distinct columns of this lane's rows (count pass).
+    let mut most = 0u64;
     while first < rows {
         let t = first + g.index();
         first += stride;
@@ -727,7 +745,7 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
         } else if fill {
             RowTable {
                 keys: shared as *mut u32,
-                vals: shared.add(32 * w) as *mut f64,
+                vals: shared.add(32 * room) as *mut f64,
                 slots: table_slots(*counts.add(i)) as usize,
                 fill,
             }
@@ -737,7 +755,7 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
             RowTable {
                 keys: shared as *mut u32,
                 vals: core::ptr::null_mut(),
-                slots: if s < 32 * w { s } else { 32 * w },
+                slots: if s < 32 * room { s } else { 32 * room },
                 fill,
             }
         };
@@ -848,10 +866,19 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
                     atomic_add_u64(overflow, 1);
                 } else {
                     *counts.add(i) = distinct;
+                    if distinct > most {
+                        most = distinct;
+                    }
                 }
             }
         }
         g.sync();
+    }
+    // One atomic per warp for the largest count (one per row would queue
+    // millions of atomics on one address).
+    let most = warp_max_u64(most);
+    if g.first == 0 && rank == 0 && most > 0 {
+        atomic_max_u64(overflow.add(1), most);
     }
 }
 
@@ -1320,13 +1347,14 @@ pub unsafe extern "ptx-kernel" fn amg_block_diagonal(
 }
 
 /// flags[i] = 1 where row i of a CSR matrix stores only zeros (or nothing),
-/// else 0, for i < n. Grid-stride.
+/// else 0, for i < n, and `*found` += the rows flagged. Grid-stride.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn amg_zero_rows(
     n: usize,
     ptr: *const u64,
     val: *const f64,
     flags: *mut u32,
+    found: *mut u64,
 ) {
     let mut i = global_id();
     while i < n {
@@ -1338,6 +1366,9 @@ pub unsafe extern "ptx-kernel" fn amg_zero_rows(
             }
         }
         *flags.add(i) = zero;
+        if zero != 0 {
+            atomic_add_u64(found, 1);
+        }
         i += grid_threads();
     }
 }
@@ -1592,6 +1623,92 @@ pub unsafe extern "ptx-kernel" fn tentative_scale(
         let nrm = *norm.add(*col.add(r) as usize);
         *val.add(r) = if nrm == 0.0 { 0.0 } else { *val.add(r) / nrm };
         r += grid_threads();
+    }
+}
+
+/// The tentative prolongator of k near-null-space vectors, one thread per
+/// aggregate a: the thin QR of the vectors restricted to a's rows (rows
+/// `t_col[t_ptr[a]..t_ptr[a + 1]]`, increasing: the transposed pattern), by
+/// classical Gram-Schmidt applied twice, as the host's `tentative_qr`
+/// computes it (the same operations in the same order, sums from -0.0 as
+/// Rust's `Sum`): the same values bit for bit. `b` holds the k vectors of
+/// `nrows` one after another, `q` is scratch of nrows k values. Writes row r
+/// of the prolongator (k entries from r k: columns a k + c, Q's row) and
+/// R's entries into the k coarse vectors (`coarse`, k of naggs k values,
+/// zeros: vector c at c naggs k, entry a k + i = R[i][c]).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn tentative_qr(
+    naggs: usize,
+    k: usize,
+    nrows: usize,
+    t_ptr: *const u64,
+    t_col: *const u32,
+    b: *const f64,
+    q: *mut f64,
+    p_ptr: *mut u64,
+    p_col: *mut u32,
+    p_val: *mut f64,
+    coarse: *mut f64,
+) {
+    let mut a = global_id();
+    if a == 0 {
+        *p_ptr.add(nrows) = (nrows * k) as u64;
+    }
+    while a < naggs {
+        let lo = *t_ptr.add(a) as usize;
+        let m = *t_ptr.add(a + 1) as usize - lo;
+        let q = q.add(lo * k);
+        let row = |i: usize| *t_col.add(lo + i) as usize;
+        for c in 0..k {
+            for i in 0..m {
+                *q.add(c * m + i) = *b.add(c * nrows + row(i));
+            }
+        }
+        let r_entry = |i: usize, c: usize| coarse.add(c * naggs * k + a * k + i);
+        let norm = |c: usize| {
+            let mut s = -0.0f64;
+            for i in 0..m {
+                let x = *q.add(c * m + i);
+                s += x * x;
+            }
+            s.sqrt_rn()
+        };
+        for c in 0..k {
+            let orig = norm(c);
+            for _ in 0..2 {
+                for p in 0..c {
+                    let mut d = -0.0f64;
+                    for i in 0..m {
+                        d += *q.add(p * m + i) * *q.add(c * m + i);
+                    }
+                    *r_entry(p, c) += d;
+                    for i in 0..m {
+                        *q.add(c * m + i) -= d * *q.add(p * m + i);
+                    }
+                }
+            }
+            let nrm = norm(c);
+            if nrm <= 1e-10 * orig || nrm == 0.0 {
+                for i in 0..m {
+                    *q.add(c * m + i) = 0.0;
+                }
+            } else {
+                *r_entry(c, c) = nrm;
+                for i in 0..m {
+                    *q.add(c * m + i) /= nrm;
+                }
+            }
+        }
+        for i in 0..m {
+            let r = row(i);
+            *p_ptr.add(r) = (r * k) as u64;
+            for c in 0..k {
+                *p_col.add(r * k + c) = (a * k + c) as u32;
+                *p_val.add(r * k + c) = *q.add(c * m + i);
+            }
+        }
+        a += grid_threads();
     }
 }
 
