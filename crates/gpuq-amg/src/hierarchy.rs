@@ -236,9 +236,7 @@ impl Hierarchy {
                     .into(),
             ));
         }
-        let old = self.levels[0].a.host()?;
-        if old.shape() != a.shape() || old.row_ptr() != a.row_ptr() || old.col_idx() != a.col_idx()
-        {
+        if !setup.same_pattern(&self.levels[0].a, a)? {
             return Err(Error::InvalidArgument(
                 "update_values: the matrix's pattern differs from the hierarchy's finest matrix"
                     .into(),

@@ -48,6 +48,14 @@ pub trait SetupKernels {
         )?))
     }
 
+    /// Whether `a` has the pattern (shape, row pointers, columns) of
+    /// `finest`, the finest matrix of a hierarchy this backend built (for
+    /// `Hierarchy::update_values_on`). Default: compared with the host copy
+    /// (a download where the level lives only on a device). O(nrows + nnz).
+    fn same_pattern(&self, finest: &LevelMatrix, a: &Csr<f64>) -> Result<bool> {
+        host_same_pattern(finest, a)
+    }
+
     /// The input checks of a build run where the finest matrix `finest` (a
     /// copy of `a`, blocks of `bs`) lives: `Some((null-space basis,
     /// symmetric))`, the same as the host's checks, or `None` where this
@@ -163,6 +171,13 @@ pub trait SetupKernels {
         }
         Ok(crate::galerkin::with_unit_rows(host, &empty)?.into())
     }
+}
+
+/// [`SetupKernels::same_pattern`] on the host: `finest`'s host copy
+/// against `a`.
+fn host_same_pattern(finest: &LevelMatrix, a: &Csr<f64>) -> Result<bool> {
+    let old = finest.host()?;
+    Ok(old.shape() == a.shape() && old.row_ptr() == a.row_ptr() && old.col_idx() == a.col_idx())
 }
 
 /// [`tentative`] on the host as [`SetupKernels::tentative`] returns it.
@@ -367,6 +382,16 @@ pub(crate) mod cuda {
         /// The upload of `a`, held on the device only.
         fn finest(&self, a: &Csr<f64>) -> Result<LevelMatrix> {
             Ok(keep(self, self.setup_upload(a)?))
+        }
+
+        /// On the device where `finest` lives there
+        /// ([`CudaBackend::setup_same_pattern`]: `a`'s pattern uploaded and
+        /// compared, no download), else the host's comparison.
+        fn same_pattern(&self, finest: &LevelMatrix, a: &Csr<f64>) -> Result<bool> {
+            match device_copy(self, finest).filter(|_| !finest.on_host()) {
+                Some(m) => self.setup_same_pattern(&m, a),
+                None => super::host_same_pattern(finest, a),
+            }
         }
 
         /// On the device ([`CudaBackend::setup_input_checks`]: two passes

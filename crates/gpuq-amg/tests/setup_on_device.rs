@@ -412,6 +412,31 @@ fn update_values_on_the_device_equals_the_hosts() {
         .unwrap()
         .update_values_on(g, &a2)
         .unwrap();
+    // Patterns compared on the device: the same, another size, a moved
+    // column, an added entry (a different count).
+    let d = g.setup_upload(&a).unwrap();
+    assert!(g.setup_same_pattern(&d, &a2).unwrap());
+    assert!(!g.setup_same_pattern(&d, &laplace3d::<f64>(11)).unwrap());
+    let mut cols = a.col_idx().to_vec();
+    let end = a.row_ptr()[1];
+    let p = (0..end - 1).find(|&p| cols[p] + 1 < cols[p + 1]).unwrap();
+    cols[p] += 1;
+    let moved = Csr::try_new_allow_nonfinite(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().to_vec(),
+        cols,
+        a.values().to_vec(),
+    )
+    .unwrap();
+    assert!(!g.setup_same_pattern(&d, &moved).unwrap());
+    let mut corner = gpuq_sparse::Coo::new(a.nrows(), a.ncols());
+    corner.push(0, a.ncols() - 1, -1e-3).unwrap();
+    let dense_row =
+        gpuq_amg::galerkin::add(1.0, &a, 1.0, &Csr::from_coo(&corner).unwrap()).unwrap();
+    assert!(!g.setup_same_pattern(&d, &dense_row).unwrap());
+    let built = Hierarchy::build_on(g, &a, &o).unwrap();
+    assert!(built.update_values_on(g, &dense_row).is_err());
     assert_eq!(host.levels().len(), dev.levels().len());
     for (l, (h, d)) in host.levels().iter().zip(dev.levels()).enumerate() {
         assert_eq!(h.aggregate_of, d.aggregate_of, "level {l}");

@@ -73,6 +73,20 @@ macro_rules! setup_launch {
     }};
 }
 
+/// The row pointers of `a` as u64: the same bytes, borrowed, where usize is
+/// 64 bits wide.
+fn row_pointers(a: &Csr<f64>) -> std::borrow::Cow<'_, [u64]> {
+    #[cfg(target_pointer_width = "64")]
+    // SAFETY: usize is 8 bytes here, with u64's layout and alignment.
+    let ptr: &[u64] = unsafe {
+        std::slice::from_raw_parts(a.row_ptr().as_ptr().cast::<u64>(), a.row_ptr().len())
+    };
+    #[cfg(target_pointer_width = "64")]
+    return std::borrow::Cow::Borrowed(ptr);
+    #[cfg(not(target_pointer_width = "64"))]
+    std::borrow::Cow::Owned(a.row_ptr().iter().map(|&p| p as u64).collect())
+}
+
 /// A real CSR matrix on the device, as the setup kernels read it: u64 row
 /// pointers, u32 columns (sorted, unique in each row), f64 values.
 pub struct SetupCsr {
@@ -247,22 +261,34 @@ impl CudaBackend {
     /// Copies a host CSR matrix to the device: 16 bytes per row and 12 per
     /// entry.
     pub fn setup_upload(&self, a: &Csr<f64>) -> Result<SetupCsr> {
-        // the row pointers as u64: the same bytes where usize is 64 bits wide
-        #[cfg(target_pointer_width = "64")]
-        // SAFETY: usize is 8 bytes here, with u64's layout and alignment.
-        let ptr: &[u64] = unsafe {
-            std::slice::from_raw_parts(a.row_ptr().as_ptr().cast::<u64>(), a.row_ptr().len())
-        };
-        #[cfg(not(target_pointer_width = "64"))]
-        let ptr: &[u64] = &a.row_ptr().iter().map(|&p| p as u64).collect::<Vec<u64>>();
         Ok(SetupCsr {
             nrows: a.nrows(),
             ncols: a.ncols(),
             nnz: a.nnz(),
-            ptr: self.setup_put(ptr)?,
+            ptr: self.setup_put(&row_pointers(a))?,
             col: self.setup_put(a.col_idx())?,
             val: self.setup_put(a.values())?,
         })
+    }
+
+    /// Whether the host matrix `a` has the pattern of the device matrix `m`
+    /// (shape, row pointers, columns): `a`'s pattern uploaded (8 bytes per
+    /// row, 4 per entry), compared entry by entry by kernel
+    /// `csr_same_pattern`, 4 bytes back. O(nrows + nnz).
+    pub fn setup_same_pattern(&self, m: &SetupCsr, a: &Csr<f64>) -> Result<bool> {
+        if m.shape() != a.shape() || m.nnz != a.nnz() {
+            return Ok(false);
+        }
+        let ptr = self.setup_put(&row_pointers(a))?;
+        let col = self.setup_put(a.col_idx())?;
+        let mut differ = self.setup_zeros::<u32>(1)?;
+        let (n, nnz) = (m.nrows, m.nnz);
+        // SAFETY: arguments match `csr_same_pattern`; both patterns hold
+        // n + 1 row pointers and nnz columns, differ one value.
+        setup_launch!(self, "csr_same_pattern", (n + 1).max(nnz), l => {
+            l.arg(&n).arg(&nnz).arg(&m.ptr).arg(&m.col).arg(&ptr).arg(&col).arg(&mut differ);
+        })?;
+        Ok(self.setup_get(&differ, 1)?[0] == 0)
     }
 
     /// Copies a device CSR matrix back to the host (and validates it).

@@ -1346,6 +1346,29 @@ pub unsafe extern "ptx-kernel" fn amg_block_diagonal(
     }
 }
 
+/// `*differ` = 1 where the patterns of two CSR matrices of n rows and nnz
+/// entries differ: their n + 1 row pointers and nnz columns compared entry
+/// by entry (`*differ` zeroed before). Grid-stride over max(n + 1, nnz).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn csr_same_pattern(
+    n: usize,
+    nnz: usize,
+    a_ptr: *const u64,
+    a_col: *const u32,
+    b_ptr: *const u64,
+    b_col: *const u32,
+    differ: *mut u32,
+) {
+    let mut i = global_id();
+    while i <= n || i < nnz {
+        let ptr_differs = i <= n && *a_ptr.add(i) != *b_ptr.add(i);
+        if ptr_differs || (i < nnz && *a_col.add(i) != *b_col.add(i)) {
+            *differ = 1;
+        }
+        i += grid_threads();
+    }
+}
+
 /// flags[i] = 1 where row i of a CSR matrix stores only zeros (or nothing),
 /// else 0, for i < n, and `*found` += the rows flagged. Grid-stride.
 #[no_mangle]
