@@ -197,8 +197,9 @@ impl Hierarchy {
     /// the input checks, the tentative prolongator (one QR per aggregate for
     /// several near-null-space vectors), the prolongator smoothing and the
     /// Galerkin products run by `setup` ([`SetupKernels`]); the inverses of
-    /// the diagonal blocks and the coarsest inverse run on the host. The CUDA backend builds the same aggregates as the host and the
-    /// same matrices to rounding, and leaves P, R and the coarse operators on
+    /// the diagonal blocks and the coarsest inverse run on the host. The
+    /// CUDA backend builds the same aggregates as the host and the same
+    /// matrices to rounding, and leaves P, R and the coarse operators on
     /// the device ([`LevelMatrix`]: [`Amg::new`](crate::Amg::new) converts
     /// them there; [`LevelMatrix::host`] copies one back on demand), so they
     /// hold device memory as long as the hierarchy lives.

@@ -324,8 +324,9 @@ impl CudaBackend {
     /// [`CudaBackend::setup_spgemm`] with at most `budget` hash-table slots
     /// in use at once (12 bytes each): rows go in chunks whose tables fit
     /// (a row needing more alone), and `lanes` lanes per row (a power of two
-    /// up to 32; None: chosen from the operands' average rows). The result
-    /// depends on neither.
+    /// up to 32, each group on its own share of shared memory; None: chosen
+    /// from the operands' average rows, fill passes of few long rows spread
+    /// over idle warps' shares). The result depends on neither.
     pub fn setup_spgemm_within(
         &self,
         a: &SetupCsr,
@@ -512,8 +513,8 @@ impl CudaBackend {
     }
 
     /// The global hash tables of a product pass: per row `table_slots(
-    /// per_row[i])` slots, at most `cap`, none for rows whose table fits a
-    /// warp's shared region (`shared_max` slots) or, with `only_max`, whose
+    /// per_row[i])` slots, at most `cap`, none for rows whose table fits
+    /// their group's shared share (`shared_max` slots) or, with `only_max`, whose
     /// count is known; their running totals on the device (m + 1 values) and
     /// the chunks of rows whose tables fit `budget` slots (a longer row
     /// alone) as (first row, end row, slots): one chunk unless the tables are
@@ -591,7 +592,7 @@ impl CudaBackend {
             smooth,
             tables: &whole,
             retry: false,
-            lanes: lanes.unwrap_or_else(|| group_lanes(b_row, products, 32.0)),
+            lanes: lanes.unwrap_or_else(|| group_lanes(b_row, 2.0 * products, 32.0)),
             spread: 1,
         };
         self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
@@ -613,6 +614,7 @@ impl CudaBackend {
         let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
         let mut c_col = self.setup_zeros::<u32>(nnz as usize)?;
         let mut c_val = self.setup_zeros::<f64>(nnz as usize)?;
+        let may_spread = lanes.is_none();
         let lanes = lanes.unwrap_or_else(|| {
             let table = 2.0 * per(nnz as usize, m);
             group_lanes(b_row, table, FILL_SHARED_SLOTS_PER_LANE as f64)
@@ -620,8 +622,13 @@ impl CudaBackend {
         let room = |spread: u32| FILL_SHARED_SLOTS_PER_LANE * u64::from(lanes * spread);
         let need = table_slots(most);
         let resident = self.spgemm_resident_blocks()? * THREADS as usize;
+        // Given lanes (tests) spread nothing: the global tables stay in use.
         let mut spread = 1;
-        while spread < 8 && room(spread) < need && m * (lanes * 2 * spread) as usize <= resident {
+        while may_spread
+            && spread < 8
+            && room(spread) < need
+            && m * (lanes * 2 * spread) as usize <= resident
+        {
             spread *= 2;
         }
         let sized;

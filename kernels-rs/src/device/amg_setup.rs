@@ -638,8 +638,8 @@ unsafe fn rank_distinct(
 /// the rows are few and long. A row's hash table is in global memory where
 /// `toff` gives it slots (`toff[t + 1] - toff[t]` from `toff[t] - toff[0]`
 /// of `tkeys`, `tvals`; `toff` null: none does), else in the group's share of
-/// the shared regions: in the count pass `min(table_slots(products), 32
-/// width spread)` slots, in the fill pass `table_slots(counts[i])` (at most
+/// the shared regions: in the count pass `min(table_slots(min(products,
+/// b_cols)), 32 width spread)` slots, in the fill pass `table_slots(counts[i])` (at most
 /// `8 width spread`; larger rows have global tables).
 ///
 /// The group walks A's row entry by entry (its lanes first read the next
@@ -1290,7 +1290,7 @@ pub unsafe extern "ptx-kernel" fn scan_tile_apply(
 
 /// slots[i] = the global hash-table slots of row i of a sparse product:
 /// `table_slots(per_row[i])`, at most `cap`, and 0 where that is at most
-/// `shared_max` (the row's table fits its warp's shared region) or, with a
+/// `shared_max` (the row's table fits its group's shared share) or, with a
 /// non-null `only_max`, where `only_max[i]` is not u64::MAX (a row whose
 /// count is known).
 #[no_mangle]
