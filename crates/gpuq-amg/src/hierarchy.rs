@@ -161,6 +161,21 @@ fn time<R>(acc: &mut f64, f: impl FnOnce() -> R) -> R {
     r
 }
 
+/// [`time`] of a phase whose work `setup` may still be running when `f`
+/// returns (device launches): waits for it ([`SetupKernels::wait`]) before
+/// the clock stops, so the phase's time holds its own work.
+fn time_on<K: SetupKernels, R>(
+    setup: &K,
+    acc: &mut f64,
+    f: impl FnOnce() -> Result<R>,
+) -> Result<R> {
+    time(acc, || {
+        let r = f()?;
+        setup.wait()?;
+        Ok(r)
+    })
+}
+
 fn bad(reason: String) -> Error {
     Error::Precondition {
         method: "amg",
@@ -375,9 +390,9 @@ impl Hierarchy {
                 break time(&mut t.coarse_s, || coarse_matrix(cur.host()?, bs, options))?;
             }
             let kind = options.smoother_of(levels.len());
-            let level = time(&mut t.upload_s, || setup.level(&cur))?;
+            let level = time_on(setup, &mut t.upload_s, || setup.level(&cur))?;
             trace.mark(format_args!("level {} ({rows} rows): upload", levels.len()));
-            let (smoother, dinv) = time(&mut t.smoother_s, || {
+            let (smoother, dinv) = time_on(setup, &mut t.smoother_s, || {
                 smoother_data(setup, (&cur, &level), bs, kind, options, trace)
             })?;
             let given = reuse.map(|r| &r[levels.len()]);
@@ -553,22 +568,22 @@ fn coarsen<K: SetupKernels>(
         Coarsening::SmoothedAggregation => {
             let (agg, naggs) = match given {
                 Some((agg, naggs)) => (agg.clone(), *naggs),
-                None => time(&mut t.aggregation_s, || {
+                None => time_on(setup, &mut t.aggregation_s, || {
                     setup.aggregates(cur, level, bs, eps)
                 })?,
             };
             trace.mark(format_args!("  aggregates"));
-            let (p, cn) = time(&mut t.prolongation_s, || -> Result<_> {
+            let (p, cn) = time_on(setup, &mut t.prolongation_s, || -> Result<_> {
                 let (pt, coarse_null) = setup.tentative(&agg, naggs, bs, nns)?;
                 trace.mark(format_args!("  tentative prolongator"));
                 let p = setup.smoothed_prolongator(cur, level, dinv, rho, &pt)?;
-                trace.mark(format_args!("  smoothed prolongator"));
                 Ok((p, coarse_null))
             })?;
+            trace.mark(format_args!("  smoothed prolongator"));
             (p, agg, nns.len(), cn)
         }
     };
-    let (r, ac) = time(&mut t.galerkin_s, || -> Result<_> {
+    let (r, ac) = time_on(setup, &mut t.galerkin_s, || -> Result<_> {
         let (r, ac) = setup.galerkin(cur, level, &p)?;
         trace.mark(format_args!("  Galerkin product"));
         let ac = setup.fix_empty_rows(ac)?;

@@ -171,6 +171,15 @@ pub trait SetupKernels {
         }
         Ok(crate::galerkin::with_unit_rows(host, &empty)?.into())
     }
+
+    /// Waits until the work this backend has queued so far is done, so that
+    /// each phase of the setup's timings holds its own work and not the
+    /// tail of the one before (a device backend's launches return before
+    /// their kernels finish). Default: nothing (host steps are done when
+    /// they return). Cost: a device synchronisation.
+    fn wait(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// [`SetupKernels::same_pattern`] on the host: `finest`'s host copy
@@ -362,6 +371,11 @@ pub(crate) mod cuda {
     /// stay on the device (the cycle converts them there).
     impl SetupKernels for CudaBackend {
         type Level = Arc<SetupCsr>;
+
+        /// A synchronisation of the backend's stream.
+        fn wait(&self) -> Result<()> {
+            self.synchronize()
+        }
 
         /// The device copy made by this setup, or an upload of the host
         /// copy, kept in `a`.

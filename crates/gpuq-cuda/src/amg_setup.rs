@@ -20,7 +20,13 @@ const TABLE_BUDGET: u64 = 1 << 27;
 /// `(first, end, slots)`.
 type Chunk = (usize, usize, u64);
 
-/// The operands of a pass of `spgemm_group_rows`: A, B, the smoothing (block
+/// The count pass of the sparse products (kernel `spgemm_count_rows`).
+const COUNT_KERNEL: &str = "spgemm_count_rows";
+
+/// The fill pass of the sparse products (kernel `spgemm_fill_rows`).
+const FILL_KERNEL: &str = "spgemm_fill_rows";
+
+/// The operands of a pass of `spgemm_count_rows` or `spgemm_fill_rows`: A, B, the smoothing (block
 /// size, omega, inverse diagonal blocks) of a smoothed prolongator, the
 /// global tables (running totals on the device and chunks), whether the
 /// pass counts again only the rows that filled their shared tables, the
@@ -118,6 +124,18 @@ impl CudaBackend {
         self.inner
             .stream
             .alloc_zeros::<T>(n.max(1))
+            .map_err(dev("allocating AMG setup buffers"))
+    }
+
+    /// A buffer of `n` values (at least one) left as the allocator gives
+    /// it: no memset, for outputs a kernel writes whole.
+    ///
+    /// # Safety
+    /// Every value must be written before any is read.
+    pub(crate) unsafe fn setup_uninit<T: DeviceRepr>(&self, n: usize) -> Result<CudaSlice<T>> {
+        self.inner
+            .stream
+            .alloc::<T>(n.max(1))
             .map_err(dev("allocating AMG setup buffers"))
     }
 
@@ -612,8 +630,13 @@ impl CudaBackend {
             most = self.setup_get_at(&overflow, 1)?;
         }
         let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
-        let mut c_col = self.setup_zeros::<u32>(nnz as usize)?;
-        let mut c_val = self.setup_zeros::<f64>(nnz as usize)?;
+        // SAFETY: the fill pass writes each row's counted entries, all nnz.
+        let (mut c_col, mut c_val) = unsafe {
+            (
+                self.setup_uninit::<u32>(nnz as usize)?,
+                self.setup_uninit::<f64>(nnz as usize)?,
+            )
+        };
         let may_spread = lanes.is_none();
         let lanes = lanes.unwrap_or_else(|| {
             let table = 2.0 * per(nnz as usize, m);
@@ -621,7 +644,7 @@ impl CudaBackend {
         });
         let room = |spread: u32| FILL_SHARED_SLOTS_PER_LANE * u64::from(lanes * spread);
         let need = table_slots(most);
-        let resident = self.spgemm_resident_blocks()? * THREADS as usize;
+        let resident = self.spgemm_resident_blocks(FILL_KERNEL)? * THREADS as usize;
         // Given lanes (tests) spread nothing: the global tables stay in use.
         let mut spread = 1;
         while may_spread
@@ -657,11 +680,12 @@ impl CudaBackend {
         })
     }
 
-    /// Blocks of `spgemm_group_rows` resident on the device at once: its
-    /// product passes run grid-stride with only these (a second, partial
-    /// wave would leave most SMs idle). Two driver calls.
-    fn spgemm_resident_blocks(&self) -> Result<usize> {
-        let f = self.function("spgemm_group_rows")?;
+    /// Blocks of the product pass `kernel` (`COUNT_KERNEL` or
+    /// `FILL_KERNEL`) resident on the device at once: the passes run
+    /// grid-stride with only these (a second, partial wave would leave most
+    /// SMs idle). Two driver calls.
+    fn spgemm_resident_blocks(&self, kernel: &str) -> Result<usize> {
+        let f = self.function(kernel)?;
         Ok(self.blocks_per_sm(&f)? * self.inner.info.multiprocessors)
     }
 
@@ -692,10 +716,10 @@ impl CudaBackend {
         Ok(bound)
     }
 
-    /// One pass of `spgemm_group_rows` over the chunks of `pass.tables`: the
-    /// count pass (`fill` None: each row's distinct columns into `counts`,
+    /// One pass over the chunks of `pass.tables`: the count pass
+    /// (`spgemm_count_rows`; `fill` None: each row's distinct columns into `counts`,
     /// rows that fill their table counted in `overflow`; with `pass.retry`
-    /// only the rows marked so), or the fill pass (`fill` the row pointers,
+    /// only the rows marked so), or the fill pass (`spgemm_fill_rows`; `fill` the row pointers,
     /// the prefix sum of the counts, and the columns and values to write).
     /// Allocates the chunks' largest global tables (values only to fill).
     fn rows_pass(
@@ -717,20 +741,30 @@ impl CudaBackend {
         let null = 0u64;
         let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
         let biggest = chunks.iter().map(|c| c.2).max().unwrap_or(0) as usize;
-        let mut tkeys = self.setup_zeros::<u32>(biggest)?;
-        let mut tvals = self.setup_zeros::<f64>(if fill.is_some() { biggest } else { 0 })?;
+        // SAFETY: a group clears its row's table before it reads any slot.
+        let (mut tkeys, mut tvals) = unsafe {
+            (
+                self.setup_uninit::<u32>(biggest)?,
+                self.setup_uninit::<f64>(if fill.is_some() { biggest } else { 0 })?,
+            )
+        };
+        let kernel = if fill.is_some() {
+            FILL_KERNEL
+        } else {
+            COUNT_KERNEL
+        };
         let (mut no_col, mut no_val) = (self.setup_zeros::<u32>(0)?, self.setup_zeros::<f64>(0)?);
         let (c_ptr, c_col, c_val) = match fill {
             Some((p, c, v)) => (Some(p), c, v),
             None => (None, &mut no_col, &mut no_val),
         };
         let (retry, b_cols) = (u32::from(retry), b.ncols as u64);
-        let f = self.function("spgemm_group_rows")?;
-        let resident = self.spgemm_resident_blocks()?;
+        let f = self.function(kernel)?;
+        let resident = self.spgemm_resident_blocks(kernel)?;
         for &(lo, hi, slots) in chunks {
             let rows = hi - lo;
             let d_toff = (slots > 0).then(|| toff.slice(lo..hi + 1));
-            // SAFETY: arguments match `spgemm_group_rows`: rows lo..hi of A
+            // SAFETY: arguments match the kernel's (`group_rows`): rows lo..hi of A
             // whose columns index B's rows (smoothing: as for
             // `spgemm_bound`); the toff view (when given) holds rows + 1
             // running totals whose span is at most the tables' length;
@@ -769,8 +803,8 @@ impl CudaBackend {
                 .arg(&mut *c_col)
                 .arg(&mut *c_val);
             // SAFETY: as above.
-            unsafe { l.launch(cfg) }.map_err(dev("spgemm_group_rows"))?;
-            self.inner.stats.launch("spgemm_group_rows");
+            unsafe { l.launch(cfg) }.map_err(dev(kernel))?;
+            self.inner.stats.launch(kernel);
         }
         Ok(())
     }
@@ -833,36 +867,51 @@ impl CudaBackend {
         })
     }
 
-    /// A^T on the device: column counts (atomics), their prefix sum, a
-    /// scatter, and each row's entries put in column order by one warp per
-    /// row, so the result is the host's transpose exactly. O(nnz) plus
-    /// O(len^2 / 32) per row for the ranks; 24 bytes of scratch per entry.
+    /// A^T on the device: column counts (atomics, each handing its entry a
+    /// place in its column), their prefix sum, a scatter to those places,
+    /// and each row's entries put in column order by one warp per row, so
+    /// the result is the host's transpose exactly. O(nnz) plus O(len^2 / 32)
+    /// per row for the ranks; 28 bytes of scratch per entry.
     pub fn setup_transpose(&self, a: &SetupCsr) -> Result<SetupCsr> {
         let (m, n, nnz) = (a.nrows, a.ncols, a.nnz);
         let mut counts = self.setup_zeros::<u64>(n)?;
-        // SAFETY: arguments match `csr_column_counts`; columns are below n.
+        // SAFETY: every entry is written by `csr_column_counts` below.
+        let mut pos = unsafe { self.setup_uninit::<u32>(nnz)? };
+        // SAFETY: arguments match `csr_column_counts`; columns are below n,
+        // pos holds nnz values.
         setup_launch!(self, "csr_column_counts", nnz, l => {
-            l.arg(&nnz).arg(&a.col).arg(&mut counts);
+            l.arg(&nnz).arg(&a.col).arg(&mut counts).arg(&mut pos);
         })?;
         let (t_ptr, _) = self.setup_offsets(&counts, n)?;
-        let mut cursor = self.setup_zeros::<u64>(n)?;
-        let mut s_col = self.setup_zeros::<u32>(nnz)?;
-        let mut s_val = self.setup_zeros::<f64>(nnz)?;
+        // SAFETY: the scatter writes every slot (the places are distinct
+        // per column and fill each column's range).
+        let (mut s_col, mut s_val) = unsafe {
+            (
+                self.setup_uninit::<u32>(nnz)?,
+                self.setup_uninit::<f64>(nnz)?,
+            )
+        };
         // SAFETY: arguments match `csr_transpose_scatter`; t_ptr is the prefix
-        // sum of the column counts, so every slot lies in t_col / t_val.
+        // sum of the column counts and pos the places within them, so every
+        // slot lies in s_col / s_val.
         setup_launch!(self, "csr_transpose_scatter", m, l => {
             l.arg(&m)
                 .arg(&a.ptr)
                 .arg(&a.col)
                 .arg(&a.val)
                 .arg(&t_ptr)
-                .arg(&mut cursor)
+                .arg(&pos)
                 .arg(&mut s_col)
                 .arg(&mut s_val);
         })?;
-        drop(cursor);
-        let mut t_col = self.setup_zeros::<u32>(nnz)?;
-        let mut t_val = self.setup_zeros::<f64>(nnz)?;
+        drop(pos);
+        // SAFETY: the ranks write every entry of every row.
+        let (mut t_col, mut t_val) = unsafe {
+            (
+                self.setup_uninit::<u32>(nnz)?,
+                self.setup_uninit::<f64>(nnz)?,
+            )
+        };
         // SAFETY: arguments match `csr_rank_rows`; t_ptr describes n rows of
         // the scattered entries, the outputs hold nnz values; one warp per row.
         setup_launch!(self, "csr_rank_rows", n.saturating_mul(32), l => {

@@ -179,14 +179,17 @@ impl CudaBackend {
                 .map_err(|e| Error::Device(format!("kernel {name} in the PTX: {e}")))?;
             functions.insert(name.to_string(), f);
         }
-        // The group-per-row sparse product keeps its hash tables in shared
-        // memory (32 KB a block): the largest shared carveout lets its
-        // register cap (`.maxnreg`, set by `cargo xtask ptx`), not the
-        // carveout the driver would pick, bound its blocks per SM.
-        if let Some(f) = functions.get("spgemm_group_rows") {
-            let carveout = CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
-            f.set_attribute(carveout, 100)
-                .map_err(dev("shared-memory carveout of spgemm_group_rows"))?;
+        // The group-per-row sparse products keep their hash tables in shared
+        // memory (32 KB a block): the largest shared carveout lets their
+        // register caps (`.maxnreg`, set by `cargo xtask ptx`), not the
+        // carveout the driver would pick, bound their blocks per SM.
+        for name in ["spgemm_count_rows", "spgemm_fill_rows"] {
+            if let Some(f) = functions.get(name) {
+                let carveout =
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+                f.set_attribute(carveout, 100)
+                    .map_err(dev("shared-memory carveout of the sparse products"))?;
+            }
         }
         let attr = |a| ctx.attribute(a).map_err(dev("device attribute"));
         let info = DeviceInfo {

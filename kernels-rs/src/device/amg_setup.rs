@@ -379,7 +379,7 @@ unsafe fn row_products(
     }
 }
 
-/// bound[i] = the products of row i (see `spgemm_group_rows`), at most B's column
+/// bound[i] = the products of row i (see `group_rows`), at most B's column
 /// count: the size of its hash table is `table_slots(bound[i])` (`nrows`
 /// values).
 #[no_mangle]
@@ -485,10 +485,41 @@ impl Group {
         join(self.broadcast_u32(lo, src), self.broadcast_u32(hi, src))
     }
 
+    /// The sum of `v` over the group's lanes up to and including this one.
+    #[inline(always)]
+    fn inclusive_u32(&self, v: u32) -> u32 {
+        let mut x = v;
+        let mut d = 1;
+        while d < self.width {
+            let y = shfl_up_b32(x, d);
+            if self.rank >= d {
+                x += y;
+            }
+            d *= 2;
+        }
+        x
+    }
+
     /// Sum of `v` over the group's lanes (every lane gets its group's).
     #[inline(always)]
     fn sum_u64(&self, v: u64) -> u64 {
         fold_u64_within(v, self.width, |a, b| a + b)
+    }
+
+    /// Bit r set for each rank r of the group whose `v` equals this lane's
+    /// (`match.any`).
+    #[inline(always)]
+    fn match_any(&self, v: u32) -> u32 {
+        let r: u32;
+        // SAFETY: a full-warp match from warp-uniform control flow.
+        unsafe {
+            asm!(
+                "match.any.sync.b32 {r}, {v}, 0xffffffff;",
+                r = out(reg32) r,
+                v = in(reg32) v,
+            );
+        }
+        ((u64::from(r) >> self.first) & ((1u64 << self.width) - 1)) as u32
     }
 
     /// Bit r set for each rank r of the group whose `pred` holds.
@@ -528,23 +559,39 @@ struct RowTable {
 impl RowTable {
     /// Adds `v()` to column `j` (values only when filling); returns 1 when
     /// `j` is new. When every slot holds another column, sets `full` and
-    /// adds nothing. Lanes adding at once must add distinct columns.
+    /// adds nothing. Lanes filling at once must add distinct columns (when
+    /// counting, one of several adding the same new column gets the 1).
     #[inline(always)]
     unsafe fn add(&self, j: u32, v: impl FnOnce() -> f64, full: &mut bool) -> u64 {
+        let mut first = false;
+        let s = self.slot(j, &mut first, full);
+        if s == usize::MAX {
+            return 0;
+        }
+        if self.fill {
+            *self.vals.add(s) += v();
+        }
+        u64::from(first)
+    }
+
+    /// The slot of column `j`, taken for it where `j` is new (`first` then
+    /// set); usize::MAX, with `full` set, when every slot holds another
+    /// column. Linear probing by compare-and-swap: lanes may look up the
+    /// same column at once.
+    #[inline(always)]
+    unsafe fn slot(&self, j: u32, first: &mut bool, full: &mut bool) -> usize {
         let mut s = table_home(j, self.slots as u64) as usize;
         let mut probes = 0;
         loop {
             let found = cas_u32(self.keys.add(s), EMPTY, j);
             if found == EMPTY || found == j {
-                if self.fill {
-                    *self.vals.add(s) += v();
-                }
-                return u64::from(found == EMPTY);
+                *first = found == EMPTY;
+                return s;
             }
             probes += 1;
             if probes == self.slots {
                 *full = true;
-                return 0;
+                return usize::MAX;
             }
             s = (s + 1) & (self.slots - 1);
         }
@@ -629,6 +676,75 @@ unsafe fn rank_distinct(
     }
 }
 
+/// Adds to `table` the products of the group's next `width` entries of A
+/// with the B rows they name (this lane's entry: `q_len` columns of
+/// (`b_col`, `b_val`) from `q_lo`, scaled by `a`), flattened over the lanes:
+/// product f of the group's `total` (`incl` this lane's inclusive sum of the
+/// lengths) goes to lane f % width in round f / width (`rounds` the warp's
+/// most), and the lane finds its entry by a binary search over the running
+/// lengths (log2 width shuffles). Lanes of a round may meet the same
+/// column: counting, the table's compare-and-swap counts it once; filling,
+/// they add to it one after another in lane order (`match.any` finds them),
+/// which is the products' order, so each column's sum is the host's
+/// Gustavson sum bit for bit. Returns the columns this lane added first.
+/// Whole-warp: every lane calls it with the same `rounds`.
+#[inline(always)]
+unsafe fn flat_chunk(
+    g: Group,
+    table: &RowTable,
+    (b_col, b_val): (*const u32, *const f64),
+    (q_lo, q_len, a): (u64, u32, f64),
+    (incl, total, rounds): (u32, u32, u32),
+    full: &mut bool,
+) -> u64 {
+    let excl = incl - q_len;
+    let mut n = 0u64;
+    for r in 0..rounds {
+        let f = r * g.width + g.rank;
+        // The last entry whose products start at or before f.
+        let (mut e, mut at) = (0u32, 0u32);
+        let mut half = g.width / 2;
+        while half > 0 {
+            let x = g.broadcast_u32(excl, e + half);
+            if x <= f {
+                e += half;
+                at = x;
+            }
+            half /= 2;
+        }
+        let start = g.broadcast_u64(q_lo, e) as usize;
+        let valid = f < total;
+        if !table.fill {
+            if valid {
+                n += table.add(*b_col.add(start + (f - at) as usize), || 0.0, full);
+            }
+            continue;
+        }
+        let a = f64::from_bits(g.broadcast_u64(a.to_bits(), e));
+        let (mut j, mut v, mut slot) = (EMPTY, 0.0, usize::MAX);
+        if valid {
+            let q = start + (f - at) as usize;
+            j = *b_col.add(q);
+            v = a * *b_val.add(q);
+            let mut first = false;
+            slot = table.slot(j, &mut first, full);
+            n += u64::from(first);
+        }
+        let adds = slot != usize::MAX;
+        let same = g.match_any(j) & g.ballot(adds);
+        let before = (same & ((1u32 << g.rank) - 1)).count_ones();
+        let mut turn = 0;
+        while warp_any(adds && before >= turn) {
+            if adds && before == turn {
+                *table.vals.add(slot) += v;
+            }
+            g.sync();
+            turn += 1;
+        }
+    }
+    n
+}
+
 /// Rows `row0 .. row0 + rows` of C = A B (`dinv` null) or of the smoothed
 /// prolongator P = B - omega D^-1 A B (B the tentative prolongator, `dinv` the
 /// inverse diagonal blocks of A, bs^2 per node), one group of `width` lanes
@@ -642,26 +758,31 @@ unsafe fn rank_distinct(
 /// b_cols)), 32 width spread)` slots, in the fill pass `table_slots(counts[i])` (at most
 /// `8 width spread`; larger rows have global tables).
 ///
-/// The group walks A's row entry by entry (its lanes first read the next
-/// `width` entries and the bounds of the B rows they name together); for
-/// each entry, its lanes take the entries of the B row it names (distinct
-/// columns, so no two lanes add to the same column at once), and the group
-/// synchronises before the next entry. Each column's products are thus
-/// added in the order of the host's Gustavson accumulators (for a product:
-/// A's entries, and within each B's; for P: B's row, then per component c
-/// with w = -omega dinv_rc, skipped when 0, A's row bs k + c and the B rows
-/// its entries name, adding (w a) b), so every value is the host's bit for
-/// bit, whatever the width.
+/// The group walks A's row `width` entries at a time (its lanes first read
+/// the entries and the bounds of the B rows they name together). Where the
+/// B rows are long, entry by entry: the lanes take the entries of the B
+/// row it names (distinct columns, so no two lanes add to the same column
+/// at once), and the group synchronises before the next entry. Where they
+/// are short (no more rounds of `width` products than entries; filling,
+/// at most half as many), the
+/// products of the `width` entries flattened over the lanes (`flat_chunk`:
+/// lanes meeting one column add to it in the products' order). Either way
+/// each column's products are added in the order of the host's Gustavson
+/// accumulators (for a product: A's entries, and within each B's; for P:
+/// B's row, then per component c with w = -omega dinv_rc, skipped when 0,
+/// A's row bs k + c and the B rows its entries name, adding (w a) b), so
+/// every value is the host's bit for bit, whatever the width.
 ///
-/// With a null `c_ptr` (count pass) it writes each row's distinct columns
-/// to `counts[i]` (and their largest to `overflow[1]`), or u64::MAX for a
-/// row that fills its table (adding 1 to `overflow[0]`); with `retry` nonzero it skips the rows whose count is not
-/// u64::MAX. Otherwise (fill pass) it writes row i from `c_ptr[i]`, sorted by
-/// column: the table is compacted, then each entry's place is the number of
+/// Without `FILL` (the count pass, kernel `spgemm_count_rows`) it writes
+/// each row's distinct columns to `counts[i]` (and their largest to
+/// `overflow[1]`), or u64::MAX for a row that fills its table (adding 1 to
+/// `overflow[0]`); with `retry` nonzero it skips the rows whose count is not
+/// u64::MAX. With `FILL` (the fill pass, `spgemm_fill_rows`) it writes row i
+/// from `c_ptr[i]`, sorted by column: the table is compacted, then each entry's place is the number of
 /// smaller columns among the row's (`rank_distinct`).
-#[no_mangle]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
+unsafe fn group_rows<const FILL: bool>(
     width: u32,
     spread: u32,
     row0: usize,
@@ -704,7 +825,7 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
     let (w, rank) = (width as usize, g.rank as usize);
     let room = w * spread as usize;
     let per_warp = 32 / w;
-    let fill = !c_ptr.is_null();
+    let fill = FILL;
     let shared = g.table(spread);
     let stride = grid_threads() / 32 / spread as usize * per_warp;
     // Warp-uniform: the warp's groups take rows first .. first + per_warp.
@@ -772,8 +893,11 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
         let mut new = 0u64;
         let mut full = false;
         // The products of A's entries lo..hi (each scaled by `scale` first
-        // when `scaled`) with the B rows they name, entry by entry; the warp
-        // takes as many steps as its longest walk.
+        // when `scaled`) with the B rows they name, `width` entries at a
+        // time: flattened over the lanes where that takes no more rounds
+        // than entries (filling: half as many; short B rows, `flat_chunk`),
+        // else entry by entry.
+        // The warp takes as many steps as its longest walk.
         let walk = |lo: usize, hi: usize, scale: f64, scaled: bool, full: &mut bool| {
             let hi = if live { hi } else { lo };
             let most = warp_max_u64((hi - lo) as u64) as usize;
@@ -795,21 +919,33 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
                     }
                 }
                 let steps = if most - base < w { most - base } else { w };
-                for e in 0..steps as u32 {
-                    let start = g.broadcast_u64(q_lo, e) as usize;
-                    let len = g.broadcast_u32(q_len, e) as usize;
-                    let a = if fill {
-                        f64::from_bits(g.broadcast_u64(aik.to_bits(), e))
-                    } else {
-                        0.0
-                    };
-                    let mut q = rank;
-                    while q < len {
-                        let at = start + q;
-                        n += table.add(*b_col.add(at), || a * *b_val.add(at), full);
-                        q += w;
+                let incl = g.inclusive_u32(q_len);
+                let total = g.broadcast_u32(incl, g.width - 1);
+                let rounds = warp_max_u64(u64::from(total.div_ceil(g.width))) as usize;
+                // Filling flattened costs more per round (the adds of one
+                // column take turns): it must halve the steps.
+                let flat = if fill { 2 * rounds <= steps } else { rounds <= steps };
+                if flat {
+                    let entry = (q_lo, q_len, aik);
+                    let sums = (incl, total, rounds as u32);
+                    n += flat_chunk(g, &table, (b_col, b_val), entry, sums, full);
+                } else {
+                    for e in 0..steps as u32 {
+                        let start = g.broadcast_u64(q_lo, e) as usize;
+                        let len = g.broadcast_u32(q_len, e) as usize;
+                        let a = if fill {
+                            f64::from_bits(g.broadcast_u64(aik.to_bits(), e))
+                        } else {
+                            0.0
+                        };
+                        let mut q = rank;
+                        while q < len {
+                            let at = start + q;
+                            n += table.add(*b_col.add(at), || a * *b_val.add(at), full);
+                            q += w;
+                        }
+                        g.sync();
                     }
-                    g.sync();
                 }
                 base += w;
             }
@@ -881,6 +1017,60 @@ pub unsafe extern "ptx-kernel" fn spgemm_group_rows(
         atomic_max_u64(overflow.add(1), most);
     }
 }
+
+/// The two passes of `group_rows` as kernels of their own, so that the
+/// fill pass's registers do not weigh on the count pass.
+macro_rules! product_pass {
+    ($(#[$doc:meta])* $name:ident, $fill:literal) => {
+        $(#[$doc])*
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $name(
+            width: u32,
+            spread: u32,
+            row0: usize,
+            rows: usize,
+            retry: u32,
+            bs: usize,
+            omega: f64,
+            dinv: *const f64,
+            a_ptr: *const u64,
+            a_col: *const u32,
+            a_val: *const f64,
+            b_ptr: *const u64,
+            b_col: *const u32,
+            b_val: *const f64,
+            b_cols: u64,
+            toff: *const u64,
+            tkeys: *mut u32,
+            tvals: *mut f64,
+            c_ptr: *const u64,
+            counts: *mut u64,
+            overflow: *mut u64,
+            c_col: *mut u32,
+            c_val: *mut f64,
+        ) {
+            group_rows::<$fill>(
+                width, spread, row0, rows, retry, bs, omega, dinv, a_ptr, a_col, a_val, b_ptr,
+                b_col, b_val, b_cols, toff, tkeys, tvals, c_ptr, counts, overflow, c_col, c_val,
+            );
+        }
+    };
+}
+
+product_pass!(
+    /// The count pass of `group_rows` (see there): each row's distinct
+    /// columns into `counts`; `tvals`, `c_ptr`, `c_col` and `c_val` unused.
+    spgemm_count_rows,
+    false
+);
+
+product_pass!(
+    /// The fill pass of `group_rows` (see there): row i's columns and
+    /// values, sorted, from `c_ptr[i]`.
+    spgemm_fill_rows,
+    true
+);
 
 /// `op` folded over the warp's lanes by a butterfly (every lane gets the
 /// result; `op` associative and commutative). Every lane must call it.
@@ -970,19 +1160,28 @@ pub unsafe extern "ptx-kernel" fn csr_add(
 }
 
 /// counts[j] += the entries of column j (atomics; `counts` zeroed, one per
-/// column).
+/// column), and pos[p] = the count column j had before entry p was added:
+/// a place for p among its column's entries, distinct within the column
+/// (in no particular order: `csr_rank_rows` orders the rows after the
+/// scatter).
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn csr_column_counts(nnz: usize, col: *const u32, counts: *mut u64) {
+pub unsafe extern "ptx-kernel" fn csr_column_counts(
+    nnz: usize,
+    col: *const u32,
+    counts: *mut u64,
+    pos: *mut u32,
+) {
     let mut p = global_id();
     while p < nnz {
-        atomic_add_u64(counts.add(*col.add(p) as usize), 1);
+        *pos.add(p) = atomic_add_u64(counts.add(*col.add(p) as usize), 1) as u32;
         p += grid_threads();
     }
 }
 
-/// Scatters A into its transpose: entry (i, j) goes to row j at
-/// `t_ptr[j] + cursor[j]++` (atomics; `cursor` zeroed, one per column). The
-/// order within a row is then arbitrary: `csr_sort_rows` fixes it.
+/// Scatters A into its transpose: entry p = (i, j) goes to row j at
+/// `t_ptr[j] + pos[p]` (the places `csr_column_counts` handed out), no
+/// atomics. The order within a row is then arbitrary: `csr_rank_rows` fixes
+/// it.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
@@ -991,15 +1190,14 @@ pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
     col: *const u32,
     val: *const f64,
     t_ptr: *const u64,
-    cursor: *mut u64,
+    pos: *const u32,
     t_col: *mut u32,
     t_val: *mut f64,
 ) {
     let mut i = global_id();
     while i < nrows {
         for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
-            let j = *col.add(p) as usize;
-            let slot = *t_ptr.add(j) as usize + atomic_add_u64(cursor.add(j), 1) as usize;
+            let slot = *t_ptr.add(*col.add(p) as usize) as usize + *pos.add(p) as usize;
             *t_col.add(slot) = i as u32;
             *t_val.add(slot) = *val.add(p);
         }
@@ -1816,6 +2014,22 @@ pub unsafe extern "ptx-kernel" fn amg_check_rows(
             atomic_max_u64(stats.add(slot), m);
         }
     }
+}
+
+/// Whether `pred` holds on some lane of the warp (`vote.any`). Every lane
+/// must call it.
+#[inline(always)]
+fn warp_any(pred: bool) -> bool {
+    let r: u32;
+    // SAFETY: a full-warp vote from warp-uniform control flow.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q; setp.ne.u32 p, {x}, 0; vote.sync.any.pred q, p, 0xffffffff; selp.u32 {r}, 1, 0, q; }}",
+            r = out(reg32) r,
+            x = in(reg32) u32::from(pred),
+        );
+    }
+    r != 0
 }
 
 /// The largest `v` over the warp's lanes (every lane gets it). Every lane
