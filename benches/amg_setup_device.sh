@@ -11,8 +11,8 @@
 #    Gauss-Seidel/Chebyshev options, the Jacobi PCG, and CuPy's CG + Jacobi
 #    (benches/anchors/amg_peers.py) in the same call;
 # 3. elasticity2d:1414 and bidomain3d:200 (block 2, b = A 1): AMG-PCG and Jacobi PCG;
-# 4. R A P: gpuq's Galerkin phase against CuPy's SpGEMM on gpuq's own matrices
-#    (`amg-info --save-levels`, benches/anchors/galerkin_peers.py).
+# 4. R A P: gpuq's Galerkin phase (three runs) against CuPy's SpGEMM on gpuq's own
+#    matrices (`amg-info --save-levels`, benches/anchors/galerkin_peers.py).
 set -u
 G=/tmp/gpuq; xz -dc gpu-pack/gpuq-mpi.xz > $G; chmod +x $G
 export NCCL_NVLS_ENABLE=0
@@ -60,9 +60,12 @@ for spec in "elasticity2d:1414 2" "bidomain3d:200 2"; do
 done
 L=/tmp/d2; mkdir -p $L
 for spec in laplace3d:100 laplace3d:150 laplace3d:200; do
-  rm -rf $L/lv; timeout 200 $G amg-info --generate $spec --amg-setup cuda --backend cuda --json --save-levels $L/lv > $L/lv.json 2>$L/lv.err || { echo "save-levels failed: $(tail -c 200 $L/lv.err)"; continue; }
-  python3 -c "
+  for rep in 1 2 3; do
+    timeout 200 $G amg-info --generate $spec --amg-setup cuda --backend cuda --json > $L/lv.json 2>$L/lv.err
+    python3 -c "
 import json; d=json.load(open('$L/lv.json')); t=d.get('timings') or d['hierarchy']['timings']; print('GPUQ RAP $spec galerkin_s %.4f (setup total %.3f)' % (t['galerkin_s'], t['total_s']))"
+  done
+  rm -rf $L/lv; timeout 200 $G amg-info --generate $spec --amg-setup cuda --backend cuda --json --save-levels $L/lv > $L/lv.json 2>$L/lv.err || { echo "save-levels failed: $(tail -c 200 $L/lv.err)"; continue; }
   timeout 200 python3 benches/anchors/galerkin_peers.py $L/lv > $L/gp.json 2>$L/gp.err
   python3 -c "
 import json; d=json.load(open('$L/gp.json')); print('CUPY RAP $spec cold %.4f warm %.4f' % (d['total_cold_s'], d['total_warm_s']), [(x['rows'], round(x['warm_s'],4), x['max_rel_diff_vs_gpuq']) for x in d['levels']])" 2>&1 | tail -c 500
@@ -78,7 +81,7 @@ t, n = collections.Counter(), collections.Counter()
 rows = [r for r in csv.reader(open('/tmp/ncu.csv')) if len(r) > 10]
 h = rows[0]; ki, vi, ui = h.index('Kernel Name'), h.index('Metric Value'), h.index('Metric Unit')
 for r in rows[1:]:
-    v = float(r[vi].replace(',', '')); v *= {'nsecond': 1e-6, 'usecond': 1e-3, 'msecond': 1}.get(r[ui], 1)
+    v = float(r[vi].replace(',', '')); v *= {'nsecond': 1e-6, 'ns': 1e-6, 'usecond': 1e-3, 'us': 1e-3, 'msecond': 1, 'ms': 1}[r[ui]]
     k = r[ki].split('(')[0]; t[k] += v; n[k] += 1
 print('NCU total %.1f ms' % sum(t.values()))
 for k, v in t.most_common(14): print('NCU %-28s %8.2f ms %4d launches' % (k, v, n[k]))

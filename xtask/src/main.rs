@@ -96,7 +96,12 @@ struct PtxModule {
 /// per thread). The sparse products' passes are latency-bound: uncapped
 /// (one kernel for both passes then) they took 70 registers, so only 3
 /// blocks of 256 threads fitted an SM; at 48, 5 do.
-const MAX_REGISTERS: [(&str, u32); 2] = [("spgemm_count_rows", 48), ("spgemm_fill_rows", 48)];
+const MAX_REGISTERS: [(&str, u32); 4] = [
+    ("spgemm_count_rows", 48),
+    ("spgemm_fill_rows", 48),
+    ("spgemm_count_wide", 48),
+    ("spgemm_fill_wide", 48),
+];
 
 /// `text` with `.maxnreg` after the parameter list of each kernel of
 /// `MAX_REGISTERS` it defines.

@@ -205,6 +205,33 @@ fn device_product_of_a_long_row_counts_again_with_full_tables() {
     let a = Csr::from_coo(&coo).unwrap();
     let b = add(1.0, &Csr::identity(2000), 0.5, &random_csr(2000, 2000, 7)).unwrap();
     let (da, db) = (g.setup_upload(&a).unwrap(), g.setup_upload(&b).unwrap());
+    // One warp per row (given lanes), and the default: two rows take eight
+    // warps each, whose tables hold these rows.
+    let one_warp = g.setup_spgemm_within(&da, &db, 1 << 27, Some(32)).unwrap();
+    assert_eq!(
+        g.setup_download(&one_warp).unwrap(),
+        spgemm(&a, &b).unwrap()
+    );
+    let got = g
+        .setup_download(&g.setup_spgemm(&da, &db).unwrap())
+        .unwrap();
+    assert_eq!(got, spgemm(&a, &b).unwrap());
+    // More distinct columns (12,000 and up) than even eight warps' count
+    // table holds (8,192 slots): counted again in a global table.
+    let n = 20_000;
+    let mut coo = Coo::new(2, n);
+    for j in 0..12_000 {
+        coo.push(0, j, 1.0 + j as f64 * 1e-4).unwrap();
+    }
+    coo.push(1, 17, 3.0).unwrap();
+    let a = Csr::from_coo(&coo).unwrap();
+    let mut band = Coo::new(n, n);
+    for j in 0..n {
+        band.push(j, j, 2.0).unwrap();
+        band.push(j, (j * 7 + 3) % n, -0.5).unwrap();
+    }
+    let b = Csr::from_coo(&band).unwrap();
+    let (da, db) = (g.setup_upload(&a).unwrap(), g.setup_upload(&b).unwrap());
     let got = g
         .setup_download(&g.setup_spgemm(&da, &db).unwrap())
         .unwrap();

@@ -26,12 +26,19 @@ const COUNT_KERNEL: &str = "spgemm_count_rows";
 /// The fill pass of the sparse products (kernel `spgemm_fill_rows`).
 const FILL_KERNEL: &str = "spgemm_fill_rows";
 
-/// The operands of a pass of `spgemm_count_rows` or `spgemm_fill_rows`: A, B, the smoothing (block
+/// The count pass with several whole warps per row (few rows).
+const COUNT_WIDE_KERNEL: &str = "spgemm_count_wide";
+
+/// The fill pass with several whole warps per row (few rows).
+const FILL_WIDE_KERNEL: &str = "spgemm_fill_wide";
+
+/// The operands of a pass of the sparse products' kernels: A, B, the smoothing (block
 /// size, omega, inverse diagonal blocks) of a smoothed prolongator, the
 /// global tables (running totals on the device and chunks), whether the
 /// pass counts again only the rows that filled their shared tables, the
-/// lanes per row and the spread (every `spread`-th warp works, with the
-/// shared memory of the idle ones).
+/// lanes per row, the spread and whether it is wide (`wide`: `spread` whole
+/// warps per row, kernels `spgemm_*_wide`; else every `spread`-th warp
+/// works, with the shared memory of the idle ones).
 struct RowsPass<'a> {
     a: &'a SetupCsr,
     b: &'a SetupCsr,
@@ -40,6 +47,7 @@ struct RowsPass<'a> {
     retry: bool,
     lanes: u32,
     spread: u32,
+    wide: bool,
 }
 
 /// Slots of a row's table in its group's share of the shared region in the
@@ -344,7 +352,8 @@ impl CudaBackend {
     /// (a row needing more alone), and `lanes` lanes per row (a power of two
     /// up to 32, each group on its own share of shared memory; None: chosen
     /// from the operands' average rows, fill passes of few long rows spread
-    /// over idle warps' shares). The result depends on neither.
+    /// over idle warps' shares, and too few rows to fill the device given
+    /// several whole warps each). The result depends on neither.
     pub fn setup_spgemm_within(
         &self,
         a: &SetupCsr,
@@ -581,9 +590,11 @@ impl CudaBackend {
     /// shared tables (again in global tables for the rows that filled
     /// theirs), then the fill pass in shared tables or, for rows of more than
     /// a group's shared share, global ones. Where the rows are too few to
-    /// fill the device, the fill pass spreads each group over the shared
-    /// memory of up to 8 warps so that the longest row's table fits, and
-    /// where every table fits, no global tables are sized at all.
+    /// fill the device, both passes give each row up to 8 whole warps and
+    /// their shared memory (`rows_spread`, the `_wide` kernels); else, where
+    /// the longest row's table would not fit, the fill pass spreads each
+    /// group over the shared memory of up to 8 warps (the others idle). Where
+    /// every table fits, no global tables are sized at all.
     fn hashed_rows(
         &self,
         a: &SetupCsr,
@@ -604,14 +615,25 @@ impl CudaBackend {
         // columns of a row.
         let mut overflow = self.setup_zeros::<u64>(2)?;
         let whole = (self.setup_zeros::<u64>(0)?, vec![(0, m, 0)]);
+        // Given lanes (tests) take one group per row; else too few rows take
+        // several whole warps each.
+        let spread = match lanes {
+            Some(_) => 1,
+            None => self.rows_spread(m, COUNT_WIDE_KERNEL)?,
+        };
         let pass = RowsPass {
             a,
             b,
             smooth,
             tables: &whole,
             retry: false,
-            lanes: lanes.unwrap_or_else(|| group_lanes(b_row, 2.0 * products, 32.0)),
-            spread: 1,
+            lanes: match lanes {
+                _ if spread > 1 => 32,
+                Some(w) => w,
+                None => group_lanes(b_row, 2.0 * products, 32.0),
+            },
+            spread,
+            wide: spread > 1,
         };
         self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
         let found = self.setup_get(&overflow, 2)?;
@@ -637,22 +659,31 @@ impl CudaBackend {
                 self.setup_uninit::<f64>(nnz as usize)?,
             )
         };
+        let wide = match lanes {
+            Some(_) => 1,
+            None => self.rows_spread(m, FILL_WIDE_KERNEL)?,
+        };
         let may_spread = lanes.is_none();
-        let lanes = lanes.unwrap_or_else(|| {
-            let table = 2.0 * per(nnz as usize, m);
-            group_lanes(b_row, table, FILL_SHARED_SLOTS_PER_LANE as f64)
-        });
+        let lanes = match lanes {
+            _ if wide > 1 => 32,
+            Some(w) => w,
+            None => {
+                let table = 2.0 * per(nnz as usize, m);
+                group_lanes(b_row, table, FILL_SHARED_SLOTS_PER_LANE as f64)
+            }
+        };
         let room = |spread: u32| FILL_SHARED_SLOTS_PER_LANE * u64::from(lanes * spread);
         let need = table_slots(most);
-        let resident = self.spgemm_resident_blocks(FILL_KERNEL)? * THREADS as usize;
-        // Given lanes (tests) spread nothing: the global tables stay in use.
-        let mut spread = 1;
-        while may_spread
-            && spread < 8
-            && room(spread) < need
-            && m * (lanes * 2 * spread) as usize <= resident
-        {
-            spread *= 2;
+        let mut spread = wide;
+        if wide == 1 && may_spread {
+            // Not wide: where the longest row's table does not fit, idle
+            // warps lend their shared memory while the rows still fill the
+            // device.
+            let resident = self.spgemm_resident_blocks(FILL_KERNEL)? * THREADS as usize;
+            while spread < 8 && room(spread) < need && m * (lanes * 2 * spread) as usize <= resident
+            {
+                spread *= 2;
+            }
         }
         let sized;
         let tables = if need <= room(spread) {
@@ -666,6 +697,7 @@ impl CudaBackend {
             retry: false,
             lanes,
             spread,
+            wide: wide > 1,
             ..pass
         };
         let fill = Some((&c_ptr, &mut c_col, &mut c_val));
@@ -680,8 +712,22 @@ impl CudaBackend {
         })
     }
 
-    /// Blocks of the product pass `kernel` (`COUNT_KERNEL` or
-    /// `FILL_KERNEL`) resident on the device at once: the passes run
+    /// Whole warps per row of a wide product pass (`RowsPass::spread`, a
+    /// power of two up to 8) for `m` rows: more than one where the rows are
+    /// so few that a warp each would leave most of the device's resident
+    /// threads of `kernel` idle (each row then takes as many warps as keep
+    /// `m` rows' lanes within half the resident threads). Two driver calls.
+    fn rows_spread(&self, m: usize, kernel: &str) -> Result<u32> {
+        let resident = self.spgemm_resident_blocks(kernel)? * THREADS as usize;
+        let mut spread = 1u32;
+        while spread < 8 && m.saturating_mul(64 * 2 * spread as usize) <= resident {
+            spread *= 2;
+        }
+        Ok(spread)
+    }
+
+    /// Blocks of the product pass `kernel` (one of the four `spgemm_count_*`
+    /// and `spgemm_fill_*` kernels) resident on the device at once: the passes run
     /// grid-stride with only these (a second, partial wave would leave most
     /// SMs idle). Two driver calls.
     fn spgemm_resident_blocks(&self, kernel: &str) -> Result<usize> {
@@ -717,9 +763,9 @@ impl CudaBackend {
     }
 
     /// One pass over the chunks of `pass.tables`: the count pass
-    /// (`spgemm_count_rows`; `fill` None: each row's distinct columns into `counts`,
+    /// (`spgemm_count_*`; `fill` None: each row's distinct columns into `counts`,
     /// rows that fill their table counted in `overflow`; with `pass.retry`
-    /// only the rows marked so), or the fill pass (`spgemm_fill_rows`; `fill` the row pointers,
+    /// only the rows marked so), or the fill pass (`spgemm_fill_*`; `fill` the row pointers,
     /// the prefix sum of the counts, and the columns and values to write).
     /// Allocates the chunks' largest global tables (values only to fill).
     fn rows_pass(
@@ -737,6 +783,7 @@ impl CudaBackend {
             retry,
             lanes,
             spread,
+            wide,
         } = *pass;
         let null = 0u64;
         let (bs, omega) = smooth.map_or((1, 0.0), |s| (s.0, s.1));
@@ -748,10 +795,11 @@ impl CudaBackend {
                 self.setup_uninit::<f64>(if fill.is_some() { biggest } else { 0 })?,
             )
         };
-        let kernel = if fill.is_some() {
-            FILL_KERNEL
-        } else {
-            COUNT_KERNEL
+        let kernel = match (fill.is_some(), wide) {
+            (true, false) => FILL_KERNEL,
+            (true, true) => FILL_WIDE_KERNEL,
+            (false, false) => COUNT_KERNEL,
+            (false, true) => COUNT_WIDE_KERNEL,
         };
         let (mut no_col, mut no_val) = (self.setup_zeros::<u32>(0)?, self.setup_zeros::<f64>(0)?);
         let (c_ptr, c_col, c_val) = match fill {

@@ -183,7 +183,12 @@ impl CudaBackend {
         // memory (32 KB a block): the largest shared carveout lets their
         // register caps (`.maxnreg`, set by `cargo xtask ptx`), not the
         // carveout the driver would pick, bound their blocks per SM.
-        for name in ["spgemm_count_rows", "spgemm_fill_rows"] {
+        for name in [
+            "spgemm_count_rows",
+            "spgemm_fill_rows",
+            "spgemm_count_wide",
+            "spgemm_fill_wide",
+        ] {
             if let Some(f) = functions.get(name) {
                 let carveout =
                     CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;

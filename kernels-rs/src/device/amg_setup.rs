@@ -459,8 +459,9 @@ impl Group {
         unsafe { asm!("cvta.shared.u64 {b}, gpuq_spgemm_tables;", b = out(reg64) base) }
         // SAFETY: reading a special register has no preconditions.
         let warp = unsafe { core::arch::nvptx::_thread_idx_x() } as u32 / 32;
+        let lead = warp - warp % spread;
         let offset =
-            warp % BLOCK_WARPS * WARP_TABLE_BYTES + self.first * spread * (WARP_TABLE_BYTES / 32);
+            lead % BLOCK_WARPS * WARP_TABLE_BYTES + self.first * spread * (WARP_TABLE_BYTES / 32);
         (base + u64::from(offset)) as *mut u8
     }
 
@@ -535,6 +536,69 @@ impl Group {
             );
         }
         ((u64::from(r) >> self.first) & ((1u64 << self.width) - 1)) as u32
+    }
+}
+
+// The count pass's per-warp counts of a row taken by several warps.
+core::arch::global_asm!(".shared .align 8 .b8 gpuq_spgemm_sums[64];");
+
+/// The `spread` warps of a block (a power of two up to `BLOCK_WARPS`) that
+/// take one row together in `group_rows`, this warp being the `index`-th;
+/// one warp alone when `spread` is 1.
+#[derive(Clone, Copy)]
+struct Unit {
+    spread: u32,
+    index: u32,
+    /// The named barrier of the unit (1 + its index in the block).
+    barrier: u32,
+    /// This warp's index in its block.
+    warp: u32,
+}
+
+impl Unit {
+    /// This warp's unit.
+    #[inline(always)]
+    fn of(spread: u32) -> Unit {
+        // SAFETY: reading a special register has no preconditions.
+        let warp = unsafe { core::arch::nvptx::_thread_idx_x() } / 32 % BLOCK_WARPS;
+        Unit {
+            spread,
+            index: warp % spread,
+            barrier: 1 + warp / spread,
+            warp,
+        }
+    }
+
+    /// Waits for the unit's warps and makes their shared-memory writes
+    /// visible to each other: `bar.warp.sync` for one warp, else the unit's
+    /// named barrier (`bar.sync` of its 32 spread threads). Whole-unit.
+    #[inline(always)]
+    fn sync(&self) {
+        if self.spread == 1 {
+            // SAFETY: a full-warp barrier from warp-uniform control flow.
+            unsafe { asm!("bar.warp.sync 0xffffffff;") }
+        } else {
+            // SAFETY: every thread of the unit's warps reaches it, from
+            // unit-uniform control flow; the barrier is the unit's own.
+            unsafe {
+                asm!(
+                    "bar.sync {b}, {n};",
+                    b = in(reg32) self.barrier,
+                    n = in(reg32) self.spread * 32,
+                )
+            }
+        }
+    }
+
+    /// The generic address of the block's per-warp counts
+    /// (`gpuq_spgemm_sums`, one u64 per warp).
+    #[inline(always)]
+    fn sums(&self) -> *mut u64 {
+        let base: u64;
+        // SAFETY: converts the address of a declared shared variable to a
+        // generic one.
+        unsafe { asm!("cvta.shared.u64 {b}, gpuq_spgemm_sums;", b = out(reg64) base) }
+        base as *mut u64
     }
 }
 
@@ -748,10 +812,15 @@ unsafe fn flat_chunk(
 /// Rows `row0 .. row0 + rows` of C = A B (`dinv` null) or of the smoothed
 /// prolongator P = B - omega D^-1 A B (B the tentative prolongator, `dinv` the
 /// inverse diagonal blocks of A, bs^2 per node), one group of `width` lanes
-/// (a power of two, 1 to 32) per row, the warp's groups in step. Only every
-/// `spread`-th warp of a block works (a power of two up to 8), with the
-/// shared regions of the idle warps after it: room for larger tables where
-/// the rows are few and long. A row's hash table is in global memory where
+/// (a power of two, 1 to 32) per row, the warp's groups in step. Without
+/// `WIDE`, only every `spread`-th warp of a block works (a power of two up
+/// to 8), with the shared regions of the idle warps after it: room for
+/// larger tables. With `WIDE`, `spread` whole warps take each row together
+/// (a `Unit`, `width` ignored), for rows too few to fill the device:
+/// counting, each warp takes its own chunks of A's row; filling, all of the
+/// unit's lanes take each B row, the unit synchronising by a named barrier
+/// between entries, and the row's columns are ranked over the whole table.
+/// A row's hash table is in global memory where
 /// `toff` gives it slots (`toff[t + 1] - toff[t]` from `toff[t] - toff[0]`
 /// of `tkeys`, `tvals`; `toff` null: none does), else in the group's share of
 /// the shared regions: in the count pass `min(table_slots(min(products,
@@ -782,7 +851,7 @@ unsafe fn flat_chunk(
 /// smaller columns among the row's (`rank_distinct`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn group_rows<const FILL: bool>(
+unsafe fn group_rows<const FILL: bool, const WIDE: bool>(
     width: u32,
     spread: u32,
     row0: usize,
@@ -818,11 +887,16 @@ unsafe fn group_rows<const FILL: bool>(
         1
     };
     // SAFETY: reading a special register has no preconditions.
-    if (unsafe { core::arch::nvptx::_thread_idx_x() } / 32) % spread != 0 {
+    if !WIDE && (unsafe { core::arch::nvptx::_thread_idx_x() } / 32) % spread != 0 {
         return;
     }
+    // Several warps to a row: whole warps.
+    let width = if WIDE { 32 } else { width };
+    let unit = Unit::of(if WIDE { spread } else { 1 });
     let g = Group::of(width);
     let (w, rank) = (width as usize, g.rank as usize);
+    // The lanes that take a row together, and this lane's rank among them.
+    let (uw, urank) = (w * unit.spread as usize, unit.index as usize * w + rank);
     let room = w * spread as usize;
     let per_warp = 32 / w;
     let fill = FILL;
@@ -880,15 +954,15 @@ unsafe fn group_rows<const FILL: bool>(
                 fill,
             }
         };
-        let mut s = rank;
+        let mut s = urank;
         while s < table.slots {
             *table.keys.add(s) = EMPTY;
             if fill {
                 *table.vals.add(s) = 0.0;
             }
-            s += w;
+            s += uw;
         }
-        g.sync();
+        unit.sync();
         let live = table.slots > 0;
         let mut new = 0u64;
         let mut full = false;
@@ -902,7 +976,14 @@ unsafe fn group_rows<const FILL: bool>(
             let hi = if live { hi } else { lo };
             let most = warp_max_u64((hi - lo) as u64) as usize;
             let mut n = 0u64;
-            let mut base = 0usize;
+            // Counting with several warps to a row, each takes its own
+            // chunks of the row (the order does not matter); filling, every
+            // warp reads each chunk and the unit's lanes share the B rows.
+            let (mut base, chunk_step) = if fill {
+                (0, w)
+            } else {
+                (unit.index as usize * w, uw)
+            };
             while base < most {
                 let p = lo + base + rank;
                 let (mut q_lo, mut q_len, mut aik) = (0u64, 0u32, 0.0f64);
@@ -924,7 +1005,11 @@ unsafe fn group_rows<const FILL: bool>(
                 let rounds = warp_max_u64(u64::from(total.div_ceil(g.width))) as usize;
                 // Filling flattened costs more per round (the adds of one
                 // column take turns): it must halve the steps.
-                let flat = if fill { 2 * rounds <= steps } else { rounds <= steps };
+                let flat = if fill {
+                    !WIDE && 2 * rounds <= steps
+                } else {
+                    rounds <= steps
+                };
                 if flat {
                     let entry = (q_lo, q_len, aik);
                     let sums = (incl, total, rounds as u32);
@@ -938,16 +1023,20 @@ unsafe fn group_rows<const FILL: bool>(
                         } else {
                             0.0
                         };
-                        let mut q = rank;
+                        let (mut q, q_step) = if fill { (urank, uw) } else { (rank, w) };
                         while q < len {
                             let at = start + q;
                             n += table.add(*b_col.add(at), || a * *b_val.add(at), full);
-                            q += w;
+                            q += q_step;
                         }
-                        g.sync();
+                        if fill {
+                            unit.sync();
+                        } else {
+                            g.sync();
+                        }
                     }
                 }
-                base += w;
+                base += chunk_step;
             }
             n
         };
@@ -962,13 +1051,13 @@ unsafe fn group_rows<const FILL: bool>(
             let bs = bs.max(1);
             let (k, r) = (i / bs, i % bs);
             if live {
-                let mut q = *b_ptr.add(i) as usize + rank;
+                let mut q = *b_ptr.add(i) as usize + urank;
                 while q < *b_ptr.add(i + 1) as usize {
                     new += table.add(*b_col.add(q), || *b_val.add(q), &mut full);
-                    q += w;
+                    q += uw;
                 }
             }
-            g.sync();
+            unit.sync();
             for c in 0..bs {
                 let scale = if live {
                     -omega * *dinv.add((k * bs + r) * bs + c)
@@ -984,7 +1073,7 @@ unsafe fn group_rows<const FILL: bool>(
                 new += walk(lo, hi, scale, true, &mut full);
             }
         }
-        if fill {
+        if fill && !WIDE {
             let count = table.compact(g);
             if active {
                 let start = *c_ptr.add(i) as usize;
@@ -993,10 +1082,42 @@ unsafe fn group_rows<const FILL: bool>(
                     *c_val.add(start + place) = *table.vals.add(e);
                 });
             }
+        } else if fill {
+            // Several warps: each column's place among the whole table's
+            // (empty slots hold EMPTY, above every column).
+            if active {
+                let start = *c_ptr.add(i) as usize;
+                rank_distinct(table.keys, table.slots, urank, uw, |e, place| {
+                    let j = *table.keys.add(e);
+                    if j != EMPTY {
+                        *c_col.add(start + place) = j;
+                        *c_val.add(start + place) = *table.vals.add(e);
+                    }
+                });
+            }
         } else {
-            let distinct = g.sum_u64(new);
-            let overflowed = g.sum_u64(u64::from(full)) > 0;
-            if rank == 0 && active {
+            let mut distinct = g.sum_u64(new);
+            let mut overflowed = g.sum_u64(u64::from(full)) > 0;
+            if WIDE {
+                // The unit's warps' counts, summed by each warp.
+                let sums = unit.sums();
+                if rank == 0 {
+                    *sums.add(unit.warp as usize) = if overflowed { u64::MAX } else { distinct };
+                }
+                unit.sync();
+                let lead = (unit.warp - unit.index) as usize;
+                distinct = 0;
+                overflowed = false;
+                for q in 0..unit.spread as usize {
+                    let v = *sums.add(lead + q);
+                    if v == u64::MAX {
+                        overflowed = true;
+                    } else {
+                        distinct += v;
+                    }
+                }
+            }
+            if rank == 0 && unit.index == 0 && active {
                 if overflowed {
                     *counts.add(i) = u64::MAX;
                     atomic_add_u64(overflow, 1);
@@ -1008,7 +1129,7 @@ unsafe fn group_rows<const FILL: bool>(
                 }
             }
         }
-        g.sync();
+        unit.sync();
     }
     // One atomic per warp for the largest count (one per row would queue
     // millions of atomics on one address).
@@ -1018,10 +1139,11 @@ unsafe fn group_rows<const FILL: bool>(
     }
 }
 
-/// The two passes of `group_rows` as kernels of their own, so that the
-/// fill pass's registers do not weigh on the count pass.
+/// The passes of `group_rows` as kernels of their own (count or fill, one
+/// group or whole warps per row), so that no pass's registers weigh on
+/// another's.
 macro_rules! product_pass {
-    ($(#[$doc:meta])* $name:ident, $fill:literal) => {
+    ($(#[$doc:meta])* $name:ident, $fill:literal, $wide:literal) => {
         $(#[$doc])*
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
@@ -1050,7 +1172,7 @@ macro_rules! product_pass {
             c_col: *mut u32,
             c_val: *mut f64,
         ) {
-            group_rows::<$fill>(
+            group_rows::<$fill, $wide>(
                 width, spread, row0, rows, retry, bs, omega, dinv, a_ptr, a_col, a_val, b_ptr,
                 b_col, b_val, b_cols, toff, tkeys, tvals, c_ptr, counts, overflow, c_col, c_val,
             );
@@ -1062,6 +1184,7 @@ product_pass!(
     /// The count pass of `group_rows` (see there): each row's distinct
     /// columns into `counts`; `tvals`, `c_ptr`, `c_col` and `c_val` unused.
     spgemm_count_rows,
+    false,
     false
 );
 
@@ -1069,6 +1192,21 @@ product_pass!(
     /// The fill pass of `group_rows` (see there): row i's columns and
     /// values, sorted, from `c_ptr[i]`.
     spgemm_fill_rows,
+    true,
+    false
+);
+
+product_pass!(
+    /// `spgemm_count_rows` with `spread` whole warps per row (few rows).
+    spgemm_count_wide,
+    false,
+    true
+);
+
+product_pass!(
+    /// `spgemm_fill_rows` with `spread` whole warps per row (few rows).
+    spgemm_fill_wide,
+    true,
     true
 );
 
