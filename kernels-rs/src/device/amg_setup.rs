@@ -447,10 +447,12 @@ impl Group {
         (self.first / self.width) as usize
     }
 
-    /// Generic address of this group's share of the shared regions of its
-    /// warp and the `spread - 1` warps after it (`spread * width *
-    /// WARP_TABLE_BYTES / 32` bytes; the warp's index in its block a
-    /// multiple of `spread`, a power of two up to `BLOCK_WARPS`).
+    /// Generic address of this group's share of the shared regions of the
+    /// `spread` warps from the last warp of the block whose index is a
+    /// multiple of `spread` (a power of two up to `BLOCK_WARPS`): that warp
+    /// itself where only every `spread`-th warp works, the unit's first
+    /// where `spread` warps share a row (`spread * width * WARP_TABLE_BYTES
+    /// / 32` bytes).
     #[inline(always)]
     fn table(&self, spread: u32) -> *mut u8 {
         let base: u64;
