@@ -426,7 +426,14 @@ impl CudaBackend {
         bs: usize,
         b: &[f64],
     ) -> Result<(SetupCsr, Vec<f64>)> {
-        let mut pt = self.aggregate_pattern(agg, naggs, bs, b)?;
+        if bs == 0 || b.len() != agg.len() * bs {
+            return Err(Error::shape(
+                "tentative prolongator",
+                agg.len() * bs,
+                b.len(),
+            ));
+        }
+        let mut pt = self.aggregate_pattern(agg, naggs, bs, &self.setup_put(b)?)?;
         let nrows = pt.nrows;
         let t = self.setup_transpose(&pt)?;
         let mut norm = self.setup_zeros::<f64>(naggs)?;
@@ -469,8 +476,10 @@ impl CudaBackend {
         if let Some(v) = b.iter().find(|v| v.len() != nrows) {
             return Err(Error::shape("tentative prolongator", nrows, v.len()));
         }
-        let t = self.setup_transpose(&self.aggregate_pattern(agg, naggs, bs, &b[0])?)?;
+        // The first vector, the concatenation's head, gives the pattern's
+        // values (which the factorisation does not read).
         let d_b = self.setup_put(&b.concat())?;
+        let t = self.setup_transpose(&self.aggregate_pattern(agg, naggs, bs, &d_b)?)?;
         let mut q = self.setup_zeros::<f64>(nrows * k)?;
         let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
         let mut col = self.setup_zeros::<u32>(nrows * k)?;
@@ -498,20 +507,20 @@ impl CudaBackend {
     }
 
     /// The pattern of the tentative prolongator with one value per row:
-    /// row r holds column `agg[r / bs]` with value b[r] (kernel
-    /// `tentative_pattern`; uploads `agg` and `b`). O(nrows). Errors when
-    /// `b` does not match (bs nodes per aggregate entry) or an aggregate is
-    /// out of range.
+    /// row r holds column `agg[r / bs]` with value b[r], `b` on the device
+    /// (its first nrows values; kernel `tentative_pattern`; uploads `agg`).
+    /// O(nrows). Errors when `b` is shorter than the rows (bs nodes per
+    /// aggregate entry) or an aggregate is out of range.
     fn aggregate_pattern(
         &self,
         agg: &[u32],
         naggs: usize,
         bs: usize,
-        b: &[f64],
+        d_b: &CudaSlice<f64>,
     ) -> Result<SetupCsr> {
         let nrows = agg.len() * bs;
-        if bs == 0 || b.len() != nrows {
-            return Err(Error::shape("tentative prolongator", nrows, b.len()));
+        if bs == 0 || d_b.len() < nrows {
+            return Err(Error::shape("tentative prolongator", nrows, d_b.len()));
         }
         if agg.iter().any(|&a| a as usize >= naggs) {
             return Err(Error::InvalidArgument(format!(
@@ -519,15 +528,14 @@ impl CudaBackend {
             )));
         }
         let d_agg = self.setup_put(agg)?;
-        let d_b = self.setup_put(b)?;
         let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
         let mut col = self.setup_zeros::<u32>(nrows)?;
         let mut val = self.setup_zeros::<f64>(nrows)?;
         // SAFETY: arguments match `tentative_pattern`; agg holds nrows / bs
-        // aggregates below naggs, b nrows values, ptr nrows + 1, col and val
-        // nrows.
+        // aggregates below naggs, d_b at least nrows values, ptr nrows + 1,
+        // col and val nrows.
         setup_launch!(self, "tentative_pattern", nrows + 1, l => {
-            l.arg(&nrows).arg(&bs).arg(&d_agg).arg(&d_b).arg(&mut ptr).arg(&mut col).arg(&mut val);
+            l.arg(&nrows).arg(&bs).arg(&d_agg).arg(d_b).arg(&mut ptr).arg(&mut col).arg(&mut val);
         })?;
         Ok(SetupCsr {
             nrows,

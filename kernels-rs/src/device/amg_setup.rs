@@ -1002,9 +1002,15 @@ unsafe fn group_rows<const FILL: bool, const WIDE: bool>(
                     }
                 }
                 let steps = if most - base < w { most - base } else { w };
-                let incl = g.inclusive_u32(q_len);
-                let total = g.broadcast_u32(incl, g.width - 1);
-                let rounds = warp_max_u64(u64::from(total.div_ceil(g.width))) as usize;
+                // A unit filling one row never flattens (its warps' adds
+                // would not be ordered): no running lengths needed.
+                let (incl, total, rounds) = if fill && WIDE {
+                    (0, 0, 0)
+                } else {
+                    let incl = g.inclusive_u32(q_len);
+                    let total = g.broadcast_u32(incl, g.width - 1);
+                    (incl, total, warp_max_u64(u64::from(total.div_ceil(g.width))) as usize)
+                };
                 // Filling flattened costs more per round (the adds of one
                 // column take turns): it must halve the steps.
                 let flat = if fill {
