@@ -11,7 +11,9 @@
 #    Gauss-Seidel/Chebyshev options, the Jacobi PCG, and CuPy's CG + Jacobi
 #    (benches/anchors/amg_peers.py) in the same call;
 # 3. elasticity2d:1414 and bidomain3d:200 (block 2, b = A 1): AMG-PCG and Jacobi PCG;
-# 4. R A P: gpuq's Galerkin phase (three runs) against CuPy's SpGEMM on gpuq's own
+# 4. R A P: gpuq's Galerkin phase (two processes of four setups each: the first setup
+#    of a process grows the memory pool (cold), the three after reuse it (warm),
+#    `amg-info --repeat-setup 4`) against CuPy's SpGEMM, cold and warm, on gpuq's own
 #    matrices (`amg-info --save-levels`, benches/anchors/galerkin_peers.py).
 set -u
 G=/tmp/gpuq; xz -dc gpu-pack/gpuq-mpi.xz > $G; chmod +x $G
@@ -60,10 +62,11 @@ for spec in "elasticity2d:1414 2" "bidomain3d:200 2"; do
 done
 L=/tmp/d2; mkdir -p $L
 for spec in laplace3d:100 laplace3d:150 laplace3d:200; do
-  for rep in 1 2 3; do
-    timeout 200 $G amg-info --generate $spec --amg-setup cuda --backend cuda --json > $L/lv.json 2>$L/lv.err
+  for rep in 1 2; do
+    timeout 200 $G amg-info --generate $spec --amg-setup cuda --backend cuda --json --repeat-setup 4 > $L/lv.json 2>$L/lv.err
     python3 -c "
-import json; d=json.load(open('$L/lv.json')); t=d.get('timings') or d['hierarchy']['timings']; print('GPUQ RAP $spec galerkin_s %.4f (setup total %.3f)' % (t['galerkin_s'], t['total_s']))"
+import json; d=json.load(open('$L/lv.json')); r=d['repeat_setup']
+print('GPUQ RAP $spec galerkin_s cold %.4f warm %s (setup total cold %.3f warm %s)' % (r[0]['galerkin_s'], ' '.join('%.4f' % t['galerkin_s'] for t in r[1:]), r[0]['total_s'], ' '.join('%.3f' % t['total_s'] for t in r[1:])))"
   done
   rm -rf $L/lv; timeout 200 $G amg-info --generate $spec --amg-setup cuda --backend cuda --json --save-levels $L/lv > $L/lv.json 2>$L/lv.err || { echo "save-levels failed: $(tail -c 200 $L/lv.err)"; continue; }
   timeout 200 python3 benches/anchors/galerkin_peers.py $L/lv > $L/gp.json 2>$L/gp.err

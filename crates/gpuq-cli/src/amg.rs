@@ -209,6 +209,13 @@ pub struct AmgInfoArgs {
     /// device setup copies them to the host for this).
     #[arg(long = "save-levels", value_name = "DIR")]
     pub save_levels: Option<PathBuf>,
+    /// Build the hierarchy this many times in the same process and report
+    /// each build's phase times (`repeat_setup`; the levels shown are the
+    /// first build's; each build is dropped before the next). Builds after
+    /// the first find the device's memory pool already grown, as a program
+    /// that sets up again (a new matrix of the same size) does.
+    #[arg(long = "repeat-setup", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeat_setup: u64,
 }
 
 impl AmgInfoArgs {
@@ -340,12 +347,15 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let source = args.source()?;
     let (a, _) = load_real(&source, None)?;
     let backend = Chosen::parse(&args.backend)?;
-    let h = build_hierarchy(
-        &a,
-        &args.amg.options(&source, &backend)?,
-        &args.amg.setup,
-        &backend,
-    )?;
+    let build = || {
+        build_hierarchy(
+            &a,
+            &args.amg.options(&source, &backend)?,
+            &args.amg.setup,
+            &backend,
+        )
+    };
+    let h = build()?;
     let info = h.info();
     if let Some(dir) = &args.save_levels {
         save_levels(&h, dir)?;
@@ -355,11 +365,11 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     } else {
         let layout = Layout::parse(&args.layout)?;
         let k = args.bench_cycles;
-        Some(match (backend, args.amg.cycle_precision.as_deref()) {
-            (Chosen::Cpu(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
-            (Chosen::Cpu(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
-            (Chosen::Cuda(b), None | Some("f64")) => bench_cycles::<_, f64>(&b, &h, layout, k)?,
-            (Chosen::Cuda(b), Some("f32")) => bench_cycles::<_, f32>(&b, &h, layout, k)?,
+        Some(match (&backend, args.amg.cycle_precision.as_deref()) {
+            (Chosen::Cpu(b), None | Some("f64")) => bench_cycles::<_, f64>(b, &h, layout, k)?,
+            (Chosen::Cpu(b), Some("f32")) => bench_cycles::<_, f32>(b, &h, layout, k)?,
+            (Chosen::Cuda(b), None | Some("f64")) => bench_cycles::<_, f64>(b, &h, layout, k)?,
+            (Chosen::Cuda(b), Some("f32")) => bench_cycles::<_, f32>(b, &h, layout, k)?,
             (_, Some(p)) => {
                 return Err(Error::InvalidArgument(format!(
                     "unknown AMG precision '{p}' (available: f32, f64)"
@@ -367,11 +377,24 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
             }
         })
     };
+    // The first hierarchy goes first, so each later build finds the pool as
+    // a fresh setup after an earlier one's release would.
+    drop(h);
+    let mut repeat_setup = vec![info.timings.clone()];
+    for _ in 1..args.repeat_setup {
+        repeat_setup.push(build()?.info().timings);
+    }
     if args.json {
         let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
         let mut value = serde_json::to_value(&info).map_err(bad)?;
-        if let (serde_json::Value::Object(map), Some(c)) = (&mut value, &bench) {
-            map.insert("cycle_bench".into(), serde_json::to_value(c).map_err(bad)?);
+        if let serde_json::Value::Object(map) = &mut value {
+            if let Some(c) = &bench {
+                map.insert("cycle_bench".into(), serde_json::to_value(c).map_err(bad)?);
+            }
+            if repeat_setup.len() > 1 {
+                let times = serde_json::to_value(&repeat_setup).map_err(bad)?;
+                map.insert("repeat_setup".into(), times);
+            }
         }
         println!("{}", to_json(&value)?);
     } else {
@@ -388,6 +411,18 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         write_hierarchy_plot(path, &info, &name, args.json)?;
     }
     if !args.json {
+        if repeat_setup.len() > 1 {
+            for (k, t) in repeat_setup.iter().enumerate() {
+                println!(
+                    "setup {}: total {:.4} s, galerkin {:.4} s, prolongation {:.4} s, aggregation {:.4} s",
+                    k + 1,
+                    t.total_s,
+                    t.galerkin_s,
+                    t.prolongation_s,
+                    t.aggregation_s
+                );
+            }
+        }
         if let Some(c) = &bench {
             println!(
                 "cycle on {} ({}): {:.4} ms over {} cycles; floor {:.1} MB = {:.4} ms at the copy rate {:.1} GB/s; {:.2}x the floor",

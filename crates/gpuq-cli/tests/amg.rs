@@ -191,6 +191,33 @@ fn amg_info_prints_levels_and_phases() {
 }
 
 #[test]
+fn amg_info_repeats_the_setup_and_reports_each_build() {
+    let v = json(&gpuq(&[
+        "amg-info",
+        "--generate",
+        "laplace3d:10",
+        "--json",
+        "--repeat-setup",
+        "3",
+    ]));
+    let builds = v["repeat_setup"].as_array().unwrap();
+    assert_eq!(builds.len(), 3);
+    // the first build is the one the report describes
+    assert_eq!(builds[0], v["timings"]);
+    for b in builds {
+        assert!(b["total_s"].as_f64().unwrap() >= b["galerkin_s"].as_f64().unwrap());
+    }
+    let zero = gpuq(&[
+        "amg-info",
+        "--generate",
+        "laplace3d:10",
+        "--repeat-setup",
+        "0",
+    ]);
+    assert!(!zero.status.success());
+}
+
+#[test]
 fn bad_amg_arguments_are_one_line_errors() {
     for args in [
         &[

@@ -340,8 +340,10 @@ impl CudaBackend {
     /// order of the host's Gustavson product (so the values are the host's
     /// bit for bit) and writes the row sorted. Global tables go in chunks of
     /// rows that fit a fixed scratch. Cost: two passes of O(flops) hash
-    /// probes, O(row^2 / 32) ranking per row, two device prefix sums and
-    /// two 8-byte reads back.
+    /// probes, O(row^2 / 32) ranking per row, a device prefix sum and one
+    /// 24-byte read back (where rows overflowed their shared tables, the
+    /// global tables' prefix sum, a second sum of the counts and two more
+    /// 8-byte reads).
     /// Errors when the inner dimensions differ.
     pub fn setup_spgemm(&self, a: &SetupCsr, b: &SetupCsr) -> Result<SetupCsr> {
         self.setup_spgemm_within(a, b, TABLE_BUDGET, None)
@@ -619,9 +621,9 @@ impl CudaBackend {
             None => per(a.nnz, a.nrows) * b_row,
         };
         let mut counts = self.setup_zeros::<u64>(m)?;
-        // Rows that filled their count tables, and the most distinct
-        // columns of a row.
-        let mut overflow = self.setup_zeros::<u64>(2)?;
+        // Rows that filled their count tables, the most distinct columns of
+        // a row, and (once summed) the result's entries.
+        let mut overflow = self.setup_zeros::<u64>(3)?;
         let whole = (self.setup_zeros::<u64>(0)?, vec![(0, m, 0)]);
         // Given lanes (tests) take one group per row; else too few rows take
         // several whole warps each.
@@ -644,8 +646,16 @@ impl CudaBackend {
             wide: spread > 1,
         };
         self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
-        let found = self.setup_get(&overflow, 2)?;
-        let mut most = found[1];
+        // The row pointers are summed before the overflow is known, so that
+        // one read brings back both (the total lands in overflow[2]).
+        let mut c_ptr = self.setup_zeros::<u64>(m + 1)?;
+        self.setup_offsets_into(&counts, m, &mut c_ptr)?;
+        self.inner
+            .stream
+            .memcpy_dtod(&c_ptr.slice(m..m + 1), &mut overflow.slice_mut(2..3))
+            .map_err(dev("copying a total"))?;
+        let found = self.setup_get(&overflow, 3)?;
+        let (mut most, mut nnz) = (found[1], found[2]);
         if found[0] > 0 {
             // Rows with more distinct columns than a shared table holds:
             // counted again in global tables sized by their products.
@@ -658,8 +668,8 @@ impl CudaBackend {
             };
             self.rows_pass(&pass, None, &mut counts, &mut overflow)?;
             most = self.setup_get_at(&overflow, 1)?;
+            (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
         }
-        let (c_ptr, nnz) = self.setup_offsets(&counts, m)?;
         // SAFETY: the fill pass writes each row's counted entries, all nnz.
         let (mut c_col, mut c_val) = unsafe {
             (
@@ -923,11 +933,13 @@ impl CudaBackend {
         })
     }
 
-    /// A^T on the device: column counts (atomics, each handing its entry a
-    /// place in its column), their prefix sum, a scatter to those places,
-    /// and each row's entries put in column order by one warp per row, so
-    /// the result is the host's transpose exactly. O(nnz) plus O(len^2 / 32)
-    /// per row for the ranks; 28 bytes of scratch per entry.
+    /// A^T on the device: column counts (one atomic per column met in a
+    /// warp's 32 entries, handing each entry a place in its column), their
+    /// prefix sum, a scatter of (row, value) pairs to those places (one
+    /// 16-byte store per entry), and each row's entries put in column order
+    /// by one warp per row, so the result is the host's transpose exactly.
+    /// O(nnz) plus O(len^2 / 32) per row for the ranks; 20 bytes of scratch
+    /// per entry.
     pub fn setup_transpose(&self, a: &SetupCsr) -> Result<SetupCsr> {
         let (m, n, nnz) = (a.nrows, a.ncols, a.nnz);
         let mut counts = self.setup_zeros::<u64>(n)?;
@@ -938,18 +950,16 @@ impl CudaBackend {
         setup_launch!(self, "csr_column_counts", nnz, l => {
             l.arg(&nnz).arg(&a.col).arg(&mut counts).arg(&mut pos);
         })?;
-        let (t_ptr, _) = self.setup_offsets(&counts, n)?;
-        // SAFETY: the scatter writes every slot (the places are distinct
+        // The total is nnz: nothing to read back.
+        let mut t_ptr = self.setup_zeros::<u64>(n + 1)?;
+        self.setup_offsets_into(&counts, n, &mut t_ptr)?;
+        // SAFETY: the scatter writes every pair (the places are distinct
         // per column and fill each column's range).
-        let (mut s_col, mut s_val) = unsafe {
-            (
-                self.setup_uninit::<u32>(nnz)?,
-                self.setup_uninit::<f64>(nnz)?,
-            )
-        };
+        let mut entries = unsafe { self.setup_uninit::<u64>(2 * nnz)? };
         // SAFETY: arguments match `csr_transpose_scatter`; t_ptr is the prefix
         // sum of the column counts and pos the places within them, so every
-        // slot lies in s_col / s_val.
+        // slot lies in `entries` (2 nnz values, 16-byte aligned as every
+        // allocation is).
         setup_launch!(self, "csr_transpose_scatter", m, l => {
             l.arg(&m)
                 .arg(&a.ptr)
@@ -957,8 +967,7 @@ impl CudaBackend {
                 .arg(&a.val)
                 .arg(&t_ptr)
                 .arg(&pos)
-                .arg(&mut s_col)
-                .arg(&mut s_val);
+                .arg(&mut entries);
         })?;
         drop(pos);
         // SAFETY: the ranks write every entry of every row.
@@ -969,9 +978,9 @@ impl CudaBackend {
             )
         };
         // SAFETY: arguments match `csr_rank_rows`; t_ptr describes n rows of
-        // the scattered entries, the outputs hold nnz values; one warp per row.
+        // the scattered pairs, the outputs hold nnz values; one warp per row.
         setup_launch!(self, "csr_rank_rows", n.saturating_mul(32), l => {
-            l.arg(&n).arg(&t_ptr).arg(&s_col).arg(&s_val).arg(&mut t_col).arg(&mut t_val);
+            l.arg(&n).arg(&t_ptr).arg(&entries).arg(&mut t_col).arg(&mut t_val);
         })?;
         Ok(SetupCsr {
             nrows: n,

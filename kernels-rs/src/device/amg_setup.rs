@@ -513,31 +513,13 @@ impl Group {
     /// (`match.any`).
     #[inline(always)]
     fn match_any(&self, v: u32) -> u32 {
-        let r: u32;
-        // SAFETY: a full-warp match from warp-uniform control flow.
-        unsafe {
-            asm!(
-                "match.any.sync.b32 {r}, {v}, 0xffffffff;",
-                r = out(reg32) r,
-                v = in(reg32) v,
-            );
-        }
-        ((u64::from(r) >> self.first) & ((1u64 << self.width) - 1)) as u32
+        ((u64::from(warp_match_any(v)) >> self.first) & ((1u64 << self.width) - 1)) as u32
     }
 
     /// Bit r set for each rank r of the group whose `pred` holds.
     #[inline(always)]
     fn ballot(&self, pred: bool) -> u32 {
-        let r: u32;
-        // SAFETY: a full-warp vote from warp-uniform control flow.
-        unsafe {
-            asm!(
-                "{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, 0xffffffff; }}",
-                r = out(reg32) r,
-                x = in(reg32) u32::from(pred),
-            );
-        }
-        ((u64::from(r) >> self.first) & ((1u64 << self.width) - 1)) as u32
+        ((u64::from(warp_ballot(pred)) >> self.first) & ((1u64 << self.width) - 1)) as u32
     }
 }
 
@@ -702,15 +684,15 @@ impl RowTable {
 /// Entries a lane ranks per sweep of its row in `rank_distinct`.
 const RANK_BATCH: usize = 4;
 
-/// Calls `emit(e, place)` for each entry e of `keys[..len]` (distinct
-/// values) taken by lane `rank` of `width` (e = rank, rank + width, ..), with
+/// Calls `emit(e, place)` for each entry e of the `len` keys `key(0..len)`
+/// (distinct values) taken by lane `rank` of `width` (e = rank, rank + width, ..), with
 /// `place` the number of smaller keys: the entry's place in sorted order.
 /// Each lane holds up to `RANK_BATCH` of its entries at once and compares
 /// every key of the row with all of them, so a row costs len *
 /// ceil(len / (RANK_BATCH width)) reads per lane.
 #[inline(always)]
 unsafe fn rank_distinct(
-    keys: *const u32,
+    key: impl Fn(usize) -> u32,
     len: usize,
     rank: usize,
     width: usize,
@@ -723,11 +705,11 @@ unsafe fn rank_distinct(
         for (r, m) in mine.iter_mut().enumerate() {
             let e = base + rank + r * width;
             if e < len {
-                *m = *keys.add(e);
+                *m = key(e);
             }
         }
         for u in 0..len {
-            let c = *keys.add(u);
+            let c = key(u);
             for r in 0..RANK_BATCH {
                 place[r] += u32::from(c < mine[r]);
             }
@@ -1085,7 +1067,7 @@ unsafe fn group_rows<const FILL: bool, const WIDE: bool>(
             let count = table.compact(g);
             if active {
                 let start = *c_ptr.add(i) as usize;
-                rank_distinct(table.keys, count, rank, w, |e, place| {
+                rank_distinct(|u| *table.keys.add(u), count, rank, w, |e, place| {
                     *c_col.add(start + place) = *table.keys.add(e);
                     *c_val.add(start + place) = *table.vals.add(e);
                 });
@@ -1095,7 +1077,8 @@ unsafe fn group_rows<const FILL: bool, const WIDE: bool>(
             // (empty slots hold EMPTY, above every column).
             if active {
                 let start = *c_ptr.add(i) as usize;
-                rank_distinct(table.keys, table.slots, urank, uw, |e, place| {
+                let key = |u| *table.keys.add(u);
+                rank_distinct(key, table.slots, urank, uw, |e, place| {
                     let j = *table.keys.add(e);
                     if j != EMPTY {
                         *c_col.add(start + place) = j;
@@ -1305,11 +1288,12 @@ pub unsafe extern "ptx-kernel" fn csr_add(
     }
 }
 
-/// counts[j] += the entries of column j (atomics; `counts` zeroed, one per
-/// column), and pos[p] = the count column j had before entry p was added:
-/// a place for p among its column's entries, distinct within the column
-/// (in no particular order: `csr_rank_rows` orders the rows after the
-/// scatter).
+/// counts[j] += the entries of column j (`counts` zeroed, one per column),
+/// and pos[p] = a place for entry p among its column's entries, distinct
+/// within the column (in no particular order: `csr_rank_rows` orders the
+/// rows after the scatter). Each warp takes 32 consecutive entries at a
+/// time; the lanes meeting one column (`match.any`) add their number with
+/// one atomic and take consecutive places from its old value.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn csr_column_counts(
     nnz: usize,
@@ -1317,17 +1301,34 @@ pub unsafe extern "ptx-kernel" fn csr_column_counts(
     counts: *mut u64,
     pos: *mut u32,
 ) {
-    let mut p = global_id();
-    while p < nnz {
-        *pos.add(p) = atomic_add_u64(counts.add(*col.add(p) as usize), 1) as u32;
-        p += grid_threads();
+    let lane = lane();
+    let mut first = global_id() - lane as usize;
+    while first < nnz {
+        let p = first + lane as usize;
+        let here = p < nnz;
+        let c = if here { *col.add(p) } else { 0 };
+        let same = warp_match_any(c) & warp_ballot(here);
+        let before = (same & ((1u32 << lane) - 1)).count_ones();
+        let mut base = 0u64;
+        if here && before == 0 {
+            base = atomic_add_u64(counts.add(c as usize), u64::from(same.count_ones()));
+        }
+        let leader = same.trailing_zeros().min(31);
+        let (lo, hi) = split(base);
+        let base = join(shfl_idx_b32(lo, leader), shfl_idx_b32(hi, leader));
+        if here {
+            *pos.add(p) = base as u32 + before;
+        }
+        first += grid_threads();
     }
 }
 
 /// Scatters A into its transpose: entry p = (i, j) goes to row j at
 /// `t_ptr[j] + pos[p]` (the places `csr_column_counts` handed out), no
-/// atomics. The order within a row is then arbitrary: `csr_rank_rows` fixes
-/// it.
+/// atomics, as one 16-byte store of (i, value bits) into `entries` (two
+/// u64 per entry: one memory sector per entry where separate column and
+/// value arrays take two). The order within a row is then arbitrary:
+/// `csr_rank_rows` fixes it and splits the pairs.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
@@ -1337,21 +1338,31 @@ pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
     val: *const f64,
     t_ptr: *const u64,
     pos: *const u32,
-    t_col: *mut u32,
-    t_val: *mut f64,
+    entries: *mut u64,
 ) {
     let mut i = global_id();
     while i < nrows {
         for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
             let slot = *t_ptr.add(*col.add(p) as usize) as usize + *pos.add(p) as usize;
-            *t_col.add(slot) = i as u32;
-            *t_val.add(slot) = *val.add(p);
+            store_pair(entries.add(2 * slot), i as u64, (*val.add(p)).to_bits());
         }
         i += grid_threads();
     }
 }
 
-/// Writes every row of (`col`, `val`) sorted by column into (`out_col`,
+/// Stores (a, b) at `p` (16-byte aligned) in one `st.global.v2.u64`.
+#[inline(always)]
+unsafe fn store_pair(p: *mut u64, a: u64, b: u64) {
+    asm!(
+        "st.global.v2.u64 [{p}], {{{a}, {b}}};",
+        p = in(reg64) p,
+        a = in(reg64) a,
+        b = in(reg64) b,
+    );
+}
+
+/// Writes every row of the (column, value bits) pairs `entries` (two u64
+/// per entry, the rows given by `ptr`) sorted by column into (`out_col`,
 /// `out_val`), one warp per row: each entry goes to the place given by the
 /// number of smaller columns in its row (columns distinct within a row;
 /// `rank_distinct`: len * ceil(len / 128) reads per lane).
@@ -1359,8 +1370,7 @@ pub unsafe extern "ptx-kernel" fn csr_transpose_scatter(
 pub unsafe extern "ptx-kernel" fn csr_rank_rows(
     nrows: usize,
     ptr: *const u64,
-    col: *const u32,
-    val: *const f64,
+    entries: *const u64,
     out_col: *mut u32,
     out_val: *mut f64,
 ) {
@@ -1368,9 +1378,11 @@ pub unsafe extern "ptx-kernel" fn csr_rank_rows(
     let mut i = global_id() / 32;
     while i < nrows {
         let (start, end) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
-        rank_distinct(col.add(start), end - start, lane, 32, |e, place| {
-            *out_col.add(start + place) = *col.add(start + e);
-            *out_val.add(start + place) = *val.add(start + e);
+        let pairs = entries.add(2 * start);
+        let key = |u: usize| *pairs.add(2 * u) as u32;
+        rank_distinct(key, end - start, lane, 32, |e, place| {
+            *out_col.add(start + place) = key(e);
+            *out_val.add(start + place) = f64::from_bits(*pairs.add(2 * e + 1));
         });
         i += grid_threads() / 32;
     }
@@ -2176,6 +2188,38 @@ fn warp_any(pred: bool) -> bool {
         );
     }
     r != 0
+}
+
+/// Bit l set for each lane l of the warp whose `pred` holds (`vote.ballot`).
+/// Every lane must call it.
+#[inline(always)]
+fn warp_ballot(pred: bool) -> u32 {
+    let r: u32;
+    // SAFETY: a full-warp vote from warp-uniform control flow.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, 0xffffffff; }}",
+            r = out(reg32) r,
+            x = in(reg32) u32::from(pred),
+        );
+    }
+    r
+}
+
+/// Bit l set for each lane l of the warp whose `v` equals this lane's
+/// (`match.any`). Every lane must call it.
+#[inline(always)]
+fn warp_match_any(v: u32) -> u32 {
+    let r: u32;
+    // SAFETY: a full-warp match from warp-uniform control flow.
+    unsafe {
+        asm!(
+            "match.any.sync.b32 {r}, {v}, 0xffffffff;",
+            r = out(reg32) r,
+            v = in(reg32) v,
+        );
+    }
+    r
 }
 
 /// The largest `v` over the warp's lanes (every lane gets it). Every lane
