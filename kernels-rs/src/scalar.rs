@@ -198,6 +198,19 @@ pub fn guarded_quotient<T: KScalar>(num: T, den: T) -> T {
     }
 }
 
+/// CG's step length `rho / pq`, or zero unless p^H A p = `pq` has a positive
+/// real part and the quotient is finite: a breakdown the host reports after
+/// the iteration (A not positive definite), the zero step leaving the iterate
+/// as it was.
+#[inline(always)]
+pub fn cg_alpha<T: KScalar>(rho: T, pq: T) -> T {
+    if pq.re() > <T::Real as KScalar>::zero() {
+        guarded_quotient(rho, pq)
+    } else {
+        T::zero()
+    }
+}
+
 /// alpha s + beta y, reading y only when `beta_is_zero` is false (so a NaN in an
 /// uninitialised output does not leak): the output item of every SpMV.
 #[inline(always)]

@@ -25,6 +25,21 @@ pub mod bicgstab {
     const _: () = assert!(TT == TS + 1 && RNORM2 == RHO + 1);
 }
 
+/// CG's scalars when they stay on the device (see `gpuq_krylov::cg`).
+pub mod cg {
+    /// p^H A p of the current iteration.
+    pub const PQ: usize = 0;
+    /// ||r||^2 after the current iteration's residual update (real, zero
+    /// imaginary part).
+    pub const RNORM2: usize = 1;
+    /// rho = r^H M r by parity: iteration k (from 1) reads its rho from
+    /// `RHO[k % 2]` and writes the next one into `RHO[(k + 1) % 2]`, so no
+    /// kernel reads a slot that the same kernel writes.
+    pub const RHO: [usize; 2] = [2, 3];
+    /// Length of the array.
+    pub const LEN: usize = 4;
+}
+
 /// TFQMR's scalars (see `gpuq_krylov::tfqmr`). The QMR recurrence is kept in
 /// squares (theta^2, tau^2), so the device needs no square root.
 pub mod tfqmr {

@@ -169,6 +169,7 @@ fn check_blas1<T: RandomScalar>(n: usize, seed: u64) {
     );
 
     check_fused_cg_steps(g, &c, &xs, &ys, a, b);
+    check_cg_slot_steps(g, &c, &xs, &ys);
 
     // shape errors, not panics
     let short = g.upload(&xs[..n.saturating_sub(1)]).unwrap();
@@ -224,6 +225,96 @@ fn check_fused_cg_steps<T: RandomScalar>(
         &c.download(&pc).unwrap(),
         |i| 4.0 * eps * ((b * ys[i]).magnitude() + xs[i].magnitude()).to_f64_lossless(),
     );
+}
+
+/// CG's steps with backend-resident scalars, device against CPU: from the
+/// same scalar array, r's update (with and without a diagonal scaling z = d r)
+/// within a few rounding errors, ||r||^2 and r^H z in their slots, then x's
+/// and p's update.
+fn check_cg_slot_steps<T: RandomScalar>(
+    g: &gpuq::cuda::CudaBackend,
+    c: &CpuBackend,
+    xs: &[T],
+    ys: &[T],
+) {
+    use gpuq::krylov::kernels::{cg_alpha, cg_next_slot, CG_LEN, PQ, RHO, RNORM2};
+    let n = xs.len();
+    let eps = T::Real::eps().to_f64_lossless();
+    let mut start = vec![T::zero(); CG_LEN];
+    start[PQ] = T::from_f64(2.5);
+    start[RHO[1]] = T::from_f64(0.75);
+    let alpha = cg_alpha(start[RHO[1]], start[PQ]);
+    let ds: Vec<T> = (0..n).map(|i| T::from_f64(1.0 + (i % 5) as f64)).collect();
+    let (dg, dc) = (g.upload(&ds).unwrap(), c.upload(&ds).unwrap());
+    let rel = two_gamma(n, eps, T::IS_COMPLEX) + 16.0 * eps;
+    for scaled in [false, true] {
+        let (mut scg, mut scc) = (g.upload(&start).unwrap(), c.upload(&start).unwrap());
+        let (mut rg, mut rc) = (g.upload(ys).unwrap(), c.upload(ys).unwrap());
+        let (qg, qc) = (g.upload(xs).unwrap(), c.upload(xs).unwrap());
+        let (mut zg, mut zc) = (g.zeros::<T>(n).unwrap(), c.zeros::<T>(n).unwrap());
+        let sg = scaled.then_some((&dg, &mut zg));
+        CgKernels::cg_residual_slots(g, &mut scg, RHO[1], &qg, &mut rg, sg).unwrap();
+        let sc = scaled.then_some((&dc, &mut zc));
+        CgKernels::cg_residual_slots(c, &mut scc, RHO[1], &qc, &mut rc, sc).unwrap();
+        let bound = |i: usize| {
+            4.0 * eps * ((alpha * xs[i]).magnitude() + ys[i].magnitude()).to_f64_lossless()
+        };
+        close(
+            "cg_residual_slots (r)",
+            &g.download(&rg).unwrap(),
+            &c.download(&rc).unwrap(),
+            bound,
+        );
+        if scaled {
+            close(
+                "cg_residual_slots (z)",
+                &g.download(&zg).unwrap(),
+                &c.download(&zc).unwrap(),
+                |i| 6.0 * bound(i) * ds[i].magnitude().to_f64_lossless(),
+            );
+        }
+        let (hg, hc) = (g.download(&scg).unwrap(), c.download(&scc).unwrap());
+        for slot in [RNORM2, cg_next_slot(RHO[1])] {
+            let (vg, vc) = (
+                hg[slot].magnitude().to_f64_lossless(),
+                hc[slot].magnitude().to_f64_lossless(),
+            );
+            assert!(
+                (vg - vc).abs() <= 2.0 * rel * vc + f64::MIN_POSITIVE,
+                "cg_residual_slots slot {slot} n={n} scaled={scaled}: {vg} vs {vc}"
+            );
+        }
+        assert_eq!(hg[PQ], start[PQ]);
+        assert_eq!(hg[RHO[1]], start[RHO[1]]);
+        // x = x_in + alpha p, p = z + beta p, from the CPU's slots on both
+        let (sg, s_c) = (g.upload(&hc).unwrap(), c.upload(&hc).unwrap());
+        let (xig, xic) = (g.upload(xs).unwrap(), c.upload(xs).unwrap());
+        let (mut xg, mut xc) = (g.zeros::<T>(n).unwrap(), c.zeros::<T>(n).unwrap());
+        let (mut pg, mut pc) = (g.upload(ys).unwrap(), c.upload(ys).unwrap());
+        CgKernels::cg_xp_slots(g, &sg, RHO[1], &qg, &mut pg, &xig, &mut xg).unwrap();
+        CgKernels::cg_xp_slots(c, &s_c, RHO[1], &qc, &mut pc, &xic, &mut xc).unwrap();
+        close(
+            "cg_xp_slots (x)",
+            &g.download(&xg).unwrap(),
+            &c.download(&xc).unwrap(),
+            |i| 4.0 * eps * ((alpha * ys[i]).magnitude() + xs[i].magnitude()).to_f64_lossless(),
+        );
+        let beta = (hc[cg_next_slot(RHO[1])] / hc[RHO[1]])
+            .magnitude()
+            .to_f64_lossless();
+        close(
+            "cg_xp_slots (p)",
+            &g.download(&pg).unwrap(),
+            &c.download(&pc).unwrap(),
+            |i| {
+                4.0 * eps
+                    * (beta * ys[i].magnitude().to_f64_lossless()
+                        + xs[i].magnitude().to_f64_lossless())
+            },
+        );
+        // a rho slot that is not one of CG's is an error, not a launch
+        assert!(CgKernels::cg_xp_slots(g, &sg, PQ, &qg, &mut pg, &xig, &mut xg).is_err());
+    }
 }
 
 /// BiCGSTAB's steps with backend-resident scalars, device against CPU: the same

@@ -43,8 +43,26 @@ impl CudaBackend {
         sc: &mut CudaVector<T>,
         slot: usize,
     ) -> Result<()> {
-        check_same_len("dotc_to_slot", x.len, y.len)?;
         Self::check_slot("dotc_to_slot", sc, slot)?;
+        self.dotc_into(x, y, sc, slot)
+    }
+
+    /// `sc[slot] = x^H y` for a scalar array of any length (the slot inside
+    /// it): [`CudaBackend::dotc_to_slot`] without BiCGSTAB's array length.
+    pub fn dotc_into<T: Scalar>(
+        &self,
+        x: &CudaVector<T>,
+        y: &CudaVector<T>,
+        sc: &mut CudaVector<T>,
+        slot: usize,
+    ) -> Result<()> {
+        check_same_len("dotc_into", x.len, y.len)?;
+        if slot >= sc.len {
+            return Err(gpuq_core::Error::InvalidArgument(format!(
+                "dotc_into: slot {slot} is outside the {}-slot scalar array",
+                sc.len
+            )));
+        }
         let at = slot * std::mem::size_of::<T>();
         if x.len == 0 {
             return self.memset_slot::<T>(sc, at);
@@ -57,12 +75,12 @@ impl CudaBackend {
     }
 
     /// Zeroes one slot (the result of a reduction over no elements).
-    fn memset_slot<T: Scalar>(&self, sc: &mut CudaVector<T>, at: usize) -> Result<()> {
+    pub(crate) fn memset_slot<T: Scalar>(&self, sc: &mut CudaVector<T>, at: usize) -> Result<()> {
         self.memset_slots::<T>(sc, at, 1)
     }
 
     /// Zeroes `count` slots from byte offset `at`.
-    fn memset_slots<T: Scalar>(
+    pub(crate) fn memset_slots<T: Scalar>(
         &self,
         sc: &mut CudaVector<T>,
         at: usize,

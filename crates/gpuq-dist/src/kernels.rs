@@ -11,18 +11,66 @@ use crate::halo::HaloBackend;
 use gpuq_core::{RealScalar, Result, Scalar};
 use gpuq_krylov::bicgstab_kernels::{Scaled, RHO, RNORM2, SNORM2, TS, TT};
 use gpuq_krylov::gmres_kernels::{finish_dots, gs_extra};
+use gpuq_krylov::kernels::{cg_next_slot, RNORM2 as CG_RNORM2};
 use gpuq_krylov::{
-    BicgstabKernels, BicgstablKernels, CgKernels, GmresKernels, QmrKernels, ReplayByRerun,
-    TfqmrKernels,
+    BicgstabKernels, BicgstablKernels, CgKernels, GmresKernels, QmrKernels, Replay, TfqmrKernels,
 };
 
-impl<B: HaloBackend> ReplayByRerun for Dist<B> {}
+/// Snapshots of a method's scalar array go through the local backend's ring,
+/// with its look-ahead (1 on a GPU: the iteration after the one the host reads
+/// is already queued; every rank reads the same summed scalars, so every rank
+/// stops at the same iteration); an iteration's work is run again at each
+/// replay (halo exchanges and collectives are not recorded).
+impl<B: HaloBackend> Replay for Dist<B> {
+    type Recording = ();
+    type Ring<T: Scalar> = B::Ring<T>;
+    type Slot<T: Scalar> = B::Slot<T>;
+
+    fn look_ahead(&self) -> usize {
+        self.local().look_ahead()
+    }
+
+    fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>> {
+        self.local().ring(len)
+    }
+
+    fn ring_slot<T: Scalar>(&self, ring: &Self::Ring<T>, slot: usize) -> Self::Slot<T> {
+        self.local().ring_slot(ring, slot)
+    }
+
+    fn copy_to_slot<T: Scalar>(&self, sc: &B::Vector<T>, slot: &Self::Slot<T>) -> Result<()> {
+        self.local().copy_to_slot(sc, slot)
+    }
+
+    fn mark_slot<T: Scalar>(&self, ring: &mut Self::Ring<T>, slot: usize) -> Result<()> {
+        self.local().mark_slot(ring, slot)
+    }
+
+    fn read_snapshot<T: Scalar>(
+        &self,
+        ring: &Self::Ring<T>,
+        slot: usize,
+        out: &mut [T],
+    ) -> Result<()> {
+        self.local().read_snapshot(ring, slot, out)
+    }
+
+    unsafe fn replay(
+        &self,
+        _recording: &mut Option<()>,
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        body()
+    }
+}
 impl<B: HaloBackend> BicgstablKernels for Dist<B> {}
 impl<B: HaloBackend> TfqmrKernels for Dist<B> {}
 impl<B: HaloBackend> QmrKernels for Dist<B> {}
 
 /// CG's fused steps: the local fused kernel, and for the residual update one
-/// allreduce of the local ||r||^2.
+/// allreduce of the local ||r||^2; with the scalars on the backend, the local
+/// step and the slots it wrote summed over ranks in one collective (on GPUs
+/// with NCCL, on the device: nothing waits for the host).
 impl<B: HaloBackend> CgKernels for Dist<B> {
     fn cg_update_residual<T: Scalar>(
         &self,
@@ -44,6 +92,41 @@ impl<B: HaloBackend> CgKernels for Dist<B> {
         x: &mut B::Vector<T>,
     ) -> Result<()> {
         self.local().cg_update_xp(alpha, beta, z, p, x)
+    }
+
+    fn cg_dot_to_slot<T: Scalar>(
+        &self,
+        x: &B::Vector<T>,
+        y: &B::Vector<T>,
+        sc: &mut B::Vector<T>,
+        slot: usize,
+    ) -> Result<()> {
+        self.local().cg_dot_to_slot(x, y, sc, slot)?;
+        self.sum_slots(sc, &[slot])
+    }
+
+    fn cg_residual_slots<T: Scalar>(
+        &self,
+        sc: &mut B::Vector<T>,
+        rho: usize,
+        q: &B::Vector<T>,
+        r: &mut B::Vector<T>,
+        scaled: Scaled<'_, B::Vector<T>>,
+    ) -> Result<()> {
+        self.local().cg_residual_slots(sc, rho, q, r, scaled)?;
+        self.sum_slots(sc, &[CG_RNORM2, cg_next_slot(rho)])
+    }
+
+    fn cg_xp_slots<T: Scalar>(
+        &self,
+        sc: &B::Vector<T>,
+        rho: usize,
+        z: &B::Vector<T>,
+        p: &mut B::Vector<T>,
+        x_in: &B::Vector<T>,
+        x: &mut B::Vector<T>,
+    ) -> Result<()> {
+        self.local().cg_xp_slots(sc, rho, z, p, x_in, x)
     }
 }
 

@@ -9,9 +9,13 @@
 //! solver-owned kernel traits ([`crate::BicgstabKernels`] and the rest) use to
 //! read and write a method's small scalar array on any backend.
 
+use crate::bicgstab_kernels::{guarded_quotient, Scaled};
+use crate::Replay;
+use gpuq_core::num_traits::Zero;
 use gpuq_core::{check_same_len, Backend, DeviceVector, Result, Scalar};
 use gpuq_cpu::reduce::{lane_sum, pairwise_sum, BLOCK};
 use gpuq_cpu::{CpuBackend, CpuVector};
+pub use gpuq_kernels::slots::cg::{LEN as CG_LEN, PQ, RHO, RNORM2};
 use rayon::prelude::*;
 
 /// Downloads a method's scalar array `sc`, lets `update` change it on the host
@@ -56,8 +60,117 @@ pub(crate) fn norm2_squared<B: Backend, T: Scalar>(
     Ok(backend.dotc(x, x)?.re())
 }
 
-/// The steps of a CG iteration that a backend can fuse.
-pub trait CgKernels: Backend {
+/// CG's step length `rho / pq`, or zero unless `pq` = p^H A p has a
+/// positive real part and the quotient is finite (the host-side twin of
+/// `gpuq_kernels::scalar::cg_alpha`).
+pub fn cg_alpha<T: Scalar>(rho: T, pq: T) -> T {
+    if pq.re() > T::Real::zero() {
+        guarded_quotient(rho, pq)
+    } else {
+        T::zero()
+    }
+}
+
+/// The rho slot CG's iteration writes when it reads `rho` (the other of
+/// [`RHO`]).
+pub fn cg_next_slot(rho: usize) -> usize {
+    RHO[0] + RHO[1] - rho
+}
+
+/// Errors unless `sc` has CG's [`CG_LEN`] slots and `rho` is one of [`RHO`].
+fn check_cg_slots(op: &'static str, sc_len: usize, rho: usize) -> Result<()> {
+    check_same_len(op, CG_LEN, sc_len)?;
+    if !RHO.contains(&rho) {
+        return Err(gpuq_core::Error::InvalidArgument(format!(
+            "{op}: slot {rho} is not one of CG's rho slots {RHO:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The steps of a CG iteration that a backend can fuse: with the scalars on
+/// the host ([`CgKernels::cg_update_residual`], [`CgKernels::cg_update_xp`]),
+/// and with them in a scalar array `sc` of [`CG_LEN`] slots on the backend
+/// ([`CgKernels::cg_dot_to_slot`], [`CgKernels::cg_residual_slots`],
+/// [`CgKernels::cg_xp_slots`]: the kernels read alpha and beta from `sc`, so
+/// an iteration's launches can be recorded and replayed and the host reads
+/// the scalars one iteration late, see [`crate::cg()`]). The slot methods'
+/// defaults download and upload `sc` (a synchronisation each); the CUDA
+/// backend runs each as one kernel.
+pub trait CgKernels: Replay {
+    /// `sc[slot] = x^H y` (2 n reads). Default: `dotc`, then `sc` downloaded
+    /// and uploaded.
+    fn cg_dot_to_slot<T: Scalar>(
+        &self,
+        x: &Self::Vector<T>,
+        y: &Self::Vector<T>,
+        sc: &mut Self::Vector<T>,
+        slot: usize,
+    ) -> Result<()> {
+        check_same_len("cg_dot_to_slot", CG_LEN, sc.len())?;
+        if slot >= CG_LEN {
+            return Err(gpuq_core::Error::InvalidArgument(format!(
+                "cg_dot_to_slot: slot {slot} is outside the {CG_LEN}-slot scalar array"
+            )));
+        }
+        let v = self.dotc(x, y)?;
+        update_slots(self, sc, |s| s[slot] = v)
+    }
+
+    /// r = r - alpha q with alpha = [`cg_alpha`]`(sc[rho], sc[PQ])` and, with
+    /// `scaled = (d, z)`, z = d ⊙ r (a diagonal preconditioner's M r); then
+    /// `sc[RNORM2]` = ||r||^2 and `sc[next]` = r^H z (||r||^2 unscaled),
+    /// `next` = [`cg_next_slot`]`(rho)`. Fused: one pass (3 n element moves,
+    /// 5 n scaled). Default: `sc` downloaded, axpy, a norm (and the product
+    /// and a dot), `sc` uploaded.
+    fn cg_residual_slots<T: Scalar>(
+        &self,
+        sc: &mut Self::Vector<T>,
+        rho: usize,
+        q: &Self::Vector<T>,
+        r: &mut Self::Vector<T>,
+        scaled: Scaled<'_, Self::Vector<T>>,
+    ) -> Result<()> {
+        check_cg_slots("cg_residual_slots", sc.len(), rho)?;
+        check_same_len("cg_residual_slots", q.len(), r.len())?;
+        let s = self.download(sc)?;
+        self.axpy(-cg_alpha(s[rho], s[PQ]), q, r)?;
+        let rr = norm2_squared(self, r)?;
+        let rz = match scaled {
+            Some((d, z)) => {
+                self.mul_elementwise(d, r, z)?;
+                self.dotc(r, z)?
+            }
+            None => T::from_real(rr),
+        };
+        update_slots(self, sc, |out| {
+            out[RNORM2] = T::from_real(rr);
+            out[cg_next_slot(rho)] = rz;
+        })
+    }
+
+    /// x = x_in + alpha p, then p = z + beta p, alpha as in
+    /// [`CgKernels::cg_residual_slots`] and beta = `sc[next] / sc[rho]`
+    /// ([`guarded_quotient`]). Fused: one pass (6 n element moves). Default:
+    /// `sc` downloaded, copy, axpy, axpby.
+    fn cg_xp_slots<T: Scalar>(
+        &self,
+        sc: &Self::Vector<T>,
+        rho: usize,
+        z: &Self::Vector<T>,
+        p: &mut Self::Vector<T>,
+        x_in: &Self::Vector<T>,
+        x: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        check_cg_slots("cg_xp_slots", sc.len(), rho)?;
+        let s = self.download(sc)?;
+        let alpha = cg_alpha(s[rho], s[PQ]);
+        let beta = guarded_quotient(s[cg_next_slot(rho)], s[rho]);
+        self.copy(x_in, x)?;
+        self.axpy(alpha, p, x)?;
+        self.axpby(T::one(), z, beta, p)
+    }
+
     /// r = r - alpha q, and returns ||r||^2.
     /// Default: axpy then nrm2 (two passes: 5n element moves); fused: one pass (3n).
     fn cg_update_residual<T: Scalar>(
@@ -160,5 +273,39 @@ impl CgKernels for gpuq_cuda::CudaBackend {
         x: &mut gpuq_cuda::CudaVector<T>,
     ) -> Result<()> {
         gpuq_cuda::CudaBackend::cg_update_xp(self, alpha, beta, z, p, x)
+    }
+
+    fn cg_dot_to_slot<T: Scalar>(
+        &self,
+        x: &gpuq_cuda::CudaVector<T>,
+        y: &gpuq_cuda::CudaVector<T>,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        slot: usize,
+    ) -> Result<()> {
+        check_same_len("cg_dot_to_slot", CG_LEN, sc.len())?;
+        gpuq_cuda::CudaBackend::dotc_into(self, x, y, sc, slot)
+    }
+
+    fn cg_residual_slots<T: Scalar>(
+        &self,
+        sc: &mut gpuq_cuda::CudaVector<T>,
+        rho: usize,
+        q: &gpuq_cuda::CudaVector<T>,
+        r: &mut gpuq_cuda::CudaVector<T>,
+        scaled: Scaled<'_, gpuq_cuda::CudaVector<T>>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::cg_residual_slots(self, sc, rho, q, r, scaled)
+    }
+
+    fn cg_xp_slots<T: Scalar>(
+        &self,
+        sc: &gpuq_cuda::CudaVector<T>,
+        rho: usize,
+        z: &gpuq_cuda::CudaVector<T>,
+        p: &mut gpuq_cuda::CudaVector<T>,
+        x_in: &gpuq_cuda::CudaVector<T>,
+        x: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::cg_xp_slots(self, sc, rho, z, p, x_in, x)
     }
 }

@@ -1,4 +1,4 @@
-//! Fused steps of BiCGSTAB whose scalars stay on the device.
+//! Fused steps of BiCGSTAB and CG whose scalars stay on the device.
 //!
 //! The method keeps its scalars in a small device array `sc` (slots in
 //! [`crate::slots::bicgstab`]; see `gpuq_krylov::bicgstab` for the algorithm): the kernels read the coefficients they need from it, so no scalar
@@ -8,8 +8,9 @@
 //! reports the breakdown. Launch mapping and safety contract as in `blas1`.
 
 use super::prelude::{global_id, grid_threads, reduce_grid, DeviceScalar};
-use crate::scalar::{guarded_quotient, KScalar, C32, C64};
+use crate::scalar::{cg_alpha, guarded_quotient, KScalar, C32, C64};
 use crate::slots::bicgstab::{R0V, RHO, RNORM2, SNORM2, TS, TT};
+use crate::slots::cg;
 
 macro_rules! bicgstab {
     ($t:ty, $r:ty, $p:ident, $s:ident, $tt:ident, $xr:ident) => {
@@ -195,3 +196,82 @@ bicgstab!(
     bicgstab_tt_c64,
     bicgstab_xr_c64
 );
+
+macro_rules! cg_steps {
+    ($t:ty, $r:ty, $res:ident, $xp:ident) => {
+        /// r_i = r_i - alpha q_i with alpha = `cg_alpha(sc[rho], sc[PQ])` and,
+        /// unless `d` is null, z_i = d_i r_i (a diagonal preconditioner's M r);
+        /// then `sc[RNORM2]` = ||r||^2 and `sc[next]` = r^H z (||r||^2 where
+        /// `d` is null), a single-launch reduction of two values (`partials`
+        /// holds two segments of `stride`).
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $res(
+            n: usize,
+            sc: *mut $t,
+            rho: u32,
+            next: u32,
+            q: *const $t,
+            r: *mut $t,
+            d: *const $t,
+            z: *mut $t,
+            partials: *mut $t,
+            stride: usize,
+            counter: *mut u32,
+        ) {
+            let alpha = cg_alpha(*sc.add(rho as usize), *sc.add(cg::PQ));
+            let mut rr = <$r>::zero();
+            let mut rz = <$t>::zero();
+            let mut i = global_id();
+            while i < n {
+                let ri = *r.add(i) - alpha * <$t>::ldg(q.add(i));
+                *r.add(i) = ri;
+                rr = rr + ri.abs_sqr();
+                if !d.is_null() {
+                    let zi = <$t>::ldg(d.add(i)) * ri;
+                    *z.add(i) = zi;
+                    rz = rz + ri.conj() * zi;
+                }
+                i += grid_threads();
+            }
+            if d.is_null() {
+                rz = <$t>::from_real(rr);
+            }
+            if let Some([rr, rz]) = reduce_grid([<$t>::from_real(rr), rz], partials, stride, counter) {
+                *sc.add(cg::RNORM2) = rr;
+                *sc.add(next as usize) = rz;
+            }
+        }
+
+        /// x_i = xin_i + alpha p_i and p_i = z_i + beta p_i, with alpha =
+        /// `cg_alpha(sc[rho], sc[PQ])` and beta = sc[next] / sc[rho] (guarded).
+        #[no_mangle]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "ptx-kernel" fn $xp(
+            n: usize,
+            sc: *const $t,
+            rho: u32,
+            next: u32,
+            z: *const $t,
+            p: *mut $t,
+            xin: *const $t,
+            x: *mut $t,
+        ) {
+            let old = *sc.add(rho as usize);
+            let alpha = cg_alpha(old, *sc.add(cg::PQ));
+            let beta = guarded_quotient(*sc.add(next as usize), old);
+            let mut i = global_id();
+            while i < n {
+                let pi = *p.add(i);
+                *x.add(i) = <$t>::ldg(xin.add(i)) + alpha * pi;
+                *p.add(i) = <$t>::ldg(z.add(i)) + beta * pi;
+                i += grid_threads();
+            }
+        }
+    };
+}
+
+cg_steps!(f32, f32, cg_residual_slots_f32, cg_xp_slots_f32);
+cg_steps!(f64, f64, cg_residual_slots_f64, cg_xp_slots_f64);
+cg_steps!(C32, f32, cg_residual_slots_c32, cg_xp_slots_c32);
+cg_steps!(C64, f64, cg_residual_slots_c64, cg_xp_slots_c64);

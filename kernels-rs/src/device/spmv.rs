@@ -92,7 +92,8 @@ macro_rules! spmv {
         ///
         /// When `w` is not null (square matrices only) it also writes `*out` =
         /// w^H y, a deterministic single-launch reduction (see the BLAS-1
-        /// reductions) through `partials` and `counter`.
+        /// reductions) through `partials` and `counter`. Otherwise, with beta
+        /// = 1, an empty row leaves its y untouched (neither read nor written).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $csr(
             nrows: usize,
@@ -113,6 +114,7 @@ macro_rules! spmv {
             out: *mut $t,
         ) {
             let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
+            let keep_y = bre == 1.0 && bim == 0.0;
             let g = global_id();
             let sub = (g & ((1usize << lanes_log2) - 1)) as u64;
             let stride = grid_threads() >> lanes_log2;
@@ -123,13 +125,18 @@ macro_rules! spmv {
             let mut d = <$t>::zero();
             while warp_row < nrows {
                 let mut s = <$t>::zero();
+                let mut empty = false;
                 if row < nrows {
                     let end = ldg_u64(row_ptr.add(row + 1)) as usize;
-                    let start = ldg_u64(row_ptr.add(row)) as usize + sub as usize;
-                    s = row_sum(start, end, 1usize << lanes_log2, col, val, x);
+                    let first = ldg_u64(row_ptr.add(row)) as usize;
+                    empty = first == end;
+                    s = row_sum(first + sub as usize, end, 1usize << lanes_log2, col, val, x);
                 }
                 let s = group_sum(s, lanes_log2);
-                if row < nrows && sub == 0 {
+                // An empty row adds nothing to y when beta is one (the ghost
+                // block of a distributed matrix: most of its rows are empty).
+                let unchanged = empty && keep_y && w.is_null();
+                if row < nrows && sub == 0 && !unchanged {
                     let yp = y.add(row);
                     let yi = spmv_out(a, s, b, || *yp, beta_zero != 0);
                     *yp = yi;
