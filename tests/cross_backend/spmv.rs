@@ -205,3 +205,81 @@ proptest! {
         check_spmv(&random_csr::<Complex64>(m, n, d, seed), seed);
     }
 }
+
+/// `spmv_add_dot` (a distributed product's ghost half: y += A x and the
+/// increment's dot added to a slot) on the device against the CPU: random
+/// rectangular CSR blocks with many empty rows, whose y must stay as it was;
+/// `false` and nothing done for the other layouts.
+fn check_add_dot<T: RandomScalar>(m: usize, n: usize, density: f64, seed: u64) {
+    let Some(g) = gpu("spmv_add_dot") else { return };
+    let a = random_csr::<T>(m, n, density, seed);
+    let eps = T::Real::eps().to_f64_lossless();
+    let mag = |v: &T| v.magnitude().to_f64_lossless();
+    let (xs, y0, ws) = (
+        random_vec::<T>(n, seed + 1),
+        random_vec::<T>(m, seed + 2),
+        random_vec::<T>(m, seed + 3),
+    );
+    let sentinel = T::from_f64(-3.0);
+    let mg = g.upload_matrix(&a, Layout::Csr).unwrap();
+    let (xg, wg) = (g.upload(&xs).unwrap(), g.upload(&ws).unwrap());
+    let mut yg = g.upload(&y0).unwrap();
+    let mut scg = g.upload(&[sentinel; 4]).unwrap();
+    let dot = FusedDot {
+        w: &wg,
+        sc: &mut scg,
+        slot: 2,
+    };
+    assert!(g.spmv_add_dot(T::one(), &mg, &xg, &mut yg, dot).unwrap());
+    let (gy, gsc) = (g.download(&yg).unwrap(), g.download(&scg).unwrap());
+    // the CPU: t = A x, y0 + t, sentinel + w^H t
+    let t = a.mul_vec(&xs).unwrap();
+    let mut want = sentinel;
+    for i in 0..m {
+        want += ws[i].conj() * t[i];
+        let (cols, vals) = a.row(i);
+        let row: f64 = cols
+            .iter()
+            .zip(vals)
+            .map(|(&j, v)| mag(v) * mag(&xs[j as usize]))
+            .sum();
+        if cols.is_empty() {
+            assert_eq!(gy[i], y0[i], "row {i}: an empty row's y changed");
+        } else {
+            let bound = 2.0 * two_gamma(cols.len() + 1, eps, T::IS_COMPLEX) * (row + mag(&y0[i]));
+            assert!(mag(&(gy[i] - (y0[i] + t[i]))) <= bound, "row {i}");
+        }
+    }
+    let scale: f64 = (0..m).map(|i| mag(&ws[i]) * mag(&t[i])).sum::<f64>() + 3.0;
+    let limit = 4.0 * two_gamma(m + a.max_row_len() + 1, eps, T::IS_COMPLEX) * scale;
+    assert!(
+        mag(&(gsc[2] - want)) <= limit,
+        "slot {:?} vs {want:?}",
+        gsc[2]
+    );
+    assert_eq!((gsc[0], gsc[1], gsc[3]), (sentinel, sentinel, sentinel));
+    // other layouts: not fused, nothing done
+    let ms = g
+        .upload_matrix(&a, Layout::Sell { c: 32, sigma: 1 })
+        .unwrap();
+    let dot = FusedDot {
+        w: &wg,
+        sc: &mut scg,
+        slot: 2,
+    };
+    assert!(!g.spmv_add_dot(T::one(), &ms, &xg, &mut yg, dot).unwrap());
+    assert_eq!(g.download(&yg).unwrap(), gy);
+}
+
+#[test]
+fn spmv_add_dot_adds_the_ghost_block_and_its_dot() {
+    for (m, n, d, seed) in [
+        (0, 5, 0.1, 11),
+        (1000, 40, 0.002, 12),
+        (4096, 300, 0.01, 13),
+    ] {
+        check_add_dot::<f64>(m, n, d, seed);
+        check_add_dot::<Complex64>(m, n, d, seed);
+        check_add_dot::<f32>(m, n, d, seed);
+    }
+}

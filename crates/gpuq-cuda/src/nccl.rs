@@ -433,10 +433,11 @@ impl CudaBackend {
         }
         let idx = &cached[slots];
         let size = std::mem::size_of::<T>();
+        // SAFETY: the pack writes every byte of `part` and the all-gather
+        // every byte of `gathered` before anything reads them (stream order),
+        // so neither needs zeroing (a memset each on the stream).
         let alloc = |bytes: usize| {
-            self.inner
-                .stream
-                .alloc_zeros::<u8>(bytes)
+            unsafe { self.inner.stream.alloc::<u8>(bytes) }
                 .map_err(|e| self.alloc_error("nccl_sum_slots", bytes, e))
         };
         let mut part = alloc(m * size)?;

@@ -179,7 +179,7 @@ impl SparseBackend for CudaBackend {
         if m == 0 {
             return Ok(());
         }
-        self.launch_spmv(alpha, a, x, beta, y, None)
+        self.launch_spmv(alpha, a, x, beta, y, None, false)
     }
 
     /// y = A x and x^H y with the dot product fused into the SpMV kernel (CSR and
@@ -201,7 +201,7 @@ impl SparseBackend for CudaBackend {
         }
         self.reduce_with(|reduce| {
             let dot = Some((&x.buf, reduce));
-            self.launch_spmv(T::one(), a, x, T::zero(), y, dot)
+            self.launch_spmv(T::one(), a, x, T::zero(), y, dot, false)
         })
     }
 
@@ -222,7 +222,10 @@ impl SparseBackend for CudaBackend {
         }
         let at = dot.slot * std::mem::size_of::<T>();
         self.reduce_into::<T>(
-            |reduce| self.launch_spmv(T::one(), a, x, T::zero(), y, Some((&dot.w.buf, reduce))),
+            |reduce| {
+                let dot = Some((&dot.w.buf, reduce));
+                self.launch_spmv(T::one(), a, x, T::zero(), y, dot, false)
+            },
             Dest::Device(&mut dot.sc.buf, at),
         )?;
         Ok(true)
@@ -239,10 +242,48 @@ impl CudaBackend {
         }
     }
 
+    /// y = y + alpha A x and `sc[slot] += w^H (alpha A x)`, the dot of the
+    /// increment, for a CSR `a` of any shape (`dot.w` of its rows' length):
+    /// one kernel that at A's empty rows neither reads nor writes y nor reads
+    /// w, its last block adding the sum to the slot on the device (nothing
+    /// waits). Returns `false`, doing nothing, for the other layouts. The
+    /// ghost block of a distributed product: y = A_own x with its dot fused,
+    /// then this.
+    pub fn spmv_add_dot<T: Scalar>(
+        &self,
+        alpha: T,
+        a: &CudaMatrix<T>,
+        x: &CudaVector<T>,
+        y: &mut CudaVector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        let (m, n) = a.shape;
+        check_same_len("spmv_add_dot (x vs columns)", n, x.len)?;
+        check_same_len("spmv_add_dot (y vs rows)", m, y.len)?;
+        dot.check("spmv_add_dot (w vs rows)", m)?;
+        if !matches!(a.arrays, Arrays::Csr { .. }) {
+            return Ok(false);
+        }
+        if m == 0 {
+            return Ok(true);
+        }
+        let at = dot.slot * std::mem::size_of::<T>();
+        self.reduce_into::<T>(
+            |reduce| {
+                let w = Some((&dot.w.buf, reduce));
+                self.launch_spmv(alpha, a, x, T::one(), y, w, true)
+            },
+            Dest::Device(&mut dot.sc.buf, at),
+        )?;
+        Ok(true)
+    }
+
     /// Launches the SpMV kernel of `a`'s layout; with `dot = (w, reduce)`, the
     /// CSR and SELL kernels also reduce w^H y through `reduce` into its `out`
     /// (the caller checked that `a` is square, that w has its rows, and that
-    /// `dot` is not used with BSR2).
+    /// `dot` is not used with BSR2). `increment` (CSR only, beta one): y =
+    /// y + alpha A x with the dot of the increment added to `out`.
+    #[allow(clippy::too_many_arguments)]
     fn launch_spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -251,10 +292,16 @@ impl CudaBackend {
         beta: T,
         y: &mut CudaVector<T>,
         dot: Option<(&CudaSlice<u8>, &GridReduce)>,
+        increment: bool,
     ) -> Result<()> {
         let m = a.shape.0;
         let (al, be) = (ScalarArg::of(alpha), ScalarArg::of(beta));
-        let beta_zero = u32::from(beta.is_zero_value());
+        // The CSR kernel's beta mode: 2 an increment, 1 beta zero, 0 general.
+        let beta_zero = if increment {
+            2
+        } else {
+            u32::from(beta.is_zero_value())
+        };
         let null = 0u64;
         let blocks = self.spmv_blocks(a);
         match &a.arrays {

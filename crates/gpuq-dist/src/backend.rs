@@ -509,10 +509,12 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
         Ok(self.sum_scalars(&[partial])?[0])
     }
 
-    /// y = A x and, where no rank has ghosts (one rank, or decoupled blocks)
-    /// and every rank's local backend fuses it, `sc[slot] = w^H y` summed over
-    /// ranks (then `true` on every rank: the ranks agree in one collective);
-    /// otherwise y only and `false` on every rank, with no collective.
+    /// y = A x and, where every rank's local backend fuses it, `sc[slot] =
+    /// w^H y` summed over ranks (then `true` on every rank: the ranks agree
+    /// in one collective of flags on the host): the owned block's product
+    /// with its dot fused while the halo travels, then the ghost block's
+    /// product with the dot of its share ([`HaloBackend::ghost_add_dot`]);
+    /// otherwise y only and `false` on every rank.
     fn spmv_dot<T: Scalar>(
         &self,
         a: &Self::Matrix<T>,
@@ -525,19 +527,33 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
             None => self
                 .local
                 .spmv_dot(&a.owned, x, y, FusedDot { w, sc, slot })?,
-            Some(g) if !g.plan.coupled() => {
+            Some(g) => {
                 let mut fused = false;
                 self.exchange(g, x, &mut || {
-                    fused = self
-                        .local
-                        .spmv_dot(&a.owned, x, y, FusedDot { w, sc, slot })?;
+                    let dot = FusedDot {
+                        w,
+                        sc: &mut *sc,
+                        slot,
+                    };
+                    fused = self.local.spmv_dot(&a.owned, x, y, dot)?;
                     Ok(())
                 })?;
+                if g.plan.ghosts() > 0 {
+                    let ghosts_fused = fused && {
+                        let values = g.values.lock().unwrap_or_else(|e| e.into_inner());
+                        let dot = FusedDot {
+                            w,
+                            sc: &mut *sc,
+                            slot,
+                        };
+                        self.local.ghost_add_dot(&g.matrix, &values, y, dot)?
+                    };
+                    if !ghosts_fused {
+                        self.add_ghosts(T::one(), g, y)?;
+                        fused = false;
+                    }
+                }
                 fused
-            }
-            Some(_) => {
-                self.spmv(T::one(), a, x, T::zero(), y)?;
-                return Ok(false);
             }
         };
         // Every rank fused, or the dot product is left to the caller on all.

@@ -9,7 +9,9 @@
 
 use crate::comm::{comm_error, Communicator};
 use crate::partition::RowPartition;
-use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, DeviceVector, Error, Result, Scalar};
+use gpuq_core::{
+    scalars_as_bytes, scalars_as_bytes_mut, DeviceVector, Error, FusedDot, Result, Scalar,
+};
 use gpuq_cpu::{CpuBackend, CpuVector};
 use gpuq_krylov::KrylovBackend;
 use gpuq_sparse::Csr;
@@ -157,6 +159,24 @@ pub trait HaloBackend: KrylovBackend {
         ))
     }
 
+    /// y = y + A x and `sc[slot] += w^H (A x)` for the ghost block `a` (x
+    /// its ghost values, `dot.w` of its rows' length): the second half of a
+    /// distributed product whose owned half fused its dot
+    /// ([`gpuq_sparse::SparseBackend::spmv_dot`]), so the whole product's dot
+    /// needs no pass of its own. Returns `false`, doing nothing, where the
+    /// backend does not fuse it (the default); the caller then adds the
+    /// ghosts' product and takes the dot itself.
+    fn ghost_add_dot<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        x: &Self::Vector<T>,
+        y: &mut Self::Vector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        let _ = (a, x, y, dot);
+        Ok(false)
+    }
+
     /// `sc[k]` summed over ranks for every `k` of `slots`, on the devices,
     /// in the fixed rank order of [`crate::ordered_sum`]; returns `false`
     /// (doing nothing) where [`HaloBackend::device_comm`] does not hold (the
@@ -188,6 +208,27 @@ impl HaloBackend for CpuBackend {
         gpuq_core::check_same_len("overwrite", v.len(), host.len())?;
         v.as_mut_slice().copy_from_slice(host);
         Ok(())
+    }
+
+    /// The ghost block's product into a scratch vector, added to y, and its
+    /// dot with w added to the slot: O(rows + nnz).
+    fn ghost_add_dot<T: Scalar>(
+        &self,
+        a: &gpuq_cpu::CpuMatrix<T>,
+        x: &CpuVector<T>,
+        y: &mut CpuVector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        use gpuq_core::Backend;
+        use gpuq_sparse::SparseBackend;
+        let m = y.len();
+        dot.check("ghost_add_dot (w vs rows)", m)?;
+        let mut t = self.zeros::<T>(m)?;
+        self.spmv(T::one(), a, x, T::zero(), &mut t)?;
+        self.axpy(T::one(), &t, y)?;
+        let d = self.dotc(dot.w, &t)?;
+        dot.sc.as_mut_slice()[dot.slot] += d;
+        Ok(true)
     }
 }
 
@@ -247,6 +288,18 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
         }
         self.nccl_sum_slots(sc, slots)?;
         Ok(true)
+    }
+
+    /// One CSR kernel ([`gpuq_cuda::CudaBackend::spmv_add_dot`]) that skips
+    /// the block's empty rows; nothing waits.
+    fn ghost_add_dot<T: Scalar>(
+        &self,
+        a: &gpuq_cuda::CudaMatrix<T>,
+        x: &gpuq_cuda::CudaVector<T>,
+        y: &mut gpuq_cuda::CudaVector<T>,
+        dot: FusedDot<'_, Self, T>,
+    ) -> Result<bool> {
+        self.spmv_add_dot(T::one(), a, x, y, dot)
     }
 
     fn gather<T: Scalar>(&self, x: &gpuq_cuda::CudaVector<T>, pack: &Pack) -> Result<Vec<T>> {

@@ -252,3 +252,55 @@ fn the_accuracy_limit_is_reported_across_ranks() {
         assert!(report.residual_replacements >= 1 && report.relative_residual > 1e-10);
     }
 }
+
+#[test]
+fn the_fused_product_and_dot_match_the_serial_ones_on_1_to_4_ranks() {
+    use gpuq_core::{Backend, FusedDot};
+    use gpuq_dist::DistMatrix;
+    use gpuq_sparse::SparseBackend;
+    let a = generators::laplace2d::<f64>(12);
+    let n = a.nrows();
+    let x: Vec<f64> = rhs(n);
+    let w: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+    let y_serial = a.mul_vec(&x).unwrap();
+    let d_serial: f64 = w.iter().zip(&y_serial).map(|(p, q)| p * q).sum();
+    for ranks in 1..=4 {
+        let partition = RowPartition::contiguous(n, ranks).unwrap();
+        let parts = ThreadComm::run(ranks, |comm| {
+            let rank = comm.rank();
+            let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+            let rows = rows_of(&a, &partition, rank).unwrap();
+            let m = DistMatrix::new(&dist, &partition, &rows, Layout::Csr).unwrap();
+            let r = partition.range(rank);
+            let xv = dist.upload(&x[r.clone()]).unwrap();
+            let wv = dist.upload(&w[r.clone()]).unwrap();
+            let mut y = dist.zeros::<f64>(r.len()).unwrap();
+            let mut sc = dist.zeros::<f64>(3).unwrap();
+            let dot = FusedDot {
+                w: &wv,
+                sc: &mut sc,
+                slot: 1,
+            };
+            let fused = dist.spmv_dot(&m, &xv, &mut y, dot).unwrap();
+            (
+                fused,
+                dist.download(&y).unwrap(),
+                dist.download(&sc).unwrap(),
+            )
+        })
+        .unwrap();
+        let y: Vec<f64> = parts.iter().flat_map(|p| p.1.clone()).collect();
+        let (err, _) = max_diff(&y, &y_serial);
+        assert!(err <= 1e-14, "{ranks} ranks: y differs by {err}");
+        for (fused, _, sc) in &parts {
+            // the CPU fuses both halves on every rank: the summed dot everywhere
+            assert!(*fused, "{ranks} ranks");
+            assert!(
+                (sc[1] - d_serial).abs() <= 1e-12 * d_serial.abs(),
+                "{ranks} ranks: {} vs {d_serial}",
+                sc[1]
+            );
+            assert_eq!((sc[0], sc[2]), (0.0, 0.0));
+        }
+    }
+}

@@ -90,10 +90,17 @@ macro_rules! spmv {
         /// grid of whole warps is correct (of whole 256-thread blocks when `w`
         /// is not null: the block sum needs them).
         ///
-        /// When `w` is not null (square matrices only) it also writes `*out` =
-        /// w^H y, a deterministic single-launch reduction (see the BLAS-1
-        /// reductions) through `partials` and `counter`. Otherwise, with beta
-        /// = 1, an empty row leaves its y untouched (neither read nor written).
+        /// `beta_mode`: 0 a general beta, 1 beta zero (y not read), 2 an
+        /// increment (beta one: y = y + alpha A x).
+        ///
+        /// When `w` is not null it also writes `*out` = w^H y (square matrices
+        /// only), or with `beta_mode` 2 adds to it w^H (alpha A x), the
+        /// increment's dot (any shape with w of the rows' length): a
+        /// deterministic single-launch reduction (see the BLAS-1 reductions)
+        /// through `partials` and `counter`. With beta = 1 and no `w`, or an
+        /// increment, an empty row leaves its y untouched (neither read nor
+        /// written): the ghost block of a distributed matrix, most of whose
+        /// rows are empty.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $csr(
             nrows: usize,
@@ -102,7 +109,7 @@ macro_rules! spmv {
             aim: $r,
             bre: $r,
             bim: $r,
-            beta_zero: u32,
+            beta_mode: u32,
             row_ptr: *const u64,
             col: *const u32,
             val: *const $t,
@@ -114,6 +121,7 @@ macro_rules! spmv {
             out: *mut $t,
         ) {
             let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
+            let increment = beta_mode == 2;
             let keep_y = bre == 1.0 && bim == 0.0;
             let g = global_id();
             let sub = (g & ((1usize << lanes_log2) - 1)) as u64;
@@ -133,15 +141,15 @@ macro_rules! spmv {
                     s = row_sum(first + sub as usize, end, 1usize << lanes_log2, col, val, x);
                 }
                 let s = group_sum(s, lanes_log2);
-                // An empty row adds nothing to y when beta is one (the ghost
-                // block of a distributed matrix: most of its rows are empty).
-                let unchanged = empty && keep_y && w.is_null();
+                // An empty row adds nothing to y when beta is one.
+                let unchanged = empty && (increment || keep_y && w.is_null());
                 if row < nrows && sub == 0 && !unchanged {
                     let yp = y.add(row);
-                    let yi = spmv_out(a, s, b, || *yp, beta_zero != 0);
+                    let yi = spmv_out(a, s, b, || *yp, beta_mode == 1);
                     *yp = yi;
                     if !w.is_null() {
-                        d = d + <$t>::ldg(w.add(row)).conj() * yi;
+                        let wi = <$t>::ldg(w.add(row)).conj();
+                        d = d + if increment { wi * (a * s) } else { wi * yi };
                     }
                 }
                 row += stride;
@@ -149,7 +157,7 @@ macro_rules! spmv {
             }
             if !w.is_null() {
                 if let Some([d]) = reduce_grid([d], partials, 0, counter) {
-                    *out = d;
+                    *out = if increment { *out + d } else { d };
                 }
             }
         }
