@@ -206,12 +206,15 @@ proptest! {
     }
 }
 
-/// `spmv_add_dot` (a distributed product's ghost half: y += A x and the
-/// increment's dot added to a slot) on the device against the CPU: random
-/// rectangular CSR blocks with many empty rows, whose y must stay as it was;
-/// `false` and nothing done for the other layouts.
-fn check_add_dot<T: RandomScalar>(m: usize, n: usize, density: f64, seed: u64) {
-    let Some(g) = gpu("spmv_add_dot") else { return };
+/// `spmv_add_rows` (a distributed product's ghost half: y += A x over the
+/// runs of non-empty rows, the increment's dot added to a slot) on the device
+/// against the CPU: random rectangular CSR blocks with many empty rows, whose
+/// y must stay as it was, over all rows and over `ghost_row_runs`; `false`
+/// and nothing done for the other layouts.
+fn check_add_dot<T: RandomScalar>(m: usize, n: usize, density: f64, seed: u64, runs: bool) {
+    let Some(g) = gpu("spmv_add_rows") else {
+        return;
+    };
     let a = random_csr::<T>(m, n, density, seed);
     let eps = T::Real::eps().to_f64_lossless();
     let mag = |v: &T| v.magnitude().to_f64_lossless();
@@ -230,7 +233,11 @@ fn check_add_dot<T: RandomScalar>(m: usize, n: usize, density: f64, seed: u64) {
         sc: &mut scg,
         slot: 2,
     };
-    assert!(g.spmv_add_dot(T::one(), &mg, &xg, &mut yg, dot).unwrap());
+    let ranges = gpuq::dist::ghost_row_runs(&a);
+    let runs = runs.then_some(&ranges[..]);
+    assert!(g
+        .spmv_add_rows(T::one(), &mg, &xg, &mut yg, Some(dot), runs)
+        .unwrap());
     let (gy, gsc) = (g.download(&yg).unwrap(), g.download(&scg).unwrap());
     // the CPU: t = A x, y0 + t, sentinel + w^H t
     let t = a.mul_vec(&xs).unwrap();
@@ -267,19 +274,23 @@ fn check_add_dot<T: RandomScalar>(m: usize, n: usize, density: f64, seed: u64) {
         sc: &mut scg,
         slot: 2,
     };
-    assert!(!g.spmv_add_dot(T::one(), &ms, &xg, &mut yg, dot).unwrap());
+    assert!(!g
+        .spmv_add_rows(T::one(), &ms, &xg, &mut yg, Some(dot), runs)
+        .unwrap());
     assert_eq!(g.download(&yg).unwrap(), gy);
 }
 
 #[test]
-fn spmv_add_dot_adds_the_ghost_block_and_its_dot() {
+fn spmv_add_rows_adds_the_ghost_block_and_its_dot() {
     for (m, n, d, seed) in [
         (0, 5, 0.1, 11),
         (1000, 40, 0.002, 12),
         (4096, 300, 0.01, 13),
     ] {
-        check_add_dot::<f64>(m, n, d, seed);
-        check_add_dot::<Complex64>(m, n, d, seed);
-        check_add_dot::<f32>(m, n, d, seed);
+        for runs in [false, true] {
+            check_add_dot::<f64>(m, n, d, seed, runs);
+            check_add_dot::<Complex64>(m, n, d, seed, runs);
+            check_add_dot::<f32>(m, n, d, seed, runs);
+        }
     }
 }

@@ -8,6 +8,7 @@ use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 use gpuq_core::{check_same_len, scalars_as_bytes, Backend, Error, FusedDot, Result, Scalar};
 use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
 use std::marker::PhantomData;
+use std::ops::Range;
 
 /// The device arrays of a matrix, per layout. Index arrays are `u64` (pointers)
 /// and `u32` (column indices, permutation), stored as bytes.
@@ -179,7 +180,7 @@ impl SparseBackend for CudaBackend {
         if m == 0 {
             return Ok(());
         }
-        self.launch_spmv(alpha, a, x, beta, y, None, false)
+        self.launch_spmv(alpha, a, x, beta, y, None)
     }
 
     /// y = A x and x^H y with the dot product fused into the SpMV kernel (CSR and
@@ -201,7 +202,7 @@ impl SparseBackend for CudaBackend {
         }
         self.reduce_with(|reduce| {
             let dot = Some((&x.buf, reduce));
-            self.launch_spmv(T::one(), a, x, T::zero(), y, dot, false)
+            self.launch_spmv(T::one(), a, x, T::zero(), y, dot)
         })
     }
 
@@ -224,7 +225,7 @@ impl SparseBackend for CudaBackend {
         self.reduce_into::<T>(
             |reduce| {
                 let dot = Some((&dot.w.buf, reduce));
-                self.launch_spmv(T::one(), a, x, T::zero(), y, dot, false)
+                self.launch_spmv(T::one(), a, x, T::zero(), y, dot)
             },
             Dest::Device(&mut dot.sc.buf, at),
         )?;
@@ -242,48 +243,110 @@ impl CudaBackend {
         }
     }
 
-    /// y = y + alpha A x and `sc[slot] += w^H (alpha A x)`, the dot of the
-    /// increment, for a CSR `a` of any shape (`dot.w` of its rows' length):
-    /// one kernel that at A's empty rows neither reads nor writes y nor reads
-    /// w, its last block adding the sum to the slot on the device (nothing
+    /// y = y + alpha A x over the row ranges `runs` (which must hold every
+    /// non-empty row of A; every row where `None`) for a CSR `a` of any
+    /// shape, and with `dot` also `sc[slot] += w^H (alpha A x)`, the dot of
+    /// the increment (`dot.w` of A's rows' length): one CSR kernel per run,
+    /// which at A's empty rows neither reads nor writes y nor reads w, its
+    /// last block adding the run's sum to the slot on the device (nothing
     /// waits). Returns `false`, doing nothing, for the other layouts. The
-    /// ghost block of a distributed product: y = A_own x with its dot fused,
-    /// then this.
-    pub fn spmv_add_dot<T: Scalar>(
+    /// ghost block of a distributed product, whose non-empty rows are a few
+    /// runs (a slab's first and last planes): O(rows in the runs + nnz).
+    pub fn spmv_add_rows<T: Scalar>(
         &self,
         alpha: T,
         a: &CudaMatrix<T>,
         x: &CudaVector<T>,
         y: &mut CudaVector<T>,
-        dot: FusedDot<'_, Self, T>,
+        dot: Option<FusedDot<'_, Self, T>>,
+        runs: Option<&[Range<usize>]>,
     ) -> Result<bool> {
         let (m, n) = a.shape;
-        check_same_len("spmv_add_dot (x vs columns)", n, x.len)?;
-        check_same_len("spmv_add_dot (y vs rows)", m, y.len)?;
-        dot.check("spmv_add_dot (w vs rows)", m)?;
-        if !matches!(a.arrays, Arrays::Csr { .. }) {
+        check_same_len("spmv_add_rows (x vs columns)", n, x.len)?;
+        check_same_len("spmv_add_rows (y vs rows)", m, y.len)?;
+        if let Some(d) = &dot {
+            d.check("spmv_add_rows (w vs rows)", m)?;
+        }
+        let every = 0..m;
+        let runs = runs.unwrap_or(std::slice::from_ref(&every));
+        if let Some(bad) = runs.iter().find(|r| r.start > r.end || r.end > m) {
+            return Err(gpuq_core::Error::InvalidArgument(format!(
+                "spmv_add_rows: row range {bad:?} outside the {m} rows"
+            )));
+        }
+        let Arrays::Csr {
+            row_ptr,
+            col,
+            val,
+            lanes_log2,
+        } = &a.arrays
+        else {
             return Ok(false);
+        };
+        let f = self.function(&kernel::<T>("spmv_csr"))?;
+        let size = std::mem::size_of::<T>();
+        let (al, one) = (ScalarArg::of(alpha), ScalarArg::of(T::one()));
+        // the CSR kernel's beta mode 2: an increment
+        let (mode, null) = (2u32, 0u64);
+        let launch = |r: &Range<usize>,
+                      y: &mut CudaVector<T>,
+                      w: Option<(&CudaSlice<u8>, &GridReduce)>|
+         -> Result<()> {
+            let rows = r.len();
+            let rp = row_ptr.slice(8 * r.start..8 * (r.end + 1));
+            let mut yv = y.buf.slice_mut(size * r.start..size * r.end);
+            let wv = w.map(|(w, reduce)| (w.slice(size * r.start..size * r.end), reduce));
+            let mut b = self.inner.stream.launch_builder(&f);
+            b.arg(&rows).arg(lanes_log2);
+            al.push(&mut b);
+            one.push(&mut b);
+            b.arg(&mode)
+                .arg(&rp)
+                .arg(col)
+                .arg(val)
+                .arg(&x.buf)
+                .arg(&mut yv);
+            match &wv {
+                Some((w, reduce)) => {
+                    b.arg(w);
+                    reduce.push(&mut b);
+                    b.arg(&reduce.out);
+                }
+                None => {
+                    b.arg(&null).arg(&null).arg(&null).arg(&null);
+                }
+            }
+            // SAFETY: arguments match `spmv_csr_*` in its increment mode:
+            // the views hold the run's rows + 1 row pointers (absolute offsets
+            // into the whole col and val) and its rows of y and w; x has A's
+            // columns; the scratch has one partial per block, the counter and
+            // the result.
+            unsafe { b.launch(Self::cfg(self.grid_blocks(rows << lanes_log2))) }
+                .map_err(dev("spmv_csr"))?;
+            self.inner.stats.launch("spmv_csr");
+            Ok(())
+        };
+        let mut dot = dot;
+        for r in runs.iter().filter(|r| !r.is_empty()) {
+            match dot.as_mut() {
+                Some(FusedDot { w, sc, slot }) => {
+                    // `dot.check` bounded the slot by sc's length.
+                    let at = *slot * size;
+                    self.reduce_into::<T>(
+                        |reduce| launch(r, y, Some((&w.buf, reduce))),
+                        Dest::Device(&mut sc.buf, at),
+                    )?;
+                }
+                None => launch(r, y, None)?,
+            }
         }
-        if m == 0 {
-            return Ok(true);
-        }
-        let at = dot.slot * std::mem::size_of::<T>();
-        self.reduce_into::<T>(
-            |reduce| {
-                let w = Some((&dot.w.buf, reduce));
-                self.launch_spmv(alpha, a, x, T::one(), y, w, true)
-            },
-            Dest::Device(&mut dot.sc.buf, at),
-        )?;
         Ok(true)
     }
 
     /// Launches the SpMV kernel of `a`'s layout; with `dot = (w, reduce)`, the
     /// CSR and SELL kernels also reduce w^H y through `reduce` into its `out`
     /// (the caller checked that `a` is square, that w has its rows, and that
-    /// `dot` is not used with BSR2). `increment` (CSR only, beta one): y =
-    /// y + alpha A x with the dot of the increment added to `out`.
-    #[allow(clippy::too_many_arguments)]
+    /// `dot` is not used with BSR2).
     fn launch_spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -292,16 +355,12 @@ impl CudaBackend {
         beta: T,
         y: &mut CudaVector<T>,
         dot: Option<(&CudaSlice<u8>, &GridReduce)>,
-        increment: bool,
     ) -> Result<()> {
         let m = a.shape.0;
         let (al, be) = (ScalarArg::of(alpha), ScalarArg::of(beta));
-        // The CSR kernel's beta mode: 2 an increment, 1 beta zero, 0 general.
-        let beta_zero = if increment {
-            2
-        } else {
-            u32::from(beta.is_zero_value())
-        };
+        // The kernels' beta mode (1: beta zero, 0: general; the CSR kernel's
+        // increment mode 2 is `spmv_add_rows`').
+        let beta_zero = u32::from(beta.is_zero_value());
         let null = 0u64;
         let blocks = self.spmv_blocks(a);
         match &a.arrays {

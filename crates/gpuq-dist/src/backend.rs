@@ -306,6 +306,9 @@ pub struct DistMatrix<B: HaloBackend, T: Scalar> {
 /// The ghost side of a [`DistMatrix`].
 struct Ghosts<B: HaloBackend, T: Scalar> {
     matrix: B::Matrix<T>,
+    /// The row ranges holding the block's non-empty rows
+    /// ([`crate::halo::ghost_row_runs`]).
+    runs: Vec<std::ops::Range<usize>>,
     plan: HaloPlan,
     /// The ghost values of the latest exchange.
     values: Mutex<B::Vector<T>>,
@@ -415,6 +418,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
             owned,
             ghost: Some(Ghosts {
                 matrix,
+                runs: crate::halo::ghost_row_runs(&split.ghost),
                 plan,
                 values: Mutex::new(values),
                 device,
@@ -513,7 +517,7 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
     /// w^H y` summed over ranks (then `true` on every rank: the ranks agree
     /// in one collective of flags on the host): the owned block's product
     /// with its dot fused while the halo travels, then the ghost block's
-    /// product with the dot of its share ([`HaloBackend::ghost_add_dot`]);
+    /// product with the dot of its share ([`HaloBackend::ghost_add`]);
     /// otherwise y only and `false` on every rank.
     fn spmv_dot<T: Scalar>(
         &self,
@@ -546,7 +550,9 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
                             sc: &mut *sc,
                             slot,
                         };
-                        self.local.ghost_add_dot(&g.matrix, &values, y, dot)?
+                        let runs = &g.runs;
+                        self.local
+                            .ghost_add(T::one(), &g.matrix, &values, y, Some(dot), runs)?
                     };
                     if !ghosts_fused {
                         self.add_ghosts(T::one(), g, y)?;
@@ -616,6 +622,12 @@ impl<B: HaloBackend> Dist<B> {
             return Ok(());
         }
         let values = g.values.lock().unwrap_or_else(|e| e.into_inner());
+        if self
+            .local
+            .ghost_add(alpha, &g.matrix, &values, y, None, &g.runs)?
+        {
+            return Ok(());
+        }
         self.local.spmv(alpha, &g.matrix, &values, T::one(), y)
     }
 }

@@ -159,21 +159,25 @@ pub trait HaloBackend: KrylovBackend {
         ))
     }
 
-    /// y = y + A x and `sc[slot] += w^H (A x)` for the ghost block `a` (x
-    /// its ghost values, `dot.w` of its rows' length): the second half of a
-    /// distributed product whose owned half fused its dot
-    /// ([`gpuq_sparse::SparseBackend::spmv_dot`]), so the whole product's dot
-    /// needs no pass of its own. Returns `false`, doing nothing, where the
-    /// backend does not fuse it (the default); the caller then adds the
-    /// ghosts' product and takes the dot itself.
-    fn ghost_add_dot<T: Scalar>(
+    /// y = y + alpha A x for the ghost block `a` (x its ghost values) over
+    /// the row ranges `runs`, which hold all of its non-empty rows
+    /// ([`ghost_row_runs`]), and with `dot` also `sc[slot] += w^H (alpha A
+    /// x)`: the second half of a distributed product whose owned half fused
+    /// its dot ([`gpuq_sparse::SparseBackend::spmv_dot`]), so the whole
+    /// product's dot needs no pass of its own and the block's empty rows
+    /// (most of them) cost nothing. Returns `false`, doing nothing, where the
+    /// backend does not do it (the default); the caller then runs the
+    /// block's whole product (and the dot) itself.
+    fn ghost_add<T: Scalar>(
         &self,
+        alpha: T,
         a: &Self::Matrix<T>,
         x: &Self::Vector<T>,
         y: &mut Self::Vector<T>,
-        dot: FusedDot<'_, Self, T>,
+        dot: Option<FusedDot<'_, Self, T>>,
+        runs: &[Range<usize>],
     ) -> Result<bool> {
-        let _ = (a, x, y, dot);
+        let _ = (alpha, a, x, y, dot, runs);
         Ok(false)
     }
 
@@ -189,6 +193,45 @@ pub trait HaloBackend: KrylovBackend {
         let _ = (sc, slots);
         Ok(false)
     }
+}
+
+/// Most kernel launches a ghost block's product takes ([`ghost_row_runs`]).
+pub const GHOST_RUNS: usize = 8;
+
+/// The row ranges of `ghost` that hold all of its non-empty rows, at most
+/// [`GHOST_RUNS`] of them: the maximal runs of non-empty rows, joined across
+/// all but the `GHOST_RUNS - 1` widest gaps between them (a slab of a
+/// structured grid: its first and last planes). Empty when every row is.
+/// O(rows + runs log runs).
+pub fn ghost_row_runs<T: Scalar>(ghost: &Csr<T>) -> Vec<Range<usize>> {
+    let ptr = ghost.row_ptr();
+    let mut runs: Vec<Range<usize>> = Vec::new();
+    for i in 0..ghost.nrows() {
+        if ptr[i + 1] == ptr[i] {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(r) if r.end == i => r.end = i + 1,
+            _ => runs.push(i..i + 1),
+        }
+    }
+    if runs.len() <= GHOST_RUNS {
+        return runs;
+    }
+    // Keep the widest gaps (ties: the earlier) as the cuts.
+    let mut gaps: Vec<(usize, usize)> = (1..runs.len())
+        .map(|k| (runs[k].start - runs[k - 1].end, k))
+        .collect();
+    gaps.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut cuts: Vec<usize> = gaps[..GHOST_RUNS - 1].iter().map(|g| g.1).collect();
+    cuts.sort_unstable();
+    let mut joined = Vec::with_capacity(GHOST_RUNS);
+    let mut first = 0;
+    for &k in cuts.iter().chain(std::iter::once(&runs.len())) {
+        joined.push(runs[first].start..runs[k - 1].end);
+        first = k;
+    }
+    joined
 }
 
 /// `x[idx[k]]`, or an error naming the first index out of range.
@@ -210,21 +253,27 @@ impl HaloBackend for CpuBackend {
         Ok(())
     }
 
-    /// The ghost block's product into a scratch vector, added to y, and its
-    /// dot with w added to the slot: O(rows + nnz).
-    fn ghost_add_dot<T: Scalar>(
+    /// With a dot: the ghost block's product into a scratch vector, added
+    /// to y, and its dot with w added to the slot, O(rows + nnz); without
+    /// one, `false` (the block's own SpMV with beta one costs no more).
+    fn ghost_add<T: Scalar>(
         &self,
+        alpha: T,
         a: &gpuq_cpu::CpuMatrix<T>,
         x: &CpuVector<T>,
         y: &mut CpuVector<T>,
-        dot: FusedDot<'_, Self, T>,
+        dot: Option<FusedDot<'_, Self, T>>,
+        _runs: &[Range<usize>],
     ) -> Result<bool> {
         use gpuq_core::Backend;
         use gpuq_sparse::SparseBackend;
+        let Some(dot) = dot else {
+            return Ok(false);
+        };
         let m = y.len();
-        dot.check("ghost_add_dot (w vs rows)", m)?;
+        dot.check("ghost_add (w vs rows)", m)?;
         let mut t = self.zeros::<T>(m)?;
-        self.spmv(T::one(), a, x, T::zero(), &mut t)?;
+        self.spmv(alpha, a, x, T::zero(), &mut t)?;
         self.axpy(T::one(), &t, y)?;
         let d = self.dotc(dot.w, &t)?;
         dot.sc.as_mut_slice()[dot.slot] += d;
@@ -290,16 +339,18 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
         Ok(true)
     }
 
-    /// One CSR kernel ([`gpuq_cuda::CudaBackend::spmv_add_dot`]) that skips
-    /// the block's empty rows; nothing waits.
-    fn ghost_add_dot<T: Scalar>(
+    /// One CSR kernel per run ([`gpuq_cuda::CudaBackend::spmv_add_rows`]),
+    /// skipping the empty rows within; nothing waits.
+    fn ghost_add<T: Scalar>(
         &self,
+        alpha: T,
         a: &gpuq_cuda::CudaMatrix<T>,
         x: &gpuq_cuda::CudaVector<T>,
         y: &mut gpuq_cuda::CudaVector<T>,
-        dot: FusedDot<'_, Self, T>,
+        dot: Option<FusedDot<'_, Self, T>>,
+        runs: &[Range<usize>],
     ) -> Result<bool> {
-        self.spmv_add_dot(T::one(), a, x, y, dot)
+        self.spmv_add_rows(alpha, a, x, y, dot, Some(runs))
     }
 
     fn gather<T: Scalar>(&self, x: &gpuq_cuda::CudaVector<T>, pack: &Pack) -> Result<Vec<T>> {
@@ -673,6 +724,39 @@ pub(crate) fn stack_rows<T: Scalar>(parts: &[Csr<T>], ncols: usize) -> Result<Cs
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ghost block of `n` rows whose row i holds one entry where `full(i)`.
+    fn block(n: usize, full: impl Fn(usize) -> bool) -> Csr<f64> {
+        let mut ptr = vec![0];
+        let mut col = Vec::new();
+        for i in 0..n {
+            if full(i) {
+                col.push(0u32);
+            }
+            ptr.push(col.len());
+        }
+        let val = vec![1.0; col.len()];
+        Csr::try_new(n, 1, ptr, col, val).unwrap()
+    }
+
+    #[test]
+    fn ghost_runs_cover_every_non_empty_row_in_few_ranges() {
+        assert!(ghost_row_runs(&block(10, |_| false)).is_empty());
+        // a slab: its first and last planes
+        let slab = block(100, |i| !(10..90).contains(&i));
+        assert_eq!(ghost_row_runs(&slab), vec![0..10, 90..100]);
+        // scattered rows: at most GHOST_RUNS ranges, cut at the widest gaps
+        let gap = |i: usize| if i < 500 { 3 } else { 40 };
+        let scattered = block(2000, |i| i % gap(i) == 0);
+        let runs = ghost_row_runs(&scattered);
+        assert!(runs.len() <= GHOST_RUNS);
+        assert!(runs.windows(2).all(|w| w[0].end < w[1].start));
+        for i in (0..2000).filter(|&i| i % gap(i) == 0) {
+            assert!(runs.iter().any(|r| r.contains(&i)), "row {i} left out");
+        }
+        // the rows below 500 (gaps of 2) stay in one range
+        assert!(runs.iter().any(|r| r.start == 0 && r.end > 497));
+    }
     use crate::ThreadComm;
     use gpuq_core::Backend;
     use gpuq_sparse::generators;

@@ -137,7 +137,9 @@ pub use amg::{DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupTiming
 pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};
 pub use generate::{generated_rows, stencil_size};
-pub use halo::{split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows};
+pub use halo::{
+    ghost_row_runs, split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows, GHOST_RUNS,
+};
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;
 pub use operator::DistOperator;
