@@ -315,6 +315,36 @@ fn check_cg_slot_steps<T: RandomScalar>(
         // a rho slot that is not one of CG's is an error, not a launch
         assert!(CgKernels::cg_xp_slots(g, &sg, PQ, &qg, &mut pg, &xig, &mut xg).is_err());
     }
+    // a breakdown (p^H A p not positive): zero step, x = x_in exactly, even
+    // where p is not finite
+    if n > 0 {
+        let mut broken = start.clone();
+        broken[PQ] = T::from_f64(-1.0);
+        let mut ps = ys.to_vec();
+        ps[0] = T::from_f64(f64::INFINITY);
+        for (be, what) in [(true, "gpu"), (false, "cpu")] {
+            let x = if be {
+                let (sg, zg, xig) = (
+                    g.upload(&broken).unwrap(),
+                    g.upload(xs).unwrap(),
+                    g.upload(xs).unwrap(),
+                );
+                let (mut pg, mut xg) = (g.upload(&ps).unwrap(), g.zeros::<T>(n).unwrap());
+                CgKernels::cg_xp_slots(g, &sg, RHO[1], &zg, &mut pg, &xig, &mut xg).unwrap();
+                g.download(&xg).unwrap()
+            } else {
+                let (sc, zc, xic) = (
+                    c.upload(&broken).unwrap(),
+                    c.upload(xs).unwrap(),
+                    c.upload(xs).unwrap(),
+                );
+                let (mut pc, mut xc) = (c.upload(&ps).unwrap(), c.zeros::<T>(n).unwrap());
+                CgKernels::cg_xp_slots(c, &sc, RHO[1], &zc, &mut pc, &xic, &mut xc).unwrap();
+                c.download(&xc).unwrap()
+            };
+            assert_eq!(x, xs, "{what}: a zero step changed x");
+        }
+    }
 }
 
 /// BiCGSTAB's steps with backend-resident scalars, device against CPU: the same

@@ -151,8 +151,9 @@ pub trait CgKernels: Replay {
 
     /// x = x_in + alpha p, then p = z + beta p, alpha as in
     /// [`CgKernels::cg_residual_slots`] and beta = `sc[next] / sc[rho]`
-    /// ([`guarded_quotient`]). Fused: one pass (6 n element moves). Default:
-    /// `sc` downloaded, copy, axpy, axpby.
+    /// ([`guarded_quotient`]); a zero alpha (a breakdown) leaves x = x_in
+    /// even where p is not finite. Fused: one pass (6 n element moves).
+    /// Default: `sc` downloaded, copy, axpy, axpby.
     fn cg_xp_slots<T: Scalar>(
         &self,
         sc: &Self::Vector<T>,
@@ -167,7 +168,9 @@ pub trait CgKernels: Replay {
         let alpha = cg_alpha(s[rho], s[PQ]);
         let beta = guarded_quotient(s[cg_next_slot(rho)], s[rho]);
         self.copy(x_in, x)?;
-        self.axpy(alpha, p, x)?;
+        if !alpha.is_zero_value() {
+            self.axpy(alpha, p, x)?;
+        }
         self.axpby(T::one(), z, beta, p)
     }
 

@@ -244,7 +244,9 @@ macro_rules! cg_steps {
         }
 
         /// x_i = xin_i + alpha p_i and p_i = z_i + beta p_i, with alpha =
-        /// `cg_alpha(sc[rho], sc[PQ])` and beta = sc[next] / sc[rho] (guarded).
+        /// `cg_alpha(sc[rho], sc[PQ])` and beta = sc[next] / sc[rho] (guarded);
+        /// a zero alpha (a breakdown) copies x_i = xin_i, even where p holds
+        /// non-finite values.
         #[no_mangle]
         #[allow(clippy::too_many_arguments)]
         pub unsafe extern "ptx-kernel" fn $xp(
@@ -263,7 +265,8 @@ macro_rules! cg_steps {
             let mut i = global_id();
             while i < n {
                 let pi = *p.add(i);
-                *x.add(i) = <$t>::ldg(xin.add(i)) + alpha * pi;
+                let xi = <$t>::ldg(xin.add(i));
+                *x.add(i) = if alpha.is_zero() { xi } else { xi + alpha * pi };
                 *p.add(i) = <$t>::ldg(z.add(i)) + beta * pi;
                 i += grid_threads();
             }
