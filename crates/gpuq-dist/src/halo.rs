@@ -253,9 +253,11 @@ impl HaloBackend for CpuBackend {
         Ok(())
     }
 
-    /// With a dot: the ghost block's product into a scratch vector, added
-    /// to y, and its dot with w added to the slot, O(rows + nnz); without
-    /// one, `false` (the block's own SpMV with beta one costs no more).
+    /// One sweep over the rows of `runs` (the block's non-empty rows) for a
+    /// CSR block: y_i += alpha (A x)_i and, with a dot, w_i^H times that
+    /// increment, reduced in fixed blocks of rows (the same bits for any
+    /// thread count) and added to the slot. O(rows in the runs + nnz), no
+    /// scratch vector; `false` for a block in another layout.
     fn ghost_add<T: Scalar>(
         &self,
         alpha: T,
@@ -263,20 +265,58 @@ impl HaloBackend for CpuBackend {
         x: &CpuVector<T>,
         y: &mut CpuVector<T>,
         dot: Option<FusedDot<'_, Self, T>>,
-        _runs: &[Range<usize>],
+        runs: &[Range<usize>],
     ) -> Result<bool> {
-        use gpuq_core::Backend;
-        use gpuq_sparse::SparseBackend;
-        let Some(dot) = dot else {
+        use gpuq_cpu::reduce::{pairwise_sum, BLOCK};
+        use rayon::prelude::*;
+        let gpuq_cpu::CpuMatrix::Csr(a) = a else {
             return Ok(false);
         };
-        let m = y.len();
-        dot.check("ghost_add (w vs rows)", m)?;
-        let mut t = self.zeros::<T>(m)?;
-        self.spmv(alpha, a, x, T::zero(), &mut t)?;
-        self.axpy(T::one(), &t, y)?;
-        let d = self.dotc(dot.w, &t)?;
-        dot.sc.as_mut_slice()[dot.slot] += d;
+        let m = a.nrows();
+        gpuq_core::check_same_len("ghost_add (x vs columns)", a.ncols(), x.len())?;
+        gpuq_core::check_same_len("ghost_add (y vs rows)", m, y.len())?;
+        if let Some(d) = &dot {
+            d.check("ghost_add (w vs rows)", m)?;
+        }
+        if let Some(bad) = runs.iter().find(|r| r.start > r.end || r.end > m) {
+            return Err(Error::InvalidArgument(format!(
+                "ghost_add: row range {bad:?} outside the {m} rows"
+            )));
+        }
+        let (xs, w) = (x.as_slice(), dot.as_ref().map(|d| d.w.as_slice()));
+        let ys = y.as_mut_slice();
+        let mut partials = Vec::new();
+        for r in runs {
+            let start = r.start;
+            let sums: Vec<T> = ys[r.clone()]
+                .par_chunks_mut(BLOCK)
+                .enumerate()
+                .map(|(c, chunk)| {
+                    let mut d = T::zero();
+                    for (k, yi) in chunk.iter_mut().enumerate() {
+                        let i = start + c * BLOCK + k;
+                        let (cols, vals) = a.row(i);
+                        if cols.is_empty() {
+                            continue;
+                        }
+                        let s = cols
+                            .iter()
+                            .zip(vals)
+                            .fold(T::zero(), |acc, (&j, &v)| acc + v * xs[j as usize]);
+                        let inc = alpha * s;
+                        *yi += inc;
+                        if let Some(w) = w {
+                            d += w[i].conj() * inc;
+                        }
+                    }
+                    d
+                })
+                .collect();
+            partials.extend(sums);
+        }
+        if let Some(dot) = dot {
+            dot.sc.as_mut_slice()[dot.slot] += pairwise_sum(&partials);
+        }
         Ok(true)
     }
 }
