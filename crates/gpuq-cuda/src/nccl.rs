@@ -416,9 +416,10 @@ impl CudaBackend {
 
     /// The all-reduce of a method's scalar slots: `sc[slots[j]]` becomes the
     /// sum over ranks of every rank's `sc[slots[j]]`, added in the fixed
-    /// pairwise rank order of the host's allreduce (the same bits). One pack,
-    /// one NCCL all-gather of `slots.len()` values per rank on the
-    /// communication stream, one summing kernel; no host synchronisation.
+    /// pairwise rank order of the host's allreduce (the same bits). One NCCL
+    /// all-gather of every rank's whole array on the communication stream
+    /// (no pack: the array is a few scalars) and one summing kernel; no host
+    /// synchronisation.
     pub fn nccl_sum_slots<T: Scalar>(&self, sc: &mut CudaVector<T>, slots: &[usize]) -> Result<()> {
         let nccl = self.nccl("nccl_sum_slots")?;
         gpuq_core::check_indices("nccl_sum_slots", sc.len, slots)?;
@@ -432,22 +433,18 @@ impl CudaBackend {
             cached.insert(slots.to_vec(), uploaded);
         }
         let idx = &cached[slots];
-        let size = std::mem::size_of::<T>();
-        // SAFETY: the pack writes every byte of `part` and the all-gather
-        // every byte of `gathered` before anything reads them (stream order),
-        // so neither needs zeroing (a memset each on the stream).
-        let alloc = |bytes: usize| {
-            unsafe { self.inner.stream.alloc::<u8>(bytes) }
-                .map_err(|e| self.alloc_error("nccl_sum_slots", bytes, e))
-        };
-        let mut part = alloc(m * size)?;
-        let mut gathered = alloc(nccl.size * m * size)?;
-        self.pack::<T>((&sc.buf, sc.len), idx, &mut part)?;
+        let (size, len) = (std::mem::size_of::<T>(), sc.len);
+        // SAFETY: the all-gather writes every byte of `gathered` before the
+        // summing kernel reads it (stream order), so it needs no zeroing.
+        let bytes = nccl.size * len * size;
+        let mut gathered = unsafe { self.inner.stream.alloc::<u8>(bytes) }
+            .map_err(|e| self.alloc_error("nccl_sum_slots", bytes, e))?;
         self.comm_waits(nccl)?;
         {
+            // Every rank's whole scalar array (a few dozen bytes): no pack.
             let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
             comm.0
-                .all_gather(&part, &mut gathered)
+                .all_gather(&sc.buf.slice(..len * size), &mut gathered)
                 .map_err(nccl_error("ncclAllGather"))?;
         }
         self.compute_waits(nccl)?;
@@ -455,11 +452,13 @@ impl CudaBackend {
         let mut b = self.inner.stream.launch_builder(&f);
         b.arg(&m)
             .arg(&nccl.size)
+            .arg(&len)
             .arg(&gathered)
             .arg(&idx.buf)
             .arg(&mut sc.buf);
-        // SAFETY: `rank_sum_*` takes (m, size, gathered, slots, sc); gathered
-        // holds size * m values and the slots were checked against sc.
+        // SAFETY: `rank_sum_*` takes (m, size, len, gathered, slots, sc);
+        // gathered holds size * len values and the slots were checked
+        // against sc's len.
         unsafe { b.launch(Self::cfg(self.grid_blocks(m))) }.map_err(dev("rank_sum"))?;
         self.inner.stats.launch("rank_sum");
         Ok(())

@@ -6,7 +6,7 @@
 //! same bits.
 //!
 //! Safety contract of every entry point: `idx`/`slots` hold `n`/`m` indices
-//! valid in `x`/`sc`, `out` holds `n` elements, `gathered` holds `size * m`
+//! valid in `x`/`sc`, `out` holds `n` elements, `gathered` holds `size * len`
 //! elements, and outputs do not alias inputs.
 
 use super::prelude::{global_id, grid_threads, DeviceScalar};
@@ -31,24 +31,27 @@ macro_rules! halo {
             }
         }
 
-        /// sc_{slots_j} = the sum over ranks r < size of gathered_{r m + j},
-        /// for j < m, each component added in f64 in the fixed pairwise
-        /// order of the host's allreduce, then rounded to the scalar.
+        /// sc_{slots_j} = the sum over ranks r < size of gathered_{r len +
+        /// slots_j}, for j < m (`gathered` holds every rank's whole scalar
+        /// array of `len` values), each component added in f64 in the fixed
+        /// pairwise order of the host's allreduce, then rounded to the scalar.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $sum(
             m: usize,
             size: usize,
+            len: usize,
             gathered: *const $t,
             slots: *const u32,
             sc: *mut $t,
         ) {
             let mut j = global_id();
             while j < m {
-                let at = |r: usize| *gathered.add(r * m + j);
+                let slot = *slots.add(j) as usize;
+                let at = |r: usize| *gathered.add(r * len + slot);
                 let re = ordered_sum_by(0, size, &|r| at(r).re() as f64);
                 let im_of: fn($t) -> $r = $im;
                 let im = ordered_sum_by(0, size, &|r| im_of(at(r)) as f64);
-                *sc.add(*slots.add(j) as usize) = <$t>::from_parts(re as $r, im as $r);
+                *sc.add(slot) = <$t>::from_parts(re as $r, im as $r);
                 j += grid_threads();
             }
         }
