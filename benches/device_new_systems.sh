@@ -556,6 +556,37 @@ if [ "$WHAT" = mpi ]; then
             while read -r line; do row "comm_bench K=$k" "$line"; done < <(grep ":" "$LOGS/comm-bench-$k.log" | grep -v "^comm_bench")
         done
     fi
+    if [ -n "${MPI_CHECKS:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+        # MPI_CHECKS: "ARGS" rows separated by ';' (gpuq solve arguments): the serial CPU
+        # solve, then mpirun -n 2 on two GPUs; the row gives both iteration counts and
+        # residuals and max |x_gpus - x_serial| / max |x_serial| (`--out` of each).
+        rhs16="/tmp/rhs-16.mtx"
+        awk 'BEGIN { n = 16 * 16 * 16; print "%%MatrixMarket matrix array real general"; print n, 1;
+                     for (i = 0; i < n; i++) printf "%.17g\n", 1 + sin(0.37 * i) }' >"$rhs16"
+        IFS=';' read -ra CHECKS <<<"$MPI_CHECKS"
+        for args in "${CHECKS[@]}"; do
+            args="${args//RHS16/$rhs16}"
+            # shellcheck disable=SC2086
+            "$M" solve $args --backend cpu --json --out /tmp/x-serial.mtx >"$LOGS/check-serial.json" 2>&1
+            # shellcheck disable=SC2086
+            timeout 300 $R -n 2 "$M" solve $args --backend cuda --comm nccl --json --out /tmp/x-gpus.mtx >"$LOGS/check-gpus.json" 2>"$LOGS/check-gpus.err"
+            row "check $args" "serial $(j "$LOGS/check-serial.json" iterations relative_residual) | 2 GPUs $(j "$LOGS/check-gpus.json" gpus comm iterations relative_residual converged) | dx $(python3 - <<'PY'
+import numpy as np
+def read(p):
+    with open(p) as f:
+        rows = [l for l in f if not l.startswith('%')]
+    return np.array([float(v) for v in rows[1:]])
+try:
+    a, b = read('/tmp/x-serial.mtx'), read('/tmp/x-gpus.mtx')
+    print(f"{np.abs(b - a).max() / np.abs(a).max():.2e}")
+except Exception as e:
+    print(f"(no x: {e.__class__.__name__})")
+PY
+)"
+            grep -v "^$" "$LOGS/check-gpus.err" | tail -3
+            rm -f /tmp/x-serial.mtx /tmp/x-gpus.mtx
+        done
+    fi
     IFS=';' read -ra RUNS <<<"${MPI_RUNS:-laplace3d:200 1 cuda cg;laplace3d:200 2 cuda cg;laplace3d:200 1 cpu cg;laplace3d:200 2 cpu cg}"
     for run in "${RUNS[@]}"; do
         set -- $run

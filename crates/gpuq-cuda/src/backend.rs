@@ -330,6 +330,36 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// y = x[start..start + y.len()] (a block of rows of a longer vector)
+    /// through the driver's device-to-device copy; moves 2 y.len() elements.
+    /// Errors when the block runs past x's end.
+    pub fn copy_rows_from<T: Scalar>(
+        &self,
+        x: &CudaVector<T>,
+        start: usize,
+        y: &mut CudaVector<T>,
+    ) -> Result<()> {
+        let end = start
+            .checked_add(y.len)
+            .filter(|&e| e <= x.len)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "copy_rows_from: rows {start}.. of {} into a vector of {} run past the end",
+                    x.len, y.len
+                ))
+            })?;
+        if y.len == 0 {
+            return Ok(());
+        }
+        let size = std::mem::size_of::<T>();
+        self.inner
+            .stream
+            .memcpy_dtod(&x.buf.slice(start * size..end * size), &mut y.buf)
+            .map_err(dev("copy_rows_from"))?;
+        self.inner.stats.launch("copy_rows_from");
+        Ok(())
+    }
+
     /// The kernel `name` (every kernel is loaded by [`CudaBackend::new`]).
     pub(crate) fn function(&self, name: &str) -> Result<CudaFunction> {
         self.inner

@@ -414,6 +414,58 @@ impl CudaBackend {
         Ok(())
     }
 
+    /// A vector split in contiguous row blocks, made whole on every rank:
+    /// rank r's `mine` (`counts[r]` values) lands at offset
+    /// `counts[..r].sum()` of `whole`. One NCCL group of a broadcast per rank
+    /// (an all-gather of unequal blocks) on the communication stream, ordered
+    /// after the compute stream's work and before its next (events); no host
+    /// synchronisation. Collective. Errors when no communicator is attached,
+    /// `counts` does not have one entry per rank, or the lengths do not match.
+    pub fn nccl_allgather_rows<T: Scalar>(
+        &self,
+        counts: &[usize],
+        mine: &CudaVector<T>,
+        whole: &mut CudaVector<T>,
+    ) -> Result<()> {
+        let nccl = self.nccl("nccl_allgather_rows")?;
+        let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
+        let rank = comm.0.rank();
+        let total: usize = counts.iter().sum();
+        if counts.len() != nccl.size || mine.len != counts[rank] || whole.len != total {
+            return Err(Error::InvalidArgument(format!(
+                "nccl_allgather_rows: {} blocks for {} ranks, {} values of this rank's {}, a whole of {} for {total}",
+                counts.len(),
+                nccl.size,
+                mine.len,
+                counts.get(rank).copied().unwrap_or(0),
+                whole.len
+            )));
+        }
+        let size = std::mem::size_of::<T>();
+        self.comm_waits(nccl)?;
+        group_start().map_err(nccl_error("ncclGroupStart"))?;
+        let mut queued = Ok(());
+        let mut at = 0;
+        for (root, &c) in counts.iter().enumerate() {
+            if c > 0 && queued.is_ok() {
+                let src = (root == rank).then(|| mine.buf.slice(..c * size));
+                let mut dst = whole.buf.slice_mut(at * size..(at + c) * size);
+                queued = comm
+                    .0
+                    .broadcast(src.as_ref(), &mut dst, root as i32)
+                    .map(|_| ());
+            }
+            at += c;
+        }
+        let ended = group_end().map_err(nccl_error("ncclGroupEnd"));
+        queued.map_err(nccl_error("ncclBroadcast"))?;
+        ended?;
+        drop(comm);
+        self.compute_waits(nccl)?;
+        self.inner.stats.launch("nccl_allgather_rows");
+        Ok(())
+    }
+
     /// The all-reduce of a method's scalar slots: `sc[slots[j]]` becomes the
     /// sum over ranks of every rank's `sc[slots[j]]`, added in the fixed
     /// pairwise rank order of the host's allreduce (the same bits). One NCCL

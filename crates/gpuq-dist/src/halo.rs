@@ -193,6 +193,46 @@ pub trait HaloBackend: KrylovBackend {
         let _ = (sc, slots);
         Ok(false)
     }
+
+    /// `whole` = a vector split in contiguous row blocks, rank r's `mine`
+    /// (`counts[r]` values) at offset `counts[..r].sum()`, gathered on the
+    /// devices where [`HaloBackend::device_comm`] holds; returns `false`
+    /// (doing nothing) otherwise (the default), and the caller gathers
+    /// through the communicator. Collective.
+    fn allgather_rows_on_device<T: Scalar>(
+        &self,
+        counts: &[usize],
+        mine: &Self::Vector<T>,
+        whole: &mut Self::Vector<T>,
+    ) -> Result<bool> {
+        let _ = (counts, mine, whole);
+        Ok(false)
+    }
+
+    /// y = x[start..start + y.len()] (the rank's rows of a whole vector).
+    /// Default: through the host (a download of x and an upload of y).
+    /// Errors when the block runs past x's end.
+    fn copy_rows_from<T: Scalar>(
+        &self,
+        x: &Self::Vector<T>,
+        start: usize,
+        y: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        let host = self.download(x)?;
+        let block = rows_block("copy_rows_from", host.len(), start, y.len())?;
+        self.overwrite(&host[block], y)
+    }
+}
+
+/// The range `start..start + len` of a vector of `n`, or an error naming
+/// `op` when it runs past the end.
+fn rows_block(op: &str, n: usize, start: usize, len: usize) -> Result<Range<usize>> {
+    match start.checked_add(len) {
+        Some(end) if end <= n => Ok(start..end),
+        _ => Err(Error::InvalidArgument(format!(
+            "{op}: rows {start}..{start}+{len} of a vector of {n}"
+        ))),
+    }
 }
 
 /// Most kernel launches a ghost block's product takes ([`ghost_row_runs`]).
@@ -250,6 +290,17 @@ impl HaloBackend for CpuBackend {
     fn overwrite<T: Scalar>(&self, host: &[T], v: &mut CpuVector<T>) -> Result<()> {
         gpuq_core::check_same_len("overwrite", v.len(), host.len())?;
         v.as_mut_slice().copy_from_slice(host);
+        Ok(())
+    }
+
+    fn copy_rows_from<T: Scalar>(
+        &self,
+        x: &CpuVector<T>,
+        start: usize,
+        y: &mut CpuVector<T>,
+    ) -> Result<()> {
+        let block = rows_block("copy_rows_from", x.len(), start, y.len())?;
+        y.as_mut_slice().copy_from_slice(&x.as_slice()[block]);
         Ok(())
     }
 
@@ -377,6 +428,28 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
         }
         self.nccl_sum_slots(sc, slots)?;
         Ok(true)
+    }
+
+    fn allgather_rows_on_device<T: Scalar>(
+        &self,
+        counts: &[usize],
+        mine: &gpuq_cuda::CudaVector<T>,
+        whole: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<bool> {
+        if !self.has_nccl() {
+            return Ok(false);
+        }
+        self.nccl_allgather_rows(counts, mine, whole)?;
+        Ok(true)
+    }
+
+    fn copy_rows_from<T: Scalar>(
+        &self,
+        x: &gpuq_cuda::CudaVector<T>,
+        start: usize,
+        y: &mut gpuq_cuda::CudaVector<T>,
+    ) -> Result<()> {
+        gpuq_cuda::CudaBackend::copy_rows_from(self, x, start, y)
     }
 
     /// One CSR kernel per run ([`gpuq_cuda::CudaBackend::spmv_add_rows`]),

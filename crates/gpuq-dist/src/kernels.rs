@@ -30,6 +30,11 @@ impl<B: HaloBackend> Replay for Dist<B> {
         self.local().look_ahead()
     }
 
+    /// Nothing is recorded: every replay runs the body again.
+    fn records(&self) -> bool {
+        false
+    }
+
     fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>> {
         self.local().ring(len)
     }

@@ -22,7 +22,11 @@ use gpuq_core::{DeviceVector, FusedDot, LinearOperator, RealScalar, Result, Scal
 /// scaling and r^H z are folded into the residual update, the iteration's
 /// launches are recorded once per parity and replayed (on one GPU a CUDA graph),
 /// and the host reads each iteration's scalars while the next iteration is
-/// already queued, so no iteration waits for the host. The iteration the host
+/// already queued, so no iteration waits for the host. On a backend that
+/// records nothing ([`crate::Replay::records`] false: the distributed backend
+/// over GPUs) any other preconditioner runs inside the queued iteration too
+/// (an AMG cycle across GPUs), with r^H z reduced into its slot after it. The
+/// iteration the host
 /// stops at is reported; the one queued behind it runs on buffers the result no
 /// longer needs. The same iterates up to rounding (sums in another order).
 ///
@@ -79,8 +83,11 @@ where
     B: CgKernels,
     T: Scalar,
 {
+    // A preconditioner with no diagonal runs inside the queued iteration
+    // only where nothing is recorded (its cycle may not be recordable).
     let diagonal = precond.map(|m| m.diagonal());
-    if backend.look_ahead() > 0 && !matches!(diagonal, Some(None)) {
+    let general_ok = !backend.records();
+    if backend.look_ahead() > 0 && (general_ok || !matches!(diagonal, Some(None))) {
         return cg_on_backend(backend, a, precond, b, x, opts, monitor);
     }
     let method = if precond.is_some() { "pcg" } else { "cg" };
@@ -161,7 +168,10 @@ where
 }
 
 /// [`cg_once`] with the scalars on the backend (see [`cg`]): `precond`, when
-/// given, has a diagonal ([`LinearOperator::diagonal`]). Iteration k reads
+/// given, has a diagonal ([`LinearOperator::diagonal`]), folded into the
+/// residual step, or, on a backend that records nothing ([`crate::Replay::records`]:
+/// the distributed one), is applied as an operator inside the queued
+/// iteration, then r^H z reduced into its slot (one more reduction). Iteration k reads
 /// its rho from slot `RHO[k % 2]` and writes the next into the other, so the
 /// work of an iteration is the same for every iteration of a parity; odd
 /// iterations write their iterate to a second vector (see [`Pipeline`]). 6
@@ -181,20 +191,26 @@ where
 {
     let method = if precond.is_some() { "pcg" } else { "cg" };
     let diagonal = precond.and_then(|m| m.diagonal());
+    // A preconditioner without a diagonal, applied as an operator.
+    let general = precond.filter(|_| diagonal.is_none());
     let mut session = Session::begin(method, backend, a, precond, b, x, opts)?;
     let n = b.len();
     let mut r = backend.zeros::<T>(n)?;
     let mut rnorm = Session::residual(backend, a, b, x, &mut r)?;
     session.initial(rnorm);
-    let mut z = diagonal.map(|_| backend.zeros::<T>(n)).transpose()?;
+    let mut z = precond.map(|_| backend.zeros::<T>(n)).transpose()?;
     let mut p = backend.zeros::<T>(n)?;
     let mut q = backend.zeros::<T>(n)?;
     let mut x_alt = backend.zeros::<T>(n)?;
     let mut sc = backend.zeros::<T>(CG_LEN)?;
     let mut host = [T::zero(); CG_LEN];
     // Iteration 1 reads rho = r^H z from RHO[1].
-    if let (Some(d), Some(z)) = (diagonal, z.as_mut()) {
-        backend.mul_elementwise(d, &r, z)?;
+    if let Some(z) = z.as_mut() {
+        match (diagonal, general) {
+            (Some(d), _) => backend.mul_elementwise(d, &r, z)?,
+            (None, Some(m)) => m.apply(&r, z)?,
+            (None, None) => {}
+        }
     }
     let first = z.as_ref().unwrap_or(&r);
     backend.cg_dot_to_slot(&r, first, &mut sc, RHO[1])?;
@@ -229,13 +245,21 @@ where
                         &mut r,
                         diagonal.zip(z.as_mut()),
                     )?;
+                    // z = M r and the next rho = r^H z (it replaces the
+                    // ||r||^2 the step above left in that slot).
+                    if let (Some(m), Some(z)) = (general, z.as_mut()) {
+                        m.apply(&r, z)?;
+                        backend.cg_dot_to_slot(&r, z, &mut sc, cg_next_slot(rho))?;
+                    }
                     backend.cg_xp_slots(&sc, rho, z.as_ref().unwrap_or(&r), &mut p, x_in, x_out)?;
                     backend.copy_to_slot(&sc, &slot)
                 };
                 // SAFETY: `step` enqueues the same steps on the same vectors
                 // for every iteration of a parity (declared before `pipe`),
                 // every per-iteration scalar in `sc`, and it neither
-                // downloads nor waits on a backend that looks ahead.
+                // downloads nor waits on a backend that records (a general
+                // preconditioner, which might, runs only where nothing is
+                // recorded).
                 unsafe { pipe.enqueue(backend, Record::PerParity, &mut step)? };
             }
             pipe.mark(backend)?;
@@ -289,7 +313,7 @@ mod tests {
     use super::*;
     use crate::Jacobi;
     use gpuq_core::{Backend, Complex64, Error};
-    use gpuq_cpu::CpuBackend;
+    use gpuq_cpu::{CpuBackend, CpuVector};
     use gpuq_sparse::{generators, Csr, Layout, MatrixOperator};
 
     /// S A S for the 2-D Laplacian A of `m` x `m` nodes and S = diag(1 + i mod
@@ -314,14 +338,46 @@ mod tests {
         }
     }
 
+    /// Jacobi behind an operator that does not name its diagonal: CG then
+    /// applies it as a general preconditioner.
+    struct Opaque<'a, T: Scalar>(&'a Jacobi<CpuBackend, T>);
+
+    impl<T: Scalar> LinearOperator<CpuBackend, T> for Opaque<'_, T> {
+        fn shape(&self) -> (usize, usize) {
+            self.0.shape()
+        }
+
+        fn apply(&self, x: &CpuVector<T>, y: &mut CpuVector<T>) -> Result<()> {
+            self.0.apply(x, y)
+        }
+
+        fn name(&self) -> &str {
+            "jacobi (as a general operator)"
+        }
+    }
+
+    /// The preconditioner of [`both_ways`].
+    #[derive(Clone, Copy)]
+    enum Pc {
+        None,
+        Jacobi,
+        /// Jacobi as a general operator ([`Opaque`]).
+        General,
+    }
+
     /// The scalars-on-the-backend iteration against the host-scalar one, on
     /// the CPU (the oracle): the same iterates up to rounding, so the same
     /// iteration count within one and both solutions near x.
-    fn both_ways<T: Scalar>(a: &Csr<T>, jacobi: bool) {
+    fn both_ways<T: Scalar>(a: &Csr<T>, pc: Pc) {
         let be = CpuBackend::new();
         let op = MatrixOperator::new(&be, a, Layout::Csr).unwrap();
         let m = Jacobi::new(&be, a).unwrap();
-        let precond: Option<&dyn LinearOperator<CpuBackend, T>> = jacobi.then_some(&m);
+        let opaque = Opaque(&m);
+        let precond: Option<&dyn LinearOperator<CpuBackend, T>> = match pc {
+            Pc::None => None,
+            Pc::Jacobi => Some(&m),
+            Pc::General => Some(&opaque),
+        };
         let want: Vec<T> = (0..a.nrows())
             .map(|i| T::from_f64(((i * 37) % 11) as f64 - 5.0))
             .collect();
@@ -352,10 +408,12 @@ mod tests {
 
     #[test]
     fn scalars_on_the_backend_give_the_host_iteration() {
-        both_ways::<f64>(&generators::laplace2d(24), false);
-        both_ways::<f64>(&scaled_laplace(24), true);
-        both_ways::<Complex64>(&scaled_laplace(16), true);
-        both_ways::<f64>(&generators::laplace1d(400, 0.5), true);
+        both_ways::<f64>(&generators::laplace2d(24), Pc::None);
+        both_ways::<f64>(&scaled_laplace(24), Pc::Jacobi);
+        both_ways::<Complex64>(&scaled_laplace(16), Pc::Jacobi);
+        both_ways::<f64>(&generators::laplace1d(400, 0.5), Pc::Jacobi);
+        both_ways::<f64>(&scaled_laplace(24), Pc::General);
+        both_ways::<Complex64>(&scaled_laplace(16), Pc::General);
     }
 
     #[test]

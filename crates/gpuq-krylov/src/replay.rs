@@ -28,6 +28,15 @@ pub trait Replay: Backend {
     /// where work is queued and runs later (CUDA).
     fn look_ahead(&self) -> usize;
 
+    /// Whether [`Replay::replay`] records its body once and replays the
+    /// recording without running the body again (CUDA graphs). Where it does
+    /// not, a body may hold work whose launches are not fixed in advance (a
+    /// preconditioner's cycle with its own logic). Default: `true` (the
+    /// safe answer).
+    fn records(&self) -> bool {
+        true
+    }
+
     /// Two host slots for copies of a scalar array of `len` elements.
     fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>>;
 
@@ -91,6 +100,10 @@ impl<B: ReplayByRerun> Replay for B {
 
     fn look_ahead(&self) -> usize {
         0
+    }
+
+    fn records(&self) -> bool {
+        false
     }
 
     fn ring<T: Scalar>(&self, len: usize) -> Result<Self::Ring<T>> {

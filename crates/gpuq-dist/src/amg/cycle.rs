@@ -187,8 +187,9 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         Ok(())
     }
 
-    /// The gathered levels: b all-gathered, the one-process cycle on every
-    /// rank, the rank's rows of its result into x.
+    /// The gathered levels: b all-gathered (on the devices where the local
+    /// backend can, else through the hosts), the one-process cycle on every
+    /// rank, the rank's rows of its result copied into x on the backend.
     fn gathered_cycle(
         &self,
         b: &B::Vector<T>,
@@ -197,12 +198,19 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
     ) -> Result<()> {
         let d = &self.dist;
         let comm = d.comm();
-        let whole = allgather_rows(comm, &self.gathered, &d.download(b)?)?;
-        d.local().overwrite(&whole, &mut tail.b)?;
+        let counts: Vec<usize> = (0..comm.size())
+            .map(|r| self.gathered.range(r).len())
+            .collect();
+        if !d
+            .local()
+            .allgather_rows_on_device(&counts, b, &mut tail.b)?
+        {
+            let whole = allgather_rows(comm, &self.gathered, &d.download(b)?)?;
+            d.local().overwrite(&whole, &mut tail.b)?;
+        }
         self.tail.apply(&tail.b, &mut tail.x)?;
-        let result = d.download(&tail.x)?;
-        d.local()
-            .overwrite(&result[self.gathered.range(comm.rank())], x)
+        let mine = self.gathered.range(comm.rank());
+        d.local().copy_rows_from(&tail.x, mine.start, x)
     }
 }
 
