@@ -16,8 +16,9 @@ use std::process::ExitCode;
 
 /// `gpuq amg-info` under mpirun: rank 0 reads or generates A, scatters its
 /// rows (on node boundaries for `--block 2`), every rank builds the
-/// distributed hierarchy on its CPU, and rank 0 prints each level's rows
-/// per rank (the gathered levels hold every row on every rank).
+/// distributed hierarchy on its CPU (with the defaults of `--backend`: a
+/// GPU solve's with `cuda`), and rank 0 prints each level's rows per rank
+/// (the gathered levels hold every row on every rank).
 pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let (comm, _) = init_mpi()?;
     let source = args.source()?;
@@ -31,7 +32,10 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let (p, a, _) = scatter_from_root(&*comm, loaded, |n| {
         RowPartition::blocks(n, size, args.amg.block)
     })?;
-    let options = dist_amg_options(&args.amg, &source, false, p.range(rank))?;
+    // The options a solve on `--backend` would take (on GPUs: the GPU
+    // defaults, the larger gathered levels); the setup itself runs here.
+    let gpu = args.backend == "cuda";
+    let options = dist_amg_options(&args.amg, &source, gpu, p.range(rank))?;
     let h = DistHierarchy::build(&*comm, &p, &a, &options)?;
     if rank == 0 {
         let levels: Vec<serde_json::Value> = h
@@ -103,7 +107,11 @@ fn dist_amg_options(
     }
     Ok(DistAmgOptions {
         amg,
-        gather_below: args.gather_below,
+        gather_below: args.gather_below.unwrap_or(if gpu {
+            DistAmgOptions::GPU_GATHER_BELOW
+        } else {
+            DistAmgOptions::default().gather_below
+        }),
     })
 }
 

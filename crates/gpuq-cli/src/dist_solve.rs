@@ -63,10 +63,20 @@ fn cpu_for_rank(ranks_on_node: usize) -> Result<CpuBackend> {
 }
 
 /// MPI's world communicator, and this rank's (index, count) among the ranks
-/// of its node (MPI's shared-memory split).
+/// of its node (MPI's shared-memory split). Unless `RAYON_NUM_THREADS` is
+/// set, the rank's global thread pool (the host steps of a setup: the
+/// distributed AMG's, the matrix's generation) gets the node's cores divided
+/// among its ranks, so ranks sharing a node do not oversubscribe it.
 pub(crate) fn init_mpi() -> Result<(Arc<dyn Communicator>, (usize, usize))> {
     let mpi = MpiComm::init()?;
     let node = mpi.node_rank();
+    if node.1 > 1 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // An error means the pool already runs (built earlier): keep it.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads((cores / node.1).max(1))
+            .build_global();
+    }
     Ok((Arc::new(mpi), node))
 }
 

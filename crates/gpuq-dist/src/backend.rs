@@ -574,7 +574,35 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
     }
 }
 
+/// The owned block's share of a distributed step ([`Dist::split_apply`]):
+/// given the owned block, it writes y.
+pub(crate) type OwnedStep<'a, B, T> = dyn FnMut(
+        &<B as gpuq_sparse::SparseBackend>::Matrix<T>,
+        &mut <B as Backend>::Vector<T>,
+    ) -> Result<()>
+    + 'a;
+
 impl<B: HaloBackend> Dist<B> {
+    /// y = (the owned block's work `owned`, which writes y from x and the
+    /// owned block) + alpha A_ghost x_ghost: `owned` runs while the halo of
+    /// x travels, then the ghost block adds its share (over its non-empty
+    /// rows). A fused local step (an AMG residual b - A x) thus becomes the
+    /// distributed one with no pass of its own. `owned` must not change x.
+    pub(crate) fn split_apply<T: Scalar>(
+        &self,
+        a: &DistMatrix<B, T>,
+        x: &B::Vector<T>,
+        alpha: T,
+        y: &mut B::Vector<T>,
+        owned: &mut OwnedStep<'_, B, T>,
+    ) -> Result<()> {
+        let Some(g) = &a.ghost else {
+            return owned(&a.owned, y);
+        };
+        self.exchange(g, x, &mut || owned(&a.owned, &mut *y))?;
+        self.add_ghosts(alpha, g, y)
+    }
+
     /// The halo exchange of `x` for the ghost side `g`, with `overlap` (the
     /// owned block's work) run while it travels; leaves the ghost values in
     /// `g`'s vector and counts bytes and time (less the overlap's).

@@ -238,12 +238,23 @@ fn rows_block(op: &str, n: usize, start: usize, len: usize) -> Result<Range<usiz
 /// Most kernel launches a ghost block's product takes ([`ghost_row_runs`]).
 pub const GHOST_RUNS: usize = 8;
 
+/// Empty rows between two runs of a ghost block's non-empty rows below which
+/// [`ghost_row_runs`] joins the runs: reading their row pointers (8 bytes a
+/// row, 2 MB) costs less than a kernel launch.
+pub const GHOST_JOIN_GAP: usize = 1 << 18;
+
 /// The row ranges of `ghost` that hold all of its non-empty rows, at most
 /// [`GHOST_RUNS`] of them: the maximal runs of non-empty rows, joined across
-/// all but the `GHOST_RUNS - 1` widest gaps between them (a slab of a
-/// structured grid: its first and last planes). Empty when every row is.
-/// O(rows + runs log runs).
+/// gaps of fewer than [`GHOST_JOIN_GAP`] empty rows and then across all but
+/// the `GHOST_RUNS - 1` widest gaps left (a slab of a structured grid: its
+/// first and last planes; a coarse level's scattered rows: one range). Empty
+/// when every row is. O(rows + runs log runs).
 pub fn ghost_row_runs<T: Scalar>(ghost: &Csr<T>) -> Vec<Range<usize>> {
+    row_runs(ghost, GHOST_JOIN_GAP)
+}
+
+/// [`ghost_row_runs`] joining across gaps of fewer than `join_gap` rows.
+fn row_runs<T: Scalar>(ghost: &Csr<T>, join_gap: usize) -> Vec<Range<usize>> {
     let ptr = ghost.row_ptr();
     let mut runs: Vec<Range<usize>> = Vec::new();
     for i in 0..ghost.nrows() {
@@ -251,7 +262,7 @@ pub fn ghost_row_runs<T: Scalar>(ghost: &Csr<T>) -> Vec<Range<usize>> {
             continue;
         }
         match runs.last_mut() {
-            Some(r) if r.end == i => r.end = i + 1,
+            Some(r) if i - r.end < join_gap => r.end = i + 1,
             _ => runs.push(i..i + 1),
         }
     }
@@ -855,20 +866,26 @@ mod tests {
     #[test]
     fn ghost_runs_cover_every_non_empty_row_in_few_ranges() {
         assert!(ghost_row_runs(&block(10, |_| false)).is_empty());
-        // a slab: its first and last planes
+        // a slab: its first and last planes, far apart (gaps of 20 or more
+        // rows kept)
         let slab = block(100, |i| !(10..90).contains(&i));
-        assert_eq!(ghost_row_runs(&slab), vec![0..10, 90..100]);
+        assert_eq!(row_runs(&slab, 20), vec![0..10, 90..100]);
+        // the same with a short gap: one range
+        let near = block(100, |i| !(10..30).contains(&i));
+        assert_eq!(row_runs(&near, 25), vec![0..100]);
+        assert_eq!(ghost_row_runs(&slab), vec![0..100]);
         // scattered rows: at most GHOST_RUNS ranges, cut at the widest gaps
-        let gap = |i: usize| if i < 500 { 3 } else { 40 };
-        let scattered = block(2000, |i| i % gap(i) == 0);
-        let runs = ghost_row_runs(&scattered);
+        let g = 20;
+        let step = |i: usize| if i < 20 * g { 3 } else { 2 * g + i % 7 };
+        let scattered = block(60 * g, |i| i % step(i) == 0);
+        let runs = row_runs(&scattered, g);
         assert!(runs.len() <= GHOST_RUNS);
         assert!(runs.windows(2).all(|w| w[0].end < w[1].start));
-        for i in (0..2000).filter(|&i| i % gap(i) == 0) {
+        for i in (0..60 * g).filter(|&i| i % step(i) == 0) {
             assert!(runs.iter().any(|r| r.contains(&i)), "row {i} left out");
         }
-        // the rows below 500 (gaps of 2) stay in one range
-        assert!(runs.iter().any(|r| r.start == 0 && r.end > 497));
+        // the rows below 20 g (gaps of 2) stay in one range
+        assert!(runs.iter().any(|r| r.start == 0 && r.end > 19 * g));
     }
     use crate::ThreadComm;
     use gpuq_core::Backend;

@@ -138,7 +138,8 @@ pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};
 pub use generate::{generated_rows, stencil_size};
 pub use halo::{
-    ghost_row_runs, split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows, GHOST_RUNS,
+    ghost_row_runs, split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows,
+    GHOST_JOIN_GAP, GHOST_RUNS,
 };
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;

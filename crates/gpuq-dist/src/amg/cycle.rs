@@ -46,11 +46,13 @@ type CycleWork<B, T> = (Vec<Work<B, T>>, TailWork<B, T>);
 /// all-gathered and every rank runs the one-process cycle ([`Amg`]) on its
 /// local backend, keeping its own rows of the result.
 ///
-/// Cost of one application per distributed level: (2 nu + 1) products with
-/// A (one halo exchange each; the first sweep from zero needs none), one
-/// with R and with P (one exchange each), the block-diagonal products; at
-/// the gathered level one allgather of its vector and the one-process cycle.
-/// No collective reduction.
+/// Cost of one application per distributed level: 2 nu residuals b - A x
+/// (each the local backend's fused residual over the owned block while the
+/// halo travels, then the ghost block's rows; the first sweep from zero
+/// needs none), one product with R and with P (one exchange each), the
+/// block-diagonal products; at the gathered level one all-gather of its
+/// vector (on the devices with NCCL: the host waits for nothing) and the
+/// one-process cycle. No collective reduction.
 pub struct DistAmg<B: HaloBackend + AmgKernels, T: Scalar> {
     dist: Dist<B>,
     levels: Vec<CycleLevel<B, T>>,
@@ -142,6 +144,23 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         self.levels.len() + self.tail.num_levels()
     }
 
+    /// r = b - A x: the owned block's fused residual
+    /// ([`AmgKernels::amg_residual`], one pass) while the halo travels, then
+    /// the ghost block's share.
+    fn residual(
+        &self,
+        lev: &CycleLevel<B, T>,
+        b: &B::Vector<T>,
+        x: &B::Vector<T>,
+        r: &mut B::Vector<T>,
+    ) -> Result<()> {
+        let local = self.dist.local();
+        self.dist
+            .split_apply(&lev.a, x, -T::one(), r, &mut |owned, r| {
+                local.amg_residual(owned, b, x, r)
+            })
+    }
+
     /// One damped Jacobi sweep x += omega D^-1 (b - A x) (`s` overwritten).
     fn jacobi(
         &self,
@@ -150,10 +169,8 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         x: &mut B::Vector<T>,
         s: &mut B::Vector<T>,
     ) -> Result<()> {
-        let d = &self.dist;
-        d.copy(b, s)?;
-        d.spmv(-T::one(), &lev.a, x, T::one(), s)?;
-        d.spmv(lev.omega, &lev.dinv, s, T::one(), x)
+        self.residual(lev, b, x, s)?;
+        self.dist.spmv(lev.omega, &lev.dinv, s, T::one(), x)
     }
 
     /// x = the cycle of level `l` applied to b (x overwritten).
@@ -176,8 +193,7 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         for _ in 1..lev.sweeps {
             self.jacobi(lev, b, x, &mut w.scratch)?;
         }
-        d.copy(b, &mut w.scratch)?;
-        d.spmv(-T::one(), &lev.a, x, T::one(), &mut w.scratch)?;
+        self.residual(lev, b, x, &mut w.scratch)?;
         d.spmv(T::one(), &lev.r, &w.scratch, T::zero(), &mut w.bc)?;
         self.cycle(l + 1, &w.bc, &mut w.xc, rest, tail)?;
         d.spmv(T::one(), &lev.p, &w.xc, T::one(), x)?;

@@ -30,9 +30,19 @@ pub struct DistAmgOptions {
     pub amg: AmgOptions,
     /// A level with fewer rows per rank than this is gathered whole onto every
     /// rank and coarsened further by the one-process setup (default 2000:
-    /// below a few thousand rows a rank's SpMV costs less than the messages
-    /// around it).
+    /// below a few thousand rows a rank's SpMV on a CPU costs less than the
+    /// messages around it; on GPUs [`DistAmgOptions::GPU_GATHER_BELOW`]).
     pub gather_below: usize,
+}
+
+impl DistAmgOptions {
+    /// The `gather_below` for GPU ranks: a GPU runs a level of 10^5 rows
+    /// whole in about the latency of one halo exchange, so a distributed
+    /// level that small costs more in its exchanges (four a cycle) than the
+    /// redundant work of gathering it. Measured (4 x H100, NCCL, AMG-PCG on
+    /// laplace3d:300): 50,000 against 2000 solved 7% faster on four GPUs and
+    /// 5% on two (docs/benchmarks.md).
+    pub const GPU_GATHER_BELOW: usize = 50_000;
 }
 
 impl Default for DistAmgOptions {
