@@ -70,8 +70,8 @@ pub struct AmgArgs {
     pub setup: String,
     /// Under mpirun: a level with fewer rows per rank than this is gathered onto every rank
     /// and coarsened further there by the one-process setup (each rank then solves it
-    /// redundantly). Default: 2000 on CPU ranks, 50000 on GPU ranks (measured: fewer
-    /// exchanges of small levels).
+    /// redundantly). Default: 2000, and 50000 on GPU ranks that exchange over NCCL
+    /// (measured: fewer exchanges of small levels).
     #[arg(long = "amg-gather-below")]
     pub gather_below: Option<usize>,
 }

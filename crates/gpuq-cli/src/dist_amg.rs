@@ -35,7 +35,7 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     // The options a solve on `--backend` would take (on GPUs: the GPU
     // defaults, the larger gathered levels); the setup itself runs here.
     let gpu = args.backend == "cuda";
-    let options = dist_amg_options(&args.amg, &source, gpu, p.range(rank))?;
+    let options = dist_amg_options(&args.amg, &source, (gpu, gpu), p.range(rank))?;
     let h = DistHierarchy::build(&*comm, &p, &a, &options)?;
     if rank == 0 {
         let levels: Vec<serde_json::Value> = h
@@ -92,11 +92,14 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
 
 /// The distributed AMG options of the `--amg*` arguments for a rank owning
 /// the rows `own` (a generated `elasticity2d`'s rigid-body modes sliced to
-/// them).
+/// them): the GPU defaults where `gpu`, and the larger gathered levels of
+/// [`DistAmgOptions::GPU_GATHER_BELOW`] where the GPUs also gather them
+/// between themselves (`nccl`; through the hosts a larger gathered level
+/// costs more).
 fn dist_amg_options(
     args: &crate::amg::AmgArgs,
     source: &Source,
-    gpu: bool,
+    (gpu, nccl): (bool, bool),
     own: std::ops::Range<usize>,
 ) -> Result<DistAmgOptions> {
     let mut amg = args.options_on(source, gpu)?;
@@ -107,7 +110,7 @@ fn dist_amg_options(
     }
     Ok(DistAmgOptions {
         amg,
-        gather_below: args.gather_below.unwrap_or(if gpu {
+        gather_below: args.gather_below.unwrap_or(if gpu && nccl {
             DistAmgOptions::GPU_GATHER_BELOW
         } else {
             DistAmgOptions::default().gather_below
@@ -133,7 +136,8 @@ pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
 ) -> Result<(DistPrecond<B, T>, serde_json::Value)> {
     let comm = dist.comm();
     let start = std::time::Instant::now();
-    let options = dist_amg_options(&run.args.amg, run.source, gpu, p.range(comm.rank()))?;
+    let nccl = gpu && dist.local().device_comm();
+    let options = dist_amg_options(&run.args.amg, run.source, (gpu, nccl), p.range(comm.rank()))?;
     let rows = Csr::try_new(
         a.nrows(),
         a.ncols(),
