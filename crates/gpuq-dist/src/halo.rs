@@ -864,6 +864,18 @@ mod tests {
     }
 
     #[test]
+    fn a_block_of_rows_is_copied_or_refused_past_the_end() {
+        let be = CpuBackend::new();
+        let whole = be.upload(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        let mut mine = be.zeros::<f64>(2).unwrap();
+        HaloBackend::copy_rows_from(&be, &whole, 3, &mut mine).unwrap();
+        assert_eq!(be.download(&mine).unwrap(), vec![4.0, 5.0]);
+        let err = HaloBackend::copy_rows_from(&be, &whole, 4, &mut mine).unwrap_err();
+        assert!(err.to_string().contains("copy_rows_from"), "{err}");
+        assert!(!be.allgather_rows_on_device(&[5], &whole, &mut mine).unwrap());
+    }
+
+    #[test]
     fn ghost_runs_cover_every_non_empty_row_in_few_ranges() {
         assert!(ghost_row_runs(&block(10, |_| false)).is_empty());
         // a slab: its first and last planes, far apart (gaps of 20 or more
