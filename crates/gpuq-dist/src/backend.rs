@@ -61,6 +61,8 @@ pub struct Dist<B> {
     local: B,
     comm: Arc<dyn Communicator>,
     counters: Arc<Counters>,
+    /// The least look-ahead the methods see ([`Dist::with_look_ahead`]).
+    look_ahead: usize,
 }
 
 impl<B: Clone> Clone for Dist<B> {
@@ -69,6 +71,7 @@ impl<B: Clone> Clone for Dist<B> {
             local: self.local.clone(),
             comm: self.comm.clone(),
             counters: self.counters.clone(),
+            look_ahead: self.look_ahead,
         }
     }
 }
@@ -81,12 +84,31 @@ impl<B: HaloBackend> Dist<B> {
             local,
             comm,
             counters: Arc::default(),
+            look_ahead: 0,
         }
+    }
+
+    /// This backend with a look-ahead of at least `n` iterations
+    /// (`gpuq_krylov::Replay::look_ahead`): the Krylov methods then keep
+    /// their scalars on the backend and read each iteration's snapshot while
+    /// the next one is queued even where the local backend runs every step
+    /// at once (CPU ranks), which is the path GPU ranks take (CG with any
+    /// preconditioner included). The same iterates up to rounding; on CPU
+    /// ranks one iteration runs past the stop. For checking the GPU ranks'
+    /// path on CPU ranks.
+    pub fn with_look_ahead(mut self, n: usize) -> Self {
+        self.look_ahead = n;
+        self
     }
 
     /// The local backend.
     pub fn local(&self) -> &B {
         &self.local
+    }
+
+    /// The least look-ahead set by [`Dist::with_look_ahead`] (0 by default).
+    pub(crate) fn min_look_ahead(&self) -> usize {
+        self.look_ahead
     }
 
     /// The communicator.

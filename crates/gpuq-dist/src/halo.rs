@@ -872,7 +872,9 @@ mod tests {
         assert_eq!(be.download(&mine).unwrap(), vec![4.0, 5.0]);
         let err = HaloBackend::copy_rows_from(&be, &whole, 4, &mut mine).unwrap_err();
         assert!(err.to_string().contains("copy_rows_from"), "{err}");
-        assert!(!be.allgather_rows_on_device(&[5], &whole, &mut mine).unwrap());
+        assert!(!be
+            .allgather_rows_on_device(&[5], &whole, &mut mine)
+            .unwrap());
     }
 
     #[test]

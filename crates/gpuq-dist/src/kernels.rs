@@ -17,7 +17,8 @@ use gpuq_krylov::{
 };
 
 /// Snapshots of a method's scalar array go through the local backend's ring,
-/// with its look-ahead (1 on a GPU: the iteration after the one the host reads
+/// with its look-ahead or the one [`Dist::with_look_ahead`] sets, whichever
+/// is larger (1 on a GPU: the iteration after the one the host reads
 /// is already queued; every rank reads the same summed scalars, so every rank
 /// stops at the same iteration); an iteration's work is run again at each
 /// replay (halo exchanges and collectives are not recorded).
@@ -27,7 +28,7 @@ impl<B: HaloBackend> Replay for Dist<B> {
     type Slot<T: Scalar> = B::Slot<T>;
 
     fn look_ahead(&self) -> usize {
-        self.local().look_ahead()
+        self.local().look_ahead().max(self.min_look_ahead())
     }
 
     /// Nothing is recorded: every replay runs the body again.
