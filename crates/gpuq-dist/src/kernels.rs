@@ -123,6 +123,32 @@ impl<B: HaloBackend> CgKernels for Dist<B> {
         self.sum_slots(sc, &[CG_RNORM2, cg_next_slot(rho)])
     }
 
+    /// The local step only: its ||r||^2 is summed with r^H z by
+    /// [`CgKernels::cg_rz_slots`].
+    fn cg_residual_before_precond<T: Scalar>(
+        &self,
+        sc: &mut B::Vector<T>,
+        rho: usize,
+        q: &B::Vector<T>,
+        r: &mut B::Vector<T>,
+    ) -> Result<()> {
+        self.local().cg_residual_slots(sc, rho, q, r, None)
+    }
+
+    /// The local r^H z, then ||r||^2 and r^H z summed over ranks in one
+    /// collective.
+    fn cg_rz_slots<T: Scalar>(
+        &self,
+        sc: &mut B::Vector<T>,
+        rho: usize,
+        r: &B::Vector<T>,
+        z: &B::Vector<T>,
+    ) -> Result<()> {
+        let next = cg_next_slot(rho);
+        self.local().cg_dot_to_slot(r, z, sc, next)?;
+        self.sum_slots(sc, &[CG_RNORM2, next])
+    }
+
     fn cg_xp_slots<T: Scalar>(
         &self,
         sc: &B::Vector<T>,

@@ -202,6 +202,10 @@ fn queued_cg_over_ranks_matches_the_host_scalar_solve() {
                         .unwrap()
                     })
                     .unwrap();
+                    // Every rank read the same summed scalars.
+                    for (_, r) in &parts {
+                        assert_eq!(r.residual_history, parts[0].1.residual_history);
+                    }
                     let x = parts.iter().flat_map(|(x, _)| x.clone()).collect();
                     (x, parts[0].1.clone())
                 })
@@ -219,6 +223,14 @@ fn queued_cg_over_ranks_matches_the_host_scalar_solve() {
                 its.0.abs_diff(its.1) <= 1,
                 "{ranks} ranks, amg {amg}: {its:?}"
             );
+            // The same global residual norms, iteration by iteration.
+            let (h0, h1) = (&runs[0].1.residual_history, &runs[1].1.residual_history);
+            for (k, (u, v)) in h0.iter().zip(h1).enumerate() {
+                assert!(
+                    (u - v).abs() <= 1e-6 * u.abs().max(1e-12),
+                    "{ranks} ranks, amg {amg}, iteration {k}: ||r|| {u:e} against {v:e}"
+                );
+            }
         }
     }
 }

@@ -171,7 +171,7 @@ where
 /// given, has a diagonal ([`LinearOperator::diagonal`]), folded into the
 /// residual step, or, on a backend that records nothing ([`crate::Replay::records`]:
 /// the distributed one), is applied as an operator inside the queued
-/// iteration, then r^H z reduced into its slot (one more reduction). Iteration k reads
+/// iteration, then r^H z reduced into its slot together with ||r||^2. Iteration k reads
 /// its rho from slot `RHO[k % 2]` and writes the next into the other, so the
 /// work of an iteration is the same for every iteration of a parity; odd
 /// iterations write their iterate to a second vector (see [`Pipeline`]). 6
@@ -238,18 +238,17 @@ where
                     if !a.apply_dot(backend, &p, &mut q, pq)? {
                         backend.cg_dot_to_slot(&p, &q, &mut sc, PQ)?;
                     }
-                    backend.cg_residual_slots(
-                        &mut sc,
-                        rho,
-                        &q,
-                        &mut r,
-                        diagonal.zip(z.as_mut()),
-                    )?;
-                    // z = M r and the next rho = r^H z (it replaces the
-                    // ||r||^2 the step above left in that slot).
-                    if let (Some(m), Some(z)) = (general, z.as_mut()) {
-                        m.apply(&r, z)?;
-                        backend.cg_dot_to_slot(&r, z, &mut sc, cg_next_slot(rho))?;
+                    match (general, z.as_mut()) {
+                        // z = M r, then the next rho = r^H z (with ||r||^2
+                        // summed over ranks in the same collective).
+                        (Some(m), Some(z)) => {
+                            backend.cg_residual_before_precond(&mut sc, rho, &q, &mut r)?;
+                            m.apply(&r, z)?;
+                            backend.cg_rz_slots(&mut sc, rho, &r, z)?;
+                        }
+                        (_, z) => {
+                            backend.cg_residual_slots(&mut sc, rho, &q, &mut r, diagonal.zip(z))?
+                        }
                     }
                     backend.cg_xp_slots(&sc, rho, z.as_ref().unwrap_or(&r), &mut p, x_in, x_out)?;
                     backend.copy_to_slot(&sc, &slot)

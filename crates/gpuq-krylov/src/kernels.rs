@@ -149,6 +149,36 @@ pub trait CgKernels: Replay {
         })
     }
 
+    /// [`CgKernels::cg_residual_slots`] with no diagonal, before a
+    /// preconditioner applied as an operator: r updated, ||r||^2 into
+    /// `sc[RNORM2]`; a backend that sums slots over ranks may leave them
+    /// unsummed, since [`CgKernels::cg_rz_slots`] follows and sums them with
+    /// r^H z in one collective. Default: `cg_residual_slots` unscaled.
+    fn cg_residual_before_precond<T: Scalar>(
+        &self,
+        sc: &mut Self::Vector<T>,
+        rho: usize,
+        q: &Self::Vector<T>,
+        r: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        self.cg_residual_slots(sc, rho, q, r, None)
+    }
+
+    /// `sc[next] = r^H z` (z = M r of a preconditioner applied as an
+    /// operator), `next` = [`cg_next_slot`]`(rho)`, after
+    /// [`CgKernels::cg_residual_before_precond`]; a backend that sums slots
+    /// over ranks sums `sc[RNORM2]` and `sc[next]` here, in one collective.
+    /// Default: [`CgKernels::cg_dot_to_slot`].
+    fn cg_rz_slots<T: Scalar>(
+        &self,
+        sc: &mut Self::Vector<T>,
+        rho: usize,
+        r: &Self::Vector<T>,
+        z: &Self::Vector<T>,
+    ) -> Result<()> {
+        self.cg_dot_to_slot(r, z, sc, cg_next_slot(rho))
+    }
+
     /// x = x_in + alpha p, then p = z + beta p, alpha as in
     /// [`CgKernels::cg_residual_slots`] and beta = `sc[next] / sc[rho]`
     /// ([`guarded_quotient`]); a zero alpha (a breakdown) leaves x = x_in
