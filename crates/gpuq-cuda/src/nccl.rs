@@ -4,7 +4,9 @@
 //! compute stream (events order the two), and the all-reduce of a method's
 //! scalar slots as an NCCL all-gather of the partials summed on the device
 //! in the host's fixed rank order (`gpuq_kernels::collective`), so it is
-//! deterministic and gives the MPI path's bits.
+//! deterministic and gives the MPI path's bits; and the all-gather of a
+//! vector split in row blocks of unequal sizes (a group of broadcasts, one
+//! per rank: the distributed AMG's gathered levels).
 //!
 //! The library (`libnccl.so.2`) is loaded at run time, like the driver: a
 //! machine without it builds and runs everything else, and
