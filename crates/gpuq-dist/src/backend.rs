@@ -500,11 +500,9 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
         beta: T,
         y: &mut Self::Vector<T>,
     ) -> Result<()> {
-        let Some(g) = &a.ghost else {
-            return self.local.spmv(alpha, &a.owned, x, beta, y);
-        };
-        self.exchange(g, x, &mut || self.local.spmv(alpha, &a.owned, x, beta, y))?;
-        self.add_ghosts(alpha, g, y)
+        self.split_apply(a, x, alpha, y, &mut |owned, y| {
+            self.local.spmv(alpha, owned, x, beta, y)
+        })
     }
 
     /// y = A x and x^H y: where this rank has no ghosts, the local backend's
