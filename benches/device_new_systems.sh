@@ -529,7 +529,8 @@ fi
 
 if [ "$WHAT" = mpi ]; then
     # MPI_RUNS: "GRID RANKS BACKEND METHOD [PRECOND [COMM]]" rows separated by ';' (PRECOND
-    # jacobi by default, or amg: the distributed AMG; COMM auto by default, nccl or mpi;
+    # jacobi by default, or amg: the distributed AMG; COMM auto by default, nvlink, nccl or
+    # mpi;
     # default rows: laplace3d:200, CG, 1 and 2 ranks on CUDA and CPU); with two or more
     # GPUs, gpuq-dist's device tests (gpu-pack/test-gpuq-dist-cuda.xz, the NCCL halo and
     # solves against one GPU) run first, and the link between GPUs 0 and 1 and the host
@@ -542,7 +543,7 @@ if [ "$WHAT" = mpi ]; then
     if [ -f gpu-pack/test-gpuq-dist-cuda.xz ]; then
         T=/tmp/test-gpuq-dist-cuda
         xz -dc gpu-pack/test-gpuq-dist-cuda.xz >"$T" && chmod +x "$T"
-        "$T" --test-threads=1 --nocapture >"$LOGS/test-dist-cuda.log" 2>&1
+        timeout "${RUN_TIMEOUT:-300}" "$T" --test-threads=1 --nocapture >"$LOGS/test-dist-cuda.log" 2>&1
         row "gpuq-dist device tests (rc $?)" "$(grep -E '^test result' "$LOGS/test-dist-cuda.log")"
         grep -E "skipped|panicked|FAILED" "$LOGS/test-dist-cuda.log" | head -5
     fi
@@ -551,9 +552,12 @@ if [ "$WHAT" = mpi ]; then
         # gpuq-dist example comm_bench): an 8-byte all-reduce, halos of K f64.
         CB=/tmp/comm-bench
         xz -dc gpu-pack/comm-bench.xz >"$CB" && chmod +x "$CB"
-        for k in 1 90000 1000000; do
-            $R -n 2 "$CB" $k 2000 >"$LOGS/comm-bench-$k.log" 2>&1
-            while read -r line; do row "comm_bench K=$k" "$line"; done < <(grep ":" "$LOGS/comm-bench-$k.log" | grep -v "^comm_bench")
+        # COMM_BENCH: "RANKS:K" pairs (default 2 ranks, K = 1, 90000, 10^6).
+        for rk in ${COMM_BENCH:-2:1 2:90000 2:1000000}; do
+            n=${rk%%:*} k=${rk#*:}
+            [ "$(nvidia-smi -L | wc -l)" -ge "$n" ] || continue
+            timeout "${RUN_TIMEOUT:-300}" $R -n "$n" "$CB" "$k" 2000 >"$LOGS/comm-bench-$n-$k.log" 2>&1
+            while read -r line; do row "comm_bench $n ranks K=$k" "$line"; done < <(grep ":" "$LOGS/comm-bench-$n-$k.log" | grep -v "^comm_bench")
         done
     fi
     if [ -n "${MPI_CHECKS:-}" ] && [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
@@ -569,7 +573,7 @@ if [ "$WHAT" = mpi ]; then
             # shellcheck disable=SC2086
             "$M" solve $args --backend cpu --json --out /tmp/x-serial.mtx >"$LOGS/check-serial.json" 2>&1
             # shellcheck disable=SC2086
-            timeout 300 $R -n 2 "$M" solve $args --backend cuda --comm nccl --json --out /tmp/x-gpus.mtx >"$LOGS/check-gpus.json" 2>"$LOGS/check-gpus.err"
+            timeout "${RUN_TIMEOUT:-300}" $R -n 2 "$M" solve $args --backend cuda --comm "${CHECK_COMM:-auto}" --json --out /tmp/x-gpus.mtx >"$LOGS/check-gpus.json" 2>"$LOGS/check-gpus.err"
             row "check $args" "serial $(j "$LOGS/check-serial.json" iterations relative_residual) | 2 GPUs $(j "$LOGS/check-gpus.json" gpus comm iterations relative_residual converged) | dx $(python3 - <<'PY'
 import numpy as np
 def read(p):
@@ -605,7 +609,7 @@ PY
         if [ "$2" = 0 ]; then launch=("$M"); else launch=($R -n "$2" "$M"); fi
         comm=(--comm "$cm")
         [ "$2" = 0 ] && comm=()
-        timeout 300 "${launch[@]}" solve --generate $1 "${rhs[@]}" --method $4 --precond $pc --backend $3 "${comm[@]}" --tol 1e-8 --json >"$out" 2>"$out.err"
+        timeout "${RUN_TIMEOUT:-300}" "${launch[@]}" solve --generate $1 "${rhs[@]}" --method $4 --precond $pc --backend $3 "${comm[@]}" --tol 1e-8 --json >"$out" 2>"$out.err"
         row "mpirun -n $2 $4 $pc $1 $3 $cm" "$(j "$out" ranks gpus comm iterations time_s setup_time_s relative_residual halo_s collective_s)"
         grep -v "^$" "$out.err" | tail -3
     done

@@ -3,7 +3,9 @@
 //! MPI allreduce of a downloaded scalar, and the device slots summed over
 //! NCCL), and a halo exchange of `K` f64 each way between neighbouring ranks
 //! (through host memory and MPI, and over NCCL), each timed to completion
-//! (the GPU synchronised) and averaged over many repetitions. Rank 0 prints
+//! (the GPU synchronised) and averaged over many repetitions, and queued back
+//! to back with one synchronisation at the end (the host's rate of issuing
+//! them where it is below the GPUs'). Rank 0 prints
 //! one line per measurement, in microseconds per operation.
 //!
 //! ```text
@@ -45,6 +47,18 @@ fn ring_rows(k: usize, rank: usize, size: usize) -> Result<Csr<f64>> {
         ptr.push(cols.len());
     }
     Csr::try_new(k, n, ptr, cols, vals)
+}
+
+/// Mean microseconds of `reps` calls of `f` queued back to back on `gpu`,
+/// one synchronisation at the end (after 20 to warm up).
+fn queued(gpu: &CudaBackend, reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    per_call(1, || {
+        for _ in 0..reps {
+            f()?;
+        }
+        gpu.synchronize()
+    })
+    .map(|us| us / reps as f64)
 }
 
 /// Mean microseconds of `reps` calls of `f` (after 20 to warm up).
@@ -97,6 +111,9 @@ fn main() -> Result<()> {
             dist.sum_slots(&mut sc, &[0])?;
             gpu.synchronize()
         })?;
+        // The same queued back to back, one wait at the end: the GPUs'
+        // own time per operation (what a queued iteration meets).
+        let queued_slot = queued(&gpu, reps, || dist.sum_slots(&mut sc, &[0]))?;
         let m = DistMatrix::new(&dist, &partition, &rows, Layout::Csr)?;
         let x = dist.upload(&vec![1.0f64; k])?;
         let mut y = dist.zeros::<f64>(k)?;
@@ -104,8 +121,9 @@ fn main() -> Result<()> {
             dist.spmv(1.0, &m, &x, 0.0, &mut y)?;
             gpu.synchronize()
         })?;
+        let queued_spmv = queued(&gpu, reps / 4, || dist.spmv(1.0, &m, &x, 0.0, &mut y))?;
         lines.push(format!(
-            "{name:>10}: 8-byte slot all-reduce {slot:8.1} us; halo of {k} f64 each way (SpMV of the ring, identity owned block) {spmv:8.1} us = {:.1} GB/s per direction",
+            "{name:>10}: 8-byte slot all-reduce {slot:8.1} us ({queued_slot:.1} queued); halo of {k} f64 each way (SpMV of the ring, identity owned block) {spmv:8.1} us ({queued_spmv:.1} queued) = {:.1} GB/s per direction",
             8.0 * k as f64 / spmv * 1e-3
         ));
     }

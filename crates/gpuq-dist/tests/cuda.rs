@@ -101,7 +101,7 @@ fn the_nccl_halo_equals_the_host_plans() {
         return;
     }
     use gpuq_core::Backend;
-    use gpuq_dist::DistMatrix;
+    use gpuq_dist::{DistMatrix, HaloBackend};
     use gpuq_sparse::SparseBackend;
     let a = generators::laplace3d::<f64>(20);
     let n = a.nrows();
@@ -121,19 +121,38 @@ fn the_nccl_halo_equals_the_host_plans() {
             dist.spmv(1.0, &m, &xv, 0.0, &mut y).unwrap();
             sums.push(dist.download(&y).unwrap());
         }
-        // The fused reductions' slots summed over the GPUs.
+        // The fused reductions' slots summed over the GPUs, three times.
         let mut sc = dist.upload(&[1.0 + rank as f64, 10.0, 0.5]).unwrap();
-        dist.sum_slots(&mut sc, &[0, 2]).unwrap();
-        (sums, dist.download(&sc).unwrap())
+        for _ in 0..3 {
+            dist.sum_slots(&mut sc, &[0, 2]).unwrap();
+        }
+        // Blocks of 3 and 5 values made whole on both GPUs, three times.
+        let counts = [3, 5];
+        let mine: Vec<f64> = (0..counts[rank]).map(|i| (10 * rank + i) as f64).collect();
+        let mine = dist.local().upload(&mine).unwrap();
+        let mut wholes = Vec::new();
+        for _ in 0..3 {
+            let mut whole = dist.local().zeros::<f64>(8).unwrap();
+            assert!(dist
+                .local()
+                .allgather_rows_on_device(&counts, &mine, &mut whole)
+                .unwrap());
+            wholes.push(dist.local().download(&whole).unwrap());
+        }
+        (sums, dist.download(&sc).unwrap(), wholes)
     });
     let mut y = Vec::new();
-    for (sums, sc) in &parts {
+    for (sums, sc, wholes) in &parts {
         assert!(
             sums.windows(2).all(|w| w[0] == w[1]),
             "repeated exchanges agree"
         );
         y.extend_from_slice(&sums[0]);
-        assert_eq!(sc, &vec![3.0, 10.0, 1.0]);
+        // 1 + 2 = 3 and 0.5 + 0.5 = 1, then 3 + 3 and 1 + 1, then again.
+        assert_eq!(sc, &vec![12.0, 10.0, 4.0]);
+        for w in wholes {
+            assert_eq!(w, &vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 13.0, 14.0]);
+        }
     }
     // The host's SpMV sums each row in the same order: the same bits.
     let diff = y
