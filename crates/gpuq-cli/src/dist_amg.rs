@@ -3,12 +3,13 @@
 //! `gpuq amg-info` across ranks.
 
 use crate::amg::AmgInfoArgs;
-use crate::dist_solve::{init_mpi, scatter_from_root, Run};
+use crate::dist_solve::{init_mpi, scatter_from_root, RankBackend, Run};
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
 use gpuq_dist::{
-    agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, HaloBackend, MixedDistAmg, RowPartition,
+    agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, DistSetupKernels, HaloBackend,
+    MixedDistAmg, RowPartition,
 };
 use gpuq_krylov::SolverConfig;
 use gpuq_sparse::Csr;
@@ -16,11 +17,12 @@ use std::process::ExitCode;
 
 /// `gpuq amg-info` under mpirun: rank 0 reads or generates A, scatters its
 /// rows (on node boundaries for `--block 2`), every rank builds the
-/// distributed hierarchy on its CPU (with the defaults of `--backend`: a
-/// GPU solve's with `cuda`), and rank 0 prints each level's rows per rank
-/// (the gathered levels hold every row on every rank).
+/// distributed hierarchy with the defaults of `--backend` (a GPU solve's
+/// with `cuda`, the aggregation and the Galerkin products then on the
+/// rank's GPU), and rank 0 prints each level's rows per rank (the gathered
+/// levels hold every row on every rank).
 pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
-    let (comm, _) = init_mpi()?;
+    let (comm, node) = init_mpi()?;
     let source = args.source()?;
     let (rank, size) = (comm.rank(), comm.size());
     let loaded = agree(
@@ -32,11 +34,26 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let (p, a, _) = scatter_from_root(&*comm, loaded, |n| {
         RowPartition::blocks(n, size, args.amg.block)
     })?;
+    // `auto`: the GPUs where the ranks have them.
+    let backend = match args.backend.as_str() {
+        "auto" if agree(&*comm, gpuq_cuda::CudaBackend::device_count())? > 0 => "cuda",
+        "auto" => "cpu",
+        other => other,
+    };
     // The options a solve on `--backend` would take (on GPUs: the GPU
-    // defaults, the larger gathered levels); the setup itself runs here.
-    let gpu = args.backend == "cuda";
+    // defaults, the larger gathered levels).
+    let gpu = backend == "cuda";
     let options = dist_amg_options(&args.amg, &source, (gpu, gpu), p.range(rank))?;
-    let h = DistHierarchy::build(&*comm, &p, &a, &options)?;
+    let (h, setup_on) = match RankBackend::of(&*comm, node, backend, "mpi")? {
+        RankBackend::Cpu(cpu) => (
+            DistHierarchy::build_on(&cpu, &*comm, &p, &a, &options)?,
+            "cpu",
+        ),
+        RankBackend::Cuda(gpu, _) => (
+            DistHierarchy::build_on(&gpu, &*comm, &p, &a, &options)?,
+            "cuda",
+        ),
+    };
     if rank == 0 {
         let levels: Vec<serde_json::Value> = h
             .rows_per_rank()
@@ -58,6 +75,7 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
             "gather_below": options.gather_below,
             "operator_complexity": h.operator_complexity(),
             "setup_s": h.setup_seconds(),
+            "setup_on": setup_on,
             "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
         });
         if args.json {
@@ -74,7 +92,7 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
             );
             let t = h.timings();
             println!(
-                "setup on rank 0: split and plans {:.3} s, smoother data {:.3} s, aggregation {:.3} s, prolongation {:.3} s, galerkin {:.3} s, gathered levels {:.3} s",
+                "setup on rank 0 ({setup_on}): split and plans {:.3} s, smoother data {:.3} s, aggregation {:.3} s, prolongation {:.3} s, galerkin {:.3} s, gathered levels {:.3} s",
                 t.split_s, t.smoother_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.gathered_s
             );
             for (k, (rows, per_rank)) in h.rows_per_rank().into_iter().enumerate() {
@@ -127,7 +145,7 @@ pub(crate) type DistPrecond<B, T> = Box<dyn LinearOperator<Dist<B>, T>>;
 /// cycle in `--amg-precision` (by default f32 on GPUs with `--block 1`, as
 /// on one GPU, else the solve's precision), with what the report says of
 /// it.
-pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
+pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
     dist: &Dist<B>,
     run: &Run,
     (p, a): (&RowPartition, &Csr<T>),
@@ -148,7 +166,7 @@ pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
             .map(|v| v.re().to_f64_lossless())
             .collect(),
     );
-    let h = DistHierarchy::build(comm, p, &dist.agree(rows)?, &options)?;
+    let h = DistHierarchy::build_on(dist.local(), comm, p, &dist.agree(rows)?, &options)?;
     let precision = run.args.amg.cycle_precision_on(&run.args.precision, gpu);
     let layout = config.layout;
     let m: DistPrecond<B, T> = match (precision, T::KIND) {
@@ -175,6 +193,7 @@ pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels, T: Scalar>(
         "gather_below": options.gather_below,
         "operator_complexity": h.operator_complexity(),
         "setup_s": start.elapsed().as_secs_f64(),
+        "setup_on": dist.local().dist_setup_name(),
         "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
     });
     Ok((m, info))

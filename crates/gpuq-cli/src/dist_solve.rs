@@ -30,7 +30,7 @@ use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
 use gpuq_dist::{
     agree, gather_rows, generated_rows, scatter_rows, solve_rows, solve_rows_with_precond,
-    stencil_size, Communicator, Dist, HaloBackend, MpiComm, RowPartition,
+    stencil_size, Communicator, Dist, DistSetupKernels, HaloBackend, MpiComm, RowPartition,
 };
 use gpuq_krylov::{KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::matrix_market as mm;
@@ -240,7 +240,7 @@ pub(crate) struct Run<'a> {
     pub amg: bool,
 }
 
-fn by_precision<B: HaloBackend + AmgKernels>(
+fn by_precision<B: HaloBackend + AmgKernels + DistSetupKernels>(
     dist: &Dist<B>,
     run: &Run,
     complex: bool,
@@ -269,7 +269,8 @@ fn partition(n: usize, ranks: usize, run: &Run) -> Result<RowPartition> {
     RowPartition::blocks(n, ranks, block)
 }
 
-/// This rank's rows of A and b: built in place for a stencil problem, else
+/// This rank's rows of A and b: built in place for a stencil problem (b
+/// too, unless `--rhs` names a file: rank 0 reads it and scatters it), else
 /// read by rank 0 and scattered.
 fn rows<B: HaloBackend, T: Scalar>(
     dist: &Dist<B>,
@@ -277,13 +278,19 @@ fn rows<B: HaloBackend, T: Scalar>(
 ) -> Result<(RowPartition, Csr<T>, Vec<T>)> {
     let comm = dist.comm();
     let (rank, size) = (comm.rank(), comm.size());
-    if let (Source::Generated(spec), None) = (run.source, &run.args.rhs) {
+    if let Source::Generated(spec) = run.source {
         if let Some(n) = stencil_size(spec) {
             let p = dist.agree(partition(n, size, run))?;
             let built = generated_rows::<T>(spec, &p, rank).and_then(|r| {
                 r.ok_or_else(|| Error::InvalidArgument("not a stencil problem".into()))
             });
             let (a, b) = dist.agree(built)?;
+            let Some(path) = &run.args.rhs else {
+                return Ok((p, a, b));
+            };
+            let read = (rank == 0).then(|| rhs_of_length::<T>(path, n)).transpose();
+            let whole = dist.agree(read)?;
+            let b = gpuq_dist::scatter_vector(comm, &p, 0, whole.as_deref())?;
             return Ok((p, a, b));
         }
     }
@@ -293,6 +300,20 @@ fn rows<B: HaloBackend, T: Scalar>(
             .transpose(),
     )?;
     scatter_from_root(comm, loaded, |n| partition(n, size, run))
+}
+
+/// The right-hand side in the Matrix Market file `path`; errors unless it
+/// holds `n` entries.
+fn rhs_of_length<T: Scalar>(path: &std::path::Path, n: usize) -> Result<Vec<T>> {
+    let b: Vec<T> = mm::read_dense_vector(path)?;
+    if b.len() != n {
+        return Err(Error::shape(
+            "solve (right-hand side)",
+            format!("{n} entries (the matrix has {n} rows)"),
+            format!("{} entries in {}", b.len(), path.display()),
+        ));
+    }
+    Ok(b)
 }
 
 /// Rank 0's A and b (`loaded`, `None` elsewhere) scattered by rows: rank 0
@@ -316,7 +337,7 @@ pub(crate) fn scatter_from_root<T: Scalar>(
     Ok((p, a, b))
 }
 
-fn typed<B: HaloBackend + AmgKernels, T: Scalar>(
+fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
     dist: &Dist<B>,
     run: &Run,
     device: Option<usize>,

@@ -828,12 +828,16 @@ pub(crate) fn select_rows<T: Scalar>(a: &Csr<T>, idx: &[usize]) -> Result<Csr<T>
 
 /// The matrices of `parts` (each with `ncols` columns) one below the other.
 /// O(nnz).
-pub(crate) fn stack_rows<T: Scalar>(parts: &[Csr<T>], ncols: usize) -> Result<Csr<T>> {
-    let nrows = parts.iter().map(|p| p.nrows()).sum();
+pub(crate) fn stack_rows<T: Scalar, M: std::borrow::Borrow<Csr<T>>>(
+    parts: &[M],
+    ncols: usize,
+) -> Result<Csr<T>> {
+    let nrows = parts.iter().map(|p| p.borrow().nrows()).sum();
     let mut ptr = Vec::with_capacity(nrows + 1);
     ptr.push(0);
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for p in parts {
+        let p = p.borrow();
         if p.ncols() != ncols {
             return Err(Error::shape("stack_rows", ncols, p.ncols()));
         }

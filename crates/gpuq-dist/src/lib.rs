@@ -133,7 +133,10 @@ mod solve;
 mod thread_comm;
 mod walks;
 
-pub use amg::{DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupTimings, MixedDistAmg};
+pub use amg::{
+    DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings,
+    MixedDistAmg,
+};
 pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};
 pub use generate::{generated_rows, stencil_size};
@@ -146,7 +149,7 @@ pub use mpi_comm::MpiComm;
 pub use operator::DistOperator;
 pub use partition::RowPartition;
 pub use reorder::Reordering;
-pub use scatter::{allgather_matrix, broadcast_rows, gather_rows, scatter_rows};
+pub use scatter::{allgather_matrix, broadcast_rows, gather_rows, scatter_rows, scatter_vector};
 pub use solve::{allgather_rows, rows_of, solve_rows, solve_rows_with_precond};
 pub use thread_comm::ThreadComm;
 pub use walks::DistWalk;

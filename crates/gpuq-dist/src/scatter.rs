@@ -112,6 +112,37 @@ pub(crate) fn decode<T: Scalar>(bytes: &[u8], n: usize) -> Result<(Csr<T>, Vec<T
     ))
 }
 
+/// Rank `root`'s vector `whole` (ignored elsewhere) split by `partition`:
+/// every rank gets its part (a right-hand side read by one rank for rows
+/// built in place). Collective; one message from the root to each other
+/// rank. Errors when the root's vector does not match the partition.
+pub fn scatter_vector<T: Scalar>(
+    comm: &dyn Communicator,
+    partition: &RowPartition,
+    root: usize,
+    whole: Option<&[T]>,
+) -> Result<Vec<T>> {
+    let rank = comm.rank();
+    if rank != root {
+        let mut mine = vec![T::zero(); partition.range(rank).len()];
+        let bytes = comm.recv(root, SCATTER_TAG)?;
+        fill_from(&bytes, &mut mine, "scatter_vector", root)?;
+        return Ok(mine);
+    }
+    let v = whole.ok_or_else(|| comm_error("scatter_vector: the root holds no vector"))?;
+    gpuq_core::check_same_len("scatter_vector", partition.rows(), v.len())?;
+    let mut mine = Vec::new();
+    for r in 0..comm.size() {
+        let part = &v[partition.range(r)];
+        if r == root {
+            mine = part.to_vec();
+        } else {
+            comm.send(r, SCATTER_TAG, scalars_as_bytes(part))?;
+        }
+    }
+    Ok(mine)
+}
+
 /// Every rank's part of a vector split by `partition`, concatenated on rank
 /// `root` (`Some` there, `None` elsewhere). Collective; one message from each
 /// other rank to the root.
@@ -138,18 +169,24 @@ pub fn gather_rows<T: Scalar>(
             dst.copy_from_slice(local);
             continue;
         }
-        let bytes = comm.recv(r, GATHER_TAG)?;
-        let dst = scalars_as_bytes_mut(dst);
-        if dst.len() != bytes.len() {
-            return Err(comm_error(format!(
-                "gather_rows: rank {r} sent {} bytes for {}",
-                bytes.len(),
-                dst.len()
-            )));
-        }
-        dst.copy_from_slice(&bytes);
+        fill_from(&comm.recv(r, GATHER_TAG)?, dst, "gather_rows", r)?;
     }
     Ok(Some(whole))
+}
+
+/// Overwrites `dst` with the values in `bytes` (a message from rank `from`
+/// for `op`); errors when the lengths differ.
+fn fill_from<T: Scalar>(bytes: &[u8], dst: &mut [T], op: &str, from: usize) -> Result<()> {
+    let dst = scalars_as_bytes_mut(dst);
+    if dst.len() != bytes.len() {
+        return Err(comm_error(format!(
+            "{op}: rank {from} sent {} bytes for {}",
+            bytes.len(),
+            dst.len()
+        )));
+    }
+    dst.copy_from_slice(bytes);
+    Ok(())
 }
 
 /// Every rank's rows of a matrix split by `partition` (global columns),
@@ -230,6 +267,25 @@ mod tests {
         .unwrap();
         assert_eq!(out[1].as_deref(), Some(&b[..]));
         assert!(out[0].is_none() && out[2].is_none());
+    }
+
+    #[test]
+    fn a_vector_scattered_from_one_rank_is_each_ranks_part() {
+        let b: Vec<Complex64> = (0..27).map(|i| Complex64::new(i as f64, 0.5)).collect();
+        let p = RowPartition::from_counts(&[10, 0, 17]).unwrap();
+        let out = ThreadComm::run(3, |c| {
+            let whole = (c.rank() == 1).then_some(&b[..]);
+            scatter_vector(&c, &p, 1, whole).unwrap()
+        })
+        .unwrap();
+        for (r, part) in out.iter().enumerate() {
+            assert_eq!(part, &b[p.range(r)].to_vec());
+        }
+        // The root's vector must match the partition.
+        let c = crate::SingleRank;
+        let one = RowPartition::contiguous(5, 1).unwrap();
+        assert!(scatter_vector(&c, &one, 0, Some(&b[..4])).is_err());
+        assert!(scatter_vector::<f64>(&c, &one, 0, None).is_err());
     }
 
     #[test]

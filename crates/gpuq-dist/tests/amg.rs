@@ -8,7 +8,7 @@ use gpuq_core::{Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     rows_of, solve_rows_with_precond, Communicator, Dist, DistAmg, DistAmgOptions, DistHierarchy,
-    DistWalk, MixedDistAmg, RowPartition, ThreadComm,
+    DistSetupKernels, DistWalk, MixedDistAmg, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -378,6 +378,92 @@ fn mcsa_over_1_to_4_ranks_reaches_the_tolerance() {
                 one.1.iterations
             );
             assert!(true_residual(&a, x, &b) <= 1e-8);
+        }
+    }
+}
+
+/// A [`DistSetupKernels`] that runs the steps itself on the host, as a device
+/// backend would (the stacked operand built, one product of the whole), and
+/// counts its calls.
+struct CountingSetup {
+    products: std::sync::atomic::AtomicUsize,
+    aggregations: std::sync::atomic::AtomicUsize,
+}
+
+impl DistSetupKernels for CountingSetup {
+    fn owned_aggregates(
+        &self,
+        owned: &Csr<f64>,
+        bs: usize,
+        eps: f64,
+    ) -> Result<Option<(Vec<u32>, usize)>, Error> {
+        use gpuq_amg::{aggregate::mis2_aggregates, strength};
+        self.aggregations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let s = strength::strong_graph(&strength::norm_matrix(owned, bs)?, eps)?;
+        Ok(Some(mis2_aggregates(&s)))
+    }
+
+    fn stacked_product(
+        &self,
+        a: &Csr<f64>,
+        parts: &[&Csr<f64>],
+        ncols: usize,
+    ) -> Result<Option<Csr<f64>>, Error> {
+        self.products
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let rows: Vec<(&[u32], &[f64])> = parts
+            .iter()
+            .flat_map(|p| (0..p.nrows()).map(move |i| p.row(i)))
+            .collect();
+        assert!(rows
+            .iter()
+            .all(|(c, _)| c.iter().all(|&j| (j as usize) < ncols)));
+        gpuq_amg::galerkin::spgemm_rows(a, ncols, |k| rows[k]).map(Some)
+    }
+}
+
+#[test]
+fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
+    let a = laplace3d::<f64>(20);
+    let o = DistAmgOptions {
+        gather_below: 200,
+        ..DistAmgOptions::default()
+    };
+    for ranks in [1, 3] {
+        let p = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+        let built = ThreadComm::run(ranks, |comm| {
+            let rows = rows_of(&a, &p, comm.rank()).unwrap();
+            let host = DistHierarchy::build(&comm, &p, &rows, &o).unwrap();
+            let local = CountingSetup {
+                products: Default::default(),
+                aggregations: Default::default(),
+            };
+            let hooked = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
+            (host, hooked, local)
+        })
+        .unwrap();
+        for (host, hooked, local) in &built {
+            let levels = host.levels().len();
+            assert!(levels >= 1, "{ranks} ranks: nothing distributed");
+            assert_eq!(hooked.levels().len(), levels);
+            // Two products and at least one aggregation per distributed level.
+            assert_eq!(
+                local.products.load(std::sync::atomic::Ordering::Relaxed),
+                2 * levels
+            );
+            assert!(
+                local
+                    .aggregations
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    >= levels
+            );
+            for (x, y) in host.levels().iter().zip(hooked.levels()) {
+                assert_eq!(x.a, y.a);
+                assert_eq!(x.p, y.p);
+                assert_eq!(x.r, y.r);
+            }
+            assert_eq!(host.tail().coarse_solve(), hooked.tail().coarse_solve());
         }
     }
 }

@@ -194,6 +194,15 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
             ..DistAmgOptions::default()
         };
         let h = DistHierarchy::build(dist.comm(), &partition, &rows, &o).unwrap();
+        // The aggregation and the products on each rank's GPU: the same levels.
+        let hg = DistHierarchy::build_on(dist.local(), dist.comm(), &partition, &rows, &o).unwrap();
+        let same = h.levels().len() == hg.levels().len()
+            && h.levels()
+                .iter()
+                .zip(hg.levels())
+                .all(|(x, y)| x.a == y.a && x.p == y.p && x.r == y.r)
+            && h.tail().coarse_solve() == hg.tail().coarse_solve();
+        assert!(same, "the GPU-built hierarchy differs from the host's");
         let m = DistAmg::<CudaBackend, f64>::new(&dist, &h, Layout::Csr).unwrap();
         let m: &dyn LinearOperator<Dist<CudaBackend>, f64> = &m;
         let amg =

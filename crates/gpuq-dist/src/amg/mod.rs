@@ -46,4 +46,4 @@ mod setup;
 
 pub use cycle::DistAmg;
 pub use mixed::MixedDistAmg;
-pub use setup::{DistAmgOptions, DistHierarchy, DistLevel, DistSetupTimings};
+pub use setup::{DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings};

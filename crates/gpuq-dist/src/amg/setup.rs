@@ -105,6 +105,82 @@ pub struct DistSetupTimings {
     pub total_s: f64,
 }
 
+/// Where the distributed setup runs the local steps that cost it most: the
+/// aggregation of the rank's owned block and the sparse products (A P and
+/// R (A P), each over the rank's rows with the ghost rows fetched). Every
+/// method returns `Ok(None)` by default, and the caller computes on the host
+/// (Rayon); the CUDA backend runs them on the rank's GPU with the one-GPU
+/// setup's kernels, which give the host's aggregates and the host's products
+/// bit for bit, so the hierarchy is the same wherever it was built.
+pub trait DistSetupKernels: Sync {
+    /// The aggregates of the square block `owned` (the rank's rows and
+    /// columns; strong graph of its bs x bs block norms with threshold `eps`,
+    /// then the distance-2 aggregation): each node's aggregate and the
+    /// count, or `None` to aggregate on the host (the default).
+    fn owned_aggregates(
+        &self,
+        _owned: &Csr<f64>,
+        _bs: usize,
+        _eps: f64,
+    ) -> Result<Option<(Vec<u32>, usize)>> {
+        Ok(None)
+    }
+
+    /// C = A B where B is `parts` stacked (the rank's rows, then the ghost
+    /// rows), each of `ncols` columns, or `None` to multiply on the host (the
+    /// default).
+    fn stacked_product(
+        &self,
+        _a: &Csr<f64>,
+        _parts: &[&Csr<f64>],
+        _ncols: usize,
+    ) -> Result<Option<Csr<f64>>> {
+        Ok(None)
+    }
+
+    /// Where these steps run, for reports (`cpu`, `cuda`).
+    fn dist_setup_name(&self) -> &'static str {
+        "cpu"
+    }
+}
+
+/// The CPU backend: every step on the host.
+impl DistSetupKernels for gpuq_cpu::CpuBackend {}
+
+/// The rank's GPU: the owned block's aggregates (one upload, the device
+/// aggregation, the aggregates back) and the products (both operands
+/// uploaded, the device's hashed Gustavson product, the result back). Cost
+/// per product: 12 bytes per entry each way over PCIe, against the host's
+/// O(flops) Gustavson product.
+#[cfg(feature = "cuda")]
+impl DistSetupKernels for gpuq_cuda::CudaBackend {
+    fn owned_aggregates(
+        &self,
+        owned: &Csr<f64>,
+        bs: usize,
+        eps: f64,
+    ) -> Result<Option<(Vec<u32>, usize)>> {
+        let a = self.setup_upload(owned)?;
+        self.setup_aggregates(&a, bs, eps)
+    }
+
+    fn stacked_product(
+        &self,
+        a: &Csr<f64>,
+        parts: &[&Csr<f64>],
+        ncols: usize,
+    ) -> Result<Option<Csr<f64>>> {
+        let a = self.setup_upload(a)?;
+        let b = self.setup_upload(&stack_rows(parts, ncols)?)?;
+        let c = self.setup_spgemm(&a, &b)?;
+        self.setup_download(&c).map(Some)
+    }
+
+    fn dist_setup_name(&self) -> &'static str {
+        "cuda"
+    }
+}
+
 /// Runs `f`, adding its seconds to `acc`.
 fn time<R>(acc: &mut f64, f: impl FnOnce() -> R) -> R {
     let t = Instant::now();
@@ -256,7 +332,7 @@ fn shift_columns(a: &Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> 
 /// rows `b`, global columns): B's ghost rows fetched once through the plan,
 /// then one local Gustavson product. Collective among neighbours.
 fn product(
-    comm: &dyn Communicator,
+    (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     split: &SplitRows<f64>,
     plan: &HaloPlan,
     b: &Csr<f64>,
@@ -270,7 +346,11 @@ fn product(
             b.nrows() + ghosts.nrows(),
         ));
     }
-    spgemm_rows(&extended(split)?, b.ncols(), |k| {
+    let a = extended(split)?;
+    if let Some(c) = local.stacked_product(&a, &[b, &ghosts], b.ncols())? {
+        return Ok(c);
+    }
+    spgemm_rows(&a, b.ncols(), |k| {
         if k < n_own {
             b.row(k)
         } else {
@@ -324,6 +404,21 @@ impl DistHierarchy {
         rows: &Csr<f64>,
         options: &DistAmgOptions,
     ) -> Result<Self> {
+        Self::build_on(&gpuq_cpu::CpuBackend::new(), comm, partition, rows, options)
+    }
+
+    /// [`DistHierarchy::build`] with the aggregation of each rank's block
+    /// and the Galerkin products where `local` runs them (the rank's GPU for
+    /// a CUDA backend; the same hierarchy, bit for bit). The rest (splits,
+    /// halo plans, block diagonals, the Lanczos estimates, the smoothed
+    /// prolongator, the gathered levels) stays on the host. Collective.
+    pub fn build_on(
+        local: &dyn DistSetupKernels,
+        comm: &dyn Communicator,
+        partition: &RowPartition,
+        rows: &Csr<f64>,
+        options: &DistAmgOptions,
+    ) -> Result<Self> {
         let t0 = Instant::now();
         let mut t = DistSetupTimings::default();
         time(&mut t.split_s, || {
@@ -347,7 +442,14 @@ impl DistHierarchy {
             let next = if small {
                 None
             } else {
-                coarsen(comm, (&part, &a), (bs, &nns), levels.len(), options, &mut t)?
+                coarsen(
+                    (comm, local),
+                    (&part, &a),
+                    (bs, &nns),
+                    levels.len(),
+                    options,
+                    &mut t,
+                )?
             };
             let Some((level, ac, next_nns)) = next else {
                 let tail = time(&mut t.gathered_s, || {
@@ -442,7 +544,7 @@ type Coarsened = (DistLevel, Csr<f64>, Vec<Vec<f64>>);
 /// aggregation does not shrink the level by 10% even with every connection
 /// strong (the level is then gathered and becomes the coarsest there).
 fn coarsen(
-    comm: &dyn Communicator,
+    (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     (part, a): (&RowPartition, &Csr<f64>),
     (bs, nns): (usize, &[Vec<f64>]),
     index: usize,
@@ -493,12 +595,15 @@ fn coarsen(
     let k = nns.len();
     let mut chosen = None;
     for eps in [o.strength, 0.0] {
-        let local = time(&mut t.aggregation_s, || {
-            norm_matrix(&split.owned, bs)
-                .and_then(|e| strong_graph(&e, eps))
-                .map(|s| mis2_aggregates(&s))
+        let mine = time(&mut t.aggregation_s, || {
+            match local.owned_aggregates(&split.owned, bs, eps)? {
+                Some(found) => Ok(found),
+                None => norm_matrix(&split.owned, bs)
+                    .and_then(|e| strong_graph(&e, eps))
+                    .map(|s| mis2_aggregates(&s)),
+            }
         });
-        let (agg, naggs) = agree(comm, local)?;
+        let (agg, naggs) = agree(comm, mine)?;
         let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
         if coarse_rows > 0 && coarse_rows * 10 <= n * 9 {
             chosen = Some((agg, naggs));
@@ -527,10 +632,10 @@ fn coarsen(
     // R = P^T, and R (A P) with the ghost rows of P, then of A P.
     let (r, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
         let r = transpose_rows(comm, part, &coarse, &p)?;
-        let ap = product(comm, &split, &plan, &p)?;
+        let ap = product((comm, local), &split, &plan, &p)?;
         let r_split = agree(comm, split_columns(part, rank, &r))?;
         let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
-        let ac = product(comm, &r_split, &r_plan, &ap)?;
+        let ac = product((comm, local), &r_split, &r_plan, &ap)?;
         Ok((r, r_split, agree(comm, fix_empty_rows(ac, cfirst))?))
     })?;
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
