@@ -110,8 +110,8 @@
 //! rank order (the same bits); scalar results (`dotc`, `nrm2`) still come
 //! back through the host, as on one GPU, and reduce over the communicator.
 //!
-//! Not done yet: the distributed AMG setup on the device (each rank sets up
-//! on its host), distributed walk data for Monte Carlo (every rank holds the
+//! Not done yet: most of the distributed AMG setup on the device (each rank
+//! aggregates and multiplies on its GPU, the rest on its host), distributed walk data for Monte Carlo (every rank holds the
 //! whole matrix), and a CLI option for the bisection partition.
 
 #![warn(missing_docs)]

@@ -32,9 +32,14 @@
 //! the gathered levels' all-gather and their cycle), so CG queues its
 //! iterations without waiting for the host.
 //!
-//! Not done: the setup runs on the host of every rank (the one-GPU setup's
-//! device kernels are not used across ranks: laplace3d:300 takes 19-38 s on
-//! four or two ranks' hosts against 0.7 s on one GPU); smoothers other than damped
+//! With [`DistHierarchy::build_on`] and a GPU rank's backend, the
+//! aggregation of each rank's block and the products A P and R (A P) run
+//! on its GPU ([`DistSetupKernels`]; the host's hierarchy bit for bit).
+//!
+//! Not done: the rest of the setup runs on the host of every rank (the
+//! smoothed prolongator, R = P^T, the Lanczos estimates, the splits and
+//! exchanges: laplace3d:300's hierarchy takes 13.5-19.5 s on four or two
+//! ranks against 0.7 s on one GPU); smoothers other than damped
 //! and l1 Jacobi, the W-cycle and the seed's coarsening are not distributed
 //! (asking for them is an error); a singular system's null space is not
 //! projected.
