@@ -388,6 +388,7 @@ fn mcsa_over_1_to_4_ranks_reaches_the_tolerance() {
 struct CountingSetup {
     products: std::sync::atomic::AtomicUsize,
     aggregations: std::sync::atomic::AtomicUsize,
+    prolongators: std::sync::atomic::AtomicUsize,
 }
 
 impl DistSetupKernels for CountingSetup {
@@ -421,6 +422,18 @@ impl DistSetupKernels for CountingSetup {
             .all(|(c, _)| c.iter().all(|&j| (j as usize) < ncols)));
         gpuq_amg::galerkin::spgemm_rows(a, ncols, |k| rows[k]).map(Some)
     }
+
+    fn smoothed_prolongator(
+        &self,
+        a: &Csr<f64>,
+        dinv: &gpuq_amg::blockdiag::BlockDiagonal,
+        rho: f64,
+        pt: &Csr<f64>,
+    ) -> Result<Option<Csr<f64>>, Error> {
+        self.prolongators
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        gpuq_amg::prolong::smooth(a, dinv, rho, pt).map(Some)
+    }
 }
 
 #[test]
@@ -438,6 +451,7 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
             let local = CountingSetup {
                 products: Default::default(),
                 aggregations: Default::default(),
+                prolongators: Default::default(),
             };
             let hooked = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
             (host, hooked, local)
@@ -458,6 +472,11 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
                     .load(std::sync::atomic::Ordering::Relaxed)
                     >= levels
             );
+            // One smoothed prolongator per distributed level.
+            let smoothed = local
+                .prolongators
+                .load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(smoothed, levels);
             for (x, y) in host.levels().iter().zip(hooked.levels()) {
                 assert_eq!(x.a, y.a);
                 assert_eq!(x.p, y.p);

@@ -33,13 +33,14 @@
 //! iterations without waiting for the host.
 //!
 //! With [`DistHierarchy::build_on`] and a GPU rank's backend, the
-//! aggregation of each rank's block and the products A P and R (A P) run
-//! on its GPU ([`DistSetupKernels`]; the host's hierarchy bit for bit).
+//! aggregation of each rank's block, the smoothed prolongator and the
+//! products A P and R (A P) run on its GPU ([`DistSetupKernels`]; the
+//! host's hierarchy bit for bit).
 //!
-//! Not done: the rest of the setup runs on the host of every rank (the
-//! smoothed prolongator, R = P^T, the Lanczos estimates, the splits and
-//! exchanges: laplace3d:300's hierarchy takes 13.5-19.5 s on four or two
-//! ranks against 0.7 s on one GPU); smoothers other than damped
+//! Not done: the rest of the setup runs on the host of every rank (R = P^T,
+//! the Lanczos estimates, the splits and exchanges: laplace3d:300's
+//! hierarchy takes 11.9-14.9 s on four or two ranks against 0.7 s on one
+//! GPU); smoothers other than damped
 //! and l1 Jacobi, the W-cycle and the seed's coarsening are not distributed
 //! (asking for them is an error); a singular system's null space is not
 //! projected.

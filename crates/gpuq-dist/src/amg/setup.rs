@@ -106,8 +106,9 @@ pub struct DistSetupTimings {
 }
 
 /// Where the distributed setup runs the local steps that cost it most: the
-/// aggregation of the rank's owned block and the sparse products (A P and
-/// R (A P), each over the rank's rows with the ghost rows fetched). Every
+/// aggregation of the rank's owned block, the smoothed prolongator and the
+/// sparse products (A P and R (A P), each over the rank's rows with the
+/// ghost rows fetched). Every
 /// method returns `Ok(None)` by default, and the caller computes on the host
 /// (Rayon); the CUDA backend runs them on the rank's GPU with the one-GPU
 /// setup's kernels, which give the host's aggregates and the host's products
@@ -138,18 +139,68 @@ pub trait DistSetupKernels: Sync {
         Ok(None)
     }
 
+    /// The smoothed prolongator P = (I - omega D^-1 A) P_T of the rank's
+    /// rows (`gpuq_amg::prolong::smooth`): `a` the rank's rows over owned
+    /// then ghost columns, `dinv` the inverse blocks of its rows, `pt` the
+    /// tentative prolongator's owned then ghost rows; or `None` to smooth on
+    /// the host (the default).
+    fn smoothed_prolongator(
+        &self,
+        _a: &Csr<f64>,
+        _dinv: &BlockDiagonal,
+        _rho: f64,
+        _pt: &Csr<f64>,
+    ) -> Result<Option<Csr<f64>>> {
+        Ok(None)
+    }
+
     /// Where these steps run, for reports (`cpu`, `cuda`).
     fn dist_setup_name(&self) -> &'static str {
         "cpu"
     }
 }
 
+/// `a` (rows over owned then ghost columns) made square by empty rows for
+/// the ghost columns, and `dinv`'s blocks followed by zero blocks for them:
+/// the smoothed prolongator of these has the rank's rows of P first and the
+/// tentative prolongator's ghost rows after them (an empty row of A adds
+/// nothing), so a kernel written for a square A computes the rank's rows.
+/// `None` where the ghost columns do not make whole blocks. O(nnz).
+#[cfg(any(feature = "cuda", test))]
+pub(crate) fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f64>)>> {
+    let (n, m, bs) = (a.nrows(), a.ncols(), dinv.block());
+    if m < n || (m - n) % bs != 0 || dinv.blocks().len() != n * bs {
+        return Ok(None);
+    }
+    let mut ptr = a.row_ptr().to_vec();
+    ptr.resize(m + 1, a.nnz());
+    let square =
+        Csr::try_new_allow_nonfinite(m, m, ptr, a.col_idx().to_vec(), a.values().to_vec())?;
+    let mut blocks = dinv.blocks().to_vec();
+    blocks.resize(m * bs, 0.0);
+    Ok(Some((square, blocks)))
+}
+
+/// The first `n` rows of `p`. O(their entries).
+#[cfg(any(feature = "cuda", test))]
+pub(crate) fn first_rows(p: &Csr<f64>, n: usize) -> Result<Csr<f64>> {
+    let nnz = p.row_ptr()[n];
+    Csr::try_new_allow_nonfinite(
+        n,
+        p.ncols(),
+        p.row_ptr()[..=n].to_vec(),
+        p.col_idx()[..nnz].to_vec(),
+        p.values()[..nnz].to_vec(),
+    )
+}
+
 /// The CPU backend: every step on the host.
 impl DistSetupKernels for gpuq_cpu::CpuBackend {}
 
 /// The rank's GPU: the owned block's aggregates (one upload, the device
-/// aggregation, the aggregates back) and the products (both operands
-/// uploaded, the device's hashed Gustavson product, the result back). Cost
+/// aggregation, the aggregates back), the smoothed prolongator and the
+/// products (the operands uploaded, the device's hashed Gustavson product,
+/// the result back). Cost
 /// per product: 12 bytes per entry each way over PCIe, against the host's
 /// O(flops) Gustavson product.
 #[cfg(feature = "cuda")]
@@ -174,6 +225,27 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let b = self.setup_upload(&stack_rows(parts, ncols)?)?;
         let c = self.setup_spgemm(&a, &b)?;
         self.setup_download(&c).map(Some)
+    }
+
+    /// On the device, A squared by empty rows for the ghost columns (the
+    /// one-GPU kernel takes a square A): one upload of the squared A, the
+    /// blocks (zero for the ghost nodes) and P_T, the kernel, the rank's
+    /// rows back.
+    fn smoothed_prolongator(
+        &self,
+        a: &Csr<f64>,
+        dinv: &BlockDiagonal,
+        rho: f64,
+        pt: &Csr<f64>,
+    ) -> Result<Option<Csr<f64>>> {
+        let Some((square, blocks)) = squared(a, dinv)? else {
+            return Ok(None);
+        };
+        let omega = 4.0 / (3.0 * rho);
+        let (sa, spt) = (self.setup_upload(&square)?, self.setup_upload(pt)?);
+        let blocks = self.setup_vec_upload(&blocks)?;
+        let p = self.setup_smoothed_prolongator(&sa, dinv.block(), omega, &blocks, &spt)?;
+        first_rows(&self.setup_download(&p)?, a.nrows()).map(Some)
     }
 
     fn dist_setup_name(&self) -> &'static str {
@@ -623,10 +695,13 @@ fn coarsen(
         let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
         let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
         let pt_ghosts = plan.exchange_rows(comm, &pt)?;
-        let p = agree(
-            comm,
-            stack_rows(&[pt, pt_ghosts], nc).and_then(|pt_ext| smooth(&a_ext, &dinv, rho, &pt_ext)),
-        )?;
+        let smoothed = stack_rows(&[pt, pt_ghosts], nc).and_then(|pt_ext| {
+            match local.smoothed_prolongator(&a_ext, &dinv, rho, &pt_ext)? {
+                Some(p) => Ok(p),
+                None => smooth(&a_ext, &dinv, rho, &pt_ext),
+            }
+        });
+        let p = agree(comm, smoothed)?;
         Ok((p, tent.coarse_null))
     })?;
     // R = P^T, and R (A P) with the ghost rows of P, then of A P.
@@ -684,4 +759,51 @@ fn gather_tail(
         ..o.clone()
     };
     agree(comm, Hierarchy::build(&whole, &tail_options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuq_sparse::generators::laplace2d;
+
+    #[test]
+    fn the_squared_level_smooths_the_ranks_rows_bit_for_bit() {
+        // Rows 0..40 of a 10 x 10 grid's Laplacian over owned columns 0..40
+        // and 20 ghost columns (blocks of 2 nodes), as a rank's level holds them.
+        let a = laplace2d::<f64>(10);
+        let rows = crate::halo::select_rows(&a, &(0..40).collect::<Vec<_>>()).unwrap();
+        let ext = Csr::try_new(
+            40,
+            60,
+            rows.row_ptr().to_vec(),
+            rows.col_idx().iter().map(|&c| c.min(59)).collect(),
+            rows.values().to_vec(),
+        )
+        .unwrap();
+        let dinv = BlockDiagonal::of(&ext, 2, false).inverse().unwrap();
+        let pt = Csr::try_new(
+            60,
+            30,
+            (0..=60).collect(),
+            (0..60).map(|i| (i / 2) as u32).collect(),
+            vec![0.5f64.sqrt(); 60],
+        )
+        .unwrap();
+        let want = smooth(&ext, &dinv, 1.7, &pt).unwrap();
+        let (square, blocks) = squared(&ext, &dinv).unwrap().unwrap();
+        assert_eq!(square.shape(), (60, 60));
+        let padded = BlockDiagonal::from_blocks(2, blocks).unwrap();
+        let got = first_rows(&smooth(&square, &padded, 1.7, &pt).unwrap(), 40).unwrap();
+        assert_eq!(got, want);
+        // Ghost columns that split a block: the host smooths.
+        let odd = Csr::try_new(
+            40,
+            61,
+            ext.row_ptr().to_vec(),
+            ext.col_idx().to_vec(),
+            ext.values().to_vec(),
+        )
+        .unwrap();
+        assert!(squared(&odd, &dinv).unwrap().is_none());
+    }
 }
