@@ -108,11 +108,10 @@ pub struct DistSetupTimings {
 /// Where the distributed setup runs the local steps that cost it most: the
 /// aggregation of the rank's owned block, the smoothed prolongator and the
 /// sparse products (A P and R (A P), each over the rank's rows with the
-/// ghost rows fetched). Every
-/// method returns `Ok(None)` by default, and the caller computes on the host
-/// (Rayon); the CUDA backend runs them on the rank's GPU with the one-GPU
-/// setup's kernels, which give the host's aggregates and the host's products
-/// bit for bit, so the hierarchy is the same wherever it was built.
+/// ghost rows fetched). Every method returns `Ok(None)` by default, and the
+/// caller computes on the host (Rayon); the CUDA backend runs them on the
+/// rank's GPU with the one-GPU setup's kernels, which give the host's
+/// results bit for bit, so the hierarchy is the same wherever it was built.
 pub trait DistSetupKernels: Sync {
     /// The aggregates of the square block `owned` (the rank's rows and
     /// columns; strong graph of its bs x bs block norms with threshold `eps`,
@@ -200,9 +199,8 @@ impl DistSetupKernels for gpuq_cpu::CpuBackend {}
 /// The rank's GPU: the owned block's aggregates (one upload, the device
 /// aggregation, the aggregates back), the smoothed prolongator and the
 /// products (the operands uploaded, the device's hashed Gustavson product,
-/// the result back). Cost
-/// per product: 12 bytes per entry each way over PCIe, against the host's
-/// O(flops) Gustavson product.
+/// the result back). Cost per product: 12 bytes per entry each way over
+/// PCIe, against the host's O(flops) Gustavson product.
 #[cfg(feature = "cuda")]
 impl DistSetupKernels for gpuq_cuda::CudaBackend {
     fn owned_aggregates(
@@ -465,6 +463,11 @@ impl DistHierarchy {
     /// rows (O(nnz) per round, no communication), three exchanges of ghost
     /// rows (P_T's, P's, A P's), one of R's entries; the gathered levels cost
     /// one broadcast per rank and the one-process setup on every rank.
+    ///
+    /// Every step runs on the host; on GPU ranks,
+    /// [`DistHierarchy::build_on`] with the rank's backend moves the
+    /// aggregation, the prolongator and the products to its GPU (the same
+    /// hierarchy).
     ///
     /// Errors on every rank when any rank's input is wrong: a partition that
     /// does not match the communicator or the rows, blocks split between
