@@ -534,7 +534,8 @@ if [ "$WHAT" = mpi ]; then
     # default rows: laplace3d:200, CG, 1 and 2 ranks on CUDA and CPU); with two or more
     # GPUs, gpuq-dist's device tests (gpu-pack/test-gpuq-dist-cuda.xz, the NCCL halo and
     # solves against one GPU) run first, and the link between GPUs 0 and 1 and the host
-    # staging path are measured in the same call (PyTorch copies).
+    # staging path are measured in the same call (PyTorch copies). MPI_TRACE (below): kernel
+    # timelines of chosen runs.
     M=/tmp/gpuq-mpi
     xz -dc gpu-pack/gpuq-mpi.xz >"$M" && chmod +x "$M" || exit 1
     export NCCL_NVLS_ENABLE=0
@@ -613,6 +614,28 @@ PY
         row "mpirun -n $2 $4 $pc $1 $3 $cm" "$(j "$out" ranks gpus comm iterations time_s setup_time_s relative_residual halo_s collective_s)"
         grep -v "^$" "$out.err" | tail -3
     done
+    if [ -n "${MPI_TRACE:-}" ]; then
+        # MPI_TRACE: "NAME:RANKS:PRECOND" words (RANKS 0 = one process): laplace3d:300 solved
+        # as in MPI_RUNS with every kernel and copy recorded by benches/cupti_trace.c (CUPTI,
+        # loaded through CUDA_INJECTION64_PATH), one file per process in $OUT/traces.tar.xz;
+        # read them with benches/trace_summary.py.
+        CU=/usr/local/cuda-13.0/targets/x86_64-linux
+        gcc -O2 -shared -fPIC -o /tmp/libtrace.so benches/cupti_trace.c -I$CU/include \
+            -DKREC=CUpti_ActivityKernel10 -DMREC=CUpti_ActivityMemcpy6 -L$CU/lib -l:"$(basename "$(ls $CU/lib/libcupti.so* | head -1)")" -Wl,-rpath,$CU/lib || exit 1
+        TR=/tmp/gpuq-traces; mkdir -p "$TR"
+        for t in $MPI_TRACE; do
+            IFS=: read -r name n pc <<<"$t"
+            f="/tmp/ones-300.mtx"
+            [ -f "$f" ] || awk -v n=27000000 'BEGIN { print "%%MatrixMarket matrix array real general"; print n, 1; for (i = 0; i < n; i++) print 1 }' >"$f"
+            rhs=(); [ "$pc" = amg ] && rhs=(--rhs "$f")
+            if [ "$n" = 0 ]; then launch=("$M"); comm=(); else launch=($R -x CUDA_INJECTION64_PATH -x CUPTI_TRACE_DIR -n "$n" "$M"); comm=(--comm nccl); fi
+            mkdir -p "$TR/$name"
+            CUDA_INJECTION64_PATH=/tmp/libtrace.so CUPTI_TRACE_DIR="$TR/$name" timeout "${RUN_TIMEOUT:-300}" "${launch[@]}" solve --generate laplace3d:300 "${rhs[@]}" \
+                --method cg --precond "$pc" --backend cuda "${comm[@]}" --tol 1e-8 --json >"$TR/$name/run.json" 2>"$TR/$name/err"
+            row "traced $name ($n ranks, $pc)" "$(j "$TR/$name/run.json" iterations time_s)"
+        done
+        [ -n "${OUT:-}" ] && tar cJf "$OUT/traces.tar.xz" -C "$TR" .
+    fi
     if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
         row "links (GB/s)" "$(python3 - <<'PY'
 import torch, time

@@ -135,8 +135,29 @@ fn layout_for(
     })
 }
 
+/// The layout [`Amg::new`] stores a host matrix `a` of a level in when
+/// `requested` is asked for: CSR where BSR2 cannot hold it (an odd dimension,
+/// or with `blocks_match` false 2x2 tiles that are not the level's node
+/// blocks) or where SELL was asked for a matrix of few long rows (a thread
+/// per row would leave most of a GPU idle), SELL with rows sorted within
+/// windows where the requested window pads by more than 10%, else as asked.
+/// For a caller that stores a level's matrices itself (the distributed cycle:
+/// each rank's block). O(rows) for SELL, O(1) otherwise.
+pub fn cycle_layout<T: Scalar>(
+    requested: Layout,
+    a: &Csr<T>,
+    blocks_match: bool,
+) -> Result<Layout> {
+    layout_for(
+        requested,
+        (a.shape(), a.nnz()),
+        |c, sigma| Ok(sell_stored(&host_lengths(a), c, sigma)),
+        blocks_match,
+    )
+}
+
 /// The row lengths of a host matrix.
-fn host_lengths(a: &Csr<f64>) -> Vec<u32> {
+fn host_lengths<T: Scalar>(a: &Csr<T>) -> Vec<u32> {
     a.row_ptr()
         .windows(2)
         .map(|w| (w[1] - w[0]) as u32)

@@ -65,6 +65,25 @@ pub trait AmgKernels: SparseBackend {
         default_jacobi(self, a, dinv, omega, b, x, scratch)
     }
 
+    /// One damped Jacobi sweep out of place, out = x + d o (b - A x), with
+    /// `d` the point diagonal omega D^-1 (block 1, the damping folded in);
+    /// `tmp` (of x's length) may be overwritten. x is only read, so another
+    /// reader of x (a halo exchange of its entries) may be queued beside it.
+    /// Default: the backend's residual into `tmp`, `d o tmp` into `out`,
+    /// then `out += x` (three passes); fused: one.
+    #[allow(clippy::too_many_arguments)]
+    fn amg_jacobi_into<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        d: &Self::Vector<T>,
+        b: &Self::Vector<T>,
+        x: &Self::Vector<T>,
+        out: &mut Self::Vector<T>,
+        tmp: &mut Self::Vector<T>,
+    ) -> Result<()> {
+        default_jacobi_into(self, a, d, b, x, out, tmp)
+    }
+
     /// One colour's Gauss-Seidel update ([`crate::coloring::ColorSweep`]):
     /// t = select b - scaled x, then x += scatter t, i.e. the colour's nodes
     /// x_u += D_u^-1 (b_u - A_u x). With `zero`, x is taken as zero on entry
@@ -241,6 +260,22 @@ fn default_jacobi<B: AmgKernels, T: Scalar>(
 ) -> Result<()> {
     be.amg_residual(a, b, x, scratch)?;
     be.spmv(omega, dinv, scratch, T::one(), x)
+}
+
+/// The default out-of-place sweep: the backend's residual into `tmp`, then
+/// out = d o tmp + x.
+fn default_jacobi_into<B: AmgKernels, T: Scalar>(
+    be: &B,
+    a: &B::Matrix<T>,
+    d: &B::Vector<T>,
+    b: &B::Vector<T>,
+    x: &B::Vector<T>,
+    out: &mut B::Vector<T>,
+    tmp: &mut B::Vector<T>,
+) -> Result<()> {
+    be.amg_residual(a, b, x, tmp)?;
+    be.mul_elementwise(d, tmp, out)?;
+    be.axpy(T::one(), x, out)
 }
 
 /// The default Chebyshev start: the backend's residual (fused where it has
@@ -571,6 +606,36 @@ impl AmgKernels for CpuBackend {
         std::mem::swap(x, scratch);
         Ok(())
     }
+
+    /// One Rayon pass over a CSR or BSR2 matrix (SELL takes the default).
+    fn amg_jacobi_into<T: Scalar>(
+        &self,
+        a: &CpuMatrix<T>,
+        d: &CpuVector<T>,
+        b: &CpuVector<T>,
+        x: &CpuVector<T>,
+        out: &mut CpuVector<T>,
+        tmp: &mut CpuVector<T>,
+    ) -> Result<()> {
+        let Some(rows) = Rows::of(a) else {
+            return default_jacobi_into(self, a, d, b, x, out, tmp);
+        };
+        let (m, n) = a.shape();
+        check_same_len("amg_jacobi_into (A square)", m, n)?;
+        check_same_len("amg_jacobi_into (d vs rows)", m, d.len())?;
+        check_same_len("amg_jacobi_into (b vs rows)", m, b.len())?;
+        check_same_len("amg_jacobi_into (x vs rows)", m, x.len())?;
+        check_same_len("amg_jacobi_into (out vs rows)", m, out.len())?;
+        let (ds, bs, xs) = (d.as_slice(), b.as_slice(), x.as_slice());
+        self.run("amg_jacobi_into", || {
+            out.as_mut_slice()
+                .par_iter_mut()
+                .enumerate()
+                .with_min_len(TASK_ROWS)
+                .for_each(|(i, o)| *o = xs[i] + ds[i] * (bs[i] - rows.dot(i, xs)));
+        });
+        Ok(())
+    }
 }
 
 impl<T: Scalar> Rows<'_, T> {
@@ -601,7 +666,7 @@ impl<T: Scalar> Rows<'_, T> {
 mod cuda {
     use super::{
         default_chebyshev_start, default_chebyshev_step, default_gs_color, default_jacobi,
-        default_residual, AmgKernels,
+        default_jacobi_into, default_residual, AmgKernels,
     };
     use crate::blockdiag::BlockDiagonal;
     use crate::resident::LevelMatrix;
@@ -699,6 +764,22 @@ mod cuda {
                 }
             }
             default_jacobi(self, a, dinv, omega, b, x, scratch)
+        }
+
+        /// One fused pass over a CSR or SELL matrix; BSR2 takes the default.
+        fn amg_jacobi_into<T: Scalar>(
+            &self,
+            a: &CudaMatrix<T>,
+            d: &CudaVector<T>,
+            b: &CudaVector<T>,
+            x: &CudaVector<T>,
+            out: &mut CudaVector<T>,
+            tmp: &mut CudaVector<T>,
+        ) -> Result<()> {
+            if self.amg_sweep(a, T::one(), b, x, Some(d), out)? {
+                return Ok(());
+            }
+            default_jacobi_into(self, a, d, b, x, out, tmp)
         }
 
         /// With a point diagonal (block 1) over a CSR or SELL matrix: one
@@ -842,6 +923,36 @@ mod tests {
             be.amg_chebyshev_step(&am, &dinv, Some(&diag), [alpha, beta], &mut r1, &d1, &mut n1, &mut x1, flags).unwrap();
             default_chebyshev_step(&be, &am, &dinv, [alpha, beta], &mut r2, &d2, &mut n2, &mut x2, pending, x_zero).unwrap();
             prop_assert!(close(&r1, &r2) && close(&n1, &n2) && close(&x1, &x2));
+        }
+
+        /// The fused out-of-place Jacobi sweep gives the default body's
+        /// iterate to rounding, over CSR, BSR2 and SELL (the default), and
+        /// leaves x alone.
+        #[test]
+        fn fused_jacobi_into_matches_the_default(k in 2usize..7, layout in 0usize..3) {
+            let be = CpuBackend::new();
+            let a = laplace3d::<f64>(k);
+            let n = a.nrows();
+            let layout = match layout {
+                0 => Layout::Csr,
+                1 if n % 2 == 0 => Layout::Bsr2,
+                _ => Layout::Sell { c: 4, sigma: 1 },
+            };
+            let am = be.upload_matrix(&a, layout).unwrap();
+            let dv: Vec<f64> = (0..n).map(|i| 0.9 / (6.0 + (i % 3) as f64)).collect();
+            let d = be.upload(&dv).unwrap();
+            let (b, x) = (be.upload(&vector(n, 0.3)).unwrap(), be.upload(&vector(n, 1.9)).unwrap());
+            let (mut o1, mut o2, mut t) = (be.zeros(n).unwrap(), be.zeros(n).unwrap(), be.zeros(n).unwrap());
+            be.amg_jacobi_into(&am, &d, &b, &x, &mut o1, &mut t).unwrap();
+            default_jacobi_into(&be, &am, &d, &b, &x, &mut o2, &mut t).unwrap();
+            let ax = a.mul_vec(x.as_slice()).unwrap();
+            let xs = x.as_slice();
+            for i in 0..n {
+                let want = xs[i] + dv[i] * (b.as_slice()[i] - ax[i]);
+                prop_assert!((o1.as_slice()[i] - want).abs() <= 1e-13 * (1.0 + want.abs()));
+                prop_assert!((o2.as_slice()[i] - want).abs() <= 1e-13 * (1.0 + want.abs()));
+            }
+            prop_assert_eq!(xs, &vector(n, 1.9)[..]);
         }
     }
 }

@@ -224,7 +224,7 @@ pub mod spectral;
 pub mod strength;
 mod trace;
 
-pub use cycle::Amg;
+pub use cycle::{cycle_layout, Amg};
 pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData};
 pub use kernels::AmgKernels;
 pub use mixed::MixedAmg;

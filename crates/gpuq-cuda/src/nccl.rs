@@ -123,6 +123,26 @@ impl CudaBackend {
         Ok(id.internal().map(|c| c as u8))
     }
 
+    /// A stream for NCCL's kernels at the device's highest priority, ordered
+    /// after the compute stream's work so far: where a halo's send/receive
+    /// kernel and the owned block's product are pending together, the block
+    /// scheduler dispatches NCCL's first, so the exchange runs beside the
+    /// product (whose grid-stride grid would otherwise take every
+    /// multiprocessor until it ends).
+    fn communication_stream(&self) -> Result<Arc<CudaStream>> {
+        let ctx = self.inner.stream.context();
+        ctx.bind_to_thread().map_err(dev("binding the context"))?;
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .map_err(dev("reading the stream priorities"))?;
+        let stream = ctx
+            .new_stream_with_priority(greatest)
+            .map_err(dev("creating the communication stream"))?;
+        stream
+            .join(&self.inner.stream)
+            .map_err(dev("ordering the communication stream"))?;
+        Ok(stream)
+    }
+
     /// Joins this backend's GPU to the NCCL communicator of `size` ranks as
     /// rank `rank` (`id` from [`CudaBackend::nccl_unique_id`], the same on
     /// every rank), with a communication stream of its own. Collective: every
@@ -140,11 +160,7 @@ impl CudaBackend {
                 "this GPU already has an NCCL communicator".into(),
             ));
         }
-        let stream = self
-            .inner
-            .stream
-            .fork()
-            .map_err(dev("creating the communication stream"))?;
+        let stream = self.communication_stream()?;
         let id = Id::uninit(id.map(|b| b as core::ffi::c_char));
         let comm = Comm::from_rank(stream.clone(), rank, size, id)
             .map_err(nccl_error("ncclCommInitRank"))?;

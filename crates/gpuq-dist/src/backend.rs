@@ -186,6 +186,15 @@ impl<B: HaloBackend> Dist<B> {
         self.local.overwrite(&host, sc)
     }
 
+    /// Waits for this rank's queued device work, then for every rank (a
+    /// barrier): what a timed phase calls before it starts, so that its clock
+    /// starts when the slowest rank is ready (the wait counts to the phase
+    /// before). Collective.
+    pub fn settle(&self) -> Result<()> {
+        self.local.synchronize()?;
+        self.comm.barrier()
+    }
+
     /// [`crate::agree`] over this backend's communicator.
     pub fn agree<X>(&self, local: Result<X>) -> Result<X> {
         crate::comm::agree(self.comm(), local)
@@ -323,6 +332,25 @@ pub struct DistMatrix<B: HaloBackend, T: Scalar> {
     owned: B::Matrix<T>,
     ghost: Option<Ghosts<B, T>>,
     global: (usize, usize),
+}
+
+/// A block on a [`DistMatrix`]'s ghost columns other than its own (its
+/// rows scaled, say), for [`Dist::split_apply_ghost`]: uploaded in CSR with
+/// the row ranges that hold its non-empty rows.
+pub(crate) struct GhostBlock<B: HaloBackend, T: Scalar> {
+    matrix: B::Matrix<T>,
+    runs: Vec<std::ops::Range<usize>>,
+}
+
+impl<B: HaloBackend, T: Scalar> GhostBlock<B, T> {
+    /// Uploads `block` (rows: the rank's; columns: a matrix's ghost columns)
+    /// to the rank's backend. O(nnz) transfer.
+    pub(crate) fn upload(local: &B, block: &Csr<T>) -> Result<Self> {
+        Ok(GhostBlock {
+            matrix: local.upload_matrix(block, Layout::Csr)?,
+            runs: crate::halo::ghost_row_runs(block),
+        })
+    }
 }
 
 /// The ghost side of a [`DistMatrix`].
@@ -623,6 +651,38 @@ impl<B: HaloBackend> Dist<B> {
         self.add_ghosts(alpha, g, y)
     }
 
+    /// [`Dist::split_apply`] with `ghost`'s block in place of `a`'s (the same
+    /// ghost columns: `ghost` was made from `a`'s ghost block, for example
+    /// with its rows scaled): y = (`owned`'s work) + alpha ghost x_ghost,
+    /// the halo of x travelling while `owned` runs. `owned` must not change
+    /// x. Errors when `a` has no ghost side or `ghost` does not fit it.
+    pub(crate) fn split_apply_ghost<T: Scalar>(
+        &self,
+        a: &DistMatrix<B, T>,
+        x: &B::Vector<T>,
+        alpha: T,
+        ghost: &GhostBlock<B, T>,
+        y: &mut B::Vector<T>,
+        owned: &mut OwnedStep<'_, B, T>,
+    ) -> Result<()> {
+        let Some(g) = &a.ghost else {
+            return Err(Error::InvalidArgument(
+                "split_apply_ghost: the matrix has no ghost columns".into(),
+            ));
+        };
+        gpuq_core::check_same_len(
+            "split_apply_ghost (ghost block columns)",
+            g.matrix.shape().1,
+            ghost.matrix.shape().1,
+        )?;
+        self.exchange(g, x, &mut || owned(&a.owned, &mut *y))?;
+        if g.plan.ghosts() == 0 || alpha.is_zero_value() {
+            return Ok(());
+        }
+        let values = g.values.lock().unwrap_or_else(|e| e.into_inner());
+        self.add_block(alpha, &ghost.matrix, &ghost.runs, &values, y)
+    }
+
     /// The halo exchange of `x` for the ghost side `g`, with `overlap` (the
     /// owned block's work) run while it travels; leaves the ghost values in
     /// `g`'s vector and counts bytes and time (less the overlap's).
@@ -670,13 +730,24 @@ impl<B: HaloBackend> Dist<B> {
             return Ok(());
         }
         let values = g.values.lock().unwrap_or_else(|e| e.into_inner());
-        if self
-            .local
-            .ghost_add(alpha, &g.matrix, &values, y, None, &g.runs)?
-        {
+        self.add_block(alpha, &g.matrix, &g.runs, &values, y)
+    }
+
+    /// y += alpha G v for a ghost block G (its non-empty rows in `runs`)
+    /// and ghost values v: the local backend's product over the runs, or
+    /// its whole product where it has none.
+    fn add_block<T: Scalar>(
+        &self,
+        alpha: T,
+        matrix: &B::Matrix<T>,
+        runs: &[std::ops::Range<usize>],
+        values: &B::Vector<T>,
+        y: &mut B::Vector<T>,
+    ) -> Result<()> {
+        if self.local.ghost_add(alpha, matrix, values, y, None, runs)? {
             return Ok(());
         }
-        self.local.spmv(alpha, &g.matrix, &values, T::one(), y)
+        self.local.spmv(alpha, matrix, values, T::one(), y)
     }
 }
 

@@ -128,6 +128,12 @@ pub trait HaloBackend: KrylovBackend {
         Ok(())
     }
 
+    /// Waits until the work queued on this rank's device has finished.
+    /// Default: nothing to wait for (the CPU runs each call to its end).
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Whether this backend exchanges halos and sums reductions between
     /// ranks on its devices (NCCL) rather than through the communicator on
     /// the host. Default: no.
@@ -400,6 +406,10 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
 
     fn device_comm(&self) -> bool {
         self.has_nccl()
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        gpuq_cuda::CudaBackend::synchronize(self)
     }
 
     fn prepare_halo(&self, plan: &HaloPlan) -> Result<Option<gpuq_cuda::NcclHalo>> {

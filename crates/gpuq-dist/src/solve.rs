@@ -124,6 +124,9 @@ fn solve_split<B: HaloBackend, T: Scalar>(
     };
     let bv = dist.upload(b)?;
     let mut x = dist.zeros::<T>(b.len())?;
+    // The solve's clock starts when every rank is ready: a rank that ends
+    // its setup early waits here, not inside the solve's first collective.
+    dist.settle()?;
     let setup_s = setup.elapsed().as_secs_f64();
     let x0 = &mut x;
     let report = match config.method {

@@ -220,6 +220,7 @@ where
     let mut converged = rnorm <= target;
     let mut it = 0;
     let mut failure = None;
+    let mut previous = rnorm;
     // Declared after the vectors, so its recordings are dropped before them.
     let mut pipe = Pipeline::new(backend, CG_LEN)?;
     while !converged {
@@ -287,6 +288,8 @@ where
         if converged {
             break;
         }
+        pipe.expect_last(expected_last(k, rnorm, previous, target));
+        previous = rnorm;
         let rho_new = host[cg_next_slot(RHO[k % 2])];
         if !rho_new.is_finite_value() || rho_new.re() <= T::Real::zero() {
             failure = Some("r^H M r (not positive: is M positive definite?)");
@@ -305,6 +308,20 @@ where
         converged,
         failure.map(|q| ("cg", q)),
     )
+}
+
+/// Slack on the predicted residual within which [`expected_last`] expects
+/// the next iteration to end the solve: a wrong "last" costs one iteration
+/// that waits for the host, a missed one a whole iteration queued in vain.
+const LAST_SLACK: f64 = 2.0;
+
+/// The iteration expected to be the last, seen from iteration `k`'s residual
+/// norm `rnorm` and the one before it, `previous`: `k + 1` where the last
+/// step's reduction repeated would bring the norm within [`LAST_SLACK`] times
+/// `target`, else none.
+fn expected_last(k: usize, rnorm: f64, previous: f64, target: f64) -> Option<usize> {
+    let rate = rnorm / previous;
+    (rate < 1.0 && rnorm * rate <= LAST_SLACK * target).then_some(k + 1)
 }
 
 #[cfg(test)]
@@ -403,6 +420,16 @@ mod tests {
             runs.push(report.iterations);
         }
         assert!(runs[0].abs_diff(runs[1]) <= 1, "{runs:?}");
+    }
+
+    #[test]
+    fn the_last_iteration_is_expected_from_the_last_reduction() {
+        // halving: 1e-6 -> 5e-7, within twice the target 4e-7
+        assert_eq!(expected_last(7, 1e-6, 2e-6, 4e-7), Some(8));
+        // halving, but 5e-7 is five times the target
+        assert_eq!(expected_last(7, 1e-6, 2e-6, 1e-7), None);
+        // no reduction: no expectation
+        assert_eq!(expected_last(7, 1e-6, 1e-6, 6e-7), None);
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! [`DistAmg`]: the V-cycle of a [`DistHierarchy`] over [`Dist`].
 
 use super::setup::DistHierarchy;
-use crate::backend::{Dist, DistMatrix};
+use crate::backend::{Dist, DistMatrix, GhostBlock};
 use crate::halo::{split_columns, HaloBackend, SplitRows};
 use crate::partition::RowPartition;
 use crate::solve::allgather_rows;
-use gpuq_amg::{Amg, AmgKernels, CycleOptions};
+use gpuq_amg::{cycle_layout, Amg, AmgKernels, CycleOptions};
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, Layout, SparseBackend};
 use std::sync::Mutex;
@@ -19,12 +19,27 @@ struct CycleLevel<B: HaloBackend, T: Scalar> {
     dinv: DistMatrix<B, T>,
     omega: T,
     sweeps: usize,
+    /// Where D^-1 is a point diagonal: the one-pass sweep's data.
+    point: Option<PointSweep<B, T>>,
+}
+
+/// The one-pass Jacobi sweep of a level whose D^-1 is a point diagonal:
+/// x_new = x + d o (b - A_owned x) - (d o A_ghost) x_ghost, the first term
+/// the local backend's fused sweep over the owned block while the halo
+/// travels, the second the ghost block with its rows scaled by d.
+struct PointSweep<B: HaloBackend, T: Scalar> {
+    /// omega D^-1 as a vector (the rank's rows).
+    d: B::Vector<T>,
+    /// omega D^-1 A_ghost.
+    ghost: GhostBlock<B, T>,
 }
 
 /// A level's work vectors: the residual, and the coarser level's right-hand
 /// side and correction.
 struct Work<B: Backend, T: Scalar> {
     scratch: B::Vector<T>,
+    /// The fallback of the one-pass sweep ([`AmgKernels::amg_jacobi_into`]).
+    tmp: B::Vector<T>,
     bc: B::Vector<T>,
     xc: B::Vector<T>,
 }
@@ -46,13 +61,18 @@ type CycleWork<B, T> = (Vec<Work<B, T>>, TailWork<B, T>);
 /// all-gathered and every rank runs the one-process cycle ([`Amg`]) on its
 /// local backend, keeping its own rows of the result.
 ///
-/// Cost of one application per distributed level: 2 nu residuals b - A x
-/// (each the local backend's fused residual over the owned block while the
-/// halo travels, then the ghost block's rows; the first sweep from zero
-/// needs none), one product with R and with P (one exchange each), the
-/// block-diagonal products; at the gathered level one all-gather of its
-/// vector (on the devices with NCCL: the host waits for nothing) and the
-/// one-process cycle. No collective reduction.
+/// Cost of one application per distributed level: 2 nu - 1 sweeps (the
+/// first from zero is x = omega D^-1 b, no product) and one residual, each
+/// one halo exchange and one pass of the local backend's fused kernel over
+/// the owned block while the halo travels, then the ghost block's rows
+/// (with a point diagonal a sweep is that one pass, writing the new iterate
+/// beside the old and subtracting the ghost rows' share scaled by omega
+/// D^-1; with 2x2 blocks the residual, then the block-diagonal product);
+/// one product with R and with P (one exchange each), each owned block
+/// stored in the layout the one-process cycle gives it
+/// ([`gpuq_amg::cycle_layout`]: CSR for few long rows); at the gathered
+/// level one all-gather of its vector (on the devices with NCCL: the host
+/// waits for nothing) and the one-process cycle. No collective reduction.
 pub struct DistAmg<B: HaloBackend + AmgKernels, T: Scalar> {
     dist: Dist<B>,
     levels: Vec<CycleLevel<B, T>>,
@@ -70,6 +90,36 @@ fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
         a.row_ptr().to_vec(),
         a.col_idx().to_vec(),
         a.values().iter().map(|&v| T::from_f64(v)).collect(),
+    )
+}
+
+/// The diagonal of `dinv` times `omega`, where `dinv` is a point diagonal
+/// (one entry per row, on the diagonal); `None` for 2x2 blocks.
+fn point_diagonal(dinv: &Csr<f64>, omega: f64) -> Option<Vec<f64>> {
+    let (ptr, col, val) = (dinv.row_ptr(), dinv.col_idx(), dinv.values());
+    (0..dinv.nrows())
+        .map(|i| match ptr[i + 1] - ptr[i] {
+            1 if col[ptr[i]] as usize == i => Some(omega * val[ptr[i]]),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `ghost` with row i scaled by `d[i]`.
+fn scale_rows<T: Scalar>(ghost: &Csr<T>, d: &[f64]) -> Result<Csr<T>> {
+    let ptr = ghost.row_ptr();
+    let mut values = ghost.values().to_vec();
+    for (i, &di) in d.iter().enumerate() {
+        for v in &mut values[ptr[i]..ptr[i + 1]] {
+            *v *= T::from_f64(di);
+        }
+    }
+    Csr::try_new(
+        ghost.nrows(),
+        ghost.ncols(),
+        ptr.to_vec(),
+        ghost.col_idx().to_vec(),
+        values,
     )
 }
 
@@ -100,19 +150,48 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
             // A and R were split by the setup; P (split by coarse columns) here.
             let a_split = dist.agree(convert_split::<T>(&l.a_split))?;
             let r_split = dist.agree(convert_split::<T>(&l.r_split))?;
+            let p_split = split(coarse, &l.p)?;
+            // Each owned block in the layout the one-process cycle would give it.
+            let owned = |m: &Csr<T>| dist.agree(cycle_layout(layout, m, true));
+            let point = match point_diagonal(&l.dinv, l.omega) {
+                Some(d) => Some(PointSweep {
+                    ghost: dist.agree(
+                        scale_rows(&a_split.ghost, &d)
+                            .and_then(|g| GhostBlock::upload(dist.local(), &g)),
+                    )?,
+                    d: dist.upload(&d.iter().map(|&v| T::from_f64(v)).collect::<Vec<_>>())?,
+                }),
+                None => None,
+            };
+            // Every rank takes the same path (the point sweep or not).
+            let all_point = dist.allreduce(&[f64::from(u8::from(point.is_none()))])?[0] == 0.0;
             levels.push(CycleLevel {
-                a: DistMatrix::from_split(dist, fine, &a_split, layout)?,
-                p: DistMatrix::from_split_rect(dist, fine, coarse, &split(coarse, &l.p)?, layout)?,
-                r: DistMatrix::from_split_rect(dist, coarse, fine, &r_split, layout)?,
+                a: DistMatrix::from_split(dist, fine, &a_split, owned(&a_split.owned)?)?,
+                p: DistMatrix::from_split_rect(
+                    dist,
+                    fine,
+                    coarse,
+                    &p_split,
+                    owned(&p_split.owned)?,
+                )?,
+                r: DistMatrix::from_split_rect(
+                    dist,
+                    coarse,
+                    fine,
+                    &r_split,
+                    owned(&r_split.owned)?,
+                )?,
                 dinv: dist.agree(
                     convert::<T>(&l.dinv).and_then(|d| dist.upload_matrix(&d, Layout::Csr)),
                 )?,
                 omega: T::from_f64(l.omega),
                 sweeps: h.options().amg.sweeps_of(levels.len()),
+                point: point.filter(|_| all_point),
             });
             let (n, nc) = (fine.range(rank).len(), coarse.range(rank).len());
             work.push(Work {
                 scratch: dist.zeros(n)?,
+                tmp: dist.zeros(n)?,
                 bc: dist.zeros(nc)?,
                 xc: dist.zeros(nc)?,
             });
@@ -161,16 +240,30 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
             })
     }
 
-    /// One damped Jacobi sweep x += omega D^-1 (b - A x) (`s` overwritten).
+    /// One damped Jacobi sweep x += omega D^-1 (b - A x) (`s` and `tmp`
+    /// overwritten): with a point diagonal one pass, the new iterate written
+    /// into `s` while the halo of x travels, the ghost rows' share
+    /// subtracted, then `s` and x swapped; with 2x2 blocks the residual,
+    /// then x += omega D^-1 r.
     fn jacobi(
         &self,
         lev: &CycleLevel<B, T>,
         b: &B::Vector<T>,
         x: &mut B::Vector<T>,
         s: &mut B::Vector<T>,
+        tmp: &mut B::Vector<T>,
     ) -> Result<()> {
-        self.residual(lev, b, x, s)?;
-        self.dist.spmv(lev.omega, &lev.dinv, s, T::one(), x)
+        let Some(pt) = &lev.point else {
+            self.residual(lev, b, x, s)?;
+            return self.dist.spmv(lev.omega, &lev.dinv, s, T::one(), x);
+        };
+        let local = self.dist.local();
+        self.dist
+            .split_apply_ghost(&lev.a, x, -T::one(), &pt.ghost, s, &mut |owned, s| {
+                local.amg_jacobi_into(owned, &pt.d, b, x, s, tmp)
+            })?;
+        std::mem::swap(x, s);
+        Ok(())
     }
 
     /// x = the cycle of level `l` applied to b (x overwritten).
@@ -189,16 +282,20 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
             .split_first_mut()
             .expect("one work set per distributed level");
         let d = &self.dist;
-        d.spmv(lev.omega, &lev.dinv, b, T::zero(), x)?;
+        // The first sweep from x = 0: x = omega D^-1 b.
+        match &lev.point {
+            Some(pt) => d.local().mul_elementwise(&pt.d, b, x)?,
+            None => d.spmv(lev.omega, &lev.dinv, b, T::zero(), x)?,
+        }
         for _ in 1..lev.sweeps {
-            self.jacobi(lev, b, x, &mut w.scratch)?;
+            self.jacobi(lev, b, x, &mut w.scratch, &mut w.tmp)?;
         }
         self.residual(lev, b, x, &mut w.scratch)?;
         d.spmv(T::one(), &lev.r, &w.scratch, T::zero(), &mut w.bc)?;
         self.cycle(l + 1, &w.bc, &mut w.xc, rest, tail)?;
         d.spmv(T::one(), &lev.p, &w.xc, T::one(), x)?;
         for _ in 0..lev.sweeps {
-            self.jacobi(lev, b, x, &mut w.scratch)?;
+            self.jacobi(lev, b, x, &mut w.scratch, &mut w.tmp)?;
         }
         Ok(())
     }
@@ -244,5 +341,95 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> LinearOperator<Dist<B>, T> for Dist
 
     fn name(&self) -> &str {
         "dist-amg"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{rows_of, Communicator, DistAmgOptions, ThreadComm};
+    use gpuq_cpu::CpuBackend;
+    use gpuq_sparse::generators::laplace3d;
+    use std::sync::Arc;
+
+    /// The cycle applied to b on every rank of `p`, with the one-pass point
+    /// sweeps and with the two-pass sweeps (the residual, then D^-1), in
+    /// `layout`: each rank's two results.
+    fn both_sweeps(
+        a: &Csr<f64>,
+        p: &RowPartition,
+        layout: Layout,
+    ) -> Vec<(Vec<f64>, Vec<f64>, usize)> {
+        let o = DistAmgOptions {
+            gather_below: 100,
+            ..DistAmgOptions::default()
+        };
+        ThreadComm::run(p.ranks(), |comm| {
+            let rank = comm.rank();
+            let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+            let rows = rows_of(a, p, rank).unwrap();
+            let h = DistHierarchy::build(dist.comm(), p, &rows, &o).unwrap();
+            let b: Vec<f64> = p.range(rank).map(|i| 1.0 + (i % 11) as f64).collect();
+            let bv = dist.upload(&b).unwrap();
+            let run = |m: &DistAmg<CpuBackend, f64>| {
+                let mut x = dist.zeros(b.len()).unwrap();
+                m.apply(&bv, &mut x).unwrap();
+                dist.download(&x).unwrap()
+            };
+            let mut m = DistAmg::<CpuBackend, f64>::new(&dist, &h, layout).unwrap();
+            let points = m.levels.iter().filter(|l| l.point.is_some()).count();
+            let one_pass = run(&m);
+            for l in &mut m.levels {
+                l.point = None;
+            }
+            (one_pass, run(&m), points)
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_one_pass_sweep_is_the_two_pass_sweep_across_ranks() {
+        let a = laplace3d::<f64>(14);
+        for (ranks, layout) in [
+            (1, Layout::Csr),
+            (3, Layout::Csr),
+            (4, Layout::Sell { c: 32, sigma: 1 }),
+        ] {
+            let p = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+            for (one, two, points) in both_sweeps(&a, &p, layout) {
+                assert!(points >= 1, "{ranks} ranks: no point sweep");
+                let scale = two.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let diff = one
+                    .iter()
+                    .zip(&two)
+                    .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+                assert!(scale > 0.0);
+                assert!(
+                    diff <= 1e-13 * scale,
+                    "{ranks} ranks: {diff:e} of {scale:e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn point_diagonals_are_recognised_and_blocks_are_not() {
+        let d = Csr::try_new(3, 3, vec![0, 1, 2, 3], vec![0, 1, 2], vec![2.0, 4.0, 8.0]).unwrap();
+        assert_eq!(point_diagonal(&d, 0.5), Some(vec![1.0, 2.0, 4.0]));
+        let blocks = Csr::try_new(
+            2,
+            2,
+            vec![0, 2, 4],
+            vec![0, 1, 0, 1],
+            vec![1.0, 0.5, 0.5, 1.0],
+        )
+        .unwrap();
+        assert_eq!(point_diagonal(&blocks, 1.0), None);
+        let off = Csr::try_new(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0, 1.0]).unwrap();
+        assert_eq!(point_diagonal(&off, 1.0), None);
+        let g = Csr::try_new(2, 3, vec![0, 2, 3], vec![0, 2, 1], vec![1.0, 2.0, 3.0]).unwrap();
+        let s = scale_rows(&g, &[2.0, -1.0]).unwrap();
+        assert_eq!(s.values(), &[2.0, 4.0, -3.0]);
+        assert_eq!(s.col_idx(), g.col_idx());
     }
 }
