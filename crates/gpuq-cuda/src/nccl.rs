@@ -72,9 +72,29 @@ pub struct NcclHalo {
     /// The packed values (16 bytes per entry: any scalar).
     staging: Mutex<CudaSlice<u8>>,
     sends: Vec<(usize, Range<usize>)>,
+    /// Where every send is a run of consecutive entries of x (a banded
+    /// matrix split in row blocks: a slab's first and last planes), each
+    /// send's range of x: sent straight from x, with no pack kernel.
+    direct: Option<Vec<Range<usize>>>,
     recvs: Vec<(usize, Range<usize>)>,
     /// Ghost values the receives fill (the end of the last range).
     ghosts: usize,
+}
+
+/// Each send's range of x where the pack list's entries for it are
+/// consecutive (ascending by one), else `None`.
+fn direct_ranges(pack: &[usize], sends: &[(usize, Range<usize>)]) -> Option<Vec<Range<usize>>> {
+    sends
+        .iter()
+        .map(|(_, r)| {
+            let idx = &pack[r.clone()];
+            let start = idx.first().copied().unwrap_or(0);
+            idx.iter()
+                .enumerate()
+                .all(|(k, &i)| i == start + k)
+                .then_some(start..start + idx.len())
+        })
+        .collect()
 }
 
 /// Indices on the device (a halo's pack list, a method's slots) with their
@@ -318,6 +338,7 @@ impl CudaBackend {
         let h = NcclHalo {
             pack: self.upload_indices(pack)?,
             staging: Mutex::new(staging),
+            direct: direct_ranges(pack, &sends),
             sends,
             recvs,
             ghosts,
@@ -366,7 +387,8 @@ impl CudaBackend {
     }
 
     /// One halo exchange between GPUs: packs `x`'s entries of the plan `h`
-    /// into its staging buffer (compute stream), then on the communication
+    /// into its staging buffer (compute stream; where every send is a run of
+    /// consecutive entries, none: they are sent from x), then on the communication
     /// stream sends each neighbour its range and receives each neighbour's
     /// values into its range of `ghosts`, all in one NCCL group, while
     /// `overlap` (the owned block's SpMV) is queued on the compute stream;
@@ -389,7 +411,17 @@ impl CudaBackend {
         }
         let mut marks = [std::time::Instant::now(); 6];
         let mut staging = h.staging.lock().unwrap_or_else(|e| e.into_inner());
-        self.pack::<T>((&x.buf, x.len), &h.pack, &mut staging)?;
+        match &h.direct {
+            Some(d) => {
+                if let Some(r) = d.iter().find(|r| r.end > x.len) {
+                    return Err(Error::InvalidArgument(format!(
+                        "nccl_exchange: entries {r:?} of a vector of {}",
+                        x.len
+                    )));
+                }
+            }
+            None => self.pack::<T>((&x.buf, x.len), &h.pack, &mut staging)?,
+        }
         marks[1] = std::time::Instant::now();
         self.comm_waits(nccl)?;
         marks[2] = std::time::Instant::now();
@@ -399,9 +431,12 @@ impl CudaBackend {
             let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
             group_start().map_err(nccl_error("ncclGroupStart"))?;
             let mut queued = Ok(());
-            for (peer, r) in h.sends.iter().filter(|(_, r)| !r.is_empty()) {
-                if queued.is_ok() {
-                    queued = comm.0.send(&staging.slice(bytes(r)), *peer as i32);
+            for (k, (peer, r)) in h.sends.iter().enumerate() {
+                if queued.is_ok() && !r.is_empty() {
+                    queued = match &h.direct {
+                        Some(d) => comm.0.send(&x.buf.slice(bytes(&d[k])), *peer as i32),
+                        None => comm.0.send(&staging.slice(bytes(r)), *peer as i32),
+                    };
                 }
             }
             for (peer, r) in h.recvs.iter().filter(|(_, r)| !r.is_empty()) {
@@ -532,5 +567,26 @@ impl CudaBackend {
         unsafe { b.launch(Self::cfg(self.grid_blocks(m))) }.map_err(dev("rank_sum"))?;
         self.inner.stats.launch("rank_sum");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::direct_ranges;
+
+    #[test]
+    fn runs_of_consecutive_entries_are_sent_straight_from_the_vector() {
+        // a slab's two planes: to rank 0 entries 0..3, to rank 2 entries 7..10
+        let pack = [0, 1, 2, 7, 8, 9];
+        let sends = [(0, 0..3), (2, 3..6)];
+        assert_eq!(direct_ranges(&pack, &sends), Some(vec![0..3, 7..10]));
+        // one send out of order or with a hole: every send is packed
+        assert_eq!(direct_ranges(&[0, 2, 3], &[(1, 0..3)]), None);
+        assert_eq!(direct_ranges(&[0, 1, 5, 4], &[(0, 0..2), (1, 2..4)]), None);
+        // an empty send is a run
+        assert_eq!(
+            direct_ranges(&[4, 5], &[(0, 0..0), (1, 0..2)]),
+            Some(vec![0..0, 4..6])
+        );
     }
 }
