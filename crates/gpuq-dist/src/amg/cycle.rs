@@ -15,12 +15,19 @@ struct CycleLevel<B: HaloBackend, T: Scalar> {
     a: DistMatrix<B, T>,
     p: DistMatrix<B, T>,
     r: DistMatrix<B, T>,
-    /// The inverse block diagonal of the rank's rows (local to the rank).
-    dinv: DistMatrix<B, T>,
+    /// The inverse (block) diagonal of the rank's rows, as the sweeps use it.
+    diagonal: Diagonal<B, T>,
     omega: T,
     sweeps: usize,
-    /// Where D^-1 is a point diagonal: the one-pass sweep's data.
-    point: Option<PointSweep<B, T>>,
+}
+
+/// A level's inverse diagonal D^-1, in the form its sweeps use.
+enum Diagonal<B: HaloBackend, T: Scalar> {
+    /// A point diagonal: one pass per sweep.
+    Point(PointSweep<B, T>),
+    /// 2x2 blocks, local to the rank: a sweep is the residual, then
+    /// x += omega D^-1 r.
+    Blocks(DistMatrix<B, T>),
 }
 
 /// The one-pass Jacobi sweep of a level whose D^-1 is a point diagonal:
@@ -153,18 +160,23 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
             let p_split = split(coarse, &l.p)?;
             // Each owned block in the layout the one-process cycle would give it.
             let owned = |m: &Csr<T>| dist.agree(cycle_layout(layout, m, true));
-            let point = match point_diagonal(&l.dinv, l.omega) {
-                Some(d) => Some(PointSweep {
+            // Every rank takes the same path (a rank without rows has a
+            // point diagonal whatever the blocks), so that the collectives
+            // below pair up.
+            let point = point_diagonal(&l.dinv, l.omega);
+            let all_point = dist.allreduce(&[f64::from(u8::from(point.is_none()))])?[0] == 0.0;
+            let diagonal = match point.filter(|_| all_point) {
+                Some(d) => Diagonal::Point(PointSweep {
                     ghost: dist.agree(
                         scale_rows(&a_split.ghost, &d)
                             .and_then(|g| GhostBlock::upload(dist.local(), &g)),
                     )?,
                     d: dist.upload(&d.iter().map(|&v| T::from_f64(v)).collect::<Vec<_>>())?,
                 }),
-                None => None,
+                None => Diagonal::Blocks(dist.agree(
+                    convert::<T>(&l.dinv).and_then(|d| dist.upload_matrix(&d, Layout::Csr)),
+                )?),
             };
-            // Every rank takes the same path (the point sweep or not).
-            let all_point = dist.allreduce(&[f64::from(u8::from(point.is_none()))])?[0] == 0.0;
             levels.push(CycleLevel {
                 a: DistMatrix::from_split(dist, fine, &a_split, owned(&a_split.owned)?)?,
                 p: DistMatrix::from_split_rect(
@@ -181,12 +193,9 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
                     &r_split,
                     owned(&r_split.owned)?,
                 )?,
-                dinv: dist.agree(
-                    convert::<T>(&l.dinv).and_then(|d| dist.upload_matrix(&d, Layout::Csr)),
-                )?,
+                diagonal,
                 omega: T::from_f64(l.omega),
                 sweeps: h.options().amg.sweeps_of(levels.len()),
-                point: point.filter(|_| all_point),
             });
             let (n, nc) = (fine.range(rank).len(), coarse.range(rank).len());
             work.push(Work {
@@ -253,9 +262,12 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         s: &mut B::Vector<T>,
         tmp: &mut B::Vector<T>,
     ) -> Result<()> {
-        let Some(pt) = &lev.point else {
-            self.residual(lev, b, x, s)?;
-            return self.dist.spmv(lev.omega, &lev.dinv, s, T::one(), x);
+        let pt = match &lev.diagonal {
+            Diagonal::Point(pt) => pt,
+            Diagonal::Blocks(dinv) => {
+                self.residual(lev, b, x, s)?;
+                return self.dist.spmv(lev.omega, dinv, s, T::one(), x);
+            }
         };
         let local = self.dist.local();
         self.dist
@@ -283,9 +295,9 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
             .expect("one work set per distributed level");
         let d = &self.dist;
         // The first sweep from x = 0: x = omega D^-1 b.
-        match &lev.point {
-            Some(pt) => d.local().mul_elementwise(&pt.d, b, x)?,
-            None => d.spmv(lev.omega, &lev.dinv, b, T::zero(), x)?,
+        match &lev.diagonal {
+            Diagonal::Point(pt) => d.local().mul_elementwise(&pt.d, b, x)?,
+            Diagonal::Blocks(dinv) => d.spmv(lev.omega, dinv, b, T::zero(), x)?,
         }
         for _ in 1..lev.sweeps {
             self.jacobi(lev, b, x, &mut w.scratch, &mut w.tmp)?;
@@ -377,10 +389,14 @@ mod tests {
                 dist.download(&x).unwrap()
             };
             let mut m = DistAmg::<CpuBackend, f64>::new(&dist, &h, layout).unwrap();
-            let points = m.levels.iter().filter(|l| l.point.is_some()).count();
+            let points = m
+                .levels
+                .iter()
+                .filter(|l| matches!(l.diagonal, Diagonal::Point(_)))
+                .count();
             let one_pass = run(&m);
-            for l in &mut m.levels {
-                l.point = None;
+            for (l, hl) in m.levels.iter_mut().zip(h.levels()) {
+                l.diagonal = Diagonal::Blocks(dist.upload_matrix(&hl.dinv, Layout::Csr).unwrap());
             }
             (one_pass, run(&m), points)
         })
