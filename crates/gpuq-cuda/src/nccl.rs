@@ -144,11 +144,12 @@ impl CudaBackend {
     }
 
     /// A stream for NCCL's kernels at the device's highest priority, ordered
-    /// after the compute stream's work so far: where a halo's send/receive
-    /// kernel and the owned block's product are pending together, the block
-    /// scheduler dispatches NCCL's first, so the exchange runs beside the
-    /// product (whose grid-stride grid would otherwise take every
-    /// multiprocessor until it ends).
+    /// after the compute stream's work so far: where NCCL's kernel and a
+    /// compute kernel wait for multiprocessors together, NCCL's blocks are
+    /// dispatched first. (A grid-stride product already running keeps every
+    /// multiprocessor until its blocks drain: the kernel timeline of CG on
+    /// four H100s shows the halo's kernel starting near the owned product's
+    /// end, 15 us against 20 us at the default priority; `docs/benchmarks.md`.)
     fn communication_stream(&self) -> Result<Arc<CudaStream>> {
         let ctx = self.inner.stream.context();
         ctx.bind_to_thread().map_err(dev("binding the context"))?;
