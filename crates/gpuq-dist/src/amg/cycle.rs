@@ -45,7 +45,8 @@ struct PointSweep<B: HaloBackend, T: Scalar> {
 /// side and correction.
 struct Work<B: Backend, T: Scalar> {
     scratch: B::Vector<T>,
-    /// The fallback of the one-pass sweep ([`AmgKernels::amg_jacobi_into`]).
+    /// The fallback of the one-pass sweep ([`AmgKernels::amg_jacobi_into`];
+    /// empty on levels of 2x2 blocks, which never read it).
     tmp: B::Vector<T>,
     bc: B::Vector<T>,
     xc: B::Vector<T>,
@@ -198,9 +199,11 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
                 sweeps: h.options().amg.sweeps_of(levels.len()),
             });
             let (n, nc) = (fine.range(rank).len(), coarse.range(rank).len());
+            // Only the point sweep's fallback reads `tmp`.
+            let point = matches!(levels.last().map(|l| &l.diagonal), Some(Diagonal::Point(_)));
             work.push(Work {
                 scratch: dist.zeros(n)?,
-                tmp: dist.zeros(n)?,
+                tmp: dist.zeros(if point { n } else { 0 })?,
                 bc: dist.zeros(nc)?,
                 xc: dist.zeros(nc)?,
             });
