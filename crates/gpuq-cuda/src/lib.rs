@@ -90,7 +90,7 @@ pub use amg_setup::{SetupCsr, SetupVec};
 pub use backend::{CudaBackend, DeviceInfo};
 pub use cubature::DeviceIntegrand;
 pub use linked::{cache_dir, DeviceCode, LinkSource, LinkedIntegrand, ENTRY, USER_PTX};
-pub use nccl::{DeviceIndices, NcclHalo, NCCL_ID_BYTES};
+pub use nccl::{DeviceIndices, NcclHalo, NCCL_ID_BYTES, NCCL_SLOTS};
 pub use replay::Recording;
 pub use snapshots::{ScalarRing, SnapshotSlot};
 pub use spmv::CudaMatrix;

@@ -15,15 +15,19 @@
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::kernel;
 use crate::vector::CudaVector;
+use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 use cudarc::nccl::{group_end, group_start, Comm, Id};
 use gpuq_core::{Error, Result, Scalar};
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 /// Bytes of an NCCL unique id (made by one rank, sent to the others).
 pub const NCCL_ID_BYTES: usize = 128;
+
+/// The longest scalar array whose slots [`CudaBackend::nccl_sum_slots`] sums
+/// on the devices (its summing kernel takes the slots as a 64-bit mask).
+pub const NCCL_SLOTS: usize = 64;
 
 /// An NCCL communicator. NCCL's communicator is not thread-safe: every call
 /// takes the mutex around it, so no two calls run at once.
@@ -39,8 +43,12 @@ pub(crate) struct Nccl {
     /// The communication stream (forked from the backend's compute stream).
     stream: Arc<CudaStream>,
     size: usize,
-    /// The slot lists of [`CudaBackend::nccl_sum_slots`] uploaded so far.
-    slots: Mutex<HashMap<Vec<usize>, DeviceIndices>>,
+    /// [`CudaBackend::nccl_sum_slots`]'s all-gather buffer ([`NCCL_SLOTS`]
+    /// of the widest scalar per rank), made with the communicator: a
+    /// recorded iteration (a CUDA graph) keeps its address. Reused in stream
+    /// order (each all-gather waits for the compute stream's work queued
+    /// before it, the summing kernel that read the last one included).
+    gathered: Mutex<CudaSlice<u8>>,
     /// With `GPUQ_NCCL_TRACE` set: host nanoseconds per step of the
     /// exchanges (pack, wait, group, overlap, wait back) and their count,
     /// printed to stderr when the communicator is dropped.
@@ -204,13 +212,19 @@ impl CudaBackend {
                 .map_err(nccl_error("ncclAllGather"))?;
             stream.synchronize().map_err(dev("connecting NCCL"))?;
         }
+        let gathered_bytes = size * NCCL_SLOTS * 16;
+        let gathered = self
+            .inner
+            .stream
+            .alloc_zeros::<u8>(gathered_bytes)
+            .map_err(|e| self.alloc_error("the slot sums' buffer", gathered_bytes, e))?;
         self.inner
             .nccl
             .set(Nccl {
                 comm: Mutex::new(SharedComm(comm)),
                 stream,
                 size,
-                slots: Mutex::default(),
+                gathered: Mutex::new(gathered),
                 trace: std::env::var_os("GPUQ_NCCL_TRACE").map(|_| Mutex::new([0; 6])),
             })
             .map_err(|_| Error::InvalidArgument("NCCL attached twice".into()))
@@ -274,6 +288,43 @@ impl CudaBackend {
         // SAFETY: `halo_pack_*` takes (n, x, idx, out); the caller's indices
         // lie in x and out holds n values.
         unsafe { b.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev("halo_pack"))?;
+        self.inner.stats.launch("halo_pack");
+        Ok(())
+    }
+
+    /// Inside a stream capture, a kernel of one block that does nothing,
+    /// queued on the communication stream before an exchange's NCCL group,
+    /// so that in a recorded iteration (a CUDA graph) the owned product is
+    /// always dispatched before NCCL's kernel. Both are otherwise ready at
+    /// once and either may go first; where NCCL's kernel goes first on some
+    /// ranks and not on others, it spins on the former, waiting for
+    /// neighbours whose kernel waits for their product's grid-stride grid
+    /// to end, while the product's blocks it displaced start late (four
+    /// H100s: iterations of 550 against 495 us where every rank had the same
+    /// order). Behind this kernel NCCL's runs after the product on every
+    /// rank, as outside a graph. Outside a capture nothing is queued.
+    fn delay_in_capture<T: Scalar>(
+        &self,
+        nccl: &Nccl,
+        x: &CudaVector<T>,
+        h: &NcclHalo,
+        staging: &CudaSlice<u8>,
+    ) -> Result<()> {
+        let capturing = self
+            .inner
+            .stream
+            .capture_status()
+            .map_err(dev("reading the capture status"))?;
+        if capturing != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_ACTIVE {
+            return Ok(());
+        }
+        let f = self.function(&kernel::<T>("halo_pack"))?;
+        let none = 0usize;
+        let mut b = nccl.stream.launch_builder(&f);
+        b.arg(&none).arg(&x.buf).arg(&h.pack.buf).arg(staging);
+        // SAFETY: `halo_pack_*` takes (n, x, idx, out); with n = 0 it reads
+        // and writes nothing.
+        unsafe { b.launch(Self::cfg(1)) }.map_err(dev("halo_pack"))?;
         self.inner.stats.launch("halo_pack");
         Ok(())
     }
@@ -425,6 +476,7 @@ impl CudaBackend {
         }
         marks[1] = std::time::Instant::now();
         self.comm_waits(nccl)?;
+        self.delay_in_capture(nccl, x, h, &staging)?;
         marks[2] = std::time::Instant::now();
         let size = std::mem::size_of::<T>();
         let bytes = |r: &Range<usize>| r.start * size..r.end * size;
@@ -520,54 +572,58 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// The all-reduce of a method's scalar slots: `sc[slots[j]]` becomes the
-    /// sum over ranks of every rank's `sc[slots[j]]`, added in the fixed
-    /// pairwise rank order of the host's allreduce (the same bits). One NCCL
-    /// all-gather of every rank's whole array on the communication stream
-    /// (no pack: the array is a few scalars) and one summing kernel; no host
-    /// synchronisation.
-    pub fn nccl_sum_slots<T: Scalar>(&self, sc: &mut CudaVector<T>, slots: &[usize]) -> Result<()> {
+    /// The all-reduce of a method's scalar slots: `sc[k]` becomes the sum
+    /// over ranks of every rank's `sc[k]` for each `k` of `slots`, added in
+    /// the fixed pairwise rank order of the host's allreduce (the same bits).
+    /// One NCCL all-gather of every rank's whole array on the communication
+    /// stream (no pack: the array is a few scalars) into a buffer made when
+    /// the communicator was attached, and one summing kernel given the slots
+    /// by value (a bit mask); no host synchronisation, no allocation, so a
+    /// recorded iteration (a CUDA graph) may hold it. Returns `false`, doing
+    /// nothing, for an array longer than [`NCCL_SLOTS`] (the caller sums
+    /// through the host). Errors when a slot lies outside `sc` or NCCL fails.
+    pub fn nccl_sum_slots<T: Scalar>(
+        &self,
+        sc: &mut CudaVector<T>,
+        slots: &[usize],
+    ) -> Result<bool> {
         let nccl = self.nccl("nccl_sum_slots")?;
         gpuq_core::check_indices("nccl_sum_slots", sc.len, slots)?;
-        let m = slots.len();
-        if m == 0 {
-            return Ok(());
+        let len = sc.len;
+        if len > NCCL_SLOTS {
+            return Ok(false);
         }
-        let mut cached = nccl.slots.lock().unwrap_or_else(|e| e.into_inner());
-        if !cached.contains_key(slots) {
-            let uploaded = self.upload_indices(slots)?;
-            cached.insert(slots.to_vec(), uploaded);
+        if slots.is_empty() {
+            return Ok(true);
         }
-        let idx = &cached[slots];
-        let (size, len) = (std::mem::size_of::<T>(), sc.len);
-        // SAFETY: the all-gather writes every byte of `gathered` before the
-        // summing kernel reads it (stream order), so it needs no zeroing.
-        let bytes = nccl.size * len * size;
-        let mut gathered = unsafe { self.inner.stream.alloc::<u8>(bytes) }
-            .map_err(|e| self.alloc_error("nccl_sum_slots", bytes, e))?;
+        let mask = slots.iter().fold(0u64, |m, &k| m | 1 << k);
+        let size = std::mem::size_of::<T>();
+        let mut gathered = nccl.gathered.lock().unwrap_or_else(|e| e.into_inner());
         self.comm_waits(nccl)?;
         {
             // Every rank's whole scalar array (a few dozen bytes): no pack.
             let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
             comm.0
-                .all_gather(&sc.buf.slice(..len * size), &mut gathered)
+                .all_gather(
+                    &sc.buf.slice(..len * size),
+                    &mut gathered.slice_mut(..nccl.size * len * size),
+                )
                 .map_err(nccl_error("ncclAllGather"))?;
         }
         self.compute_waits(nccl)?;
         let f = self.function(&kernel::<T>("rank_sum"))?;
         let mut b = self.inner.stream.launch_builder(&f);
-        b.arg(&m)
+        b.arg(&mask)
             .arg(&nccl.size)
             .arg(&len)
-            .arg(&gathered)
-            .arg(&idx.buf)
+            .arg(&*gathered)
             .arg(&mut sc.buf);
-        // SAFETY: `rank_sum_*` takes (m, size, len, gathered, slots, sc);
-        // gathered holds size * len values and the slots were checked
-        // against sc's len.
-        unsafe { b.launch(Self::cfg(self.grid_blocks(m))) }.map_err(dev("rank_sum"))?;
+        // SAFETY: `rank_sum_*` takes (mask, size, len, gathered, sc);
+        // gathered holds size * len values, sc len, and the mask names
+        // slots below len (checked above).
+        unsafe { b.launch(Self::cfg(self.grid_blocks(len))) }.map_err(dev("rank_sum"))?;
         self.inner.stats.launch("rank_sum");
-        Ok(())
+        Ok(true)
     }
 }
 

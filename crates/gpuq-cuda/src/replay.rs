@@ -85,7 +85,13 @@ impl Capture<'_> {
     /// Ends the capture and instantiates what it recorded.
     fn end(&mut self) -> std::result::Result<Option<CudaGraph>, DriverError> {
         match self.0.take() {
-            Some(stream) => stream.end_capture(CUgraphInstantiate_flags(0)),
+            // Each kernel keeps the priority of the stream it was captured
+            // on: NCCL's kernels, captured on the communication stream, are
+            // dispatched before the owned product's blocks as they are
+            // outside a graph (`CudaBackend::communication_stream`).
+            Some(stream) => stream.end_capture(
+                CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY,
+            ),
             None => Ok(None),
         }
     }

@@ -246,10 +246,11 @@ impl CudaBackend {
     /// y = y + alpha A x over the row ranges `runs` (which must hold every
     /// non-empty row of A; every row where `None`) for a CSR `a` of any
     /// shape, and with `dot` also `sc[slot] += w^H (alpha A x)`, the dot of
-    /// the increment (`dot.w` of A's rows' length): one CSR kernel per run,
-    /// which at A's empty rows neither reads nor writes y nor reads w, its
-    /// last block adding the run's sum to the slot on the device (nothing
-    /// waits). Returns `false`, doing nothing, for the other layouts. The
+    /// the increment (`dot.w` of A's rows' length): one CSR kernel per two
+    /// runs (the second after the first: the kernel jumps over the rows
+    /// between them), which at A's empty rows neither reads nor writes y nor
+    /// reads w, its last block adding the launch's sum to the slot on the
+    /// device (nothing waits). Returns `false`, doing nothing, for the other layouts. The
     /// ghost block of a distributed product, whose non-empty rows are a few
     /// runs (a slab's first and last planes): O(rows in the runs + nnz).
     pub fn spmv_add_rows<T: Scalar>(
@@ -288,14 +289,18 @@ impl CudaBackend {
         let (al, one) = (ScalarArg::of(alpha), ScalarArg::of(T::one()));
         // the CSR kernel's beta mode 2: an increment
         let (mode, null) = (2u32, 0u64);
-        let launch = |r: &Range<usize>,
+        // A pair of runs (or one) per launch: the rows of `r` and, where
+        // given, of `next`, the kernel jumping over the rows between them.
+        let launch = |(r, next): (&Range<usize>, Option<&Range<usize>>),
                       y: &mut CudaVector<T>,
                       w: Option<(&CudaSlice<u8>, &GridReduce)>|
          -> Result<()> {
-            let rows = r.len();
-            let rp = row_ptr.slice(8 * r.start..8 * (r.end + 1));
-            let mut yv = y.buf.slice_mut(size * r.start..size * r.end);
-            let wv = w.map(|(w, reduce)| (w.slice(size * r.start..size * r.end), reduce));
+            let end = next.map_or(r.end, |n| n.end);
+            let (split, jump) = (r.len(), next.map_or(0, |n| n.start - r.end));
+            let rows = split + next.map_or(0, |n| n.len());
+            let rp = row_ptr.slice(8 * r.start..8 * (end + 1));
+            let mut yv = y.buf.slice_mut(size * r.start..size * end);
+            let wv = w.map(|(w, reduce)| (w.slice(size * r.start..size * end), reduce));
             let mut b = self.inner.stream.launch_builder(&f);
             b.arg(&rows).arg(lanes_log2);
             al.push(&mut b);
@@ -316,28 +321,30 @@ impl CudaBackend {
                     b.arg(&null).arg(&null).arg(&null).arg(&null);
                 }
             }
+            b.arg(&split).arg(&jump);
             // SAFETY: arguments match `spmv_csr_*` in its increment mode:
-            // the views hold the run's rows + 1 row pointers (absolute offsets
-            // into the whole col and val) and its rows of y and w; x has A's
-            // columns; the scratch has one partial per block, the counter and
-            // the result.
+            // the views hold the rows from the first run's start to the last
+            // one's end + 1 row pointers (absolute offsets into the whole col
+            // and val) and those rows of y and w, of which the kernel touches
+            // the runs' (`split`, `jump`); x has A's columns; the scratch has
+            // one partial per block, the counter and the result.
             unsafe { b.launch(Self::cfg(self.grid_blocks(rows << lanes_log2))) }
                 .map_err(dev("spmv_csr"))?;
             self.inner.stats.launch("spmv_csr");
             Ok(())
         };
         let mut dot = dot;
-        for r in runs.iter().filter(|r| !r.is_empty()) {
+        for unit in launch_units(runs) {
             match dot.as_mut() {
                 Some(FusedDot { w, sc, slot }) => {
                     // `dot.check` bounded the slot by sc's length.
                     let at = *slot * size;
                     self.reduce_into::<T>(
-                        |reduce| launch(r, y, Some((&w.buf, reduce))),
+                        |reduce| launch(unit, y, Some((&w.buf, reduce))),
                         Dest::Device(&mut sc.buf, at),
                     )?;
                 }
-                None => launch(r, y, None)?,
+                None => launch(unit, y, None)?,
             }
         }
         Ok(true)
@@ -382,6 +389,9 @@ impl CudaBackend {
                     .arg(&x.buf)
                     .arg(&mut y.buf);
                 push_dot(&mut b, &dot, &null);
+                // Every row: no jump.
+                let (split, jump) = (m, 0usize);
+                b.arg(&split).arg(&jump);
                 // SAFETY: arguments match `spmv_csr_*` (a null `w` means no dot);
                 // the arrays describe a validated CSR matrix of shape (m, n), x and
                 // y have n and m elements, w m; the scratch has one partial per
@@ -481,9 +491,34 @@ fn push_dot<'a>(
     }
 }
 
+/// The launches of [`CudaBackend::spmv_add_rows`] over `runs`: the non-empty
+/// runs two at a time where the second starts after the first ends (the
+/// kernel jumps over the rows between them), else one at a time.
+fn launch_units(runs: &[Range<usize>]) -> Vec<(&Range<usize>, Option<&Range<usize>>)> {
+    let mut units = Vec::new();
+    let mut left = runs.iter().filter(|r| !r.is_empty()).peekable();
+    while let Some(r) = left.next() {
+        let next = left.next_if(|n| n.start >= r.end);
+        units.push((r, next));
+    }
+    units
+}
+
 #[cfg(test)]
 mod tests {
-    use super::csr_lanes_log2;
+    use super::{csr_lanes_log2, launch_units};
+
+    #[test]
+    fn runs_are_launched_two_at_a_time_in_order() {
+        let runs = [0..3, 5..7, 7..7, 9..10];
+        let units = launch_units(&runs);
+        assert_eq!(units, vec![(&(0..3), Some(&(5..7))), (&(9..10), None)]);
+        // a run before the one it would follow goes on its own
+        let back = [5..7, 0..3, 9..10];
+        let units = launch_units(&back);
+        assert_eq!(units, vec![(&(5..7), None), (&(0..3), Some(&(9..10)))]);
+        assert!(launch_units(&[]).is_empty());
+    }
 
     #[test]
     fn lanes_follow_the_mean_row_length() {

@@ -19,11 +19,15 @@ pub struct CommStats {
     pub halo_bytes: u64,
     /// Seconds in halo exchanges, less the time the owned-block SpMV took to
     /// enqueue (on an asynchronous backend its kernel may still run during
-    /// the exchange's waits, and that part is counted here).
+    /// the exchange's waits, and that part is counted here). Host time: the
+    /// replays of a recorded iteration (`gpuq_krylov::Replay::
+    /// replay_device_work`) cost the host nothing here, and only the
+    /// recording's exchanges are timed (their counts and bytes are counted
+    /// at every replay).
     pub halo_s: f64,
     /// Collectives (allreduces of dot products and norms, and the like).
     pub collectives: u64,
-    /// Seconds in collectives.
+    /// Seconds in collectives (host time, as `halo_s`).
     pub collective_s: f64,
 }
 
@@ -139,6 +143,24 @@ impl<B: HaloBackend> Dist<B> {
             halo_s: secs(&c.halo_ns),
             collectives: c.collectives.load(Ordering::Relaxed),
             collective_s: secs(&c.collective_ns),
+        }
+    }
+
+    /// The counts of [`CommStats`]: halo exchanges, halo bytes, collectives.
+    pub(crate) fn counts(&self) -> [u64; 3] {
+        let c = &self.counters;
+        [&c.halo_exchanges, &c.halo_bytes, &c.collectives].map(|a| a.load(Ordering::Relaxed))
+    }
+
+    /// Adds `counts` ([`Dist::counts`]'s order) to the counters: the
+    /// exchanges and collectives of a replayed recording.
+    pub(crate) fn add_counts(&self, counts: &[u64; 3]) {
+        let c = &self.counters;
+        for (a, &n) in [&c.halo_exchanges, &c.halo_bytes, &c.collectives]
+            .iter()
+            .zip(counts)
+        {
+            a.fetch_add(n, Ordering::Relaxed);
         }
     }
 

@@ -447,8 +447,7 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
         if !self.has_nccl() {
             return Ok(false);
         }
-        self.nccl_sum_slots(sc, slots)?;
-        Ok(true)
+        self.nccl_sum_slots(sc, slots)
     }
 
     fn allgather_rows_on_device<T: Scalar>(
@@ -473,8 +472,9 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
         gpuq_cuda::CudaBackend::copy_rows_from(self, x, start, y)
     }
 
-    /// One CSR kernel per run ([`gpuq_cuda::CudaBackend::spmv_add_rows`]),
-    /// skipping the empty rows within; nothing waits.
+    /// One CSR kernel per two runs ([`gpuq_cuda::CudaBackend::spmv_add_rows`]:
+    /// a slab's two planes in one launch), skipping the empty rows within;
+    /// nothing waits.
     fn ghost_add<T: Scalar>(
         &self,
         alpha: T,

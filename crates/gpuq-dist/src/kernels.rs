@@ -20,10 +20,16 @@ use gpuq_krylov::{
 /// with its look-ahead or the one [`Dist::with_look_ahead`] sets, whichever
 /// is larger (1 on a GPU: the iteration after the one the host reads
 /// is already queued; every rank reads the same summed scalars, so every rank
-/// stops at the same iteration); an iteration's work is run again at each
-/// replay (halo exchanges and collectives are not recorded).
+/// stops at the same iteration). An iteration's work is run again at each
+/// replay, except a body of device work only
+/// ([`Replay::replay_device_work`]: CG with no preconditioner or a diagonal
+/// one, BiCGSTAB) on a local backend that records and exchanges between its
+/// devices (GPUs over NCCL): its kernels, halo exchanges and slot
+/// reductions are recorded once by the local backend (a CUDA graph with
+/// NCCL's kernels in it) and replayed, the communication counters advancing
+/// by the recording's exchanges and collectives at each replay.
 impl<B: HaloBackend> Replay for Dist<B> {
-    type Recording = ();
+    type Recording = DistRecording<B::Recording>;
     type Ring<T: Scalar> = B::Ring<T>;
     type Slot<T: Scalar> = B::Slot<T>;
 
@@ -31,7 +37,9 @@ impl<B: HaloBackend> Replay for Dist<B> {
         self.local().look_ahead().max(self.min_look_ahead())
     }
 
-    /// Nothing is recorded: every replay runs the body again.
+    /// A body in general is not recorded (every replay runs it again): it
+    /// may hold a preconditioner with logic of its own. Bodies of device work
+    /// only are, on GPUs ([`Replay::replay_device_work`]).
     fn records(&self) -> bool {
         false
     }
@@ -63,11 +71,52 @@ impl<B: HaloBackend> Replay for Dist<B> {
 
     unsafe fn replay(
         &self,
-        _recording: &mut Option<()>,
+        _recording: &mut Option<Self::Recording>,
         body: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         body()
     }
+
+    /// Recorded by the local backend where it records and every exchange
+    /// and reduction of the body is device work
+    /// ([`HaloBackend::device_comm`]); run again otherwise. Every rank
+    /// records at the same iteration (the host collectives a recording
+    /// makes, such as the ranks' agreement on a fused dot product, run once,
+    /// on every rank).
+    unsafe fn replay_device_work(
+        &self,
+        recording: &mut Option<Self::Recording>,
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        if !(self.local().records() && self.local().device_comm()) {
+            return body();
+        }
+        if let Some(rec) = recording {
+            // SAFETY: the caller's contract; the stored recording is
+            // replayed without calling `body`.
+            unsafe { self.local().replay(&mut rec.local, body)? };
+            self.add_counts(&rec.per_replay);
+            return Ok(());
+        }
+        let before = self.counts();
+        let mut local = None;
+        // SAFETY: the caller's contract.
+        unsafe { self.local().replay(&mut local, body)? };
+        let after = self.counts();
+        *recording = Some(DistRecording {
+            local,
+            per_replay: std::array::from_fn(|k| after[k] - before[k]),
+        });
+        Ok(())
+    }
+}
+
+/// A distributed iteration recorded by the local backend
+/// ([`Replay::replay_device_work`]) with the halo exchanges, halo bytes and
+/// collectives one replay stands for.
+pub struct DistRecording<R> {
+    local: Option<R>,
+    per_replay: [u64; 3],
 }
 impl<B: HaloBackend> BicgstablKernels for Dist<B> {}
 impl<B: HaloBackend> TfqmrKernels for Dist<B> {}

@@ -144,6 +144,7 @@ pub use halo::{
     ghost_row_runs, split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows,
     GHOST_JOIN_GAP, GHOST_RUNS,
 };
+pub use kernels::DistRecording;
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;
 pub use operator::DistOperator;

@@ -68,6 +68,77 @@ fn dist_over_cuda_matches_the_serial_cpu_solve() {
     }
 }
 
+#[test]
+fn ghost_rows_in_pairs_of_runs_match_the_cpu() {
+    let Ok(gpu) = CudaBackend::new(0) else {
+        println!("ghost_rows_in_pairs_of_runs_match_the_cpu: skipped (no CUDA device)");
+        return;
+    };
+    use gpuq_core::{Backend, FusedDot};
+    use gpuq_dist::HaloBackend;
+    use gpuq_sparse::{Csr, SparseBackend};
+    // 40 rows on 6 ghost columns, non-empty in rows 0..3, 17..20 and 33..40
+    let full = |i: usize| i < 3 || (17..20).contains(&i) || i >= 33;
+    let (mut ptr, mut col, mut val) = (vec![0usize], Vec::new(), Vec::new());
+    for i in 0..40 {
+        if full(i) {
+            let (p, q) = (i % 6, (i + 2) % 6);
+            for j in [p.min(q), p.max(q)] {
+                col.push(j as u32);
+                val.push(1.0 + (i * 7 + j) as f64 / 10.0);
+            }
+        }
+        ptr.push(col.len());
+    }
+    let g = Csr::try_new(40, 6, ptr, col, val).unwrap();
+    let x: Vec<f64> = (0..6).map(|j| (j as f64 * 0.7).cos()).collect();
+    let y0: Vec<f64> = (0..40).map(|i| (i as f64 * 0.3).sin()).collect();
+    let w: Vec<f64> = (0..40).map(|i| 1.0 + (i % 4) as f64).collect();
+    let cpu = CpuBackend::new();
+    for runs in [
+        vec![0..3, 17..20, 33..40],
+        vec![0..20, 33..40],
+        vec![33..40, 0..3, 17..20],
+    ] {
+        // y + 2 G x over the runs, and 0.5 + w^H (2 G x) in slot 1
+        let want = {
+            let a = cpu.upload_matrix(&g, Layout::Csr).unwrap();
+            let (xv, wv) = (cpu.upload(&x).unwrap(), cpu.upload(&w).unwrap());
+            let (mut yv, mut sc) = (cpu.upload(&y0).unwrap(), cpu.upload(&[0.5, 0.0]).unwrap());
+            let dot = FusedDot {
+                w: &wv,
+                sc: &mut sc,
+                slot: 1,
+            };
+            assert!(cpu
+                .ghost_add(2.0, &a, &xv, &mut yv, Some(dot), &runs)
+                .unwrap());
+            [cpu.download(&yv).unwrap(), cpu.download(&sc).unwrap()]
+        };
+        let a = gpu.upload_matrix(&g, Layout::Csr).unwrap();
+        let (xv, wv) = (gpu.upload(&x).unwrap(), gpu.upload(&w).unwrap());
+        let (mut yv, mut sc) = (gpu.upload(&y0).unwrap(), gpu.upload(&[0.5, 0.0]).unwrap());
+        let dot = FusedDot {
+            w: &wv,
+            sc: &mut sc,
+            slot: 1,
+        };
+        assert!(gpu
+            .ghost_add(2.0, &a, &xv, &mut yv, Some(dot), &runs)
+            .unwrap());
+        let got = [gpu.download(&yv).unwrap(), gpu.download(&sc).unwrap()];
+        let close = |u: &[f64], v: &[f64]| {
+            u.iter()
+                .zip(v)
+                .all(|(p, q)| (p - q).abs() <= 1e-12 * (1.0 + q.abs()))
+        };
+        assert!(
+            close(&got[0], &want[0]) && close(&got[1], &want[1]),
+            "{runs:?}: {got:?} against {want:?}"
+        );
+    }
+}
+
 /// Two ranks of threads on GPUs 0 and 1 with an NCCL communicator between
 /// them (rank 0 makes the id, the threads share it), or `None` (one line
 /// printed) without two GPUs or the NCCL library.
@@ -126,6 +197,11 @@ fn the_nccl_halo_equals_the_host_plans() {
         for _ in 0..3 {
             dist.sum_slots(&mut sc, &[0, 2]).unwrap();
         }
+        // An array longer than the device sum takes goes through the host.
+        let mut long = dist.upload(&vec![1.0; gpuq_cuda::NCCL_SLOTS + 6]).unwrap();
+        dist.sum_slots(&mut long, &[0, gpuq_cuda::NCCL_SLOTS + 5])
+            .unwrap();
+        let long = dist.download(&long).unwrap();
         // Blocks of 3 and 5 values made whole on both GPUs, three times.
         let counts = [3, 5];
         let mine: Vec<f64> = (0..counts[rank]).map(|i| (10 * rank + i) as f64).collect();
@@ -139,10 +215,15 @@ fn the_nccl_halo_equals_the_host_plans() {
                 .unwrap());
             wholes.push(dist.local().download(&whole).unwrap());
         }
-        (sums, dist.download(&sc).unwrap(), wholes)
+        (sums, dist.download(&sc).unwrap(), wholes, long)
     });
     let mut y = Vec::new();
-    for (sums, sc, wholes) in &parts {
+    for (sums, sc, wholes, long) in &parts {
+        let summed = |k: usize| k == 0 || k == gpuq_cuda::NCCL_SLOTS + 5;
+        assert!(long
+            .iter()
+            .enumerate()
+            .all(|(k, &v)| v == if summed(k) { 2.0 } else { 1.0 }));
         assert!(
             sums.windows(2).all(|w| w[0] == w[1]),
             "repeated exchanges agree"
@@ -167,7 +248,7 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
     if nccl_pair("cg_and_amg_over_nccl_match_one_gpu").is_none() {
         return;
     }
-    use gpuq_core::LinearOperator;
+    use gpuq_core::{Backend, LinearOperator};
     use gpuq_dist::{solve_rows_with_precond, DistAmg, DistAmgOptions, DistHierarchy};
     let a = generators::laplace3d::<f64>(32);
     let n = a.nrows();
@@ -188,7 +269,17 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
         let rank = dist.comm().rank();
         let range = partition.range(rank);
         let rows = rows_of(&a, &partition, rank).unwrap();
+        dist.reset_stats();
         let cg = solve_rows(&dist, &partition, &rows, &b[range.clone()], &config).unwrap();
+        // Its iterations are recorded (a CUDA graph with NCCL's kernels) and
+        // replayed: every replay still counts its exchange and reductions.
+        let stats = dist.comm_stats();
+        assert!(
+            stats.halo_exchanges > cg.1.iterations as u64
+                && stats.collectives > 2 * cg.1.iterations as u64,
+            "{stats:?} for {} iterations",
+            cg.1.iterations
+        );
         let o = DistAmgOptions {
             gather_below: 500,
             ..DistAmgOptions::default()

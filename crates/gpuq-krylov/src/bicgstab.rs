@@ -113,6 +113,9 @@ fn bicgstab_once<B: BicgstabKernels, T: Scalar>(
     let mut rho_prev = T::from_real(<T::Real as RealScalar>::of_f64(rnorm * rnorm));
     // Declared after the vectors, so its recordings are dropped before them.
     let mut pipe = Pipeline::new(backend, LEN)?;
+    if precond.is_none() || diagonal.is_some() {
+        pipe = pipe.device_work();
+    }
     while !converged {
         while pipe.wants(session.max_iter) {
             let k = pipe.next_number();

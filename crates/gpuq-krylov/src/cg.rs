@@ -20,12 +20,14 @@ use gpuq_core::{DeviceVector, FusedDot, LinearOperator, RealScalar, Result, Scal
 /// with a diagonal one, the scalars stay on the backend instead
 /// ([`CgKernels::cg_residual_slots`], [`CgKernels::cg_xp_slots`]): the diagonal
 /// scaling and r^H z are folded into the residual update, the iteration's
-/// launches are recorded once per parity and replayed (on one GPU a CUDA graph),
+/// launches are recorded once per parity and replayed (a CUDA graph, on one
+/// GPU and across GPUs over NCCL: [`crate::Replay::replay_device_work`]),
 /// and the host reads each iteration's scalars while the next iteration is
 /// already queued, so no iteration waits for the host. On a backend that
-/// records nothing ([`crate::Replay::records`] false: the distributed backend
-/// over GPUs) any other preconditioner runs inside the queued iteration too
-/// (an AMG cycle across GPUs), with r^H z reduced into its slot after it. The
+/// does not record in general ([`crate::Replay::records`] false: the
+/// distributed backend over GPUs) any other preconditioner runs inside the
+/// queued iteration too, run again each time (an AMG cycle across GPUs),
+/// with r^H z reduced into its slot after it. The
 /// iteration the host
 /// stops at is reported; the one queued behind it runs on buffers the result no
 /// longer needs. The same iterates up to rounding (sums in another order).
@@ -223,6 +225,9 @@ where
     let mut previous = rnorm;
     // Declared after the vectors, so its recordings are dropped before them.
     let mut pipe = Pipeline::new(backend, CG_LEN)?;
+    if general.is_none() {
+        pipe = pipe.device_work();
+    }
     while !converged {
         while pipe.wants(session.max_iter) {
             let k = pipe.next_number();

@@ -76,6 +76,26 @@ pub trait Replay: Backend {
         recording: &mut Option<Self::Recording>,
         body: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()>;
+
+    /// [`Replay::replay`] for a body of device work only: fused kernels,
+    /// operator products and reductions into slots (CG with no
+    /// preconditioner or a diagonal one, BiCGSTAB), never a preconditioner
+    /// with logic of its own. A backend whose [`Replay::records`] is false
+    /// because other bodies may not be recordable may record this one (the
+    /// distributed backend over GPUs that exchange through NCCL, whose
+    /// halos and slot sums are then device work too). Default:
+    /// [`Replay::replay`].
+    ///
+    /// # Safety
+    /// As [`Replay::replay`].
+    unsafe fn replay_device_work(
+        &self,
+        recording: &mut Option<Self::Recording>,
+        body: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, the same.
+        unsafe { self.replay(recording, body) }
+    }
 }
 
 /// The default [`Replay`] of a backend whose every operation has finished when
@@ -271,6 +291,8 @@ pub(crate) struct Pipeline<B: Replay, T: Scalar> {
     /// The last iteration to enqueue before the host takes another, where
     /// the caller expects the method to stop there ([`Pipeline::expect_last`]).
     last: Option<usize>,
+    /// Whether every body is device work only ([`Pipeline::device_work`]).
+    device_work: bool,
 }
 
 impl<B: Replay, T: Scalar> Pipeline<B, T> {
@@ -284,7 +306,17 @@ impl<B: Replay, T: Scalar> Pipeline<B, T> {
             launched: 0,
             taken: 0,
             last: None,
+            device_work: false,
         })
+    }
+
+    /// This pipeline with every body it enqueues declared device work only
+    /// (replayed through [`Replay::replay_device_work`], which the
+    /// distributed backend over NCCL records): for a method whose iteration
+    /// is fused kernels, operator products and slot reductions.
+    pub fn device_work(mut self) -> Self {
+        self.device_work = true;
+        self
     }
 
     /// The number the next enqueued iteration gets.
@@ -328,8 +360,13 @@ impl<B: Replay, T: Scalar> Pipeline<B, T> {
             Record::PerParity => k % 2,
             Record::Once => 0,
         };
+        let recording = &mut self.recordings[slot];
         // SAFETY: the caller's contract.
-        unsafe { backend.replay(&mut self.recordings[slot], body)? };
+        if self.device_work {
+            unsafe { backend.replay_device_work(recording, body)? };
+        } else {
+            unsafe { backend.replay(recording, body)? };
+        }
         self.launched = k;
         Ok(())
     }

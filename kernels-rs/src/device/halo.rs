@@ -5,9 +5,9 @@
 //! ([`crate::collective::ordered_sum_by`]), so the NCCL and MPI paths give the
 //! same bits.
 //!
-//! Safety contract of every entry point: `idx`/`slots` hold `n`/`m` indices
-//! valid in `x`/`sc`, `out` holds `n` elements, `gathered` holds `size * len`
-//! elements, and outputs do not alias inputs.
+//! Safety contract of every entry point: `idx` holds `n` indices valid in
+//! `x`, `out` holds `n` elements, `sc` holds `len` elements and `gathered`
+//! `size * len`, and outputs do not alias inputs.
 
 use super::prelude::{global_id, grid_threads, DeviceScalar};
 use crate::collective::ordered_sum_by;
@@ -31,28 +31,30 @@ macro_rules! halo {
             }
         }
 
-        /// sc_{slots_j} = the sum over ranks r < size of gathered_{r len +
-        /// slots_j}, for j < m (`gathered` holds every rank's whole scalar
-        /// array of `len` values), each component added in f64 in the fixed
+        /// sc_k = the sum over ranks r < size of gathered_{r len + k}, for
+        /// every slot k < min(len, 64) whose bit is set in `mask`
+        /// (`gathered` holds every rank's whole scalar array of `len`
+        /// values; the slots travel by value, so a recorded launch needs no
+        /// device list of them), each component added in f64 in the fixed
         /// pairwise order of the host's allreduce, then rounded to the scalar.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $sum(
-            m: usize,
+            mask: u64,
             size: usize,
             len: usize,
             gathered: *const $t,
-            slots: *const u32,
             sc: *mut $t,
         ) {
-            let mut j = global_id();
-            while j < m {
-                let slot = *slots.add(j) as usize;
-                let at = |r: usize| *gathered.add(r * len + slot);
-                let re = ordered_sum_by(0, size, &|r| at(r).re() as f64);
-                let im_of: fn($t) -> $r = $im;
-                let im = ordered_sum_by(0, size, &|r| im_of(at(r)) as f64);
-                *sc.add(slot) = <$t>::from_parts(re as $r, im as $r);
-                j += grid_threads();
+            let mut slot = global_id();
+            while slot < len.min(64) {
+                if (mask >> slot) & 1 == 1 {
+                    let at = |r: usize| *gathered.add(r * len + slot);
+                    let re = ordered_sum_by(0, size, &|r| at(r).re() as f64);
+                    let im_of: fn($t) -> $r = $im;
+                    let im = ordered_sum_by(0, size, &|r| im_of(at(r)) as f64);
+                    *sc.add(slot) = <$t>::from_parts(re as $r, im as $r);
+                }
+                slot += grid_threads();
             }
         }
     };

@@ -101,6 +101,10 @@ macro_rules! spmv {
         /// increment, an empty row leaves its y untouched (neither read nor
         /// written): the ghost block of a distributed matrix, most of whose
         /// rows are empty.
+        ///
+        /// The rows are `0..split` and `split + jump..nrows + jump` (two runs
+        /// in one launch: a slab's first and last planes); `split >= nrows`
+        /// and `jump = 0` give the rows `0..nrows`.
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $csr(
             nrows: usize,
@@ -119,6 +123,8 @@ macro_rules! spmv {
             partials: *mut $t,
             counter: *mut u32,
             out: *mut $t,
+            split: usize,
+            jump: usize,
         ) {
             let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
             let increment = beta_mode == 2;
@@ -134,9 +140,10 @@ macro_rules! spmv {
             while warp_row < nrows {
                 let mut s = <$t>::zero();
                 let mut empty = false;
+                let at = if row >= split { row + jump } else { row };
                 if row < nrows {
-                    let end = ldg_u64(row_ptr.add(row + 1)) as usize;
-                    let first = ldg_u64(row_ptr.add(row)) as usize;
+                    let end = ldg_u64(row_ptr.add(at + 1)) as usize;
+                    let first = ldg_u64(row_ptr.add(at)) as usize;
                     empty = first == end;
                     s = row_sum(first + sub as usize, end, 1usize << lanes_log2, col, val, x);
                 }
@@ -144,11 +151,11 @@ macro_rules! spmv {
                 // An empty row adds nothing to y when beta is one.
                 let unchanged = empty && (increment || keep_y && w.is_null());
                 if row < nrows && sub == 0 && !unchanged {
-                    let yp = y.add(row);
+                    let yp = y.add(at);
                     let yi = spmv_out(a, s, b, || *yp, beta_mode == 1);
                     *yp = yi;
                     if !w.is_null() {
-                        let wi = <$t>::ldg(w.add(row)).conj();
+                        let wi = <$t>::ldg(w.add(at)).conj();
                         d = d + if increment { wi * (a * s) } else { wi * yi };
                     }
                 }
