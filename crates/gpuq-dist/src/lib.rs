@@ -109,6 +109,10 @@
 //! reductions' slots are all-gathered and summed on the device in the host's
 //! rank order (the same bits); scalar results (`dotc`, `nrm2`) still come
 //! back through the host, as on one GPU, and reduce over the communicator.
+//! An iteration of device work only (CG with no preconditioner or a diagonal
+//! one, BiCGSTAB) is then recorded once per parity as a CUDA graph with
+//! NCCL's kernels in it and replayed, as on one GPU
+//! (`gpuq_krylov::Replay::replay_device_work`).
 //!
 //! Not done yet: most of the distributed AMG setup on the device (each rank
 //! aggregates and multiplies on its GPU, the rest on its host), distributed walk data for Monte Carlo (every rank holds the

@@ -40,7 +40,9 @@
 //! Not done: the rest of the setup runs on the host of every rank (R = P^T,
 //! the Lanczos estimates, the splits and exchanges: laplace3d:300's
 //! hierarchy takes 11.9-14.9 s on four or two ranks against 0.7 s on one
-//! GPU); smoothers other than damped
+//! GPU); agglomeration onto a subset of the ranks level by level (the
+//! gathered levels are solved on every rank, so in weak scaling they grow
+//! with the rank count); smoothers other than damped
 //! and l1 Jacobi, the W-cycle and the seed's coarsening are not distributed
 //! (asking for them is an error); a singular system's null space is not
 //! projected.
