@@ -79,7 +79,10 @@ impl<B: HaloBackend> Replay for Dist<B> {
 
     /// Recorded by the local backend where it records and every exchange
     /// and reduction of the body is device work
-    /// ([`HaloBackend::device_comm`]); run again otherwise. Every rank
+    /// ([`HaloBackend::device_comm`]; the matrices' halos prepared on the
+    /// devices, that is, built after the communicator was attached: a
+    /// matrix built before exchanges through the host, which a recording
+    /// refuses with [`gpuq_core::Error::Device`]); run again otherwise. Every rank
     /// records at the same iteration (the host collectives a recording
     /// makes, such as the ranks' agreement on a fused dot product, run once,
     /// on every rank).
@@ -103,10 +106,14 @@ impl<B: HaloBackend> Replay for Dist<B> {
         // SAFETY: the caller's contract.
         unsafe { self.local().replay(&mut local, body)? };
         let after = self.counts();
-        *recording = Some(DistRecording {
-            local,
-            per_replay: std::array::from_fn(|k| after[k] - before[k]),
-        });
+        // A local backend that kept no recording runs the body again next
+        // time, which counts itself.
+        if local.is_some() {
+            *recording = Some(DistRecording {
+                local,
+                per_replay: std::array::from_fn(|k| after[k].saturating_sub(before[k])),
+            });
+        }
         Ok(())
     }
 }
