@@ -92,8 +92,8 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
             );
             let t = h.timings();
             println!(
-                "setup on rank 0 ({setup_on}): split and plans {:.3} s, smoother data {:.3} s, aggregation {:.3} s, prolongation {:.3} s, galerkin {:.3} s, gathered levels {:.3} s",
-                t.split_s, t.smoother_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.gathered_s
+                "setup on rank 0 ({setup_on}): split and plans {:.3} s, smoother data {:.3} s, aggregation {:.3} s, prolongation {:.3} s, galerkin {:.3} s (transpose {:.3} s, products {:.3} s), gathered levels {:.3} s",
+                t.split_s, t.smoother_s, t.aggregation_s, t.prolongation_s, t.galerkin_s, t.transpose_s, t.products_s, t.gathered_s
             );
             for (k, (rows, per_rank)) in h.rows_per_rank().into_iter().enumerate() {
                 let kind = if k < h.levels().len() {

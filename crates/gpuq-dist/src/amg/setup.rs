@@ -99,6 +99,11 @@ pub struct DistSetupTimings {
     pub prolongation_s: f64,
     /// R = P^T and the products A P and R (A P) with their ghost rows.
     pub galerkin_s: f64,
+    /// Of `galerkin_s`: R = P^T (an exchange of P's entries by coarse row).
+    pub transpose_s: f64,
+    /// Of `galerkin_s`: the products A P and R (A P), each with its ghost
+    /// rows' exchange.
+    pub products_s: f64,
     /// Gathering the coarse level and the one-process setup of the rest.
     pub gathered_s: f64,
     /// All of the setup.
@@ -398,29 +403,32 @@ fn shift_columns(a: &Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> 
 }
 
 /// The product C = A B of a matrix whose rank's rows are `split` (columns
-/// split as B's rows, with `plan` bringing the ghosts) and B (this rank's
-/// rows `b`, global columns): B's ghost rows fetched once through the plan,
-/// then one local Gustavson product. Collective among neighbours.
+/// split as B's rows, with `plan` bringing the ghosts; `a` its
+/// [`extended`] form) and B (this rank's rows `b`, global columns): B's
+/// ghost rows fetched once through the plan, then one local Gustavson
+/// product. Collective among neighbours.
 fn product(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
-    split: &SplitRows<f64>,
+    (split, a): (&SplitRows<f64>, &Csr<f64>),
     plan: &HaloPlan,
     b: &Csr<f64>,
 ) -> Result<Csr<f64>> {
     let ghosts = plan.exchange_rows(comm, b)?;
     let n_own = split.owned.ncols();
-    if b.nrows() != n_own || ghosts.nrows() != split.ghost.ncols() {
+    if b.nrows() != n_own
+        || ghosts.nrows() != split.ghost.ncols()
+        || a.ncols() != n_own + ghosts.nrows()
+    {
         return Err(Error::shape(
             "distributed product (B's rows vs A's columns)",
-            n_own + split.ghost.ncols(),
+            a.ncols(),
             b.nrows() + ghosts.nrows(),
         ));
     }
-    let a = extended(split)?;
-    if let Some(c) = local.stacked_product(&a, &[b, &ghosts], b.ncols())? {
+    if let Some(c) = local.stacked_product(a, &[b, &ghosts], b.ncols())? {
         return Ok(c);
     }
-    spgemm_rows(&a, b.ncols(), |k| {
+    spgemm_rows(a, b.ncols(), |k| {
         if k < n_own {
             b.row(k)
         } else {
@@ -709,11 +717,18 @@ fn coarsen(
     })?;
     // R = P^T, and R (A P) with the ghost rows of P, then of A P.
     let (r, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
-        let r = transpose_rows(comm, part, &coarse, &p)?;
-        let ap = product((comm, local), &split, &plan, &p)?;
+        let r = time(&mut t.transpose_s, || {
+            transpose_rows(comm, part, &coarse, &p)
+        })?;
+        let ap = time(&mut t.products_s, || {
+            product((comm, local), (&split, &a_ext), &plan, &p)
+        })?;
         let r_split = agree(comm, split_columns(part, rank, &r))?;
         let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
-        let ac = product((comm, local), &r_split, &r_plan, &ap)?;
+        let r_ext = agree(comm, extended(&r_split))?;
+        let ac = time(&mut t.products_s, || {
+            product((comm, local), (&r_split, &r_ext), &r_plan, &ap)
+        })?;
         Ok((r, r_split, agree(comm, fix_empty_rows(ac, cfirst))?))
     })?;
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
