@@ -39,8 +39,8 @@
 //!
 //! Not done: the rest of the setup runs on the host of every rank (R = P^T,
 //! the Lanczos estimates, the splits and exchanges: laplace3d:300's
-//! hierarchy takes 11.9-14.9 s on four or two ranks against 0.7 s on one
-//! GPU); agglomeration onto a subset of the ranks level by level (the
+//! hierarchy takes 11.7-16.6 s on four H100 ranks and 15.3 s on two against
+//! 0.7 s on one GPU, no step above a third of it, [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
 //! gathered levels are solved on every rank, so in weak scaling they grow
 //! with the rank count); smoothers other than damped
 //! and l1 Jacobi, the W-cycle and the seed's coarsening are not distributed
