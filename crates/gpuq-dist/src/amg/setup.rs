@@ -363,18 +363,8 @@ fn extended(split: &SplitRows<f64>) -> Result<Csr<f64>> {
     let nnz = ptr[o.nrows()];
     let (mut cols, mut vals) = (vec![0u32; nnz], vec![0.0; nnz]);
     // Rows in parallel, each written into its own slice.
-    let mut col_rows = Vec::with_capacity(o.nrows());
-    let mut val_rows = Vec::with_capacity(o.nrows());
-    let (mut cs, mut vs) = (&mut cols[..], &mut vals[..]);
-    for i in 0..o.nrows() {
-        let len = ptr[i + 1] - ptr[i];
-        let (c, rest_c) = std::mem::take(&mut cs).split_at_mut(len);
-        let (v, rest_v) = std::mem::take(&mut vs).split_at_mut(len);
-        col_rows.push(c);
-        val_rows.push(v);
-        cs = rest_c;
-        vs = rest_v;
-    }
+    let col_rows = crate::halo::row_slices(&mut cols, &ptr);
+    let val_rows = crate::halo::row_slices(&mut vals, &ptr);
     col_rows
         .into_par_iter()
         .zip(val_rows)
