@@ -39,7 +39,7 @@
 //!
 //! Not done: the rest of the setup runs on the host of every rank (R = P^T,
 //! the Lanczos estimates, the splits and exchanges: laplace3d:300's
-//! hierarchy takes 11.7-16.6 s on four H100 ranks and 15.3 s on two against
+//! hierarchy takes 10.9-16.6 s on four H100 ranks and 15.3 s on two against
 //! 0.7 s on one GPU, no step above a third of it, [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
 //! gathered levels are solved on every rank, so in weak scaling they grow
 //! with the rank count); smoothers other than damped
