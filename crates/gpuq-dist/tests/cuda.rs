@@ -74,9 +74,7 @@ fn ghost_rows_in_pairs_of_runs_match_the_cpu() {
         println!("ghost_rows_in_pairs_of_runs_match_the_cpu: skipped (no CUDA device)");
         return;
     };
-    use gpuq_core::{Backend, FusedDot};
-    use gpuq_dist::HaloBackend;
-    use gpuq_sparse::{Csr, SparseBackend};
+    use gpuq_sparse::Csr;
     // 40 rows on 6 ghost columns, non-empty in rows 0..3, 17..20 and 33..40
     let full = |i: usize| i < 3 || (17..20).contains(&i) || i >= 33;
     let (mut ptr, mut col, mut val) = (vec![0usize], Vec::new(), Vec::new());
@@ -101,32 +99,8 @@ fn ghost_rows_in_pairs_of_runs_match_the_cpu() {
         vec![33..40, 0..3, 17..20],
     ] {
         // y + 2 G x over the runs, and 0.5 + w^H (2 G x) in slot 1
-        let want = {
-            let a = cpu.upload_matrix(&g, Layout::Csr).unwrap();
-            let (xv, wv) = (cpu.upload(&x).unwrap(), cpu.upload(&w).unwrap());
-            let (mut yv, mut sc) = (cpu.upload(&y0).unwrap(), cpu.upload(&[0.5, 0.0]).unwrap());
-            let dot = FusedDot {
-                w: &wv,
-                sc: &mut sc,
-                slot: 1,
-            };
-            assert!(cpu
-                .ghost_add(2.0, &a, &xv, &mut yv, Some(dot), &runs)
-                .unwrap());
-            [cpu.download(&yv).unwrap(), cpu.download(&sc).unwrap()]
-        };
-        let a = gpu.upload_matrix(&g, Layout::Csr).unwrap();
-        let (xv, wv) = (gpu.upload(&x).unwrap(), gpu.upload(&w).unwrap());
-        let (mut yv, mut sc) = (gpu.upload(&y0).unwrap(), gpu.upload(&[0.5, 0.0]).unwrap());
-        let dot = FusedDot {
-            w: &wv,
-            sc: &mut sc,
-            slot: 1,
-        };
-        assert!(gpu
-            .ghost_add(2.0, &a, &xv, &mut yv, Some(dot), &runs)
-            .unwrap());
-        let got = [gpu.download(&yv).unwrap(), gpu.download(&sc).unwrap()];
+        let want = ghost_add_on(&cpu, &g, [&x, &y0, &w], &runs);
+        let got = ghost_add_on(&gpu, &g, [&x, &y0, &w], &runs);
         let close = |u: &[f64], v: &[f64]| {
             u.iter()
                 .zip(v)
@@ -137,6 +111,28 @@ fn ghost_rows_in_pairs_of_runs_match_the_cpu() {
             "{runs:?}: {got:?} against {want:?}"
         );
     }
+}
+
+/// y + 2 G x over `runs` and 0.5 + w^H (2 G x) in slot 1 of a scalar array,
+/// through `be`'s ghost-block product (`[x, y, w]` uploaded to it).
+fn ghost_add_on<B: gpuq_dist::HaloBackend>(
+    be: &B,
+    g: &gpuq_sparse::Csr<f64>,
+    [x, y, w]: [&[f64]; 3],
+    runs: &[std::ops::Range<usize>],
+) -> [Vec<f64>; 2] {
+    let a = be.upload_matrix(g, Layout::Csr).unwrap();
+    let (xv, wv) = (be.upload(x).unwrap(), be.upload(w).unwrap());
+    let (mut yv, mut sc) = (be.upload(y).unwrap(), be.upload(&[0.5, 0.0]).unwrap());
+    let dot = gpuq_core::FusedDot {
+        w: &wv,
+        sc: &mut sc,
+        slot: 1,
+    };
+    assert!(be
+        .ghost_add(2.0, &a, &xv, &mut yv, Some(dot), runs)
+        .unwrap());
+    [be.download(&yv).unwrap(), be.download(&sc).unwrap()]
 }
 
 /// Two ranks of threads on GPUs 0 and 1 with an NCCL communicator between
