@@ -14,6 +14,7 @@
 //! cycle stays symmetric for PCG.
 
 use crate::blockdiag::BlockDiagonal;
+use crate::options::MAX_BLOCK;
 use gpuq_core::Result;
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
@@ -101,15 +102,21 @@ pub struct ColorSweep {
 }
 
 /// The per-colour sweeps of `a` with bs x bs diagonal blocks `dinv` (the
-/// inverse block diagonal) under `coloring`. O(nnz bs) time; together the
-/// colours store A's entries (bs = 1; up to twice for bs = 2, where a node's
-/// two rows share one pattern) plus O(n colours) row pointers.
+/// inverse block diagonal; bs at most [`MAX_BLOCK`]) under `coloring`.
+/// O(nnz bs) time; together the colours store A's entries (bs = 1; up to bs
+/// times for larger blocks, where a node's rows share one pattern) plus
+/// O(n colours) row pointers. Errors when bs exceeds [`MAX_BLOCK`].
 pub fn color_sweeps(
     a: &Csr<f64>,
     bs: usize,
     dinv: &BlockDiagonal,
     coloring: &Coloring,
 ) -> Result<Vec<ColorSweep>> {
+    if bs == 0 || bs > MAX_BLOCK {
+        return Err(gpuq_core::Error::InvalidArgument(format!(
+            "Gauss-Seidel colour sweeps of blocks of {bs} (at most {MAX_BLOCK})"
+        )));
+    }
     let n = a.nrows();
     let inv = dinv.blocks();
     (0..coloring.colors)
@@ -121,7 +128,7 @@ pub fn color_sweeps(
             let rows = nodes.len() * bs;
             let (mut sp, mut sc, mut sv) = (vec![0usize], Vec::new(), Vec::new());
             let (mut qp, mut qc, mut qv) = (vec![0usize], Vec::new(), Vec::new());
-            let mut merged: Vec<(u32, [f64; 2])> = Vec::new();
+            let mut merged: Vec<(u32, [f64; MAX_BLOCK])> = Vec::new();
             for &u in &nodes {
                 let blk = &inv[u * bs * bs..(u + 1) * bs * bs];
                 // The node's block row: the union of its rows' patterns, each
@@ -130,7 +137,7 @@ pub fn color_sweeps(
                 for s in 0..bs {
                     let (cols, vals) = a.row(bs * u + s);
                     for (&j, &v) in cols.iter().zip(vals) {
-                        let mut e = [0.0; 2];
+                        let mut e = [0.0; MAX_BLOCK];
                         e[s] = v;
                         merged.push((j, e));
                     }
@@ -138,8 +145,9 @@ pub fn color_sweeps(
                 merged.sort_by_key(|e| e.0);
                 merged.dedup_by(|later, first| {
                     if later.0 == first.0 {
-                        first.1[0] += later.1[0];
-                        first.1[1] += later.1[1];
+                        for (f, l) in first.1.iter_mut().zip(&later.1).take(bs) {
+                            *f += l;
+                        }
                         true
                     } else {
                         false
@@ -229,30 +237,36 @@ mod tests {
 
     #[test]
     fn colour_sweeps_partition_the_rows_and_scale_by_the_block_inverse() {
-        let (a, _) = gpuq_sparse::elasticity::elasticity2d::<f64>(5).unwrap();
-        let d = BlockDiagonal::of(&a, 2, false).inverse().unwrap();
-        let col = greedy(&a, 2);
-        check_proper(&a, 2, &col);
-        let sweeps = color_sweeps(&a, 2, &d, &col).unwrap();
-        assert_eq!(sweeps.len(), col.colors);
-        assert_eq!(
-            sweeps.iter().map(|s| s.scaled.nrows()).sum::<usize>(),
-            a.nrows()
-        );
-        // The scaled rows have the identity as their diagonal blocks.
-        for s in &sweeps {
-            let rows_of = s.scatter.transpose(false);
-            for k in 0..s.scaled.nrows() {
-                let i = rows_of.row(k).0[0] as usize;
-                let (cols, vals) = s.scaled.row(k);
-                for (&j, &v) in cols.iter().zip(vals) {
-                    if j as usize / 2 == i / 2 {
-                        let want = if j as usize == i { 1.0 } else { 0.0 };
-                        assert!((v - want).abs() < 1e-12, "row {i} col {j}: {v}");
+        let (e2, _) = gpuq_sparse::elasticity::elasticity2d::<f64>(5).unwrap();
+        let (e3, _) = gpuq_sparse::elasticity3d::elasticity3d::<f64>(3).unwrap();
+        for (a, bs) in [(e2, 2), (e3, 3)] {
+            let d = BlockDiagonal::of(&a, bs, false).inverse().unwrap();
+            let col = greedy(&a, bs);
+            check_proper(&a, bs, &col);
+            let sweeps = color_sweeps(&a, bs, &d, &col).unwrap();
+            assert_eq!(sweeps.len(), col.colors);
+            assert_eq!(
+                sweeps.iter().map(|s| s.scaled.nrows()).sum::<usize>(),
+                a.nrows()
+            );
+            // The scaled rows have the identity as their diagonal blocks.
+            for s in &sweeps {
+                let rows_of = s.scatter.transpose(false);
+                for k in 0..s.scaled.nrows() {
+                    let i = rows_of.row(k).0[0] as usize;
+                    let (cols, vals) = s.scaled.row(k);
+                    for (&j, &v) in cols.iter().zip(vals) {
+                        if j as usize / bs == i / bs {
+                            let want = if j as usize == i { 1.0 } else { 0.0 };
+                            assert!((v - want).abs() < 1e-12, "bs {bs} row {i} col {j}: {v}");
+                        }
                     }
                 }
             }
         }
+        let (a, _) = gpuq_sparse::elasticity3d::elasticity3d::<f64>(1).unwrap();
+        let d = BlockDiagonal::of(&a, 12, false);
+        assert!(color_sweeps(&a, 12, &d, &greedy(&a, 12)).is_err());
     }
 
     #[test]

@@ -134,6 +134,11 @@ pub struct HierarchyInfo {
     pub coarse_solver: String,
     /// Dimension of the null space handled explicitly (0: nonsingular).
     pub null_space_dim: usize,
+    /// Near-null-space vectors of smoothed aggregation's tentative
+    /// prolongators (the given ones, else the block's component constants):
+    /// the unknowns per node below the finest level.
+    #[serde(default)]
+    pub candidates: usize,
     /// Setup time per phase.
     pub timings: SetupTimings,
     /// Where the setup's aggregation, prolongator and Galerkin products ran
@@ -296,13 +301,22 @@ impl Hierarchy {
         }
         let nns: Vec<Vec<f64>> = match &options.near_null_space {
             Some(v) => {
-                if v.is_empty()
-                    || v.iter()
-                        .any(|x| x.len() != n || x.iter().any(|y| !y.is_finite()))
-                {
-                    return Err(Error::InvalidArgument(format!(
-                        "near-null-space vectors must be finite, at least one, each of length {n}"
-                    )));
+                let k = v.len();
+                for (c, x) in v.iter().enumerate() {
+                    if x.len() != n {
+                        return Err(Error::InvalidArgument(format!(
+                            "near-null-space vector {} of {k} has {} entries; the matrix has {n} rows",
+                            c + 1,
+                            x.len()
+                        )));
+                    }
+                    if let Some(i) = x.iter().position(|y| !y.is_finite()) {
+                        return Err(Error::InvalidArgument(format!(
+                            "near-null-space vector {} of {k}: entry {} (1-based) is not finite",
+                            c + 1,
+                            i + 1
+                        )));
+                    }
                 }
                 v.clone()
             }
@@ -349,7 +363,12 @@ impl Hierarchy {
                 .map_err(|_| Error::InvalidArgument("the AMG input checks panicked".into()))?,
             (None, None) => unreachable!("the host checks run when the backend's do not"),
         };
-        let (kernel, symmetric, checks_s) = checked?;
+        let (mut kernel, symmetric, mut checks_s) = checked?;
+        if let Some(given) = &options.near_null_space {
+            let start = Instant::now();
+            kernel = kernel_with(a, kernel, given);
+            checks_s += start.elapsed().as_secs_f64();
+        }
         let (levels, coarse, mut t) = built?;
         t.checks_s = checks_s;
         t.upload_s += upload_s;
@@ -525,6 +544,11 @@ impl Hierarchy {
                 CoarseSolver::BlockDiagonal => "block-diagonal".into(),
             },
             null_space_dim: self.kernel.len(),
+            candidates: self
+                .options
+                .near_null_space
+                .as_ref()
+                .map_or(self.options.block, Vec::len),
             timings: self.timings.clone(),
             setup_backend: self.setup_backend.into(),
         }
@@ -709,6 +733,50 @@ fn detect_kernel(a: &Csr<f64>, bs: usize) -> Result<Vec<Vec<f64>>> {
     Ok(kernel_basis(n, bs, &large))
 }
 
+/// `kernel` (orthonormal) extended by those of the `given` near-null-space
+/// vectors that A maps to zero: ||A v||_inf <= 1e-10 ||A||_inf ||v||_inf (a
+/// floating structure's rigid-body modes), orthonormalised against the
+/// basis (dependent ones dropped). O(nnz) per given vector.
+fn kernel_with(a: &Csr<f64>, mut kernel: Vec<Vec<f64>>, given: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let n = a.nrows();
+    let norm = (0..n)
+        .into_par_iter()
+        .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
+        .reduce(|| 0.0, f64::max);
+    for v in given {
+        let size = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let null = size > 0.0
+            && (0..n).into_par_iter().all(|i| {
+                let (c, x) = a.row(i);
+                let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
+                s.abs() <= 1e-10 * norm * size
+            });
+        if null {
+            orthonormal_push(&mut kernel, v.clone());
+        }
+    }
+    kernel
+}
+
+/// Appends `v` to the orthonormal `basis` after orthogonalising it (twice)
+/// against it, unless what is left is below 1e-8 of its original norm (then
+/// dependent, and dropped). O(n) per basis vector.
+fn orthonormal_push(basis: &mut Vec<Vec<f64>>, mut v: Vec<f64>) {
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let original = norm(&v);
+    for _ in 0..2 {
+        for q in basis.iter() {
+            let d: f64 = q.iter().zip(&v).map(|(x, y)| x * y).sum();
+            v.iter_mut().zip(q).for_each(|(x, y)| *x -= d * y);
+        }
+    }
+    let left = norm(&v);
+    if original > 0.0 && left > 1e-8 * original {
+        v.iter_mut().for_each(|x| *x /= left);
+        basis.push(v);
+    }
+}
+
 /// The candidates of [`detect_kernel`]: the block-component constants and,
 /// for blocks above 1, the all-ones vector.
 fn kernel_candidates(n: usize, bs: usize) -> Vec<Vec<f64>> {
@@ -724,18 +792,9 @@ fn kernel_candidates(n: usize, bs: usize) -> Vec<Vec<f64>> {
 /// dropped. O(n) per candidate kept.
 pub(crate) fn kernel_basis(n: usize, bs: usize, large: &[bool]) -> Vec<Vec<f64>> {
     let mut basis: Vec<Vec<f64>> = Vec::new();
-    for (mut v, &big) in kernel_candidates(n, bs).into_iter().zip(large) {
-        if big {
-            continue;
-        }
-        for q in &basis {
-            let d: f64 = q.iter().zip(&v).map(|(x, y)| x * y).sum();
-            v.iter_mut().zip(q).for_each(|(x, y)| *x -= d * y);
-        }
-        let nv = v.iter().map(|x| x * x).sum::<f64>().sqrt();
-        if nv > 1e-8 * (n as f64).sqrt() {
-            v.iter_mut().for_each(|x| *x /= nv);
-            basis.push(v);
+    for (v, &big) in kernel_candidates(n, bs).into_iter().zip(large) {
+        if !big {
+            orthonormal_push(&mut basis, v);
         }
     }
     basis

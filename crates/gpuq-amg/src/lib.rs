@@ -219,6 +219,7 @@ mod mixed;
 mod options;
 pub mod prolong;
 mod resident;
+mod rigid;
 mod setup;
 pub mod spectral;
 pub mod strength;
@@ -228,6 +229,9 @@ pub use cycle::{cycle_layout, Amg};
 pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData};
 pub use kernels::AmgKernels;
 pub use mixed::MixedAmg;
-pub use options::{AmgOptions, CoarseSolver, Coarsening, CycleKind, CycleOptions, Smoother};
+pub use options::{
+    AmgOptions, CoarseSolver, Coarsening, CycleKind, CycleOptions, Smoother, MAX_BLOCK,
+};
 pub use resident::{LevelMatrix, ResidentMatrix};
+pub use rigid::rigid_body_modes;
 pub use setup::{HostSetup, SetupKernels};

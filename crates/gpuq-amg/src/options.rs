@@ -149,12 +149,20 @@ impl CycleKind {
     }
 }
 
+/// The largest block size (unknowns per node) and the most near-null-space
+/// vectors the setup takes: the device setup's kernels hold a node's rows in
+/// fixed arrays of this size.
+pub const MAX_BLOCK: usize = gpuq_kernels::amg::MAX_SETUP_BLOCK;
+
 /// Everything the setup and the cycle need besides the matrix.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AmgOptions {
     /// How coarse levels are made (default smoothed aggregation).
     pub coarsening: Coarsening,
-    /// Unknowns per node, 1 or 2, numbered node by node (default 1).
+    /// Unknowns per node, 1 to [`MAX_BLOCK`], numbered node by node
+    /// (default 1): 3 for 3D elasticity, 2 for 2D elasticity or the
+    /// bidomain system. Strength, aggregation and the smoothers' diagonal
+    /// blocks work on nodes.
     pub block: usize,
     /// Strength threshold eps of the seed's test e_kl^2 >= eps e_kk e_ll on the
     /// block Frobenius-norm matrix (default 0.001; the test is squared, so this
@@ -187,8 +195,13 @@ pub struct AmgOptions {
     /// V- or W-cycle (default V).
     pub cycle: CycleKind,
     /// Near-null-space vectors of the finest level for smoothed aggregation,
-    /// each of length n (default: the constant of each block component, i.e.
-    /// `block` vectors). E.g. the three rigid-body modes of 2D elasticity.
+    /// 1 to [`MAX_BLOCK`] of them, each of length n (default: the constant of
+    /// each block component, i.e. `block` vectors), such as the rigid-body
+    /// modes of elasticity ([`crate::rigid_body_modes`]: 3 in 2D, 6 in 3D).
+    /// The levels below the finest have one unknown per node and vector.
+    /// Those of the vectors that A maps to zero (a floating structure's rigid
+    /// motions) join the null space the setup handles explicitly
+    /// ([`crate::Hierarchy::null_space`]).
     pub near_null_space: Option<Vec<Vec<f64>>>,
     /// Lanczos steps of the spectral-radius estimates (default 15).
     pub lanczos_steps: usize,
@@ -225,13 +238,26 @@ impl Default for AmgOptions {
 }
 
 impl AmgOptions {
-    /// Checks the ranges: block 1 or 2, eps in [0, 1], at least one sweep, a
-    /// coarse size of at least 1, at least one level, at least 2 Lanczos
-    /// steps, a Jacobi damping in (0, 2).
+    /// Checks the ranges: block 1 to [`MAX_BLOCK`], 1 to [`MAX_BLOCK`]
+    /// near-null-space vectors, eps in [0, 1], at least one sweep, a coarse
+    /// size of at least 1, at least one level, at least 2 Lanczos steps, a
+    /// Jacobi damping in (0, 2). (The vectors' lengths are checked against
+    /// the matrix by the setup.)
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
-        if !(1..=2).contains(&self.block) {
-            return bad(format!("AMG block size {} (must be 1 or 2)", self.block));
+        if !(1..=MAX_BLOCK).contains(&self.block) {
+            return bad(format!(
+                "AMG block size {} (must be 1 to {MAX_BLOCK})",
+                self.block
+            ));
+        }
+        if let Some(b) = &self.near_null_space {
+            if !(1..=MAX_BLOCK).contains(&b.len()) {
+                return bad(format!(
+                    "{} near-null-space vectors (AMG takes 1 to {MAX_BLOCK})",
+                    b.len()
+                ));
+            }
         }
         if !(self.strength.is_finite() && (0.0..=1.0).contains(&self.strength)) {
             return bad(format!(

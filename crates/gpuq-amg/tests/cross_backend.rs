@@ -15,9 +15,20 @@ use gpuq_cuda::CudaBackend;
 use gpuq_sparse::generators::laplace3d;
 use gpuq_sparse::{Csr, Layout};
 
-/// The problems: a 3D Laplacian (block 1) and a coupled 2x2-block system.
-fn problems() -> Vec<(Csr<f64>, usize)> {
-    vec![(laplace3d::<f64>(14), 1), (coupled2d(24, 0.05), 2)]
+/// Near-null-space vectors, or `None` for the setup's default.
+type NearNullSpace = Option<Vec<Vec<f64>>>;
+
+/// The problems with their block size and near-null space: a 3D Laplacian
+/// (block 1), a coupled 2x2-block system, and 3D elasticity (block 3) with
+/// its six rigid-body modes (coarse levels of six unknowns per node).
+fn problems() -> Vec<(Csr<f64>, usize, NearNullSpace)> {
+    let e = gpuq_sparse::elasticity3d::Elasticity3d::new(6).unwrap();
+    let modes = gpuq_amg::rigid_body_modes(&e.free_coordinates()).unwrap();
+    vec![
+        (laplace3d::<f64>(14), 1, None),
+        (coupled2d(24, 0.05), 2, None),
+        (e.stiffness(), 3, Some(modes)),
+    ]
 }
 
 fn layouts(block: usize) -> Vec<Layout> {
@@ -34,7 +45,7 @@ fn cycle_agrees_with_cpu() {
         return;
     };
     let cpu = CpuBackend::new();
-    for (a, block) in problems() {
+    for (a, block, near_null_space) in problems() {
         for smoother in [
             Smoother::Jacobi,
             Smoother::L1Jacobi,
@@ -47,6 +58,7 @@ fn cycle_agrees_with_cpu() {
                     smoother,
                     coarsening,
                     sweeps: 2,
+                    near_null_space: near_null_space.clone(),
                     ..AmgOptions::default()
                 };
                 let h = Hierarchy::build(&a, &o).unwrap();
@@ -75,11 +87,12 @@ fn pcg_amg_iterations_agree_with_cpu() {
         return;
     };
     let cpu = CpuBackend::new();
-    for (a, block) in problems() {
+    for (a, block, near_null_space) in problems() {
         for coarsening in [Coarsening::SmoothedAggregation, Coarsening::Seed] {
             let o = AmgOptions {
                 block,
                 coarsening,
+                near_null_space: near_null_space.clone(),
                 cycle: if block == 2 {
                     CycleKind::W
                 } else {
@@ -236,10 +249,11 @@ fn mixed_precision_cycle_and_conversions_agree_with_cpu() {
         return;
     };
     let cpu = CpuBackend::new();
-    for (a, block) in problems() {
+    for (a, block, near_null_space) in problems() {
         let o = AmgOptions {
             block,
             smoother: Smoother::GaussSeidel,
+            near_null_space,
             ..AmgOptions::default()
         };
         let h = Hierarchy::build(&a, &o).unwrap();

@@ -203,10 +203,11 @@ fn bad_inputs_are_errors() {
         }
     )
     .is_err());
+    // 9 divides the 9 unknowns but exceeds the largest block, 8.
     assert!(Hierarchy::build(
         &odd,
         &AmgOptions {
-            block: 3,
+            block: 9,
             ..o.clone()
         }
     )

@@ -307,12 +307,22 @@ fn device_setup_builds_the_host_hierarchy() {
     same_hierarchy(g, &convdiff2d::<f64>(40, 0.8), &small(1), "convdiff2d:40");
     // Three near-null-space vectors: coarse levels have three unknowns per node.
     let (e, _) = gpuq_sparse::elasticity::elasticity2d::<f64>(24).unwrap();
-    let modes = gpuq_sparse::elasticity::elasticity2d_rigid_body_modes(24).unwrap();
+    let coords = gpuq_sparse::generators::ProblemSpec::Elasticity2d { n: 24 }
+        .node_coordinates()
+        .unwrap();
+    let modes = gpuq_amg::rigid_body_modes(&coords).unwrap();
     let o = AmgOptions {
         near_null_space: Some(modes),
         ..small(2)
     };
     same_hierarchy(g, &e, &o, "elasticity2d:24");
+    // Block 3 and six rigid-body modes: coarse levels of six unknowns per node.
+    let e3 = gpuq_sparse::elasticity3d::Elasticity3d::new(7).unwrap();
+    let o = AmgOptions {
+        near_null_space: Some(gpuq_amg::rigid_body_modes(&e3.free_coordinates()).unwrap()),
+        ..small(3)
+    };
+    same_hierarchy(g, &e3.stiffness(), &o, "elasticity3d:7");
     // A strength threshold that keeps few connections, and the seed's method
     // (selection on the host, Galerkin products on the device).
     let o = AmgOptions {

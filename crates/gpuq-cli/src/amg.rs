@@ -29,9 +29,23 @@ pub struct AmgArgs {
     /// selection with 1/n_i interpolation).
     #[arg(long = "amg", default_value = "sa")]
     pub coarsening: String,
-    /// Unknowns per node for AMG, numbered node by node: 1 or 2.
+    /// Unknowns per node for AMG, numbered node by node: 1 to 8 (3 for 3D elasticity).
     #[arg(long, default_value_t = 1)]
     pub block: usize,
+    /// Near-null-space vectors for smoothed aggregation: a Matrix Market array of n rows and k
+    /// columns (k = 1..8), e.g. the rigid-body modes of an elasticity model. Default: the
+    /// constant of each of the --block components.
+    #[arg(
+        long = "near-null-space",
+        value_name = "B.mtx",
+        conflicts_with = "coords"
+    )]
+    pub near_null_space: Option<PathBuf>,
+    /// Node coordinates for the rigid-body modes of elasticity as the near-null space: a Matrix
+    /// Market array with one row per node in the matrix's node order and d = 2 or 3 columns
+    /// (3 modes in 2D, 6 in 3D); needs --block d.
+    #[arg(long, value_name = "X.mtx")]
+    pub coords: Option<PathBuf>,
     /// AMG strength threshold eps of e_kl^2 >= eps e_kk e_ll (block norms).
     #[arg(long = "amg-strength", default_value_t = 0.001)]
     pub strength: f64,
@@ -129,21 +143,38 @@ impl AmgArgs {
     }
 
     /// The setup options these arguments name for a run on `backend` (the
-    /// Jacobi damping's default depends on it); for a generated `elasticity2d`
-    /// problem with block 2, its three rigid-body modes as near-null space.
+    /// Jacobi damping's default depends on it); see [`AmgArgs::options_on`].
     fn options(&self, source: &Source, backend: &Chosen) -> Result<AmgOptions> {
         self.options_on(source, matches!(backend, Chosen::Cuda(_)))
     }
 
     /// [`AmgArgs::options`] for a run on a GPU (`gpu`) or not (the
-    /// distributed solve's ranks).
+    /// distributed solve's ranks). The near-null space: `--near-null-space`'s
+    /// vectors, or the rigid-body modes of `--coords`, or for a generated
+    /// elasticity problem with `--block` its dimension the rigid-body modes
+    /// of its nodes; else none (the setup's default).
     pub(crate) fn options_on(&self, source: &Source, gpu: bool) -> Result<AmgOptions> {
-        let near_null_space = match source {
-            Source::Generated(ProblemSpec::Elasticity2d { n })
-                if self.block == 2 && self.coarsening == "sa" =>
-            {
-                Some(gpuq_sparse::elasticity::elasticity2d_rigid_body_modes(*n)?)
+        let near_null_space = match (&self.near_null_space, &self.coords, source) {
+            (Some(path), _, _) => Some(read_columns(path, "--near-null-space")?),
+            (None, Some(path), _) => {
+                let x = read_columns(path, "--coords")?;
+                if x.len() != self.block {
+                    return Err(Error::InvalidArgument(format!(
+                        "--coords {}: {} columns, so {}D rigid-body modes, which need --block {} (given {})",
+                        path.display(),
+                        x.len(),
+                        x.len(),
+                        x.len(),
+                        self.block
+                    )));
+                }
+                Some(gpuq_amg::rigid_body_modes(&x)?)
             }
+            (None, None, Source::Generated(spec)) if self.coarsening == "sa" => spec
+                .node_coordinates()
+                .filter(|x| x.len() == self.block)
+                .map(|x| gpuq_amg::rigid_body_modes(&x))
+                .transpose()?,
             _ => None,
         };
         let o = AmgOptions {
@@ -173,6 +204,15 @@ impl AmgArgs {
         o.validate()?;
         Ok(o)
     }
+}
+
+/// The columns of the dense Matrix Market file at `path`, given by option
+/// `flag`; errors name both.
+fn read_columns(path: &std::path::Path, flag: &str) -> Result<Vec<Vec<f64>>> {
+    mm::read_dense_columns(path).map_err(|e| match e {
+        Error::Io { .. } => e,
+        other => Error::InvalidArgument(format!("{flag} {}: {other}", path.display())),
+    })
 }
 
 /// Arguments of `gpuq amg-info`.
@@ -507,8 +547,8 @@ fn print_hierarchy(info: &HierarchyInfo) {
         );
     }
     println!(
-        "operator complexity {:.3}  grid complexity {:.3}  null space dimension {}",
-        info.operator_complexity, info.grid_complexity, info.null_space_dim
+        "operator complexity {:.3}  grid complexity {:.3}  near-null-space vectors {}  null space dimension {}",
+        info.operator_complexity, info.grid_complexity, info.candidates, info.null_space_dim
     );
     let t = &info.timings;
     println!(

@@ -38,7 +38,7 @@ pub enum Command {
 pub struct GenerateArgs {
     /// The problem: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND],
     /// helmholtz3d:M[:KH[:DAMPING]], helmholtz-cylinder:LEVEL[:hard|soft] (0, 1, 2),
-    /// elasticity2d:N, bidomain2d:N[:DT], bidomain3d:N[:DT], or beam:NE (seed 001's
+    /// elasticity2d:N, elasticity3d:N, bidomain2d:N[:DT], bidomain3d:N[:DT], or beam:NE (seed 001's
     /// cantilever of NE elements, clamped DOFs removed: its stiffness K, and with
     /// --mass-out its mass M; --rhs-out writes a unit tip load).
     pub spec: String,
@@ -51,6 +51,10 @@ pub struct GenerateArgs {
     /// beam:NE only: where to write the mass matrix M.
     #[arg(long)]
     pub mass_out: Option<PathBuf>,
+    /// elasticity2d:N and elasticity3d:N only: where to write the node coordinates (a Matrix
+    /// Market array, one row per node in the matrix's node order), for `gpuq solve --coords`.
+    #[arg(long)]
+    pub coords_out: Option<PathBuf>,
 }
 
 /// Arguments of `gpuq solve`.
@@ -64,7 +68,7 @@ pub struct SolveArgs {
     pub rhs: Option<PathBuf>,
     /// Generate A instead of reading it: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M,
     /// convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or
-    /// helmholtz-cylinder:LEVEL[:hard|soft], elasticity2d:N, bidomain2d:N[:DT] or
+    /// helmholtz-cylinder:LEVEL[:hard|soft], elasticity2d:N, elasticity3d:N, bidomain2d:N[:DT] or
     /// bidomain3d:N[:DT] (b is then the problem's own right-hand side if it has one).
     #[arg(long)]
     pub generate: Option<String>,

@@ -258,14 +258,16 @@ fn by_precision<B: HaloBackend + AmgKernels + DistSetupKernels>(
 }
 
 /// The partition of `n` rows: contiguous blocks, on node boundaries for
-/// 2x2-block Jacobi and for AMG with `--block 2`.
+/// 2x2-block Jacobi and for AMG with `--block b` (a node's unknowns on one
+/// rank).
 fn partition(n: usize, ranks: usize, run: &Run) -> Result<RowPartition> {
-    let block =
-        if run.config.precond == Preconditioner::Block2 || (run.amg && run.args.amg.block == 2) {
-            2
-        } else {
-            1
-        };
+    let block = if run.config.precond == Preconditioner::Block2 {
+        2
+    } else if run.amg {
+        run.args.amg.block
+    } else {
+        1
+    };
     RowPartition::blocks(n, ranks, block)
 }
 

@@ -9,6 +9,11 @@ use std::process::ExitCode;
 /// Builds the named problem in double precision (complex when it needs it) and
 /// writes A, and b if asked, as Matrix Market files.
 pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
+    if args.spec.starts_with("beam:") && args.coords_out.is_some() {
+        return Err(Error::InvalidArgument(
+            "--coords-out is for elasticity2d:N and elasticity3d:N".into(),
+        ));
+    }
     if let Some(ne) = args.spec.strip_prefix("beam:") {
         return beam(ne, args);
     }
@@ -18,6 +23,15 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
         ));
     }
     let spec = ProblemSpec::parse(&args.spec)?;
+    if let Some(path) = &args.coords_out {
+        let coords = spec.node_coordinates().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "--coords-out is for elasticity2d:N and elasticity3d:N ({} has no node coordinates)",
+                args.spec
+            ))
+        })?;
+        mm::save_dense_columns(&coords, path)?;
+    }
     if spec.is_complex() {
         write::<Complex<f64>>(&spec, args)
     } else {

@@ -265,3 +265,111 @@ fn bad_amg_arguments_are_one_line_errors() {
         );
     }
 }
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("gpuq-amg-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn block3_with_coordinates_or_the_same_modes_solves_3d_elasticity() {
+    let d = scratch("elasticity3d");
+    let path = |f: &str| d.join(f).to_string_lossy().into_owned();
+    let (a, b, x) = (path("A.mtx"), path("b.mtx"), path("X.mtx"));
+    let g = gpuq(&[
+        "generate",
+        "elasticity3d:8",
+        "--out",
+        &a,
+        "--rhs-out",
+        &b,
+        "--coords-out",
+        &x,
+    ]);
+    assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+    let solve = |extra: &[&str]| {
+        let mut args = vec![
+            "solve",
+            &a,
+            "--rhs",
+            &b,
+            "--method",
+            "cg",
+            "--precond",
+            "amg",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&gpuq(&args))
+    };
+    let with_coords = solve(&["--block", "3", "--coords", &x]);
+    assert_eq!(with_coords["status"], "converged");
+    assert!(with_coords["relative_residual"].as_f64().unwrap() <= 1e-8);
+    assert_eq!(with_coords["amg"]["candidates"], 6);
+    assert!(with_coords["amg"]["levels"][1]["block"] == 6);
+    let its = with_coords["iterations"].as_u64().unwrap();
+    // The same modes as a near-null-space file: the same iterations.
+    let cols: Vec<Vec<f64>> = gpuq_sparse::matrix_market::read_dense_columns(&x).unwrap();
+    let modes = gpuq_amg::rigid_body_modes(&cols).unwrap();
+    let bfile = path("B.mtx");
+    gpuq_sparse::matrix_market::save_dense_columns(&modes, &bfile).unwrap();
+    let given = solve(&["--block", "3", "--near-null-space", &bfile]);
+    assert_eq!(given["iterations"].as_u64().unwrap(), its);
+    // Block 1 with the scalar default takes far more.
+    let scalar = solve(&[]);
+    assert!(3 * its < scalar["iterations"].as_u64().unwrap(), "{its}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn bad_coordinates_and_near_null_spaces_are_one_line_errors() {
+    let d = scratch("bad-coords");
+    let path = |f: &str| d.join(f).to_string_lossy().into_owned();
+    let (a, x) = (path("A.mtx"), path("X.mtx"));
+    let g = gpuq(&[
+        "generate",
+        "elasticity3d:3",
+        "--out",
+        &a,
+        "--coords-out",
+        &x,
+    ]);
+    assert!(g.status.success());
+    let write = |f: &str, text: &str| {
+        let p = path(f);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let malformed = write(
+        "bad.mtx",
+        "%%MatrixMarket matrix array real general\n2 3\n1.0\nx\n",
+    );
+    let short = write(
+        "short.mtx",
+        "%%MatrixMarket matrix array real general\n2 1\n1.0\n2.0\n",
+    );
+    let cases: Vec<Vec<&str>> = vec![
+        // 3 columns need --block 3
+        vec!["--coords", &x],
+        vec!["--block", "3", "--coords", &malformed],
+        vec!["--block", "3", "--near-null-space", &short],
+        vec!["--block", "3", "--coords", "/nonexistent/X.mtx"],
+        // 144 unknowns: 5 does not divide them
+        vec!["--block", "5"],
+        vec!["--block", "9"],
+    ];
+    for extra in cases {
+        let mut args = vec!["solve", &a, "--precond", "amg"];
+        args.extend_from_slice(&extra);
+        let o = gpuq(&args);
+        assert_eq!(o.status.code(), Some(1), "{extra:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.starts_with("gpuq: error:") && err.lines().count() == 1,
+            "{extra:?}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -20,7 +20,8 @@
 //! The three rigid-body modes (translations in x and y, the rotation
 //! `(-y, x)`) span the kernel of the stiffness *before* the clamp; restricted to
 //! the free unknowns they are the near-null space a smoothed-aggregation AMG
-//! wants ([`Elasticity2d::rigid_body_modes`], [`elasticity2d_rigid_body_modes`]).
+//! wants (`gpuq_amg::rigid_body_modes` builds them from
+//! [`Elasticity2d::free_coordinates`]).
 //!
 //! Assembly is row by row over the node stencil, O(nnz) time and memory.
 
@@ -55,20 +56,7 @@ impl Elasticity2d {
     /// the size exceeds 32-bit indices, `young` is not positive and finite or
     /// `poisson` is outside `[0, 0.5)`.
     pub fn with_material(n: usize, young: f64, poisson: f64) -> Result<Self> {
-        let unknowns = (n + 1)
-            .checked_mul(n + 1)
-            .and_then(|m| m.checked_mul(2))
-            .filter(|&m| m <= u32::MAX as usize);
-        if n == 0 || unknowns.is_none() {
-            return Err(Error::InvalidArgument(format!(
-                "elasticity2d: {n} elements per side must be at least 1 and fit 32-bit indices"
-            )));
-        }
-        if !(young.is_finite() && young > 0.0 && (0.0..0.5).contains(&poisson)) {
-            return Err(Error::InvalidArgument(format!(
-                "elasticity2d: need E > 0 and 0 <= nu < 0.5, got E = {young}, nu = {poisson}"
-            )));
-        }
+        check_problem("elasticity2d", n, 2, (young, poisson))?;
         Ok(Self { n, young, poisson })
     }
 
@@ -89,11 +77,7 @@ impl Elasticity2d {
 
     /// Lame parameters `(lambda, mu)` of the plane-strain material.
     pub fn lame(&self) -> (f64, f64) {
-        let (e, nu) = (self.young, self.poisson);
-        (
-            e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
-            e / (2.0 * (1.0 + nu)),
-        )
+        lame(self.young, self.poisson)
     }
 
     /// The 8x8 Q1 element stiffness (unknowns `(u_x, u_y)` of the four
@@ -215,33 +199,40 @@ impl Elasticity2d {
         }
         b
     }
-
-    /// The three rigid-body modes on the free unknowns: translation in x
-    /// `(1, 0)`, translation in y `(0, 1)`, rotation `(-y, x)`, each of length
-    /// `2 N (N+1)`, interleaved like the unknowns. O(N^2).
-    pub fn rigid_body_modes<T: Scalar>(&self) -> Vec<Vec<T>> {
-        rigid_body_modes_2d(&self.free_coordinates())
-    }
 }
 
-/// The three rigid-body modes of 2D elasticity at the given node coordinates
-/// (two interleaved unknowns per node): translations `(1,0)`, `(0,1)` and the
-/// rotation `(-y, x)`. O(nodes).
-pub fn rigid_body_modes_2d<T: Scalar>(coords: &[(f64, f64)]) -> Vec<Vec<T>> {
-    let mode = |f: &dyn Fn(f64, f64) -> (f64, f64)| -> Vec<T> {
-        coords
-            .iter()
-            .flat_map(|&(x, y)| {
-                let (u, v) = f(x, y);
-                [T::from_f64(u), T::from_f64(v)]
-            })
-            .collect()
-    };
-    vec![
-        mode(&|_, _| (1.0, 0.0)),
-        mode(&|_, _| (0.0, 1.0)),
-        mode(&|x, y| (-y, x)),
-    ]
+/// Lame parameters `(lambda, mu)` of Young's modulus `e` and Poisson ratio `nu`.
+pub(crate) fn lame(e: f64, nu: f64) -> (f64, f64) {
+    (
+        e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu)),
+        e / (2.0 * (1.0 + nu)),
+    )
+}
+
+/// Errors unless `n >= 1` elements per side of a `dim`-dimensional grid
+/// ((n+1)^dim nodes of dim unknowns) fit 32-bit indices, `young` is positive
+/// and finite and `poisson` lies in `[0, 0.5)`; `name` starts the message.
+pub(crate) fn check_problem(
+    name: &str,
+    n: usize,
+    dim: u32,
+    (young, poisson): (f64, f64),
+) -> Result<()> {
+    let unknowns = (n + 1)
+        .checked_pow(dim)
+        .and_then(|m| m.checked_mul(dim as usize))
+        .filter(|&m| m <= u32::MAX as usize);
+    if n == 0 || unknowns.is_none() {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: {n} elements per side must be at least 1 and fit 32-bit indices"
+        )));
+    }
+    if !(young.is_finite() && young > 0.0 && (0.0..0.5).contains(&poisson)) {
+        return Err(Error::InvalidArgument(format!(
+            "{name}: need E > 0 and 0 <= nu < 0.5, got E = {young}, nu = {poisson}"
+        )));
+    }
+    Ok(())
 }
 
 /// The `elasticity2d:N` system (default material `E = 1`, `nu = 0.3`): the
@@ -250,14 +241,6 @@ pub fn rigid_body_modes_2d<T: Scalar>(coords: &[(f64, f64)]) -> Vec<Vec<T>> {
 pub fn elasticity2d<T: Scalar>(n: usize) -> Result<(Csr<T>, Vec<T>)> {
     let p = Elasticity2d::new(n)?;
     Ok((p.stiffness(), p.load()))
-}
-
-/// The three rigid-body modes of `elasticity2d:N` on its free unknowns (the
-/// near-null space for smoothed aggregation): `[x-translation, y-translation,
-/// rotation (-y, x)]`, each of length `2 N (N+1)`. Errors as
-/// [`Elasticity2d::new`]. O(N^2).
-pub fn elasticity2d_rigid_body_modes(n: usize) -> Result<Vec<Vec<f64>>> {
-    Ok(Elasticity2d::new(n)?.rigid_body_modes())
 }
 
 #[cfg(test)]
@@ -334,28 +317,6 @@ mod tests {
         assert!(Elasticity2d::new(0).is_err());
         assert!(Elasticity2d::with_material(3, 1.0, 0.5).is_err());
         assert!(Elasticity2d::with_material(3, -1.0, 0.3).is_err());
-    }
-
-    #[test]
-    fn rigid_body_modes_are_the_kernel_before_the_clamp() {
-        let n = 6;
-        let p = Elasticity2d::new(n).unwrap();
-        let full = p.unconstrained_stiffness::<f64>();
-        let h = 1.0 / n as f64;
-        let coords: Vec<(f64, f64)> = (0..=n)
-            .flat_map(|iy| (0..=n).map(move |ix| (ix as f64 * h, iy as f64 * h)))
-            .collect();
-        for m in rigid_body_modes_2d::<f64>(&coords) {
-            let r = full.mul_vec(&m).unwrap();
-            let err = r.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            assert!(err < 1e-13, "|K rbm| = {err}");
-        }
-        // On the clamped system the modes are not in the kernel (K is definite)
-        // but have the right length and layout.
-        let modes = elasticity2d_rigid_body_modes(n).unwrap();
-        assert_eq!(modes.len(), 3);
-        assert!(modes.iter().all(|m| m.len() == 2 * n * (n + 1)));
-        assert_eq!(&modes[2][..4], &[0.0, h, 0.0, 2.0 * h]);
     }
 
     #[test]

@@ -380,16 +380,6 @@ impl Cylinder {
         }
         let node = |i: usize, j: usize, l: usize| ((l * n1 + j) * n1 + i) as u32;
 
-        // The Kuhn split of the unit cube: for each permutation p of the axes, the
-        // tetrahedron 000 -> e_p0 -> e_p0 + e_p1 -> 111.
-        const PERMS: [[usize; 3]; 6] = [
-            [0, 1, 2],
-            [0, 2, 1],
-            [1, 0, 2],
-            [1, 2, 0],
-            [2, 0, 1],
-            [2, 1, 0],
-        ];
         let mut tets = Vec::with_capacity(6 * m * m * nz);
         for l in 0..nz {
             for j in 0..m {
@@ -397,7 +387,8 @@ impl Cylinder {
                 for i in 0..m {
                     let rx = usize::from(2 * i + 1 < m);
                     let corner = |b: [usize; 3]| node(i + (b[0] ^ rx), j + (b[1] ^ ry), l + b[2]);
-                    for p in PERMS {
+                    // Kuhn's split of the cube (one tetrahedron per order of the axes).
+                    for p in crate::generators::AXIS_ORDERS {
                         let mut bits = [0usize; 3];
                         let mut local = [[0i64; 3]; 4];
                         let mut tet = [corner(bits); 4];

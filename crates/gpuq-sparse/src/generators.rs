@@ -34,6 +34,17 @@ pub(crate) fn build<T: Scalar>(
     Csr::try_new(n, n, row_ptr, col_idx, vals).expect("generators emit valid CSR")
 }
 
+/// The six orders of the three axes: Kuhn's split of a cube into six
+/// tetrahedra 000 -> e_p0 -> e_p0 + e_p1 -> 111, one per order p.
+pub(crate) const AXIS_ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [0, 2, 1],
+    [1, 0, 2],
+    [1, 2, 0],
+    [2, 0, 1],
+    [2, 1, 0],
+];
+
 /// 1D Laplacian tridiag(-1, 2 + shift, -1) of size `n` (Dirichlet ends).
 ///
 /// Its Jacobi iteration matrix H = I - D^-1 A has spectral radius
@@ -230,6 +241,12 @@ pub enum ProblemSpec {
         /// Elements per side.
         n: usize,
     },
+    /// `elasticity3d:N` (3 N (N+1)^2 unknowns, three per node, P1 tetrahedra
+    /// on a perturbed mesh; see [`crate::elasticity3d`])
+    Elasticity3d {
+        /// Cubes per side.
+        n: usize,
+    },
     /// `bidomain2d:N[:DT]` (2 (N+1)^2 unknowns, `(phi_e, v_m)` per node; time
     /// step DT in ms, 0.05 by default; the right-hand side of the first step
     /// from rest with a corner stimulus; see [`crate::bidomain`])
@@ -261,7 +278,7 @@ pub struct Generated<T: Scalar> {
 
 impl ProblemSpec {
     /// What [`ProblemSpec::parse`] accepts.
-    pub const SPELLINGS: &'static str = "laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] helmholtz-cylinder:LEVEL[:hard|soft], elasticity2d:N, bidomain2d:N[:DT] or bidomain3d:N[:DT]";
+    pub const SPELLINGS: &'static str = "laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M, convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] helmholtz-cylinder:LEVEL[:hard|soft], elasticity2d:N, elasticity3d:N, bidomain2d:N[:DT] or bidomain3d:N[:DT]";
 
     /// Parses one of [`ProblemSpec::SPELLINGS`].
     pub fn parse(spec: &str) -> Result<Self> {
@@ -345,6 +362,12 @@ impl ProblemSpec {
                     .map_err(|_| bad("too many unknowns for 32-bit indices"))?;
                 Ok(ProblemSpec::Elasticity2d { n })
             }
+            ["elasticity3d", n] => {
+                let n = size(n)?;
+                crate::elasticity3d::Elasticity3d::new(n)
+                    .map_err(|_| bad("too many unknowns for 32-bit indices"))?;
+                Ok(ProblemSpec::Elasticity3d { n })
+            }
             [name @ ("bidomain2d" | "bidomain3d"), n, rest @ ..] if rest.len() <= 1 => {
                 use crate::bidomain::Tissue;
                 let n = size(n)?;
@@ -364,6 +387,30 @@ impl ProblemSpec {
                 }
             }
             _ => Err(bad("unknown generator")),
+        }
+    }
+
+    /// The coordinates of the problem's nodes, one column per dimension (node
+    /// `k` owns unknowns `d k..d (k+1)` of a `d`-dimensional problem), for the
+    /// elasticity problems (whose rigid-body modes they give); `None` for the
+    /// others. O(nodes).
+    pub fn node_coordinates(&self) -> Option<Vec<Vec<f64>>> {
+        match *self {
+            ProblemSpec::Elasticity2d { n } => {
+                let xy = crate::elasticity::Elasticity2d::new(n)
+                    .ok()?
+                    .free_coordinates();
+                Some(vec![
+                    xy.iter().map(|p| p.0).collect(),
+                    xy.iter().map(|p| p.1).collect(),
+                ])
+            }
+            ProblemSpec::Elasticity3d { n } => Some(
+                crate::elasticity3d::Elasticity3d::new(n)
+                    .ok()?
+                    .free_coordinates(),
+            ),
+            _ => None,
         }
     }
 
@@ -414,6 +461,13 @@ impl ProblemSpec {
             }
             ProblemSpec::Elasticity2d { n } => {
                 let (matrix, rhs) = crate::elasticity::elasticity2d(n)?;
+                return Ok(Generated {
+                    matrix,
+                    rhs: Some(rhs),
+                });
+            }
+            ProblemSpec::Elasticity3d { n } => {
+                let (matrix, rhs) = crate::elasticity3d::elasticity3d(n)?;
                 return Ok(Generated {
                     matrix,
                     rhs: Some(rhs),

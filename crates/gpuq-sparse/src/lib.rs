@@ -56,6 +56,7 @@ mod bsr2;
 mod coo;
 mod csr;
 pub mod elasticity;
+pub mod elasticity3d;
 mod ell;
 pub mod fem_cylinder;
 pub mod generators;

@@ -246,6 +246,84 @@ pub fn parse_dense_vector<T: Scalar>(text: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Parses a dense `n x k` matrix into its `k` columns, each of length `n`: an
+/// `array` file, or a `coordinate` file whose missing entries are zero (a
+/// near-null-space basis, node coordinates). Errors as [`parse_coo`], and
+/// when the `n k` values cannot be allocated (a size line far beyond the
+/// data). O(text length + n k).
+pub fn parse_dense_columns<T: Scalar>(text: &str) -> Result<Vec<Vec<T>>> {
+    let coo: Coo<T> = parse_coo(text)?;
+    let (n, k) = (coo.nrows(), coo.ncols());
+    let mut cols = Vec::new();
+    cols.try_reserve_exact(k)
+        .map_err(|_| too_large(text, n, k))?;
+    for _ in 0..k {
+        let mut col = Vec::new();
+        col.try_reserve_exact(n)
+            .map_err(|_| too_large(text, n, k))?;
+        col.resize(n, T::zero());
+        cols.push(col);
+    }
+    for (i, j, x) in coo.triplets() {
+        cols[j][i] += x;
+    }
+    Ok(cols)
+}
+
+fn too_large(text: &str, n: usize, k: usize) -> Error {
+    Error::parse(
+        size_line_number(text),
+        format!("a dense {n} x {k} matrix does not fit in memory"),
+    )
+}
+
+/// Reads a dense Matrix Market matrix into its columns (see
+/// [`parse_dense_columns`]). Errors name the file and line.
+pub fn read_dense_columns<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<Vec<T>>> {
+    parse_dense_columns(&read_text(path.as_ref())?)
+}
+
+/// Writes the columns `cols` (each of the same length n) as an `array <real|complex>
+/// general` file of shape `n x cols.len()`, column by column. Errors when the
+/// columns differ in length. O(n k).
+pub fn write_dense_columns<T: Scalar, W: Write>(cols: &[Vec<T>], out: W) -> Result<()> {
+    let n = cols.first().map_or(0, Vec::len);
+    if let Some(c) = cols.iter().find(|c| c.len() != n) {
+        return Err(Error::shape("dense matrix column", n, c.len()));
+    }
+    write_array((n, cols.len()), cols.iter().flatten().copied(), out)
+}
+
+/// Writes an `array <real|complex> general` file of shape `rows x cols`
+/// holding `values` (column by column). O(values).
+fn write_array<T: Scalar, W: Write>(
+    (rows, cols): (usize, usize),
+    values: impl Iterator<Item = T>,
+    mut out: W,
+) -> Result<()> {
+    let io = |source| Error::Io {
+        path: "<Matrix Market writer>".into(),
+        source,
+    };
+    writeln!(
+        out,
+        "%%MatrixMarket matrix array {} general",
+        field_word::<T>()
+    )
+    .map_err(io)?;
+    writeln!(out, "% written by gpuq {}", env!("CARGO_PKG_VERSION")).map_err(io)?;
+    writeln!(out, "{rows} {cols}").map_err(io)?;
+    for v in values {
+        write_value(&mut out, v).map_err(io)?;
+    }
+    out.flush().map_err(io)
+}
+
+/// Writes `cols` to the file at `path` (see [`write_dense_columns`]).
+pub fn save_dense_columns<T: Scalar>(cols: &[Vec<T>], path: impl AsRef<Path>) -> Result<()> {
+    save_with(path.as_ref(), |w| write_dense_columns(cols, w))
+}
+
 /// Reads a Matrix Market file into a [`Csr`]. Errors name the file and line.
 pub fn read_csr<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
     parse_csr(&read_text(path.as_ref())?)
@@ -281,23 +359,8 @@ pub fn write_csr<T: Scalar, W: Write>(a: &Csr<T>, mut out: W) -> Result<()> {
 }
 
 /// Writes `x` as an `array <real|complex> general` file of shape `len x 1`. O(len).
-pub fn write_dense_vector<T: Scalar, W: Write>(x: &[T], mut out: W) -> Result<()> {
-    let io = |source| Error::Io {
-        path: "<Matrix Market writer>".into(),
-        source,
-    };
-    writeln!(
-        out,
-        "%%MatrixMarket matrix array {} general",
-        field_word::<T>()
-    )
-    .map_err(io)?;
-    writeln!(out, "% written by gpuq {}", env!("CARGO_PKG_VERSION")).map_err(io)?;
-    writeln!(out, "{} 1", x.len()).map_err(io)?;
-    for &v in x {
-        write_value(&mut out, v).map_err(io)?;
-    }
-    out.flush().map_err(io)
+pub fn write_dense_vector<T: Scalar, W: Write>(x: &[T], out: W) -> Result<()> {
+    write_array((x.len(), 1), x.iter().copied(), out)
 }
 
 /// Writes `a` to the file at `path` (see [`write_csr`]), creating or truncating it.
