@@ -1,5 +1,6 @@
-//! `cargo xtask gpu-pack`: every test and bench binary, built in release with the
-//! `cuda` feature and stripped, plus the `gpuq` CLI, packed as `gpu-pack/bins.tar.xz`
+//! `cargo xtask gpu-pack`: every test binary (profile `gpu-test`: release
+//! optimisation without LTO) and every bench binary and the `gpuq` CLI (release),
+//! built with the `cuda` feature and stripped, packed as `gpu-pack/bins.tar.xz`
 //! (every binary embeds the PTX, which compresses well: about 90 MiB of binaries
 //! become 12 MiB) with a `run.sh` that unpacks them into `/tmp/gpuq-pack` on the GPU
 //! machine, runs them all and prints a pass/fail table last.
@@ -24,35 +25,54 @@ pub fn gpu_pack() -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
 
-    let mut cmd = cargo();
-    cmd.args([
-        "build",
-        "--release",
-        "--workspace",
-        "--exclude",
-        "xtask",
-        "--bins",
-        "--tests",
-        "--benches",
-        "--features",
-        "gpuq/cuda",
-        "--message-format=json-render-diagnostics",
-    ])
-    .env("CARGO_PROFILE_RELEASE_STRIP", "symbols")
-    .env("CARGO_PROFILE_BENCH_STRIP", "symbols")
-    .current_dir(root())
-    .stdout(Stdio::piped());
-    eprintln!("xtask: running {cmd:?}");
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run cargo build: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("cargo build failed with {}", out.status));
+    // The CLI and the benches in release (what is measured); the tests in a
+    // profile of their own without LTO (see `profile.gpu-test`).
+    let mut messages = Vec::new();
+    for (profile, kinds) in [
+        ("release", &["--bins", "--benches"][..]),
+        ("gpu-test", &["--tests"][..]),
+    ] {
+        let mut cmd = cargo();
+        cmd.args([
+            "build",
+            "--profile",
+            profile,
+            "--workspace",
+            "--exclude",
+            "xtask",
+        ])
+        .args(kinds)
+        .args([
+            "--features",
+            "gpuq/cuda",
+            "--message-format=json-render-diagnostics",
+        ])
+        .env("CARGO_PROFILE_RELEASE_STRIP", "symbols")
+        .env("CARGO_PROFILE_BENCH_STRIP", "symbols")
+        .env("CARGO_PROFILE_GPU_TEST_STRIP", "symbols")
+        .current_dir(root())
+        .stdout(Stdio::piped());
+        eprintln!("xtask: running {cmd:?}");
+        let out = cmd
+            .output()
+            .map_err(|e| format!("cannot run cargo build: {e}"))?;
+        if !out.status.success() {
+            return Err(format!("cargo build failed with {}", out.status));
+        }
+        // The test build also builds the CLI (for its tests): the packed one is release's.
+        let tests_only = profile == "gpu-test";
+        messages.push((
+            tests_only,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ));
     }
 
     let mut tests = Vec::new();
     let mut benches = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    let lines = messages
+        .iter()
+        .flat_map(|(tests_only, text)| text.lines().map(move |l| (*tests_only, l)));
+    for (tests_only, line) in lines {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
@@ -65,6 +85,7 @@ pub fn gpu_pack() -> Result<(), String> {
         let is_test = msg["profile"]["test"].as_bool().unwrap_or(false);
         let package = package_name(msg["package_id"].as_str().unwrap_or(""));
         let (file, list) = match (kind, is_test) {
+            ("bin", false) if tests_only => continue,
             ("bin", false) => (name.to_string(), None),
             ("bench", _) => (format!("bench-{name}"), Some(&mut benches)),
             // Several crates have a `tests/cuda.rs`: the package keeps the names apart.

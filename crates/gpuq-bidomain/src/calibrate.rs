@@ -59,7 +59,7 @@
 
 use crate::config::BidomainConfig;
 use crate::kernels::BidomainKernels;
-use crate::simulation::{amg, Simulation};
+use crate::simulation::{amg, amg_options, Simulation};
 use gpuq_amg::{AmgKernels, SetupKernels};
 use gpuq_core::{Error, Result};
 use gpuq_kernels::ionic::{activation_time, bidomain_rhs, BidomainStep, IonicModel};
@@ -331,7 +331,7 @@ pub fn strip_cv<B: BidomainKernels + AmgKernels + SetupKernels>(
         ..config.clone()
     };
     let mut sim = Simulation::new(backend, config, &mut |b, a| {
-        amg(b, a, &Default::default(), Layout::Csr)
+        amg(b, a, &amg_options(), Layout::Csr)
     })?;
     // The two nodes across the strip at position i (in cells from the
     // stimulated end).

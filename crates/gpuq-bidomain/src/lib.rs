@@ -152,5 +152,6 @@ pub use gpuq_kernels::ionic::{AlievPanfilov, IonicModel, Membrane, MitchellSchae
 pub use gpuq_sparse::bidomain::{Conductivity, Tissue};
 pub use kernels::BidomainKernels;
 pub use simulation::{
-    amg, block_jacobi, PrecondBuilder, RunReport, SetupReport, Simulation, State, StepReport,
+    amg, amg_options, block_jacobi, PrecondBuilder, RunReport, SetupReport, Simulation, State,
+    StepReport,
 };

@@ -1,7 +1,7 @@
 //! The time stepper on the CUDA backend against the CPU backend. Skips (and
 //! passes) without a CUDA driver or device.
 
-use gpuq_bidomain::{amg, block_jacobi, BidomainConfig, Simulation, Tissue};
+use gpuq_bidomain::{amg, amg_options, block_jacobi, BidomainConfig, Simulation, Tissue};
 use gpuq_core::Backend;
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
@@ -40,7 +40,7 @@ fn compare(tissue: Tissue, steps: usize, use_amg: bool, layout: Layout) {
     config.layout = layout;
     let mut a = Simulation::new(&cpu, config.clone(), &mut |b, m| {
         if use_amg {
-            amg(b, m, &Default::default(), layout)
+            amg(b, m, &amg_options(), layout)
         } else {
             block_jacobi(b, m)
         }
@@ -48,7 +48,7 @@ fn compare(tissue: Tissue, steps: usize, use_amg: bool, layout: Layout) {
     .unwrap();
     let mut b = Simulation::new(gpu, config, &mut |b, m| {
         if use_amg {
-            amg(b, m, &Default::default(), layout)
+            amg(b, m, &amg_options(), layout)
         } else {
             block_jacobi(b, m)
         }

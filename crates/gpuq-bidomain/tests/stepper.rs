@@ -1,6 +1,6 @@
 //! The time stepper on small grids (debug builds: a few seconds in all).
 
-use gpuq_bidomain::{amg, block_jacobi, BidomainConfig, Simulation, Stimulus, Tissue};
+use gpuq_bidomain::{amg, amg_options, block_jacobi, BidomainConfig, Simulation, Stimulus, Tissue};
 use gpuq_cpu::CpuBackend;
 use gpuq_sparse::Layout;
 use std::cell::Cell;
@@ -150,7 +150,7 @@ fn amg_needs_far_fewer_iterations_than_block_jacobi_for_the_same_answer() {
     let mut config = small_sheet();
     config.solver.rtol = 1e-8;
     let mut with_amg = Simulation::new(&backend, config.clone(), &mut |b, a| {
-        amg(b, a, &Default::default(), Layout::Csr)
+        amg(b, a, &amg_options(), Layout::Csr)
     })
     .unwrap();
     let mut with_jacobi =

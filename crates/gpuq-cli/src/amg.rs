@@ -50,9 +50,10 @@ pub struct AmgArgs {
     #[arg(long = "amg-strength", default_value_t = 0.001)]
     pub strength: f64,
     /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4),
-    /// gs (multicolour symmetric block Gauss-Seidel).
-    #[arg(long = "amg-smoother", default_value = "jacobi")]
-    pub smoother: String,
+    /// gs (multicolour symmetric block Gauss-Seidel). Default: chebyshev:3 (jacobi under mpirun,
+    /// where the distributed levels take Jacobi smoothers only).
+    #[arg(long = "amg-smoother")]
+    pub smoother: Option<String>,
     /// AMG smoother of the levels below the finest (the same choices; default: --amg-smoother).
     #[arg(long = "amg-coarse-smoother")]
     pub coarse_smoother: Option<String>,
@@ -181,7 +182,10 @@ impl AmgArgs {
             coarsening: Coarsening::parse(&self.coarsening)?,
             block: self.block,
             strength: self.strength,
-            smoother: Smoother::parse(&self.smoother)?,
+            smoother: self
+                .smoother
+                .as_deref()
+                .map_or(Ok(Smoother::default()), Smoother::parse)?,
             coarse_smoother: self
                 .coarse_smoother
                 .as_deref()

@@ -6,9 +6,9 @@ use crate::solve::Chosen;
 use clap::Args;
 use gpuq_amg::{AmgKernels, SetupKernels};
 use gpuq_bidomain::{
-    amg, block_jacobi, calibrate, measure_cv, output, sheet_cv, AlievPanfilov, BidomainConfig,
-    BidomainKernels, Calibration, CalibrationOptions, Conductivity, CvTarget, Membrane,
-    MitchellSchaeffer, RunReport, Simulation, StepReport, Tissue,
+    amg, amg_options, block_jacobi, calibrate, measure_cv, output, sheet_cv, AlievPanfilov,
+    BidomainConfig, BidomainKernels, Calibration, CalibrationOptions, Conductivity, CvTarget,
+    Membrane, MitchellSchaeffer, RunReport, Simulation, StepReport, Tissue,
 };
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Layout;
@@ -225,7 +225,7 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     let layout = config.layout;
     let mut sim = Simulation::new(backend, config, &mut |b, a| {
         if use_amg {
-            amg(b, a, &Default::default(), layout)
+            amg(b, a, &amg_options(), layout)
         } else {
             block_jacobi(b, a)
         }

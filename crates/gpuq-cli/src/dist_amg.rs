@@ -121,6 +121,9 @@ fn dist_amg_options(
     own: std::ops::Range<usize>,
 ) -> Result<DistAmgOptions> {
     let mut amg = args.options_on(source, gpu)?;
+    if args.smoother.is_none() {
+        amg.smoother = DistAmgOptions::default().amg.smoother;
+    }
     if let Some(v) = amg.near_null_space.as_mut() {
         for x in v.iter_mut() {
             *x = x[own.clone()].to_vec();

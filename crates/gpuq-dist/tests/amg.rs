@@ -89,7 +89,7 @@ fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
         gather_below: 1,
         amg: AmgOptions {
             coarse_size: 40,
-            ..AmgOptions::default()
+            ..DistAmgOptions::default().amg
         },
     };
     let serial = Hierarchy::build(&a, &o.amg).unwrap();
@@ -318,7 +318,7 @@ fn bad_input_is_an_error_on_every_rank() {
     let o = DistAmgOptions {
         amg: AmgOptions {
             block: 2,
-            ..AmgOptions::default()
+            ..DistAmgOptions::default().amg
         },
         ..DistAmgOptions::default()
     };

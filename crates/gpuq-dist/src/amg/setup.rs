@@ -46,9 +46,14 @@ impl DistAmgOptions {
 }
 
 impl Default for DistAmgOptions {
+    /// [`AmgOptions::default`] with one damped-Jacobi sweep (the one-process
+    /// default, Chebyshev, is not distributed yet), `gather_below` 2000.
     fn default() -> Self {
         DistAmgOptions {
-            amg: AmgOptions::default(),
+            amg: AmgOptions {
+                smoother: Smoother::Jacobi,
+                ..AmgOptions::default()
+            },
             gather_below: 2000,
         }
     }
