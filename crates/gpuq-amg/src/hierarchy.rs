@@ -529,7 +529,7 @@ impl Hierarchy {
         let (r0, z0) = (levels[0].rows as f64, levels[0].nnz.max(1) as f64);
         HierarchyInfo {
             coarsening: self.options.coarsening.name().into(),
-            smoother: self.options.smoother.name(),
+            smoother: self.options.smoother_of(0).name(),
             coarse_smoother: self.options.smoother_of(1).name(),
             sweeps: self.options.sweeps,
             coarse_sweeps: self.options.sweeps_of(1),

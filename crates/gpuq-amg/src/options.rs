@@ -39,18 +39,8 @@ impl Coarsening {
     }
 }
 
-/// The smoother of every level but the coarsest.
-///
-/// The default is Chebyshev of degree 3 ([`Smoother::DEFAULT`]), chosen by
-/// measurement on finite-element systems of unstructured meshes (P1 and P2
-/// Poisson, anisotropic and jumping-coefficient diffusion, 2D and 3D
-/// elasticity with their rigid-body modes; `docs/benchmarks.md`, issue 47):
-/// on every one it takes at most 1.05x the PCG iterations of PyAMG's
-/// smoothed aggregation (symmetric Gauss-Seidel), where one Jacobi sweep
-/// takes up to 1.8x, at the same time to solution within 6% on the CPU and
-/// the GPU (three products per application against one, in two thirds of
-/// the iterations), and needs no colouring (which makes Gauss-Seidel's setup
-/// the slowest on both backends).
+/// The smoother of every level but the coarsest ([`Smoother::default_for`]
+/// gives the default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Smoother {
     /// Damped block Jacobi (block size of the level; 1 is point Jacobi):
@@ -74,8 +64,27 @@ pub enum Smoother {
 }
 
 impl Smoother {
-    /// The default: Chebyshev of degree 3.
-    pub const DEFAULT: Smoother = Smoother::Chebyshev { degree: 3 };
+    /// The default smoother of a problem with `block` unknowns per node:
+    /// Chebyshev of degree 3 for scalar problems, one damped-Jacobi sweep for
+    /// blocks. Chosen by measurement on finite-element systems of
+    /// unstructured meshes (`docs/benchmarks.md`, "AMG on finite-element
+    /// models"): on P1 and P2 Poisson, anisotropic and jumping-coefficient
+    /// diffusion, Chebyshev takes at most 1.05x the PCG iterations of
+    /// PyAMG's smoothed aggregation (symmetric Gauss-Seidel) where one Jacobi
+    /// sweep takes up to 1.8x, at the same time to solution within 6% on the
+    /// CPU and the GPU (three products an application, two thirds of the
+    /// iterations), and it needs no colouring (Gauss-Seidel's colouring
+    /// makes its setup the slowest on both backends). On 2D and 3D
+    /// elasticity with their rigid-body modes, one Jacobi sweep already takes
+    /// at most PyAMG's iterations and is 4-16% faster than Chebyshev, whose
+    /// block steps are not fused. O(1).
+    pub fn default_for(block: usize) -> Smoother {
+        if block <= 1 {
+            Smoother::Chebyshev { degree: 3 }
+        } else {
+            Smoother::Jacobi
+        }
+    }
 
     /// Parses `jacobi`, `l1`, `chebyshev` (degree 3), `chebyshev:D` (D in 2..=4) or
     /// `gs` (`gauss-seidel`).
@@ -112,13 +121,6 @@ impl Smoother {
             Smoother::Chebyshev { degree } => format!("chebyshev:{degree}"),
             Smoother::GaussSeidel => "gs".into(),
         }
-    }
-}
-
-impl Default for Smoother {
-    /// [`Smoother::DEFAULT`].
-    fn default() -> Self {
-        Smoother::DEFAULT
     }
 }
 
@@ -191,9 +193,10 @@ pub struct AmgOptions {
     /// block strong).
     pub strength: f64,
     /// Smoother of the finest level, and of every level when
-    /// `coarse_smoother` is `None` (default Chebyshev of degree 3,
-    /// [`Smoother`]).
-    pub smoother: Smoother,
+    /// `coarse_smoother` is `None` (default `None`: the default of the block
+    /// size, [`Smoother::default_for`]: Chebyshev of degree 3 for block 1,
+    /// damped Jacobi for larger blocks).
+    pub smoother: Option<Smoother>,
     /// Smoother of the levels below the finest (default `None`: `smoother`).
     /// A multicolour Gauss-Seidel sweep launches 2 c - 1 colour updates and
     /// the coarse levels of smoothed aggregation need many colours (18-64 on
@@ -243,7 +246,7 @@ impl Default for AmgOptions {
             coarsening: Coarsening::default(),
             block: 1,
             strength: 0.001,
-            smoother: Smoother::default(),
+            smoother: None,
             coarse_smoother: None,
             sweeps: 1,
             coarse_sweeps: None,
@@ -302,10 +305,7 @@ impl AmgOptions {
         if self.lanczos_steps < 2 {
             return bad("AMG needs at least 2 Lanczos steps".into());
         }
-        for s in [Some(self.smoother), self.coarse_smoother]
-            .into_iter()
-            .flatten()
-        {
+        for s in [self.smoother, self.coarse_smoother].into_iter().flatten() {
             if let Smoother::Chebyshev { degree } = s {
                 if !(2..=4).contains(&degree) {
                     return bad(format!("Chebyshev degree {degree} (must be 2, 3 or 4)"));
@@ -323,11 +323,13 @@ impl AmgOptions {
         }
     }
 
-    /// The smoother of level `level` (0 the finest).
+    /// The smoother of level `level` (0 the finest): `coarse_smoother` below
+    /// the finest when set, else `smoother`, else the block size's default.
     pub fn smoother_of(&self, level: usize) -> Smoother {
-        match self.coarse_smoother {
-            Some(s) if level > 0 => s,
-            _ => self.smoother,
+        match (self.coarse_smoother, self.smoother) {
+            (Some(s), _) if level > 0 => s,
+            (_, Some(s)) => s,
+            _ => Smoother::default_for(self.block),
         }
     }
 }

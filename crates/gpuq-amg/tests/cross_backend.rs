@@ -55,7 +55,7 @@ fn cycle_agrees_with_cpu() {
             for coarsening in [Coarsening::SmoothedAggregation, Coarsening::Seed] {
                 let o = AmgOptions {
                     block,
-                    smoother,
+                    smoother: Some(smoother),
                     coarsening,
                     sweeps: 2,
                     near_null_space: near_null_space.clone(),
@@ -252,7 +252,7 @@ fn mixed_precision_cycle_and_conversions_agree_with_cpu() {
     for (a, block, near_null_space) in problems() {
         let o = AmgOptions {
             block,
-            smoother: Smoother::GaussSeidel,
+            smoother: Some(Smoother::GaussSeidel),
             near_null_space,
             ..AmgOptions::default()
         };

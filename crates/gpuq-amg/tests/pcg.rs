@@ -45,7 +45,7 @@ fn cycle_is_symmetric_and_positive() {
             for sweeps in [1, 2] {
                 let o = AmgOptions {
                     coarsening,
-                    smoother,
+                    smoother: Some(smoother),
                     sweeps,
                     coarse_size: 30,
                     ..AmgOptions::default()
@@ -110,7 +110,7 @@ fn pcg_amg_on_laplacians() {
             );
         }
         let cheb = AmgOptions {
-            smoother: Smoother::Chebyshev { degree: 3 },
+            smoother: Some(Smoother::Chebyshev { degree: 3 }),
             ..AmgOptions::default()
         };
         let it = solve_known(&a, &cheb, Layout::Sell { c: 8, sigma: 64 });
@@ -125,7 +125,7 @@ fn pcg_amg_on_laplacians() {
             &a,
             &AmgOptions {
                 coarse_size: 20,
-                smoother: Smoother::Jacobi,
+                smoother: Some(Smoother::Jacobi),
                 ..AmgOptions::default()
             },
             Layout::Csr,
@@ -148,7 +148,7 @@ fn pcg_amg_on_laplacians() {
         // Symmetric Gauss-Seidel is the stronger smoother: fewer iterations
         // than one Jacobi sweep, in CSR and SELL alike.
         let gs = AmgOptions {
-            smoother: Smoother::GaussSeidel,
+            smoother: Some(Smoother::GaussSeidel),
             coarse_size: 20,
             ..AmgOptions::default()
         };
@@ -159,7 +159,7 @@ fn pcg_amg_on_laplacians() {
         // optimal smoothing factor) takes no more iterations; 2 is refused.
         let damped = |jacobi_damping| AmgOptions {
             coarse_size: 20,
-            smoother: Smoother::Jacobi,
+            smoother: Some(Smoother::Jacobi),
             jacobi_damping,
             ..AmgOptions::default()
         };
@@ -255,7 +255,7 @@ fn fused_cpu_kernels_match_the_default_bodies() {
         for smoother in smoothers() {
             let o = AmgOptions {
                 block,
-                smoother,
+                smoother: Some(smoother),
                 sweeps: 2,
                 coarse_size: 30,
                 ..AmgOptions::default()
@@ -295,7 +295,7 @@ fn single_precision_cycle_in_a_double_precision_pcg() {
         for smoother in [Smoother::Jacobi, Smoother::GaussSeidel] {
             let o = AmgOptions {
                 block,
-                smoother,
+                smoother: Some(smoother),
                 coarse_size: 30,
                 ..AmgOptions::default()
             };

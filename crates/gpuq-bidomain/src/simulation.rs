@@ -35,7 +35,7 @@ pub fn block_jacobi<B: KrylovBackend>(
 /// block size). O(1).
 pub fn amg_options() -> AmgOptions {
     AmgOptions {
-        smoother: gpuq_amg::Smoother::Jacobi,
+        smoother: Some(gpuq_amg::Smoother::Jacobi),
         ..AmgOptions::default()
     }
 }

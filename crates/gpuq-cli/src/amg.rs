@@ -50,8 +50,8 @@ pub struct AmgArgs {
     #[arg(long = "amg-strength", default_value_t = 0.001)]
     pub strength: f64,
     /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4),
-    /// gs (multicolour symmetric block Gauss-Seidel). Default: chebyshev:3 (jacobi under mpirun,
-    /// where the distributed levels take Jacobi smoothers only).
+    /// gs (multicolour symmetric block Gauss-Seidel). Default: chebyshev:3 for --block 1, jacobi for
+    /// larger blocks and under mpirun (the distributed levels take Jacobi smoothers only).
     #[arg(long = "amg-smoother")]
     pub smoother: Option<String>,
     /// AMG smoother of the levels below the finest (the same choices; default: --amg-smoother).
@@ -182,10 +182,7 @@ impl AmgArgs {
             coarsening: Coarsening::parse(&self.coarsening)?,
             block: self.block,
             strength: self.strength,
-            smoother: self
-                .smoother
-                .as_deref()
-                .map_or(Ok(Smoother::default()), Smoother::parse)?,
+            smoother: self.smoother.as_deref().map(Smoother::parse).transpose()?,
             coarse_smoother: self
                 .coarse_smoother
                 .as_deref()

@@ -280,7 +280,7 @@ fn block_systems_and_l1_jacobi_run_distributed() {
         gather_below: 100,
         amg: AmgOptions {
             block: 2,
-            smoother: Smoother::L1Jacobi,
+            smoother: Some(Smoother::L1Jacobi),
             ..AmgOptions::default()
         },
     };
@@ -330,7 +330,7 @@ fn bad_input_is_an_error_on_every_rank() {
     let p = RowPartition::contiguous(a.nrows(), 2).unwrap();
     let o = DistAmgOptions {
         amg: AmgOptions {
-            smoother: Smoother::GaussSeidel,
+            smoother: Some(Smoother::GaussSeidel),
             ..AmgOptions::default()
         },
         ..DistAmgOptions::default()

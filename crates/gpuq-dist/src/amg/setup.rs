@@ -47,11 +47,12 @@ impl DistAmgOptions {
 
 impl Default for DistAmgOptions {
     /// [`AmgOptions::default`] with one damped-Jacobi sweep (the one-process
-    /// default, Chebyshev, is not distributed yet), `gather_below` 2000.
+    /// default for block 1, Chebyshev, is not distributed yet), `gather_below`
+    /// 2000.
     fn default() -> Self {
         DistAmgOptions {
             amg: AmgOptions {
-                smoother: Smoother::Jacobi,
+                smoother: Some(Smoother::Jacobi),
                 ..AmgOptions::default()
             },
             gather_below: 2000,
@@ -293,7 +294,7 @@ fn check_options(o: &DistAmgOptions) -> Result<()> {
     if o.amg.cycle != CycleKind::V {
         return unsupported("the W-cycle");
     }
-    for s in [Some(o.amg.smoother), o.amg.coarse_smoother]
+    for s in [Some(o.amg.smoother_of(0)), o.amg.coarse_smoother]
         .into_iter()
         .flatten()
     {
@@ -762,10 +763,10 @@ fn gather_tail(
         .map(|v| allgather_rows(comm, part, v))
         .collect::<Result<Vec<_>>>()?;
     let tail_options = AmgOptions {
-        block: if bs <= 2 { bs } else { 1 },
+        block: bs,
         near_null_space: Some(nns_whole),
-        smoother: o.smoother_of(index),
-        coarse_smoother: o.coarse_smoother.or(Some(o.smoother)),
+        smoother: Some(o.smoother_of(index)),
+        coarse_smoother: Some(o.smoother_of(index.max(1))),
         sweeps: o.sweeps_of(index),
         coarse_sweeps: Some(o.sweeps_of(index.max(1))),
         max_levels: o.max_levels.saturating_sub(index).max(1),
