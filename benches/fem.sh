@@ -8,8 +8,23 @@
 # gpuq-amg device tests; the wheels of pyamg 5.4.1 and scikit-fem 12.0.2 in .whl.
 # There (carry gpu-pack and .whl): bash benches/fem.sh [SCALE] (default 1: about 2e5
 # unknowns per system). Prints one line per run; the peers' table last.
+# On a machine without a GPU: PYTHON=venv/bin/python3 bash benches/fem.sh cpu DIR runs
+# gpuq's CPU backend (target/release/gpuq, defaults) and PyAMG on the systems in DIR.
 set -u
 . benches/lib.sh
+if [ "${1:-}" = cpu ]; then
+  D=$2; PY=${PYTHON:-python3}
+  for s in $($PY -c "import json; print(' '.join(json.load(open('$D/manifest.json'))['systems']))"); do
+    bs=$($PY -c "import json; print(json.load(open('$D/manifest.json'))['systems']['$s']['block_size'])")
+    extra=""
+    [ "$bs" -gt 1 ] && extra="--block $bs --coords $D/$s/X.mtx"
+    target/release/gpuq solve $D/$s/A.mtx --rhs $D/$s/b.mtx --method cg --precond amg --tol 1e-8 \
+      --json $extra > /tmp/r.json
+    report /tmp/r.json "$s | cpu default |"
+  done
+  $PY benches/fem/peers.py $D --json /tmp/peers-cpu.json | tail -9
+  exit
+fi
 SCALE=${1:-1}
 D=/tmp/fem$SCALE
 unpack_gpuq
