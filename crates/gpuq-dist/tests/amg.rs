@@ -50,7 +50,8 @@ fn serial(a: &Csr<f64>, b: &[f64], o: &AmgOptions, rtol: f64) -> SolveReport {
 }
 
 /// AMG-PCG over `partition`'s ranks: the whole solution and every rank's
-/// report (and the number of distributed levels).
+/// report (and the number of distributed levels). The near-null-space
+/// vectors of `o`, if any, are whole: each rank gets its rows of them.
 fn distributed(
     a: &Csr<f64>,
     b: &[f64],
@@ -62,9 +63,13 @@ fn distributed(
         let rank = comm.rank();
         let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
         let rows = rows_of(a, partition, rank).unwrap();
-        let h = DistHierarchy::build(dist.comm(), partition, &rows, o).unwrap();
-        let m = DistAmg::<CpuBackend, f64>::new(&dist, &h, Layout::Csr).unwrap();
         let range = partition.range(rank);
+        let mut o = o.clone();
+        if let Some(v) = o.amg.near_null_space.as_mut() {
+            v.iter_mut().for_each(|x| *x = x[range.clone()].to_vec());
+        }
+        let h = DistHierarchy::build(dist.comm(), partition, &rows, &o).unwrap();
+        let m = DistAmg::<CpuBackend, f64>::new(&dist, &h, Layout::Csr).unwrap();
         let m: &dyn LinearOperator<Dist<CpuBackend>, f64> = &m;
         let (x, report) =
             solve_rows_with_precond(&dist, partition, &rows, &b[range], &cg(rtol), Some(m))
@@ -287,6 +292,39 @@ fn block_systems_and_l1_jacobi_run_distributed() {
     let one = serial(&a, &b, &o.amg, 1e-8);
     for ranks in [2, 3] {
         let p = RowPartition::blocks(a.nrows(), ranks, 2).unwrap();
+        let (x, reports, levels) = distributed(&a, &b, &p, &o, 1e-8);
+        assert!(levels >= 1);
+        assert!(reports[0].converged);
+        let res = true_residual(&a, &x, &b);
+        assert!(res <= 1e-8, "{ranks} ranks: true residual {res:e}");
+        assert!(
+            reports[0].iterations * 10 <= one.iterations * 12,
+            "{ranks} ranks: {} iterations, one process {}",
+            reports[0].iterations,
+            one.iterations
+        );
+    }
+}
+
+#[test]
+fn block3_elasticity_with_rigid_body_modes_runs_distributed() {
+    // 3D elasticity (three unknowns per node) with its six rigid-body modes,
+    // partitioned on node boundaries; the gathered levels have six unknowns
+    // per node.
+    let e = gpuq_sparse::elasticity3d::Elasticity3d::new(8).unwrap();
+    let (a, b) = (e.stiffness::<f64>(), e.load::<f64>());
+    let modes = gpuq_amg::rigid_body_modes(&e.free_coordinates()).unwrap();
+    let o = DistAmgOptions {
+        gather_below: 300,
+        amg: AmgOptions {
+            block: 3,
+            near_null_space: Some(modes),
+            ..DistAmgOptions::default().amg
+        },
+    };
+    let one = serial(&a, &b, &o.amg, 1e-8);
+    for ranks in [2, 3] {
+        let p = RowPartition::blocks(a.nrows(), ranks, 3).unwrap();
         let (x, reports, levels) = distributed(&a, &b, &p, &o, 1e-8);
         assert!(levels >= 1);
         assert!(reports[0].converged);
