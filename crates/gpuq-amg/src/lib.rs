@@ -115,8 +115,8 @@
 //! unstructured meshes (scikit-fem: 2D and 3D elasticity with their modes,
 //! P1 and P2 Poisson, anisotropic and jumping-coefficient diffusion,
 //! 2-3 x 10^5 unknowns) PCG takes at most 1.05x the iterations of PyAMG's
-//! smoothed aggregation with the same modes, 4.5-13.6x faster than PyAMG on
-//! the same 16 cores and 55-137x on an H200 (`docs/benchmarks.md`, "AMG on
+//! smoothed aggregation with the same modes, 4.6-12.5x faster than PyAMG on
+//! the same 16 cores and 73-156x on an H200 (`docs/benchmarks.md`, "AMG on
 //! finite-element models"). The default smoother depends on the block size
 //! ([`Smoother::default_for`]): Chebyshev of degree 3 for block 1, one
 //! damped-Jacobi sweep for blocks.
@@ -238,9 +238,11 @@
 //!   were tried here and changed no iteration count on the six
 //!   finite-element systems, so nothing is done. No energy-minimising
 //!   prolongators.
-//! * On small systems the device setup is dominated by fixed costs (a P2
-//!   Poisson system of 1.85 x 10^5 rows: 38 ms of setup for a 6 ms solve),
-//!   which keeps the whole solve at 1.3x CuPy's CG + Jacobi there.
+//! * On small systems the device setup is dominated by the upload of A from
+//!   pageable host memory and fixed costs (a P2 Poisson system of 1.85 x
+//!   10^5 rows: 39 ms of setup, 21 ms of it the upload, for a 6 ms solve):
+//!   2.5x CuPy's CG + Jacobi end to end there, 1.3x CuPy's solve alone in
+//!   another call.
 
 #![warn(missing_docs)]
 
