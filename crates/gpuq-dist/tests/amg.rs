@@ -289,21 +289,7 @@ fn block_systems_and_l1_jacobi_run_distributed() {
             ..AmgOptions::default()
         },
     };
-    let one = serial(&a, &b, &o.amg, 1e-8);
-    for ranks in [2, 3] {
-        let p = RowPartition::blocks(a.nrows(), ranks, 2).unwrap();
-        let (x, reports, levels) = distributed(&a, &b, &p, &o, 1e-8);
-        assert!(levels >= 1);
-        assert!(reports[0].converged);
-        let res = true_residual(&a, &x, &b);
-        assert!(res <= 1e-8, "{ranks} ranks: true residual {res:e}");
-        assert!(
-            reports[0].iterations * 10 <= one.iterations * 12,
-            "{ranks} ranks: {} iterations, one process {}",
-            reports[0].iterations,
-            one.iterations
-        );
-    }
+    within_the_serial_solve(&a, &b, &o);
 }
 
 #[test]
@@ -322,13 +308,19 @@ fn block3_elasticity_with_rigid_body_modes_runs_distributed() {
             ..DistAmgOptions::default().amg
         },
     };
-    let one = serial(&a, &b, &o.amg, 1e-8);
+    within_the_serial_solve(&a, &b, &o);
+}
+
+/// AMG-PCG over 2 and 3 ranks (partitioned on node boundaries) reaches the
+/// true residual 1e-8 in at most 1.2x the one-process solve's iterations.
+fn within_the_serial_solve(a: &Csr<f64>, b: &[f64], o: &DistAmgOptions) {
+    let one = serial(a, b, &o.amg, 1e-8);
     for ranks in [2, 3] {
-        let p = RowPartition::blocks(a.nrows(), ranks, 3).unwrap();
-        let (x, reports, levels) = distributed(&a, &b, &p, &o, 1e-8);
+        let p = RowPartition::blocks(a.nrows(), ranks, o.amg.block).unwrap();
+        let (x, reports, levels) = distributed(a, b, &p, o, 1e-8);
         assert!(levels >= 1);
         assert!(reports[0].converged);
-        let res = true_residual(&a, &x, &b);
+        let res = true_residual(a, &x, b);
         assert!(res <= 1e-8, "{ranks} ranks: true residual {res:e}");
         assert!(
             reports[0].iterations * 10 <= one.iterations * 12,
