@@ -186,12 +186,14 @@
 //! 1063x PyAMG's solve, one cycle at 1.29x its memory floor. That is the
 //! configuration to ask for on a GPU for scalar problems
 //! (`--amg-smoother gs --amg-coarse-smoother chebyshev:3 --amg-precision f32
-//! --layout sell:32:1`). The default stays one damped-Jacobi sweep: on the 2x2
-//! systems it is the fastest on the GPU (elasticity2d:1414 0.094 s against
-//! 0.098 s, bidomain3d:200 0.047 s against 0.083 s), on the CPU it is as fast
-//! on laplace3d:100 and faster on the bidomain system, and its setup needs no
-//! colouring. Gauss-Seidel on every level also takes 14 iterations, but the
-//! coarse levels need 18-64 colours, each a launch per sweep.
+//! --layout sell:32:1`). One damped-Jacobi sweep was the default until the
+//! finite-element measurements below: block systems keep it (on the 2x2
+//! systems it is the fastest on the GPU: elasticity2d:1414 0.094 s against
+//! 0.098 s, bidomain3d:200 0.047 s against 0.083 s), scalar ones now take
+//! Chebyshev of degree 3 ([`Smoother::default_for`]; on laplace3d:200 on an
+//! H200, 14 iterations and 0.228 s with the setup against 19 and 0.225 s).
+//! Gauss-Seidel on every level also takes 14 iterations, but the coarse
+//! levels need 18-64 colours, each a launch per sweep.
 //!
 //! ## The setup on the GPU, measured
 //!
