@@ -714,44 +714,42 @@ fn coarse_matrix(a: &Csr<f64>, bs: usize, o: &AmgOptions) -> Result<Csr<f64>> {
 /// vector: those v with ||A v||_inf <= 1e-10 max_i sum_j |a_ij|, orthonormalised
 /// (dependent ones dropped). O(nnz) per candidate.
 fn detect_kernel(a: &Csr<f64>, bs: usize) -> Result<Vec<Vec<f64>>> {
-    let n = a.nrows();
-    let norm = (0..n)
+    let norm = norm_inf(a);
+    let large: Vec<bool> = kernel_candidates(a.nrows(), bs)
+        .iter()
+        .map(|v| !maps_to_zero(a, norm, v))
+        .collect();
+    Ok(kernel_basis(a.nrows(), bs, &large))
+}
+
+/// ||A||_inf, the largest row sum of |a_ij|, rows in parallel. O(nnz).
+fn norm_inf(a: &Csr<f64>) -> f64 {
+    (0..a.nrows())
         .into_par_iter()
         .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
-        .reduce(|| 0.0, f64::max);
-    let large: Vec<bool> = kernel_candidates(n, bs)
-        .iter()
-        .map(|v| {
-            // ||A v||_inf, rows in parallel.
-            (0..n).into_par_iter().any(|i| {
-                let (c, x) = a.row(i);
-                let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
-                s.abs() > 1e-10 * norm
-            })
+        .reduce(|| 0.0, f64::max)
+}
+
+/// Whether ||A v||_inf <= 1e-10 ||A||_inf ||v||_inf (`norm` is ||A||_inf) and
+/// v is not zero: v is in A's numerical null space. Rows in parallel, O(nnz).
+fn maps_to_zero(a: &Csr<f64>, norm: f64, v: &[f64]) -> bool {
+    let size = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    size > 0.0
+        && (0..a.nrows()).into_par_iter().all(|i| {
+            let (c, x) = a.row(i);
+            let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
+            s.abs() <= 1e-10 * norm * size
         })
-        .collect();
-    Ok(kernel_basis(n, bs, &large))
 }
 
 /// `kernel` (orthonormal) extended by those of the `given` near-null-space
-/// vectors that A maps to zero: ||A v||_inf <= 1e-10 ||A||_inf ||v||_inf (a
-/// floating structure's rigid-body modes), orthonormalised against the
-/// basis (dependent ones dropped). O(nnz) per given vector.
+/// vectors that A maps to zero ([`maps_to_zero`]: a floating structure's
+/// rigid-body modes), orthonormalised against the basis (dependent ones
+/// dropped). O(nnz) per given vector.
 fn kernel_with(a: &Csr<f64>, mut kernel: Vec<Vec<f64>>, given: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let n = a.nrows();
-    let norm = (0..n)
-        .into_par_iter()
-        .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
-        .reduce(|| 0.0, f64::max);
+    let norm = norm_inf(a);
     for v in given {
-        let size = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let null = size > 0.0
-            && (0..n).into_par_iter().all(|i| {
-                let (c, x) = a.row(i);
-                let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
-                s.abs() <= 1e-10 * norm * size
-            });
-        if null {
+        if maps_to_zero(a, norm, v) {
             orthonormal_push(&mut kernel, v.clone());
         }
     }

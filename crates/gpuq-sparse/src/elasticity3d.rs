@@ -190,9 +190,8 @@ impl Elasticity3d {
         out
     }
 
-    /// The stiffness of the nodes with `ix >= first_ix` (1: clamped; 0: all)
-    /// and the body-force load on them.
-    fn assemble<T: Scalar>(&self, first_ix: usize) -> (Csr<T>, Vec<T>) {
+    /// The stiffness of the nodes with `ix >= first_ix` (1: clamped; 0: all).
+    fn assemble<T: Scalar>(&self, first_ix: usize) -> Csr<T> {
         let n = self.n;
         let width = n + 1 - first_ix;
         let nodes = width * (n + 1) * (n + 1);
@@ -201,7 +200,6 @@ impl Elasticity3d {
         // filled when its first row is built.
         let mut blocks = [[[[0.0f64; 3]; 3]; 3]; 9];
         let mut touched = [false; 27];
-        let mut load = vec![T::zero(); 3 * nodes];
         let matrix = build(3 * nodes, 45, |row, out| {
             let (node, comp) = (row / 3, row % 3);
             let p = [
@@ -212,11 +210,9 @@ impl Elasticity3d {
             if comp == 0 {
                 blocks = [[[[0.0; 3]; 3]; 3]; 9];
                 touched = [false; 27];
-                let mut force = 0.0;
                 for (tet, at) in self.tets_at(p) {
                     let x = tet.map(|v| self.point(v));
-                    let (ke, volume) = self.element(&x);
-                    force -= volume / 4.0;
+                    let (ke, _) = self.element(&x);
                     for (b, v) in tet.iter().enumerate() {
                         let slot = (0..3).fold(0, |s, d| 3 * s + (v[2 - d] + 1 - p[2 - d]));
                         touched[slot] = true;
@@ -227,7 +223,6 @@ impl Elasticity3d {
                         }
                     }
                 }
-                load[3 * node + 2] = T::from_f64(force);
             }
             // Neighbours in node order: z, then y, then x offsets.
             for slot in 0..27 {
@@ -245,19 +240,19 @@ impl Elasticity3d {
                 }
             }
         });
-        (symmetrised(matrix), load)
+        symmetrised(matrix)
     }
 
     /// The clamped stiffness matrix: `3 N (N+1)^2` unknowns, symmetric
     /// positive definite. O(nnz).
     pub fn stiffness<T: Scalar>(&self) -> Csr<T> {
-        self.assemble(1).0
+        self.assemble(1)
     }
 
     /// The stiffness of all `(N+1)^3` nodes before the clamp: symmetric
     /// positive semidefinite, its kernel the six rigid-body modes. O(nnz).
     pub fn unconstrained_stiffness<T: Scalar>(&self) -> Csr<T> {
-        self.assemble(0).0
+        self.assemble(0)
     }
 
     /// The coordinates of all `(N+1)^3` nodes (the unconstrained system's),
@@ -266,9 +261,22 @@ impl Elasticity3d {
         self.coordinates(0)
     }
 
-    /// The load of the body force `(0, 0, -1)` on the free unknowns. O(nnz).
+    /// The load of the body force `(0, 0, -1)` on the free unknowns: minus a
+    /// quarter of each element's volume on the `z` unknown of each of its
+    /// free nodes. O(N^3).
     pub fn load<T: Scalar>(&self) -> Vec<T> {
-        self.assemble(1).1
+        let n = self.n;
+        (0..self.free_nodes())
+            .flat_map(|k| {
+                let p = [k % n + 1, k / n % (n + 1), k / n / (n + 1)];
+                let weight: f64 = self
+                    .tets_at(p)
+                    .iter()
+                    .map(|(tet, _)| self.element(&tet.map(|v| self.point(v))).1)
+                    .sum();
+                [T::zero(), T::zero(), T::from_f64(-weight / 4.0)]
+            })
+            .collect()
     }
 }
 
@@ -296,8 +304,7 @@ fn symmetrised<T: Scalar>(a: Csr<T>) -> Csr<T> {
 /// load. Errors as [`Elasticity3d::new`]. O(N^3).
 pub fn elasticity3d<T: Scalar>(n: usize) -> Result<(Csr<T>, Vec<T>)> {
     let p = Elasticity3d::new(n)?;
-    let (a, b) = p.assemble(1);
-    Ok((a, b))
+    Ok((p.stiffness(), p.load()))
 }
 
 #[cfg(test)]
@@ -308,7 +315,7 @@ mod tests {
     fn sizes_blocks_symmetry_and_load() {
         for n in [1, 2, 4] {
             let p = Elasticity3d::new(n).unwrap();
-            let (k, b) = p.assemble::<f64>(1);
+            let (k, b) = (p.stiffness::<f64>(), p.load::<f64>());
             assert_eq!(k.nrows(), 3 * n * (n + 1) * (n + 1));
             assert_eq!(k.nrows() % 3, 0);
             assert_eq!(k.transpose(false), k);
