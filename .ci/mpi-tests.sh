@@ -85,10 +85,10 @@ for problem in "laplace3d:16 --rhs $rhs --precond amg --amg-smoother jacobi --am
     done
 done
 # mc-forward: the same seed gives the one-rank estimate (the same moves).
-serial=$("$gpuq" solve --generate laplace2d:12 --method mc-forward --histories 2000 --json | field steps)
+serial=$("$gpuq" solve --generate laplace2d:12 --method mc-forward --histories 20000 --json | field steps)
 for ranks in 2 3; do
     steps=$(timeout 300 mpirun -n "$ranks" --oversubscribe --allow-run-as-root \
-        "$gpuq" solve --generate laplace2d:12 --method mc-forward --histories 2000 --json | field steps)
+        "$gpuq" solve --generate laplace2d:12 --method mc-forward --histories 20000 --json | field steps)
     if [ "$steps" != "$serial" ]; then
         echo "mpi-tests: mc-forward on $ranks ranks: $steps moves, serial $serial" >&2
         exit 1

@@ -16,9 +16,13 @@
 use gpuq::dist::generated_rows;
 use gpuq::prelude::*;
 use gpuq::sparse::generators::ProblemSpec;
+use gpuq::sparse::reference::random_vector;
 use std::error::Error as StdError;
 use std::process::ExitCode;
 use std::sync::Arc;
+
+/// The seed of the random solution x* (b = A x*).
+const SEED: u64 = 1;
 
 /// The distributed solve, and the one-process solve, on one backend.
 struct Solves<'a> {
@@ -39,15 +43,16 @@ impl OnBackend for Solves<'_> {
         let parts = ThreadComm::run(self.ranks, |comm| {
             let rank = comm.rank();
             let dist = Dist::new(backend.clone(), Arc::new(comm));
-            let (rows, b) = generated_rows::<f64>(self.spec, &partition, rank)?
+            let solution = |r| random_vector(SEED, r);
+            let (rows, b) = generated_rows::<f64>(self.spec, &partition, rank, solution)?
                 .ok_or_else(|| Error::InvalidArgument("not a stencil problem".into()))?;
             solve_rows(&dist, &partition, &rows, &b, self.config)
         })?
         .into_iter()
         .collect::<Result<Vec<_>>>()?;
-        // The same problem in one process: the whole matrix, b = A * ones.
+        // The same problem in one process: the whole matrix, b = A x*.
         let a = self.spec.build::<f64>()?.matrix;
-        let b = a.mul_vec(&vec![1.0; n])?;
+        let b = a.mul_vec(&random_vector(SEED, 0..n))?;
         let (x, report) = solve_csr(backend, &a, &b, self.config)?;
         Ok((parts, x, report))
     }

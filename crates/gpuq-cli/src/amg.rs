@@ -4,6 +4,7 @@
 
 use crate::args::SolveArgs;
 use crate::progress::Progress;
+use crate::rhs::{RhsOutcome, RightHandSide, WithRhs};
 use crate::solve::{print_report, Chosen, Source};
 use clap::Args;
 use gpuq_amg::{
@@ -18,6 +19,7 @@ use gpuq_krylov::{
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::{Csr, Layout};
+use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -373,8 +375,8 @@ pub fn is_amg(precond: &str) -> bool {
 /// Loads a real A as f64 (erroring on a complex one) and b.
 pub(crate) fn load_real(
     source: &Source,
-    rhs: Option<&std::path::Path>,
-) -> Result<(Csr<f64>, Vec<f64>)> {
+    rhs: &crate::args::RhsArgs,
+) -> Result<(Csr<f64>, RightHandSide<f64>)> {
     if source.is_complex()? {
         return Err(Error::InvalidArgument(
             "AMG needs a real matrix (this one is complex)".into(),
@@ -383,11 +385,24 @@ pub(crate) fn load_real(
     source.load::<f64>(rhs)
 }
 
+/// Loads a real A as f64 (erroring on a complex one), without a right-hand side.
+pub(crate) fn load_matrix(source: &Source) -> Result<Csr<f64>> {
+    if source.is_complex()? {
+        return Err(Error::InvalidArgument(
+            "AMG needs a real matrix (this one is complex)".into(),
+        ));
+    }
+    match source {
+        Source::File(path) => mm::read_csr(path),
+        Source::Generated(spec) => Ok(spec.build::<f64>()?.matrix),
+    }
+}
+
 /// `gpuq amg-info`: builds the hierarchy and prints its levels, complexities
 /// and setup time per phase.
 pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let source = args.source()?;
-    let (a, _) = load_real(&source, None)?;
+    let a = load_matrix(&source)?;
     let backend = Chosen::parse(&args.backend)?;
     let build = || {
         build_hierarchy(
@@ -567,7 +582,7 @@ pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
         method: crate::solve::parse_method(&args.method)?,
         precond: Preconditioner::None,
         options: KrylovOptions {
-            rtol: args.tol,
+            rtol: args.tol(),
             atol: args.atol,
             max_iter: args.max_iter,
             stagnation_window: args.stagnation_window,
@@ -622,7 +637,8 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     config: &SolverConfig,
     options: &AmgOptions,
 ) -> Result<ExitCode> {
-    let (a, mut b) = load_real(source, args.rhs.as_deref())?;
+    let (a, rhs) = load_real(source, &args.rhs)?;
+    let mut b = rhs.b.clone();
     let config = &SolverConfig {
         layout: crate::solve::layout_for(&args.layout, &a, backend)?,
         ..config.clone()
@@ -675,10 +691,24 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     progress.finish();
     let (x, mut report, stopped) = crate::solve::ended(result)?;
     report.setup_time_s += amg_setup_s;
-    if let (Some(path), Some(mut x)) = (&args.out, x) {
+    // The answer without its null-space part, measured against x* without it
+    let x = x.map(|mut x| {
         h.project(&mut x);
-        mm::save_dense_vector(&x, path)?;
+        x
+    });
+    let mut rhs = rhs;
+    if let Some(s) = &mut rhs.solution {
+        h.project(s);
     }
+    if let (Some(path), Some(x)) = (&args.out, &x) {
+        mm::save_dense_vector(x, path)?;
+    }
+    let x64: Option<Vec<f64>> = x.as_ref().map(|x| {
+        x.iter()
+            .map(|v| gpuq_core::RealScalar::to_f64_lossless(v.re()))
+            .collect()
+    });
+    let outcome = rhs.outcome(x64.as_deref());
     let info = h.info();
     let choices = AmgChoices {
         cycle_precision: S::KIND.name().into(),
@@ -690,13 +720,14 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
             "cpu"
         },
     };
-    print_amg_report(&report, &info, &choices, amg_setup_s, args.json)?;
+    print_amg_report(&report, &info, &choices, &outcome, amg_setup_s, args.json)?;
     crate::solve::write_plot(args, &report)?;
     Ok(crate::solve::exit_status(&report, stopped.as_deref()))
 }
 
 /// What the AMG solve chose where the user set nothing: reported beside the
 /// hierarchy.
+#[derive(Serialize)]
 struct AmgChoices {
     /// `f32` or `f64`.
     cycle_precision: String,
@@ -709,17 +740,38 @@ struct AmgChoices {
     cycle_setup_s: f64,
 }
 
-/// The solve report; as JSON with the hierarchy under `amg` and the AMG setup
-/// time (hierarchy and upload) under `amg_setup_s`.
+/// The hierarchy and the choices made for it, under `amg` in the JSON report.
+#[derive(Serialize)]
+struct AmgSection<'a> {
+    #[serde(flatten)]
+    info: &'a HierarchyInfo,
+    #[serde(flatten)]
+    choices: &'a AmgChoices,
+}
+
+/// The JSON report of an AMG solve: the solve report, the right-hand side,
+/// the hierarchy under `amg` and the AMG setup time (hierarchy and upload)
+/// under `amg_setup_s`.
+#[derive(Serialize)]
+struct AmgSolveReport<'a> {
+    #[serde(flatten)]
+    solve: WithRhs<'a, SolveReport>,
+    amg: AmgSection<'a>,
+    amg_setup_s: f64,
+}
+
+/// Prints the solve report with the hierarchy: JSON ([`AmgSolveReport`]) or text.
 fn print_amg_report(
     report: &SolveReport,
     info: &HierarchyInfo,
     choices: &AmgChoices,
+    outcome: &RhsOutcome,
     amg_setup_s: f64,
     json: bool,
 ) -> Result<()> {
     if !json {
         print_report(report, false)?;
+        println!("{}", outcome.line());
         print_hierarchy(info);
         println!(
             "cycle in {}, Jacobi damping {}, {} defaults; AMG setup with upload: {amg_setup_s:.4} s",
@@ -727,22 +779,11 @@ fn print_amg_report(
         );
         return Ok(());
     }
-    let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
-    let mut value = serde_json::to_value(report).map_err(bad)?;
-    if let serde_json::Value::Object(map) = &mut value {
-        let mut amg = serde_json::to_value(info).map_err(bad)?;
-        if let serde_json::Value::Object(fields) = &mut amg {
-            fields.insert(
-                "cycle_precision".into(),
-                choices.cycle_precision.clone().into(),
-            );
-            fields.insert("jacobi_damping".into(), choices.jacobi_damping.into());
-            fields.insert("defaults".into(), choices.defaults.into());
-            fields.insert("cycle_setup_s".into(), choices.cycle_setup_s.into());
-        }
-        map.insert("amg".into(), amg);
-        map.insert("amg_setup_s".into(), amg_setup_s.into());
-    }
-    println!("{}", to_json(&value)?);
+    let full = AmgSolveReport {
+        solve: WithRhs { report, outcome },
+        amg: AmgSection { info, choices },
+        amg_setup_s,
+    };
+    println!("{}", to_json(&full)?);
     Ok(())
 }

@@ -45,9 +45,16 @@ pub struct GenerateArgs {
     /// Where to write A (Matrix Market coordinate, real or complex general).
     #[arg(long)]
     pub out: PathBuf,
-    /// Where to write b: the problem's own (the cylinder's piston) or A * ones.
+    /// Where to write b: as `--rhs` says (by default the problem's own, such as the
+    /// cylinder's piston, else b = A x* for the seeded random x*).
     #[arg(long)]
     pub rhs_out: Option<PathBuf>,
+    /// Where to write x*, the solution of A x = b, when it is known (`--rhs random` or `a1`).
+    #[arg(long)]
+    pub solution_out: Option<PathBuf>,
+    /// How b is made (`random`, `ones`, `a1`; not a file) and the seed of x*.
+    #[command(flatten)]
+    pub rhs: RhsArgs,
     /// beam:NE only: where to write the mass matrix M.
     #[arg(long)]
     pub mass_out: Option<PathBuf>,
@@ -57,15 +64,43 @@ pub struct GenerateArgs {
     pub coords_out: Option<PathBuf>,
 }
 
+impl SolveArgs {
+    /// `--tol`, 1e-8 when not given.
+    pub fn tol(&self) -> f64 {
+        self.tol.unwrap_or(1e-8)
+    }
+}
+
+/// The right-hand side of a solve or a generated problem.
+#[derive(Args, Debug, Clone)]
+pub struct RhsArgs {
+    /// b: a Matrix Market array file, or `random` (b = A x* for a seeded random x*, entries
+    /// uniform in [-1, 1); the error ||x - x*|| / ||x*|| is reported), `a1` (b = A 1, x* = 1:
+    /// the constant vector AMG and Monte Carlo reproduce exactly, a degenerate test) or
+    /// `ones` (b = 1). Default: a generated problem's own b where it has one, else `random`.
+    #[arg(long, value_name = "FILE|random|a1|ones")]
+    pub rhs: Option<String>,
+    /// Seed of the random x* (`--rhs random`).
+    #[arg(long, default_value_t = 1)]
+    pub rhs_seed: u64,
+}
+
+impl RhsArgs {
+    /// `--rhs` as a choice.
+    pub fn choice(&self) -> crate::rhs::RhsChoice {
+        crate::rhs::RhsChoice::parse(self.rhs.as_deref())
+    }
+}
+
 /// Arguments of `gpuq solve`.
 #[derive(Args, Debug)]
 pub struct SolveArgs {
     /// Matrix Market file holding A (real or complex; general, symmetric or hermitian).
     #[arg(required_unless_present = "generate", conflicts_with = "generate")]
     pub matrix: Option<PathBuf>,
-    /// Matrix Market array file holding b (default: the generated problem's own b, else A * ones).
-    #[arg(long)]
-    pub rhs: Option<PathBuf>,
+    /// The right-hand side: a Matrix Market array file, or how to make it.
+    #[command(flatten)]
+    pub rhs: RhsArgs,
     /// Generate A instead of reading it: laplace1d:N[:SHIFT], laplace2d:M, laplace3d:M,
     /// convdiff2d:M[:WIND], helmholtz3d:M[:KH[:DAMPING]] or
     /// helmholtz-cylinder:LEVEL[:hard|soft], elasticity2d:N, elasticity3d:N, bidomain2d:N[:DT] or
@@ -80,9 +115,11 @@ pub struct SolveArgs {
     /// Preconditioner: none, jacobi, block2 (2x2-block Jacobi) or amg (see the --amg options).
     #[arg(long, default_value = "none")]
     pub precond: String,
-    /// Relative residual tolerance ||b - A x|| / ||b||.
-    #[arg(long, default_value_t = 1e-8, allow_negative_numbers = true)]
-    pub tol: f64,
+    /// Relative residual tolerance ||b - A x|| / ||b|| (default 1e-8). The Monte Carlo
+    /// estimates (mc-forward, mc-adjoint) are held to it only when it is given: without it
+    /// their status is `estimate`, or `inaccurate` when the residual exceeds 1.
+    #[arg(long, allow_negative_numbers = true)]
+    pub tol: Option<f64>,
     /// Absolute residual tolerance (0: relative only).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub atol: f64,

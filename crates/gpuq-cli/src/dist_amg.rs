@@ -28,7 +28,13 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let loaded = agree(
         &*comm,
         (rank == 0)
-            .then(|| crate::amg::load_real(&source, None))
+            .then(|| {
+                crate::amg::load_matrix(&source).map(|a| {
+                    // b is not used: zeros of A's length for the scatter
+                    let b = vec![0.0; a.nrows()];
+                    (a, b)
+                })
+            })
             .transpose(),
     )?;
     let (p, a, _) = scatter_from_root(&*comm, loaded, |n| {

@@ -28,7 +28,7 @@ pub(crate) fn run(
         root.then(|| crate::montecarlo::load_real(&source, args))
             .transpose(),
     )?;
-    let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, b)| (a, &b[..])))?;
+    let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, r)| (a, &r.b[..])))?;
     let problem = (&a, &b[..]);
     // The walks reduce their tallies through MPI: no NCCL needed.
     let backend = RankBackend::of(&*comm, node, &args.backend, "mpi")?;
@@ -46,6 +46,7 @@ pub(crate) fn run(
     devices.dedup();
     let reporting = crate::montecarlo::Reporting {
         root,
+        rhs: loaded.as_ref().map(|(_, r)| r),
         extra: vec![
             ("ranks", comm.size().into()),
             ("gpus", devices.len().into()),

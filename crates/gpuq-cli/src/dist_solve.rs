@@ -23,6 +23,7 @@
 //! the ranks (each holds the matrix whole).
 
 use crate::args::SolveArgs;
+use crate::rhs::{read_of_length, RhsChoice, RhsInfo, RhsOutcome, WithRhs};
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Backend, Complex, Error, Result, Scalar, SolveReport};
@@ -35,6 +36,7 @@ use gpuq_dist::{
 use gpuq_krylov::{KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::{Csr, Layout};
+use serde::Serialize;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -181,7 +183,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
             Preconditioner::parse(&args.precond)?
         },
         options: KrylovOptions {
-            rtol: args.tol,
+            rtol: args.tol(),
             atol: args.atol,
             max_iter: args.max_iter,
             stagnation_window: args.stagnation_window,
@@ -271,51 +273,51 @@ fn partition(n: usize, ranks: usize, run: &Run) -> Result<RowPartition> {
     RowPartition::blocks(n, ranks, block)
 }
 
-/// This rank's rows of A and b: built in place for a stencil problem (b
-/// too, unless `--rhs` names a file: rank 0 reads it and scatters it), else
-/// read by rank 0 and scattered.
+/// This rank's rows of A and b, and on rank 0 what b is: built in place for a
+/// stencil problem (b = A x* from the rank's columns of x*, unless `--rhs`
+/// names a file: rank 0 reads it and scatters it), else read by rank 0 and
+/// scattered.
+#[allow(clippy::type_complexity)]
 fn rows<B: HaloBackend, T: Scalar>(
     dist: &Dist<B>,
     run: &Run,
-) -> Result<(RowPartition, Csr<T>, Vec<T>)> {
+) -> Result<(RowPartition, Csr<T>, Vec<T>, Option<RhsInfo>)> {
     let comm = dist.comm();
     let (rank, size) = (comm.rank(), comm.size());
+    let choice = run.args.rhs.choice();
     if let Source::Generated(spec) = run.source {
         if let Some(n) = stencil_size(spec) {
             let p = dist.agree(partition(n, size, run))?;
-            let built = generated_rows::<T>(spec, &p, rank).and_then(|r| {
+            let info = RhsInfo::generated(&choice, run.args.rhs.rhs_seed);
+            let built = generated_rows::<T>(spec, &p, rank, |r| info.solution(r)).and_then(|r| {
                 r.ok_or_else(|| Error::InvalidArgument("not a stencil problem".into()))
             });
             let (a, b) = dist.agree(built)?;
-            let Some(path) = &run.args.rhs else {
-                return Ok((p, a, b));
+            let root_info = (rank == 0).then_some(info);
+            let b = match &choice {
+                RhsChoice::Ones => vec![T::one(); a.nrows()],
+                RhsChoice::File(path) => {
+                    let read = (rank == 0)
+                        .then(|| read_of_length::<T>(path, n))
+                        .transpose();
+                    let whole = dist.agree(read)?;
+                    gpuq_dist::scatter_vector(comm, &p, 0, whole.as_deref())?
+                }
+                _ => b,
             };
-            let read = (rank == 0).then(|| rhs_of_length::<T>(path, n)).transpose();
-            let whole = dist.agree(read)?;
-            let b = gpuq_dist::scatter_vector(comm, &p, 0, whole.as_deref())?;
-            return Ok((p, a, b));
+            let root_info = root_info.map(|i| i.with_file(choice.file()));
+            return Ok((p, a, b, root_info));
         }
     }
     let loaded = dist.agree(
         (rank == 0)
-            .then(|| run.source.load::<T>(run.args.rhs.as_deref()))
+            .then(|| run.source.load::<T>(&run.args.rhs))
             .transpose(),
     )?;
-    scatter_from_root(comm, loaded, |n| partition(n, size, run))
-}
-
-/// The right-hand side in the Matrix Market file `path`; errors unless it
-/// holds `n` entries.
-fn rhs_of_length<T: Scalar>(path: &std::path::Path, n: usize) -> Result<Vec<T>> {
-    let b: Vec<T> = mm::read_dense_vector(path)?;
-    if b.len() != n {
-        return Err(Error::shape(
-            "solve (right-hand side)",
-            format!("{n} entries (the matrix has {n} rows)"),
-            format!("{} entries in {}", b.len(), path.display()),
-        ));
-    }
-    Ok(b)
+    let info = loaded.as_ref().map(|(_, rhs)| rhs.info.clone());
+    let loaded = loaded.map(|(a, rhs)| (a, rhs.b));
+    let (p, a, b) = scatter_from_root(comm, loaded, |n| partition(n, size, run))?;
+    Ok((p, a, b, info))
 }
 
 /// Rank 0's A and b (`loaded`, `None` elsewhere) scattered by rows: rank 0
@@ -347,7 +349,7 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
     let comm = dist.comm();
     let args = run.args;
     let setup = std::time::Instant::now();
-    let (p, a, b) = rows::<B, T>(dist, run)?;
+    let (p, a, b, rhs) = rows::<B, T>(dist, run)?;
     // `--layout auto`: each rank chooses for its own rows (its storage is its own).
     let config = &SolverConfig {
         layout: match Layout::parse_or_auto(&args.layout)? {
@@ -399,13 +401,20 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
         comm: dist.comm_kind(),
         amg: amg.map(|(_, info)| info),
     };
-    if let (Some(path), Some(x)) = (&args.out, &x) {
-        if let Some(whole) = gather_rows(comm, &p, 0, x)? {
-            mm::save_dense_vector(&whole, path)?;
-        }
+    // x on rank 0, for --out and the error against x* (rank 0 alone knows
+    // whether x* is known: it tells the others, the gather is collective)
+    let mut known = vec![u8::from(rhs.as_ref().is_some_and(RhsInfo::knows_solution))];
+    comm.broadcast(0, &mut known)?;
+    let whole = match &x {
+        Some(x) if args.out.is_some() || known.first() == Some(&1) => gather_rows(comm, &p, 0, x)?,
+        _ => None,
+    };
+    if let (Some(path), Some(whole)) = (&args.out, &whole) {
+        mm::save_dense_vector(whole, path)?;
     }
-    if comm.rank() == 0 {
-        print(&report, &extra, args.json)?;
+    if let Some(rhs) = rhs {
+        let outcome = rhs.outcome(whole.as_deref());
+        print(&report, &outcome, &extra, args.json)?;
         crate::solve::write_plot(args, &report)?;
     }
     Ok(if report.converged || comm.rank() == 0 {
@@ -416,6 +425,7 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
 }
 
 /// What a distributed report adds to the serial one.
+#[derive(Serialize)]
 struct Extra {
     ranks: usize,
     gpus: usize,
@@ -429,12 +439,27 @@ struct Extra {
     comm: &'static str,
     /// With `--precond amg`: the levels (rows, rows per rank), the
     /// distributed levels' count, the operator complexity, the setup time.
+    #[serde(skip_serializing_if = "Option::is_none")]
     amg: Option<serde_json::Value>,
 }
 
-fn print(report: &SolveReport, extra: &Extra, json: bool) -> Result<()> {
-    if !json {
+/// The JSON report of a distributed solve.
+#[derive(Serialize)]
+struct DistReport<'a> {
+    #[serde(flatten)]
+    solve: WithRhs<'a, SolveReport>,
+    #[serde(flatten)]
+    extra: &'a Extra,
+}
+
+fn print(report: &SolveReport, outcome: &RhsOutcome, extra: &Extra, json: bool) -> Result<()> {
+    let full = DistReport {
+        solve: WithRhs { report, outcome },
+        extra,
+    };
+    crate::solve::print_json_or(&full, json, || {
         crate::solve::print_report(report, false)?;
+        println!("{}", outcome.line());
         println!(
             "ranks: {}  gpus: {}  comm: {}  halo: {:.4} s ({} bytes)  collectives: {:.4} s",
             extra.ranks, extra.gpus, extra.comm, extra.halo_s, extra.halo_bytes, extra.collective_s
@@ -442,22 +467,6 @@ fn print(report: &SolveReport, extra: &Extra, json: bool) -> Result<()> {
         if let Some(amg) = &extra.amg {
             println!("amg: {amg}");
         }
-        return Ok(());
-    }
-    let bad =
-        |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise the report: {e}"));
-    let mut value = serde_json::to_value(report).map_err(bad)?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("ranks".into(), extra.ranks.into());
-        map.insert("gpus".into(), extra.gpus.into());
-        map.insert("halo_s".into(), extra.halo_s.into());
-        map.insert("halo_bytes".into(), extra.halo_bytes.into());
-        map.insert("collective_s".into(), extra.collective_s.into());
-        map.insert("comm".into(), extra.comm.into());
-        if let Some(amg) = &extra.amg {
-            map.insert("amg".into(), amg.clone());
-        }
-    }
-    println!("{}", serde_json::to_string_pretty(&value).map_err(bad)?);
-    Ok(())
+        Ok(())
+    })
 }

@@ -1,6 +1,7 @@
 //! `gpuq generate`.
 
 use crate::args::GenerateArgs;
+use crate::rhs::RightHandSide;
 use gpuq_core::{Complex, Error, Result, Scalar};
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
@@ -40,14 +41,42 @@ pub fn run(args: &GenerateArgs) -> Result<ExitCode> {
 }
 
 fn write<T: Scalar>(spec: &ProblemSpec, args: &GenerateArgs) -> Result<ExitCode> {
+    let choice = args.rhs.choice();
+    if choice.file().is_some() {
+        return Err(Error::InvalidArgument(
+            "gpuq generate --rhs takes random, a1 or ones, not a file".into(),
+        ));
+    }
     let g = spec.build::<T>()?;
+    let rhs = if args.rhs_out.is_some() || args.solution_out.is_some() {
+        Some(RightHandSide::make(
+            &g.matrix,
+            g.rhs,
+            &choice,
+            args.rhs.rhs_seed,
+        )?)
+    } else {
+        None
+    };
+    let solution = match (&args.solution_out, &rhs) {
+        (Some(path), Some(rhs)) => Some((
+            path,
+            rhs.solution.as_ref().ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "--solution-out: x* is not known for this right-hand side ({}); \
+                     use --rhs random or a1",
+                    rhs.info.kind
+                ))
+            })?,
+        )),
+        _ => None,
+    };
     mm::save_csr(&g.matrix, &args.out)?;
-    if let Some(path) = &args.rhs_out {
-        let b = match g.rhs {
-            Some(b) => b,
-            None => g.matrix.mul_vec(&vec![T::one(); g.matrix.ncols()])?,
-        };
-        mm::save_dense_vector(&b, path)?;
+    if let (Some(path), Some(rhs)) = (&args.rhs_out, &rhs) {
+        mm::save_dense_vector(&rhs.b, path)?;
+    }
+    if let Some((path, x)) = solution {
+        mm::save_dense_vector(x, path)?;
     }
     eprintln!(
         "gpuq: wrote {} ({} x {}, {} nonzeros, {})",

@@ -27,6 +27,7 @@ mod info;
 mod integrate;
 mod montecarlo;
 mod progress;
+mod rhs;
 mod solve;
 mod uq;
 mod uq_model;

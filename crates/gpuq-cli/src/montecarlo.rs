@@ -1,11 +1,12 @@
 //! `gpuq solve --method mc-forward|mc-adjoint|mcsa`: the Monte Carlo solvers.
 
 use crate::args::SolveArgs;
+use crate::rhs::{RightHandSide, WithRhs};
 use crate::solve::{print_report, Chosen, Source};
 use gpuq_core::{Error, Result};
 use gpuq_mcls::{
-    mcsa, Estimator, Layout, Mapping, McMethod, McOptions, McResult, McsaOptions, MonteCarlo,
-    WalkBackend,
+    mcsa, Estimator, Layout, Mapping, McMethod, McOptions, McResult, McStatus, McsaOptions,
+    MonteCarlo, WalkBackend,
 };
 use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::Csr;
@@ -20,10 +21,11 @@ pub fn is_monte_carlo(method: &str) -> bool {
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     let opts = checked_options(args)?;
     let source = Source::from_args(args)?;
-    let (a, b) = load_real(&source, args)?;
+    let (a, rhs) = load_real(&source, args)?;
+    let reporting = Reporting::alone(&rhs);
     match Chosen::parse(&args.backend)? {
-        Chosen::Cpu(backend) => run_on(&backend, args, (&a, &b), &opts, &Reporting::alone()),
-        Chosen::Cuda(backend) => run_on(&backend, args, (&a, &b), &opts, &Reporting::alone()),
+        Chosen::Cpu(backend) => run_on(&backend, args, (&a, &rhs.b), &opts, &reporting),
+        Chosen::Cuda(backend) => run_on(&backend, args, (&a, &rhs.b), &opts, &reporting),
     }
 }
 
@@ -46,13 +48,16 @@ pub(crate) fn checked_options(args: &SolveArgs) -> Result<McOptions> {
 }
 
 /// A and b of a Monte Carlo solve (real matrices only).
-pub(crate) fn load_real(source: &Source, args: &SolveArgs) -> Result<(Csr<f64>, Vec<f64>)> {
+pub(crate) fn load_real(
+    source: &Source,
+    args: &SolveArgs,
+) -> Result<(Csr<f64>, RightHandSide<f64>)> {
     if source.is_complex()? {
         return Err(Error::InvalidArgument(
             "the Monte Carlo methods take real matrices; this one is complex".into(),
         ));
     }
-    source.load::<f64>(args.rhs.as_deref())
+    source.load::<f64>(&args.rhs)
 }
 
 /// The Monte Carlo options from the arguments (validated).
@@ -91,39 +96,49 @@ fn options(args: &SolveArgs) -> Result<McOptions> {
                 )))
             }
         },
+        tolerance: args.tol,
     };
     opts.validate()?;
     Ok(opts)
 }
 
-/// Who reports a Monte Carlo solve, and what a distributed run adds to its
-/// report (`ranks`, `gpus`, `comm`).
-pub(crate) struct Reporting {
+/// Who reports a Monte Carlo solve, what b is, and what a distributed run
+/// adds to its report (`ranks`, `gpus`, `comm`).
+pub(crate) struct Reporting<'a> {
     /// Whether this process prints the report and writes `--out` and
     /// `--plot` (one rank of many does).
     pub root: bool,
+    /// The right-hand side, where this process made it (the root).
+    pub rhs: Option<&'a RightHandSide<f64>>,
     /// Fields added to the JSON report (and printed on one line otherwise).
     pub extra: Vec<(&'static str, serde_json::Value)>,
 }
 
-impl Reporting {
+impl<'a> Reporting<'a> {
     /// The report of a one-process run.
-    fn alone() -> Self {
+    fn alone(rhs: &'a RightHandSide<f64>) -> Self {
         Reporting {
             root: true,
+            rhs: Some(rhs),
             extra: Vec::new(),
         }
     }
 
-    /// Prints `report` (text by `text`, or JSON) with the extra fields.
+    /// Prints `report` (text by `text`, or JSON) with the right-hand side's
+    /// fields for the answer `x` and the extra fields.
     fn print<R: serde::Serialize>(
         &self,
         report: &R,
+        x: Option<&[f64]>,
         json: bool,
         text: impl FnOnce() -> Result<()>,
     ) -> Result<()> {
+        let outcome = self.rhs.map(|rhs| rhs.outcome(x));
         if !json {
             text()?;
+            if let Some(outcome) = &outcome {
+                println!("{}", outcome.line());
+            }
             if !self.extra.is_empty() {
                 let fields: Vec<String> = self
                     .extra
@@ -139,7 +154,11 @@ impl Reporting {
         let bad = |e: serde_json::Error| {
             Error::InvalidArgument(format!("cannot serialise the report: {e}"))
         };
-        let mut value = serde_json::to_value(report).map_err(bad)?;
+        let mut value = match &outcome {
+            Some(outcome) => serde_json::to_value(WithRhs { report, outcome }),
+            None => serde_json::to_value(report),
+        }
+        .map_err(bad)?;
         if let Some(map) = value.as_object_mut() {
             for (k, v) in &self.extra {
                 map.insert((*k).into(), v.clone());
@@ -169,7 +188,7 @@ pub(crate) fn run_on<B: WalkBackend>(
     }
     if args.method == "mcsa" {
         let mcsa_opts = McsaOptions {
-            tolerance: args.tol,
+            tolerance: args.tol(),
             max_iterations: args.max_iter.unwrap_or(100),
             inner: *opts,
             ..McsaOptions::default()
@@ -179,7 +198,9 @@ pub(crate) fn run_on<B: WalkBackend>(
             if let (Some(path), Some(x)) = (&args.out, &x) {
                 mm::save_dense_vector(x, path)?;
             }
-            reporting.print(&report, args.json, || print_report(&report, false))?;
+            reporting.print(&report, x.as_deref(), args.json, || {
+                print_report(&report, false)
+            })?;
             crate::solve::write_plot(args, &report)?;
         }
         return Ok(crate::solve::exit_status(&report, stopped.as_deref()));
@@ -189,9 +210,31 @@ pub(crate) fn run_on<B: WalkBackend>(
         if let Some(path) = &args.out {
             mm::save_dense_vector(&result.x, path)?;
         }
-        reporting.print(&result, args.json, || print_result(&result, false))?;
+        reporting.print(&result, Some(&result.x), args.json, || {
+            print_result(&result, false)
+        })?;
     }
-    Ok(ExitCode::SUCCESS)
+    if result.status.is_success() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if root {
+        let why = match result.status {
+            McStatus::Inaccurate => "the estimate is worse than x = 0 (relative residual above 1: \
+                                     too few histories for the walks' variance)"
+                .to_string(),
+            _ => format!(
+                "the relative residual misses the tolerance {:.1e}",
+                args.tol()
+            ),
+        };
+        eprintln!(
+            "gpuq: {} ({}): {why}; true relative residual {:.3e}",
+            result.status.name().replace('_', " "),
+            result.method,
+            result.relative_residual
+        );
+    }
+    Ok(ExitCode::from(3))
 }
 
 fn print_result(r: &McResult, json: bool) -> Result<()> {
@@ -224,8 +267,10 @@ fn print_result(r: &McResult, json: bool) -> Result<()> {
             )
         });
     println!(
-        "relative residual (true): {:.4e}  standard error ({} batches): {se}",
-        r.relative_residual, r.batches
+        "status: {}  relative residual (true): {:.4e}  standard error ({} batches): {se}",
+        r.status.name(),
+        r.relative_residual,
+        r.batches
     );
     println!(
         "time: setup {:.4} s, walks {:.4} s, reduction {:.4} s  ({:.3e} histories/s, {:.3e} moves/s)",

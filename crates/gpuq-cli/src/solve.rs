@@ -1,7 +1,8 @@
 //! `gpuq solve`.
 
-use crate::args::SolveArgs;
+use crate::args::{RhsArgs, SolveArgs};
 use crate::progress::Progress;
+use crate::rhs::{RightHandSide, WithRhs};
 use gpuq_core::{Complex, Error, Result, Scalar, SolveReport, SolveStatus};
 use gpuq_cpu::CpuBackend;
 use gpuq_cuda::CudaBackend;
@@ -33,7 +34,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         method: parse_method(&args.method)?,
         precond: Preconditioner::parse(&args.precond)?,
         options: KrylovOptions {
-            rtol: args.tol,
+            rtol: args.tol(),
             atol: args.atol,
             max_iter: args.max_iter,
             stagnation_window: args.stagnation_window,
@@ -95,9 +96,9 @@ impl<'a> Source<'a> {
         })
     }
 
-    /// Loads A, and b: the file `rhs`, else the problem's own, else A * ones.
-    /// Errors when A is not square or b's length differs from A's.
-    pub(crate) fn load<T: Scalar>(&self, rhs: Option<&Path>) -> Result<(Csr<T>, Vec<T>)> {
+    /// Loads A, and b as `rhs` says ([`RightHandSide::make`]). Errors when A
+    /// is not square or b's length differs from A's.
+    pub(crate) fn load<T: Scalar>(&self, rhs: &RhsArgs) -> Result<(Csr<T>, RightHandSide<T>)> {
         let (a, own_rhs): (Csr<T>, Option<Vec<T>>) = match self {
             Source::File(path) => (mm::read_csr(path)?, None),
             Source::Generated(spec) => {
@@ -111,23 +112,7 @@ impl<'a> Source<'a> {
                 reason: format!("matrix is {} x {}, not square", a.nrows(), a.ncols()),
             });
         }
-        let b = match rhs {
-            Some(path) => {
-                let b: Vec<T> = mm::read_dense_vector(path)?;
-                if b.len() != a.nrows() {
-                    return Err(Error::shape(
-                        "solve (right-hand side)",
-                        format!("{} entries (the matrix has {} rows)", a.nrows(), a.nrows()),
-                        format!("{} entries in {}", b.len(), path.display()),
-                    ));
-                }
-                b
-            }
-            None => match own_rhs {
-                Some(b) => b,
-                None => a.mul_vec(&vec![T::one(); a.ncols()])?,
-            },
-        };
+        let b = RightHandSide::make(&a, own_rhs, &rhs.choice(), rhs.rhs_seed)?;
         Ok((a, b))
     }
 }
@@ -172,19 +157,32 @@ fn solve_typed<B: KrylovBackend, T: Scalar>(
     source: &Source,
     config: &SolverConfig,
 ) -> Result<ExitCode> {
-    let (a, b) = source.load::<T>(args.rhs.as_deref())?;
+    let (a, rhs) = source.load::<T>(&args.rhs)?;
+    let b = &rhs.b;
     let config = &SolverConfig {
         layout: layout_for(&args.layout, &a, backend)?,
         ..config.clone()
     };
     let mut progress = Progress::new();
-    let result = solve_csr_monitored(backend, &a, &b, config, &mut |it, r| progress.update(it, r));
+    let result = solve_csr_monitored(backend, &a, b, config, &mut |it, r| progress.update(it, r));
     progress.finish();
     let (x, report, stopped) = ended(result)?;
     if let (Some(path), Some(x)) = (&args.out, &x) {
         mm::save_dense_vector(x, path)?;
     }
-    print_report(&report, args.json)?;
+    let outcome = rhs.outcome(x.as_deref());
+    print_json_or(
+        &WithRhs {
+            report: &report,
+            outcome: &outcome,
+        },
+        args.json,
+        || {
+            print_report(&report, false)?;
+            println!("{}", outcome.line());
+            Ok(())
+        },
+    )?;
     write_plot(args, &report)?;
     Ok(exit_status(&report, stopped.as_deref()))
 }
@@ -291,6 +289,22 @@ pub(crate) fn exit_status(report: &SolveReport, stopped: Option<&str>) -> ExitCo
     ExitCode::from(3)
 }
 
+/// Prints `report` as pretty JSON with `json`, else as `text` prints it.
+pub(crate) fn print_json_or<R: serde::Serialize>(
+    report: &R,
+    json: bool,
+    text: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    if !json {
+        return text();
+    }
+    let text = serde_json::to_string_pretty(report)
+        .map_err(|e| Error::InvalidArgument(format!("cannot serialise the report: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Prints a solve report: pretty JSON with `json`, else three lines of text.
 pub(crate) fn print_report(report: &SolveReport, json: bool) -> Result<()> {
     if json {
         let text = serde_json::to_string_pretty(report)

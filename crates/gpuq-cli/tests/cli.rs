@@ -431,3 +431,72 @@ fn monte_carlo_methods_solve_and_refuse_bad_input() {
         assert!(e.starts_with("gpuq: error:"), "{args:?}: {e}");
     }
 }
+
+/// The default right-hand side is b = A x* for a seeded random x*: AMG takes
+/// more than the one iteration the constant x* = 1 gives it, and the error
+/// against x* is reported; `--rhs a1`, `ones` and the seed by name.
+#[test]
+fn the_default_rhs_is_a_random_known_solution() {
+    let json = |extra: &[&str]| {
+        let mut args = vec!["solve", "--generate", "laplace3d:12", "--precond", "amg"];
+        args.extend_from_slice(extra);
+        args.push("--json");
+        let o = gpuq(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = json(&[]);
+    assert_eq!(v["rhs"]["kind"], "random");
+    assert_eq!(v["rhs"]["seed"], 1);
+    assert!(v["iterations"].as_u64().unwrap() > 2, "{}", v["iterations"]);
+    let error = v["error"].as_f64().unwrap();
+    assert!(error > 0.0 && error < 1e-6, "error {error}");
+    let other = json(&["--rhs-seed", "2"]);
+    assert_eq!(other["rhs"]["seed"], 2);
+    assert_ne!(other["error"], v["error"]);
+    let a1 = json(&["--rhs", "a1"]);
+    assert_eq!(a1["rhs"]["kind"], "a1");
+    assert!(a1["error"].as_f64().unwrap() < 1e-6);
+    let ones = json(&["--rhs", "ones"]);
+    assert_eq!(ones["rhs"]["kind"], "ones");
+    assert!(ones["error"].is_null());
+    // a problem with a b of its own keeps it
+    let o = gpuq(&["solve", "--generate", "elasticity2d:6", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["rhs"]["kind"], "problem");
+}
+
+/// A Monte Carlo estimate carries a status: `estimate` without a tolerance,
+/// `inaccurate` (exit 3) when its residual exceeds 1, and against `--tol`
+/// when one is given.
+#[test]
+fn monte_carlo_estimates_carry_a_status() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "solve",
+            "--generate",
+            "laplace1d:100:0.5",
+            "--method",
+            "mc-adjoint",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = gpuq(&args);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (o.status.code(), v)
+    };
+    let (code, v) = run(&["--histories", "100000"]);
+    assert_eq!((code, v["status"].as_str()), (Some(0), Some("estimate")));
+    assert!(v["relative_residual"].as_f64().unwrap() < 1.0);
+    let (code, v) = run(&["--histories", "100000", "--tol", "1e-9"]);
+    assert_eq!(
+        (code, v["status"].as_str()),
+        (Some(3), Some("not_converged"))
+    );
+    let (code, v) = run(&["--histories", "100000", "--tol", "0.5"]);
+    assert_eq!((code, v["status"].as_str()), (Some(0), Some("converged")));
+    // one history in all: the estimate is far worse than x = 0
+    let (code, v) = run(&["--histories", "1", "--batches", "1"]);
+    assert!(v["relative_residual"].as_f64().unwrap() > 1.0, "{v}");
+    assert_eq!((code, v["status"].as_str()), (Some(3), Some("inaccurate")));
+}

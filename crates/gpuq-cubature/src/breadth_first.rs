@@ -109,7 +109,8 @@ pub(crate) fn run<B: CubatureKernels>(
     let status = loop {
         let cost = fresh.len() as u64 * pts;
         let capped = evals + cost > opts.max_evals;
-        if capped || clock.up(backend)? {
+        // The first round always runs: a stop has an estimate and an error.
+        if capped || (rounds > 0 && clock.up(backend)?) {
             // The parents of the boxes not evaluated stand for them.
             add_all(&mut done, &parents);
             add_all(&mut done, &parked.results);

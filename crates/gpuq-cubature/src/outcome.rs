@@ -109,7 +109,8 @@ pub struct Options {
     /// methods look at the clock between rounds (sequential CUHRE every
     /// [`CLOCK_EVERY`] splits, the second phase between its passes) and stop
     /// with [`Status::TimeLimit`] and the estimate so far; a round or a pass
-    /// under way finishes first.
+    /// under way finishes first, and the first round (the first order of the
+    /// Gauss-Legendre sequence) always runs, so a stop has an estimate.
     pub max_time: Option<f64>,
     /// Which rule.
     pub rule: crate::rules::RuleKind,

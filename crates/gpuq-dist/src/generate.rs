@@ -115,15 +115,18 @@ pub fn stencil_size(spec: &ProblemSpec) -> Option<usize> {
 
 /// Rank `rank`'s rows of the stencil problem `spec` (1D/2D/3D Laplacians,
 /// convection-diffusion, the shifted 3D Laplacian), built in place with the
-/// values of `gpuq_sparse::generators`, and their rows of b = A * ones (the
-/// generators' problems have no right-hand side of their own), summed as
-/// `Csr::mul_vec` does. `None` for a problem that is not a stencil. Errors
-/// when the partition does not cover the problem. O(the rank's nnz).
+/// values of `gpuq_sparse::generators`, and their rows of b = A x* where
+/// `solution(range)` gives the entries `range` of x* (the rank's columns,
+/// ghosts included: `|r| gpuq_sparse::reference::random_vector(seed, r)` for
+/// the seeded random x*), summed as `Csr::mul_vec` does. `None` for a problem
+/// that is not a stencil. Errors when the partition does not cover the
+/// problem. O(the rank's nnz).
 #[allow(clippy::type_complexity)]
 pub fn generated_rows<T: Scalar>(
     spec: &ProblemSpec,
     partition: &RowPartition,
     rank: usize,
+    solution: impl FnOnce(Range<usize>) -> Vec<T>,
 ) -> Result<Option<(Csr<T>, Vec<T>)>> {
     let Some(stencil) = Stencil::<T>::of(spec)? else {
         return Ok(None);
@@ -136,8 +139,18 @@ pub fn generated_rows<T: Scalar>(
         )));
     }
     let rows = stencil.rows(partition.range(rank))?;
+    let cols = rows.col_idx();
+    let first = cols.iter().min().map_or(0, |&j| j as usize);
+    let last = cols.iter().max().map_or(0, |&j| j as usize + 1);
+    let x = solution(first..last.max(first));
     let b = (0..rows.nrows())
-        .map(|i| rows.row(i).1.iter().map(|&a| a * T::one()).sum())
+        .map(|i| {
+            let (cols, vals) = rows.row(i);
+            cols.iter()
+                .zip(vals)
+                .map(|(&j, &a)| a * x[j as usize - first])
+                .sum()
+        })
         .collect();
     Ok(Some((rows, b)))
 }
@@ -153,11 +166,14 @@ mod tests {
         let whole: Csr<T> = spec.build().unwrap().matrix;
         let n = whole.nrows();
         assert_eq!(stencil_size(&spec), Some(n));
-        let ones = vec![T::one(); n];
-        let b = whole.mul_vec(&ones).unwrap();
+        let x: Vec<T> = gpuq_sparse::reference::random_vector(5, 0..n);
+        let b = whole.mul_vec(&x).unwrap();
         let p = RowPartition::contiguous(n, 3).unwrap();
         for rank in 0..3 {
-            let (rows, br) = generated_rows::<T>(&spec, &p, rank).unwrap().unwrap();
+            let solution = |r| gpuq_sparse::reference::random_vector(5, r);
+            let (rows, br) = generated_rows::<T>(&spec, &p, rank, solution)
+                .unwrap()
+                .unwrap();
             assert_eq!(rows, rows_of(&whole, &p, rank).unwrap());
             assert_eq!(br, b[p.range(rank)].to_vec());
         }
@@ -174,14 +190,15 @@ mod tests {
 
     #[test]
     fn other_problems_and_wrong_partitions_are_refused() {
+        let ones = |r: Range<usize>| vec![1.0; r.len()];
         let fem = ProblemSpec::parse("helmholtz-cylinder:0").unwrap();
         let p = RowPartition::contiguous(10, 2).unwrap();
-        assert!(generated_rows::<f64>(&fem, &p, 0).unwrap().is_none());
+        assert!(generated_rows::<f64>(&fem, &p, 0, ones).unwrap().is_none());
         assert_eq!(stencil_size(&fem), None);
         let lap = ProblemSpec::parse("laplace2d:4").unwrap();
-        assert!(generated_rows::<f64>(&lap, &p, 0).is_err());
+        assert!(generated_rows::<f64>(&lap, &p, 0, ones).is_err());
         let damped = ProblemSpec::parse("helmholtz3d:3:0.5:0.1").unwrap();
         let p27 = RowPartition::contiguous(27, 2).unwrap();
-        assert!(generated_rows::<f64>(&damped, &p27, 0).is_err());
+        assert!(generated_rows::<f64>(&damped, &p27, 0, ones).is_err());
     }
 }

@@ -48,7 +48,7 @@ pub mod walker;
 pub use mcsa::{mcsa, McsaOptions, MCSA_STAGNATION};
 pub use options::{Estimator, Mapping, McMethod, McOptions};
 pub use setup::{Layout, McSetup, WalkData};
-pub use solve::{McResult, McTiming, MonteCarlo};
+pub use solve::{McResult, McStatus, McTiming, MonteCarlo};
 pub use spectral::SpectralEstimate;
 pub use walker::{AdjointBatch, BatchSums, ForwardBatch, Source, WalkBackend};
 

@@ -83,7 +83,7 @@ impl Mapping {
 
 /// Options of a Monte Carlo solve. `Default` gives the adjoint collision method
 /// with 10^5 histories, weight cutoff 1e-9, at most 10^4 moves, seed 1, 10
-/// batches and the structure-of-arrays layout.
+/// batches, the structure-of-arrays layout and no tolerance.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct McOptions {
     /// Forward or adjoint.
@@ -105,6 +105,10 @@ pub struct McOptions {
     pub layout: Layout,
     /// Forward method's thread mapping on the GPU.
     pub mapping: Mapping,
+    /// The relative residual the estimate is held to (its [`crate::McStatus`]
+    /// is `converged` or `not_converged`); `None`: no tolerance, the status
+    /// says only whether the estimate beats x = 0.
+    pub tolerance: Option<f64>,
 }
 
 impl Default for McOptions {
@@ -119,6 +123,7 @@ impl Default for McOptions {
             batches: 10,
             layout: Layout::Soa,
             mapping: Mapping::ThreadPerEntry,
+            tolerance: None,
         }
     }
 }
@@ -140,6 +145,13 @@ impl McOptions {
                 "weight cutoff {} is not in [0, 1)",
                 self.cutoff
             )));
+        }
+        if let Some(t) = self.tolerance {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "tolerance {t} is not a positive number"
+                )));
+            }
         }
         Ok(())
     }

@@ -23,6 +23,58 @@ pub struct McTiming {
     pub reduction_s: f64,
 }
 
+/// What a Monte Carlo estimate is worth, judged by its true relative residual
+/// ||b - A x|| / ||b||.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McStatus {
+    /// No tolerance was asked and the residual is at most 1: an estimate, to
+    /// be read with its residual and standard error.
+    #[default]
+    Estimate,
+    /// The residual met [`McOptions::tolerance`].
+    Converged,
+    /// The residual is at most 1 but misses [`McOptions::tolerance`].
+    NotConverged,
+    /// The residual exceeds 1 or is not finite: the estimate is worse than
+    /// x = 0 (too few histories for the walk's variance, or rho(H^) >= 1).
+    Inaccurate,
+    /// The residual was not computed ([`MonteCarlo::estimate`]).
+    Unchecked,
+}
+
+impl McStatus {
+    /// The status of an estimate with relative residual `residual`, held to
+    /// `tolerance` when one was asked.
+    pub fn judge(residual: f64, tolerance: Option<f64>) -> Self {
+        if residual.is_nan() || residual > 1.0 {
+            return McStatus::Inaccurate;
+        }
+        match tolerance {
+            None => McStatus::Estimate,
+            Some(t) if residual <= t => McStatus::Converged,
+            Some(_) => McStatus::NotConverged,
+        }
+    }
+
+    /// Whether the estimate is what was asked for: an estimate no worse than
+    /// x = 0 without a tolerance, or one that met it.
+    pub fn is_success(self) -> bool {
+        matches!(self, McStatus::Estimate | McStatus::Converged)
+    }
+
+    /// The status's name in reports (`estimate`, `converged`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            McStatus::Estimate => "estimate",
+            McStatus::Converged => "converged",
+            McStatus::NotConverged => "not_converged",
+            McStatus::Inaccurate => "inaccurate",
+            McStatus::Unchecked => "unchecked",
+        }
+    }
+}
+
 /// The result of a Monte Carlo solve.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct McResult {
@@ -47,6 +99,8 @@ pub struct McResult {
     pub batches: u32,
     /// The true relative residual ||b - A x|| / ||b|| of the estimate.
     pub relative_residual: f64,
+    /// What the estimate is worth, from its residual ([`McStatus::judge`]).
+    pub status: McStatus,
     /// Histories run.
     pub histories: u64,
     /// Moves made by all histories.
@@ -178,6 +232,7 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
             ..Default::default()
         };
         if b_norm == 0.0 || n == 0 {
+            result.status = McStatus::judge(0.0, opts.tolerance);
             result.x = vec![0.0; n];
             result.timing.setup_s = self.setup_s;
             return Ok(result);
@@ -203,6 +258,11 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
         result.std_error = std_error;
         result.batches = batches.sums.len() as u32;
         result.relative_residual = residual;
+        result.status = if check {
+            McStatus::judge(residual, opts.tolerance)
+        } else {
+            McStatus::Unchecked
+        };
         result.histories = histories;
         result.steps = batches.steps;
         result.timing = McTiming {

@@ -62,6 +62,7 @@ pub mod fem_cylinder;
 pub mod generators;
 pub mod matrix_market;
 mod nalgebra_interop;
+pub mod reference;
 mod sell;
 
 pub use backend::{
