@@ -500,3 +500,13 @@ fn monte_carlo_estimates_carry_a_status() {
     assert!(v["relative_residual"].as_f64().unwrap() > 1.0, "{v}");
     assert_eq!((code, v["status"].as_str()), (Some(3), Some("inaccurate")));
 }
+
+/// A problem larger than the host's memory is a one-line error naming the
+/// size, not an abort of the process.
+#[test]
+fn a_problem_too_large_for_the_host_is_an_error() {
+    let o = gpuq(&["solve", "--generate", "laplace3d:1250"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr_one_line(&o);
+    assert!(e.contains("laplace3d:1250") && e.contains("host memory"), "{e}");
+}

@@ -126,6 +126,18 @@ pub enum Error {
         total: u64,
     },
 
+    /// An allocation whose size comes from input would not fit in the host's
+    /// memory.
+    #[error("{what} needs {} of host memory; {} are available", gib(*.needed), gib(*.available))]
+    HostMemory {
+        /// What was to be allocated (a matrix, a file's entries, ...).
+        what: String,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+
     /// A backend operation failed on the device (launch, allocation, copy).
     #[error("device error: {0}")]
     Device(String),

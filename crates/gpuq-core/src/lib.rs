@@ -60,6 +60,7 @@
 
 mod backend;
 mod error;
+pub mod memory;
 mod operator;
 mod report;
 mod scalar;

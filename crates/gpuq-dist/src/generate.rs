@@ -69,6 +69,11 @@ impl<T: Scalar> Stencil<T> {
         let [mx, my, mz] = self.dims;
         let (sx, sy) = (1usize, mx);
         let sz = mx * my;
+        let entry = (std::mem::size_of::<T>() + std::mem::size_of::<u32>()) as u128;
+        gpuq_core::memory::check_host_memory(
+            &format!("this rank's {} rows of the stencil", range.len()),
+            7 * range.len() as u128 * entry,
+        )?;
         let mut ptr = Vec::with_capacity(range.len() + 1);
         let mut cols: Vec<u32> = Vec::with_capacity(7 * range.len());
         let mut vals = Vec::with_capacity(7 * range.len());

@@ -266,6 +266,32 @@ pub enum ProblemSpec {
     },
 }
 
+impl std::fmt::Display for ProblemSpec {
+    /// The spec as [`ProblemSpec::parse`] reads it (`laplace3d:100`, ...).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ProblemSpec::Laplace1d { n, shift } => write!(f, "laplace1d:{n}:{shift}"),
+            ProblemSpec::Laplace2d { m } => write!(f, "laplace2d:{m}"),
+            ProblemSpec::Laplace3d { m } => write!(f, "laplace3d:{m}"),
+            ProblemSpec::ConvDiff2d { m, wind } => write!(f, "convdiff2d:{m}:{wind}"),
+            ProblemSpec::Helmholtz3d { m, kh, damping } => {
+                write!(f, "helmholtz3d:{m}:{kh}:{damping}")
+            }
+            ProblemSpec::HelmholtzCylinder { level, side_wall } => {
+                let wall = match side_wall {
+                    SideWall::Hard => "hard",
+                    SideWall::Soft => "soft",
+                };
+                write!(f, "helmholtz-cylinder:{level}:{wall}")
+            }
+            ProblemSpec::Elasticity2d { n } => write!(f, "elasticity2d:{n}"),
+            ProblemSpec::Elasticity3d { n } => write!(f, "elasticity3d:{n}"),
+            ProblemSpec::Bidomain2d { n, dt } => write!(f, "bidomain2d:{n}:{dt}"),
+            ProblemSpec::Bidomain3d { n, dt } => write!(f, "bidomain3d:{n}:{dt}"),
+        }
+    }
+}
+
 /// A generated system: the matrix and, when the problem defines one (the
 /// cylinder's piston), its right-hand side.
 #[derive(Clone, Debug, PartialEq)]
@@ -424,10 +450,44 @@ impl ProblemSpec {
         }
     }
 
+    /// The unknowns and an upper bound of the stored entries of the matrix,
+    /// from the sizes alone (no assembly), as u128 so that no size
+    /// overflows. O(1).
+    pub fn size_bounds(&self) -> (u128, u128) {
+        let cube = |m: usize| (m as u128).pow(3);
+        let square = |m: usize| (m as u128).pow(2);
+        let (n, per_row) = match *self {
+            ProblemSpec::Laplace1d { n, .. } => (n as u128, 3),
+            ProblemSpec::Laplace2d { m } | ProblemSpec::ConvDiff2d { m, .. } => (square(m), 5),
+            ProblemSpec::Laplace3d { m } | ProblemSpec::Helmholtz3d { m, .. } => (cube(m), 7),
+            ProblemSpec::HelmholtzCylinder { .. } => (150_000, 27),
+            ProblemSpec::Elasticity2d { n } => (2 * square(n + 1), 18),
+            ProblemSpec::Elasticity3d { n } => (3 * cube(n + 1), 81),
+            ProblemSpec::Bidomain2d { n, .. } => (2 * square(n + 1), 18),
+            ProblemSpec::Bidomain3d { n, .. } => (2 * cube(n + 1), 54),
+        };
+        (n, n * per_row)
+    }
+
+    /// Errors with [`Error::HostMemory`] when assembling the problem in `T`
+    /// (its entries twice, as triplets and in CSR, and a few vectors) would
+    /// not fit in the host's available memory. O(1).
+    pub fn check_memory<T: Scalar>(&self, spec: &str) -> Result<()> {
+        let (n, nnz) = self.size_bounds();
+        let entry = (std::mem::size_of::<T>() + 2 * std::mem::size_of::<u32>()) as u128;
+        let bytes = 2 * nnz * entry + 8 * n * std::mem::size_of::<T>() as u128;
+        gpuq_core::memory::check_host_memory(
+            &format!("generating {spec} ({n} unknowns, up to {nnz} entries)"),
+            bytes,
+        )
+    }
+
     /// Assembles the matrix (and the problem's own right-hand side, if any).
     /// O(nnz). Errors when `T` is real and the problem is complex
-    /// ([`ProblemSpec::is_complex`]).
+    /// ([`ProblemSpec::is_complex`]), or when the problem would not fit in
+    /// the host's memory ([`ProblemSpec::check_memory`]).
     pub fn build<T: Scalar>(&self) -> Result<Generated<T>> {
+        self.check_memory::<T>(&self.to_string())?;
         let matrix = match *self {
             ProblemSpec::Laplace1d { n, shift } => laplace1d(n, shift),
             ProblemSpec::Laplace2d { m } => laplace2d(m),
@@ -484,6 +544,24 @@ mod tests {
 
     fn is_symmetric(a: &Csr<f64>) -> bool {
         a.transpose(false) == *a
+    }
+
+    #[test]
+    fn specs_print_as_they_parse_and_huge_ones_are_refused() {
+        for text in [
+            "laplace1d:10:0.5",
+            "laplace3d:7",
+            "helmholtz3d:4:0.7:0.1",
+            "helmholtz-cylinder:1:soft",
+            "elasticity3d:3",
+            "bidomain2d:8:0.05",
+        ] {
+            let spec = ProblemSpec::parse(text).unwrap();
+            assert_eq!(ProblemSpec::parse(&spec.to_string()).unwrap(), spec);
+        }
+        let huge = ProblemSpec::parse("laplace3d:1250").unwrap();
+        let e = huge.build::<f64>().unwrap_err().to_string();
+        assert!(e.contains("laplace3d:1250") && e.contains("host memory"), "{e}");
     }
 
     #[test]
