@@ -109,11 +109,9 @@ pub fn write_vtk(
         }
     }
     gpuq_core::check_same_len("VTK snapshot (activation)", n, activation.len())?;
-    let file = File::create(path).map_err(|e| io_error(path, e))?;
-    let mut out = BufWriter::new(file);
     let [gx, gy, gz] = tissue.grid();
     let h = tissue.h;
-    let mut write = || -> std::io::Result<()> {
+    let write = |out: &mut BufWriter<File>| -> std::io::Result<()> {
         writeln!(out, "# vtk DataFile Version 3.0")?;
         writeln!(out, "gpuq bidomain t = {time_ms} ms")?;
         writeln!(out, "ASCII")?;
@@ -133,7 +131,7 @@ pub fn write_vtk(
         }
         out.flush()
     };
-    write().map_err(|e| io_error(path, e))
+    gpuq_core::files::write_atomically(path, |out| write(out).map_err(|e| io_error(path, e)))
 }
 
 /// Writes the interleaved solution `(phi_e, v_m)` per node as a Matrix Market

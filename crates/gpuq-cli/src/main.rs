@@ -11,7 +11,8 @@
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; a solve that does not
-//! converge prints its report and exits with status 3.
+//! converge prints its report and exits with status 3; one stopped by Ctrl-C
+//! prints its report (status `interrupted`) and exits with status 130.
 
 mod amg;
 mod args;
@@ -26,6 +27,7 @@ mod generate;
 mod info;
 mod integrate;
 mod montecarlo;
+mod outputs;
 mod progress;
 mod rhs;
 mod solve;
@@ -48,6 +50,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    stop_on_ctrl_c();
+    if let Err(e) = outputs::check(&cli.command) {
+        eprintln!("gpuq: error: {e}");
+        return ExitCode::from(1);
+    }
     let outcome = match cli.command {
         args::Command::Info => info::run(),
         #[cfg(feature = "mpi")]
@@ -67,6 +74,23 @@ fn main() -> ExitCode {
             eprintln!("gpuq: error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Ctrl-C asks the running solve to stop at its next iteration
+/// ([`gpuq_core::interrupt`]): it prints the report of the work done with
+/// status `interrupted` and exits with status 130, writing no output file. A
+/// second Ctrl-C exits at once.
+fn stop_on_ctrl_c() {
+    let installed = ctrlc::set_handler(|| {
+        if gpuq_core::interrupt::requested() {
+            std::process::exit(130);
+        }
+        gpuq_core::interrupt::request();
+        eprintln!("\ngpuq: stopping at the next iteration (Ctrl-C again to quit at once)");
+    });
+    if let Err(e) = installed {
+        eprintln!("gpuq: warning: Ctrl-C will end the process without a report ({e})");
     }
 }
 

@@ -264,14 +264,16 @@ pub(crate) fn ended<X>(
     }
 }
 
-/// The exit status of a finished solve: 0 when it converged; otherwise 3, with
-/// one line on stderr naming its status (and `stopped`, the breakdown's message).
+/// The exit status of a finished solve: 0 when it converged; 130 when it was
+/// interrupted; otherwise 3; with one line on stderr naming its status (and
+/// `stopped`, the breakdown's message).
 pub(crate) fn exit_status(report: &SolveReport, stopped: Option<&str>) -> ExitCode {
     if report.converged {
         return ExitCode::SUCCESS;
     }
     let why = match (report.status, stopped) {
         (_, Some(message)) => message.to_string(),
+        (SolveStatus::Interrupted, _) => "stopped by Ctrl-C; no output file written".to_string(),
         (SolveStatus::AccuracyLimit, None) => format!(
             "the recurrence met the tolerance but the true residual did not after {} \
              residual replacement(s): the attainable accuracy lies above the tolerance",
@@ -286,7 +288,11 @@ pub(crate) fn exit_status(report: &SolveReport, stopped: Option<&str>) -> ExitCo
         report.iterations,
         report.tolerance
     );
-    ExitCode::from(3)
+    if report.status == SolveStatus::Interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::from(3)
+    }
 }
 
 /// Prints `report` as pretty JSON with `json`, else as `text` prints it.

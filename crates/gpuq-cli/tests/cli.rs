@@ -508,5 +508,83 @@ fn a_problem_too_large_for_the_host_is_an_error() {
     let o = gpuq(&["solve", "--generate", "laplace3d:1250"]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr_one_line(&o);
-    assert!(e.contains("laplace3d:1250") && e.contains("host memory"), "{e}");
+    assert!(
+        e.contains("laplace3d:1250") && e.contains("host memory"),
+        "{e}"
+    );
+}
+
+/// Ctrl-C (SIGINT) stops a solve at its next iteration: the report of the
+/// work done with status `interrupted`, exit status 130, and no `--out` file
+/// (neither complete nor partial).
+#[test]
+fn ctrl_c_stops_with_a_report_and_no_output_file() {
+    let dir = std::env::temp_dir().join(format!("gpuq-ctrl-c-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("x.mtx");
+    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
+    // Far more work than the wait below on any machine: the stop comes first.
+    let child = Command::new(bin)
+        .args(["solve", "--generate", "laplace3d:40", "--tol", "1e-300"])
+        .args([
+            "--atol",
+            "0",
+            "--stagnation-window",
+            "0",
+            "--max-iter",
+            "100000000",
+        ])
+        .arg("--json")
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "interrupted");
+    assert_eq!(v["converged"], false);
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// An output path that cannot be written is found before any computation:
+/// one line naming it.
+#[test]
+fn bad_output_paths_are_refused_before_the_work() {
+    for args in [
+        vec![
+            "solve",
+            "--generate",
+            "laplace3d:1250",
+            "--out",
+            "/nonexistent-gpuq/x.mtx",
+        ],
+        vec![
+            "generate",
+            "laplace2d:4",
+            "--out",
+            "/nonexistent-gpuq/A.mtx",
+        ],
+        vec!["uq", "psd", "--plot", "/nonexistent-gpuq/psd.png"],
+    ] {
+        let o = gpuq(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let e = stderr_one_line(&o);
+        assert!(e.contains("/nonexistent-gpuq/"), "{args:?}: {e}");
+    }
 }

@@ -183,7 +183,7 @@ fn gib(bytes: u64) -> String {
 
 /// The message of [`Error::Breakdown`] after the method's name.
 fn describe_breakdown(quantity: &str, iteration: usize) -> String {
-    if quantity.starts_with("stagnation") {
+    if quantity.starts_with("stagnation") || quantity.starts_with("interrupted") {
         format!("stopped at iteration {iteration}: {quantity}")
     } else {
         format!("broke down at iteration {iteration}: {quantity} vanished or is not finite")

@@ -60,6 +60,8 @@
 
 mod backend;
 mod error;
+pub mod files;
+pub mod interrupt;
 pub mod memory;
 mod operator;
 mod report;

@@ -52,7 +52,10 @@ mod tests {
     fn an_impossible_size_is_an_error_naming_it() {
         let e = check_host_memory("a test matrix", 1u128 << 80).unwrap_err();
         let text = e.to_string();
-        assert!(text.contains("a test matrix") && text.contains("host memory"), "{text}");
+        assert!(
+            text.contains("a test matrix") && text.contains("host memory"),
+            "{text}"
+        );
         assert!(check_host_memory("a small vector", 1 << 10).is_ok());
         assert!(try_filled(usize::MAX / 2, 0u64, "a huge vector").is_err());
         assert_eq!(try_filled(3, 1.5f64, "three").unwrap(), [1.5; 3]);

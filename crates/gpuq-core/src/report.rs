@@ -20,6 +20,9 @@ pub enum SolveStatus {
     /// restarting from the true residual (residual replacement): the accuracy the
     /// arithmetic can attain on this system lies above the tolerance.
     AccuracyLimit,
+    /// A stop was requested ([`crate::interrupt::request`], Ctrl-C in the CLI)
+    /// and the solve ended at the next iteration with the iterate so far.
+    Interrupted,
 }
 
 impl SolveStatus {
@@ -31,6 +34,7 @@ impl SolveStatus {
             SolveStatus::Stagnated => "stagnated",
             SolveStatus::Breakdown => "breakdown",
             SolveStatus::AccuracyLimit => "accuracy_limit",
+            SolveStatus::Interrupted => "interrupted",
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::bicgstab_kernels::{
 };
 use crate::replacement::with_residual_replacement;
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
-use crate::session::{vanished, Session, STAGNATION};
+use crate::session::{vanished, Session};
 use crate::KrylovOptions;
 use gpuq_core::{DeviceVector, FusedDot, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -186,7 +186,7 @@ fn bicgstab_once<B: BicgstabKernels, T: Scalar>(
             break;
         }
         if stalled {
-            failure = Some(STAGNATION);
+            failure = Some(session.stop_reason());
             break;
         }
         if vanished(host[RHO]) {

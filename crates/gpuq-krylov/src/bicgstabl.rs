@@ -8,7 +8,7 @@ use crate::bicgstabl_kernels::{
 };
 use crate::replacement::with_residual_replacement;
 use crate::replay::{Pipeline, Record};
-use crate::session::{Session, STAGNATION};
+use crate::session::Session;
 use crate::KrylovOptions;
 use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -238,7 +238,7 @@ fn bicgstab_l_once<B: BicgstablKernels, T: Scalar>(
             break;
         }
         if session.iteration(it, rnorm, monitor) {
-            failure = Some(STAGNATION);
+            failure = Some(session.stop_reason());
             break;
         }
         if !rnorm.is_finite() {

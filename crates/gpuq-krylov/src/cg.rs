@@ -3,7 +3,7 @@
 use crate::kernels::{cg_next_slot, CG_LEN, PQ, RHO, RNORM2};
 use crate::replacement::with_residual_replacement;
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
-use crate::session::{Session, STAGNATION};
+use crate::session::Session;
 use crate::{CgKernels, KrylovOptions};
 use gpuq_core::num_traits::Zero;
 use gpuq_core::{DeviceVector, FusedDot, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -127,7 +127,7 @@ where
         let rr = backend.cg_update_residual(alpha, &q, &mut r)?;
         rnorm = rr.to_f64_lossless().sqrt();
         if session.iteration(it, rnorm, monitor) {
-            failure = Some(STAGNATION);
+            failure = Some(session.stop_reason());
             break;
         }
         if !rnorm.is_finite() {
@@ -282,7 +282,7 @@ where
         }
         rnorm = host[RNORM2].re().to_f64_lossless().sqrt();
         if session.iteration(it, rnorm, monitor) {
-            failure = Some(STAGNATION);
+            failure = Some(session.stop_reason());
             break;
         }
         if !rnorm.is_finite() {

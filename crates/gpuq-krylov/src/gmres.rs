@@ -3,7 +3,7 @@
 use crate::gmres_kernels::{gs_extra, GmresKernels};
 use crate::replacement::with_residual_replacement;
 use crate::replay::snapshot;
-use crate::session::{Session, STAGNATION};
+use crate::session::Session;
 use crate::KrylovOptions;
 use gpuq_core::num_traits::Float;
 use gpuq_core::{DeviceVector, Error, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -297,7 +297,7 @@ fn gmres_once<B: GmresKernels, T: Scalar>(
         rnorm = Session::residual(backend, a, b, x, &mut r)?;
         converged = rnorm <= target;
         if stalled && !converged {
-            failure = Some(STAGNATION);
+            failure = Some(session.stop_reason());
         }
     }
     session.finish(

@@ -113,7 +113,7 @@ pub use precond::{BlockJacobi2, Jacobi};
 pub use qmr::{qmr, qmr_monitored};
 pub use qmr_kernels::QmrKernels;
 pub use replay::{Replay, ReplayByRerun};
-pub use session::STAGNATION;
+pub use session::{INTERRUPTED, STAGNATION};
 pub use solve::{
     solve_csr, solve_csr_monitored, solve_csr_with_precond, solve_resident_with_precond,
     KrylovBackend, SolverConfig,

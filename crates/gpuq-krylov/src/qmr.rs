@@ -5,7 +5,7 @@
 use crate::qmr_kernels::{QmrKernels, CARRY, DELTA, EPS, ETA, GAMMA, LEN, RHO, RNORM2, THETA, XI};
 use crate::replacement::with_residual_replacement;
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
-use crate::session::{vanished, Session, STAGNATION};
+use crate::session::{vanished, Session};
 use crate::KrylovOptions;
 use gpuq_core::{DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
 
@@ -202,7 +202,7 @@ fn qmr_once<B: QmrKernels, T: Scalar>(
         }
         rnorm = host[RNORM2].re().to_f64_lossless().sqrt();
         if session.iteration(it, rnorm, monitor) {
-            failure = Some(STAGNATION);
+            failure = Some(session.stop_reason());
             break;
         }
         if !rnorm.is_finite() {

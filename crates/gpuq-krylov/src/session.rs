@@ -20,6 +20,10 @@ pub(crate) fn vanished<T: Scalar>(z: T) -> bool {
 pub const STAGNATION: &str =
     "stagnation: the residual did not decrease by 1% within the stagnation window";
 
+/// The quantity named by the [`gpuq_core::Error::Breakdown`] a solve stopped
+/// by [`gpuq_core::interrupt::request`] ends with (status `interrupted`).
+pub const INTERRUPTED: &str = "interrupted: a stop was requested (Ctrl-C)";
+
 /// One solve in progress.
 pub(crate) struct Session {
     start: Instant,
@@ -124,8 +128,10 @@ impl Session {
     }
 
     /// Records iteration `it`'s recurrence residual norm and tells the monitor;
-    /// returns `true` when the solve has stagnated (no 1% decrease of the
-    /// smallest residual within the stagnation window).
+    /// returns `true` when the solve must stop: it has stagnated (no 1%
+    /// decrease of the smallest residual within the stagnation window) or a
+    /// stop was requested ([`gpuq_core::interrupt`]); [`Session::stop_reason`]
+    /// says which.
     #[must_use]
     pub fn iteration(
         &mut self,
@@ -140,7 +146,18 @@ impl Session {
         if rnorm < 0.99 * self.best.0 {
             self.best = (rnorm, it);
         }
-        self.stagnation_window > 0 && it - self.best.1 >= self.stagnation_window
+        gpuq_core::interrupt::requested()
+            || (self.stagnation_window > 0 && it - self.best.1 >= self.stagnation_window)
+    }
+
+    /// Why [`Session::iteration`] asked to stop: [`INTERRUPTED`] when a stop
+    /// was requested, else [`STAGNATION`].
+    pub fn stop_reason(&self) -> &'static str {
+        if gpuq_core::interrupt::requested() {
+            INTERRUPTED
+        } else {
+            STAGNATION
+        }
     }
 
     /// Ends the solve: recomputes the true residual b - A x (using `scratch`),
@@ -168,6 +185,7 @@ impl Session {
         r.converged = converged;
         r.status = match failure {
             Some((_, quantity)) if quantity == STAGNATION => SolveStatus::Stagnated,
+            Some((_, quantity)) if quantity == INTERRUPTED => SolveStatus::Interrupted,
             Some(_) => SolveStatus::Breakdown,
             None if converged => SolveStatus::Converged,
             None => SolveStatus::MaxIterations,

@@ -3,7 +3,7 @@
 
 use crate::replacement::with_residual_replacement;
 use crate::replay::{iterate_buffers, settle_iterate, Pipeline, Record};
-use crate::session::{vanished, Session, STAGNATION};
+use crate::session::{vanished, Session};
 use crate::tfqmr_kernels::{TfqmrKernels, LEN, RHO_NEXT, SIGMA, TAU2};
 use crate::KrylovOptions;
 use gpuq_core::{Backend, DeviceVector, LinearOperator, RealScalar, Result, Scalar, SolveReport};
@@ -218,7 +218,7 @@ fn tfqmr_once<B: TfqmrKernels, T: Scalar>(
                     break 'restart;
                 }
                 if stalled {
-                    failure = Some(STAGNATION);
+                    failure = Some(session.stop_reason());
                     break 'restart;
                 }
                 if true_norm > 0.5 * restart_norm {
@@ -231,7 +231,7 @@ fn tfqmr_once<B: TfqmrKernels, T: Scalar>(
                 continue 'restart;
             }
             if session.iteration(it, rnorm, monitor) {
-                failure = Some(STAGNATION);
+                failure = Some(session.stop_reason());
                 break 'restart;
             }
             if vanished(host[RHO_NEXT]) {

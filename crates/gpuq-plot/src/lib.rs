@@ -206,12 +206,9 @@ pub(crate) fn render<F: Draw>(figure: &F, format: Format) -> Result<(Vec<u8>, Fr
     }
 }
 
-/// Writes `bytes` at `path`.
+/// Writes `bytes` at `path`, atomically (no truncated figure is left behind).
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    })
+    gpuq_core::files::write_bytes_atomically(path, bytes)
 }
 
 /// Copies the raster into an RGB image of `size`, clipped to it.

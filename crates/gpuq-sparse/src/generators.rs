@@ -561,7 +561,10 @@ mod tests {
         }
         let huge = ProblemSpec::parse("laplace3d:1250").unwrap();
         let e = huge.build::<f64>().unwrap_err().to_string();
-        assert!(e.contains("laplace3d:1250") && e.contains("host memory"), "{e}");
+        assert!(
+            e.contains("laplace3d:1250") && e.contains("host memory"),
+            "{e}"
+        );
     }
 
     #[test]

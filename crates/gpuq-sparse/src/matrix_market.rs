@@ -373,20 +373,13 @@ pub fn save_dense_vector<T: Scalar>(x: &[T], path: impl AsRef<Path>) -> Result<(
     save_with(path.as_ref(), |w| write_dense_vector(x, w))
 }
 
+/// Writes the file at `path` through `write`, atomically
+/// ([`gpuq_core::files::write_atomically`]: no truncated file is left behind).
 fn save_with(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<()>,
 ) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let file = std::fs::File::create(path).map_err(io)?;
-    let mut w = std::io::BufWriter::new(file);
-    write(&mut w).map_err(|e| match e {
-        Error::Io { source, .. } => io(source),
-        other => other,
-    })
+    gpuq_core::files::write_atomically(path, write)
 }
 
 fn read_text(path: &Path) -> Result<String> {
