@@ -29,7 +29,7 @@ for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7" "f5 8 1e-6"
     set -- $c
     for m in auto two-phase breadth-first; do
         out="$LOGS/int-$1-$2-$3-$m.json"
-        timeout 300 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $m --backend cuda --json >"$out" 2>&1
+        timeout 300 "$G" integrate --integrand $1 --dim $2 --tol $3 --method $m --backend cuda --json >"$out" 2>&1
         echo "RUN $1 n=$2 $3 $m rc=$? $(python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -59,7 +59,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
     F5='sum(i, 1, n, cos(10 * x[i])) / (2 * -0.054402111088937)'
     while read -r f n tol m ib mb; do
         eval "ex=\$$(echo "$f" | tr a-z A-Z)"
-        common=(--dim "$n" --rel-tol "$tol" --method "$m" --initial-boxes "$ib" --max-boxes "$mb"
+        common=(--dim "$n" --tol "$tol" --method "$m" --initial-boxes "$ib" --max-boxes "$mb"
                 --max-evals 20000000000 --backend cuda --repeat 5 --json)
         timeout 120 "$G" integrate --integrand "$f" "${common[@]}" >"$LOGS/t3-$f-builtin.json" 2>&1
         timeout 120 "$G" integrate --expr "$ex" "${common[@]}" >"$LOGS/t3-$f-expr.json" 2>&1
@@ -73,7 +73,7 @@ f4 6 1e-5 breadth-first 1024 262144
 f5 8 1e-7 breadth-first 16384 1048576
 CASES
     # A second process finds the expression's cubin on disk.
-    timeout 60 "$G" integrate --expr "$F5" --dim 8 --rel-tol 1e-3 --backend cuda --json >"$LOGS/disk.json" 2>&1
+    timeout 60 "$G" integrate --expr "$F5" --dim 8 --tol 1e-3 --backend cuda --json >"$LOGS/disk.json" 2>&1
     row "f5 expr, second process" "$(j "$LOGS/disk.json" compile_s module setup_s)"
     # The product Gauss-Legendre rule at the peers' points per axis (the m with which CuPy
     # met the tolerance): built-in, expression, then CuPy and torchquad below.

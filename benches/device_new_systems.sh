@@ -137,7 +137,7 @@ for r in d['runs']: print('peer', r)" 2>&1 | tail -8
     for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7"; do
         set -- $c
         for m in two-phase breadth-first; do
-            timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $m --backend cuda --max-evals 20000000000 --json >"$LOGS/int-$1-$m.json" 2>&1
+            timeout 60 "$G" integrate --integrand $1 --dim $2 --tol $3 --method $m --backend cuda --max-evals 20000000000 --json >"$LOGS/int-$1-$m.json" 2>&1
             row "integrate $1 n=$2 $3 $m cuda" "$(j "$LOGS/int-$1-$m.json" time_s estimate error evaluations converged)"
         done
     done
@@ -307,7 +307,7 @@ if [ "$WHAT" = cubbest ]; then
              "f5 8 1e-7 breadth-first 16384 1048576"; do
         set -- $c
         out="$LOGS/best-$1.json"
-        timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $4 --initial-boxes $5 --max-boxes $6 --backend cuda --max-evals 20000000000 --json >"$out" 2>&1
+        timeout 60 "$G" integrate --integrand $1 --dim $2 --tol $3 --method $4 --initial-boxes $5 --max-boxes $6 --backend cuda --max-evals 20000000000 --json >"$out" 2>&1
         row "integrate $1 n=$2 $3 $4 IB $5 MB $6 cuda" "$(j "$out" time_s evaluate_s error evaluations rounds converged)"
     done
 fi
@@ -381,7 +381,7 @@ if [ "$WHAT" = cubsweep ]; then
     for c in "${CFGS[@]}"; do
         set -- $c
         out="$LOGS/sw-$1-$4-$5-$6-$7.json"
-        timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $4 --initial-boxes $5 --max-boxes $6 --split-aim $7 --backend cuda --max-evals 20000000000 --repeat 3 --json >"$out" 2>&1
+        timeout 60 "$G" integrate --integrand $1 --dim $2 --tol $3 --method $4 --initial-boxes $5 --max-boxes $6 --split-aim $7 --backend cuda --max-evals 20000000000 --repeat 3 --json >"$out" 2>&1
         row "integrate $1 n=$2 $3 $4 IB $5 MB $6 aim $7" "$(j "$out" time_s evaluate_s error estimate evaluations rounds converged repeat_time_s)"
     done
 fi
@@ -415,7 +415,7 @@ if [ "$WHAT" = cubtensor ]; then
     for c in "f1 7 1e-5" "f2 5 1e-2" "f3 5 1e-2" "f4 6 1e-5" "f5 8 1e-7"; do
         set -- $c
         out="$LOGS/tensor-auto-$1.json"
-        timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method gauss-legendre:auto --max-evals 20000000000 --backend cuda --repeat 3 --json >"$out" 2>&1
+        timeout 60 "$G" integrate --integrand $1 --dim $2 --tol $3 --method gauss-legendre:auto --max-evals 20000000000 --backend cuda --repeat 3 --json >"$out" 2>&1
         row "integrate $1 n=$2 $3 gauss-legendre:auto cuda" "$(j "$out" time_s estimate error evaluations rounds converged repeat_time_s)"
     done
 fi
@@ -429,11 +429,11 @@ if [ "$WHAT" = fig2 ]; then
     IFS=';' read -ra FC <<<"$FIG"
     : >"$LOGS/fig2-jobs"
     for c in "${FC[@]}"; do set -- $c; for t in $TOLS; do echo "$1 $2 $t" >>"$LOGS/fig2-jobs"; done; done
-    [ "${FIG2_SEQ:-1}" = 1 ] && xargs -P 12 -L 1 sh -c 'timeout 30 "$0" integrate --integrand $1 --dim $2 --rel-tol $3 --method cuhre --backend cpu --max-evals 100000000 --json >"'"$LOGS"'/fig2-$1-$2-$3-cuhre-cpu.json" 2>&1' "$G" <"$LOGS/fig2-jobs"
+    [ "${FIG2_SEQ:-1}" = 1 ] && xargs -P 12 -L 1 sh -c 'timeout 30 "$0" integrate --integrand $1 --dim $2 --tol $3 --method cuhre --backend cpu --max-evals 100000000 --json >"'"$LOGS"'/fig2-$1-$2-$3-cuhre-cpu.json" 2>&1' "$G" <"$LOGS/fig2-jobs"
     while read -r f n t; do
         for mb in ${FIG2_METHODS:-two-phase/cuda breadth-first/cuda gauss-legendre:auto/cuda two-phase/cpu}; do
             m=${mb%/*}; be=${mb#*/}
-            timeout 30 "$G" integrate --integrand $f --dim $n --rel-tol $t --method $m --backend $be --max-evals 100000000 --json >"$LOGS/fig2-$f-$n-$t-$m-$be.json" 2>&1
+            timeout 30 "$G" integrate --integrand $f --dim $n --tol $t --method $m --backend $be --max-evals 100000000 --json >"$LOGS/fig2-$f-$n-$t-$m-$be.json" 2>&1
         done
     done <"$LOGS/fig2-jobs"
     python3 - "$LOGS" <<'PY' | while read -r l; do row "${l%%|*}" "${l#*|}"; done
@@ -466,7 +466,7 @@ if [ "$WHAT" = cubature ]; then
         for m in "two-phase 0.5" "breadth-first 0" "breadth-first 0.5"; do
             set -- $c $m
             out="$LOGS/int-$1-$4-$5.json"
-            timeout 60 "$G" integrate --integrand $1 --dim $2 --rel-tol $3 --method $4 --split-aim $5 --backend cuda --max-evals 20000000000 --json >"$out" 2>&1
+            timeout 60 "$G" integrate --integrand $1 --dim $2 --tol $3 --method $4 --split-aim $5 --backend cuda --max-evals 20000000000 --json >"$out" 2>&1
             row "integrate $1 n=$2 $3 $4 aim=$5 cuda" "$(j "$out" time_s error evaluations rounds converged)"
         done
     done

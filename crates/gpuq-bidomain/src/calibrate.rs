@@ -602,9 +602,12 @@ fn not_excited(config: &BidomainConfig, direction: Direction, s: f64) -> Error {
     Error::Precondition {
         method: "conduction velocity calibration",
         reason: format!(
-            "the stimulus ({:?}) does not excite the cable {} the fibres with the \
-             conductivities scaled by {s:.4}: raise its current, radius or duration",
-            config.stimulus,
+            "the stimulus (radius {} mm, current {}, {} ms) does not excite the cable {} \
+             the fibres with the conductivities scaled by {s:.4}: raise its current, radius \
+             or duration",
+            config.stimulus.radius,
+            config.stimulus.current,
+            config.stimulus.duration,
             direction.name()
         ),
     }
@@ -616,14 +619,20 @@ fn not_excited(config: &BidomainConfig, direction: Direction, s: f64) -> Error {
 /// edge y = 0 (z = 0), across them on the edge x = 0, the edges through the
 /// corner stimulus; the same first-crossing times and points as the cable's.
 /// Both `None` unless the fibres run along x (`fibre_angle == 0`); each
-/// `None` until both of its points have activated. Near the stimulus and the
+/// `None` until both of its points have activated, and when the first point
+/// lies within `stimulus_radius` (mm) of the corner (the stimulus excites
+/// both points at once: no wave travels between them). Near the stimulus and the
 /// far edge the wave runs faster than a plane wave (by much when the sheet is
 /// only a few wave fronts wide), so these are the run's own velocities, not
 /// the tissue's.
 ///
 /// Errors when `activation` does not have one value per node. O(1) after the
 /// check.
-pub fn sheet_cv(tissue: &Tissue, activation: &[f64]) -> Result<[Option<f64>; 2]> {
+pub fn sheet_cv(
+    tissue: &Tissue,
+    activation: &[f64],
+    stimulus_radius: f64,
+) -> Result<[Option<f64>; 2]> {
     gpuq_core::check_same_len("sheet_cv (activation)", tissue.nodes(), activation.len())?;
     if tissue.fibre_angle != 0.0 {
         return Ok([None; 2]);
@@ -632,7 +641,8 @@ pub fn sheet_cv(tissue: &Tissue, activation: &[f64]) -> Result<[Option<f64>; 2]>
     let cv = |cells: usize, node: &dyn Fn(usize) -> usize| {
         let (i1, i2) = (cells / 3, (2 * cells) / 3);
         let (t1, t2) = (activation[node(i1)], activation[node(i2)]);
-        (i2 > i1 && t2 > t1).then(|| (i2 - i1) as f64 * tissue.h / (t2 - t1))
+        let outside = i1 as f64 * tissue.h > stimulus_radius;
+        (outside && i2 > i1 && t2 > t1).then(|| (i2 - i1) as f64 * tissue.h / (t2 - t1))
     };
     Ok([
         cv(tissue.cells[0], &|i| i),

@@ -85,9 +85,9 @@ impl BidomainConfig {
             && self.threshold.is_finite();
         if !valid {
             return Err(Error::InvalidArgument(format!(
-                "bidomain: dt must be positive, the stimulus and threshold finite (dt = {}, \
-                 stimulus = {s:?}, threshold = {})",
-                self.dt, self.threshold
+                "bidomain: dt must be positive, the stimulus and threshold finite (dt = {} ms, \
+                 stimulus radius {} mm, current {}, duration {} ms, threshold {} mV)",
+                self.dt, s.radius, s.current, s.duration, self.threshold
             )));
         }
         self.solver.validate()

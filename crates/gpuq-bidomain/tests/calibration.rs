@@ -205,17 +205,19 @@ fn sheet_velocities_come_from_the_edges_through_the_stimulus() {
             (x / 0.5).max(y / 0.25)
         })
         .collect();
-    let [along, across] = sheet_cv(&tissue, &act).unwrap();
+    let [along, across] = sheet_cv(&tissue, &act, 0.5).unwrap();
     assert!((along.unwrap() - 0.5).abs() < 1e-9 && (across.unwrap() - 0.25).abs() < 1e-9);
     // Not yet across: None there.
     let mut partial = act.clone();
     partial[20 * gx] = f64::NAN;
-    assert_eq!(sheet_cv(&tissue, &partial).unwrap()[1], None);
+    assert_eq!(sheet_cv(&tissue, &partial, 0.5).unwrap()[1], None);
     // Fibres not along x: neither.
     let turned = Tissue {
         fibre_angle: 0.3,
         ..tissue
     };
-    assert_eq!(sheet_cv(&turned, &act).unwrap(), [None, None]);
-    assert!(sheet_cv(&tissue, &act[1..]).is_err());
+    assert_eq!(sheet_cv(&turned, &act, 0.5).unwrap(), [None, None]);
+    assert!(sheet_cv(&tissue, &act[1..], 0.5).is_err());
+    // A stimulus reaching the first point (a third of 3 mm): no velocity.
+    assert_eq!(sheet_cv(&tissue, &act, 1.0).unwrap(), [None, None]);
 }

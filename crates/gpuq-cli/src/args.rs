@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// GPU-accelerated sparse linear solvers and uncertainty quantification.
 #[derive(Parser, Debug)]
-#[command(name = "gpuq", version, about)]
+#[command(name = "gpuq", version, about, arg_required_else_help = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

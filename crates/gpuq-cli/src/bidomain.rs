@@ -60,17 +60,18 @@ pub struct BidomainArgs {
     /// aggregation, 2x2 blocks) or block2 (2x2-block Jacobi).
     #[arg(long, default_value = "amg")]
     pub precond: String,
-    /// Storage of the matrix and of the AMG levels on the backend: csr, sell,
-    /// sell:C:SIGMA or bsr2.
-    #[arg(long, default_value = "csr")]
+    /// Storage of the matrix and of the AMG levels on the backend: auto (CSR),
+    /// csr, sell, sell:C:SIGMA or bsr2.
+    #[arg(long, default_value = "auto")]
     pub layout: String,
     /// Relative residual tolerance of each step's solve.
     #[arg(long, default_value_t = 1e-8)]
     pub tol: f64,
     /// Write the activation map (bottom layer) at the end, with axes in mm and a
     /// colour bar in ms: SVG when the file name ends in .svg, else PNG.
-    #[arg(long)]
-    pub png: Option<PathBuf>,
+    /// (`--png`, deprecated, is the old spelling.)
+    #[arg(long, alias = "png")]
+    pub plot: Option<PathBuf>,
     /// Write VTK legacy snapshots (v_m, phi_e, activation) into this directory.
     #[arg(long)]
     pub vtk: Option<PathBuf>,
@@ -87,6 +88,11 @@ pub struct BidomainArgs {
 
 /// Runs the simulation on the chosen backend and writes what was asked.
 pub fn run(args: &BidomainArgs) -> Result<ExitCode> {
+    if args.steps == 0 {
+        return Err(Error::InvalidArgument(
+            "--steps must be at least 1 (a run of no steps activates nothing)".into(),
+        ));
+    }
     let tissue = match args.dim {
         2 => Tissue::square(args.grid)?,
         3 => Tissue::slab(args.grid)?,
@@ -112,7 +118,7 @@ pub fn run(args: &BidomainArgs) -> Result<ExitCode> {
     config.ionic = parse_model(&args.model)?;
     let target = parse_cv(&args.cv)?;
     config.solver.rtol = args.tol;
-    config.layout = Layout::parse(&args.layout)?;
+    config.layout = Layout::parse_or_auto(&args.layout)?.unwrap_or(Layout::Csr);
     config.validate()?;
     if !matches!(args.precond.as_str(), "amg" | "block2") {
         return Err(Error::InvalidArgument(format!(
@@ -131,6 +137,7 @@ pub fn run(args: &BidomainArgs) -> Result<ExitCode> {
         Some(target) => {
             let c = calibrate(&config, target, &CalibrationOptions::default())?;
             config = c.apply(config);
+            stimulus_leaves_room(&config)?;
             if !args.json {
                 eprintln!(
                     "gpuq: conductivities calibrated for {} m/s along and {} m/s across the \
@@ -155,12 +162,33 @@ pub fn run(args: &BidomainArgs) -> Result<ExitCode> {
             }
             Some(c)
         }
-        None => None,
+        None => {
+            stimulus_leaves_room(&config)?;
+            None
+        }
     };
     match backend {
         Chosen::Cpu(b) => simulate(&b, args, config, calibration),
         Chosen::Cuda(b) => simulate(&b, args, config, calibration),
     }
+}
+
+/// Errors when the stimulus (after calibration widened it) covers the whole
+/// sheet: every node is excited at once and no wave travels, so the
+/// conduction velocities would be meaningless.
+fn stimulus_leaves_room(config: &BidomainConfig) -> Result<()> {
+    let t = &config.tissue;
+    let [ex, ey] = [t.cells[0] as f64 * t.h, t.cells[1] as f64 * t.h];
+    let r = config.stimulus.radius;
+    if r >= ex.hypot(ey) {
+        return Err(Error::InvalidArgument(format!(
+            "the stimulus (radius {r:.2} mm) covers the whole {ex:.1} x {ey:.1} mm sheet: no \
+             wave can travel; take a larger --grid (the sheet's velocities, measured from a \
+             third of its edges, need more than {} cells a side)",
+            (3.0 * r / t.h).ceil() as usize
+        )));
+    }
+    Ok(())
 }
 
 /// The membrane model of `--model`.
@@ -264,14 +292,14 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     snapshot(&sim, args, sim.steps_done())?;
     let activation = sim.activation()?;
     let tissue = &sim.config().tissue;
-    if let Some(path) = &args.png {
+    if let Some(path) = &args.plot {
         output::write_activation_png(path, tissue, &activation)?;
     }
     let cable = match &calibration {
         Some(c) => [Some(c.cv_along_m_s), Some(c.cv_across_m_s)],
         None => measure_cv(sim.config(), &CalibrationOptions::default())?,
     };
-    let sheet = sheet_cv(tissue, &activation)?;
+    let sheet = sheet_cv(tissue, &activation, sim.config().stimulus.radius)?;
     let cv = Velocities { cable, sheet };
     if args.json {
         let mut json = serde_json::to_value(&report)
@@ -350,11 +378,15 @@ fn print_summary(r: &RunReport, time_ms: f64, cv: &Velocities) {
         r.total_iterations as f64 / steps,
         max_it
     );
-    println!(
-        "activated: {:.1}% of the nodes, the last at {:.3} ms",
-        100.0 * r.activated_fraction,
-        r.last_activation_ms
-    );
+    if r.activated_fraction > 0.0 {
+        println!(
+            "activated: {:.1}% of the nodes, the last at {:.3} ms",
+            100.0 * r.activated_fraction,
+            r.last_activation_ms
+        );
+    } else {
+        println!("activated: none of the nodes");
+    }
     let show = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
     println!(
         "conduction velocity along / across the fibres: {} / {} m/s (plane wave, 1-D cable); \

@@ -180,7 +180,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         precond: if amg {
             Preconditioner::None
         } else {
-            Preconditioner::parse(&args.precond)?
+            crate::solve::parse_precond(&args.precond)?
         },
         options: KrylovOptions {
             rtol: args.tol(),

@@ -45,11 +45,22 @@ pub struct IntegrateArgs {
     /// Genz shift parameters u: one value for every axis or n values (default 0.5).
     #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub u: Vec<f64>,
-    /// Relative tolerance.
-    #[arg(long, default_value_t = 1e-6)]
+    /// Relative tolerance of the estimate's error (`--rel-tol`, deprecated, is
+    /// the old spelling).
+    #[arg(
+        long = "tol",
+        alias = "rel-tol",
+        default_value_t = 1e-6,
+        allow_negative_numbers = true
+    )]
     pub rel_tol: f64,
-    /// Absolute tolerance.
-    #[arg(long, default_value_t = 0.0)]
+    /// Absolute tolerance (`--abs-tol`, deprecated, is the old spelling).
+    #[arg(
+        long = "atol",
+        alias = "abs-tol",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
     pub abs_tol: f64,
     /// auto (an adaptive method chosen per backend, dimension and tolerance:
     /// see `gpuq_cubature::Method::choose`), cuhre, two-phase, breadth-first,
@@ -99,8 +110,8 @@ pub struct IntegrateArgs {
         default_value = "1"
     )]
     pub hi: Vec<f64>,
-    /// Backend: cpu, cuda (device 0) or auto.
-    #[arg(long, default_value = "auto")]
+    /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present).
+    #[arg(long, default_value = "cpu")]
     pub backend: String,
     /// Print a JSON report instead of text (`time_s`: the integration alone;
     /// `compile_s`: compiling and linking an expression or user code for the

@@ -6,8 +6,8 @@
 //!                   [--precond none|jacobi|block2] [--tol 1e-8] [--json] [--out x.mtx]
 //! gpuq solve --generate laplace3d:100 --method cg --precond jacobi
 //! gpuq generate helmholtz-cylinder:1 --out A.mtx --rhs-out b.mtx
-//! gpuq bidomain --grid 128 --steps 400 --dt 0.05 --png activation.png
-//! gpuq integrate --integrand f4 --dim 6 --rel-tol 1e-5 --method two-phase --backend cuda --json
+//! gpuq bidomain --grid 128 --steps 400 --dt 0.05 --plot activation.png
+//! gpuq integrate --integrand f4 --dim 6 --tol 1e-5 --method two-phase --backend cuda --json
 //! ```
 //!
 //! Errors print one line on stderr and exit with status 1; a solve that does not
@@ -46,10 +46,22 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("gpuq: error: {}", one_line(&e.to_string()));
+            use clap::error::ErrorKind;
+            // A bare `gpuq` or a subcommand without its arguments: the usage.
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                    | ErrorKind::MissingRequiredArgument
+                    | ErrorKind::MissingSubcommand
+            ) {
+                let _ = e.print();
+            } else {
+                eprintln!("gpuq: error: {}", one_line(&e.to_string()));
+            }
             return ExitCode::from(1);
         }
     };
+    warn_deprecated(std::env::args().skip(1));
     stop_on_ctrl_c();
     if let Err(e) = outputs::check(&cli.command) {
         eprintln!("gpuq: error: {e}");
@@ -73,6 +85,24 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("gpuq: error: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// Old spellings of options, kept as hidden aliases for one release, and
+/// their new names.
+const DEPRECATED: &[(&str, &str)] = &[
+    ("--rel-tol", "--tol"),
+    ("--abs-tol", "--atol"),
+    ("--png", "--plot"),
+];
+
+/// A warning on stderr for each deprecated spelling among `args`.
+fn warn_deprecated(args: impl Iterator<Item = String>) {
+    for arg in args {
+        let name = arg.split('=').next().unwrap_or_default();
+        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
+            eprintln!("gpuq: warning: {old} is deprecated and will be removed; use {new}");
         }
     }
 }

@@ -13,7 +13,7 @@ fn outputs(command: &Command) -> Vec<&Path> {
     let files = match command {
         Command::Solve(a) => vec![&a.out, &a.plot],
         Command::Generate(a) => vec![&a.rhs_out, &a.solution_out, &a.mass_out, &a.coords_out],
-        Command::Bidomain(a) => vec![&a.png],
+        Command::Bidomain(a) => vec![&a.plot],
         Command::AmgInfo(a) => vec![&a.plot],
         Command::Uq(a) => vec![match &a.command {
             UqCommand::Static(s) => &s.common.plot,

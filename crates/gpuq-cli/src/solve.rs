@@ -32,7 +32,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     }
     let config = SolverConfig {
         method: parse_method(&args.method)?,
-        precond: Preconditioner::parse(&args.precond)?,
+        precond: parse_precond(&args.precond)?,
         options: KrylovOptions {
             rtol: args.tol(),
             atol: args.atol,
@@ -147,8 +147,8 @@ fn header_field(path: &Path) -> Result<MmField> {
         .read_until(b'\n', &mut first)
         .map_err(io)?;
     let first = String::from_utf8(first)
-        .map_err(|_| Error::parse(1, "header line is not valid UTF-8 text"))?;
-    Ok(mm::read_header(&first)?.field)
+        .map_err(|_| Error::parse(1, "header line is not valid UTF-8 text").in_file(path))?;
+    Ok(mm::read_header(&first).map_err(|e| e.in_file(path))?.field)
 }
 
 fn solve_typed<B: KrylovBackend, T: Scalar>(
@@ -228,6 +228,16 @@ pub(crate) fn layout_for<B: gpuq_core::Backend, T: Scalar>(
     Ok(match Layout::parse_or_auto(spec)? {
         Some(layout) => layout,
         None => Layout::auto(a, backend.device_memory()?.is_some()),
+    })
+}
+
+/// `--precond`: a Krylov preconditioner; an unknown name is an error listing
+/// every preconditioner `gpuq solve` takes, AMG included.
+pub(crate) fn parse_precond(name: &str) -> Result<Preconditioner> {
+    Preconditioner::parse(name).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "unknown preconditioner '{name}' (available: none, jacobi, block2, amg)"
+        ))
     })
 }
 

@@ -29,12 +29,12 @@ fn bidomain_runs_and_writes_its_outputs() {
     let o = gpuq(&[
         "bidomain",
         "--grid",
-        "12",
+        "24",
         "--steps",
         "20",
         "--dt",
         "0.1",
-        "--png",
+        "--plot",
         png.to_str().unwrap(),
         "--vtk",
         vtk.to_str().unwrap(),
@@ -47,7 +47,7 @@ fn bidomain_runs_and_writes_its_outputs() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["steps"].as_array().unwrap().len(), 20);
-    assert_eq!(v["setup"]["unknowns"], 2 * 13 * 13);
+    assert_eq!(v["setup"]["unknowns"], 2 * 25 * 25);
     assert_eq!(v["setup"]["preconditioner"], "amg");
     assert!(v["activated_fraction"].as_f64().unwrap() > 0.0);
     assert!(v["steps"][19]["iterations"].as_u64().unwrap() > 0);
@@ -88,6 +88,8 @@ fn bidomain_runs_and_writes_its_outputs() {
         "block2",
         "--layout",
         "bsr2",
+        "--cv",
+        "off",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
@@ -104,7 +106,7 @@ fn bidomain_models_targets_and_raw_conductivities() {
     let o = gpuq(&[
         "bidomain",
         "--grid",
-        "10",
+        "24",
         "--steps",
         "10",
         "--dt",
@@ -145,7 +147,7 @@ fn bidomain_models_targets_and_raw_conductivities() {
     let along = v["cv_along_m_s"].as_f64().unwrap();
     assert!(along > 0.25 && along < 0.4, "{along}");
     // The text summary names the velocities.
-    let o = gpuq(&["bidomain", "--grid", "6", "--steps", "2"]);
+    let o = gpuq(&["bidomain", "--grid", "24", "--steps", "2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("conduction velocity"), "{text}");
@@ -170,6 +172,9 @@ fn bidomain_rejects_bad_arguments_in_one_line() {
         &["bidomain", "--grid", "8", "--model", "fitzhugh-nagumo"],
         &["bidomain", "--grid", "8", "--sigma-i", "0,0.019"],
         &["bidomain", "--grid", "8", "--sigma-e", "0.62"],
+        // the calibrated stimulus (3 mm) covers a 0.8 mm sheet; no steps
+        &["bidomain", "--grid", "8", "--steps", "5"],
+        &["bidomain", "--grid", "8", "--steps", "0"],
     ] {
         let o = gpuq(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");

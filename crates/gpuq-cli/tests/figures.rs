@@ -1,4 +1,4 @@
-//! End-to-end tests of the figures: every `--plot` and `--png` of the CLI
+//! End-to-end tests of the figures: every `--plot` and `--plot` of the CLI
 //! writes a figure with its text (an SVG's `<text>` elements hold the title,
 //! the axes' labels and the legend), and the same run writes the same bytes.
 
@@ -254,7 +254,7 @@ fn uq_plots_have_their_text_and_the_same_bytes_each_run() {
 fn bidomain_map_has_axes_colour_bar_and_the_same_bytes_each_run() {
     let d = dir("bidomain");
     let args = ["bidomain", "--grid", "8", "--steps", "10", "--dt", "0.1"];
-    let svg = figure(&d, &args, "--png", "map.svg");
+    let svg = figure(&d, &args, "--plot", "map.svg");
     has_all(
         &svg_texts(&svg),
         &[
@@ -264,6 +264,6 @@ fn bidomain_map_has_axes_colour_bar_and_the_same_bytes_each_run() {
             "activation time (ms)",
         ],
     );
-    same_png_twice(&d, &args, "--png");
+    same_png_twice(&d, &args, "--plot");
     std::fs::remove_dir_all(&d).unwrap();
 }

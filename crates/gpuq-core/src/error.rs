@@ -34,8 +34,10 @@ pub enum Error {
     },
 
     /// A text input (Matrix Market, CLI spec) could not be parsed.
-    #[error("parse error at line {line}: {message}")]
+    #[error("parse error {}at line {line}: {message}", in_file(.file))]
     Parse {
+        /// The file parsed (empty for text not read from a file).
+        file: String,
         /// 1-based line number of the offending line (0 if the input is empty).
         line: usize,
         /// What was expected and what was found.
@@ -156,8 +158,22 @@ impl Error {
     /// Convenience constructor for [`Error::Parse`].
     pub fn parse(line: usize, message: impl Into<String>) -> Self {
         Error::Parse {
+            file: String::new(),
             line,
             message: message.into(),
+        }
+    }
+
+    /// The same error, naming `file` when it is a parse error (other errors
+    /// pass unchanged): for readers of files whose parsers see only text.
+    pub fn in_file(self, file: &std::path::Path) -> Self {
+        match self {
+            Error::Parse { line, message, .. } => Error::Parse {
+                file: file.display().to_string(),
+                line,
+                message,
+            },
+            other => other,
         }
     }
 
@@ -182,6 +198,15 @@ fn gib(bytes: u64) -> String {
 }
 
 /// The message of [`Error::Breakdown`] after the method's name.
+/// `in FILE ` for a parse error of a file, nothing otherwise.
+fn in_file(file: &str) -> String {
+    if file.is_empty() {
+        String::new()
+    } else {
+        format!("in {file} ")
+    }
+}
+
 fn describe_breakdown(quantity: &str, iteration: usize) -> String {
     if quantity.starts_with("stagnation") || quantity.starts_with("interrupted") {
         format!("stopped at iteration {iteration}: {quantity}")

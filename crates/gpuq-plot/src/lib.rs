@@ -1,6 +1,6 @@
 //! Figures of gpuq with their text: a title, axes with tick labels and their
 //! quantities and units, a legend where several series share a plot, and a
-//! colour bar on maps. The one drawing module the CLI's `--plot` and `--png`,
+//! colour bar on maps. The one drawing module the CLI's `--plot` options,
 //! `gpuq-uq`'s plots and `gpuq-bidomain`'s activation map share.
 //!
 //! Two kinds of figure:

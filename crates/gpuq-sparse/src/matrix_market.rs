@@ -280,7 +280,10 @@ fn too_large(text: &str, n: usize, k: usize) -> Error {
 /// Reads a dense Matrix Market matrix into its columns (see
 /// [`parse_dense_columns`]). Errors name the file and line.
 pub fn read_dense_columns<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<Vec<T>>> {
-    parse_dense_columns(&read_text(path.as_ref())?)
+    let path = path.as_ref();
+    read_text(path)
+        .and_then(|text| parse_dense_columns(&text))
+        .map_err(|e| e.in_file(path))
 }
 
 /// Writes the columns `cols` (each of the same length n) as an `array <real|complex>
@@ -326,12 +329,18 @@ pub fn save_dense_columns<T: Scalar>(cols: &[Vec<T>], path: impl AsRef<Path>) ->
 
 /// Reads a Matrix Market file into a [`Csr`]. Errors name the file and line.
 pub fn read_csr<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
-    parse_csr(&read_text(path.as_ref())?)
+    let path = path.as_ref();
+    read_text(path)
+        .and_then(|text| parse_csr(&text))
+        .map_err(|e| e.in_file(path))
 }
 
 /// Reads a Matrix Market vector file (see [`parse_dense_vector`]).
 pub fn read_dense_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
-    parse_dense_vector(&read_text(path.as_ref())?)
+    let path = path.as_ref();
+    read_text(path)
+        .and_then(|text| parse_dense_vector(&text))
+        .map_err(|e| e.in_file(path))
 }
 
 /// Writes `a` as a `coordinate <real|complex> general` file. O(nnz).
