@@ -65,6 +65,7 @@ fn options(c: &Config, histories: u64) -> McOptions {
         cutoff: if c.fixed { 0.0 } else { 1e-9 },
         seed: 1,
         batches: 10,
+        tolerance: None,
     }
 }
 

@@ -64,6 +64,7 @@ fn walks_match_the_cpu() {
                                 cutoff,
                                 seed: 42,
                                 batches: 3,
+                                tolerance: None,
                             };
                             let c = on_cpu.solve(&b, &o).unwrap();
                             let d = on_gpu.solve(&b, &o).unwrap();

@@ -336,7 +336,7 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             "wall_s": wall_s,
             "repeat_time_s": repeat_time_s,
         });
-        println!("{report}");
+        println!("{report:#}");
     } else {
         let shown = a.expr.as_deref().unwrap_or(name);
         let ran = if method == Method::Auto {

@@ -487,7 +487,7 @@ fn run_static(a: &StaticArgs) -> Result<ExitCode> {
             "failed": r.failed,
             "time_s": r.time_s,
         });
-        println!("{report}");
+        println!("{report:#}");
     } else {
         println!(
             "static: {} DOFs, {} samples on {} in {:.3} s",
@@ -697,7 +697,7 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
             "histograms": hist,
             "kernel_costs": costs,
         });
-        println!("{report}");
+        println!("{report:#}");
     } else {
         println!(
             "sdof: {} samples x {} steps ({}, {}) on {} in {:.3} s",
@@ -865,7 +865,7 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
             "rank1_kernel_s": kernel_s,
             "rank1_kernel_gbps": kernel_s.map(|k| bytes / k / 1e9),
         });
-        println!("{report}");
+        println!("{report:#}");
     } else {
         println!(
             "psd: {n} DOFs, {} frequencies; diagonal and tip output in {cheap_s:.3} s",
@@ -947,7 +947,7 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
             "first_s": first_s,
             "repeat": a.repeat,
         });
-        println!("{report}");
+        println!("{report:#}");
     } else {
         println!(
             "convolution: {} DOFs, {} steps, {} samples ({fft}) in {fastest:.4} s (first run {first_s:.4} s, set-up {:.3} s)",
@@ -1042,7 +1042,7 @@ fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
             "first_s": first_s,
             "repeat": a.repeat,
         });
-        println!("{report}");
+        println!("{report:#}");
     } else {
         println!(
             "expectation ({method}, {}): E[{}] over {} normals = {:.15e} ({} evaluations, {:.3} s)",
