@@ -235,6 +235,8 @@ fn a_breakdown_prints_its_report_and_exits_with_status_3() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["status"], "breakdown");
     assert_eq!(v["converged"], false);
+    // a breakdown's report says how the matrix was stored, as any other
+    assert_eq!(v["layout"], "csr");
 }
 
 #[test]
@@ -367,6 +369,7 @@ fn monte_carlo_methods_solve_and_refuse_bad_input() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["method"], "mcsa");
     assert_eq!(v["converged"], true);
+    assert_eq!(v["layout"], "soa");
     assert!(v["relative_residual"].as_f64().unwrap() <= 1e-8);
 
     // At the iteration cap: the report, converged false, exit status 3.

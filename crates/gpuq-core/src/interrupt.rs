@@ -4,6 +4,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The quantity named by the [`crate::Error::Breakdown`] a solve stopped by
+/// [`request`] ends with (its report's status is `interrupted`).
+pub const INTERRUPTED: &str = "interrupted: a stop was requested (Ctrl-C)";
+
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// Asks every running solve to stop at its next iteration (safe to call from

@@ -20,9 +20,7 @@ pub(crate) fn vanished<T: Scalar>(z: T) -> bool {
 pub const STAGNATION: &str =
     "stagnation: the residual did not decrease by 1% within the stagnation window";
 
-/// The quantity named by the [`gpuq_core::Error::Breakdown`] a solve stopped
-/// by [`gpuq_core::interrupt::request`] ends with (status `interrupted`).
-pub const INTERRUPTED: &str = "interrupted: a stop was requested (Ctrl-C)";
+pub use gpuq_core::interrupt::INTERRUPTED;
 
 /// One solve in progress.
 pub(crate) struct Session {

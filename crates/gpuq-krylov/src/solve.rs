@@ -245,8 +245,28 @@ where
             gmres_monitored(backend, &op, m, &bv, x0, restart, opts, monitor)
         }
     };
-    let mut report = report?;
-    report.setup_time_s = setup_s;
-    report.layout = config.layout.spelling();
+    // The setup time and the layout in every report, a breakdown's too
+    let finish = |report: &mut SolveReport| {
+        report.setup_time_s = setup_s;
+        report.layout = config.layout.spelling();
+    };
+    let mut report = report.map_err(|e| match e {
+        Error::Breakdown {
+            method,
+            quantity,
+            iteration,
+            mut report,
+        } => {
+            finish(&mut report);
+            Error::Breakdown {
+                method,
+                quantity,
+                iteration,
+                report,
+            }
+        }
+        other => other,
+    })?;
+    finish(&mut report);
     Ok((backend.download(&x)?, report))
 }

@@ -5,6 +5,7 @@
 use crate::options::{McMethod, McOptions};
 use crate::solve::{norm2, MonteCarlo};
 use crate::walker::WalkBackend;
+use gpuq_core::interrupt::INTERRUPTED;
 use gpuq_core::{Error, Result, SolveReport, SolveStatus};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
@@ -90,6 +91,8 @@ pub fn mcsa<B: WalkBackend>(
         residual_history: vec![rel],
         tolerance: opts.tolerance,
         setup_time_s: mc.setup_seconds(),
+        // the walk data's layout: the matrix itself stays on the host
+        layout: mc.layout().name().into(),
         ..Default::default()
     };
     let (mut best, mut since_best) = (rel, 0);
@@ -110,6 +113,9 @@ pub fn mcsa<B: WalkBackend>(
         report.residual_history.push(rel);
         if !rel.is_finite() {
             return Err(breakdown(report, it, rel, t, "residual"));
+        }
+        if gpuq_core::interrupt::requested() {
+            return Err(breakdown(report, it, rel, t, INTERRUPTED));
         }
         if rel < best {
             (best, since_best) = (rel, 0);
@@ -145,10 +151,10 @@ fn breakdown(
     report.relative_residual = rel;
     report.recurrence_residual = rel;
     report.time_s = t.elapsed().as_secs_f64();
-    report.status = if quantity == MCSA_STAGNATION {
-        SolveStatus::Stagnated
-    } else {
-        SolveStatus::Breakdown
+    report.status = match quantity {
+        MCSA_STAGNATION => SolveStatus::Stagnated,
+        INTERRUPTED => SolveStatus::Interrupted,
+        _ => SolveStatus::Breakdown,
     };
     Error::Breakdown {
         method: "mcsa",

@@ -195,6 +195,11 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
         Ok(b.iter().zip(&ax).map(|(b, ax)| b - ax).collect())
     }
 
+    /// The layout of the walk data on the backend.
+    pub fn layout(&self) -> crate::Layout {
+        self.layout
+    }
+
     /// The setup (walk data, spectral radii, warnings).
     pub fn setup(&self) -> &McSetup {
         &self.setup
