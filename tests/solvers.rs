@@ -207,7 +207,7 @@ fn bad_input_is_an_error_not_a_panic() {
         Err(Error::Precondition {
             method: "jacobi",
             reason,
-        }) => assert!(reason.contains("diagonal entry 0")),
+        }) => assert!(reason.contains("diagonal entry of row 1 (1-based)")),
         other => panic!("{other:?}"),
     }
     let bad_tol = SolverConfig {

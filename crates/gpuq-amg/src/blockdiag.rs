@@ -166,8 +166,9 @@ impl BlockDiagonal {
             return Err(Error::Precondition {
                 method: "amg",
                 reason: format!(
-                    "diagonal block of node {k} (rows {}..{}) is singular",
-                    bs * k,
+                    "the diagonal block of node {} (rows {} to {}, 1-based) is singular",
+                    k + 1,
+                    bs * k + 1,
                     bs * (k + 1)
                 ),
             });

@@ -96,7 +96,7 @@ pub fn strong_graph(e: &Csr<f64>, eps: f64) -> Result<Graph> {
     if let Some(k) = diag.iter().position(|&d| d <= 0.0) {
         return Err(Error::Precondition {
             method: "amg",
-            reason: format!("diagonal block of node {k} is zero"),
+            reason: format!("the diagonal block of node {} (1-based) is zero", k + 1),
         });
     }
     let strong = |k: usize, l: usize, x: f64| l != k && x > 0.0 && x * x >= eps * diag[k] * diag[l];

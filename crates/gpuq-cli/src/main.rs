@@ -89,20 +89,29 @@ fn main() -> ExitCode {
     }
 }
 
-/// Old spellings of options, kept as hidden aliases for one release, and
-/// their new names.
-const DEPRECATED: &[(&str, &str)] = &[
-    ("--rel-tol", "--tol"),
-    ("--abs-tol", "--atol"),
-    ("--png", "--plot"),
+/// Old spellings of options, kept as hidden aliases for one release: the
+/// subcommand they belong to, the old name and the new one.
+const DEPRECATED: &[(&str, &str, &str)] = &[
+    ("integrate", "--rel-tol", "--tol"),
+    ("integrate", "--abs-tol", "--atol"),
+    ("bidomain", "--png", "--plot"),
+    ("sdof", "--mass", "--m"),
+    ("sdof", "--damping", "--c"),
+    ("sdof", "--stiffness", "--k"),
 ];
 
-/// A warning on stderr for each deprecated spelling among `args`.
+/// A warning on stderr for each deprecated spelling among `args` (the
+/// command line without the program's name).
 fn warn_deprecated(args: impl Iterator<Item = String>) {
-    for arg in args {
+    let args: Vec<String> = args.collect();
+    for arg in &args {
         let name = arg.split('=').next().unwrap_or_default();
-        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
-            eprintln!("gpuq: warning: {old} is deprecated and will be removed; use {new}");
+        for (command, old, new) in DEPRECATED {
+            if *old == name && args.iter().any(|a| a == command) {
+                eprintln!(
+                    "gpuq: warning: {command} {old} is deprecated and will be removed; use {new}"
+                );
+            }
         }
     }
 }

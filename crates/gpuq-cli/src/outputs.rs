@@ -15,13 +15,13 @@ fn outputs(command: &Command) -> Vec<&Path> {
         Command::Generate(a) => vec![&a.rhs_out, &a.solution_out, &a.mass_out, &a.coords_out],
         Command::Bidomain(a) => vec![&a.plot],
         Command::AmgInfo(a) => vec![&a.plot],
-        Command::Uq(a) => vec![match &a.command {
-            UqCommand::Static(s) => &s.common.plot,
-            UqCommand::Sdof(s) => &s.common.plot,
-            UqCommand::Psd(s) => &s.common.plot,
-            UqCommand::Convolution(s) => &s.common.plot,
-            UqCommand::Expectation(s) => &s.common.plot,
-        }],
+        Command::Uq(a) => match &a.command {
+            UqCommand::Static(s) => vec![&s.plot],
+            UqCommand::Sdof(s) => vec![&s.plot],
+            UqCommand::Psd(s) => vec![&s.plot],
+            UqCommand::Convolution(s) => vec![&s.plot],
+            UqCommand::Expectation(_) => Vec::new(),
+        },
         Command::Info | Command::Integrate(_) => Vec::new(),
     };
     let mut paths: Vec<&Path> = files.into_iter().flatten().map(|p| p.as_path()).collect();

@@ -85,6 +85,10 @@ pub struct PsdArgs {
     pub load: Ar1Args,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Write a figure with title, axes, tick labels, units and legend: SVG when
+    /// the file name ends in .svg, else PNG (the axis ranges are printed too).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -155,6 +159,10 @@ pub struct ConvolutionArgs {
     pub load: Ar1Args,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Write a figure with title, axes, tick labels, units and legend: SVG when
+    /// the file name ends in .svg, else PNG (the axis ranges are printed too).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -202,10 +210,6 @@ pub struct Common {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Write a figure with title, axes, tick labels, units and legend: SVG when
-    /// the file name ends in .svg, else PNG (the axis ranges are printed too).
-    #[arg(long)]
-    pub plot: Option<PathBuf>,
 }
 
 /// Arguments of `gpuq uq static`.
@@ -258,8 +262,11 @@ pub struct StaticArgs {
     /// Output DOFs of a model (0-based): a list such as 10,20,30-35 or a file.
     #[arg(long)]
     pub outputs: Option<String>,
-    /// Relative residual at which a random-stiffness sample's solve stops.
-    #[arg(long, default_value_t = 1e-10)]
+    /// Relative residual at which a random-stiffness sample's solve stops; the
+    /// samples' true residuals are checked against it (status `not_converged`,
+    /// exit 3, on a miss). 1e-8 by default: 1e-10 lies below the attainable
+    /// accuracy of stiff models such as the beam's.
+    #[arg(long, default_value_t = 1e-8)]
     pub tol: f64,
     /// Coefficient of variation of independent lognormal element moduli (each
     /// sample then factors its own K).
@@ -275,6 +282,10 @@ pub struct StaticArgs {
     /// (the load from scrambled Sobol points, the moduli by Monte Carlo).
     #[arg(long, default_value = "mc")]
     pub design: String,
+    /// Write a figure with title, axes, tick labels, units and legend: SVG when
+    /// the file name ends in .svg, else PNG (the axis ranges are printed too).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -294,14 +305,15 @@ pub struct SdofArgs {
     /// Load amplitude A.
     #[arg(long, default_value_t = 1.0)]
     pub amplitude: f64,
-    /// Mass m (seed: 2).
-    #[arg(long, default_value_t = 2.0)]
+    /// Mass m (seed: 2; `--mass`, deprecated, is the old spelling: the other
+    /// procedures' `--mass` is a file).
+    #[arg(long = "m", alias = "mass", default_value_t = 2.0)]
     pub mass: f64,
-    /// Linear damping c (seed: 1.6).
-    #[arg(long, default_value_t = 1.6)]
+    /// Linear damping c (seed: 1.6; `--damping`, deprecated, is the old spelling).
+    #[arg(long = "c", alias = "damping", default_value_t = 1.6)]
     pub damping: f64,
-    /// Stiffness k (seed: 62.84).
-    #[arg(long, default_value_t = 62.84)]
+    /// Stiffness k (seed: 62.84; `--stiffness`, deprecated, is the old spelling).
+    #[arg(long = "k", alias = "stiffness", default_value_t = 62.84)]
     pub stiffness: f64,
     /// Coefficient g of the fractional damping g sgn(x')|x'|^p (seed: 1).
     #[arg(long, default_value_t = 1.0)]
@@ -356,6 +368,10 @@ pub struct SdofArgs {
     /// normals, steps without statistics) on the CUDA backend.
     #[arg(long)]
     pub kernel_costs: bool,
+    /// Write a figure with title, axes, tick labels, units and legend: SVG when
+    /// the file name ends in .svg, else PNG (the axis ranges are printed too).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,
 }
@@ -457,7 +473,7 @@ fn run_static(a: &StaticArgs) -> Result<ExitCode> {
     };
     let (exact_mean, exact_std) = problem.tip_moments();
     let tip = problem.dof == problem.beam.tip();
-    if let Some(path) = &a.common.plot {
+    if let Some(path) = &a.plot {
         let f = plot::static_histogram(&r, problem.dof, 40).save(path)?;
         report_plot(
             path,
@@ -634,7 +650,7 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
         }
     };
     let last = steps;
-    if let Some(path) = &a.common.plot {
+    if let Some(path) = &a.plot {
         let f = plot::sdof_chart(&r).save(path)?;
         report_plot(path, "mean and mean +/- 2 std of x(t)", f, a.common.json);
         if let Some(h) = &problem.histogram {
@@ -842,7 +858,7 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
     let n = beam.dofs();
     let bytes = 16.0 * (n * n * problem.freqs.len()) as f64;
     let tip: Vec<f64> = r.output.iter().map(|o| o[0].re).collect();
-    if let Some(path) = &a.common.plot {
+    if let Some(path) = &a.plot {
         let f = plot::psd_chart(&r).save(path)?;
         report_plot(
             path,
@@ -905,7 +921,7 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
         return Err(Error::InvalidArgument("--repeat must be at least 1".into()));
     }
     // Three histories come back for the plot; the statistics cover every sample.
-    let keep = if a.common.plot.is_some() { 3 } else { 0 };
+    let keep = if a.plot.is_some() { 3 } else { 0 };
     let mut runs = Vec::with_capacity(a.repeat);
     for _ in 0..a.repeat {
         runs.push(match &chosen {
@@ -916,7 +932,7 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
     let first_s = runs[0].time_s;
     let fastest = runs.iter().map(|r| r.time_s).fold(f64::INFINITY, f64::min);
     let r = runs.swap_remove(0);
-    if let Some(path) = &a.common.plot {
+    if let Some(path) = &a.plot {
         let f = plot::convolution_chart(&r.histories, a.steps, a.load.dt).save(path)?;
         report_plot(path, "tip response of the first samples", f, a.common.json);
     }
@@ -960,11 +976,6 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
 }
 
 fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
-    if a.common.plot.is_some() {
-        return Err(Error::InvalidArgument(
-            "expectation has nothing to plot (a single number)".into(),
-        ));
-    }
     let chosen = Chosen::parse(&a.common.backend)?;
     if a.repeat == 0 {
         return Err(Error::InvalidArgument("--repeat must be at least 1".into()));

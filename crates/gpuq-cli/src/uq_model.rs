@@ -46,7 +46,7 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
     let Some(k_path) = &a.stiffness else {
         return Err(Error::InvalidArgument("--stiffness is required".into()));
     };
-    if a.common.plot.is_some() {
+    if a.plot.is_some() {
         return Err(Error::InvalidArgument(
             "--plot draws the beam's histogram only (a model reports its outputs in the JSON)"
                 .into(),
@@ -263,7 +263,7 @@ fn mode_options(o: &ModelArgs, seed: u64) -> Result<ModeOptions> {
 /// Runs the response PSD of the model the arguments name over `frequencies`.
 pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     let o = &a.model;
-    if a.full || a.common.plot.is_some() {
+    if a.full || a.plot.is_some() {
         return Err(Error::InvalidArgument(
             "--full and --plot are the beam's: a model reports its outputs' PSDs in the JSON"
                 .into(),
@@ -341,7 +341,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
 /// Runs the convolution of the model the arguments name on the chosen backend.
 pub fn run_convolution_model(a: &ConvolutionArgs) -> Result<ExitCode> {
     let o = &a.model;
-    if o.load_psd.is_some() || a.common.plot.is_some() {
+    if o.load_psd.is_some() || a.plot.is_some() {
         return Err(Error::InvalidArgument(
             "a model's convolution samples the AR(1) load of --phi, --sigma, --dt (no --load-psd, no --plot)"
                 .into(),

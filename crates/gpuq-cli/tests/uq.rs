@@ -196,11 +196,11 @@ fn user_set_oscillators_run_on_every_backend() {
             "2",
             "--dt",
             "0.001",
-            "--mass",
+            "--m",
             "1.5",
-            "--damping",
+            "--c",
             "0.4",
-            "--stiffness",
+            "--k",
             "20",
             "--linear",
             "--amplitude",
@@ -339,6 +339,36 @@ fn static_response_of_a_model_from_files() {
     assert!((got - want).abs() < 2e-3, "{got} vs {want}");
     assert!(r["outputs"][0]["exact_mean"].is_null());
     assert!(num(&r, "max_residual") < 1e-9);
+    assert_eq!(r["status"], "converged");
+    // A tolerance below the attainable accuracy of the beam's solves: said,
+    // status not_converged and exit 3, the statistics still reported.
+    let o = gpuq(&[
+        "uq",
+        "static",
+        "--stiffness",
+        &p("K.mtx"),
+        "--load-mean",
+        &p("f.mtx"),
+        "--stiffness-terms",
+        &p("K.mtx"),
+        "--theta",
+        "uniform:-0.2:0.2",
+        "--outputs",
+        "62",
+        "--samples",
+        "64",
+        "--tol",
+        "1e-14",
+        "--json",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "not_converged");
     // Bad models and arguments: one line each.
     std::fs::write(
         p("rect.mtx"),

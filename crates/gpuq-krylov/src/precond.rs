@@ -28,7 +28,7 @@ impl<B: Backend, T: Scalar> Jacobi<B, T> {
                 if d.is_zero_value() || !d.is_finite_value() {
                     Err(Error::Precondition {
                         method: "jacobi",
-                        reason: format!("diagonal entry {i} is {d}"),
+                        reason: format!("the diagonal entry of row {} (1-based) is {d}", i + 1),
                     })
                 } else {
                     Ok(T::one() / d)
@@ -109,7 +109,11 @@ impl<B: SparseBackend, T: Scalar> BlockJacobi2<B, T> {
             if !(d.is_finite() && d > 1e3 * eps * scale) {
                 return Err(Error::Precondition {
                     method: "block2 jacobi",
-                    reason: format!("diagonal block {k} (rows {i}, {j}) is singular: det = {det}"),
+                    reason: format!(
+                        "the diagonal block of rows {} and {} (1-based) is singular: det = {det}",
+                        i + 1,
+                        j + 1
+                    ),
                 });
             }
             let inv = T::one() / det;

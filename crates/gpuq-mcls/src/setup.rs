@@ -202,7 +202,10 @@ impl McSetup {
         if let Some(i) = diagonal.iter().position(|&d| d == 0.0) {
             return Err(Error::Precondition {
                 method: METHOD,
-                reason: format!("diagonal entry {i} is zero, so H = I - D^-1 A is undefined"),
+                reason: format!(
+                    "the diagonal entry of row {} (1-based) is zero, so H = I - D^-1 A is undefined",
+                    i + 1
+                ),
             });
         }
         let h = iteration_matrix(a, &diagonal)?;
