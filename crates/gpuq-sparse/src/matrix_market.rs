@@ -20,7 +20,12 @@
 //! * NaN and infinite values are rejected (the hub format [`Csr`] holds finite values);
 //! * the number of entries matches the size line exactly;
 //! * memory reserved up front is capped by the input's length, so a lying size line
-//!   cannot exhaust memory.
+//!   cannot exhaust memory;
+//! * dense storage sized by the size line rather than by the entries read (the CSR
+//!   row pointers, a vector or the columns of a dense matrix, zero-filled where a
+//!   `coordinate` file leaves entries out) holds at most [`MAX_IMPLIED`] elements
+//!   or one per byte of the text, whichever is more; a larger size line is an
+//!   error, not an out-of-memory abort.
 //!
 //! Writers emit `general` files with values in Rust's shortest round-trip
 //! exponent notation, so write-then-read reproduces every bit.
@@ -34,6 +39,15 @@ use std::path::Path;
 use gpuq_core::{Error, RealScalar, Result, Scalar};
 
 use crate::{Coo, Csr};
+
+/// Most elements of dense storage (CSR row pointers, a dense vector or matrix)
+/// that any text may imply through its size line: 2^24, 128 MiB of `f64`. A
+/// text of more bytes may imply one element per byte. Files of real data stay
+/// within the bound (more rows than bytes means mostly empty rows; a longer,
+/// mostly zero vector can be written as an `array` file); it rejects size lines
+/// far beyond the data, such as `2000000000 2000000000 0`, whose row pointers
+/// alone would take 16 GB.
+pub const MAX_IMPLIED: usize = 1 << 24;
 
 /// How the entries are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,12 +237,21 @@ pub fn parse_coo<T: Scalar>(text: &str) -> Result<Coo<T>> {
 
 /// Parses a Matrix Market text into a validated [`Csr`] (duplicates summed,
 /// sorted). O(text length + nnz log nnz).
+/// Errors as [`parse_coo`], and when the `m + 1` row pointers exceed the
+/// bound on dense storage (see [`MAX_IMPLIED`]).
 pub fn parse_csr<T: Scalar>(text: &str) -> Result<Csr<T>> {
-    Csr::from_coo(&parse_coo(text)?)
+    let coo = parse_coo(text)?;
+    let (m, n) = (coo.nrows(), coo.ncols());
+    check_implied(text, m.checked_add(1), || {
+        format!("the row pointers of a {m} x {n} matrix")
+    })?;
+    Csr::from_coo(&coo)
 }
 
 /// Parses a vector: an `array` file of shape `n x 1` or `1 x n`, or a `coordinate`
-/// file of one of those shapes (missing entries are zero). O(text length + n).
+/// file of one of those shapes (missing entries are zero). Errors as
+/// [`parse_coo`], and when the length exceeds the bound on dense storage (see
+/// [`MAX_IMPLIED`]). O(text length + n).
 pub fn parse_dense_vector<T: Scalar>(text: &str) -> Result<Vec<T>> {
     let coo: Coo<T> = parse_coo(text)?;
     let (m, n) = (coo.nrows(), coo.ncols());
@@ -239,6 +262,7 @@ pub fn parse_dense_vector<T: Scalar>(text: &str) -> Result<Vec<T>> {
         ));
     }
     let len = if m == 0 || n == 0 { 0 } else { m.max(n) };
+    check_implied(text, Some(len), || format!("a vector of length {len}"))?;
     let mut v = vec![T::zero(); len];
     for (i, j, x) in coo.triplets() {
         v[i.max(j)] += x;
@@ -249,11 +273,14 @@ pub fn parse_dense_vector<T: Scalar>(text: &str) -> Result<Vec<T>> {
 /// Parses a dense `n x k` matrix into its `k` columns, each of length `n`: an
 /// `array` file, or a `coordinate` file whose missing entries are zero (a
 /// near-null-space basis, node coordinates). Errors as [`parse_coo`], and
-/// when the `n k` values cannot be allocated (a size line far beyond the
-/// data). O(text length + n k).
+/// when the `n k` values exceed the bound on dense storage (see
+/// [`MAX_IMPLIED`]) or cannot be allocated. O(text length + n k).
 pub fn parse_dense_columns<T: Scalar>(text: &str) -> Result<Vec<Vec<T>>> {
     let coo: Coo<T> = parse_coo(text)?;
     let (n, k) = (coo.nrows(), coo.ncols());
+    check_implied(text, n.checked_mul(k), || {
+        format!("a dense {n} x {k} matrix")
+    })?;
     let mut cols = Vec::new();
     cols.try_reserve_exact(k)
         .map_err(|_| too_large(text, n, k))?;
@@ -268,6 +295,25 @@ pub fn parse_dense_columns<T: Scalar>(text: &str) -> Result<Vec<Vec<T>>> {
         cols[j][i] += x;
     }
     Ok(cols)
+}
+
+/// Checks that `elements` (None when the count overflows) of dense storage,
+/// described by `what`, are within the bound that [`MAX_IMPLIED`] sets for
+/// `text`; the error names the size line.
+fn check_implied(text: &str, elements: Option<usize>, what: impl FnOnce() -> String) -> Result<()> {
+    let limit = MAX_IMPLIED.max(text.len());
+    match elements {
+        Some(count) if count <= limit => Ok(()),
+        _ => Err(Error::parse(
+            size_line_number(text),
+            format!(
+                "{} exceeds the {limit} elements that a {}-byte text may imply: \
+                 the size line is far beyond the data",
+                what(),
+                text.len()
+            ),
+        )),
+    }
 }
 
 fn too_large(text: &str, n: usize, k: usize) -> Error {
@@ -797,6 +843,45 @@ mod tests {
             a.to_dense(),
             vec![0.0, -1.0, -2.0, 1.0, 0.0, -3.0, 2.0, 3.0, 0.0]
         );
+    }
+
+    /// The parse error's line and message, or a failure naming what came back.
+    fn parse_error<V: std::fmt::Debug>(result: Result<V>) -> (usize, String) {
+        match result {
+            Err(Error::Parse { line, message }) => (line, message),
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    /// Regression (fuzzing, benches/fuzz.sh): size lines far beyond the data
+    /// made the CSR conversion and the dense readers allocate tens of GB, an
+    /// out-of-memory abort instead of an error.
+    #[test]
+    fn size_lines_far_beyond_the_data_are_errors() {
+        let square = "%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 0\n";
+        let column = "%%MatrixMarket matrix coordinate real general\n% x\n4000000000 1 0\n";
+        let row = "%%MatrixMarket matrix coordinate complex general\n1 4294967295 1\n1 7 0 1\n";
+        let cases = [
+            (parse_error(parse_csr::<f64>(square)), 2),
+            (parse_error(parse_dense_columns::<f64>(square)), 2),
+            (parse_error(parse_csr::<f64>(column)), 3),
+            (parse_error(parse_dense_vector::<f64>(column)), 3),
+            (parse_error(parse_dense_columns::<f64>(column)), 3),
+            (parse_error(parse_dense_vector::<Complex64>(row)), 2),
+            (parse_error(parse_dense_columns::<Complex64>(row)), 2),
+        ];
+        for ((line, message), want) in cases {
+            assert_eq!(line, want, "{message}");
+            assert!(message.contains("far beyond the data"), "{message}");
+        }
+        // The bound itself, and a long vector given by one entry below it.
+        let at =
+            |n: usize| format!("%%MatrixMarket matrix coordinate real general\n{n} 1 1\n1 1 2\n");
+        let (_, message) = parse_error(parse_dense_vector::<f64>(&at(MAX_IMPLIED + 1)));
+        assert!(message.contains("far beyond the data"), "{message}");
+        let v: Vec<f64> = parse_dense_vector(&at(1_000_000)).unwrap();
+        assert_eq!((v.len(), v[0], v[999_999]), (1_000_000, 2.0, 0.0));
+        assert_eq!(parse_csr::<f64>(&at(1_000_000)).unwrap().nrows(), 1_000_000);
     }
 
     #[test]
