@@ -87,6 +87,22 @@ fn op2_function(op: Op2) -> Result<&'static str, char> {
     }
 }
 
+/// `((a * a) * a) ...`, `k` factors (`a` itself for k <= 1), written in one
+/// pass: linear in the result's length (building it by nesting one product at
+/// a time copied the chain once per factor).
+fn power_chain(a: &str, k: u32) -> String {
+    let products = k.saturating_sub(1) as usize;
+    let mut chain = String::with_capacity(products * (a.len() + 5) + a.len());
+    chain.extend(std::iter::repeat_n('(', products));
+    chain.push_str(a);
+    for _ in 0..products {
+        chain.push_str(" * ");
+        chain.push_str(a);
+        chain.push(')');
+    }
+    chain
+}
+
 struct Writer {
     /// The statements so far.
     body: String,
@@ -133,10 +149,7 @@ impl Writer {
                         call
                     }
                     Op1::PowInt(k) => {
-                        let mut chain = a.clone();
-                        for _ in 1..k.unsigned_abs() {
-                            chain = format!("({chain} * {a})");
-                        }
+                        let chain = power_chain(&a, k.unsigned_abs());
                         if *k < 0 {
                             format!("1.0 / {chain}")
                         } else {
@@ -194,6 +207,13 @@ mod tests {
         for v in [0.1, 1.0 / 3.0, 6.02214076e23, f64::MIN_POSITIVE, f64::MAX] {
             assert_eq!(literal(v).parse::<f64>().unwrap().to_bits(), v.to_bits());
         }
+    }
+
+    #[test]
+    fn power_chains_nest_from_the_left() {
+        assert_eq!(power_chain("x[0]", 1), "x[0]");
+        assert_eq!(power_chain("t3", 2), "(t3 * t3)");
+        assert_eq!(power_chain("t3", 4), "(((t3 * t3) * t3) * t3)");
     }
 
     #[test]
