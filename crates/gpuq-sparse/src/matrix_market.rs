@@ -848,7 +848,7 @@ mod tests {
     /// The parse error's line and message, or a failure naming what came back.
     fn parse_error<V: std::fmt::Debug>(result: Result<V>) -> (usize, String) {
         match result {
-            Err(Error::Parse { line, message }) => (line, message),
+            Err(Error::Parse { line, message, .. }) => (line, message),
             other => panic!("expected a parse error, got {other:?}"),
         }
     }
