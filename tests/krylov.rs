@@ -148,7 +148,9 @@ fn block2_jacobi_inverts_the_block_diagonal_and_rejects_singular_blocks() {
         coo.push(i, j, 1.0).unwrap();
     }
     match gpuq::krylov::BlockJacobi2::new(&be, &Csr::from_coo(&coo).unwrap()) {
-        Err(Error::Precondition { reason, .. }) => assert!(reason.contains("block 0"), "{reason}"),
+        Err(Error::Precondition { reason, .. }) => {
+            assert!(reason.contains("rows 1 and 2 (1-based)"), "{reason}")
+        }
         other => panic!("expected a singular-block error, got {:?}", other.err()),
     }
 }

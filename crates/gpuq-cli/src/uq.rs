@@ -97,8 +97,8 @@ pub struct PsdArgs {
 /// files (`--stiffness`).
 #[derive(Args, Debug)]
 pub struct ModelArgs {
-    /// The model's stiffness matrix K (Matrix Market): the PSD of your model
-    /// instead of the beam.
+    /// The model's stiffness matrix K (Matrix Market): your model instead of
+    /// the beam.
     #[arg(long)]
     pub stiffness: Option<std::path::PathBuf>,
     /// The model's mass matrix M (Matrix Market).
