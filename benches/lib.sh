@@ -20,7 +20,7 @@ run_carried_tests() {
     [ -e "$t" ] || continue
     local b=/tmp/$(basename "$t" .xz)
     xz -dc "$t" > "$b"; chmod +x "$b"
-    GPUQ_BIN=$G timeout 300 "$b" > "$b.log" 2>&1
+    GPUQ_BIN=$G GPUQ_REPO=$PWD timeout 300 "$b" > "$b.log" 2>&1
     echo "TEST $(basename "$b") rc=$? $(grep -E '^test result' "$b.log" | tr '\n' ' ')"
     grep -E "panicked|^---- |FAILED" "$b.log" | head -8
   done
