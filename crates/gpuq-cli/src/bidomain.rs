@@ -278,8 +278,23 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     let mut bar = StepBar::new(args.steps);
     let mut reports = Vec::with_capacity(args.steps);
     let start = Instant::now();
+    // Ctrl-C: the steps done are reported (status interrupted, exit 130);
+    // the final snapshot and the activation map are not written.
+    let mut interrupted = false;
     for _ in 0..args.steps {
-        let r = sim.step()?;
+        if gpuq_core::interrupt::requested() {
+            interrupted = true;
+            break;
+        }
+        let r = match sim.step() {
+            Err(Error::Breakdown { quantity, .. })
+                if quantity == gpuq_core::interrupt::INTERRUPTED =>
+            {
+                interrupted = true;
+                break;
+            }
+            r => r?,
+        };
         bar.update(&r);
         let k = r.step;
         if args.snapshot_every > 0 && k % args.snapshot_every == 0 && k < args.steps {
@@ -289,11 +304,13 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     }
     bar.finish_line();
     let report = sim.summarize(reports, start.elapsed().as_secs_f64())?;
-    snapshot(&sim, args, sim.steps_done())?;
     let activation = sim.activation()?;
     let tissue = &sim.config().tissue;
-    if let Some(path) = &args.plot {
-        output::write_activation_png(path, tissue, &activation)?;
+    if !interrupted {
+        snapshot(&sim, args, sim.steps_done())?;
+        if let Some(path) = &args.plot {
+            output::write_activation_png(path, tissue, &activation)?;
+        }
     }
     let cable = match &calibration {
         Some(c) => [Some(c.cv_along_m_s), Some(c.cv_across_m_s)],
@@ -313,6 +330,7 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
             "sheet_cv_along_m_s": sheet[0],
             "sheet_cv_across_m_s": sheet[1],
             "calibration": calibration,
+            "status": if interrupted { "interrupted" } else { "completed" },
         });
         if let (Some(out), serde_json::Value::Object(add)) = (json.as_object_mut(), fields) {
             out.extend(add);
@@ -322,6 +340,15 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
         println!("{text}");
     } else {
         print_summary(&report, sim.time(), &cv);
+    }
+    if interrupted {
+        eprintln!(
+            "gpuq: interrupted by Ctrl-C after {} of {} steps; the final snapshot and the map \
+             were not written",
+            sim.steps_done(),
+            args.steps
+        );
+        return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
 }

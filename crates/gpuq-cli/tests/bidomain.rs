@@ -213,3 +213,37 @@ fn new_generators_write_and_solve() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Ctrl-C (SIGINT) ends a run between steps: the report of the steps done
+/// with status `interrupted`, exit 130, and no activation map.
+#[test]
+fn ctrl_c_ends_a_run_with_its_report() {
+    let d = dir("ctrl-c");
+    let map = d.join("map.png");
+    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
+    let child = std::process::Command::new(bin)
+        .args(["bidomain", "--grid", "30", "--steps", "100000000", "--json"])
+        .arg("--plot")
+        .arg(&map)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "interrupted");
+    assert!(!map.exists());
+    let _ = std::fs::remove_dir_all(&d);
+}
