@@ -29,7 +29,7 @@ use std::time::Instant;
 pub struct AmgArgs {
     /// AMG coarsening: sa (smoothed aggregation) or seed (seed 002's greedy
     /// selection with 1/n_i interpolation).
-    #[arg(long = "amg", default_value = "sa")]
+    #[arg(long = "amg", default_value = "sa", value_parser = ["sa", "seed"])]
     pub coarsening: String,
     /// Unknowns per node for AMG, numbered node by node: 1 to 8 (3 for 3D elasticity).
     #[arg(long, default_value_t = 1)]
@@ -71,7 +71,7 @@ pub struct AmgArgs {
     #[arg(long = "amg-coarse-sweeps")]
     pub coarse_sweeps: Option<usize>,
     /// AMG cycle: v or w.
-    #[arg(long = "amg-cycle", default_value = "v")]
+    #[arg(long = "amg-cycle", default_value = "v", value_parser = ["v", "w"])]
     pub cycle: String,
     /// AMG coarsest size: stop coarsening at or below this many unknowns.
     #[arg(long = "amg-coarse", default_value_t = 100)]
@@ -239,7 +239,7 @@ pub struct AmgInfoArgs {
     #[arg(long = "bench-cycles", default_value_t = 0)]
     pub bench_cycles: usize,
     /// Backend of `--bench-cycles` and, with `--amg-setup auto`, of the setup: cpu, cuda or auto.
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda", "auto"])]
     pub backend: String,
     /// Matrix layout of `--bench-cycles`: csr, sell or sell:C:SIGMA, bsr2.
     #[arg(long, default_value = "csr")]

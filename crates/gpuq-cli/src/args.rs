@@ -131,12 +131,12 @@ pub struct SolveArgs {
     #[arg(long, default_value_t = 500)]
     pub stagnation_window: usize,
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present, else cpu).
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda", "auto"])]
     pub backend: String,
     /// Under mpirun with --backend cuda, how the GPUs exchange halos and fused reductions:
     /// nccl (between the GPUs), mpi (through host memory), or auto (NCCL where every rank
     /// has a GPU of its own and libnccl loads, else MPI).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "nccl", "mpi"])]
     pub comm: String,
     /// Matrix storage on the backend: auto, csr, sell, sell:C:SIGMA or bsr2. auto: on a GPU
     /// SELL-32-1 when the rows are short and even (mean at most 32 entries, padding at most
@@ -144,7 +144,7 @@ pub struct SolveArgs {
     #[arg(long, default_value = "auto")]
     pub layout: String,
     /// Floating-point precision: f32 or f64 (complex matrices use the complex type of that precision).
-    #[arg(long, default_value = "f64")]
+    #[arg(long, default_value = "f64", value_parser = ["f32", "f64"])]
     pub precision: String,
     /// Monte Carlo: total histories (the forward method runs round(N / n) per
     /// entry; MCSA runs N per correction).
@@ -158,7 +158,7 @@ pub struct SolveArgs {
     pub max_steps: u32,
     /// Monte Carlo: estimator, collision or expected (default: expected for mcsa,
     /// whose corrections need the smaller variance, collision otherwise).
-    #[arg(long)]
+    #[arg(long, value_parser = ["collision", "expected"])]
     pub estimator: Option<String>,
     /// Monte Carlo: seed of the random streams.
     #[arg(long, default_value_t = 1)]
@@ -167,10 +167,14 @@ pub struct SolveArgs {
     #[arg(long, default_value_t = 10)]
     pub batches: u32,
     /// Monte Carlo: walk data layout, soa (structure of arrays) or aos (32-byte records).
-    #[arg(long, default_value = "soa")]
+    #[arg(long, default_value = "soa", value_parser = ["soa", "aos"])]
     pub walk_layout: String,
     /// Monte Carlo forward method on the GPU: thread-per-entry or thread-per-history.
-    #[arg(long, default_value = "thread-per-entry")]
+    #[arg(
+        long,
+        default_value = "thread-per-entry",
+        value_parser = ["thread-per-entry", "thread-per-history"]
+    )]
     pub mapping: String,
     /// AMG options (with --precond amg).
     #[command(flatten)]

@@ -54,7 +54,7 @@ pub struct BidomainArgs {
     #[arg(long, default_value = "0.62,0.24")]
     pub sigma_e: String,
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present, else cpu).
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda", "auto"])]
     pub backend: String,
     /// Preconditioner of each step's PCG solve, built once: amg (smoothed
     /// aggregation, 2x2 blocks) or block2 (2x2-block Jacobi).

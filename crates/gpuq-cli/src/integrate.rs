@@ -111,7 +111,7 @@ pub struct IntegrateArgs {
     )]
     pub hi: Vec<f64>,
     /// Backend: cpu, cuda (device 0) or auto (cuda when a device is present).
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda", "auto"])]
     pub backend: String,
     /// Print a JSON report instead of text (`time_s`: the integration alone;
     /// `compile_s`: compiling and linking an expression or user code for the

@@ -201,7 +201,7 @@ pub struct ExpectationArgs {
 #[derive(Args, Debug)]
 pub struct Common {
     /// Backend: cpu, cuda (device 0) or auto.
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda", "auto"])]
     pub backend: String,
     /// Seed of the random streams (the same samples on every backend; the
     /// deterministic procedures psd and expectation do not use it).
@@ -276,11 +276,11 @@ pub struct StaticArgs {
     #[arg(long)]
     pub dof: Option<usize>,
     /// Solver: band (banded Cholesky) or dense (the seed's dense LU per sample).
-    #[arg(long, default_value = "band")]
+    #[arg(long, default_value = "band", value_parser = ["band", "dense"])]
     pub solver: String,
     /// Sampling design: mc, lhs (Latin hypercube over every variable) or sobol
     /// (the load from scrambled Sobol points, the moduli by Monte Carlo).
-    #[arg(long, default_value = "mc")]
+    #[arg(long, default_value = "mc", value_parser = ["mc", "lhs", "sobol"])]
     pub design: String,
     /// Write a figure with title, axes, tick labels, units and legend: SVG when
     /// the file name ends in .svg, else PNG (the axis ranges are printed too).
@@ -350,10 +350,10 @@ pub struct SdofArgs {
     #[arg(long, default_value_t = 0.0)]
     pub v0_std: f64,
     /// Arithmetic of the integration: f32 or f64.
-    #[arg(long, default_value = "f64")]
+    #[arg(long, default_value = "f64", value_parser = ["f32", "f64"])]
     pub precision: String,
     /// Sampling design of the noise: mc or lhs (Latin hypercube per step).
-    #[arg(long, default_value = "mc")]
+    #[arg(long, default_value = "mc", value_parser = ["mc", "lhs", "sobol"])]
     pub design: String,
     /// Times (seconds, comma-separated) at which to histogram x.
     #[arg(long)]
