@@ -213,6 +213,9 @@ pub struct ModelStaticResult {
     /// Largest true relative residual |f - K u| / |f| over the samples
     /// (random K; `None` for deterministic K, solved directly).
     pub max_residual: Option<f64>,
+    /// Whether every sample's true residual met [`ModelStatic::tol`] (always
+    /// for deterministic K, solved directly).
+    pub converged: bool,
 }
 
 /// A sample's normals source under `design`.
@@ -525,6 +528,7 @@ pub fn model_static_response(
         solve_s,
         iterations,
         max_residual: (m > 0).then_some(max_residual),
+        converged: m == 0 || max_residual <= problem.tol,
     })
 }
 
@@ -748,6 +752,7 @@ mod tests {
             assert!(o.q05 < o.q50 && o.q50 < o.q95);
         }
         assert!(r.iterations.is_none() && r.max_residual.is_none());
+        assert!(r.converged);
         // Latin hypercube and Sobol designs give the same moments.
         for design in [Design::LatinHypercube, Design::Sobol] {
             let q = ModelStatic {
@@ -839,6 +844,7 @@ mod tests {
         let (lo, _, hi) = r.iterations.unwrap();
         assert!(lo >= 1 && hi <= 30, "{lo} {hi}");
         assert!(r.max_residual.unwrap() < 1e-10);
+        assert!(r.converged);
     }
 
     #[test]
