@@ -86,6 +86,9 @@ impl Smoother {
         }
     }
 
+    /// The names [`Smoother::parse`] accepts (`chebyshev` also as `chebyshev:D`).
+    pub const NAMES: &'static [&'static str] = &["jacobi", "l1", "chebyshev", "gs"];
+
     /// Parses `jacobi`, `l1`, `chebyshev` (degree 3), `chebyshev:D` (D in 2..=4) or
     /// `gs` (`gauss-seidel`).
     pub fn parse(s: &str) -> Result<Self> {

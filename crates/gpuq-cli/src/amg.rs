@@ -54,10 +54,10 @@ pub struct AmgArgs {
     /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4),
     /// gs (multicolour symmetric block Gauss-Seidel). Default: chebyshev:3 for --block 1, jacobi for
     /// larger blocks and under mpirun (the distributed levels take Jacobi smoothers only).
-    #[arg(long = "amg-smoother")]
+    #[arg(long = "amg-smoother", value_parser = crate::choices::smoother())]
     pub smoother: Option<String>,
     /// AMG smoother of the levels below the finest (the same choices; default: --amg-smoother).
-    #[arg(long = "amg-coarse-smoother")]
+    #[arg(long = "amg-coarse-smoother", value_parser = crate::choices::smoother())]
     pub coarse_smoother: Option<String>,
     /// AMG smoothing applications before and after the coarse correction.
     #[arg(long = "amg-sweeps", default_value_t = 1)]
@@ -65,7 +65,7 @@ pub struct AmgArgs {
     /// Precision of the AMG cycle: f32 or f64. Default: f32 on a GPU with --block 1 (an f32
     /// cycle in an f64 solve reads about two thirds of the bytes, the Krylov method staying
     /// in f64: the fastest configuration measured on the H100), else the solve's --precision.
-    #[arg(long = "amg-precision")]
+    #[arg(long = "amg-precision", value_parser = ["f32", "f64"])]
     pub cycle_precision: Option<String>,
     /// AMG smoothing applications on the levels below the finest (default: --amg-sweeps).
     #[arg(long = "amg-coarse-sweeps")]
@@ -83,7 +83,7 @@ pub struct AmgArgs {
     pub jacobi_damping: Option<f64>,
     /// Where the AMG setup's aggregation, prolongator and Galerkin products run: cpu, cuda, or
     /// auto (the backend of the solve or of `amg-info --backend`).
-    #[arg(long = "amg-setup", default_value = "auto")]
+    #[arg(long = "amg-setup", default_value = "auto", value_parser = ["auto", "cpu", "cuda"])]
     pub setup: String,
     /// Under mpirun: a level with fewer rows per rank than this is gathered onto every rank
     /// and coarsened further there by the one-process setup (each rank then solves it
@@ -242,7 +242,7 @@ pub struct AmgInfoArgs {
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda", "auto"])]
     pub backend: String,
     /// Matrix layout of `--bench-cycles`: csr, sell or sell:C:SIGMA, bsr2.
-    #[arg(long, default_value = "csr")]
+    #[arg(long, default_value = "csr", value_parser = crate::choices::fixed_layout())]
     pub layout: String,
     /// Write the hierarchy as a figure: rows and non-zeros per level as bars on
     /// a log axis (SVG when the file name ends in .svg, else PNG).

@@ -110,10 +110,10 @@ pub struct SolveArgs {
     /// Method. Krylov: cg, bicgstab, bicgstab-l[:L] (L = 8), tfqmr, qmr, gmres[:M]
     /// (M = 30). Monte Carlo (real matrices with rho(I - D^-1 A) < 1): mc-forward,
     /// mc-adjoint, mcsa.
-    #[arg(long, default_value = "cg")]
+    #[arg(long, default_value = "cg", value_parser = crate::choices::solve_method())]
     pub method: String,
     /// Preconditioner: none, jacobi, block2 (2x2-block Jacobi) or amg (see the --amg options).
-    #[arg(long, default_value = "none")]
+    #[arg(long, default_value = "none", value_parser = ["none", "jacobi", "block2", "amg"])]
     pub precond: String,
     /// Relative residual tolerance ||b - A x|| / ||b|| (default 1e-8). The Monte Carlo
     /// estimates (mc-forward, mc-adjoint) are held to it only when it is given: without it
@@ -141,7 +141,7 @@ pub struct SolveArgs {
     /// Matrix storage on the backend: auto, csr, sell, sell:C:SIGMA or bsr2. auto: on a GPU
     /// SELL-32-1 when the rows are short and even (mean at most 32 entries, padding at most
     /// 25%), else CSR; on the CPU CSR. The report's `layout` says what was used.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = crate::choices::layout())]
     pub layout: String,
     /// Floating-point precision: f32 or f64 (complex matrices use the complex type of that precision).
     #[arg(long, default_value = "f64", value_parser = ["f32", "f64"])]

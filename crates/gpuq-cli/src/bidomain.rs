@@ -37,7 +37,11 @@ pub struct BidomainArgs {
     #[arg(long, default_value_t = 0.0)]
     pub fibre_angle: f64,
     /// Membrane model: aliev-panfilov or mitchell-schaeffer.
-    #[arg(long, default_value = "aliev-panfilov")]
+    #[arg(
+        long,
+        default_value = "aliev-panfilov",
+        value_parser = ["aliev-panfilov", "mitchell-schaeffer"]
+    )]
     pub model: String,
     /// Target conduction velocities along and across the fibres, m/s: the
     /// conductivities are calibrated on a 1-D cable for the model, --dt and
@@ -58,11 +62,11 @@ pub struct BidomainArgs {
     pub backend: String,
     /// Preconditioner of each step's PCG solve, built once: amg (smoothed
     /// aggregation, 2x2 blocks) or block2 (2x2-block Jacobi).
-    #[arg(long, default_value = "amg")]
+    #[arg(long, default_value = "amg", value_parser = ["amg", "block2"])]
     pub precond: String,
     /// Storage of the matrix and of the AMG levels on the backend: auto (CSR),
     /// csr, sell, sell:C:SIGMA or bsr2.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = crate::choices::layout())]
     pub layout: String,
     /// Relative residual tolerance of each step's solve.
     #[arg(long, default_value_t = 1e-8)]

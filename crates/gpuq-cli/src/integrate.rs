@@ -8,9 +8,9 @@ use clap::{ArgGroup, Args};
 use gpuq_core::{Error, Result};
 use gpuq_cubature::{
     builtin, integrate, kind_of, plan, CubatureKernels, Expr, Func, Method, Options, Outcome,
-    Prepared, RuleKind, UserCode,
+    Prepared, RuleKind, Status, UserCode,
 };
-use serde_json::json;
+use serde::Serialize;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -20,7 +20,7 @@ use std::time::Instant;
 pub struct IntegrateArgs {
     /// A built-in: f1, f2, f3, f4, f5, genz-oscillatory, genz-product-peak,
     /// genz-corner-peak, genz-gaussian, genz-c0, genz-discontinuous or sum-of-squares.
-    #[arg(long)]
+    #[arg(long, value_parser = gpuq_cubature::func::NAMES)]
     pub integrand: Option<String>,
     /// An expression in x1..xn (or x[i]), e.g. 'exp(-sum(i, 1, n, x[i]^2))' (the
     /// language: `gpuq_expr`'s docs); compiled closures on the CPU, CUDA C
@@ -66,10 +66,10 @@ pub struct IntegrateArgs {
     /// see `gpuq_cubature::Method::choose`), cuhre, two-phase, breadth-first,
     /// gauss-legendre:NA, gauss-legendre:auto (orders 2, 3, ... until successive
     /// ones agree within the tolerance) or gauss-hermite:NA.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = crate::choices::cubature_method())]
     pub method: String,
     /// Rule of the adaptive methods: cuhre (degree 13/11/9 by n), degree9 or genz-malik.
-    #[arg(long, default_value = "cuhre")]
+    #[arg(long, default_value = "cuhre", value_parser = ["cuhre", "degree9", "genz-malik"])]
     pub rule: String,
     /// Most integrand evaluations: a number (2e10 or 20000000000) or auto,
     /// about a minute of the backend's nominal throughput (the CPU backend
@@ -297,46 +297,49 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
     let wall_s = start.elapsed().as_secs_f64();
     let mut repeat_time_s = vec![time_s];
     for _ in 1..a.repeat {
+        if gpuq_core::interrupt::requested() {
+            break;
+        }
         repeat_time_s.push(once()?.timings.total_s);
     }
     let setup_s = (wall_s - time_s).max(0.0);
     let name = what.name(a);
     if a.json {
-        let report = json!({
-            "integrand": name,
-            "expression": a.expr,
-            "source": a.cuda_source.as_ref().or(a.ptx.as_ref()),
-            "evaluation": prepared.evaluation,
-            "compile_s": prepared.compile_s,
-            "module": prepared.module,
-            "dim": a.dim,
-            "lo": lo,
-            "hi": hi,
-            "method": a.method,
-            "method_used": o.method.to_string(),
-            "max_evals": resolved.max_evals,
-            "max_time": a.max_time,
-            "rule": a.rule,
-            "backend": backend,
-            "rel_tol": a.rel_tol,
-            "abs_tol": a.abs_tol,
-            "estimate": o.estimate,
-            "error": o.error,
-            "evaluations": o.evaluations,
-            "boxes": o.boxes,
-            "rounds": o.rounds,
-            "converged": o.converged(),
-            "status": o.status.describe(),
-            "stop_reason": o.status.reason(),
-            "phase1_s": o.timings.phase1_s,
-            "evaluate_s": o.timings.evaluate_s,
-            "phase2_s": o.timings.phase2_s,
-            "time_s": time_s,
-            "setup_s": setup_s,
-            "wall_s": wall_s,
-            "repeat_time_s": repeat_time_s,
-        });
-        println!("{report:#}");
+        let report = IntegrateReport {
+            integrand: name,
+            expression: a.expr.as_deref(),
+            source: a.cuda_source.as_deref().or(a.ptx.as_deref()),
+            evaluation: prepared.evaluation,
+            compile_s: prepared.compile_s,
+            module: prepared.module,
+            dim: a.dim,
+            lo: &lo,
+            hi: &hi,
+            method: &a.method,
+            method_used: o.method.to_string(),
+            max_evals: resolved.max_evals,
+            max_time: a.max_time,
+            rule: &a.rule,
+            backend,
+            rel_tol: a.rel_tol,
+            abs_tol: a.abs_tol,
+            estimate: o.estimate,
+            error: o.error,
+            evaluations: o.evaluations,
+            boxes: o.boxes,
+            rounds: o.rounds,
+            converged: o.converged(),
+            status: o.status.describe(),
+            stop_reason: o.status.reason(),
+            phase1_s: o.timings.phase1_s,
+            evaluate_s: o.timings.evaluate_s,
+            phase2_s: o.timings.phase2_s,
+            time_s,
+            setup_s,
+            wall_s,
+            repeat_time_s: &repeat_time_s,
+        };
+        crate::solve::print_json(&report)?;
     } else {
         let shown = a.expr.as_deref().unwrap_or(name);
         let ran = if method == Method::Auto {
@@ -370,9 +373,78 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
             println!("times of the {} runs: {repeat_time_s:.4?} s", a.repeat);
         }
     }
-    Ok(if o.converged() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
+    Ok(match o.status {
+        Status::Converged => ExitCode::SUCCESS,
+        Status::Interrupted => ExitCode::from(130),
+        _ => ExitCode::from(3),
     })
+}
+
+/// The JSON report of `gpuq integrate --json`.
+#[derive(Serialize)]
+struct IntegrateReport<'a> {
+    /// The built-in's name, "expr", "cuda-c" or "ptx".
+    integrand: &'a str,
+    /// `--expr`, when given.
+    expression: Option<&'a str>,
+    /// `--cuda-source` or `--ptx`, when given.
+    source: Option<&'a str>,
+    /// Where the integrand ran ([`gpuq_cubature::kernels::Prepared::evaluation`]).
+    evaluation: &'static str,
+    /// Seconds compiling device code.
+    compile_s: f64,
+    /// Where linked device code came from.
+    module: Option<&'static str>,
+    /// Dimension.
+    dim: usize,
+    /// Lower bounds.
+    lo: &'a [f64],
+    /// Upper bounds.
+    hi: &'a [f64],
+    /// `--method` as given.
+    method: &'a str,
+    /// The method that ran.
+    method_used: String,
+    /// The evaluation cap in force.
+    max_evals: u64,
+    /// `--max-time`.
+    max_time: Option<f64>,
+    /// `--rule`.
+    rule: &'a str,
+    /// "cpu" or "cuda".
+    backend: &'static str,
+    /// Relative tolerance.
+    rel_tol: f64,
+    /// Absolute tolerance.
+    abs_tol: f64,
+    /// The estimate of the integral.
+    estimate: f64,
+    /// Its error estimate.
+    error: f64,
+    /// Integrand evaluations.
+    evaluations: u64,
+    /// Boxes in the final partition.
+    boxes: u64,
+    /// Rounds (or splits of sequential CUHRE).
+    rounds: u64,
+    /// Whether the tolerance was met.
+    converged: bool,
+    /// "converged" or "not converged (...)".
+    status: &'static str,
+    /// Why the run stopped.
+    stop_reason: &'static str,
+    /// Seconds of the rounds.
+    phase1_s: f64,
+    /// Of them, seconds in batch evaluations.
+    evaluate_s: f64,
+    /// Seconds of the second phase.
+    phase2_s: f64,
+    /// Seconds of the integration.
+    time_s: f64,
+    /// Seconds of the backend's start and the integrand's set-up.
+    setup_s: f64,
+    /// Seconds of the whole command.
+    wall_s: f64,
+    /// Seconds of each `--repeat` run.
+    repeat_time_s: &'a [f64],
 }

@@ -17,6 +17,7 @@
 mod amg;
 mod args;
 mod bidomain;
+mod choices;
 #[cfg(feature = "mpi")]
 mod dist_amg;
 #[cfg(feature = "mpi")]

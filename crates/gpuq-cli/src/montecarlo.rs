@@ -206,8 +206,9 @@ pub(crate) fn run_on<B: WalkBackend>(
         return Ok(crate::solve::exit_status(&report, stopped.as_deref()));
     }
     let result = mc.solve(b, opts)?;
+    let interrupted = result.status == McStatus::Interrupted;
     if root {
-        if let Some(path) = &args.out {
+        if let Some(path) = args.out.as_ref().filter(|_| !interrupted) {
             mm::save_dense_vector(&result.x, path)?;
         }
         reporting.print(&result, Some(&result.x), args.json, || {
@@ -216,6 +217,9 @@ pub(crate) fn run_on<B: WalkBackend>(
     }
     if result.status.is_success() {
         return Ok(ExitCode::SUCCESS);
+    }
+    if interrupted {
+        return Ok(ExitCode::from(130));
     }
     if root {
         let why = match result.status {

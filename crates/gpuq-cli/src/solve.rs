@@ -311,9 +311,15 @@ pub(crate) fn print_json_or<R: serde::Serialize>(
     json: bool,
     text: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
-    if !json {
-        return text();
+    if json {
+        print_json(report)
+    } else {
+        text()
     }
+}
+
+/// Prints `report` as pretty JSON on stdout.
+pub(crate) fn print_json<R: serde::Serialize>(report: &R) -> Result<()> {
     let text = serde_json::to_string_pretty(report)
         .map_err(|e| Error::InvalidArgument(format!("cannot serialise the report: {e}")))?;
     println!("{text}");
@@ -323,9 +329,7 @@ pub(crate) fn print_json_or<R: serde::Serialize>(
 /// Prints a solve report: pretty JSON with `json`, else three lines of text.
 pub(crate) fn print_report(report: &SolveReport, json: bool) -> Result<()> {
     if json {
-        let text = serde_json::to_string_pretty(report)
-            .map_err(|e| Error::InvalidArgument(format!("cannot serialise the report: {e}")))?;
-        println!("{text}");
+        print_json(report)?;
     } else {
         println!(
             "method {} (preconditioner {}) on {} [{}, {}], n = {}",

@@ -85,6 +85,11 @@ pub struct PsdArgs {
     pub load: Ar1Args,
     #[command(flatten)]
     pub model: ModelArgs,
+    /// With --stiffness: the load process's PSD, white:S0, ar1:PHI:SIGMA:DT,
+    /// kanai-tajimi:S0:WG:ZG or a file of `w,S` lines (default: the AR(1) of
+    /// --phi, --sigma, --dt).
+    #[arg(long, requires = "stiffness")]
+    pub load_psd: Option<String>,
     /// Write a figure with title, axes, tick labels, units and legend: SVG when
     /// the file name ends in .svg, else PNG (the axis ranges are printed too).
     #[arg(long)]
@@ -121,7 +126,7 @@ pub struct ModelArgs {
     pub modes: usize,
     /// The eigensolver for models above 400 DOFs: lanczos (shift-invert, with
     /// the Cholesky factor of K) or lobpcg (preconditioned by that factor).
-    #[arg(long, default_value = "lanczos")]
+    #[arg(long, default_value = "lanczos", value_parser = ["lanczos", "lobpcg"])]
     pub eigensolver: String,
     /// DOFs the load acts on with unit weight (0-based list or file).
     #[arg(long, conflicts_with = "load_shape")]
@@ -129,11 +134,6 @@ pub struct ModelArgs {
     /// The load's shape over the DOFs (Matrix Market vector).
     #[arg(long)]
     pub load_shape: Option<std::path::PathBuf>,
-    /// psd only: the load process's PSD: white:S0, ar1:PHI:SIGMA:DT,
-    /// kanai-tajimi:S0:WG:ZG or a file of `w,S` lines (default: the AR(1) of
-    /// --phi, --sigma, --dt).
-    #[arg(long)]
-    pub load_psd: Option<String>,
     /// Output DOFs (0-based list or file).
     #[arg(long)]
     pub outputs: Option<String>,
@@ -172,7 +172,12 @@ pub struct ConvolutionArgs {
 pub struct ExpectationArgs {
     /// The integrand: sum-of-squares (q^T q), or another built-in of gpuq-cubature
     /// (tensor rule only).
-    #[arg(long, default_value = "sum-of-squares", conflicts_with = "expr")]
+    #[arg(
+        long,
+        default_value = "sum-of-squares",
+        conflicts_with = "expr",
+        value_parser = gpuq_cubature::func::NAMES
+    )]
     pub integrand: String,
     /// The integrand as an expression in x1..xN (the standard normal variables;
     /// the language of `gpuq integrate --expr`), e.g. 'exp(0.1 * x1) * x2^2':

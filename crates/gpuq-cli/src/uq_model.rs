@@ -279,7 +279,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
         }
     }
     let (model, load_shape, outputs) = dynamic_model(o, "PSD")?;
-    let load = match &o.load_psd {
+    let load = match &a.load_psd {
         Some(spec) => LoadPsd::parse(spec)?,
         None => LoadPsd::Ar1(Ar1 {
             phi: a.load.phi,
@@ -341,9 +341,9 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
 /// Runs the convolution of the model the arguments name on the chosen backend.
 pub fn run_convolution_model(a: &ConvolutionArgs) -> Result<ExitCode> {
     let o = &a.model;
-    if o.load_psd.is_some() || a.plot.is_some() {
+    if a.plot.is_some() {
         return Err(Error::InvalidArgument(
-            "a model's convolution samples the AR(1) load of --phi, --sigma, --dt (no --load-psd, no --plot)"
+            "a model's convolution samples the AR(1) load of --phi, --sigma, --dt and draws no figure (no --plot)"
                 .into(),
         ));
     }

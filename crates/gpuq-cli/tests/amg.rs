@@ -1,16 +1,8 @@
 //! End-to-end tests of `gpuq solve --precond amg` and `gpuq amg-info`.
 
-use std::process::{Command, Output};
-
-/// The binary under test: `GPUQ_BIN` when set (a packed copy run on another
-/// machine), else the one cargo built.
-fn gpuq(args: &[&str]) -> Output {
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
-    Command::new(bin)
-        .args(args)
-        .output()
-        .expect("the gpuq binary runs")
-}
+mod common;
+use common::gpuq;
+use std::process::Output;
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -1,18 +1,9 @@
 //! End-to-end tests of `gpuq bidomain` and of the generators it brought
 //! (`bidomain2d`, `bidomain3d`, `elasticity2d`).
 
+mod common;
+use common::gpuq;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-/// The binary under test: `GPUQ_BIN` when set (a packed copy run on another
-/// machine), else the one cargo built.
-fn gpuq(args: &[&str]) -> Output {
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
-    Command::new(bin)
-        .args(args)
-        .output()
-        .expect("the gpuq binary runs")
-}
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("gpuq-cli-bidomain-{}-{name}", std::process::id()));
@@ -220,28 +211,17 @@ fn new_generators_write_and_solve() {
 fn ctrl_c_ends_a_run_with_its_report() {
     let d = dir("ctrl-c");
     let map = d.join("map.png");
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
-    let child = std::process::Command::new(bin)
-        .args(["bidomain", "--grid", "30", "--steps", "100000000", "--json"])
-        .arg("--plot")
-        .arg(&map)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(2000));
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let mut args = common::os_args(&[
+        "bidomain",
+        "--grid",
+        "30",
+        "--steps",
+        "100000000",
+        "--json",
+        "--plot",
+    ]);
+    args.push(map.clone().into());
+    let o = common::interrupted(&args, std::time::Duration::from_millis(2000));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["status"], "interrupted");
     assert!(!map.exists());

@@ -1,17 +1,9 @@
 //! End-to-end tests of the `gpuq` binary.
 
+mod common;
+use common::gpuq;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-/// The binary under test: `GPUQ_BIN` when set (a packed copy run on another
-/// machine, see `cargo xtask gpu-pack`), else the one cargo built.
-fn gpuq(args: &[&str]) -> Output {
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
-    Command::new(bin)
-        .args(args)
-        .output()
-        .expect("the gpuq binary runs")
-}
+use std::process::Output;
 
 fn tmp(name: &str, contents: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));
@@ -525,38 +517,24 @@ fn ctrl_c_stops_with_a_report_and_no_output_file() {
     let dir = std::env::temp_dir().join(format!("gpuq-ctrl-c-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("x.mtx");
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
     // Far more work than the wait below on any machine: the stop comes first.
-    let child = Command::new(bin)
-        .args(["solve", "--generate", "laplace3d:40", "--tol", "1e-300"])
-        .args([
-            "--atol",
-            "0",
-            "--stagnation-window",
-            "0",
-            "--max-iter",
-            "100000000",
-        ])
-        .arg("--json")
-        .arg("--out")
-        .arg(&out)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let mut args = common::os_args(&[
+        "solve",
+        "--generate",
+        "laplace3d:40",
+        "--tol",
+        "1e-300",
+        "--atol",
+        "0",
+        "--stagnation-window",
+        "0",
+        "--max-iter",
+        "100000000",
+        "--json",
+        "--out",
+    ]);
+    args.push(out.clone().into());
+    let o = common::interrupted(&args, std::time::Duration::from_millis(1500));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["status"], "interrupted");
     assert_eq!(v["converged"], false);

@@ -2,18 +2,10 @@
 //! writes a figure with its text (an SVG's `<text>` elements hold the title,
 //! the axes' labels and the legend), and the same run writes the same bytes.
 
+mod common;
+use common::gpuq;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-/// The binary under test: `GPUQ_BIN` when set (a packed copy run on another
-/// machine), else the one cargo built.
-fn gpuq(args: &[&str]) -> Output {
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
-    Command::new(bin)
-        .args(args)
-        .output()
-        .expect("the gpuq binary runs")
-}
+use std::process::Output;
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("gpuq-cli-figures-{}-{name}", std::process::id()));

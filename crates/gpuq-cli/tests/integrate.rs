@@ -4,13 +4,13 @@
 //! them there); malformed expressions and NaN-producing integrands give a
 //! one-line error; the disk cache of compiled device code.
 
+mod common;
+
 use std::process::{Command, Output};
 
-/// The binary under test: `GPUQ_BIN` when set (a packed copy run on another
-/// machine), else the one cargo built.
+/// Runs `gpuq ARGS` with `env` added to its environment.
 fn gpuq_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
-    let mut c = Command::new(bin);
+    let mut c = Command::new(common::bin());
     c.args(args);
     for (k, v) in env {
         c.env(k, v);
@@ -410,4 +410,29 @@ fn time_limit_and_evaluation_cap_give_their_reasons() {
     ] {
         assert_eq!(with(bad).status.code(), Some(1), "{bad:?}");
     }
+}
+
+/// Ctrl-C (SIGINT) ends an integration between rounds (here CUHRE's splits): the report
+/// of the estimate so far, stop reason `interrupted`, exit 130.
+#[test]
+fn ctrl_c_ends_an_integration_with_its_estimate() {
+    // A tolerance no run meets: far more work than the wait on any machine.
+    let args = common::os_args(&[
+        "integrate",
+        "--integrand",
+        "genz-discontinuous",
+        "--dim",
+        "5",
+        "--tol",
+        "1e-15",
+        "--method",
+        "cuhre",
+        "--json",
+    ]);
+    let o = common::interrupted(&args, std::time::Duration::from_millis(1500));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("the report is JSON");
+    assert_eq!(v["stop_reason"], "interrupted");
+    assert_eq!(v["converged"], false);
+    assert!(v["estimate"].as_f64().unwrap().is_finite());
+    assert!(v["evaluations"].as_u64().unwrap() > 0);
 }

@@ -2,17 +2,9 @@
 //! when a device is present), checked against its closed form through the JSON
 //! report.
 
+mod common;
+use common::gpuq;
 use serde_json::Value;
-use std::process::{Command, Output};
-
-/// The binary under test: `GPUQ_BIN` when set, else the one cargo built.
-fn gpuq(args: &[&str]) -> Output {
-    let bin = std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into());
-    Command::new(bin)
-        .args(args)
-        .output()
-        .expect("the gpuq binary runs")
-}
 
 /// Runs `gpuq uq ARGS --json` and parses the report.
 fn report(args: &[&str]) -> Value {

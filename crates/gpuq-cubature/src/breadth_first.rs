@@ -110,15 +110,16 @@ pub(crate) fn run<B: CubatureKernels>(
         let cost = fresh.len() as u64 * pts;
         let capped = evals + cost > opts.max_evals;
         // The first round always runs: a stop has an estimate and an error.
-        if capped || (rounds > 0 && clock.up(backend)?) {
+        let stop = match capped {
+            true => Some(Status::EvaluationCap),
+            false if rounds > 0 => clock.stop(backend)?,
+            false => None,
+        };
+        if let Some(status) = stop {
             // The parents of the boxes not evaluated stand for them.
             add_all(&mut done, &parents);
             add_all(&mut done, &parked.results);
-            break if capped {
-                Status::EvaluationCap
-            } else {
-                Status::TimeLimit
-            };
+            break status;
         }
         let t = Instant::now();
         let mut res = backend.cub_evaluate(&lanes, f, &fresh)?;

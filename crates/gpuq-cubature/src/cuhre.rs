@@ -39,8 +39,8 @@ impl Ord for Entry {
 /// Integrates `f` over [lo, hi] by sequential CUHRE on the host. Stops when the
 /// error estimate meets the tolerance ([`Status::Converged`]), the next split
 /// would pass `max_evals` ([`Status::EvaluationCap`]; by default
-/// [`Options::host_thread_cap`]) or the time limit has passed
-/// ([`Status::TimeLimit`]); errors with
+/// [`Options::host_thread_cap`]), the time limit has passed ([`Status::TimeLimit`]) or a
+/// stop was requested ([`Status::Interrupted`]); errors with
 /// [`gpuq_core::Error::IntegrandNotFinite`] at a NaN or infinite value, and
 /// for device code without a host function (see [`cuhre_on`]). Cost: (2 splits
 /// + 1) x rule points evaluations; memory O(regions n).
@@ -64,7 +64,7 @@ pub fn cuhre(f: Func<'_>, lo: &[f64], hi: &[f64], opts: &Options) -> Result<Outc
                 seen.check()?;
                 Ok(r)
             },
-            || Ok(clock.elapsed() >= clock.limit()),
+            || Ok(clock.stop_here()),
         )
     })
 }
@@ -94,20 +94,20 @@ pub fn cuhre_on<B: CubatureKernels>(
         hi,
         opts,
         |boxes: &Boxes| backend.cub_evaluate(&lanes, f, boxes),
-        || clock.up(backend),
+        || clock.stop(backend),
     )
 }
 
 /// The CUHRE loop with `eval` applying the rule to a batch of one or two
-/// boxes; `time_up` (asked every [`CLOCK_EVERY`] splits when a time limit is
-/// set) says when the time limit has passed.
+/// boxes; `stop` (asked every [`CLOCK_EVERY`] splits) says when the time limit has passed
+/// or a stop was requested.
 fn run(
     rule: &Rule,
     lo: &[f64],
     hi: &[f64],
     opts: &Options,
     mut eval: impl FnMut(&Boxes) -> Result<Vec<BoxResult>>,
-    mut time_up: impl FnMut() -> Result<bool>,
+    mut stop: impl FnMut() -> Result<Option<Status>>,
 ) -> Result<Outcome> {
     let start = Instant::now();
     let n = lo.len();
@@ -135,8 +135,10 @@ fn run(
         if evals + 2 * pts > opts.max_evals {
             break Status::EvaluationCap;
         }
-        if opts.max_time.is_some() && splits % CLOCK_EVERY == 0 && time_up()? {
-            break Status::TimeLimit;
+        if splits % CLOCK_EVERY == 0 {
+            if let Some(status) = stop()? {
+                break status;
+            }
         }
         let Some(Entry(_, slot)) = heap.pop() else {
             break Status::Converged;

@@ -87,6 +87,17 @@ impl serde::Serialize for Method {
 pub const DEVICE_TWO_PHASE_FROM_DIM: usize = 7;
 
 impl Method {
+    /// The names `Method::from_str` accepts (`gauss-legendre` and `gauss-hermite` followed by
+    /// `:NA`, `gauss-legendre` also by `:auto`).
+    pub const NAMES: &'static [&'static str] = &[
+        "auto",
+        "cuhre",
+        "two-phase",
+        "breadth-first",
+        "gauss-legendre",
+        "gauss-hermite",
+    ];
+
     /// The method [`Method::Auto`] runs for `f` in `n` dimensions with `opts`
     /// on `backend` (other methods are returned as they are):
     /// [`Method::choose_for`] with whether the backend evaluates `f` on a

@@ -21,6 +21,9 @@ pub enum Status {
     /// Not converged: the time limit ([`Options::max_time`]) stopped the run
     /// first.
     TimeLimit,
+    /// Not converged: a stop was requested ([`gpuq_core::interrupt`], Ctrl-C in the CLI);
+    /// the estimate is that of the rounds done.
+    Interrupted,
 }
 
 impl Status {
@@ -31,6 +34,7 @@ impl Status {
             Status::EvaluationCap => "not converged (evaluation cap)",
             Status::MemoryCap => "not converged (memory cap)",
             Status::TimeLimit => "not converged (time limit)",
+            Status::Interrupted => "not converged (interrupted)",
         }
     }
 
@@ -42,6 +46,7 @@ impl Status {
             Status::EvaluationCap => "evaluation cap",
             Status::MemoryCap => "region cap",
             Status::TimeLimit => "time limit",
+            Status::Interrupted => "interrupted",
         }
     }
 }
@@ -262,22 +267,33 @@ impl Clock {
         self.start.elapsed().as_secs_f64()
     }
 
-    /// The limit in seconds (infinite without one).
-    pub(crate) fn limit(&self) -> f64 {
-        self.limit.unwrap_or(f64::INFINITY)
-    }
-
     /// Seconds left before the limit (infinite without one).
     pub(crate) fn left(&self) -> f64 {
         self.limit.map_or(f64::INFINITY, |l| l - self.elapsed())
     }
 
-    /// True when the limit has passed, agreed over `backend`'s processes (one
-    /// collective on a distributed backend, none without a limit).
-    pub(crate) fn up<B: CubatureKernels>(&self, backend: &B) -> gpuq_core::Result<bool> {
-        match self.limit {
-            None => Ok(false),
-            Some(l) => backend.cub_any(self.elapsed() >= l),
+    /// Whether to stop now and why: [`Status::TimeLimit`] when the limit has passed,
+    /// [`Status::Interrupted`] when a stop was requested ([`gpuq_core::interrupt`]); agreed
+    /// over `backend`'s processes (one collective on a distributed backend; the reason is
+    /// each process's own).
+    pub(crate) fn stop<B: CubatureKernels>(
+        &self,
+        backend: &B,
+    ) -> gpuq_core::Result<Option<Status>> {
+        let here = self.stop_here();
+        Ok(backend
+            .cub_any(here.is_some())?
+            .then(|| here.unwrap_or(Status::TimeLimit)))
+    }
+
+    /// [`Clock::stop`] for this process alone (no collective). O(1).
+    pub(crate) fn stop_here(&self) -> Option<Status> {
+        if gpuq_core::interrupt::requested() {
+            Some(Status::Interrupted)
+        } else {
+            self.limit
+                .is_some_and(|l| self.elapsed() >= l)
+                .then_some(Status::TimeLimit)
         }
     }
 }

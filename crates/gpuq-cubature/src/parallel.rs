@@ -174,14 +174,14 @@ fn run<B: CubatureKernels>(
             backend.cub_split(&live, &res, &bad, SPLIT_FACTOR, &mut children)?;
             let cost = children.len() as u64 * pts;
             let capped = evals + cost > opts.max_evals;
-            if capped || clock.up(backend)? {
+            let stop = match capped {
+                true => Some(Status::EvaluationCap),
+                false => clock.stop(backend)?,
+            };
+            if let Some(status) = stop {
                 // The parents stand for the children not evaluated.
                 add_all(&mut done, &kept_res);
-                break if capped {
-                    Status::EvaluationCap
-                } else {
-                    Status::TimeLimit
-                };
+                break status;
             }
             let t = Instant::now();
             res = backend.cub_evaluate(&lanes, f, &children)?;
@@ -272,9 +272,9 @@ fn second_pass<B: CubatureKernels>(
     let pts = rule.points as u64;
     let (est, _) = totals(st.done, results);
     let target = opts.target(est);
-    if clock.up(backend)? {
+    if let Some(status) = clock.stop(backend)? {
         add_all(st.done, results);
-        return Ok(Pass::Done(Status::TimeLimit));
+        return Ok(Pass::Done(status));
     }
     // The budget of these boxes, with a margin for the target's move with
     // the estimate.

@@ -271,9 +271,11 @@ pub fn gauss_legendre_auto<B: CubatureKernels>(
             break;
         };
         // The first order always runs: a stop has an estimate.
-        if rounds > 0 && clock.up(backend)? {
-            status = Status::TimeLimit;
-            break;
+        if rounds > 0 {
+            if let Some(stop) = clock.stop(backend)? {
+                status = stop;
+                break;
+            }
         }
         let next = gauss_legendre(dim, na, lo, hi)?.integrate(backend, f)?;
         evaluations += points;

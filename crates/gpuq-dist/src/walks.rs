@@ -103,6 +103,12 @@ impl<W: WalkBackend> WalkBackend for DistWalk<W> {
         };
         self.reduce(self.local.adjoint(walks, source, &local)?)
     }
+
+    /// True on every rank when it is on one (one all-gather).
+    fn walk_any(&self, flag: bool) -> Result<bool> {
+        let all = self.comm.allgather(&[f64::from(u8::from(flag))])?;
+        Ok(all.into_iter().any(|v| v != 0.0))
+    }
 }
 
 #[cfg(test)]

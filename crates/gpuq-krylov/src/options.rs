@@ -88,6 +88,10 @@ impl Method {
     pub const DEFAULT_GMRES_RESTART: usize = 30;
     /// The `l` of plain `bicgstab-l` (seed 003's choice).
     pub const DEFAULT_BICGSTAB_L: usize = 8;
+    /// The names [`Method::parse`] accepts, each alone or, for `bicgstab-l` and `gmres`,
+    /// followed by `:` and its parameter.
+    pub const NAMES: &'static [&'static str] =
+        &["cg", "bicgstab", "bicgstab-l", "tfqmr", "qmr", "gmres"];
     /// What [`Method::parse`] accepts.
     pub const SPELLINGS: &'static str = "cg, bicgstab, bicgstab-l[:L], tfqmr, qmr, gmres[:M]";
 

@@ -114,7 +114,7 @@ pub fn mcsa<B: WalkBackend>(
         if !rel.is_finite() {
             return Err(breakdown(report, it, rel, t, "residual"));
         }
-        if gpuq_core::interrupt::requested() {
+        if mc.stop_requested()? {
             return Err(breakdown(report, it, rel, t, INTERRUPTED));
         }
         if rel < best {

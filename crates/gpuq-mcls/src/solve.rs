@@ -41,6 +41,9 @@ pub enum McStatus {
     Inaccurate,
     /// The residual was not computed ([`MonteCarlo::estimate`]).
     Unchecked,
+    /// A stop was requested ([`gpuq_core::interrupt`], Ctrl-C in the CLI) before the last
+    /// batch: the estimate is that of the batches run.
+    Interrupted,
 }
 
 impl McStatus {
@@ -71,6 +74,7 @@ impl McStatus {
             McStatus::NotConverged => "not_converged",
             McStatus::Inaccurate => "inaccurate",
             McStatus::Unchecked => "unchecked",
+            McStatus::Interrupted => "interrupted",
         }
     }
 }
@@ -263,7 +267,9 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
         result.std_error = std_error;
         result.batches = batches.sums.len() as u32;
         result.relative_residual = residual;
-        result.status = if check {
+        result.status = if batches.interrupted {
+            McStatus::Interrupted
+        } else if check {
             McStatus::judge(residual, opts.tolerance)
         } else {
             McStatus::Unchecked
@@ -291,7 +297,7 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
     fn forward_batches(&self, source: &B::Source, opts: &McOptions) -> Result<(Batches, u64)> {
         let n = self.setup.n() as u64;
         let per_entry = ((opts.histories as f64 / n as f64).round() as u64).max(1);
-        let batches = run_batches(per_entry, opts.batches, |first, count| {
+        let batches = self.run_batches(per_entry, opts.batches, |first, count| {
             let batch = ForwardBatch {
                 per_entry,
                 first,
@@ -303,13 +309,14 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
             };
             self.backend.forward(&self.walks, source, &batch)
         })?;
-        Ok((batches, per_entry * n))
+        let run = batches.counts.iter().sum::<u64>() * n;
+        Ok((batches, run))
     }
 
     /// Adjoint batches of consecutive history ids. Returns the batches and the
     /// histories run.
     fn adjoint_batches(&self, source: &B::Source, opts: &McOptions) -> Result<(Batches, u64)> {
-        let batches = run_batches(opts.histories, opts.batches, |first, count| {
+        let batches = self.run_batches(opts.histories, opts.batches, |first, count| {
             let batch = AdjointBatch {
                 first,
                 count,
@@ -319,7 +326,46 @@ impl<'a, B: WalkBackend> MonteCarlo<'a, B> {
             };
             self.backend.adjoint(&self.walks, source, &batch)
         })?;
-        Ok((batches, opts.histories))
+        let run = batches.counts.iter().sum();
+        Ok((batches, run))
+    }
+
+    /// Splits `total` histories (of every entry, for the forward method) into
+    /// `min(batches, total)` consecutive ranges `first..first + count` of near-equal size and
+    /// runs `run` on each, in order, until all have run or a stop is requested
+    /// ([`MonteCarlo::stop_requested`], asked between batches).
+    fn run_batches(
+        &self,
+        total: u64,
+        batches: u32,
+        mut run: impl FnMut(u64, u64) -> Result<crate::walker::BatchSums>,
+    ) -> Result<Batches> {
+        let b = u64::from(batches).min(total);
+        let mut out = Batches {
+            sums: vec![],
+            counts: vec![],
+            steps: 0,
+            interrupted: false,
+        };
+        for k in 0..b {
+            if k > 0 && self.stop_requested()? {
+                out.interrupted = true;
+                break;
+            }
+            let first = total * k / b;
+            let count = total * (k + 1) / b - first;
+            let sums = run(first, count)?;
+            out.steps += sums.steps;
+            out.sums.push(sums.sums);
+            out.counts.push(count);
+        }
+        Ok(out)
+    }
+
+    /// Whether a stop was requested ([`gpuq_core::interrupt`]) on any process of the
+    /// backend (one collective on a distributed backend, so that all stop together).
+    pub fn stop_requested(&self) -> Result<bool> {
+        self.backend.walk_any(gpuq_core::interrupt::requested())
     }
 }
 
@@ -329,31 +375,8 @@ struct Batches {
     sums: Vec<Vec<f64>>,
     counts: Vec<u64>,
     steps: u64,
-}
-
-/// Splits `total` histories (of every entry, for the forward method) into
-/// `min(batches, total)` consecutive ranges `first..first + count` of near-equal
-/// size and runs `run` on each, in order.
-fn run_batches(
-    total: u64,
-    batches: u32,
-    mut run: impl FnMut(u64, u64) -> Result<crate::walker::BatchSums>,
-) -> Result<Batches> {
-    let b = u64::from(batches).min(total);
-    let mut out = Batches {
-        sums: vec![],
-        counts: vec![],
-        steps: 0,
-    };
-    for k in 0..b {
-        let first = total * k / b;
-        let count = total * (k + 1) / b - first;
-        let sums = run(first, count)?;
-        out.steps += sums.steps;
-        out.sums.push(sums.sums);
-        out.counts.push(count);
-    }
-    Ok(out)
+    /// A stop request ended the batches early.
+    interrupted: bool,
 }
 
 /// The estimate (all sums over all histories) and, with two or more batches, the

@@ -124,4 +124,9 @@ pub trait WalkBackend {
         source: &Self::Source,
         batch: &AdjointBatch,
     ) -> Result<BatchSums>;
+    /// True when `flag` is true on any process of the backend, so that all of them stop at
+    /// the same batch (a collective on a distributed backend). Default: `flag`, O(1).
+    fn walk_any(&self, flag: bool) -> Result<bool> {
+        Ok(flag)
+    }
 }

@@ -22,6 +22,9 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// The names [`Layout::parse`] accepts (`sell` also as `sell:C:SIGMA`).
+    pub const NAMES: &'static [&'static str] = &["csr", "sell", "bsr2"];
+
     /// Parses `csr`, `sell` (C = 8, sigma = 256), `sell:C:SIGMA` or `bsr2`.
     pub fn parse(s: &str) -> Result<Self> {
         let bad = || {
