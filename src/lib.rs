@@ -69,6 +69,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod solver;
 
 pub use backend::{choose, AnyBackend, BackendChoice, FullBackend, OnBackend};
 pub use gpuq_amg as amg;

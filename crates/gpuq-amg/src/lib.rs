@@ -272,7 +272,8 @@ pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, Sm
 pub use kernels::AmgKernels;
 pub use mixed::MixedAmg;
 pub use options::{
-    AmgOptions, CoarseSolver, Coarsening, CycleKind, CycleOptions, Smoother, MAX_BLOCK,
+    default_jacobi_damping, device_defaults, AmgOptions, CoarseSolver, Coarsening, CycleKind,
+    CycleOptions, Smoother, DEVICE_JACOBI_DAMPING, MAX_BLOCK,
 };
 pub use resident::{LevelMatrix, ResidentMatrix};
 pub use rigid::rigid_body_modes;

@@ -9,13 +9,10 @@ use crate::solve::{print_report, Chosen, Source};
 use clap::Args;
 use gpuq_amg::{
     Amg, AmgKernels, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, HierarchyInfo,
-    MixedAmg, Smoother,
+    Smoother,
 };
 use gpuq_core::{Error, Result, Scalar, SolveReport};
-use gpuq_krylov::{
-    solve_csr_with_precond, solve_resident_with_precond, KrylovBackend, KrylovOptions, Method,
-    Preconditioner, SolverConfig,
-};
+use gpuq_krylov::{KrylovBackend, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::{Csr, Layout};
@@ -114,10 +111,6 @@ fn build_hierarchy(
     }
 }
 
-/// The Jacobi damping a GPU run with block 1 takes by default (see
-/// `--amg-jacobi-damping`).
-const DEVICE_JACOBI_DAMPING: f64 = 1.7;
-
 impl AmgArgs {
     /// Whether the per-backend defaults of a device apply: a GPU backend and
     /// scalar unknowns (the configuration they were measured on).
@@ -127,7 +120,7 @@ impl AmgArgs {
 
     /// [`AmgArgs::device_defaults`] for a run on a GPU (`gpu`) or not.
     fn device_defaults_on(&self, gpu: bool) -> bool {
-        gpu && self.block == 1
+        gpuq_amg::device_defaults(gpu, self.block)
     }
 
     /// The cycle's precision: `--amg-precision`, else f32 under the device
@@ -197,11 +190,7 @@ impl AmgArgs {
             near_null_space,
             jacobi_damping: self
                 .jacobi_damping
-                .unwrap_or(if self.device_defaults_on(gpu) {
-                    DEVICE_JACOBI_DAMPING
-                } else {
-                    AmgOptions::default().jacobi_damping
-                }),
+                .unwrap_or_else(|| gpuq_amg::default_jacobi_damping(gpu, self.block)),
             ..AmgOptions::default()
         };
         o.validate()?;
@@ -622,11 +611,6 @@ pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
     }
 }
 
-/// `v` converted to `T`.
-fn convert<T: Scalar>(v: &[f64]) -> Vec<T> {
-    v.iter().map(|&x| T::from_f64(x)).collect()
-}
-
 /// The solve in precision `T` with the cycle in precision `S` (the cycle
 /// itself when they agree, else [`MixedAmg`]).
 fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
@@ -638,64 +622,25 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
     options: &AmgOptions,
 ) -> Result<ExitCode> {
     let (a, rhs) = load_real(source, &args.rhs)?;
-    let mut b = rhs.b.clone();
     let config = &SolverConfig {
         layout: crate::solve::layout_for(&args.layout, &a, backend)?,
         ..config.clone()
     };
     let setup = Instant::now();
     let h = build_hierarchy(&a, options, &args.amg.setup, chosen)?;
-    h.project(&mut b);
-    let co = CycleOptions {
-        layout: config.layout,
-    };
-    let cycle_start = Instant::now();
-    let cycle: Box<dyn gpuq_core::LinearOperator<B, T>> = if S::KIND == T::KIND {
-        Box::new(Amg::<B, T>::new(backend, &h, &co)?)
-    } else {
-        Box::new(MixedAmg::<B, T, S>::new(backend, &h, &co)?)
-    };
-    let amg_setup_s = setup.elapsed().as_secs_f64();
-    let cycle_setup_s = cycle_start.elapsed().as_secs_f64();
+    let hierarchy_s = setup.elapsed().as_secs_f64();
     let mut progress = Progress::new();
-    let result = if config.method == Method::Qmr {
-        // QMR needs A^T from the host matrix
-        let a_t = Csr::try_new(
-            a.nrows(),
-            a.ncols(),
-            a.row_ptr().to_vec(),
-            a.col_idx().to_vec(),
-            convert::<T>(a.values()),
-        )?;
-        solve_csr_with_precond(
-            backend,
-            &a_t,
-            &convert::<T>(&b),
-            config,
-            Some(cycle.as_ref()),
-            &mut |it, r| progress.update(it, r),
-        )
-    } else {
-        // A from the hierarchy's finest level: on a device, converted from
-        // the copy the setup made there (no second upload)
-        let resident = backend.amg_level_matrix::<T>(&h.levels()[0].a, config.layout)?;
-        solve_resident_with_precond(
-            backend,
-            resident,
-            &convert::<T>(&b),
-            config,
-            Some(cycle.as_ref()),
-            &mut |it, r| progress.update(it, r),
-        )
-    };
+    let solution =
+        gpuq_facade::solver::amg_solve::<B, T, S>(backend, &h, &rhs.b, config, &mut |it, r| {
+            progress.update(it, r)
+        })?;
     progress.finish();
-    let (x, mut report, stopped) = crate::solve::ended(result)?;
-    report.setup_time_s += amg_setup_s;
-    // The answer without its null-space part, measured against x* without it
-    let x = x.map(|mut x| {
-        h.project(&mut x);
-        x
-    });
+    let (x, mut report, stopped) = (solution.x, solution.report, solution.stopped);
+    let summary = solution.amg.ok_or_else(|| {
+        Error::InvalidArgument("the AMG solve returned no hierarchy summary".into())
+    })?;
+    report.setup_time_s += hierarchy_s;
+    let amg_setup_s = hierarchy_s + summary.cycle_setup_s;
     let mut rhs = rhs;
     if let Some(s) = &mut rhs.solution {
         h.project(s);
@@ -709,11 +654,11 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
             .collect()
     });
     let outcome = rhs.outcome(x64.as_deref());
-    let info = h.info();
+    let info = summary.info;
     let choices = AmgChoices {
-        cycle_precision: S::KIND.name().into(),
-        jacobi_damping: options.jacobi_damping,
-        cycle_setup_s,
+        cycle_precision: summary.cycle_precision,
+        jacobi_damping: summary.jacobi_damping,
+        cycle_setup_s: summary.cycle_setup_s,
         defaults: if args.amg.device_defaults(chosen) {
             "gpu"
         } else {
