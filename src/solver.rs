@@ -96,6 +96,9 @@ pub struct AmgSummary {
     pub cycle_precision: String,
     /// The damped-Jacobi smoother's omega rho(D^-1 A).
     pub jacobi_damping: f64,
+    /// Whose defaults filled the options left unset: `gpu` ([`gpuq_amg::device_defaults`])
+    /// or `cpu`.
+    pub defaults: String,
     /// Seconds to build the cycle from the hierarchy (its matrices in the cycle's layout
     /// and precision on the backend).
     pub cycle_setup_s: f64,
@@ -268,10 +271,16 @@ where
     if let Some(x) = &mut s.x {
         h.project(x);
     }
+    let gpu = backend.device_memory()?.is_some();
+    let defaults = match gpuq_amg::device_defaults(gpu, h.options().block) {
+        true => "gpu",
+        false => "cpu",
+    };
     s.amg = Some(AmgSummary {
         info: h.info(),
         cycle_precision: T::KIND.name().into(),
         jacobi_damping: h.options().jacobi_damping,
+        defaults: defaults.into(),
         cycle_setup_s: 0.0,
         setup_s: 0.0,
     });
@@ -461,8 +470,8 @@ fn real_f64<T: Scalar>(a: &Csr<T>) -> Result<Csr<f64>> {
 }
 
 /// A solve's result with the breakdown or stagnation that ended it as a report without
-/// iterate; other errors pass through.
-fn ended<T>(result: Result<(Vec<T>, SolveReport)>) -> Result<Solution<T>> {
+/// iterate; other errors pass through. O(1).
+pub fn ended<T>(result: Result<(Vec<T>, SolveReport)>) -> Result<Solution<T>> {
     match result {
         Ok((x, report)) => Ok(Solution {
             x: Some(x),

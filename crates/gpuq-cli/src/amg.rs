@@ -12,6 +12,7 @@ use gpuq_amg::{
     Smoother,
 };
 use gpuq_core::{Error, Result, Scalar, SolveReport};
+use gpuq_facade::solver::AmgSummary;
 use gpuq_krylov::{KrylovBackend, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::generators::ProblemSpec;
 use gpuq_sparse::matrix_market as mm;
@@ -112,13 +113,8 @@ fn build_hierarchy(
 }
 
 impl AmgArgs {
-    /// Whether the per-backend defaults of a device apply: a GPU backend and
-    /// scalar unknowns (the configuration they were measured on).
-    fn device_defaults(&self, backend: &Chosen) -> bool {
-        self.device_defaults_on(matches!(backend, Chosen::Cuda(_)))
-    }
-
-    /// [`AmgArgs::device_defaults`] for a run on a GPU (`gpu`) or not.
+    /// Whether the per-backend defaults of a device apply on a GPU (`gpu`) or not
+    /// ([`gpuq_amg::device_defaults`]).
     fn device_defaults_on(&self, gpu: bool) -> bool {
         gpuq_amg::device_defaults(gpu, self.block)
     }
@@ -654,44 +650,13 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
             .collect()
     });
     let outcome = rhs.outcome(x64.as_deref());
-    let info = summary.info;
-    let choices = AmgChoices {
-        cycle_precision: summary.cycle_precision,
-        jacobi_damping: summary.jacobi_damping,
-        cycle_setup_s: summary.cycle_setup_s,
-        defaults: if args.amg.device_defaults(chosen) {
-            "gpu"
-        } else {
-            "cpu"
-        },
+    let summary = AmgSummary {
+        setup_s: amg_setup_s,
+        ..summary
     };
-    print_amg_report(&report, &info, &choices, &outcome, amg_setup_s, args.json)?;
+    print_amg_report(&report, &summary, &outcome, args.json)?;
     crate::solve::write_plot(args, &report)?;
     Ok(crate::solve::exit_status(&report, stopped.as_deref()))
-}
-
-/// What the AMG solve chose where the user set nothing: reported beside the
-/// hierarchy.
-#[derive(Serialize)]
-struct AmgChoices {
-    /// `f32` or `f64`.
-    cycle_precision: String,
-    /// The damped-Jacobi smoother's omega rho(D^-1 A).
-    jacobi_damping: f64,
-    /// Whose defaults filled the unset options: `gpu` or `cpu`.
-    defaults: &'static str,
-    /// Seconds to build the cycle from the hierarchy (its matrices in the
-    /// cycle's layout and precision on the backend), part of `amg_setup_s`.
-    cycle_setup_s: f64,
-}
-
-/// The hierarchy and the choices made for it, under `amg` in the JSON report.
-#[derive(Serialize)]
-struct AmgSection<'a> {
-    #[serde(flatten)]
-    info: &'a HierarchyInfo,
-    #[serde(flatten)]
-    choices: &'a AmgChoices,
 }
 
 /// The JSON report of an AMG solve: the solve report, the right-hand side,
@@ -701,33 +666,33 @@ struct AmgSection<'a> {
 struct AmgSolveReport<'a> {
     #[serde(flatten)]
     solve: WithRhs<'a, SolveReport>,
-    amg: AmgSection<'a>,
+    /// The hierarchy and the choices made for it.
+    amg: &'a AmgSummary,
+    /// Seconds of the AMG setup: hierarchy and cycle (as `amg.setup_s`).
     amg_setup_s: f64,
 }
 
 /// Prints the solve report with the hierarchy: JSON ([`AmgSolveReport`]) or text.
 fn print_amg_report(
     report: &SolveReport,
-    info: &HierarchyInfo,
-    choices: &AmgChoices,
+    amg: &AmgSummary,
     outcome: &RhsOutcome,
-    amg_setup_s: f64,
     json: bool,
 ) -> Result<()> {
     if !json {
         print_report(report, false)?;
         println!("{}", outcome.line());
-        print_hierarchy(info);
+        print_hierarchy(&amg.info);
         println!(
-            "cycle in {}, Jacobi damping {}, {} defaults; AMG setup with upload: {amg_setup_s:.4} s",
-            choices.cycle_precision, choices.jacobi_damping, choices.defaults
+            "cycle in {}, Jacobi damping {}, {} defaults; AMG setup with upload: {:.4} s",
+            amg.cycle_precision, amg.jacobi_damping, amg.defaults, amg.setup_s
         );
         return Ok(());
     }
     let full = AmgSolveReport {
         solve: WithRhs { report, outcome },
-        amg: AmgSection { info, choices },
-        amg_setup_s,
+        amg,
+        amg_setup_s: amg.setup_s,
     };
     println!("{}", to_json(&full)?);
     Ok(())

@@ -69,7 +69,7 @@ pub struct IntegrateArgs {
     #[arg(long, default_value = "auto", value_parser = crate::choices::cubature_method())]
     pub method: String,
     /// Rule of the adaptive methods: cuhre (degree 13/11/9 by n), degree9 or genz-malik.
-    #[arg(long, default_value = "cuhre", value_parser = ["cuhre", "degree9", "genz-malik"])]
+    #[arg(long, default_value = "cuhre", value_parser = clap::builder::PossibleValuesParser::new(RuleKind::NAMES))]
     pub rule: String,
     /// Most integrand evaluations: a number (2e10 or 20000000000) or auto,
     /// about a minute of the backend's nominal throughput (the CPU backend
@@ -152,17 +152,6 @@ fn max_evals(text: &str) -> Result<u64> {
         return Err(bad());
     }
     Ok(v)
-}
-
-fn rule_kind(name: &str) -> Result<RuleKind> {
-    match name {
-        "cuhre" => Ok(RuleKind::Cuhre),
-        "degree9" => Ok(RuleKind::Degree9),
-        "genz-malik" => Ok(RuleKind::GenzMalik7),
-        other => Err(Error::InvalidArgument(format!(
-            "unknown rule '{other}' (available: cuhre, degree9, genz-malik)"
-        ))),
-    }
 }
 
 /// One bound list: a value for every axis, or `dim` values.
@@ -268,7 +257,7 @@ pub fn run(a: &IntegrateArgs) -> Result<ExitCode> {
         abs_tol: a.abs_tol,
         max_evals: max_evals(&a.max_evals)?,
         max_time: a.max_time,
-        rule: rule_kind(&a.rule)?,
+        rule: RuleKind::parse(&a.rule)?,
         max_boxes: a.max_boxes,
         initial_boxes: a.initial_boxes,
         split_aim: a.split_aim,

@@ -38,6 +38,24 @@ pub enum RuleKind {
     GenzMalik7,
 }
 
+impl RuleKind {
+    /// The names [`RuleKind::parse`] accepts.
+    pub const NAMES: &'static [&'static str] = &["cuhre", "degree9", "genz-malik"];
+
+    /// Parses `cuhre`, `degree9` or `genz-malik`. O(1).
+    pub fn parse(name: &str) -> gpuq_core::Result<Self> {
+        match name {
+            "cuhre" => Ok(RuleKind::Cuhre),
+            "degree9" => Ok(RuleKind::Degree9),
+            "genz-malik" => Ok(RuleKind::GenzMalik7),
+            other => Err(gpuq_core::Error::InvalidArgument(format!(
+                "unknown rule '{other}' (available: {})",
+                Self::NAMES.join(", ")
+            ))),
+        }
+    }
+}
+
 /// Smallest dimension the rules support.
 pub const MIN_DIM: usize = 2;
 

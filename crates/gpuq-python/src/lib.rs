@@ -1,10 +1,56 @@
 //! The extension module `gpuq._gpuq`: the Rust half of the Python package in `python/`.
+//! Thin by design: arrays in, one call into the `gpuq` library with the GIL released,
+//! arrays and JSON reports out. The Python half (`python/gpuq/`) converts SciPy and NumPy
+//! inputs, holds the defaults of the Python spelling and shapes the results.
+
+mod amg;
+mod arrays;
+mod errors;
+mod integrate;
+mod montecarlo;
+mod solve;
 
 use pyo3::prelude::*;
+
+/// The backends this build can open: `cpu` always, `cuda` when a device is present.
+#[pyfunction]
+fn backends(py: Python<'_>) -> Vec<&'static str> {
+    py.detach(|| {
+        let mut names = vec!["cpu"];
+        if gpuq::choose(gpuq::BackendChoice::Cuda).is_ok() {
+            names.push("cuda");
+        }
+        names
+    })
+}
+
+/// The rigid body modes of nodes at `coords` (nodes x d, d = 2 or 3), as an
+/// (d nodes) x (3 or 6) array: the near-null space of linear elasticity.
+#[pyfunction]
+fn rigid_body_modes<'py>(
+    py: Python<'py>,
+    coords: numpy::PyReadonlyArray2<'py, f64>,
+) -> PyResult<Bound<'py, numpy::PyArray2<f64>>> {
+    use crate::errors::IntoPy;
+    let c = coords.as_array();
+    let columns: Vec<Vec<f64>> = (0..c.ncols()).map(|j| c.column(j).to_vec()).collect();
+    let modes = gpuq::amg::rigid_body_modes(&columns).py()?;
+    let rows = modes.first().map_or(0, Vec::len);
+    let out = numpy::ndarray::Array2::from_shape_fn((rows, modes.len()), |(i, j)| modes[j][i]);
+    Ok(numpy::IntoPyArray::into_pyarray(out, py))
+}
 
 /// The module's contents.
 #[pymodule]
 fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("BUILTINS", gpuq::cubature::func::NAMES.to_vec())?;
+    m.add_function(wrap_pyfunction!(backends, m)?)?;
+    m.add_function(wrap_pyfunction!(rigid_body_modes, m)?)?;
+    m.add_function(wrap_pyfunction!(solve::solve, m)?)?;
+    m.add_function(wrap_pyfunction!(integrate::integrate, m)?)?;
+    m.add_function(wrap_pyfunction!(montecarlo::mc_solve, m)?)?;
+    m.add_class::<amg::AmgParams>()?;
+    m.add_class::<amg::AmgHierarchy>()?;
     Ok(())
 }

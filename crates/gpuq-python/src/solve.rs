@@ -1,0 +1,169 @@
+//! `gpuq._gpuq.solve`: A x = b for a CSR matrix of any of the four scalar types.
+
+use crate::amg::AmgParams;
+use crate::arrays::{csr, optional_vector, to_numpy, vector, Dtype};
+use crate::errors::{json, IntoPy};
+use gpuq::core::{Result, Scalar, SolveReport};
+use gpuq::krylov::{KrylovOptions, Method, Preconditioner, SolverConfig};
+use gpuq::solver::{AmgSummary, Solution, SolveSpec};
+use gpuq::sparse::{Csr, Layout};
+use gpuq::{BackendChoice, FullBackend, OnBackend};
+use numpy::{Element, PyReadonlyArray1};
+use pyo3::prelude::*;
+
+/// What the Python layer receives as a solve's report: the solve report's fields (as the
+/// CLI's JSON has them), the message of a breakdown or stagnation, and with AMG the
+/// hierarchy under `amg` and the AMG setup time under `amg_setup_s`.
+#[derive(serde::Serialize)]
+pub struct PyReport<'a> {
+    /// The solve report.
+    #[serde(flatten)]
+    pub report: &'a SolveReport,
+    /// Why the solve stopped early, when a breakdown or stagnation ended it.
+    pub stopped: Option<&'a str>,
+    /// With AMG: the hierarchy and the choices made for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amg: Option<&'a AmgSummary>,
+    /// With AMG: seconds of its setup (hierarchy and cycle).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amg_setup_s: Option<f64>,
+}
+
+impl<'a> PyReport<'a> {
+    /// The report of `s`.
+    pub fn of<T>(s: &'a Solution<T>) -> Self {
+        PyReport {
+            report: &s.report,
+            stopped: s.stopped.as_deref(),
+            amg: s.amg.as_ref(),
+            amg_setup_s: s.amg.as_ref().map(|a| a.setup_s),
+        }
+    }
+}
+
+/// The Krylov part of a solve's options.
+pub fn config(
+    method: &str,
+    tol: f64,
+    atol: f64,
+    maxiter: Option<usize>,
+    stagnation_window: usize,
+) -> Result<SolverConfig> {
+    let config = SolverConfig {
+        method: Method::parse(method)?,
+        precond: Preconditioner::None,
+        options: KrylovOptions {
+            rtol: tol,
+            atol,
+            max_iter: maxiter,
+            stagnation_window,
+            record_history: true,
+            ..KrylovOptions::default()
+        },
+        layout: Layout::default(),
+    };
+    config.options.validate()?;
+    Ok(config)
+}
+
+/// One solve on the backend chosen at run time.
+struct Job<'a, T> {
+    a: &'a Csr<T>,
+    b: &'a [T],
+    x0: Option<&'a [T]>,
+    spec: &'a SolveSpec,
+}
+
+impl<T: Scalar> OnBackend for Job<'_, T> {
+    type Output = Result<Solution<T>>;
+    fn run<B: FullBackend>(self, backend: &B) -> Self::Output {
+        gpuq::solver::solve(backend, self.a, self.b, self.x0, self.spec)
+    }
+}
+
+/// Solves A x = b, A given by SciPy's CSR arrays, b (and x0) of the dtype of `data`.
+/// Returns the solution (None after a breakdown) and the report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (
+    shape, indptr, indices, data, b, x0=None, method="cg", precond="none", tol=1e-8,
+    atol=0.0, maxiter=None, stagnation_window=500, backend="auto", layout="auto", amg=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn solve<'py>(
+    py: Python<'py>,
+    shape: (usize, usize),
+    indptr: PyReadonlyArray1<'py, i64>,
+    indices: PyReadonlyArray1<'py, i64>,
+    data: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    x0: Option<&Bound<'py, PyAny>>,
+    method: &str,
+    precond: &str,
+    tol: f64,
+    atol: f64,
+    maxiter: Option<usize>,
+    stagnation_window: usize,
+    backend: &str,
+    layout: &str,
+    amg: Option<PyRef<'py, AmgParams>>,
+) -> PyResult<(Option<Bound<'py, PyAny>>, String)> {
+    let mut config = config(method, tol, atol, maxiter, stagnation_window).py()?;
+    let amg = match precond {
+        "amg" => Some(amg.map(|p| p.spec()).unwrap_or_default()),
+        other => {
+            config.precond = Preconditioner::parse(other).py()?;
+            None
+        }
+    };
+    let spec = SolveSpec {
+        config,
+        layout: Layout::parse_or_auto(layout).py()?,
+        amg,
+    };
+    let choice: BackendChoice = backend.parse().py()?;
+    let (ip, ix) = (indptr.as_slice()?, indices.as_slice()?);
+    macro_rules! typed {
+        ($t:ty) => {
+            run::<$t>(py, shape, ip, ix, data, b, x0, choice, &spec)
+        };
+    }
+    match Dtype::of(data)? {
+        Dtype::F64 => typed!(f64),
+        Dtype::F32 => typed!(f32),
+        Dtype::C64 => typed!(num_complex::Complex<f64>),
+        Dtype::C32 => typed!(num_complex::Complex<f32>),
+    }
+}
+
+/// [`solve`] in scalar `T`, the GIL released while gpuq works.
+#[allow(clippy::too_many_arguments)]
+fn run<'py, T: Scalar + Element>(
+    py: Python<'py>,
+    shape: (usize, usize),
+    indptr: &[i64],
+    indices: &[i64],
+    data: &Bound<'py, PyAny>,
+    b: &Bound<'py, PyAny>,
+    x0: Option<&Bound<'py, PyAny>>,
+    choice: BackendChoice,
+    spec: &SolveSpec,
+) -> PyResult<(Option<Bound<'py, PyAny>>, String)> {
+    let (data, b, x0) = (
+        vector::<T>(data)?,
+        vector::<T>(b)?,
+        optional_vector::<T>(x0)?,
+    );
+    let solution = py
+        .detach(|| -> Result<Solution<T>> {
+            let a = csr(shape, indptr, indices, data)?;
+            gpuq::choose(choice)?.run(Job {
+                a: &a,
+                b: &b,
+                x0: x0.as_deref(),
+                spec,
+            })
+        })
+        .py()?;
+    let report = json(&PyReport::of(&solution))?;
+    Ok((solution.x.map(|x| to_numpy(py, x)), report))
+}

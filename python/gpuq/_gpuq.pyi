@@ -1,0 +1,132 @@
+"""Type stubs of the extension module gpuq._gpuq (the Rust half of the package). Use the
+Python API (gpuq.solve, gpuq.amg, gpuq.integrate, gpuq.montecarlo): these are its
+building blocks, taking SciPy's CSR arrays and returning JSON reports."""
+
+from typing import List, Optional, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+#: The names of the built-in integrands.
+BUILTINS: List[str]
+
+def backends() -> List[str]:
+    """The backends this machine can run: "cpu", and "cuda" when a device is present."""
+
+def rigid_body_modes(coords: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The (d nodes, 3 or 6) rigid body modes of nodes at coords (nodes, d)."""
+
+def solve(
+    shape: Tuple[int, int],
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray,
+    b: npt.NDArray,
+    x0: Optional[npt.NDArray] = None,
+    method: str = "cg",
+    precond: str = "none",
+    tol: float = 1e-8,
+    atol: float = 0.0,
+    maxiter: Optional[int] = None,
+    stagnation_window: int = 500,
+    backend: str = "auto",
+    layout: str = "auto",
+    amg: Optional[AmgParams] = None,
+) -> Tuple[Optional[npt.NDArray], str]:
+    """Solves A x = b (CSR arrays; data, b, x0 of one of float32, float64, complex64,
+    complex128); returns x (None after a breakdown) and the report as JSON text."""
+
+def integrate(
+    dim: int,
+    lo: List[float],
+    hi: List[float],
+    expr: Optional[str] = None,
+    builtin_name: Optional[str] = None,
+    a: List[float] = ...,
+    u: List[float] = ...,
+    rel_tol: float = 1e-3,
+    abs_tol: float = 0.0,
+    method: str = "auto",
+    rule: str = "cuhre",
+    max_evals: int = 0,
+    max_time: Optional[float] = None,
+    backend: str = "auto",
+) -> str:
+    """Integrates an expression or a built-in over [lo, hi]; the report as JSON text."""
+
+def mc_solve(
+    shape: Tuple[int, int],
+    indptr: npt.NDArray[np.int64],
+    indices: npt.NDArray[np.int64],
+    data: npt.NDArray[np.float64],
+    b: npt.NDArray[np.float64],
+    method: str = "mcsa",
+    histories: int = 100000,
+    tol: Optional[float] = None,
+    seed: int = 1,
+    batches: int = 10,
+    estimator: Optional[str] = None,
+    cutoff: float = 1e-9,
+    max_steps: int = 10000,
+    maxiter: int = 1000,
+    stagnation_window: int = 20,
+    backend: str = "auto",
+) -> Tuple[Optional[npt.NDArray[np.float64]], str]:
+    """A Monte Carlo estimate (mc-forward, mc-adjoint) or an MCSA solve; x and the report
+    as JSON text."""
+
+class AmgParams:
+    """The options of gpuq's smoothed-aggregation AMG."""
+
+    def __init__(
+        self,
+        block: int = 1,
+        near_null_space: Optional[npt.NDArray[np.float64]] = None,
+        coarsening: str = "sa",
+        strength: float = 0.001,
+        smoother: Optional[str] = None,
+        coarse_smoother: Optional[str] = None,
+        sweeps: int = 1,
+        coarse_sweeps: Optional[int] = None,
+        coarse_size: int = 100,
+        max_levels: int = 25,
+        cycle: str = "v",
+        jacobi_damping: Optional[float] = None,
+        cycle_precision: Optional[str] = None,
+        setup: str = "backend",
+    ) -> None: ...
+
+class AmgHierarchy:
+    """An AMG hierarchy of a real matrix and its cycle, resident on a backend."""
+
+    backend: str
+    n: int
+
+    def __init__(
+        self,
+        shape: Tuple[int, int],
+        indptr: npt.NDArray[np.int64],
+        indices: npt.NDArray[np.int64],
+        data: npt.NDArray[np.float64],
+        params: AmgParams,
+        backend: str = "auto",
+        layout: str = "auto",
+    ) -> None: ...
+    def solve(
+        self,
+        b: npt.NDArray[np.float64],
+        x0: Optional[npt.NDArray[np.float64]] = None,
+        method: str = "cg",
+        tol: float = 1e-8,
+        atol: float = 0.0,
+        maxiter: Optional[int] = None,
+        stagnation_window: int = 500,
+    ) -> Tuple[Optional[npt.NDArray[np.float64]], str]:
+        """Solves A x = b preconditioned by the cycle; x and the report as JSON text."""
+    def cycle(self, r: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """One cycle: z = M^-1 r."""
+    def update_values(self, data: npt.NDArray[np.float64]) -> None:
+        """New values on the same pattern: the hierarchy is rebuilt."""
+    def info_json(self) -> str:
+        """The hierarchy's levels, complexities and choices as JSON text."""

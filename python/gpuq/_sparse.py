@@ -1,0 +1,86 @@
+"""Conversions of the caller's matrices and vectors to what the Rust core takes."""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+import scipy.sparse as sp
+
+#: The scalar types gpuq computes in.
+DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
+
+
+def is_cupy(x) -> bool:
+    """Whether ``x`` is a CuPy array or a CuPy sparse matrix."""
+    module = type(x).__module__
+    return module.startswith("cupy") or module.startswith("cupyx")
+
+
+def refuse_cupy(*arrays) -> None:
+    """CuPy inputs are not taken yet: a clear error rather than a silent host copy."""
+    if any(is_cupy(a) for a in arrays if a is not None):
+        raise TypeError(
+            "CuPy arrays are not supported yet: pass SciPy/NumPy data "
+            "(for example A.get() and b.get())"
+        )
+
+
+def compute_dtype(*dtypes) -> np.dtype:
+    """The scalar type to compute in: the inputs' common type, integers and bools as
+    float64; an error for anything else."""
+    dtype = np.result_type(*dtypes)
+    if dtype.kind in "biu":
+        return np.dtype(np.float64)
+    if dtype.type not in DTYPES:
+        raise TypeError(f"unsupported dtype {dtype}: float32, float64, complex64 or complex128")
+    return dtype
+
+
+def csr_arrays(A, dtype=None) -> Tuple[Tuple[int, int], np.ndarray, np.ndarray, np.ndarray]:
+    """``(shape, indptr, indices, data)`` of ``A`` in canonical CSR (sorted, no duplicates):
+    any SciPy sparse matrix or array (CSR, CSC, COO, BSR, ...: SciPy's vectorised
+    conversion, no Python loop) or a dense 2-D NumPy array, in ``dtype`` when given."""
+    refuse_cupy(A)
+    if not sp.issparse(A):
+        A = np.asarray(A)
+        if A.ndim != 2:
+            raise ValueError(f"A must be a 2-D matrix, not an array of shape {A.shape}")
+        A = sp.csr_matrix(A)
+    A = A.tocsr()
+    if not A.has_canonical_format:
+        A = A.copy()
+        A.sum_duplicates()
+    data = A.data if dtype is None else A.data.astype(dtype, copy=False)
+    return (
+        (int(A.shape[0]), int(A.shape[1])),
+        np.ascontiguousarray(A.indptr, dtype=np.int64),
+        np.ascontiguousarray(A.indices, dtype=np.int64),
+        np.ascontiguousarray(data),
+    )
+
+
+def vector(v, n: int, dtype, name: str) -> np.ndarray:
+    """``v`` as a contiguous 1-D array of ``n`` entries of ``dtype`` (an (n, 1) column is
+    taken too)."""
+    refuse_cupy(v)
+    a = np.asarray(v)
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.ndim != 1 or a.shape[0] != n:
+        raise ValueError(f"{name} must have {n} entries, not shape {a.shape}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def optional_vector(v, n: int, dtype, name: str) -> Optional[np.ndarray]:
+    """:func:`vector` of ``v``, or None."""
+    return None if v is None else vector(v, n, dtype, name)
+
+
+def block_size(A) -> Optional[int]:
+    """The block size of a BSR matrix with square blocks, else None."""
+    if sp.issparse(A) and A.format == "bsr":
+        r, c = A.blocksize
+        if r == c:
+            return int(r)
+    return None
