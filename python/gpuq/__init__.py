@@ -15,7 +15,7 @@ Every call releases the GIL while gpuq works. Errors are ``ValueError`` (the inp
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def solve(
 
 
 def integrate(
-    f: str,
+    f: Union[str, Callable[[np.ndarray], np.ndarray]],
     dim: int,
     lo: Union[float, Sequence[float]] = 0.0,
     hi: Union[float, Sequence[float]] = 1.0,
@@ -154,8 +154,11 @@ def integrate(
     compiled to closures on the CPU and to CUDA C by NVRTC on the GPU; or the name of a
     built-in (``f1``..``f5``, ``genz-oscillatory``, ``genz-product-peak``,
     ``genz-corner-peak``, ``genz-gaussian``, ``genz-c0``, ``genz-discontinuous``,
-    ``sum-of-squares``; their parameters ``a`` and ``u``). Python callables are not taken
-    yet. ``method``: ``auto``, ``cuhre``, ``two-phase``, ``breadth-first``,
+    ``sum-of-squares``; their parameters ``a`` and ``u``); or a Python function of an
+    ``(m, dim)`` float64 array of points returning ``m`` values, called once per round of
+    boxes on the host (whatever the backend; ``method="auto"`` is then ``breadth-first``,
+    which evaluates whole rounds; an exception it raises is raised again, a NaN or a wrong
+    shape is a ``ValueError``). ``method``: ``auto``, ``cuhre``, ``two-phase``, ``breadth-first``,
     ``gauss-legendre:N``, ``gauss-legendre:auto`` or ``gauss-hermite:N``. ``max_evals``: 0
     for about a minute of the backend's throughput. ``max_time``: seconds (the estimate so
     far is returned when it passes).
@@ -163,11 +166,24 @@ def integrate(
     Returns an :class:`IntegrationResult` (``.estimate``, ``.error``, ``.converged``,
     ``.evaluations``, ``.status``).
     """
-    if callable(f):
-        raise TypeError("Python callables are not supported yet: give an expression string")
-    if not isinstance(f, str):
-        raise TypeError(f"f must be an expression string or a built-in's name, not {type(f)}")
     dim = int(dim)
+    function = None
+    if callable(f):
+        user = f
+
+        def function(x):
+            values = np.asarray(user(x), dtype=np.float64)
+            if values.shape not in ((x.shape[0],), (x.shape[0], 1)):
+                raise ValueError(
+                    f"the integrand returned shape {values.shape} for {x.shape[0]} points "
+                    f"(expected ({x.shape[0]},))"
+                )
+            return np.ascontiguousarray(values.reshape(-1))
+
+        if method == "auto":
+            method = "breadth-first"
+    elif not isinstance(f, str):
+        raise TypeError(f"f must be an expression, a built-in's name or a callable, not {type(f)}")
 
     def bounds(v, name):
         arr = np.atleast_1d(np.asarray(v, dtype=np.float64))
@@ -177,8 +193,12 @@ def integrate(
             raise ValueError(f"{name} must be a number or {dim} numbers")
         return [float(t) for t in arr]
 
-    builtins = _BUILTINS
-    expr, builtin = (None, f) if f in builtins else (f, None)
+    if function is not None:
+        expr, builtin = None, None
+    elif f in _BUILTINS:
+        expr, builtin = None, f
+    else:
+        expr, builtin = f, None
     text = _gpuq.integrate(
         dim,
         bounds(lo, "lo"),
@@ -194,6 +214,7 @@ def integrate(
         int(max_evals),
         max_time,
         backend,
+        function,
     )
     return IntegrationResult._from_json(text)
 

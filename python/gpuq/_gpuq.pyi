@@ -2,7 +2,7 @@
 Python API (gpuq.solve, gpuq.amg, gpuq.integrate, gpuq.montecarlo): these are its
 building blocks, taking SciPy's CSR arrays and returning JSON reports."""
 
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -52,8 +52,10 @@ def integrate(
     max_evals: int = 0,
     max_time: Optional[float] = None,
     backend: str = "auto",
+    callable: Optional[Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]] = None,
 ) -> str:
-    """Integrates an expression or a built-in over [lo, hi]; the report as JSON text."""
+    """Integrates an expression, a built-in or a batch callable over [lo, hi]; the report
+    as JSON text."""
 
 def mc_solve(
     shape: Tuple[int, int],

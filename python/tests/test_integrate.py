@@ -31,10 +31,31 @@ def test_bad_integrands_are_clear_exceptions():
         gpuq.integrate("exp(x1", 2)
     with pytest.raises(ValueError, match="NaN"):
         gpuq.integrate("log(x1 - 1)", 2, backend="cpu")
-    with pytest.raises(TypeError, match="callables"):
-        gpuq.integrate(lambda x: x[:, 0], 2)
+    with pytest.raises(ValueError, match="shape"):
+        gpuq.integrate(lambda x: x, 2, backend="cpu")
+    with pytest.raises(ZeroDivisionError):
+        gpuq.integrate(lambda x: 1 / 0, 2, backend="cpu")
+    with pytest.raises(ValueError, match="NaN"), np.errstate(invalid="ignore"):
+        gpuq.integrate(lambda x: np.log(x[:, 0] - 1), 2, backend="cpu")
     with pytest.raises(ValueError, match="lo"):
         gpuq.integrate("x1", 2, lo=[0, 0, 0])
+
+
+def test_python_callables_are_evaluated_in_batches(backend):
+    calls = []
+
+    def f(x):
+        calls.append(x.shape)
+        return np.exp(-x[:, 0] - x[:, 1] - x[:, 2])
+
+    r = gpuq.integrate(f, 3, rel_tol=1e-9, backend=backend)
+    exact = (1 - math.exp(-1)) ** 3
+    assert r.converged and abs(r.estimate - exact) <= 1e-8 * exact
+    assert all(len(s) == 2 and s[1] == 3 for s in calls)
+    assert len(calls) <= r.rounds + 1 and r.evaluations > 100 * len(calls)
+    same = gpuq.integrate("exp(-x1 - x2 - x3)", 3, rel_tol=1e-9, method="breadth-first",
+                          backend="cpu")
+    assert r.estimate == pytest.approx(same.estimate, rel=1e-12)
 
 
 def test_a_cap_is_a_status_not_an_exception():

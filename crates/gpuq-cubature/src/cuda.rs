@@ -41,7 +41,7 @@ enum OnDevice {
 fn on_device(backend: &CudaBackend, f: Func<'_>) -> Result<OnDevice> {
     Ok(match f {
         Func::Builtin(b) => OnDevice::Builtin(b),
-        Func::Closure(_) => OnDevice::Host,
+        Func::Closure(_) | Func::Batch(_) => OnDevice::Host,
         Func::Expr(e) => OnDevice::Linked(
             backend.link_integrand(DeviceCode::CudaC(&e.cuda_source()))?,
             e.dim(),
@@ -185,13 +185,13 @@ impl CubatureKernels for CudaBackend {
     /// the host threads.
     fn cub_throughput(&self, f: Func<'_>) -> f64 {
         match f {
-            Func::Closure(_) => CpuBackend::new().cub_throughput(f),
+            Func::Closure(_) | Func::Batch(_) => CpuBackend::new().cub_throughput(f),
             _ => DEVICE_EVALS_S,
         }
     }
 
     fn cub_is_device(&self, f: Func<'_>) -> bool {
-        !matches!(f, Func::Closure(_))
+        !matches!(f, Func::Closure(_) | Func::Batch(_))
     }
 
     fn cub_tensor(

@@ -51,22 +51,24 @@ pub fn cuhre(f: Func<'_>, lo: &[f64], hi: &[f64], opts: &Options) -> Result<Outc
     let rule = build(opts.rule, n)?;
     let (h, seen) = (f.host()?, NonFinite::default());
     let clock = Clock::start(opts);
-    with_host!(h, &seen, g, {
-        run(
-            &rule,
-            lo,
-            hi,
-            opts,
-            |boxes: &Boxes| {
-                let r = (0..boxes.len())
+    run(
+        &rule,
+        lo,
+        hi,
+        opts,
+        |boxes: &Boxes| {
+            // The integrand per call, so that a batch integrand takes each split's boxes
+            // in one call.
+            let r: Vec<BoxResult> = with_host!(h, &seen, g, {
+                (0..boxes.len())
                     .map(|b| evaluate(&rule, g, boxes.center_of(b), boxes.half_of(b)))
-                    .collect();
-                seen.check()?;
-                Ok(r)
-            },
-            || Ok(clock.stop_here()),
-        )
-    })
+                    .collect()
+            });
+            seen.check()?;
+            Ok(r)
+        },
+        || Ok(clock.stop_here()),
+    )
 }
 
 /// Sequential CUHRE for any integrand: on the host ([`cuhre`]) when the host

@@ -17,6 +17,7 @@ use std::sync::Mutex;
 
 /// A host function of x.
 pub type HostFn<'a> = &'a (dyn Fn(&[f64]) -> f64 + Sync);
+pub use crate::batch::BatchFn;
 
 /// An integrand as the algorithms take it. (`Builtin` is large, 264 bytes, but
 /// a `Func` is passed once per batch, not per point.)
@@ -28,6 +29,9 @@ pub enum Func<'a> {
     /// Any function of x; evaluated on the host on every backend (the CUDA
     /// backend hands its batches to the CPU backend).
     Closure(HostFn<'a>),
+    /// A function of many points at once ([`crate::batch`]): evaluated on the host, one
+    /// call per round of boxes (or per tensor rule) rather than per point.
+    Batch(BatchFn<'a>),
     /// An expression: compiled closures on the host backends, CUDA C compiled
     /// by NVRTC and linked with the rule kernels on the CUDA backend.
     Expr(&'a Expr),
@@ -46,7 +50,7 @@ impl<'a> Func<'a> {
     pub fn dim(&self) -> Option<usize> {
         match self {
             Func::Builtin(b) => Some(b.dim as usize),
-            Func::Closure(_) => None,
+            Func::Closure(_) | Func::Batch(_) => None,
             Func::Expr(e) => Some(e.dim()),
             Func::Code(c) => Some(c.dim),
         }
@@ -58,6 +62,7 @@ impl<'a> Func<'a> {
         match self {
             Func::Builtin(_) => "builtin",
             Func::Closure(_) => "closure",
+            Func::Batch(_) => "batch",
             Func::Expr(_) => "expr",
             Func::Code(c) => match c.kind {
                 CodeKind::CudaC => "cuda-c",
@@ -72,6 +77,7 @@ impl<'a> Func<'a> {
         Ok(match *self {
             Func::Builtin(b) => HostFunc::Builtin(b),
             Func::Closure(c) => HostFunc::Closure(c),
+            Func::Batch(b) => HostFunc::Batch(b),
             Func::Expr(e) => HostFunc::Expr(e),
             Func::Code(c) => HostFunc::Closure(c.host.ok_or_else(|| {
                 Error::InvalidArgument(format!(
@@ -100,6 +106,7 @@ impl std::fmt::Debug for Func<'_> {
         match self {
             Func::Builtin(b) => write!(f, "Builtin({})", name_of(b.kind)),
             Func::Closure(_) => write!(f, "Closure"),
+            Func::Batch(_) => write!(f, "Batch"),
             Func::Expr(e) => write!(f, "Expr({:?}, n = {})", e.text(), e.dim()),
             Func::Code(c) => write!(f, "Code({:?}, n = {})", c.kind, c.dim),
         }
@@ -239,6 +246,8 @@ pub enum HostFunc<'a> {
     Builtin(Builtin),
     /// A closure.
     Closure(HostFn<'a>),
+    /// A batch function ([`crate::batch`]).
+    Batch(BatchFn<'a>),
     /// A compiled expression.
     Expr(&'a Expr),
 }
@@ -257,6 +266,7 @@ impl Integrand for ClosureIntegrand<'_> {
 pub struct NonFinite {
     seen: AtomicBool,
     first: Mutex<Option<(f64, Vec<f64>)>>,
+    failed: Mutex<Option<Error>>,
 }
 
 impl NonFinite {
@@ -270,8 +280,22 @@ impl NonFinite {
         }
     }
 
+    /// Records the first error of a batch integrand ([`crate::batch`]); [`NonFinite::check`]
+    /// returns it before any non-finite value. O(1).
+    #[cold]
+    pub fn fail(&self, e: Error) {
+        self.seen.store(true, Ordering::Relaxed);
+        if let Ok(mut failed) = self.failed.lock() {
+            failed.get_or_insert(e);
+        }
+    }
+
+    /// The first error of a batch integrand ([`NonFinite::fail`]), else
     /// `Err(IntegrandNotFinite)` when a value was recorded. O(1).
     pub fn check(&self) -> Result<()> {
+        if let Some(e) = self.failed.lock().ok().and_then(|mut f| f.take()) {
+            return Err(e);
+        }
         if !self.seen.load(Ordering::Relaxed) {
             return Ok(());
         }

@@ -94,6 +94,25 @@ macro_rules! with_host {
                 let $g = &$crate::func::Guard { f: e, seen: $seen };
                 $body
             }
+            $crate::func::HostFunc::Batch(batch) => {
+                // Two passes (crate::batch): record the points, then replay their values.
+                let recorder = $crate::batch::Recorder::default();
+                let mut out = {
+                    let $g = &recorder;
+                    $body
+                };
+                let replay = recorder.evaluate(batch, $seen);
+                let replayed = {
+                    let $g = &$crate::func::Guard {
+                        f: &replay,
+                        seen: $seen,
+                    };
+                    $body
+                };
+                // The first pass's results (of zeros) only fix the type.
+                let _recorded = std::mem::replace(&mut out, replayed);
+                out
+            }
         }
     };
 }

@@ -143,6 +143,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod breadth_first;
 pub mod cpu;
 #[cfg(feature = "cuda")]

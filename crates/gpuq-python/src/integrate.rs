@@ -5,7 +5,9 @@ use gpuq::core::{Error, Result};
 use gpuq::cubature::rules::RuleKind;
 use gpuq::cubature::{builtin, func::kind_of, Expr, Func, Method, Options, Outcome};
 use gpuq::{BackendChoice, FullBackend, OnBackend};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
+use std::sync::Mutex;
 
 /// One integration on the backend chosen at run time.
 struct Job<'a> {
@@ -57,12 +59,14 @@ fn gpuq_core_name<B: gpuq::core::Backend>(backend: &B) -> String {
     backend.name()
 }
 
-/// Integrates an expression in x1..xn (`expr`) or a built-in (`builtin`, with its
-/// parameters `a` and `u`) over the box [lo, hi]; returns the report as JSON text.
+/// Integrates an expression in x1..xn (`expr`), a built-in (`builtin`, with its
+/// parameters `a` and `u`) or a Python function of an (m, dim) float64 array returning m
+/// float64 values (`callable`, called with the GIL once per round of boxes) over the box
+/// [lo, hi]; returns the report as JSON text. An exception of the callable is raised again.
 #[pyfunction]
 #[pyo3(signature = (
     dim, lo, hi, expr=None, builtin_name=None, a=vec![], u=vec![], rel_tol=1e-3, abs_tol=0.0,
-    method="auto", rule="cuhre", max_evals=0, max_time=None, backend="auto"
+    method="auto", rule="cuhre", max_evals=0, max_time=None, backend="auto", callable=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn integrate(
@@ -81,6 +85,7 @@ pub fn integrate(
     max_evals: u64,
     max_time: Option<f64>,
     backend: &str,
+    callable: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     let method: Method = method.parse().py()?;
     let opts = Options {
@@ -93,11 +98,41 @@ pub fn integrate(
     };
     opts.check().py()?;
     let choice: BackendChoice = backend.parse().py()?;
+    // The first exception the callable raised, raised again after the run.
+    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+    let batch = |points: &[f64], values: &mut [f64]| -> Result<()> {
+        Python::attach(|py| -> PyResult<()> {
+            let m = values.len();
+            let x = PyArray1::from_slice(py, points).reshape([m, dim])?;
+            let Some(f) = callable.as_ref() else {
+                return Err(pyo3::exceptions::PyValueError::new_err("no callable"));
+            };
+            let out = f.call1(py, (x,))?;
+            let out: PyReadonlyArray1<'_, f64> = out.extract(py)?;
+            let out = out.as_slice()?;
+            if out.len() != m {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "the integrand returned {} values for {m} points",
+                    out.len()
+                )));
+            }
+            values.copy_from_slice(out);
+            Ok(())
+        })
+        .map_err(|e| {
+            let message = e.to_string();
+            if let Ok(mut first) = raised.lock() {
+                first.get_or_insert(e);
+            }
+            Error::InvalidArgument(format!("the integrand raised {message}"))
+        })
+    };
     let report = py
         .detach(|| -> Result<Report> {
             let parsed;
             let made;
             let f = match (expr, builtin_name) {
+                (None, None) if callable.is_some() => Func::Batch(&batch),
                 (Some(text), None) => {
                     parsed = Expr::parse(text, dim)?;
                     Func::Expr(&parsed)
@@ -108,7 +143,7 @@ pub fn integrate(
                 }
                 _ => {
                     return Err(Error::InvalidArgument(
-                        "give an expression or a built-in integrand's name".into(),
+                        "give an expression, a built-in integrand's name or a callable".into(),
                     ))
                 }
             };
@@ -120,6 +155,9 @@ pub fn integrate(
                 opts: &opts,
             })
         })
-        .py()?;
+        .map_err(|e| match raised.lock().ok().and_then(|mut r| r.take()) {
+            Some(original) => original,
+            None => crate::errors::to_py(e),
+        })?;
     json(&report)
 }
