@@ -29,6 +29,8 @@ use gpuq_krylov::{
     solve_csr_with_precond, solve_resident_with_precond, KrylovBackend, Method, SolverConfig,
 };
 use gpuq_sparse::{Csr, Layout};
+use std::any::Any;
+use std::borrow::Cow;
 use std::time::Instant;
 
 /// What [`solve`] runs.
@@ -449,24 +451,27 @@ fn amg_solve_in<B: FullBackend>(
     }
 }
 
-/// A real matrix as f64 (AMG's setup works in f64); an error for a complex one.
-fn real_f64<T: Scalar>(a: &Csr<T>) -> Result<Csr<f64>> {
+/// A real matrix as f64 (AMG's setup works in f64): `a` itself when it is f64, else a
+/// converted copy; an error for a complex one.
+fn real_f64<T: Scalar>(a: &Csr<T>) -> Result<Cow<'_, Csr<f64>>> {
     if matches!(T::KIND, ScalarKind::C32 | ScalarKind::C64) {
         return Err(Error::Precondition {
             method: "AMG",
             reason: "the matrix is complex: AMG takes real matrices (use jacobi or none)".into(),
         });
     }
+    if let Some(a) = (a as &dyn Any).downcast_ref::<Csr<f64>>() {
+        return Ok(Cow::Borrowed(a));
+    }
+    let values = a.values().iter().map(|v| v.re().to_f64_lossless());
     Csr::try_new(
         a.nrows(),
         a.ncols(),
         a.row_ptr().to_vec(),
         a.col_idx().to_vec(),
-        a.values()
-            .iter()
-            .map(|v| v.re().to_f64_lossless())
-            .collect(),
+        values.collect(),
     )
+    .map(Cow::Owned)
 }
 
 /// A solve's result with the breakdown or stagnation that ended it as a report without

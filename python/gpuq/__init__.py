@@ -7,6 +7,7 @@ solvers and adaptive cubature, written in Rust, on the CPU or a CUDA GPU.
   ``ml.aspreconditioner``) on any backend;
 * :func:`integrate`: adaptive cubature of an expression or a built-in integrand;
 * :mod:`gpuq.montecarlo`: Monte Carlo estimates and MCSA;
+* :mod:`gpuq.uq`: expectations of functions of standard normal variables;
 * :func:`backends`: which backends this machine has.
 
 Every call releases the GIL while gpuq works. Errors are ``ValueError`` (the input),
@@ -35,6 +36,7 @@ __all__ = [
     "MonteCarloReport",
     "amg",
     "montecarlo",
+    "uq",
 ]
 
 #: The Krylov methods of :func:`solve` (``bicgstab-l:L`` and ``gmres:M`` take a parameter).
@@ -169,17 +171,7 @@ def integrate(
     dim = int(dim)
     function = None
     if callable(f):
-        user = f
-
-        def function(x):
-            values = np.asarray(user(x), dtype=np.float64)
-            if values.shape not in ((x.shape[0],), (x.shape[0], 1)):
-                raise ValueError(
-                    f"the integrand returned shape {values.shape} for {x.shape[0]} points "
-                    f"(expected ({x.shape[0]},))"
-                )
-            return np.ascontiguousarray(values.reshape(-1))
-
+        function = _batch_function(f)
         if method == "auto":
             method = "breadth-first"
     elif not isinstance(f, str):
@@ -221,4 +213,20 @@ def integrate(
 
 _BUILTINS = frozenset(_gpuq.BUILTINS)
 
-from . import amg, montecarlo  # noqa: E402  (they import this module's helpers)
+
+def _batch_function(user):
+    """``user`` (a function of an (m, dim) array) as the core calls it: its values as a
+    contiguous float64 vector of m entries, a ValueError for another shape."""
+
+    def function(x):
+        values = np.asarray(user(x), dtype=np.float64)
+        if values.shape not in ((x.shape[0],), (x.shape[0], 1)):
+            raise ValueError(
+                f"the integrand returned shape {values.shape} for {x.shape[0]} points "
+                f"(expected ({x.shape[0]},))"
+            )
+        return np.ascontiguousarray(values.reshape(-1))
+
+    return function
+
+from . import amg, montecarlo, uq  # noqa: E402  (they import this module's helpers)

@@ -19,8 +19,8 @@ def rigid_body_modes(coords: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]
 
 def solve(
     shape: Tuple[int, int],
-    indptr: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int64],
+    indptr: npt.NDArray[np.integer],
+    indices: npt.NDArray[np.integer],
     data: npt.NDArray,
     b: npt.NDArray,
     x0: Optional[npt.NDArray] = None,
@@ -57,10 +57,22 @@ def integrate(
     """Integrates an expression, a built-in or a batch callable over [lo, hi]; the report
     as JSON text."""
 
+def uq_expectation(
+    dim: int,
+    points: int = 5,
+    expr: Optional[str] = None,
+    builtin_name: Optional[str] = None,
+    a: List[float] = ...,
+    u: List[float] = ...,
+    backend: str = "auto",
+    callable: Optional[Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]]] = None,
+) -> str:
+    """E[g(q)], q ~ N(0, I), by the tensor Gauss-Hermite rule; the report as JSON text."""
+
 def mc_solve(
     shape: Tuple[int, int],
-    indptr: npt.NDArray[np.int64],
-    indices: npt.NDArray[np.int64],
+    indptr: npt.NDArray[np.integer],
+    indices: npt.NDArray[np.integer],
     data: npt.NDArray[np.float64],
     b: npt.NDArray[np.float64],
     method: str = "mcsa",
@@ -108,8 +120,8 @@ class AmgHierarchy:
     def __init__(
         self,
         shape: Tuple[int, int],
-        indptr: npt.NDArray[np.int64],
-        indices: npt.NDArray[np.int64],
+        indptr: npt.NDArray[np.integer],
+        indices: npt.NDArray[np.integer],
         data: npt.NDArray[np.float64],
         params: AmgParams,
         backend: str = "auto",

@@ -38,7 +38,8 @@ def compute_dtype(*dtypes) -> np.dtype:
 
 
 def csr_arrays(A, dtype=None) -> Tuple[Tuple[int, int], np.ndarray, np.ndarray, np.ndarray]:
-    """``(shape, indptr, indices, data)`` of ``A`` in canonical CSR (sorted, no duplicates):
+    """``(shape, indptr, indices, data)`` of ``A`` in canonical CSR (sorted, no duplicates;
+    the index arrays int32 or int64 as SciPy holds them):
     any SciPy sparse matrix or array (CSR, CSC, COO, BSR, ...: SciPy's vectorised
     conversion, no Python loop) or a dense 2-D NumPy array, in ``dtype`` when given."""
     refuse_cupy(A)
@@ -54,10 +55,17 @@ def csr_arrays(A, dtype=None) -> Tuple[Tuple[int, int], np.ndarray, np.ndarray, 
     data = A.data if dtype is None else A.data.astype(dtype, copy=False)
     return (
         (int(A.shape[0]), int(A.shape[1])),
-        np.ascontiguousarray(A.indptr, dtype=np.int64),
-        np.ascontiguousarray(A.indices, dtype=np.int64),
+        _index(A.indptr),
+        _index(A.indices),
         np.ascontiguousarray(data),
     )
+
+
+def _index(a: np.ndarray) -> np.ndarray:
+    """A contiguous int32 or int64 index array: SciPy's own when it is one (no copy)."""
+    if a.dtype in (np.int32, np.int64):
+        return np.ascontiguousarray(a)
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def vector(v, n: int, dtype, name: str) -> np.ndarray:

@@ -76,3 +76,15 @@ def test_monte_carlo_estimates_and_mcsa():
     np.testing.assert_array_equal(y, y2)
     _, held = gpuq.montecarlo.solve(a, b, method="mc-adjoint", histories=1000, tol=1e-12)
     assert held.status == "not_converged"
+
+
+def test_expectations_of_normal_variables(backend):
+    # E[q1^2 + q2^2 + q3^2] = 3; E[exp(0.1 q1) q2^2] = exp(0.005).
+    r = gpuq.uq.expectation("sum-of-squares", 3, points=4, backend=backend)
+    assert r.estimate == pytest.approx(3.0, rel=1e-12) and r.points == 64
+    r = gpuq.uq.expectation("exp(0.1 * x1) * x2^2", 2, points=12, backend=backend)
+    assert r.estimate == pytest.approx(math.exp(0.005), rel=1e-10)
+    r = gpuq.uq.expectation(lambda q: q[:, 0] ** 4, 1, points=5, backend=backend)
+    assert r.estimate == pytest.approx(3.0, rel=1e-12)
+    with pytest.raises(ValueError):
+        gpuq.uq.expectation("x1", 2, points=0)

@@ -130,3 +130,17 @@ def test_the_report_has_the_fields_of_the_cli_json(known, tmp_path):
     assert set(fields) - {"stopped"} <= set(theirs)
     assert theirs["iterations"] == fields["iterations"]
     assert theirs["relative_residual"] == pytest.approx(fields["relative_residual"], rel=1e-6)
+
+
+def test_int32_and_int64_indices_give_the_same_solve(known):
+    a, x, b = known
+    wide = a.copy()
+    wide.indices = wide.indices.astype(np.int64)
+    wide.indptr = wide.indptr.astype(np.int64)
+    narrow = a.copy()
+    narrow.indices = narrow.indices.astype(np.int32)
+    narrow.indptr = narrow.indptr.astype(np.int32)
+    y1, r1 = gpuq.solve(wide, b, precond="amg", backend="cpu")
+    y2, r2 = gpuq.solve(narrow, b, precond="amg", backend="cpu")
+    np.testing.assert_array_equal(y1, y2)
+    assert r1.iterations == r2.iterations

@@ -1,7 +1,7 @@
 //! `gpuq._gpuq.AmgParams` (the AMG options) and `gpuq._gpuq.AmgHierarchy` (a hierarchy
 //! built once, its cycle resident on a backend, solved with and applied many times).
 
-use crate::arrays::{csr, to_numpy};
+use crate::arrays::{csr, to_numpy, IndexArray};
 use crate::errors::{json, IntoPy};
 use crate::solve::{config, PyReport};
 use gpuq::amg::{AmgOptions, Coarsening, CycleKind, Hierarchy, SetupKernels, Smoother};
@@ -173,8 +173,8 @@ impl AmgHierarchy {
     fn new(
         py: Python<'_>,
         shape: (usize, usize),
-        indptr: PyReadonlyArray1<'_, i64>,
-        indices: PyReadonlyArray1<'_, i64>,
+        indptr: &Bound<'_, PyAny>,
+        indices: &Bound<'_, PyAny>,
         data: PyReadonlyArray1<'_, f64>,
         params: PyRef<'_, AmgParams>,
         backend: &str,
@@ -183,12 +183,13 @@ impl AmgHierarchy {
         let choice: BackendChoice = backend.parse().py()?;
         let layout = Layout::parse_or_auto(layout).py()?;
         let params = params.clone();
-        let (ip, ix, values) = (indptr.as_slice()?, indices.as_slice()?, data.as_slice()?);
+        let (indptr, indices) = (IndexArray::of(indptr)?, IndexArray::of(indices)?);
+        let (ip, ix, values) = (indptr.entries()?, indices.entries()?, data.as_slice()?);
         let start = Instant::now();
         let (hierarchy, cycle) = py
             .detach(|| {
                 let a = csr(shape, ip, ix, values.to_vec())?;
-                build(&a, &params, gpuq::choose(choice)?, layout)
+                build(&a, &params, crate::opened::open(choice)?, layout)
             })
             .py()?;
         Ok(AmgHierarchy {

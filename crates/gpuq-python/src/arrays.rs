@@ -56,28 +56,75 @@ pub fn to_numpy<'py, T: Element>(py: Python<'py>, v: Vec<T>) -> Bound<'py, PyAny
     PyArray1::from_vec(py, v).into_any()
 }
 
+/// An index array as SciPy holds it: int32 (its default) or int64, borrowed.
+pub enum IndexArray<'py> {
+    /// int32
+    I32(PyReadonlyArray1<'py, i32>),
+    /// int64
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
+/// The entries of an [`IndexArray`].
+#[derive(Clone, Copy)]
+pub enum Indices<'a> {
+    /// int32
+    I32(&'a [i32]),
+    /// int64
+    I64(&'a [i64]),
+}
+
+impl<'py> IndexArray<'py> {
+    /// `array` if it is a 1-D int32 or int64 array; a `ValueError` otherwise.
+    pub fn of(array: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(a) = array.extract::<PyReadonlyArray1<'py, i32>>() {
+            return Ok(IndexArray::I32(a));
+        }
+        array
+            .extract::<PyReadonlyArray1<'py, i64>>()
+            .map(IndexArray::I64)
+            .map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err("index arrays must be 1-D int32 or int64")
+            })
+    }
+
+    /// The entries (contiguous arrays only).
+    pub fn entries(&self) -> PyResult<Indices<'_>> {
+        Ok(match self {
+            IndexArray::I32(a) => Indices::I32(a.as_slice()?),
+            IndexArray::I64(a) => Indices::I64(a.as_slice()?),
+        })
+    }
+}
+
+impl Indices<'_> {
+    /// The entries as `I`, an error naming `what` for a negative or too large one. O(len).
+    fn to_vec<I: TryFrom<i64>>(self, what: &str) -> Result<Vec<I>> {
+        let convert = |i: i64| {
+            I::try_from(i).map_err(|_| {
+                Error::InvalidMatrix(format!("{what} entry {i} is negative or too large"))
+            })
+        };
+        match self {
+            Indices::I32(v) => v.iter().map(|&i| convert(i64::from(i))).collect(),
+            Indices::I64(v) => v.iter().map(|&i| convert(i)).collect(),
+        }
+    }
+}
+
 /// The CSR matrix of SciPy's arrays (`indptr`, `indices`, `data`) and `shape`, checked:
-/// indices in range and rows in order, as [`Csr::try_new`] checks them. Cost: one copy.
+/// indices in range and rows in order, as [`Csr::try_new`] checks them. Cost: one copy of
+/// each array.
 pub fn csr<T: Scalar>(
     shape: (usize, usize),
-    indptr: &[i64],
-    indices: &[i64],
+    indptr: Indices<'_>,
+    indices: Indices<'_>,
     data: Vec<T>,
 ) -> Result<Csr<T>> {
-    fn index<I: TryFrom<i64>>(v: &[i64], what: &str) -> Result<Vec<I>> {
-        v.iter()
-            .map(|&i| {
-                I::try_from(i).map_err(|_| {
-                    Error::InvalidMatrix(format!("{what} entry {i} is negative or too large"))
-                })
-            })
-            .collect()
-    }
     Csr::try_new(
         shape.0,
         shape.1,
-        index(indptr, "indptr")?,
-        index(indices, "indices")?,
+        indptr.to_vec("indptr")?,
+        indices.to_vec("indices")?,
         data,
     )
 }

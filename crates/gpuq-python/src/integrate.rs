@@ -1,13 +1,12 @@
 //! `gpuq._gpuq.integrate`: adaptive cubature of an expression or a built-in integrand.
 
 use crate::errors::{json, IntoPy};
-use gpuq::core::{Error, Result};
+use crate::integrand::PyIntegrand;
+use gpuq::core::Result;
 use gpuq::cubature::rules::RuleKind;
-use gpuq::cubature::{builtin, func::kind_of, Expr, Func, Method, Options, Outcome};
+use gpuq::cubature::{Func, Method, Options, Outcome};
 use gpuq::{BackendChoice, FullBackend, OnBackend};
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
-use std::sync::Mutex;
 
 /// One integration on the backend chosen at run time.
 struct Job<'a> {
@@ -98,66 +97,60 @@ pub fn integrate(
     };
     opts.check().py()?;
     let choice: BackendChoice = backend.parse().py()?;
-    // The first exception the callable raised, raised again after the run.
-    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
-    let batch = |points: &[f64], values: &mut [f64]| -> Result<()> {
-        Python::attach(|py| -> PyResult<()> {
-            let m = values.len();
-            let x = PyArray1::from_slice(py, points).reshape([m, dim])?;
-            let Some(f) = callable.as_ref() else {
-                return Err(pyo3::exceptions::PyValueError::new_err("no callable"));
-            };
-            let out = f.call1(py, (x,))?;
-            let out: PyReadonlyArray1<'_, f64> = out.extract(py)?;
-            let out = out.as_slice()?;
-            if out.len() != m {
-                return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                    "the integrand returned {} values for {m} points",
-                    out.len()
-                )));
-            }
-            values.copy_from_slice(out);
-            Ok(())
-        })
-        .map_err(|e| {
-            let message = e.to_string();
-            if let Ok(mut first) = raised.lock() {
-                first.get_or_insert(e);
-            }
-            Error::InvalidArgument(format!("the integrand raised {message}"))
-        })
-    };
+    let integrand = PyIntegrand::new(dim, expr, builtin_name.map(|n| (n, a, u)), callable);
     let report = py
-        .detach(|| -> Result<Report> {
-            let parsed;
-            let made;
-            let f = match (expr, builtin_name) {
-                (None, None) if callable.is_some() => Func::Batch(&batch),
-                (Some(text), None) => {
-                    parsed = Expr::parse(text, dim)?;
-                    Func::Expr(&parsed)
-                }
-                (None, Some(name)) => {
-                    made = builtin(kind_of(name)?, dim, &a, &u)?;
-                    Func::Builtin(made)
-                }
-                _ => {
-                    return Err(Error::InvalidArgument(
-                        "give an expression, a built-in integrand's name or a callable".into(),
-                    ))
-                }
-            };
-            gpuq::choose(choice)?.run(Job {
-                f,
-                method,
-                lo: &lo,
-                hi: &hi,
-                opts: &opts,
+        .detach(|| {
+            integrand.with_func(|f| {
+                crate::opened::open(choice)?.run(Job {
+                    f,
+                    method,
+                    lo: &lo,
+                    hi: &hi,
+                    opts: &opts,
+                })
             })
         })
-        .map_err(|e| match raised.lock().ok().and_then(|mut r| r.take()) {
-            Some(original) => original,
-            None => crate::errors::to_py(e),
-        })?;
+        .map_err(|e| integrand.error(e))?;
     json(&report)
+}
+
+/// E[g(q)] for q ~ N(0, I_dim) by the tensor Gauss-Hermite rule with `points` per axis on
+/// the backend, g an expression, a built-in or a batch callable; the report (`estimate`,
+/// `points`, `time_s`) as JSON text.
+#[pyfunction]
+#[pyo3(signature = (
+    dim, points=5, expr=None, builtin_name=None, a=vec![], u=vec![], backend="auto",
+    callable=None
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn uq_expectation(
+    py: Python<'_>,
+    dim: usize,
+    points: usize,
+    expr: Option<&str>,
+    builtin_name: Option<&str>,
+    a: Vec<f64>,
+    u: Vec<f64>,
+    backend: &str,
+    callable: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    struct Run<'a> {
+        dim: usize,
+        points: usize,
+        f: Func<'a>,
+    }
+    impl OnBackend for Run<'_> {
+        type Output = Result<gpuq::uq::expectation::Expectation>;
+        fn run<B: FullBackend>(self, backend: &B) -> Self::Output {
+            gpuq::uq::expectation::tensor_expectation(backend, self.dim, self.points, self.f)
+        }
+    }
+    let choice: BackendChoice = backend.parse().py()?;
+    let integrand = PyIntegrand::new(dim, expr, builtin_name.map(|n| (n, a, u)), callable);
+    let e = py
+        .detach(|| {
+            integrand.with_func(|f| crate::opened::open(choice)?.run(Run { dim, points, f }))
+        })
+        .map_err(|e| integrand.error(e))?;
+    json(&e)
 }

@@ -6,8 +6,10 @@
 mod amg;
 mod arrays;
 mod errors;
+mod integrand;
 mod integrate;
 mod montecarlo;
+mod opened;
 mod solve;
 
 use pyo3::prelude::*;
@@ -17,7 +19,7 @@ use pyo3::prelude::*;
 fn backends(py: Python<'_>) -> Vec<&'static str> {
     py.detach(|| {
         let mut names = vec!["cpu"];
-        if gpuq::choose(gpuq::BackendChoice::Cuda).is_ok() {
+        if opened::open(gpuq::BackendChoice::Cuda).is_ok() {
             names.push("cuda");
         }
         names
@@ -49,6 +51,7 @@ fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rigid_body_modes, m)?)?;
     m.add_function(wrap_pyfunction!(solve::solve, m)?)?;
     m.add_function(wrap_pyfunction!(integrate::integrate, m)?)?;
+    m.add_function(wrap_pyfunction!(integrate::uq_expectation, m)?)?;
     m.add_function(wrap_pyfunction!(montecarlo::mc_solve, m)?)?;
     m.add_class::<amg::AmgParams>()?;
     m.add_class::<amg::AmgHierarchy>()?;

@@ -1,6 +1,6 @@
 //! `gpuq._gpuq.mc_solve`: Monte Carlo estimates and MCSA for a real CSR matrix.
 
-use crate::arrays::{csr, to_numpy};
+use crate::arrays::{csr, to_numpy, IndexArray};
 use crate::errors::{json, IntoPy};
 use crate::solve::PyReport;
 use gpuq::core::{Error, Result};
@@ -59,8 +59,8 @@ impl OnBackend for Job<'_> {
 pub fn mc_solve<'py>(
     py: Python<'py>,
     shape: (usize, usize),
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
     data: PyReadonlyArray1<'py, f64>,
     b: PyReadonlyArray1<'py, f64>,
     method: &str,
@@ -102,16 +102,17 @@ pub fn mc_solve<'py>(
         ..McOptions::default()
     };
     let choice: BackendChoice = backend.parse().py()?;
+    let (indptr, indices) = (IndexArray::of(indptr)?, IndexArray::of(indices)?);
     let (ip, ix, values, b) = (
-        indptr.as_slice()?,
-        indices.as_slice()?,
+        indptr.entries()?,
+        indices.entries()?,
         data.as_slice()?,
         b.as_slice()?,
     );
     let outcome = py
         .detach(|| {
             let a = csr(shape, ip, ix, values.to_vec())?;
-            gpuq::choose(choice)?.run(Job {
+            crate::opened::open(choice)?.run(Job {
                 a: &a,
                 b,
                 method,

@@ -1,14 +1,14 @@
 //! `gpuq._gpuq.solve`: A x = b for a CSR matrix of any of the four scalar types.
 
 use crate::amg::AmgParams;
-use crate::arrays::{csr, optional_vector, to_numpy, vector, Dtype};
+use crate::arrays::{csr, optional_vector, to_numpy, vector, Dtype, IndexArray, Indices};
 use crate::errors::{json, IntoPy};
 use gpuq::core::{Result, Scalar, SolveReport};
 use gpuq::krylov::{KrylovOptions, Method, Preconditioner, SolverConfig};
 use gpuq::solver::{AmgSummary, Solution, SolveSpec};
 use gpuq::sparse::{Csr, Layout};
 use gpuq::{BackendChoice, FullBackend, OnBackend};
-use numpy::{Element, PyReadonlyArray1};
+use numpy::Element;
 use pyo3::prelude::*;
 
 /// What the Python layer receives as a solve's report: the solve report's fields (as the
@@ -92,8 +92,8 @@ impl<T: Scalar> OnBackend for Job<'_, T> {
 pub fn solve<'py>(
     py: Python<'py>,
     shape: (usize, usize),
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
+    indptr: &Bound<'py, PyAny>,
+    indices: &Bound<'py, PyAny>,
     data: &Bound<'py, PyAny>,
     b: &Bound<'py, PyAny>,
     x0: Option<&Bound<'py, PyAny>>,
@@ -121,7 +121,8 @@ pub fn solve<'py>(
         amg,
     };
     let choice: BackendChoice = backend.parse().py()?;
-    let (ip, ix) = (indptr.as_slice()?, indices.as_slice()?);
+    let (indptr, indices) = (IndexArray::of(indptr)?, IndexArray::of(indices)?);
+    let (ip, ix) = (indptr.entries()?, indices.entries()?);
     macro_rules! typed {
         ($t:ty) => {
             run::<$t>(py, shape, ip, ix, data, b, x0, choice, &spec)
@@ -140,8 +141,8 @@ pub fn solve<'py>(
 fn run<'py, T: Scalar + Element>(
     py: Python<'py>,
     shape: (usize, usize),
-    indptr: &[i64],
-    indices: &[i64],
+    indptr: Indices<'_>,
+    indices: Indices<'_>,
     data: &Bound<'py, PyAny>,
     b: &Bound<'py, PyAny>,
     x0: Option<&Bound<'py, PyAny>>,
@@ -156,7 +157,7 @@ fn run<'py, T: Scalar + Element>(
     let solution = py
         .detach(|| -> Result<Solution<T>> {
             let a = csr(shape, indptr, indices, data)?;
-            gpuq::choose(choice)?.run(Job {
+            crate::opened::open(choice)?.run(Job {
                 a: &a,
                 b: &b,
                 x0: x0.as_deref(),
