@@ -69,6 +69,21 @@ def uq_expectation(
 ) -> str:
     """E[g(q)], q ~ N(0, I), by the tensor Gauss-Hermite rule; the report as JSON text."""
 
+def uq_static_response(
+    k: Tuple[Tuple[int, int], npt.NDArray[np.integer], npt.NDArray[np.integer], npt.NDArray[np.float64]],
+    load_mean: List[float],
+    outputs: List[int],
+    load_std: Optional[List[float]] = None,
+    load_factor: Optional[Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray]] = None,
+    terms: List[Tuple[Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray], str]] = ...,
+    fixed: List[int] = ...,
+    samples: int = 1000,
+    seed: int = 1,
+    design: str = "mc",
+    tol: float = 1e-8,
+) -> str:
+    """The random static response of a model (CSR tuples); its statistics as JSON text."""
+
 def mc_solve(
     shape: Tuple[int, int],
     indptr: npt.NDArray[np.integer],

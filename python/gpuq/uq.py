@@ -3,9 +3,12 @@
 ``gpuq.uq.expectation(g, dim, points=5)`` is E[g(q)] for q ~ N(0, I_dim) by the tensor
 Gauss-Hermite rule with ``points`` per axis (``points ** dim`` evaluations), g an
 expression in ``x1..xn``, a built-in integrand's name, or a Python function of an
-``(m, dim)`` array of points returning ``m`` values (called in batches). The static
-response, PSD, convolution and SDOF procedures of ``gpuq uq`` are not in the Python
-package yet.
+``(m, dim)`` array of points returning ``m`` values (called in batches).
+
+``gpuq.uq.static_response(K, load_mean, outputs, ...)`` samples the static response of
+your model (SciPy matrices): random loads and a random stiffness K0 + sum theta_k K_k, the
+statistics of the output DOFs. The PSD, convolution and SDOF procedures of ``gpuq uq`` are
+not in the Python package yet.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy as np
 from . import _gpuq
 from ._report import Report
 
-__all__ = ["expectation", "ExpectationResult"]
+__all__ = ["expectation", "ExpectationResult", "static_response", "StaticResult"]
 
 
 class ExpectationResult(Report):
@@ -63,3 +66,81 @@ def expectation(
         function,
     )
     return ExpectationResult._from_json(text)
+
+
+class StaticResult(Report):
+    """A random static response: ``samples``, ``outputs`` (per output DOF a dict with
+    ``dof``, ``mean``, ``std``, ``q05``, ``q50``, ``q95`` and, for a deterministic
+    stiffness, ``exact_mean`` and ``exact_std``), ``converged`` (every sample's solve met
+    ``tol``), ``max_residual``, ``iterations`` (fewest, mean, most CG iterations per
+    sample, for a random stiffness), ``factor_s``, ``solve_s``."""
+
+    _SHOWN = ("samples", "converged", "max_residual", "solve_s")
+
+
+def _theta(dist) -> str:
+    """A coefficient's distribution as the core spells it."""
+    if isinstance(dist, str):
+        return dist
+    kind, a, b = dist
+    return f"{kind}:{float(a)!r}:{float(b)!r}"
+
+
+def static_response(
+    K,
+    load_mean,
+    outputs: Sequence[int],
+    *,
+    load_std=None,
+    load_factor=None,
+    terms: Sequence = (),
+    fixed_dofs: Sequence[int] = (),
+    samples: int = 1000,
+    seed: int = 1,
+    design: str = "mc",
+    tol: float = 1e-8,
+) -> StaticResult:
+    """Samples the static response K(theta) u = f of your model.
+
+    ``K``: the stiffness (any SciPy sparse matrix, symmetric), on all DOFs; ``fixed_dofs``
+    the constrained ones, eliminated. ``load_mean``: the mean load (a vector, or one number
+    for every DOF); ``load_std``: deviations of independent Gaussian loads per DOF (vector or
+    number); ``load_factor``: an (n, r) matrix L of a correlated part L eta. ``terms``:
+    random stiffness K = K0 + sum theta_k K_k as ``[(K_k, dist), ...]`` with ``dist``
+    ``"uniform:LO:HI"``, ``"normal:MEAN:STD"``, ``"lognormal:MU:SIGMA"`` or a tuple such as
+    ``("uniform", 0.0, 0.5)``. ``outputs``: the DOFs (full numbering) whose statistics are
+    returned. ``design``: ``mc``, ``lhs`` or ``sobol``. The same ``seed`` gives the same
+    samples as ``gpuq uq static`` with the same model. Runs on the host (the device path of
+    a user's model is not written yet).
+    """
+    from ._sparse import csr_arrays
+
+    shape, *k = csr_arrays(K, np.float64)
+    n = shape[0]
+
+    def full(v, name):
+        a = np.asarray(v, dtype=np.float64)
+        if a.ndim == 0:
+            return [float(a)] * n
+        if a.shape != (n,):
+            raise ValueError(f"{name} must have {n} entries or be one number, not shape {a.shape}")
+        return [float(t) for t in a]
+
+    def matrix(A):
+        s, *arrays = csr_arrays(A, np.float64)
+        return (s, *arrays)
+
+    text = _gpuq.uq_static_response(
+        (shape, *k),
+        full(load_mean, "load_mean"),
+        [int(d) for d in outputs],
+        None if load_std is None else full(load_std, "load_std"),
+        None if load_factor is None else matrix(load_factor),
+        [(matrix(Kk), _theta(dist)) for Kk, dist in terms],
+        [int(d) for d in fixed_dofs],
+        int(samples),
+        int(seed),
+        design,
+        float(tol),
+    )
+    return StaticResult._from_json(text)

@@ -11,6 +11,7 @@ mod integrate;
 mod montecarlo;
 mod opened;
 mod solve;
+mod uq;
 
 use pyo3::prelude::*;
 
@@ -52,6 +53,7 @@ fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve::solve, m)?)?;
     m.add_function(wrap_pyfunction!(integrate::integrate, m)?)?;
     m.add_function(wrap_pyfunction!(integrate::uq_expectation, m)?)?;
+    m.add_function(wrap_pyfunction!(uq::uq_static_response, m)?)?;
     m.add_function(wrap_pyfunction!(montecarlo::mc_solve, m)?)?;
     m.add_class::<amg::AmgParams>()?;
     m.add_class::<amg::AmgHierarchy>()?;

@@ -1,0 +1,97 @@
+//! `gpuq._gpuq.uq_static_response`: the random static response of a user's model.
+
+use crate::arrays::{csr, IndexArray};
+use crate::errors::{json, IntoPy};
+use gpuq::core::{Error, Result};
+use gpuq::sparse::Csr;
+use gpuq::uq::design::Design;
+use gpuq::uq::model::{Damping, Model};
+use gpuq::uq::static_model::{model_static_response, ModelStatic, Theta};
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+
+/// A CSR matrix as the Python layer passes it: (shape, indptr, indices, data).
+type PyCsr<'py> = (
+    (usize, usize),
+    Bound<'py, PyAny>,
+    Bound<'py, PyAny>,
+    PyReadonlyArray1<'py, f64>,
+);
+
+/// The matrix of `m`, copied and checked.
+fn matrix(m: &PyCsr<'_>) -> PyResult<Csr<f64>> {
+    let (indptr, indices) = (IndexArray::of(&m.1)?, IndexArray::of(&m.2)?);
+    csr(
+        m.0,
+        indptr.entries()?,
+        indices.entries()?,
+        m.3.as_slice()?.to_vec(),
+    )
+    .py()
+}
+
+/// Samples the static response K(theta) u = f of the model of stiffness `k` (the DOFs
+/// `fixed` eliminated): f with mean `load_mean`, independent Gaussian parts of deviation
+/// `load_std` and/or a correlated part `load_factor` eta; K = K0 + sum theta_k K_k for the
+/// `terms` (a matrix and its coefficient's distribution, `uniform:LO:HI`, `normal:M:S` or
+/// `lognormal:MU:SIGMA`). Returns the statistics of the `outputs` DOFs as JSON text. On the
+/// host (a direct factorisation for deterministic K, CG per sample for random K).
+#[pyfunction]
+#[pyo3(signature = (
+    k, load_mean, outputs, load_std=None, load_factor=None, terms=vec![], fixed=vec![],
+    samples=1000, seed=1, design="mc", tol=1e-8
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn uq_static_response(
+    py: Python<'_>,
+    k: PyCsr<'_>,
+    load_mean: Vec<f64>,
+    outputs: Vec<usize>,
+    load_std: Option<Vec<f64>>,
+    load_factor: Option<PyCsr<'_>>,
+    terms: Vec<(PyCsr<'_>, String)>,
+    fixed: Vec<usize>,
+    samples: u64,
+    seed: u64,
+    design: &str,
+    tol: f64,
+) -> PyResult<String> {
+    let k = matrix(&k)?;
+    let load_factor = load_factor.as_ref().map(matrix).transpose()?;
+    let terms = terms
+        .iter()
+        .map(|(m, theta)| Ok((matrix(m)?, Theta::parse(theta).py()?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let design = Design::parse(design)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("unknown design '{design}' (mc, lhs, sobol)"))
+        })
+        .py()?;
+    let result = py
+        .detach(|| -> Result<_> {
+            let model = Model::new(k, None, Damping::None, &fixed)?;
+            let reduce = |v: &[f64], what| model.reduce_vector(v, what);
+            let problem = ModelStatic {
+                load_mean: reduce(&load_mean, "the mean load")?,
+                load_std: load_std
+                    .as_deref()
+                    .map(|s| reduce(s, "the load deviations"))
+                    .transpose()?,
+                load_factor: load_factor
+                    .as_ref()
+                    .map(|l| model.reduce_matrix(l, "the load factor"))
+                    .transpose()?,
+                terms: terms
+                    .iter()
+                    .map(|(m, t)| Ok((model.reduce_matrix(m, "a stiffness term")?, *t)))
+                    .collect::<Result<_>>()?,
+                outputs,
+                design,
+                tol,
+                model: &model,
+            };
+            model_static_response(&problem, samples, seed)
+        })
+        .py()?;
+    json(&result)
+}
