@@ -172,8 +172,6 @@ def integrate(
     function = None
     if callable(f):
         function = _batch_function(f)
-        if method == "auto":
-            method = "breadth-first"
     elif not isinstance(f, str):
         raise TypeError(f"f must be an expression, a built-in's name or a callable, not {type(f)}")
 

@@ -153,6 +153,15 @@ class AmgHierarchy:
         stagnation_window: int = 500,
     ) -> Tuple[Optional[npt.NDArray[np.float64]], str]:
         """Solves A x = b preconditioned by the cycle; x and the report as JSON text."""
+    def iterate(
+        self,
+        b: npt.NDArray[np.float64],
+        x0: Optional[npt.NDArray[np.float64]] = None,
+        tol: float = 1e-8,
+        atol: float = 0.0,
+        maxiter: Optional[int] = None,
+    ) -> Tuple[Optional[npt.NDArray[np.float64]], str]:
+        """Iterates the cycle alone (stationary); x and the report as JSON text."""
     def cycle(self, r: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """One cycle: z = M^-1 r."""
     def update_values(self, data: npt.NDArray[np.float64]) -> None:

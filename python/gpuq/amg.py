@@ -139,8 +139,7 @@ class MultilevelSolver:
     on the same sparsity pattern.
     """
 
-    def __init__(self, A, hierarchy: "_gpuq.AmgHierarchy"):
-        self._A = A
+    def __init__(self, hierarchy: "_gpuq.AmgHierarchy"):
         self._h = hierarchy
         self._info = json.loads(hierarchy.info_json())
 
@@ -187,8 +186,8 @@ class MultilevelSolver:
 
         ``accel`` is the Krylov method preconditioned by one cycle per iteration (``cg``,
         ``gmres``, ``bicgstab``, ``tfqmr``, ``qmr``), run by gpuq on the hierarchy's
-        backend; ``None`` iterates the cycle alone (stationary, as PyAMG's default; run from
-        Python with SciPy's product). ``residuals``, a list, receives the residual norms
+        backend; ``None`` iterates the cycle alone (stationary, as PyAMG's default; at most
+        ``maxiter`` cycles, 100 by default). ``residuals``, a list, receives the residual norms
         ||b - A x||, the initial one first (PyAMG's meaning). Returns x (a NumPy array), or
         ``(x, report)`` with ``return_report=True``. A solve that does not converge returns
         its last iterate (see the report's ``status``); after a breakdown x is None.
@@ -197,7 +196,8 @@ class MultilevelSolver:
         b = vector(b, n, np.float64, "b")
         x0 = optional_vector(x0, n, np.float64, "x0")
         if accel is None:
-            x, report = self._stationary(b, x0, tol, maxiter, atol)
+            x, text = self._h.iterate(b, x0, tol, atol, maxiter)
+            report = SolveReport._from_json(text)
         else:
             method = _ACCEL.get(str(accel).lower())
             if method is None:
@@ -208,37 +208,6 @@ class MultilevelSolver:
             scale = float(np.linalg.norm(b)) or 1.0
             residuals.extend(h * scale for h in report.residual_history)
         return (x, report) if return_report else x
-
-    def _stationary(self, b, x0, tol, maxiter, atol):
-        """x <- x + M^-1 (b - A x) until the true residual meets the tolerance."""
-        A = self._A
-        x = np.zeros_like(b) if x0 is None else x0.copy()
-        bnorm = float(np.linalg.norm(b))
-        target = max(tol * bnorm, atol)
-        r = b - A @ x
-        history = [float(np.linalg.norm(r)) / (bnorm or 1.0)]
-        cap = 100 if maxiter is None else int(maxiter)
-        it = 0
-        while history[-1] * (bnorm or 1.0) > target and it < cap:
-            x += self._h.cycle(r)
-            r = b - A @ x
-            history.append(float(np.linalg.norm(r)) / (bnorm or 1.0))
-            it += 1
-        converged = history[-1] * (bnorm or 1.0) <= target
-        return x, SolveReport(
-            {
-                "method": "stationary",
-                "preconditioner": "amg",
-                "backend": self.backend,
-                "converged": converged,
-                "status": "converged" if converged else "max_iterations",
-                "iterations": it,
-                "relative_residual": history[-1],
-                "residual_history": history,
-                "tolerance": target / (bnorm or 1.0),
-                "stopped": None,
-            }
-        )
 
     def aspreconditioner(self, cycle: str = "V") -> spla.LinearOperator:
         """The cycle as a SciPy ``LinearOperator`` (one application per ``matvec``), for
@@ -264,7 +233,6 @@ class MultilevelSolver:
         if shape != self.shape:
             raise ValueError(f"A is {shape}, the hierarchy's matrix {self.shape}")
         self._h.update_values(data)
-        self._A = A
         self._info = json.loads(self._h.info_json())
 
     def __repr__(self) -> str:
@@ -351,4 +319,4 @@ def smoothed_aggregation_solver(
         setup=setup,
     )
     h = _gpuq.AmgHierarchy(shape, indptr, indices, data, params, backend, layout)
-    return MultilevelSolver(A if sp.issparse(A) else sp.csr_matrix(A), h)
+    return MultilevelSolver(h)

@@ -99,7 +99,8 @@ impl Method {
     ];
 
     /// The method [`Method::Auto`] runs for `f` in `n` dimensions with `opts`
-    /// on `backend` (other methods are returned as they are):
+    /// on `backend` (other methods are returned as they are): breadth-first for a
+    /// batch integrand ([`Func::Batch`]: each round is one batch), else
     /// [`Method::choose_for`] with whether the backend evaluates `f` on a
     /// device ([`CubatureKernels::cub_is_device`]) and the host threads its
     /// nominal throughput stands for otherwise.
@@ -112,6 +113,9 @@ impl Method {
     ) -> Method {
         if self != Method::Auto {
             return self;
+        }
+        if matches!(f, Func::Batch(_)) {
+            return Method::BreadthFirst;
         }
         let device = backend.cub_is_device(f);
         let threads = (backend.cub_throughput(f) / HOST_EVALS_PER_THREAD_S)

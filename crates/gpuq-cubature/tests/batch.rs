@@ -51,6 +51,28 @@ fn a_batch_integrand_gives_the_closures_estimates_in_few_calls() {
 }
 
 #[test]
+fn auto_runs_breadth_first_for_a_batch_integrand() {
+    let cpu = CpuBackend::with_threads(1).unwrap();
+    let batch = |points: &[f64], values: &mut [f64]| {
+        for (x, v) in points.chunks(2).zip(values.iter_mut()) {
+            *v = x[0] * x[1];
+        }
+        Ok(())
+    };
+    let o = integrate(
+        &cpu,
+        Method::Auto,
+        Func::Batch(&batch),
+        &[0.0; 2],
+        &[1.0; 2],
+        &Options::default(),
+    )
+    .unwrap();
+    assert_eq!(o.method, Method::BreadthFirst);
+    assert!((o.estimate - 0.25).abs() < 1e-12);
+}
+
+#[test]
 fn a_batch_integrands_error_or_nan_stops_the_run() {
     let cpu = CpuBackend::with_threads(2).unwrap();
     let failing =

@@ -235,6 +235,39 @@ impl AmgHierarchy {
         Ok((solution.x.map(|x| to_numpy(py, x)), report))
     }
 
+    /// Iterates the cycle alone (stationary) from x0 to ||b - A x|| <= max(tol ||b||, atol)
+    /// or `maxiter` cycles (100); x and the report as JSON text.
+    #[pyo3(signature = (b, x0=None, tol=1e-8, atol=0.0, maxiter=None))]
+    fn iterate<'py>(
+        &self,
+        py: Python<'py>,
+        b: PyReadonlyArray1<'py, f64>,
+        x0: Option<PyReadonlyArray1<'py, f64>>,
+        tol: f64,
+        atol: f64,
+        maxiter: Option<usize>,
+    ) -> PyResult<(Option<Bound<'py, PyAny>>, String)> {
+        let options = gpuq::krylov::KrylovOptions {
+            rtol: tol,
+            atol,
+            max_iter: maxiter,
+            ..gpuq::krylov::KrylovOptions::default()
+        };
+        let b = b.as_slice()?;
+        let x0 = match &x0 {
+            Some(x) => Some(x.as_slice()?),
+            None => None,
+        };
+        let mut solution = py
+            .detach(|| self.cycle.iterate(&self.hierarchy, b, x0, &options))
+            .py()?;
+        if let Some(summary) = &mut solution.amg {
+            summary.setup_s = self.setup_s;
+        }
+        let report = json(&PyReport::of(&solution))?;
+        Ok((solution.x.map(|x| to_numpy(py, x)), report))
+    }
+
     /// One cycle: z = M^-1 r.
     fn cycle<'py>(
         &self,
