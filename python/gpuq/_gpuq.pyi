@@ -84,6 +84,23 @@ def uq_static_response(
 ) -> str:
     """The random static response of a model (CSR tuples); its statistics as JSON text."""
 
+def uq_psd(
+    k: Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray],
+    m: Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray],
+    load_shape: List[float],
+    outputs: List[int],
+    frequencies: List[float],
+    damping: Optional[Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray]] = None,
+    rayleigh: Optional[Tuple[float, float]] = None,
+    modal_damping: Optional[float] = None,
+    load_psd: str = "white:1",
+    modes: int = 20,
+    eigensolver: str = "lanczos",
+    fixed: List[int] = ...,
+    seed: int = 1,
+) -> str:
+    """The response PSD of a model (CSR tuples); the result as JSON text."""
+
 def mc_solve(
     shape: Tuple[int, int],
     indptr: npt.NDArray[np.integer],

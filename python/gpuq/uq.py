@@ -7,7 +7,8 @@ expression in ``x1..xn``, a built-in integrand's name, or a Python function of a
 
 ``gpuq.uq.static_response(K, load_mean, outputs, ...)`` samples the static response of
 your model (SciPy matrices): random loads and a random stiffness K0 + sum theta_k K_k, the
-statistics of the output DOFs. The PSD, convolution and SDOF procedures of ``gpuq uq`` are
+statistics of the output DOFs; ``gpuq.uq.psd(K, M, load_shape, outputs, frequencies, ...)``
+its response PSD (modal or direct). The convolution and SDOF procedures of ``gpuq uq`` are
 not in the Python package yet.
 """
 
@@ -20,7 +21,14 @@ import numpy as np
 from . import _gpuq
 from ._report import Report
 
-__all__ = ["expectation", "ExpectationResult", "static_response", "StaticResult"]
+__all__ = [
+    "expectation",
+    "ExpectationResult",
+    "static_response",
+    "StaticResult",
+    "psd",
+    "PsdResult",
+]
 
 
 class ExpectationResult(Report):
@@ -144,3 +152,69 @@ def static_response(
         float(tol),
     )
     return StaticResult._from_json(text)
+
+
+class PsdResult(Report):
+    """A response PSD: ``frequencies`` (rad/s), ``outputs`` (per output DOF a dict with
+    ``dof``, ``psd`` (S_yy per frequency) and ``rms``), ``modes`` (the modal basis'
+    summary, None for the direct solve), ``eig_s``, ``time_s``."""
+
+    _SHOWN = ("time_s", "eig_s")
+
+    def psd(self, dof: int) -> np.ndarray:
+        """S_yy(w) of output ``dof`` as an array over ``frequencies``."""
+        for out in self.outputs:
+            if out["dof"] == dof:
+                return np.asarray(out["psd"])
+        raise KeyError(f"DOF {dof} is not an output")
+
+
+def psd(
+    K,
+    M,
+    load_shape,
+    outputs: Sequence[int],
+    frequencies,
+    *,
+    damping=None,
+    rayleigh=None,
+    modal_damping: Union[float, None] = None,
+    load_psd: str = "white:1",
+    modes: int = 20,
+    eigensolver: str = "lanczos",
+    fixed_dofs: Sequence[int] = (),
+    seed: int = 1,
+) -> PsdResult:
+    """The response PSD S_yy(w) of your model's ``outputs`` under a load ``p f(t)``.
+
+    ``K``, ``M``: stiffness and mass (SciPy sparse, symmetric, on all DOFs; ``fixed_dofs``
+    eliminated). ``load_shape``: p on all DOFs. ``frequencies``: circular frequencies
+    (rad/s), increasing. ``load_psd``: the PSD of f, ``white:S0``, ``ar1:PHI:SIGMA:DT`` or
+    ``kanai-tajimi:S0:WG:ZG``. Damping: one of a matrix ``damping`` (C), ``rayleigh=(a, b)``
+    (a M + b K) or ``modal_damping`` (one ratio in every mode). ``modes``: modes kept (the
+    lowest of (K, M) by ``eigensolver``: ``lanczos`` or ``lobpcg``), 0 for a direct solve at
+    each frequency. On the host.
+    """
+    from ._sparse import csr_arrays
+
+    def matrix(A):
+        s, *arrays = csr_arrays(A, np.float64)
+        return (s, *arrays)
+
+    k = matrix(K)
+    text = _gpuq.uq_psd(
+        k,
+        matrix(M),
+        [float(t) for t in np.asarray(load_shape, dtype=np.float64).ravel()],
+        [int(d) for d in outputs],
+        [float(w) for w in np.asarray(frequencies, dtype=np.float64).ravel()],
+        None if damping is None else matrix(damping),
+        None if rayleigh is None else (float(rayleigh[0]), float(rayleigh[1])),
+        None if modal_damping is None else float(modal_damping),
+        load_psd,
+        int(modes),
+        eigensolver,
+        [int(d) for d in fixed_dofs],
+        int(seed),
+    )
+    return PsdResult._from_json(text)

@@ -50,3 +50,32 @@ def test_bad_models_are_clear_exceptions():
     with pytest.raises(ValueError, match="symmetric"):
         gpuq.uq.static_response(sp.random(10, 10, density=0.5, random_state=1) + sp.eye(10),
                                 1.0, outputs=[9])
+
+
+def test_the_psd_of_one_oscillator_is_its_transfer_function_squared():
+    k, m, c = 4.0, 1.0, 0.3
+    K, M, C = (sp.csr_matrix([[v]]) for v in (k, m, c))
+    w = np.linspace(0.0, 5.0, 51)
+    r = gpuq.uq.psd(K, M, [1.0], [0], w, damping=C, load_psd="white:2", modes=0)
+    exact = 2.0 / ((k - m * w**2) ** 2 + (c * w) ** 2)
+    np.testing.assert_allclose(r.psd(0), exact, rtol=1e-10)
+    np.testing.assert_allclose(r.frequencies, w)
+    assert r.outputs[0]["rms"] > 0
+
+
+def test_the_modal_psd_agrees_with_the_direct_solve():
+    n = 12
+    K = chain(n)
+    M = sp.eye(n, format="csr")
+    w = np.linspace(0.05, 3.0, 60)
+    shape = np.zeros(n)
+    shape[-1] = 1.0
+    args = dict(rayleigh=(0.01, 0.02), fixed_dofs=[0], load_psd="white:1")
+    direct = gpuq.uq.psd(K, M, shape, [n - 1, 5], w, modes=0, **args)
+    modal = gpuq.uq.psd(K, M, shape, [n - 1, 5], w, modes=n - 1, **args)
+    for dof in (n - 1, 5):
+        np.testing.assert_allclose(modal.psd(dof), direct.psd(dof), rtol=1e-6)
+    with pytest.raises(ValueError, match="one damping"):
+        gpuq.uq.psd(K, M, shape, [1], w, rayleigh=(0.1, 0.1), modal_damping=0.02)
+    with pytest.raises(ValueError, match="eigensolver"):
+        gpuq.uq.psd(K, M, shape, [1], w, eigensolver="arpack")

@@ -5,7 +5,9 @@ use crate::errors::{json, IntoPy};
 use gpuq::core::{Error, Result};
 use gpuq::sparse::Csr;
 use gpuq::uq::design::Design;
+use gpuq::uq::eigen::{EigenMethod, ModeOptions};
 use gpuq::uq::model::{Damping, Model};
+use gpuq::uq::psd_model::{model_psd, LoadPsd, ModelPsd};
 use gpuq::uq::static_model::{model_static_response, ModelStatic, Theta};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
@@ -91,6 +93,71 @@ pub fn uq_static_response(
                 model: &model,
             };
             model_static_response(&problem, samples, seed)
+        })
+        .py()?;
+    json(&result)
+}
+
+/// The response PSD S_yy(w) of the outputs of the model (K, M, damping; the DOFs `fixed`
+/// eliminated) under a load p f(t), p = `load_shape` (on all DOFs) and f of PSD `load_psd`
+/// (`white:S0`, `ar1:PHI:SIGMA:DT`, `kanai-tajimi:S0:WG:ZG`): by `modes` modes (the lowest of
+/// (K, M) by `eigensolver`), or by a direct solve per frequency with `modes` = 0. Damping: a
+/// matrix C, `rayleigh` (a, b) for a M + b K, or `modal_damping` (one ratio for every mode).
+/// The result (frequencies, per output its PSD and RMS, the modes' summary) as JSON text.
+#[pyfunction]
+#[pyo3(signature = (
+    k, m, load_shape, outputs, frequencies, damping=None, rayleigh=None, modal_damping=None,
+    load_psd="white:1", modes=20, eigensolver="lanczos", fixed=vec![], seed=1
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn uq_psd(
+    py: Python<'_>,
+    k: PyCsr<'_>,
+    m: PyCsr<'_>,
+    load_shape: Vec<f64>,
+    outputs: Vec<usize>,
+    frequencies: Vec<f64>,
+    damping: Option<PyCsr<'_>>,
+    rayleigh: Option<(f64, f64)>,
+    modal_damping: Option<f64>,
+    load_psd: &str,
+    modes: usize,
+    eigensolver: &str,
+    fixed: Vec<usize>,
+    seed: u64,
+) -> PyResult<String> {
+    let (k, m) = (matrix(&k)?, matrix(&m)?);
+    let damping = match (damping, rayleigh, modal_damping) {
+        (Some(c), None, None) => Damping::Matrix(matrix(&c)?),
+        (None, Some((a, b)), None) => Damping::Rayleigh { a, b },
+        (None, None, Some(z)) => Damping::Modal(z),
+        (None, None, None) => Damping::None,
+        _ => {
+            return Err(Error::InvalidArgument(
+                "give one damping: a matrix, rayleigh or modal_damping".into(),
+            ))
+            .py()
+        }
+    };
+    let load = LoadPsd::parse(load_psd).py()?;
+    let method = EigenMethod::parse(eigensolver).py()?;
+    let result = py
+        .detach(|| -> Result<_> {
+            let model = Model::new(k, Some(m), damping, &fixed)?;
+            let problem = ModelPsd {
+                load_shape: model.reduce_vector(&load_shape, "the load shape")?,
+                outputs,
+                frequencies,
+                load,
+                modes: ModeOptions {
+                    count: modes,
+                    seed,
+                    method,
+                    ..ModeOptions::default()
+                },
+                model: &model,
+            };
+            model_psd(&problem)
         })
         .py()?;
     json(&result)

@@ -72,6 +72,19 @@ pub enum EigenMethod {
     Lobpcg,
 }
 
+impl EigenMethod {
+    /// Parses `lanczos` or `lobpcg`. O(1).
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "lanczos" => Ok(EigenMethod::Lanczos),
+            "lobpcg" => Ok(EigenMethod::Lobpcg),
+            other => Err(Error::InvalidArgument(format!(
+                "unknown eigensolver {other:?} (available: lanczos, lobpcg)"
+            ))),
+        }
+    }
+}
+
 impl Default for ModeOptions {
     fn default() -> Self {
         ModeOptions {
