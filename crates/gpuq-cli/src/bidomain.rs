@@ -12,6 +12,7 @@ use gpuq_bidomain::{
 };
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Layout;
+use serde::Serialize;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -323,25 +324,22 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
     let sheet = sheet_cv(tissue, &activation, sim.config().stimulus.radius)?;
     let cv = Velocities { cable, sheet };
     if args.json {
-        let mut json = serde_json::to_value(&report)
-            .map_err(|e| Error::InvalidArgument(format!("JSON report: {e}")))?;
-        let fields = serde_json::json!({
-            "model": sim.config().ionic.name(),
-            "sigma_i": [tissue.sigma_i.longitudinal, tissue.sigma_i.transverse],
-            "sigma_e": [tissue.sigma_e.longitudinal, tissue.sigma_e.transverse],
-            "cv_along_m_s": cable[0],
-            "cv_across_m_s": cable[1],
-            "sheet_cv_along_m_s": sheet[0],
-            "sheet_cv_across_m_s": sheet[1],
-            "calibration": calibration,
-            "status": if interrupted { "interrupted" } else { "completed" },
-        });
-        if let (Some(out), serde_json::Value::Object(add)) = (json.as_object_mut(), fields) {
-            out.extend(add);
-        }
-        let text = serde_json::to_string_pretty(&json)
-            .map_err(|e| Error::InvalidArgument(format!("JSON report: {e}")))?;
-        println!("{text}");
+        crate::solve::print_json(&BidomainReport {
+            run: &report,
+            model: sim.config().ionic.name(),
+            sigma_i: [tissue.sigma_i.longitudinal, tissue.sigma_i.transverse],
+            sigma_e: [tissue.sigma_e.longitudinal, tissue.sigma_e.transverse],
+            cv_along_m_s: cable[0],
+            cv_across_m_s: cable[1],
+            sheet_cv_along_m_s: sheet[0],
+            sheet_cv_across_m_s: sheet[1],
+            calibration: calibration.as_ref(),
+            status: if interrupted {
+                "interrupted"
+            } else {
+                "completed"
+            },
+        })?;
     } else {
         print_summary(&report, sim.time(), &cv);
     }
@@ -355,6 +353,33 @@ fn simulate<B: BidomainKernels + AmgKernels + SetupKernels>(
         return Ok(ExitCode::from(130));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON report of `gpuq bidomain --json`: the run's report and what the
+/// command adds to it.
+#[derive(Serialize)]
+struct BidomainReport<'a> {
+    /// The setup, the steps and the totals.
+    #[serde(flatten)]
+    run: &'a RunReport,
+    /// The ionic model's name.
+    model: &'static str,
+    /// Intracellular conductivities (longitudinal, transverse), mS/mm.
+    sigma_i: [f64; 2],
+    /// Extracellular conductivities (longitudinal, transverse), mS/mm.
+    sigma_e: [f64; 2],
+    /// Conduction velocity along the fibres on the 1-D cable, m/s.
+    cv_along_m_s: Option<f64>,
+    /// Conduction velocity across the fibres on the 1-D cable, m/s.
+    cv_across_m_s: Option<f64>,
+    /// Conduction velocity along the fibres on the run's sheet, m/s.
+    sheet_cv_along_m_s: Option<f64>,
+    /// Conduction velocity across the fibres on the run's sheet, m/s.
+    sheet_cv_across_m_s: Option<f64>,
+    /// The conductivities' calibration to `--cv`, when done.
+    calibration: Option<&'a Calibration>,
+    /// "completed" or "interrupted" (Ctrl-C).
+    status: &'static str,
 }
 
 /// The conduction velocities of a run, m/s: `[along, across]` on the 1-D

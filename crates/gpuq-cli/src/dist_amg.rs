@@ -8,11 +8,12 @@ use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
 use gpuq_dist::{
-    agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, DistSetupKernels, HaloBackend,
-    MixedDistAmg, RowPartition,
+    agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, DistSetupKernels, DistSetupTimings,
+    HaloBackend, MixedDistAmg, RowPartition,
 };
 use gpuq_krylov::SolverConfig;
 use gpuq_sparse::Csr;
+use serde::Serialize;
 use std::process::ExitCode;
 
 /// `gpuq amg-info` under mpirun: rank 0 reads or generates A, scatters its
@@ -61,33 +62,28 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         ),
     };
     if rank == 0 {
-        let levels: Vec<serde_json::Value> = h
+        let levels: Vec<InfoLevel> = h
             .rows_per_rank()
             .into_iter()
             .enumerate()
-            .map(|(k, (rows, per_rank))| {
-                serde_json::json!({
-                    "level": k,
-                    "rows": rows,
-                    "rows_per_rank": per_rank,
-                    "distributed": k < h.levels().len(),
-                })
+            .map(|(k, (rows, rows_per_rank))| InfoLevel {
+                level: k,
+                rows,
+                rows_per_rank,
+                distributed: k < h.levels().len(),
             })
             .collect();
-        let info = serde_json::json!({
-            "ranks": size,
-            "levels": levels,
-            "distributed_levels": h.levels().len(),
-            "gather_below": options.gather_below,
-            "operator_complexity": h.operator_complexity(),
-            "setup_s": h.setup_seconds(),
-            "setup_on": setup_on,
-            "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
-        });
         if args.json {
-            let text = serde_json::to_string_pretty(&info)
-                .map_err(|e| Error::InvalidArgument(format!("cannot serialise: {e}")))?;
-            println!("{text}");
+            crate::solve::print_json(&InfoReport {
+                ranks: size,
+                levels,
+                distributed_levels: h.levels().len(),
+                gather_below: options.gather_below,
+                operator_complexity: h.operator_complexity(),
+                setup_s: h.setup_seconds(),
+                setup_on,
+                timings: h.timings(),
+            })?;
         } else {
             println!(
                 "distributed AMG on {size} ranks: {} levels ({} distributed), operator complexity {:.3}, setup {:.3} s",
@@ -190,20 +186,88 @@ pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels + DistSetupKernels, T:
             )))
         }
     };
-    let levels: Vec<serde_json::Value> = h
-        .rows_per_rank()
-        .into_iter()
-        .map(|(rows, per_rank)| serde_json::json!({ "rows": rows, "rows_per_rank": per_rank }))
-        .collect();
-    let info = serde_json::json!({
-        "levels": levels,
-        "cycle_precision": precision,
-        "distributed_levels": h.levels().len(),
-        "gather_below": options.gather_below,
-        "operator_complexity": h.operator_complexity(),
-        "setup_s": start.elapsed().as_secs_f64(),
-        "setup_on": dist.local().dist_setup_name(),
-        "timings": serde_json::to_value(h.timings()).unwrap_or_default(),
-    });
+    let info = SolveAmgReport {
+        levels: h
+            .rows_per_rank()
+            .into_iter()
+            .map(|(rows, rows_per_rank)| SolveLevel {
+                rows,
+                rows_per_rank,
+            })
+            .collect(),
+        cycle_precision: precision,
+        distributed_levels: h.levels().len(),
+        gather_below: options.gather_below,
+        operator_complexity: h.operator_complexity(),
+        setup_s: start.elapsed().as_secs_f64(),
+        setup_on: dist.local().dist_setup_name(),
+        timings: h.timings(),
+    };
+    let info = serde_json::to_value(&info)
+        .map_err(|e| Error::InvalidArgument(format!("cannot serialise the AMG report: {e}")))?;
     Ok((m, info))
+}
+
+/// A level of `gpuq amg-info`'s report under mpirun.
+#[derive(Serialize)]
+struct InfoLevel {
+    /// The level's number (0: the finest).
+    level: usize,
+    /// Rows of the level.
+    rows: usize,
+    /// Rows on each rank.
+    rows_per_rank: Vec<usize>,
+    /// Whether the level is distributed (else gathered: every row on every rank).
+    distributed: bool,
+}
+
+/// The JSON report of `gpuq amg-info --json` under mpirun.
+#[derive(Serialize)]
+struct InfoReport {
+    /// Number of ranks.
+    ranks: usize,
+    /// The levels, finest first.
+    levels: Vec<InfoLevel>,
+    /// Number of distributed levels.
+    distributed_levels: usize,
+    /// Rows below which a level is gathered.
+    gather_below: usize,
+    /// Operator complexity of the hierarchy.
+    operator_complexity: f64,
+    /// Seconds of the setup.
+    setup_s: f64,
+    /// Where the setup ran: "cpu" or "cuda".
+    setup_on: &'static str,
+    /// Rank 0's seconds per setup phase.
+    timings: DistSetupTimings,
+}
+
+/// A level of the distributed AMG in a solve's report.
+#[derive(Serialize)]
+struct SolveLevel {
+    /// Rows of the level.
+    rows: usize,
+    /// Rows on each rank.
+    rows_per_rank: Vec<usize>,
+}
+
+/// What a distributed solve's report says of its AMG (its `amg` field).
+#[derive(Serialize)]
+struct SolveAmgReport<'a> {
+    /// The levels, finest first.
+    levels: Vec<SolveLevel>,
+    /// Precision of the cycle: f32 or f64.
+    cycle_precision: &'a str,
+    /// Number of distributed levels.
+    distributed_levels: usize,
+    /// Rows below which a level is gathered.
+    gather_below: usize,
+    /// Operator complexity of the hierarchy.
+    operator_complexity: f64,
+    /// Seconds of the setup (the hierarchy and the cycle).
+    setup_s: f64,
+    /// Where the setup ran: "cpu" or "cuda".
+    setup_on: &'static str,
+    /// This rank's seconds per setup phase.
+    timings: DistSetupTimings,
 }

@@ -1,7 +1,7 @@
 //! `gpuq solve --method mc-forward|mc-adjoint|mcsa`: the Monte Carlo solvers.
 
 use crate::args::SolveArgs;
-use crate::rhs::{RightHandSide, WithRhs};
+use crate::rhs::{RhsOutcome, RightHandSide};
 use crate::solve::{print_report, Chosen, Source};
 use gpuq_core::{Error, Result};
 use gpuq_mcls::{
@@ -10,6 +10,8 @@ use gpuq_mcls::{
 };
 use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::Csr;
+use serde::Serialize;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 /// Whether `method` names a Monte Carlo solver.
@@ -126,7 +128,7 @@ impl<'a> Reporting<'a> {
 
     /// Prints `report` (text by `text`, or JSON) with the right-hand side's
     /// fields for the answer `x` and the extra fields.
-    fn print<R: serde::Serialize>(
+    fn print<R: Serialize>(
         &self,
         report: &R,
         x: Option<&[f64]>,
@@ -151,22 +153,28 @@ impl<'a> Reporting<'a> {
             }
             return Ok(());
         }
-        let bad = |e: serde_json::Error| {
-            Error::InvalidArgument(format!("cannot serialise the report: {e}"))
-        };
-        let mut value = match &outcome {
-            Some(outcome) => serde_json::to_value(WithRhs { report, outcome }),
-            None => serde_json::to_value(report),
-        }
-        .map_err(bad)?;
-        if let Some(map) = value.as_object_mut() {
-            for (k, v) in &self.extra {
-                map.insert((*k).into(), v.clone());
-            }
-        }
-        println!("{}", serde_json::to_string_pretty(&value).map_err(bad)?);
-        Ok(())
+        crate::solve::print_json(&McReport {
+            report,
+            outcome: outcome.as_ref(),
+            extra: self.extra.iter().map(|(k, v)| (*k, v)).collect(),
+        })
     }
+}
+
+/// The JSON report of a Monte Carlo solve: the solver's report, b and the
+/// error, and the fields of [`Reporting::extra`], as one object.
+#[derive(Serialize)]
+struct McReport<'a, R: Serialize> {
+    /// The solver's report ([`McResult`] or the MCSA's `SolveReport`).
+    #[serde(flatten)]
+    report: &'a R,
+    /// b and the error, where this process made b.
+    #[serde(flatten)]
+    outcome: Option<&'a RhsOutcome>,
+    /// What a distributed run adds (`ranks`, `gpus`, `comm`); a field given
+    /// twice takes its last value.
+    #[serde(flatten)]
+    extra: BTreeMap<&'static str, &'a serde_json::Value>,
 }
 
 /// The Monte Carlo solve of A x = b on the walk backend `backend` (a local

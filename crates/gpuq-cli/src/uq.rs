@@ -11,7 +11,7 @@ use gpuq_uq::{
     static_response, tensor_expectation, Ar1, Beam, BoucWen, ConvolutionProblem, Design,
     HistogramSpec, Initial, Precision, PsdProblem, SdofProblem, StaticProblem, StaticSolver,
 };
-use serde_json::json;
+use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -488,27 +488,26 @@ fn run_static(a: &StaticArgs) -> Result<ExitCode> {
         );
     }
     if a.common.json {
-        let report = json!({
-            "procedure": "static",
-            "backend": backend_name(&chosen),
-            "dofs": a.dofs,
-            "dof": problem.dof,
-            "samples": r.samples,
-            "seed": a.common.seed,
-            "random_modulus": problem.sampling().random_modulus,
-            "design": a.design,
-            "solver": a.solver,
-            "tip_mean": if tip { Some(r.mean) } else { None },
-            "tip_std": if tip { Some(r.std) } else { None },
-            "mean": r.mean,
-            "std": r.std,
-            "quantiles": r.quantiles,
-            "exact_tip_mean": exact_mean,
-            "exact_tip_std": exact_std,
-            "failed": r.failed,
-            "time_s": r.time_s,
-        });
-        println!("{report:#}");
+        crate::solve::print_json(&StaticReport {
+            procedure: "static",
+            backend: backend_name(&chosen),
+            dofs: a.dofs,
+            dof: problem.dof,
+            samples: r.samples,
+            seed: a.common.seed,
+            random_modulus: problem.sampling().random_modulus,
+            design: &a.design,
+            solver: &a.solver,
+            tip_mean: tip.then_some(r.mean),
+            tip_std: tip.then_some(r.std),
+            mean: r.mean,
+            std: r.std,
+            quantiles: &r.quantiles,
+            exact_tip_mean: exact_mean,
+            exact_tip_std: exact_std,
+            failed: r.failed,
+            time_s: r.time_s,
+        })?;
     } else {
         println!(
             "static: {} DOFs, {} samples on {} in {:.3} s",
@@ -683,42 +682,46 @@ fn run_sdof(a: &SdofArgs) -> Result<ExitCode> {
                     .zip(&r.histograms)
                     .map(move |(j, c)| (j, c, h))
             })
-            .map(|(j, c, h)| json!({"time": *j as f64 * a.dt, "lo": h.lo, "hi": h.hi, "counts": c}))
+            .map(|(j, c, h)| SdofHistogram {
+                time: *j as f64 * a.dt,
+                lo: h.lo,
+                hi: h.hi,
+                counts: c,
+            })
             .collect();
-        let report = json!({
-            "procedure": "sdof",
-            "backend": backend_name(&chosen),
-            "samples": a.samples,
-            "seed": a.common.seed,
-            "precision": a.precision,
-            "design": a.design,
-            "linear": a.linear,
-            "oscillator": {
-                "m": problem.m,
-                "c": problem.c,
-                "k": problem.k,
-                "g": problem.g,
-                "exponent": problem.exponent,
-                "duffing": problem.duffing,
-                "bouc_wen": problem.bouc_wen,
-                "initial": problem.initial,
-                "amplitude": problem.amplitude,
-                "omega": problem.omega,
-                "noise": problem.noise,
+        crate::solve::print_json(&SdofReport {
+            procedure: "sdof",
+            backend: backend_name(&chosen),
+            samples: a.samples,
+            seed: a.common.seed,
+            precision: &a.precision,
+            design: &a.design,
+            linear: a.linear,
+            oscillator: Oscillator {
+                m: problem.m,
+                c: problem.c,
+                k: problem.k,
+                g: problem.g,
+                exponent: problem.exponent,
+                duffing: problem.duffing,
+                bouc_wen: problem.bouc_wen,
+                initial: problem.initial,
+                amplitude: problem.amplitude,
+                omega: problem.omega,
+                noise: problem.noise,
             },
-            "steps": steps,
-            "dt": a.dt,
-            "final_mean": r.mean[last],
-            "final_variance": r.variance[last],
-            "linear_stationary_variance": linear_var,
-            "time_s": r.time_s,
-            "steps_per_s": a.samples as f64 * steps as f64 / r.time_s,
-            "mean": a.series.then_some(&r.mean),
-            "variance": a.series.then_some(&r.variance),
-            "histograms": hist,
-            "kernel_costs": costs,
-        });
-        println!("{report:#}");
+            steps,
+            dt: a.dt,
+            final_mean: r.mean[last],
+            final_variance: r.variance[last],
+            linear_stationary_variance: linear_var,
+            time_s: r.time_s,
+            steps_per_s: a.samples as f64 * steps as f64 / r.time_s,
+            mean: a.series.then_some(&r.mean[..]),
+            variance: a.series.then_some(&r.variance[..]),
+            histograms: hist,
+            kernel_costs: costs.as_ref(),
+        })?;
     } else {
         println!(
             "sdof: {} samples x {} steps ({}, {}) on {} in {:.3} s",
@@ -873,20 +876,19 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
         );
     }
     if a.common.json {
-        let report = json!({
-            "procedure": "psd",
-            "backend": backend_name(&chosen),
-            "dofs": n,
-            "freqs": r.freqs,
-            "sff": r.sff,
-            "tip_psd": tip,
-            "cheap_outputs_s": cheap_s,
-            "full_s": full_s,
-            "full_bytes": if a.full { Some(bytes) } else { None },
-            "rank1_kernel_s": kernel_s,
-            "rank1_kernel_gbps": kernel_s.map(|k| bytes / k / 1e9),
-        });
-        println!("{report:#}");
+        crate::solve::print_json(&PsdReport {
+            procedure: "psd",
+            backend: backend_name(&chosen),
+            dofs: n,
+            freqs: &r.freqs,
+            sff: &r.sff,
+            tip_psd: &tip,
+            cheap_outputs_s: cheap_s,
+            full_s,
+            full_bytes: a.full.then_some(bytes),
+            rank1_kernel_s: kernel_s,
+            rank1_kernel_gbps: kernel_s.map(|k| bytes / k / 1e9),
+        })?;
     } else {
         println!(
             "psd: {n} DOFs, {} frequencies; diagonal and tip output in {cheap_s:.3} s",
@@ -951,24 +953,23 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
         Chosen::Cuda(_) => "cuFFT (device)",
     };
     if a.common.json {
-        let report = json!({
-            "procedure": "convolution",
-            "backend": backend_name(&chosen),
-            "fft": fft,
-            "dofs": a.dofs,
-            "steps": a.steps,
-            "samples": a.samples,
-            "seed": a.common.seed,
-            "final_tip_mean": mean,
-            "final_tip_std": std,
-            "peak_tip_mean": peak_mean,
-            "peak_tip_max": peak_max,
-            "setup_s": r.setup_s,
-            "time_s": fastest,
-            "first_s": first_s,
-            "repeat": a.repeat,
-        });
-        println!("{report:#}");
+        crate::solve::print_json(&ConvolutionReport {
+            procedure: "convolution",
+            backend: backend_name(&chosen),
+            fft,
+            dofs: a.dofs,
+            steps: a.steps,
+            samples: a.samples,
+            seed: a.common.seed,
+            final_tip_mean: mean,
+            final_tip_std: std,
+            peak_tip_mean: peak_mean,
+            peak_tip_max: peak_max,
+            setup_s: r.setup_s,
+            time_s: fastest,
+            first_s,
+            repeat: a.repeat,
+        })?;
     } else {
         println!(
             "convolution: {} DOFs, {} steps, {} samples ({fft}) in {fastest:.4} s (first run {first_s:.4} s, set-up {:.3} s)",
@@ -1039,26 +1040,25 @@ fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
         a.integrand.as_str()
     };
     if a.common.json {
-        let report = json!({
-            "procedure": "expectation",
-            "backend": backend_name(&chosen),
-            "method": method,
-            "integrand": integrand,
-            "expression": a.expr,
-            "evaluation": prepared.as_ref().map_or("host", |p| p.evaluation),
-            "compile_s": prepared.as_ref().map_or(0.0, |p| p.compile_s),
-            "module": prepared.as_ref().and_then(|p| p.module),
-            "dim": a.dim,
-            "points_per_axis": a.sparse_grid.is_none().then_some(a.points),
-            "sparse_grid_level": a.sparse_grid,
-            "estimate": e.estimate,
-            "exact": exact,
-            "evaluations": e.points,
-            "time_s": e.time_s,
-            "first_s": first_s,
-            "repeat": a.repeat,
-        });
-        println!("{report:#}");
+        crate::solve::print_json(&ExpectationReport {
+            procedure: "expectation",
+            backend: backend_name(&chosen),
+            method,
+            integrand,
+            expression: a.expr.as_deref(),
+            evaluation: prepared.as_ref().map_or("host", |p| p.evaluation),
+            compile_s: prepared.as_ref().map_or(0.0, |p| p.compile_s),
+            module: prepared.as_ref().and_then(|p| p.module),
+            dim: a.dim,
+            points_per_axis: a.sparse_grid.is_none().then_some(a.points),
+            sparse_grid_level: a.sparse_grid,
+            estimate: e.estimate,
+            exact,
+            evaluations: e.points,
+            time_s: e.time_s,
+            first_s,
+            repeat: a.repeat,
+        })?;
     } else {
         println!(
             "expectation ({method}, {}): E[{}] over {} normals = {:.15e} ({} evaluations, {:.3} s)",
@@ -1074,4 +1074,229 @@ fn run_expectation(a: &ExpectationArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON report of `gpuq uq static --json` on the beam.
+#[derive(Serialize)]
+struct StaticReport<'a> {
+    /// "static".
+    procedure: &'static str,
+    /// "cpu" or "cuda".
+    backend: &'static str,
+    /// Degrees of freedom of the beam.
+    dofs: usize,
+    /// The DOF whose statistics are reported.
+    dof: usize,
+    /// Samples in the statistics.
+    samples: usize,
+    /// Seed of the random streams.
+    seed: u64,
+    /// Whether the element moduli are random (`--modulus-cov` above 0).
+    random_modulus: bool,
+    /// `--design`.
+    design: &'a str,
+    /// `--solver`.
+    solver: &'a str,
+    /// The mean where the DOF is the tip deflection.
+    tip_mean: Option<f64>,
+    /// The standard deviation where the DOF is the tip deflection.
+    tip_std: Option<f64>,
+    /// Sample mean of u[dof].
+    mean: f64,
+    /// Sample standard deviation of u[dof].
+    std: f64,
+    /// (probability, quantile) pairs.
+    quantiles: &'a [(f64, f64)],
+    /// The exact mean of the tip deflection.
+    exact_tip_mean: f64,
+    /// The exact standard deviation of the tip deflection.
+    exact_tip_std: f64,
+    /// Samples whose K was not positive definite.
+    failed: usize,
+    /// Seconds of the backend's solves.
+    time_s: f64,
+}
+
+/// The oscillator of `gpuq uq sdof`'s report.
+#[derive(Serialize)]
+struct Oscillator {
+    /// Mass m.
+    m: f64,
+    /// Linear damping c.
+    c: f64,
+    /// Stiffness k.
+    k: f64,
+    /// Coefficient of the fractional damping (0 with `--linear`).
+    g: f64,
+    /// Exponent of the fractional damping.
+    exponent: f64,
+    /// Cubic (Duffing) stiffness k3.
+    duffing: f64,
+    /// The Bouc-Wen spring, if any.
+    bouc_wen: Option<BoucWen>,
+    /// Initial conditions.
+    initial: Initial,
+    /// Load amplitude A.
+    amplitude: f64,
+    /// Circular frequency of the deterministic forcing.
+    omega: f64,
+    /// Whether the white noise is applied.
+    noise: bool,
+}
+
+/// A histogram of x at one time in `gpuq uq sdof`'s report.
+#[derive(Serialize)]
+struct SdofHistogram<'a> {
+    /// The time in seconds.
+    time: f64,
+    /// Lower edge of the first bin.
+    lo: f64,
+    /// Upper edge of the last bin.
+    hi: f64,
+    /// Counts per bin (underflow first, overflow last).
+    counts: &'a [u64],
+}
+
+/// The JSON report of `gpuq uq sdof --json`.
+#[derive(Serialize)]
+struct SdofReport<'a> {
+    /// "sdof".
+    procedure: &'static str,
+    /// "cpu" or "cuda".
+    backend: &'static str,
+    /// Number of samples.
+    samples: u64,
+    /// Seed of the random streams.
+    seed: u64,
+    /// `--precision`: f32 or f64.
+    precision: &'a str,
+    /// `--design`.
+    design: &'a str,
+    /// Whether the fractional damping was dropped (`--linear`).
+    linear: bool,
+    /// The oscillator and its forcing.
+    oscillator: Oscillator,
+    /// Time steps.
+    steps: usize,
+    /// Time step in seconds.
+    dt: f64,
+    /// Mean of x at the last time.
+    final_mean: f64,
+    /// Variance of x at the last time.
+    final_variance: f64,
+    /// A^2 / (2 c k) for the linear system, else `None`.
+    linear_stationary_variance: Option<f64>,
+    /// Seconds of the backend's run.
+    time_s: f64,
+    /// Sample steps per second.
+    steps_per_s: f64,
+    /// The mean at every time point, with `--series`.
+    mean: Option<&'a [f64]>,
+    /// The variance at every time point, with `--series`.
+    variance: Option<&'a [f64]>,
+    /// The histograms of `--hist-times`.
+    histograms: Vec<SdofHistogram<'a>>,
+    /// The kernel's ingredients timed alone, with `--kernel-costs`.
+    kernel_costs: Option<&'a gpuq_uq::sdof::SdofCosts>,
+}
+
+/// The JSON report of `gpuq uq psd --json` on the beam.
+#[derive(Serialize)]
+struct PsdReport<'a> {
+    /// "psd".
+    procedure: &'static str,
+    /// "cpu" or "cuda".
+    backend: &'static str,
+    /// Degrees of freedom of the beam.
+    dofs: usize,
+    /// Angular frequencies (rad/s).
+    freqs: &'a [f64],
+    /// The load's PSD S_ff(w).
+    sff: &'a [f64],
+    /// The tip deflection's PSD.
+    tip_psd: &'a [f64],
+    /// Seconds of the diagonal and the tip output.
+    cheap_outputs_s: f64,
+    /// Seconds of the full S_xx(w) matrices, with `--full`.
+    full_s: Option<f64>,
+    /// Bytes of the full matrices, with `--full`.
+    full_bytes: Option<f64>,
+    /// Seconds of one launch of the CUDA rank-1 kernel alone, with `--full`.
+    rank1_kernel_s: Option<f64>,
+    /// Its bandwidth in GB/s written.
+    rank1_kernel_gbps: Option<f64>,
+}
+
+/// The JSON report of `gpuq uq convolution --json` on the beam.
+#[derive(Serialize)]
+struct ConvolutionReport {
+    /// "convolution".
+    procedure: &'static str,
+    /// "cpu" or "cuda".
+    backend: &'static str,
+    /// The FFT library and where it ran.
+    fft: &'static str,
+    /// Degrees of freedom of the beam.
+    dofs: usize,
+    /// Time steps.
+    steps: usize,
+    /// Load samples.
+    samples: usize,
+    /// Seed of the random streams.
+    seed: u64,
+    /// Mean tip deflection at the last step.
+    final_tip_mean: f64,
+    /// Its standard deviation.
+    final_tip_std: f64,
+    /// Mean over the samples of the peak |tip|.
+    peak_tip_mean: f64,
+    /// Largest peak |tip|.
+    peak_tip_max: f64,
+    /// Seconds of the set-up.
+    setup_s: f64,
+    /// Seconds of the fastest run.
+    time_s: f64,
+    /// Seconds of the first run.
+    first_s: f64,
+    /// `--repeat`.
+    repeat: usize,
+}
+
+/// The JSON report of `gpuq uq expectation --json`.
+#[derive(Serialize)]
+struct ExpectationReport<'a> {
+    /// "expectation".
+    procedure: &'static str,
+    /// "cpu" or "cuda".
+    backend: &'static str,
+    /// "tensor gauss-hermite" or "smolyak (host)".
+    method: &'static str,
+    /// The built-in's name or "expr".
+    integrand: &'a str,
+    /// `--expr`, when given.
+    expression: Option<&'a str>,
+    /// Where the integrand ran ("host" for the sparse grid).
+    evaluation: &'static str,
+    /// Seconds compiling device code.
+    compile_s: f64,
+    /// Where linked device code came from.
+    module: Option<&'static str>,
+    /// Number of standard normal variables.
+    dim: usize,
+    /// Gauss-Hermite points per axis (tensor rule).
+    points_per_axis: Option<usize>,
+    /// The Smolyak level (sparse grid).
+    sparse_grid_level: Option<usize>,
+    /// The estimate of E[g(q)].
+    estimate: f64,
+    /// The exact value, where known.
+    exact: Option<f64>,
+    /// Integrand evaluations.
+    evaluations: u64,
+    /// Seconds of the fastest run.
+    time_s: f64,
+    /// Seconds of the first run (tensor rule).
+    first_s: Option<f64>,
+    /// `--repeat`.
+    repeat: usize,
 }

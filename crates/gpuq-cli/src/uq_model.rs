@@ -7,11 +7,12 @@ use gpuq_core::{Error, Result};
 use gpuq_sparse::matrix_market as mm;
 use gpuq_uq::convolution_model::{model_convolution, ModelConvolution};
 use gpuq_uq::eigen::{EigenMethod, ModeOptions};
+use gpuq_uq::modal::ModalSummary;
 use gpuq_uq::model::{parse_dofs, Damping, Model};
 use gpuq_uq::psd::Ar1;
-use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd};
-use gpuq_uq::static_model::{model_static_response, ModelStatic, Theta};
-use serde_json::json;
+use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd, OutputPsd};
+use gpuq_uq::static_model::{model_static_response, ModelStatic, OutputStats, Theta};
+use serde::Serialize;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -118,30 +119,27 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
     let met = r.converged;
     let status = if met { "converged" } else { "not_converged" };
     if a.common.json {
-        let report = json!({
-            "procedure": "static",
-            "backend": "cpu",
-            "model": {
-                "dofs": model.full_dofs(),
-                "free_dofs": model.dofs(),
-                "nonzeros": model.k.nnz(),
-                "stiffness_terms": problem.terms.len(),
-                "load_factor_rank": problem.load_factor.as_ref().map(|l| l.ncols()),
+        crate::solve::print_json(&StaticModelReport {
+            procedure: "static",
+            backend: "cpu",
+            model: StaticModelSize {
+                size: ModelSize::of(&model),
+                stiffness_terms: problem.terms.len(),
+                load_factor_rank: problem.load_factor.as_ref().map(|l| l.ncols()),
             },
-            "samples": r.samples,
-            "seed": a.common.seed,
-            "design": a.design,
-            "outputs": r.outputs,
-            "iterations": r.iterations,
-            "max_residual": r.max_residual,
-            "tol": a.tol,
-            "status": status,
-            "setup_s": setup_s,
-            "factor_s": r.factor_s,
-            "solve_s": r.solve_s,
-            "time_s": r.factor_s + r.solve_s,
-        });
-        println!("{report:#}");
+            samples: r.samples,
+            seed: a.common.seed,
+            design: &a.design,
+            outputs: &r.outputs,
+            iterations: r.iterations,
+            max_residual: r.max_residual,
+            tol: a.tol,
+            status,
+            setup_s,
+            factor_s: r.factor_s,
+            solve_s: r.solve_s,
+            time_s: r.factor_s + r.solve_s,
+        })?;
     } else {
         println!(
             "static: model of {} DOFs ({} free, {} nonzeros), {} samples on cpu: factor {:.3} s, solves {:.3} s",
@@ -297,23 +295,18 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     };
     let r = model_psd(&problem)?;
     if a.common.json {
-        let report = json!({
-            "procedure": "psd",
-            "backend": "cpu",
-            "model": {
-                "dofs": model.full_dofs(),
-                "free_dofs": model.dofs(),
-                "nonzeros": model.k.nnz(),
-            },
-            "method": if o.modes == 0 { "direct" } else { "modal" },
-            "load_psd": problem.load,
-            "frequencies": r.frequencies,
-            "outputs": r.outputs,
-            "modes": r.modal,
-            "eig_s": r.eig_s,
-            "time_s": r.time_s,
-        });
-        println!("{report:#}");
+        crate::solve::print_json(&PsdModelReport {
+            procedure: "psd",
+            backend: "cpu",
+            model: ModelSize::of(&model),
+            method: if o.modes == 0 { "direct" } else { "modal" },
+            load_psd: &problem.load,
+            frequencies: &r.frequencies,
+            outputs: &r.outputs,
+            modes: r.modal.as_ref(),
+            eig_s: r.eig_s,
+            time_s: r.time_s,
+        })?;
     } else {
         let method = match &r.modal {
             Some(m) => format!(
@@ -392,35 +385,30 @@ pub fn run_convolution_model(a: &ConvolutionArgs) -> Result<ExitCode> {
                 .copied()
                 .collect();
             let n = peaks.len().max(1) as f64;
-            json!({
-                "dof": dof,
-                "final_mean": resp.mean[k * steps + steps - 1],
-                "final_std": resp.std[k * steps + steps - 1],
-                "peak_mean": peaks.iter().sum::<f64>() / n,
-                "peak_max": peaks.iter().fold(0.0f64, |m, v| m.max(*v)),
-            })
+            OutputResponse {
+                dof,
+                final_mean: resp.mean[k * steps + steps - 1],
+                final_std: resp.std[k * steps + steps - 1],
+                peak_max: peaks.iter().fold(0.0f64, |m, v| m.max(*v)),
+                peak_mean: peaks.iter().sum::<f64>() / n,
+            }
         })
         .collect();
     if a.common.json {
-        let report = json!({
-            "procedure": "convolution",
-            "backend": backend_name(&chosen),
-            "model": {
-                "dofs": model.full_dofs(),
-                "free_dofs": model.dofs(),
-                "nonzeros": model.k.nnz(),
-            },
-            "steps": steps,
-            "samples": a.samples,
-            "seed": a.common.seed,
-            "outputs": per_output,
-            "modes": r.modal,
-            "setup_s": resp.setup_s,
-            "time_s": fastest,
-            "first_s": first_s,
-            "repeat": a.repeat,
-        });
-        println!("{report:#}");
+        crate::solve::print_json(&ConvolutionModelReport {
+            procedure: "convolution",
+            backend: backend_name(&chosen),
+            model: ModelSize::of(&model),
+            steps,
+            samples: a.samples,
+            seed: a.common.seed,
+            outputs: &per_output,
+            modes: &r.modal,
+            setup_s: resp.setup_s,
+            time_s: fastest,
+            first_s,
+            repeat: a.repeat,
+        })?;
     } else {
         println!(
             "convolution: model of {} DOFs ({} free) on {} modes capturing {:.2}% of the load's modal mass, {steps} steps, {} samples on {} in {fastest:.4} s (set-up {:.3} s)",
@@ -433,8 +421,145 @@ pub fn run_convolution_model(a: &ConvolutionArgs) -> Result<ExitCode> {
             resp.setup_s
         );
         for v in &per_output {
-            println!("{v:#}");
+            crate::solve::print_json(v)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The size of a model in the JSON reports.
+#[derive(Serialize)]
+struct ModelSize {
+    /// DOFs of the model as read.
+    dofs: usize,
+    /// DOFs left after the fixed ones are eliminated.
+    free_dofs: usize,
+    /// Nonzeros of the reduced K.
+    nonzeros: usize,
+}
+
+impl ModelSize {
+    fn of(model: &Model) -> Self {
+        ModelSize {
+            dofs: model.full_dofs(),
+            free_dofs: model.dofs(),
+            nonzeros: model.k.nnz(),
+        }
+    }
+}
+
+/// The model of `gpuq uq static --stiffness`'s report: its size and random inputs.
+#[derive(Serialize)]
+struct StaticModelSize {
+    /// DOFs, free DOFs and nonzeros.
+    #[serde(flatten)]
+    size: ModelSize,
+    /// Number of stiffness terms K_k.
+    stiffness_terms: usize,
+    /// Columns of the load factor L, when given.
+    load_factor_rank: Option<usize>,
+}
+
+/// The JSON report of `gpuq uq static --stiffness ... --json`.
+#[derive(Serialize)]
+struct StaticModelReport<'a> {
+    /// "static".
+    procedure: &'static str,
+    /// "cpu".
+    backend: &'static str,
+    /// The model.
+    model: StaticModelSize,
+    /// Number of samples.
+    samples: u64,
+    /// Seed of the random streams.
+    seed: u64,
+    /// `--design`.
+    design: &'a str,
+    /// Statistics per output DOF.
+    outputs: &'a [OutputStats],
+    /// PCG iterations per sample (fewest, mean, most), random K only.
+    iterations: Option<(usize, f64, usize)>,
+    /// Largest true relative residual of a sample, random K only.
+    max_residual: Option<f64>,
+    /// `--tol`.
+    tol: f64,
+    /// "converged" or "not_converged".
+    status: &'static str,
+    /// Seconds reading and reducing the model.
+    setup_s: f64,
+    /// Seconds of the factorisation.
+    factor_s: f64,
+    /// Seconds of the sampling and solves.
+    solve_s: f64,
+    /// factor_s + solve_s.
+    time_s: f64,
+}
+
+/// The JSON report of `gpuq uq psd --stiffness ... --json`.
+#[derive(Serialize)]
+struct PsdModelReport<'a> {
+    /// "psd".
+    procedure: &'static str,
+    /// "cpu".
+    backend: &'static str,
+    /// The model's size.
+    model: ModelSize,
+    /// "direct" (`--modes 0`) or "modal".
+    method: &'static str,
+    /// The load process's PSD.
+    load_psd: &'a LoadPsd,
+    /// Angular frequencies (rad/s).
+    frequencies: &'a [f64],
+    /// The PSD and RMS per output DOF.
+    outputs: &'a [OutputPsd],
+    /// The modes (modal method only).
+    modes: Option<&'a ModalSummary>,
+    /// Seconds of the eigensolver.
+    eig_s: f64,
+    /// Seconds of the whole computation.
+    time_s: f64,
+}
+
+/// One output DOF of a model's convolution (fields in the order of its text output).
+#[derive(Serialize)]
+struct OutputResponse {
+    /// The DOF (full numbering).
+    dof: usize,
+    /// Mean response at the last step.
+    final_mean: f64,
+    /// Its standard deviation.
+    final_std: f64,
+    /// Largest peak |y| over the samples.
+    peak_max: f64,
+    /// Mean over the samples of the peak |y|.
+    peak_mean: f64,
+}
+
+/// The JSON report of `gpuq uq convolution --stiffness ... --json`.
+#[derive(Serialize)]
+struct ConvolutionModelReport<'a> {
+    /// "convolution".
+    procedure: &'static str,
+    /// "cpu" or "cuda".
+    backend: &'static str,
+    /// The model's size.
+    model: ModelSize,
+    /// Time steps.
+    steps: usize,
+    /// Load samples.
+    samples: usize,
+    /// Seed of the random streams.
+    seed: u64,
+    /// Statistics per output DOF.
+    outputs: &'a [OutputResponse],
+    /// The modes.
+    modes: &'a ModalSummary,
+    /// Seconds of the set-up.
+    setup_s: f64,
+    /// Seconds of the fastest run.
+    time_s: f64,
+    /// Seconds of the first run.
+    first_s: f64,
+    /// `--repeat`.
+    repeat: usize,
 }
