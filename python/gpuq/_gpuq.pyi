@@ -101,6 +101,28 @@ def uq_psd(
 ) -> str:
     """The response PSD of a model (CSR tuples); the result as JSON text."""
 
+def uq_sdof(
+    m: float,
+    c: float,
+    k: float,
+    samples: int = 10000,
+    steps: int = 1000,
+    dt: float = 0.01,
+    amplitude: float = 1.0,
+    noise: bool = True,
+    omega: float = 1.0,
+    g: float = 0.0,
+    exponent: float = 0.5,
+    duffing: float = 0.0,
+    initial: Tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0),
+    precision: str = "f64",
+    design: str = "mc",
+    keep: int = 0,
+    seed: int = 1,
+    backend: str = "auto",
+) -> str:
+    """The SDOF Monte Carlo on a backend; the statistics as JSON text."""
+
 def mc_solve(
     shape: Tuple[int, int],
     indptr: npt.NDArray[np.integer],

@@ -17,7 +17,7 @@ class Report:
         self._fields = fields
 
     @classmethod
-    def _from_json(cls, text: str) -> "Report":
+    def _from_json(cls, text: str):
         return cls(json.loads(text))
 
     def __getattr__(self, name: str) -> Any:

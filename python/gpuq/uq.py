@@ -8,8 +8,9 @@ expression in ``x1..xn``, a built-in integrand's name, or a Python function of a
 ``gpuq.uq.static_response(K, load_mean, outputs, ...)`` samples the static response of
 your model (SciPy matrices): random loads and a random stiffness K0 + sum theta_k K_k, the
 statistics of the output DOFs; ``gpuq.uq.psd(K, M, load_shape, outputs, frequencies, ...)``
-its response PSD (modal or direct). The convolution and SDOF procedures of ``gpuq uq`` are
-not in the Python package yet.
+its response PSD (modal or direct); ``gpuq.uq.sdof(m, c, k, ...)`` the Monte Carlo of a
+(nonlinear) oscillator on any backend. The convolution procedure of ``gpuq uq`` is not in the
+Python package yet.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ __all__ = [
     "StaticResult",
     "psd",
     "PsdResult",
+    "sdof",
+    "SdofResult",
 ]
 
 
@@ -218,3 +221,66 @@ def psd(
         int(seed),
     )
     return PsdResult._from_json(text)
+
+
+class SdofResult(Report):
+    """The SDOF Monte Carlo: ``samples``, ``times``, ``mean`` and ``variance`` of x at each
+    time (NumPy arrays), ``trajectories`` (the first ``keep`` samples'), ``time_s``."""
+
+    _SHOWN = ("samples", "time_s")
+
+    def __init__(self, fields):
+        super().__init__(fields)
+        for key in ("times", "mean", "variance"):
+            self._fields[key] = np.asarray(self._fields[key])
+
+
+def sdof(
+    m: float,
+    c: float,
+    k: float,
+    *,
+    samples: int = 10_000,
+    steps: int = 1000,
+    dt: float = 0.01,
+    amplitude: float = 1.0,
+    noise: bool = True,
+    omega: float = 1.0,
+    g: float = 0.0,
+    exponent: float = 0.5,
+    duffing: float = 0.0,
+    initial=(0.0, 0.0, 0.0, 0.0),
+    precision: str = "f64",
+    design: str = "mc",
+    keep: int = 0,
+    seed: int = 1,
+    backend: str = "auto",
+) -> SdofResult:
+    """Monte Carlo of the oscillator m x'' + c x' + g sgn(x')|x'|^exponent + k x + duffing x^3
+    = amplitude (sin(omega t) + w(t)), w white noise of unit intensity (left out with
+    ``noise=False``), from ``initial`` = (x0, v0, std of x0, std of v0): ``samples`` paths of
+    ``steps`` RK4 steps of ``dt`` on ``backend`` (the GPU runs a path per thread; the same
+    ``seed`` gives the same paths on every backend). ``precision``: f32 or f64 (statistics
+    summed in f64); ``design``: ``mc`` or ``lhs``.
+    """
+    text = _gpuq.uq_sdof(
+        float(m),
+        float(c),
+        float(k),
+        int(samples),
+        int(steps),
+        float(dt),
+        float(amplitude),
+        bool(noise),
+        float(omega),
+        float(g),
+        float(exponent),
+        float(duffing),
+        tuple(float(t) for t in initial),
+        precision,
+        design,
+        int(keep),
+        int(seed),
+        backend,
+    )
+    return SdofResult._from_json(text)

@@ -79,3 +79,20 @@ def test_the_modal_psd_agrees_with_the_direct_solve():
         gpuq.uq.psd(K, M, shape, [1], w, rayleigh=(0.1, 0.1), modal_damping=0.02)
     with pytest.raises(ValueError, match="eigensolver"):
         gpuq.uq.psd(K, M, shape, [1], w, eigensolver="arpack")
+
+
+def test_the_linear_oscillator_reaches_its_stationary_variance(backend):
+    m, c, k = 1.0, 2.0, 10.0
+    r = gpuq.uq.sdof(m, c, k, samples=2000, steps=1000, dt=0.01, backend=backend)
+    assert r.samples == 2000 and r.mean.shape == (1001,)
+    # The sine's response is deterministic: the variance is the noise's, A^2 / (2 c k) for
+    # unit-intensity white noise, once stationary (the time constant 2m/c is 1 s of 10).
+    assert r.variance[-1] == pytest.approx(1.0 / (2 * c * k), rel=0.1)
+    same = gpuq.uq.sdof(m, c, k, samples=2000, steps=1000, dt=0.01, backend="cpu")
+    np.testing.assert_allclose(r.variance, same.variance, rtol=1e-9, atol=1e-15)
+    # Without the noise every sample is the same: zero variance, the sine's mean response.
+    det = gpuq.uq.sdof(m, c, k, samples=3, steps=100, noise=False, backend=backend)
+    assert np.max(det.mean**2) > 0
+    assert np.max(det.variance) <= 1e-12 * np.max(det.mean**2)
+    with pytest.raises(ValueError):
+        gpuq.uq.sdof(-1.0, c, k)

@@ -8,7 +8,9 @@ use gpuq::uq::design::Design;
 use gpuq::uq::eigen::{EigenMethod, ModeOptions};
 use gpuq::uq::model::{Damping, Model};
 use gpuq::uq::psd_model::{model_psd, LoadPsd, ModelPsd};
+use gpuq::uq::sdof::{Initial, Precision, SdofProblem};
 use gpuq::uq::static_model::{model_static_response, ModelStatic, Theta};
+use gpuq::{BackendChoice, FullBackend, OnBackend};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 
@@ -159,6 +161,89 @@ pub fn uq_psd(
             };
             model_psd(&problem)
         })
+        .py()?;
+    json(&result)
+}
+
+/// The SDOF oscillator m x'' + c x' + g sgn(x')|x'|^p + k x + k3 x^3 = A (sin(omega t) + w(t))
+/// (w white noise, left out without `noise`) sampled `samples` times over `steps` steps of `dt`
+/// on the backend: the mean and variance of x at every step and the first `keep`
+/// trajectories, as JSON text. The same seed gives the same samples on every backend.
+#[pyfunction]
+#[pyo3(signature = (
+    m, c, k, samples=10_000, steps=1000, dt=0.01, amplitude=1.0, noise=true, omega=1.0,
+    g=0.0, exponent=0.5, duffing=0.0, initial=(0.0, 0.0, 0.0, 0.0), precision="f64",
+    design="mc", keep=0, seed=1, backend="auto"
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn uq_sdof(
+    py: Python<'_>,
+    m: f64,
+    c: f64,
+    k: f64,
+    samples: u64,
+    steps: usize,
+    dt: f64,
+    amplitude: f64,
+    noise: bool,
+    omega: f64,
+    g: f64,
+    exponent: f64,
+    duffing: f64,
+    initial: (f64, f64, f64, f64),
+    precision: &str,
+    design: &str,
+    keep: usize,
+    seed: u64,
+    backend: &str,
+) -> PyResult<String> {
+    struct Run<'a>(&'a SdofProblem, u64, u64);
+    impl OnBackend for Run<'_> {
+        type Output = Result<gpuq::uq::SdofResult>;
+        fn run<B: FullBackend>(self, backend: &B) -> Self::Output {
+            gpuq::uq::sdof_monte_carlo(backend, self.0, self.1, self.2)
+        }
+    }
+    let precision = match precision {
+        "f32" => Precision::F32,
+        "f64" => Precision::F64,
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "precision '{other}': f32 or f64"
+            )))
+            .py()
+        }
+    };
+    let (x0, v0, x0_std, v0_std) = initial;
+    let problem = SdofProblem {
+        m,
+        c,
+        k,
+        g,
+        exponent,
+        duffing,
+        bouc_wen: None,
+        initial: Initial {
+            x0,
+            v0,
+            x0_std,
+            v0_std,
+        },
+        amplitude,
+        omega,
+        noise,
+        dt,
+        steps,
+        precision,
+        design: Design::parse(design)
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown design '{design}' (mc, lhs)")))
+            .py()?,
+        keep,
+        histogram: None,
+    };
+    let choice: BackendChoice = backend.parse().py()?;
+    let result = py
+        .detach(|| crate::opened::open(choice)?.run(Run(&problem, samples, seed)))
         .py()?;
     json(&result)
 }
