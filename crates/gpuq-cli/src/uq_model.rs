@@ -117,7 +117,11 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
     // A sample whose true residual missed --tol is said, and the run ends
     // with status 3.
     let met = r.converged;
-    let status = if met { "converged" } else { "not_converged" };
+    let status = match (r.interrupted, met) {
+        (true, _) => "interrupted",
+        (false, true) => "converged",
+        (false, false) => "not_converged",
+    };
     if a.common.json {
         crate::solve::print_json(&StaticModelReport {
             procedure: "static",
@@ -170,6 +174,13 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
     }
     if met {
         return Ok(ExitCode::SUCCESS);
+    }
+    if r.interrupted {
+        eprintln!(
+            "gpuq: interrupted by Ctrl-C after {} of {} samples (the statistics are theirs)",
+            r.samples, a.samples
+        );
+        return Ok(ExitCode::from(130));
     }
     eprintln!(
         "gpuq: not converged: a sample's true relative residual {:.3e} misses the tolerance {:.1e} \
@@ -483,7 +494,7 @@ struct StaticModelReport<'a> {
     max_residual: Option<f64>,
     /// `--tol`.
     tol: f64,
-    /// "converged" or "not_converged".
+    /// "converged", "not_converged" or "interrupted".
     status: &'static str,
     /// Seconds reading and reducing the model.
     setup_s: f64,

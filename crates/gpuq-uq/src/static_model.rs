@@ -214,8 +214,12 @@ pub struct ModelStaticResult {
     /// (random K; `None` for deterministic K, solved directly).
     pub max_residual: Option<f64>,
     /// Whether every sample's true residual met [`ModelStatic::tol`] (always
-    /// for deterministic K, solved directly).
+    /// for deterministic K, solved directly), and no stop cut the run short.
     pub converged: bool,
+    /// A stop was requested ([`gpuq_core::interrupt`], Ctrl-C in the CLI) between two blocks
+    /// of [`BLOCK`] samples of a random stiffness: the statistics are those of the `samples`
+    /// done.
+    pub interrupted: bool,
 }
 
 /// A sample's normals source under `design`.
@@ -443,6 +447,7 @@ pub fn model_static_response(
     let mut iterations = Vec::new();
     let mut max_residual = 0.0f64;
     let mut exact = None;
+    let mut interrupted = false;
     if m == 0 {
         // Linear outputs: each sample is its draws dotted with the adjoints.
         let lin: Vec<LinearOutput> = problem
@@ -477,6 +482,10 @@ pub fn model_static_response(
     } else {
         let mut first = 0u64;
         while first < samples {
+            if first > 0 && gpuq_core::interrupt::requested() {
+                interrupted = true;
+                break;
+            }
             let count = (samples - first).min(BLOCK as u64) as usize;
             let mut f = vec![0.0; n * count];
             let mut theta = vec![0.0; m * count];
@@ -498,6 +507,8 @@ pub fn model_static_response(
         }
     }
     let solve_s = start.elapsed().as_secs_f64();
+    // The samples done: all of them unless a stop cut the run short.
+    let done = values.first().map_or(samples, |v| v.len() as u64);
     let outputs = values
         .into_iter()
         .enumerate()
@@ -522,13 +533,14 @@ pub fn model_static_response(
         (lo, mean, hi)
     });
     Ok(ModelStaticResult {
-        samples,
+        samples: done,
         outputs,
         factor_s,
         solve_s,
         iterations,
         max_residual: (m > 0).then_some(max_residual),
-        converged: m == 0 || max_residual <= problem.tol,
+        converged: !interrupted && (m == 0 || max_residual <= problem.tol),
+        interrupted,
     })
 }
 
