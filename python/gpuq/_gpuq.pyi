@@ -123,6 +123,28 @@ def uq_sdof(
 ) -> str:
     """The SDOF Monte Carlo on a backend; the statistics as JSON text."""
 
+def uq_convolution(
+    k: Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray],
+    m: Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray],
+    load_shape: List[float],
+    outputs: List[int],
+    phi: float,
+    sigma: float,
+    dt: float,
+    steps: int = 1024,
+    samples: int = 100,
+    damping: Optional[Tuple[Tuple[int, int], npt.NDArray, npt.NDArray, npt.NDArray]] = None,
+    rayleigh: Optional[Tuple[float, float]] = None,
+    modal_damping: Optional[float] = None,
+    modes: int = 20,
+    eigensolver: str = "lanczos",
+    fixed: List[int] = ...,
+    seed: int = 1,
+    keep: int = 0,
+    backend: str = "auto",
+) -> str:
+    """A model's random response to an AR(1) load by FFT convolution; JSON text."""
+
 def mc_solve(
     shape: Tuple[int, int],
     indptr: npt.NDArray[np.integer],

@@ -8,9 +8,9 @@ expression in ``x1..xn``, a built-in integrand's name, or a Python function of a
 ``gpuq.uq.static_response(K, load_mean, outputs, ...)`` samples the static response of
 your model (SciPy matrices): random loads and a random stiffness K0 + sum theta_k K_k, the
 statistics of the output DOFs; ``gpuq.uq.psd(K, M, load_shape, outputs, frequencies, ...)``
-its response PSD (modal or direct); ``gpuq.uq.sdof(m, c, k, ...)`` the Monte Carlo of a
-(nonlinear) oscillator on any backend. The convolution procedure of ``gpuq uq`` is not in the
-Python package yet.
+its response PSD (modal or direct); ``gpuq.uq.convolution(K, M, load_shape, outputs, ...)``
+its random response in time to an AR(1) load, by FFT convolution on any backend;
+``gpuq.uq.sdof(m, c, k, ...)`` the Monte Carlo of a (nonlinear) oscillator on any backend.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ __all__ = [
     "PsdResult",
     "sdof",
     "SdofResult",
+    "convolution",
+    "ConvolutionResult",
 ]
 
 
@@ -284,3 +286,76 @@ def sdof(
         backend,
     )
     return SdofResult._from_json(text)
+
+
+class ConvolutionResult(Report):
+    """A model's random response in time: ``mean`` and ``std`` as (outputs, steps) arrays,
+    ``peaks`` as a (samples, outputs) array of each sample's largest |response|,
+    ``histories`` (the first ``keep`` samples'), ``modal`` (the modes used), ``time_s``."""
+
+    _SHOWN = ("time_s",)
+
+    def __init__(self, fields):
+        response = fields.pop("response")
+        fields.update(response)
+        super().__init__(fields)
+        steps = self._fields["steps"]
+        self._fields["mean"] = np.asarray(self._fields["mean"]).reshape(-1, steps)
+        self._fields["std"] = np.asarray(self._fields["std"]).reshape(-1, steps)
+        outputs = self._fields["mean"].shape[0]
+        self._fields["peaks"] = np.asarray(self._fields["peaks"]).reshape(-1, outputs)
+
+
+def convolution(
+    K,
+    M,
+    load_shape,
+    outputs: Sequence[int],
+    *,
+    phi: float,
+    sigma: float,
+    dt: float,
+    steps: int = 1024,
+    samples: int = 100,
+    damping=None,
+    rayleigh=None,
+    modal_damping: Union[float, None] = None,
+    modes: int = 20,
+    eigensolver: str = "lanczos",
+    fixed_dofs: Sequence[int] = (),
+    seed: int = 1,
+    keep: int = 0,
+    backend: str = "auto",
+) -> ConvolutionResult:
+    """The response of your model's ``outputs`` to the load ``p f(t)`` in time, f the AR(1)
+    process f_j = phi f_(j-1) + sigma e_j with time step ``dt``: ``samples`` load samples
+    over ``steps`` steps, each output the convolution of the load with ``modes`` modal
+    kernels (FFTs on the backend). Matrices and damping as :func:`psd` takes them.
+    """
+    from ._sparse import csr_arrays
+
+    def matrix(A):
+        s, *arrays = csr_arrays(A, np.float64)
+        return (s, *arrays)
+
+    text = _gpuq.uq_convolution(
+        matrix(K),
+        matrix(M),
+        [float(t) for t in np.asarray(load_shape, dtype=np.float64).ravel()],
+        [int(d) for d in outputs],
+        float(phi),
+        float(sigma),
+        float(dt),
+        int(steps),
+        int(samples),
+        None if damping is None else matrix(damping),
+        None if rayleigh is None else (float(rayleigh[0]), float(rayleigh[1])),
+        None if modal_damping is None else float(modal_damping),
+        int(modes),
+        eigensolver,
+        [int(d) for d in fixed_dofs],
+        int(seed),
+        int(keep),
+        backend,
+    )
+    return ConvolutionResult._from_json(text)

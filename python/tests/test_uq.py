@@ -96,3 +96,25 @@ def test_the_linear_oscillator_reaches_its_stationary_variance(backend):
     assert np.max(det.variance) <= 1e-12 * np.max(det.mean**2)
     with pytest.raises(ValueError):
         gpuq.uq.sdof(-1.0, c, k)
+
+
+def test_the_convolution_of_a_model_in_time(backend):
+    n = 8
+    K = chain(n)
+    M = sp.eye(n, format="csr")
+    shape = np.zeros(n)
+    shape[-1] = 1.0
+    args = dict(phi=0.5, sigma=1.0, dt=0.05, steps=512, samples=200, rayleigh=(0.05, 0.05),
+                fixed_dofs=[0], modes=n - 1)
+    r = gpuq.uq.convolution(K, M, shape, [n - 1, 3], backend=backend, **args)
+    assert r.mean.shape == (2, 512) and r.std.shape == (2, 512) and r.peaks.shape == (200, 2)
+    # A zero-mean load: the mean response is within a few standard errors of 0.
+    assert np.all(np.abs(r.mean[:, -1]) < 5 * r.std[:, -1] / np.sqrt(200))
+    assert np.all(r.std[:, -1] > 0) and np.all(r.peaks >= 0)
+    # The loaded end moves more than a DOF nearer the clamp.
+    assert r.std[0, -1] > r.std[1, -1]
+    cpu = gpuq.uq.convolution(K, M, shape, [n - 1, 3], backend="cpu", **args)
+    np.testing.assert_allclose(r.std, cpu.std, rtol=1e-6, atol=1e-12)
+    quiet = gpuq.uq.convolution(K, M, shape, [n - 1], backend=backend,
+                                **dict(args, sigma=0.0))
+    assert np.max(np.abs(quiet.std)) == 0.0 and np.max(np.abs(quiet.mean)) == 0.0

@@ -56,6 +56,7 @@ fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(uq::uq_static_response, m)?)?;
     m.add_function(wrap_pyfunction!(uq::uq_psd, m)?)?;
     m.add_function(wrap_pyfunction!(uq::uq_sdof, m)?)?;
+    m.add_function(wrap_pyfunction!(uq::uq_convolution, m)?)?;
     m.add_function(wrap_pyfunction!(montecarlo::mc_solve, m)?)?;
     m.add_class::<amg::AmgParams>()?;
     m.add_class::<amg::AmgHierarchy>()?;

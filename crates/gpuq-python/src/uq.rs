@@ -4,9 +4,11 @@ use crate::arrays::{csr, IndexArray};
 use crate::errors::{json, IntoPy};
 use gpuq::core::{Error, Result};
 use gpuq::sparse::Csr;
+use gpuq::uq::convolution_model::{model_convolution, ModelConvolution};
 use gpuq::uq::design::Design;
 use gpuq::uq::eigen::{EigenMethod, ModeOptions};
 use gpuq::uq::model::{Damping, Model};
+use gpuq::uq::psd::Ar1;
 use gpuq::uq::psd_model::{model_psd, LoadPsd, ModelPsd};
 use gpuq::uq::sdof::{Initial, Precision, SdofProblem};
 use gpuq::uq::static_model::{model_static_response, ModelStatic, Theta};
@@ -129,18 +131,7 @@ pub fn uq_psd(
     seed: u64,
 ) -> PyResult<String> {
     let (k, m) = (matrix(&k)?, matrix(&m)?);
-    let damping = match (damping, rayleigh, modal_damping) {
-        (Some(c), None, None) => Damping::Matrix(matrix(&c)?),
-        (None, Some((a, b)), None) => Damping::Rayleigh { a, b },
-        (None, None, Some(z)) => Damping::Modal(z),
-        (None, None, None) => Damping::None,
-        _ => {
-            return Err(Error::InvalidArgument(
-                "give one damping: a matrix, rayleigh or modal_damping".into(),
-            ))
-            .py()
-        }
-    };
+    let damping = damping_of(damping, rayleigh, modal_damping)?;
     let load = LoadPsd::parse(load_psd).py()?;
     let method = EigenMethod::parse(eigensolver).py()?;
     let result = py
@@ -244,6 +235,93 @@ pub fn uq_sdof(
     let choice: BackendChoice = backend.parse().py()?;
     let result = py
         .detach(|| crate::opened::open(choice)?.run(Run(&problem, samples, seed)))
+        .py()?;
+    json(&result)
+}
+
+/// The damping of a dynamic model: a matrix C, Rayleigh (a, b) or one modal ratio (at most
+/// one of them; none: undamped).
+fn damping_of(
+    matrix_c: Option<PyCsr<'_>>,
+    rayleigh: Option<(f64, f64)>,
+    modal: Option<f64>,
+) -> PyResult<Damping> {
+    Ok(match (matrix_c, rayleigh, modal) {
+        (Some(c), None, None) => Damping::Matrix(matrix(&c)?),
+        (None, Some((a, b)), None) => Damping::Rayleigh { a, b },
+        (None, None, Some(z)) => Damping::Modal(z),
+        (None, None, None) => Damping::None,
+        _ => {
+            return Err(Error::InvalidArgument(
+                "give one damping: a matrix, rayleigh or modal_damping".into(),
+            ))
+            .py()
+        }
+    })
+}
+
+/// The response of the model's outputs to the load p f(t), f the AR(1) process of `phi`,
+/// `sigma` and time step `dt`, over `steps` steps by convolution with the kernels of
+/// `modes` modes (FFTs on the backend: rustfft on the CPU, cuFFT on the GPU), `samples`
+/// load samples; the statistics per output and step (and the first `keep` histories) as
+/// JSON text.
+#[pyfunction]
+#[pyo3(signature = (
+    k, m, load_shape, outputs, phi, sigma, dt, steps=1024, samples=100, damping=None,
+    rayleigh=None, modal_damping=None, modes=20, eigensolver="lanczos", fixed=vec![], seed=1,
+    keep=0, backend="auto"
+))]
+#[allow(clippy::too_many_arguments)]
+pub fn uq_convolution(
+    py: Python<'_>,
+    k: PyCsr<'_>,
+    m: PyCsr<'_>,
+    load_shape: Vec<f64>,
+    outputs: Vec<usize>,
+    phi: f64,
+    sigma: f64,
+    dt: f64,
+    steps: usize,
+    samples: usize,
+    damping: Option<PyCsr<'_>>,
+    rayleigh: Option<(f64, f64)>,
+    modal_damping: Option<f64>,
+    modes: usize,
+    eigensolver: &str,
+    fixed: Vec<usize>,
+    seed: u64,
+    keep: usize,
+    backend: &str,
+) -> PyResult<String> {
+    struct Run<'a>(&'a ModelConvolution<'a>, usize, u64, usize);
+    impl OnBackend for Run<'_> {
+        type Output = Result<gpuq::uq::convolution_model::ModelConvolutionResult>;
+        fn run<B: FullBackend>(self, backend: &B) -> Self::Output {
+            model_convolution(backend, self.0, self.1, self.2, self.3)
+        }
+    }
+    let (k, m) = (matrix(&k)?, matrix(&m)?);
+    let damping = damping_of(damping, rayleigh, modal_damping)?;
+    let method = EigenMethod::parse(eigensolver).py()?;
+    let choice: BackendChoice = backend.parse().py()?;
+    let result = py
+        .detach(|| -> Result<_> {
+            let model = Model::new(k, Some(m), damping, &fixed)?;
+            let problem = ModelConvolution {
+                load_shape: model.reduce_vector(&load_shape, "the load shape")?,
+                outputs,
+                modes: ModeOptions {
+                    count: modes,
+                    seed,
+                    method,
+                    ..ModeOptions::default()
+                },
+                load: Ar1 { phi, sigma, dt },
+                steps,
+                model: &model,
+            };
+            crate::opened::open(choice)?.run(Run(&problem, samples, seed, keep))
+        })
         .py()?;
     json(&result)
 }
