@@ -35,8 +35,8 @@ def test_bad_integrands_are_clear_exceptions():
         gpuq.integrate(lambda x: x, 2, backend="cpu")
     with pytest.raises(ZeroDivisionError):
         gpuq.integrate(lambda x: 1 / 0, 2, backend="cpu")
-    with pytest.raises(ValueError, match="NaN"), np.errstate(invalid="ignore"):
-        gpuq.integrate(lambda x: np.log(x[:, 0] - 1), 2, backend="cpu")
+    with pytest.raises(ValueError, match="NaN"):
+        gpuq.integrate(lambda x: np.where(x[:, 0] > 2.0, 0.0, np.nan), 2, backend="cpu")
     with pytest.raises(ValueError, match="lo"):
         gpuq.integrate("x1", 2, lo=[0, 0, 0])
 

@@ -186,12 +186,11 @@ impl AmgHierarchy {
         let (indptr, indices) = (IndexArray::of(indptr)?, IndexArray::of(indices)?);
         let (ip, ix, values) = (indptr.entries()?, indices.entries()?, data.as_slice()?);
         let start = Instant::now();
-        let (hierarchy, cycle) = py
-            .detach(|| {
-                let a = csr(shape, ip, ix, values.to_vec())?;
-                build(&a, &params, crate::opened::open(choice)?, layout)
-            })
-            .py()?;
+        let (hierarchy, cycle) = crate::interruptible::run(py, || {
+            let a = csr(shape, ip, ix, values.to_vec())?;
+            build(&a, &params, crate::opened::open(choice)?, layout)
+        })?
+        .py()?;
         Ok(AmgHierarchy {
             hierarchy,
             cycle,
@@ -222,12 +221,11 @@ impl AmgHierarchy {
             Some(x) => Some(x.as_slice()?),
             None => None,
         };
-        let mut solution = py
-            .detach(|| {
-                self.cycle
-                    .solve(&self.hierarchy, b, x0, &config, &mut |_, _| {})
-            })
-            .py()?;
+        let mut solution = crate::interruptible::run(py, || {
+            self.cycle
+                .solve(&self.hierarchy, b, x0, &config, &mut |_, _| {})
+        })?
+        .py()?;
         if let Some(summary) = &mut solution.amg {
             summary.setup_s = self.setup_s;
         }
@@ -258,9 +256,9 @@ impl AmgHierarchy {
             Some(x) => Some(x.as_slice()?),
             None => None,
         };
-        let mut solution = py
-            .detach(|| self.cycle.iterate(&self.hierarchy, b, x0, &options))
-            .py()?;
+        let mut solution =
+            crate::interruptible::run(py, || self.cycle.iterate(&self.hierarchy, b, x0, &options))?
+                .py()?;
         if let Some(summary) = &mut solution.amg {
             summary.setup_s = self.setup_s;
         }
@@ -302,9 +300,9 @@ impl AmgHierarchy {
         .py()?;
         let backend = self.cycle.backend().clone();
         let start = Instant::now();
-        let (hierarchy, cycle) = py
-            .detach(|| build(&a, &self.params, backend, self.layout))
-            .py()?;
+        let (hierarchy, cycle) =
+            crate::interruptible::run(py, || build(&a, &self.params, backend, self.layout))?
+                .py()?;
         self.hierarchy = hierarchy;
         self.cycle = cycle;
         self.setup_s = start.elapsed().as_secs_f64();

@@ -98,19 +98,18 @@ pub fn integrate(
     opts.check().py()?;
     let choice: BackendChoice = backend.parse().py()?;
     let integrand = PyIntegrand::new(dim, expr, builtin_name.map(|n| (n, a, u)), callable);
-    let report = py
-        .detach(|| {
-            integrand.with_func(|f| {
-                crate::opened::open(choice)?.run(Job {
-                    f,
-                    method,
-                    lo: &lo,
-                    hi: &hi,
-                    opts: &opts,
-                })
+    let report = crate::interruptible::run(py, || {
+        integrand.with_func(|f| {
+            crate::opened::open(choice)?.run(Job {
+                f,
+                method,
+                lo: &lo,
+                hi: &hi,
+                opts: &opts,
             })
         })
-        .map_err(|e| integrand.error(e))?;
+    })?
+    .map_err(|e| integrand.error(e))?;
     json(&report)
 }
 
@@ -147,10 +146,9 @@ pub fn uq_expectation(
     }
     let choice: BackendChoice = backend.parse().py()?;
     let integrand = PyIntegrand::new(dim, expr, builtin_name.map(|n| (n, a, u)), callable);
-    let e = py
-        .detach(|| {
-            integrand.with_func(|f| crate::opened::open(choice)?.run(Run { dim, points, f }))
-        })
-        .map_err(|e| integrand.error(e))?;
+    let e = crate::interruptible::run(py, || {
+        integrand.with_func(|f| crate::opened::open(choice)?.run(Run { dim, points, f }))
+    })?
+    .map_err(|e| integrand.error(e))?;
     json(&e)
 }

@@ -8,6 +8,7 @@ mod arrays;
 mod errors;
 mod integrand;
 mod integrate;
+mod interruptible;
 mod montecarlo;
 mod opened;
 mod solve;

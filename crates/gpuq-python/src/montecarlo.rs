@@ -109,18 +109,17 @@ pub fn mc_solve<'py>(
         data.as_slice()?,
         b.as_slice()?,
     );
-    let outcome = py
-        .detach(|| {
-            let a = csr(shape, ip, ix, values.to_vec())?;
-            crate::opened::open(choice)?.run(Job {
-                a: &a,
-                b,
-                method,
-                opts,
-                mcsa: (tol.unwrap_or(1e-8), maxiter, stagnation_window),
-            })
+    let outcome = crate::interruptible::run(py, || {
+        let a = csr(shape, ip, ix, values.to_vec())?;
+        crate::opened::open(choice)?.run(Job {
+            a: &a,
+            b,
+            method,
+            opts,
+            mcsa: (tol.unwrap_or(1e-8), maxiter, stagnation_window),
         })
-        .py()?;
+    })?
+    .py()?;
     match outcome {
         Outcome::Estimate(r) => {
             let report = json(&r)?;

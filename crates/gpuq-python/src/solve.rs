@@ -154,17 +154,16 @@ fn run<'py, T: Scalar + Element>(
         vector::<T>(b)?,
         optional_vector::<T>(x0)?,
     );
-    let solution = py
-        .detach(|| -> Result<Solution<T>> {
-            let a = csr(shape, indptr, indices, data)?;
-            crate::opened::open(choice)?.run(Job {
-                a: &a,
-                b: &b,
-                x0: x0.as_deref(),
-                spec,
-            })
+    let solution = crate::interruptible::run(py, || -> Result<Solution<T>> {
+        let a = csr(shape, indptr, indices, data)?;
+        crate::opened::open(choice)?.run(Job {
+            a: &a,
+            b: &b,
+            x0: x0.as_deref(),
+            spec,
         })
-        .py()?;
+    })?
+    .py()?;
     let report = json(&PyReport::of(&solution))?;
     Ok((solution.x.map(|x| to_numpy(py, x)), report))
 }

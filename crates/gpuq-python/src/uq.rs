@@ -73,32 +73,31 @@ pub fn uq_static_response(
             Error::InvalidArgument(format!("unknown design '{design}' (mc, lhs, sobol)"))
         })
         .py()?;
-    let result = py
-        .detach(|| -> Result<_> {
-            let model = Model::new(k, None, Damping::None, &fixed)?;
-            let reduce = |v: &[f64], what| model.reduce_vector(v, what);
-            let problem = ModelStatic {
-                load_mean: reduce(&load_mean, "the mean load")?,
-                load_std: load_std
-                    .as_deref()
-                    .map(|s| reduce(s, "the load deviations"))
-                    .transpose()?,
-                load_factor: load_factor
-                    .as_ref()
-                    .map(|l| model.reduce_matrix(l, "the load factor"))
-                    .transpose()?,
-                terms: terms
-                    .iter()
-                    .map(|(m, t)| Ok((model.reduce_matrix(m, "a stiffness term")?, *t)))
-                    .collect::<Result<_>>()?,
-                outputs,
-                design,
-                tol,
-                model: &model,
-            };
-            model_static_response(&problem, samples, seed)
-        })
-        .py()?;
+    let result = crate::interruptible::run(py, || -> Result<_> {
+        let model = Model::new(k, None, Damping::None, &fixed)?;
+        let reduce = |v: &[f64], what| model.reduce_vector(v, what);
+        let problem = ModelStatic {
+            load_mean: reduce(&load_mean, "the mean load")?,
+            load_std: load_std
+                .as_deref()
+                .map(|s| reduce(s, "the load deviations"))
+                .transpose()?,
+            load_factor: load_factor
+                .as_ref()
+                .map(|l| model.reduce_matrix(l, "the load factor"))
+                .transpose()?,
+            terms: terms
+                .iter()
+                .map(|(m, t)| Ok((model.reduce_matrix(m, "a stiffness term")?, *t)))
+                .collect::<Result<_>>()?,
+            outputs,
+            design,
+            tol,
+            model: &model,
+        };
+        model_static_response(&problem, samples, seed)
+    })?
+    .py()?;
     json(&result)
 }
 
@@ -134,25 +133,24 @@ pub fn uq_psd(
     let damping = damping_of(damping, rayleigh, modal_damping)?;
     let load = LoadPsd::parse(load_psd).py()?;
     let method = EigenMethod::parse(eigensolver).py()?;
-    let result = py
-        .detach(|| -> Result<_> {
-            let model = Model::new(k, Some(m), damping, &fixed)?;
-            let problem = ModelPsd {
-                load_shape: model.reduce_vector(&load_shape, "the load shape")?,
-                outputs,
-                frequencies,
-                load,
-                modes: ModeOptions {
-                    count: modes,
-                    seed,
-                    method,
-                    ..ModeOptions::default()
-                },
-                model: &model,
-            };
-            model_psd(&problem)
-        })
-        .py()?;
+    let result = crate::interruptible::run(py, || -> Result<_> {
+        let model = Model::new(k, Some(m), damping, &fixed)?;
+        let problem = ModelPsd {
+            load_shape: model.reduce_vector(&load_shape, "the load shape")?,
+            outputs,
+            frequencies,
+            load,
+            modes: ModeOptions {
+                count: modes,
+                seed,
+                method,
+                ..ModeOptions::default()
+            },
+            model: &model,
+        };
+        model_psd(&problem)
+    })?
+    .py()?;
     json(&result)
 }
 
@@ -233,9 +231,10 @@ pub fn uq_sdof(
         histogram: None,
     };
     let choice: BackendChoice = backend.parse().py()?;
-    let result = py
-        .detach(|| crate::opened::open(choice)?.run(Run(&problem, samples, seed)))
-        .py()?;
+    let result = crate::interruptible::run(py, || {
+        crate::opened::open(choice)?.run(Run(&problem, samples, seed))
+    })?
+    .py()?;
     json(&result)
 }
 
@@ -304,24 +303,23 @@ pub fn uq_convolution(
     let damping = damping_of(damping, rayleigh, modal_damping)?;
     let method = EigenMethod::parse(eigensolver).py()?;
     let choice: BackendChoice = backend.parse().py()?;
-    let result = py
-        .detach(|| -> Result<_> {
-            let model = Model::new(k, Some(m), damping, &fixed)?;
-            let problem = ModelConvolution {
-                load_shape: model.reduce_vector(&load_shape, "the load shape")?,
-                outputs,
-                modes: ModeOptions {
-                    count: modes,
-                    seed,
-                    method,
-                    ..ModeOptions::default()
-                },
-                load: Ar1 { phi, sigma, dt },
-                steps,
-                model: &model,
-            };
-            crate::opened::open(choice)?.run(Run(&problem, samples, seed, keep))
-        })
-        .py()?;
+    let result = crate::interruptible::run(py, || -> Result<_> {
+        let model = Model::new(k, Some(m), damping, &fixed)?;
+        let problem = ModelConvolution {
+            load_shape: model.reduce_vector(&load_shape, "the load shape")?,
+            outputs,
+            modes: ModeOptions {
+                count: modes,
+                seed,
+                method,
+                ..ModeOptions::default()
+            },
+            load: Ar1 { phi, sigma, dt },
+            steps,
+            model: &model,
+        };
+        crate::opened::open(choice)?.run(Run(&problem, samples, seed, keep))
+    })?
+    .py()?;
     json(&result)
 }
