@@ -201,13 +201,33 @@ where
     T: Scalar,
     S: Scalar,
 {
+    with_new_cycle(backend, h, b, config, monitor, S::KIND, || {
+        amg_cycle::<B, T, S>(backend, h, config.layout)
+    })
+}
+
+/// [`amg_solve_with`] on the cycle `build` makes (in precision `precision`), its setup
+/// time in the report and the summary.
+fn with_new_cycle<B, T>(
+    backend: &B,
+    h: &Hierarchy,
+    b: &[f64],
+    config: &SolverConfig,
+    monitor: &mut dyn FnMut(usize, f64),
+    precision: ScalarKind,
+    build: impl FnOnce() -> Result<Box<dyn LinearOperator<B, T> + Send + Sync>>,
+) -> Result<Solution<T>>
+where
+    B: KrylovBackend + AmgKernels,
+    T: Scalar,
+{
     let start = Instant::now();
-    let cycle = amg_cycle::<B, T, S>(backend, h, config.layout)?;
+    let cycle = build()?;
     let cycle_setup_s = start.elapsed().as_secs_f64();
     let mut s = amg_solve_with(backend, h, cycle.as_ref(), b, config, monitor)?;
     s.report.setup_time_s += cycle_setup_s;
     if let Some(summary) = &mut s.amg {
-        summary.cycle_precision = S::KIND.name().into();
+        summary.cycle_precision = precision.name().into();
         summary.cycle_setup_s = cycle_setup_s;
         summary.setup_s = cycle_setup_s;
     }
@@ -536,14 +556,9 @@ fn amg_solve_in<B: FullBackend>(
     config: &SolverConfig,
     cycle: ScalarKind,
 ) -> Result<Solution<f64>> {
-    match cycle {
-        ScalarKind::F32 => amg_solve::<B, f64, f32>(backend, h, b, config, &mut |_, _| {}),
-        ScalarKind::F64 => amg_solve::<B, f64, f64>(backend, h, b, config, &mut |_, _| {}),
-        other => Err(Error::InvalidArgument(format!(
-            "AMG cycle precision {}: f32 or f64",
-            other.name()
-        ))),
-    }
+    with_new_cycle(backend, h, b, config, &mut |_, _| {}, cycle, || {
+        f64_cycle(backend, h, config.layout, cycle)
+    })
 }
 
 /// A real matrix as f64 (AMG's setup works in f64): `a` itself when it is f64, else a
