@@ -40,9 +40,9 @@ __all__ = [
 ]
 
 #: The Krylov methods of :func:`solve` (``bicgstab-l:L`` and ``gmres:M`` take a parameter).
-METHODS = ("cg", "bicgstab", "bicgstab-l", "tfqmr", "qmr", "gmres")
+METHODS = tuple(_gpuq.METHODS)
 #: The preconditioners of :func:`solve`.
-PRECONDITIONERS = ("none", "jacobi", "block2", "amg")
+PRECONDITIONERS = tuple(_gpuq.PRECONDITIONERS)
 
 
 def backends() -> list:

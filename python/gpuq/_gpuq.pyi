@@ -10,6 +10,10 @@ import numpy.typing as npt
 __version__: str
 #: The names of the built-in integrands.
 BUILTINS: List[str]
+#: The Krylov methods (gmres and bicgstab-l also as NAME:PARAMETER).
+METHODS: List[str]
+#: The preconditioners of solve.
+PRECONDITIONERS: List[str]
 
 def backends() -> List[str]:
     """The backends this machine can run: "cpu", and "cuda" when a device is present."""

@@ -149,6 +149,9 @@ pub enum Preconditioner {
 }
 
 impl Preconditioner {
+    /// The names [`Preconditioner::parse`] accepts.
+    pub const NAMES: &'static [&'static str] = &["none", "jacobi", "block2"];
+
     /// Parses `none`, `jacobi` or `block2`.
     pub fn parse(s: &str) -> Result<Self> {
         match s {

@@ -49,6 +49,11 @@ fn rigid_body_modes<'py>(
 fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILTINS", gpuq::cubature::func::NAMES.to_vec())?;
+    m.add("METHODS", gpuq::krylov::Method::NAMES.to_vec())?;
+    // The Krylov preconditioners, and AMG (gpuq-amg's, composed by gpuq::solver).
+    let mut preconditioners = gpuq::krylov::Preconditioner::NAMES.to_vec();
+    preconditioners.push("amg");
+    m.add("PRECONDITIONERS", preconditioners)?;
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(rigid_body_modes, m)?)?;
     m.add_function(wrap_pyfunction!(solve::solve, m)?)?;
