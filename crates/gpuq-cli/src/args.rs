@@ -113,7 +113,7 @@ pub struct SolveArgs {
     #[arg(long, default_value = "cg", value_parser = crate::choices::solve_method())]
     pub method: String,
     /// Preconditioner: none, jacobi, block2 (2x2-block Jacobi) or amg (see the --amg options).
-    #[arg(long, default_value = "none", value_parser = ["none", "jacobi", "block2", "amg"])]
+    #[arg(long, default_value = "none", value_parser = crate::choices::preconditioner())]
     pub precond: String,
     /// Relative residual tolerance ||b - A x|| / ||b|| (default 1e-8). The Monte Carlo
     /// estimates (mc-forward, mc-adjoint) are held to it only when it is given: without it

@@ -31,6 +31,14 @@ pub fn solve_method() -> Named {
     )
 }
 
+/// `gpuq solve --precond`: the Krylov preconditioners and AMG.
+pub fn preconditioner() -> Named {
+    named(
+        &[gpuq_krylov::Preconditioner::NAMES, &["amg"]].concat(),
+        &[],
+    )
+}
+
 /// `--layout` of `gpuq solve` and `gpuq bidomain`: `auto` or a storage layout.
 pub fn layout() -> Named {
     named(&[&["auto"], gpuq_sparse::Layout::NAMES].concat(), &[])
