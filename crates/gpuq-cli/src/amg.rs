@@ -9,7 +9,7 @@ use crate::solve::{print_report, Chosen, Source};
 use clap::Args;
 use gpuq_amg::{
     Amg, AmgKernels, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, HierarchyInfo,
-    Smoother,
+    SetupTimings, Smoother,
 };
 use gpuq_core::{Error, Result, Scalar, SolveReport};
 use gpuq_facade::solver::AmgSummary;
@@ -427,18 +427,11 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         repeat_setup.push(build()?.info().timings);
     }
     if args.json {
-        let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cannot serialise: {e}"));
-        let mut value = serde_json::to_value(&info).map_err(bad)?;
-        if let serde_json::Value::Object(map) = &mut value {
-            if let Some(c) = &bench {
-                map.insert("cycle_bench".into(), serde_json::to_value(c).map_err(bad)?);
-            }
-            if repeat_setup.len() > 1 {
-                let times = serde_json::to_value(&repeat_setup).map_err(bad)?;
-                map.insert("repeat_setup".into(), times);
-            }
-        }
-        println!("{}", to_json(&value)?);
+        crate::solve::print_json(&AmgInfoReport {
+            info: &info,
+            cycle_bench: bench.as_ref(),
+            repeat_setup: (repeat_setup.len() > 1).then_some(&repeat_setup[..]),
+        })?;
     } else {
         print_hierarchy(&info);
     }
@@ -518,9 +511,19 @@ fn write_hierarchy_plot(
     Ok(())
 }
 
-fn to_json<S: serde::Serialize>(v: &S) -> Result<String> {
-    serde_json::to_string_pretty(v)
-        .map_err(|e| Error::InvalidArgument(format!("cannot serialise the report: {e}")))
+/// The JSON report of `gpuq amg-info --json`.
+#[derive(Serialize)]
+struct AmgInfoReport<'a> {
+    /// The hierarchy: its levels, complexities and the first build's setup
+    /// times.
+    #[serde(flatten)]
+    info: &'a HierarchyInfo,
+    /// With `--bench-cycles K` (K > 0): the timed cycles against their floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cycle_bench: Option<&'a CycleBench>,
+    /// With `--repeat-setup N` (N > 1): each build's phase times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeat_setup: Option<&'a [SetupTimings]>,
 }
 
 /// The hierarchy as a table, then the complexities and setup times.
@@ -694,6 +697,5 @@ fn print_amg_report(
         amg,
         amg_setup_s: amg.setup_s,
     };
-    println!("{}", to_json(&full)?);
-    Ok(())
+    crate::solve::print_json(&full)
 }

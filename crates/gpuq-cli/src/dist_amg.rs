@@ -150,13 +150,13 @@ pub(crate) type DistPrecond<B, T> = Box<dyn LinearOperator<Dist<B>, T>>;
 /// cycle in `--amg-precision` (by default f32 on GPUs with `--block 1`, as
 /// on one GPU, else the solve's precision), with what the report says of
 /// it.
-pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
+pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
     dist: &Dist<B>,
-    run: &Run,
+    run: &Run<'a>,
     (p, a): (&RowPartition, &Csr<T>),
     config: &SolverConfig,
     gpu: bool,
-) -> Result<(DistPrecond<B, T>, serde_json::Value)> {
+) -> Result<(DistPrecond<B, T>, SolveAmgReport<'a>)> {
     let comm = dist.comm();
     let start = std::time::Instant::now();
     let nccl = gpu && dist.local().device_comm();
@@ -203,8 +203,6 @@ pub(crate) fn distributed_amg<B: HaloBackend + AmgKernels + DistSetupKernels, T:
         setup_on: dist.local().dist_setup_name(),
         timings: h.timings(),
     };
-    let info = serde_json::to_value(&info)
-        .map_err(|e| Error::InvalidArgument(format!("cannot serialise the AMG report: {e}")))?;
     Ok((m, info))
 }
 
@@ -253,7 +251,7 @@ struct SolveLevel {
 
 /// What a distributed solve's report says of its AMG (its `amg` field).
 #[derive(Serialize)]
-struct SolveAmgReport<'a> {
+pub(crate) struct SolveAmgReport<'a> {
     /// The levels, finest first.
     levels: Vec<SolveLevel>,
     /// Precision of the cycle: f32 or f64.
@@ -265,7 +263,7 @@ struct SolveAmgReport<'a> {
     /// Operator complexity of the hierarchy.
     operator_complexity: f64,
     /// Seconds of the setup (the hierarchy and the cycle).
-    setup_s: f64,
+    pub(crate) setup_s: f64,
     /// Where the setup ran: "cpu" or "cuda".
     setup_on: &'static str,
     /// This rank's seconds per setup phase.

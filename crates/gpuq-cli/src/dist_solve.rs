@@ -23,6 +23,7 @@
 //! the ranks (each holds the matrix whole).
 
 use crate::args::SolveArgs;
+use crate::dist_amg::SolveAmgReport;
 use crate::rhs::{read_of_length, RhsChoice, RhsInfo, RhsOutcome, WithRhs};
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
@@ -379,7 +380,7 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
     let (x, mut report, stopped) = crate::solve::ended(solved)?;
     report.setup_time_s += load_s;
     if let Some((_, info)) = &amg {
-        report.setup_time_s += info["setup_s"].as_f64().unwrap_or(0.0);
+        report.setup_time_s += info.setup_s;
     }
     let stats = dist.comm_stats();
     let all = comm.allgather(&[
@@ -426,7 +427,7 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
 
 /// What a distributed report adds to the serial one.
 #[derive(Serialize)]
-struct Extra {
+struct Extra<'a> {
     ranks: usize,
     gpus: usize,
     /// The slowest rank's seconds in halo exchanges.
@@ -440,7 +441,7 @@ struct Extra {
     /// With `--precond amg`: the levels (rows, rows per rank), the
     /// distributed levels' count, the operator complexity, the setup time.
     #[serde(skip_serializing_if = "Option::is_none")]
-    amg: Option<serde_json::Value>,
+    amg: Option<SolveAmgReport<'a>>,
 }
 
 /// The JSON report of a distributed solve.
@@ -449,7 +450,7 @@ struct DistReport<'a> {
     #[serde(flatten)]
     solve: WithRhs<'a, SolveReport>,
     #[serde(flatten)]
-    extra: &'a Extra,
+    extra: &'a Extra<'a>,
 }
 
 fn print(report: &SolveReport, outcome: &RhsOutcome, extra: &Extra, json: bool) -> Result<()> {
@@ -465,6 +466,10 @@ fn print(report: &SolveReport, outcome: &RhsOutcome, extra: &Extra, json: bool) 
             extra.ranks, extra.gpus, extra.comm, extra.halo_s, extra.halo_bytes, extra.collective_s
         );
         if let Some(amg) = &extra.amg {
+            // as a JSON value, whose keys come sorted
+            let amg = serde_json::to_value(amg).map_err(|e| {
+                Error::InvalidArgument(format!("cannot serialise the AMG report: {e}"))
+            })?;
             println!("amg: {amg}");
         }
         Ok(())
