@@ -10,7 +10,13 @@
 //!   sizes (`helmholtz3d:N`, N = 14, 27, 52: about 3e3, 2e4 and 1.4e5 unknowns), in
 //!   CSR and SELL-32-1, as GB/s of the minimal bytes and as a ratio to cuSPARSE
 //!   (CuPy's `csr_matrix @ x`) on the same matrix;
-//! * one CG iteration on `laplace3d:200` vs `cupyx.scipy.sparse.linalg.cg`.
+//! * one CG iteration on `laplace3d:200` vs `cupyx.scipy.sparse.linalg.cg`;
+//! * SpMV of a block system, gpuq's 3D elasticity (`elasticity3d:M`, 3 unknowns
+//!   per node) in CSR, SELL-32-1 and BSR with 3 x 3 blocks, against cuSPARSE's
+//!   CSR SpMV (CuPy) and `cusparseDbsrmv` on the same matrix
+//!   (`benches/anchors/cusparse_bsr.py`, given the matrix through binary files),
+//!   each as GB/s of its own format's minimal bytes next to the device-to-device
+//!   copy. `--block-only` runs this table alone.
 //!
 //! Timing: after a warm-up call, each sample runs the operation `reps` times
 //! back to back and synchronises once (`reps` chosen so a sample takes about 20 ms);
@@ -201,6 +207,113 @@ fn spmv<T: Scalar>(
     }
 }
 
+/// The cuSPARSE anchor of the block table: the seconds per call of CuPy's CSR
+/// SpMV and of `cusparseDbsrmv` with `b x b` blocks on `a` (handed over as raw
+/// arrays under `/tmp/gpuq_block.*`), and the largest difference of their
+/// products from each other relative to the largest entry.
+fn cusparse_block(a: &Csr<f64>, b: usize) -> Option<serde_json::Value> {
+    let base = "/tmp/gpuq_block";
+    let bytes = |v: &[u8], ext: &str| std::fs::write(format!("{base}.{ext}"), v);
+    let ptr: Vec<u8> = a
+        .row_ptr()
+        .iter()
+        .flat_map(|&p| (p as i64).to_le_bytes())
+        .collect();
+    let col: Vec<u8> = a.col_idx().iter().flat_map(|&c| c.to_le_bytes()).collect();
+    let val: Vec<u8> = a.values().iter().flat_map(|&v| v.to_le_bytes()).collect();
+    for (v, ext) in [(&ptr, "ptr"), (&col, "col"), (&val, "val")] {
+        if let Err(e) = bytes(v, ext) {
+            eprintln!("bench-gpu: cannot write the block matrix: {e}");
+            return None;
+        }
+    }
+    let out = Command::new("python3")
+        .args(["benches/anchors/cusparse_bsr.py", base, &b.to_string()])
+        .output()
+        .map_err(|e| eprintln!("bench-gpu: cannot run the cuSPARSE BSR anchor: {e}"))
+        .ok()?;
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| eprintln!("bench-gpu: cuSPARSE BSR anchor output: {e}"))
+        .ok()
+}
+
+/// The block table (see the module docs): `elasticity3d:m` in CSR, SELL-32-1
+/// and BSR-3 on the device, cuSPARSE's CSR and BSR on the same matrix, and
+/// the device-to-device copy of the BSR values' size for the floor.
+fn spmv_block(g: &CudaBackend, m: usize, rows: &mut Vec<Row>) {
+    let a: Csr<f64> = gpuq::sparse::elasticity3d::Elasticity3d::new(m)
+        .unwrap()
+        .stiffness();
+    let b = 3;
+    let bsr = gpuq::sparse::Bsr::from_csr(&a, b).unwrap();
+    let (n, nnz, nb) = (a.nrows() as f64, a.nnz() as f64, bsr.nblocks() as f64);
+    let csr_bytes = 12.0 * nnz + 4.0 * (n + 1.0) + 16.0 * n;
+    let bsr_bytes = (8.0 * (b * b) as f64 + 4.0) * nb + 8.0 * (n / b as f64 + 1.0) + 16.0 * n;
+    let name = format!("elasticity3d:{m} (n {n:.0}, nnz {nnz:.0}, {nb:.0} 3x3 blocks)");
+    let peers = cusparse_block(&a, b);
+    let peer = |k: &str| peers.as_ref().and_then(|p| p[k].as_f64());
+    let bsrmv = peer("bsrmv_s");
+    let x = g.upload(&random::<f64>(a.ncols(), 3)).unwrap();
+    let mut y = g.zeros::<f64>(a.nrows()).unwrap();
+    let want = a.mul_vec(&g.download(&x).unwrap()).unwrap();
+    for (label, layout, bytes) in [
+        ("CSR", Layout::Csr, csr_bytes),
+        ("SELL-32-1", Layout::Sell { c: 32, sigma: 1 }, csr_bytes),
+        ("BSR-3", Layout::Bsr { b }, bsr_bytes),
+    ] {
+        let mt = g.upload_matrix(&a, layout).unwrap();
+        let t = time(g, || {
+            g.spmv(1.0, &mt, &x, 0.0, &mut y).unwrap();
+        });
+        let got = g.download(&y).unwrap();
+        let scale = want.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+        let err = got
+            .iter()
+            .zip(&want)
+            .fold(0.0f64, |e, (p, q)| e.max((p - q).abs()))
+            / scale;
+        assert!(err < 1e-12, "{label}: relative difference {err:e}");
+        rows.push(Row {
+            table: "block",
+            what: format!("{name} gpuq {label}"),
+            seconds: t,
+            bytes,
+            reference: bsrmv.map(|c| (c / t, "x cuSPARSE bsrmv's speed")),
+        });
+    }
+    for (key, label, bytes) in [
+        ("csr_s", "cuSPARSE CSR (CuPy)", csr_bytes),
+        ("bsrmv_s", "cuSPARSE bsrmv", bsr_bytes),
+    ] {
+        if let Some(t) = peer(key) {
+            rows.push(Row {
+                table: "block",
+                what: format!("{name} {label}"),
+                seconds: t,
+                bytes,
+                reference: None,
+            });
+        }
+    }
+    if let Some(d) = peer("max_rel_diff") {
+        println!("cuSPARSE bsrmv against its CSR SpMV: max relative difference {d:.1e}");
+    }
+    let values = g.upload(&vec![0.0f64; bsr.values().len()]).unwrap();
+    let mut copy = g.zeros::<f64>(bsr.values().len()).unwrap();
+    let t = time(g, || g.memcpy_dtod(&values, &mut copy).unwrap());
+    rows.push(Row {
+        table: "block",
+        what: format!(
+            "memcpy_dtod of the BSR values ({:.0} MB)",
+            8.0 * bsr.values().len() as f64 / 1e6
+        ),
+        seconds: t,
+        bytes: 16.0 * bsr.values().len() as f64,
+        reference: None,
+    });
+}
+
 /// Bytes of one plain CG iteration with gpuq's fused kernels (see module docs).
 fn cg_bytes(n: f64, nnz: f64) -> f64 {
     let spmv = 12.0 * nnz + 4.0 * (n + 1.0) + 16.0 * n;
@@ -263,10 +376,15 @@ fn main() {
         info.total_memory as f64 / (1u64 << 30) as f64
     );
     let quick = std::env::args().any(|a| a == "--quick");
+    let mut rows = Vec::new();
+    spmv_block(&g, if quick { 32 } else { 64 }, &mut rows);
+    if std::env::args().any(|a| a == "--block-only") {
+        print_tables(&rows);
+        return;
+    }
     let cupy = if quick { None } else { cupy_anchor() };
     let peer = |key: &str| -> Option<f64> { cupy.as_ref()?[key].as_f64() };
 
-    let mut rows = Vec::new();
     let sizes: &[usize] = if quick {
         &[100_000, 10_000_000]
     } else {
@@ -332,7 +450,15 @@ fn main() {
         println!("CuPy device-to-device copy: {c:.0} GB/s");
     }
 
-    for table in ["blas1", "spmv", "cg"] {
+    print_tables(&rows);
+}
+
+/// Prints one Markdown table per kind of row.
+fn print_tables(rows: &[Row]) {
+    for table in ["blas1", "spmv", "cg", "block"] {
+        if !rows.iter().any(|r| r.table == table) {
+            continue;
+        }
         println!("\n| {table} | time | GB/s (minimal bytes) | ratio |");
         println!("| --- | ---: | ---: | ---: |");
         for r in rows.iter().filter(|r| r.table == table) {

@@ -6,17 +6,19 @@ mod common;
 use common::*;
 use gpuq::core::{Backend, Complex64, Error, FusedDot};
 use gpuq::cpu::CpuBackend;
-use gpuq::sparse::{Bsr2, Csr, Ell, Layout, Sell, SparseBackend};
+use gpuq::sparse::{Bsr, Csr, Ell, Layout, Sell, SparseBackend, MAX_BSR_BLOCK};
 use proptest::prelude::*;
 
 fn check_round_trips<T: RandomScalar>(a: &Csr<T>, c: usize, sigma: usize) {
     assert_eq!(&Csr::from_coo(&a.to_coo()).unwrap(), a);
     assert_eq!(&Ell::from_csr(a).to_csr().unwrap(), a);
     assert_eq!(&Sell::from_csr(a, c, sigma).unwrap().to_csr().unwrap(), a);
-    if a.nrows() % 2 == 0 && a.ncols() % 2 == 0 {
-        assert_eq!(&Bsr2::from_csr(a).unwrap().to_csr().unwrap(), a);
-    } else {
-        assert!(Bsr2::from_csr(a).is_err());
+    for b in 1..=MAX_BSR_BLOCK {
+        if a.nrows() % b == 0 && a.ncols() % b == 0 {
+            assert_eq!(&Bsr::from_csr(a, b).unwrap().to_csr().unwrap(), a);
+        } else {
+            assert!(Bsr::from_csr(a, b).is_err());
+        }
     }
     assert_eq!(&a.transpose(false).transpose(false), a);
 }
@@ -31,14 +33,18 @@ fn check_products<T: RandomScalar>(a: &Csr<T>, c: usize, sigma: usize, seed: u64
         &want,
         tol,
     );
-    if let Ok(b) = Bsr2::from_csr(a) {
-        assert_close(&b.mul_vec(&x).unwrap(), &want, tol);
+    for b in 1..=MAX_BSR_BLOCK {
+        if let Ok(m) = Bsr::from_csr(a, b) {
+            assert_close(&m.mul_vec(&x).unwrap(), &want, tol);
+        }
     }
     let be = CpuBackend::new();
     let xv = be.upload(&x).unwrap();
     let mut layouts = vec![Layout::Csr, Layout::Sell { c, sigma }];
-    if a.nrows() % 2 == 0 && a.ncols() % 2 == 0 {
-        layouts.push(Layout::Bsr2);
+    for b in 1..=MAX_BSR_BLOCK {
+        if a.nrows() % b == 0 && a.ncols() % b == 0 {
+            layouts.push(Layout::Bsr { b });
+        }
     }
     for layout in layouts {
         let m = be.upload_matrix(a, layout).unwrap();
@@ -71,8 +77,10 @@ fn check_fused_dot<T: RandomScalar>(a: &Csr<T>, seed: u64, tol: f64) {
     let want = dense_mul(a, &x);
     let sentinel = T::from_f64(-7.0);
     let mut layouts = vec![Layout::Csr, Layout::Sell { c: 4, sigma: 8 }];
-    if n % 2 == 0 {
-        layouts.push(Layout::Bsr2);
+    for b in [2, 3] {
+        if n % b == 0 {
+            layouts.push(Layout::Bsr { b });
+        }
     }
     for layout in layouts {
         let m = be.upload_matrix(a, layout).unwrap();

@@ -79,7 +79,7 @@ def solve(
     residual must meet ``||b - A x|| <= max(tol ||b||, atol)``. ``maxiter``: iteration cap
     (default 10 n, at least 100). ``backend``: ``cpu``, ``cuda`` or ``auto`` (CUDA when a
     device is present). ``layout``: the matrix storage on the backend (``auto``, ``csr``,
-    ``sell``, ``sell:C:SIGMA``, ``bsr2``).
+    ``sell``, ``sell:C:SIGMA``, ``bsr:B``).
 
     ``x`` is a NumPy array of the compute type (None after a breakdown); ``report`` a
     :class:`SolveReport` (``report.converged``, ``report.status``, ``report.iterations``,

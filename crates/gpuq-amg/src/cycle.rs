@@ -10,7 +10,7 @@ use crate::options::{CycleKind, CycleOptions, Smoother};
 use crate::resident::{sell_stored, LevelMatrix};
 use crate::trace::Trace;
 use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
-use gpuq_sparse::{Csr, DeviceMatrix, Layout};
+use gpuq_sparse::{Csr, DeviceMatrix, Layout, MAX_BSR_BLOCK};
 use std::sync::Mutex;
 
 /// One level's resident data (every level but the coarsest).
@@ -104,22 +104,32 @@ const SORT_SLICES: usize = 8;
 
 /// The requested layout for a matrix of `shape` and `nnz` stored entries
 /// whose SELL-c-sigma storage `stored(c, sigma)` counts (asked only for
-/// SELL), or CSR where BSR2
-/// cannot hold the matrix (an odd dimension) or, with `blocks_match` false,
-/// its 2x2 tiles would not be the level's node blocks (a block-diagonal
-/// inverse of another block size), or where SELL was asked for a matrix of
-/// long rows ([`SELL_MAX_MEAN_ROW`]) and few of them ([`SELL_MIN_LONG_ROWS`]);
-/// SELL with rows sorted within windows of [`SORT_SLICES`] slices where the
-/// requested window pads by more than [`MAX_PADDING`].
+/// SELL), whose rows and columns come in node blocks of `blocks = [rows,
+/// columns]` unknowns: any BSR request becomes BSR with the matrix's own node
+/// blocks where rows and columns have the same block size, at least 2, that
+/// divides both dimensions (the levels of smoothed aggregation with k
+/// near-null-space vectors have k unknowns per coarse node), else CSR; SELL
+/// becomes CSR where the matrix has long rows ([`SELL_MAX_MEAN_ROW`]) and few
+/// of them ([`SELL_MIN_LONG_ROWS`]), and SELL with rows sorted within windows
+/// of [`SORT_SLICES`] slices where the requested window pads by more than
+/// [`MAX_PADDING`].
 fn layout_for(
     requested: Layout,
     (shape, nnz): ((usize, usize), usize),
     stored: impl FnOnce(usize, usize) -> Result<usize>,
-    blocks_match: bool,
+    [rb, cb]: [usize; 2],
 ) -> Result<Layout> {
     let (nrows, ncols) = shape;
     Ok(match requested {
-        Layout::Bsr2 if nrows % 2 != 0 || ncols % 2 != 0 || !blocks_match => Layout::Csr,
+        Layout::Bsr { .. }
+            if rb == cb
+                && (2..=MAX_BSR_BLOCK).contains(&rb)
+                && nrows % rb == 0
+                && ncols % rb == 0 =>
+        {
+            Layout::Bsr { b: rb }
+        }
+        Layout::Bsr { .. } => Layout::Csr,
         Layout::Sell { .. } if nnz > SELL_MAX_MEAN_ROW * nrows && nrows < SELL_MIN_LONG_ROWS => {
             Layout::Csr
         }
@@ -136,23 +146,23 @@ fn layout_for(
 }
 
 /// The layout [`Amg::new`] stores a host matrix `a` of a level in when
-/// `requested` is asked for: CSR where BSR2 cannot hold it (an odd dimension,
-/// or with `blocks_match` false 2x2 tiles that are not the level's node
-/// blocks) or where SELL was asked for a matrix of few long rows (a thread
-/// per row would leave most of a GPU idle), SELL with rows sorted within
-/// windows where the requested window pads by more than 10%, else as asked.
-/// For a caller that stores a level's matrices itself (the distributed cycle:
-/// each rank's block). O(rows) for SELL, O(1) otherwise.
+/// `requested` is asked for, `blocks` the node blocks of its rows and
+/// columns: BSR with those blocks where they are equal and at least 2 (any
+/// BSR request), else CSR; CSR where SELL was asked for a matrix of few long
+/// rows (a thread per row would leave most of a GPU idle), SELL with rows
+/// sorted within windows where the requested window pads by more than 10%,
+/// else as asked. For a caller that stores a level's matrices itself (the
+/// distributed cycle: each rank's block). O(rows) for SELL, O(1) otherwise.
 pub fn cycle_layout<T: Scalar>(
     requested: Layout,
     a: &Csr<T>,
-    blocks_match: bool,
+    blocks: [usize; 2],
 ) -> Result<Layout> {
     layout_for(
         requested,
         (a.shape(), a.nnz()),
         |c, sigma| Ok(sell_stored(&host_lengths(a), c, sigma)),
-        blocks_match,
+        blocks,
     )
 }
 
@@ -165,37 +175,38 @@ fn host_lengths<T: Scalar>(a: &Csr<T>) -> Vec<u32> {
 }
 
 impl<B: AmgKernels, T: Scalar> Amg<B, T> {
-    /// Uploads the hierarchy to `backend` in `options.layout` (BSR2 only where
-    /// the dimensions are even; the smoother's block diagonal in BSR2 only on
-    /// levels of block size 2, else CSR; SELL as [`CycleOptions::layout`]
-    /// says; the coarsest inverse in CSR) and
+    /// Uploads the hierarchy to `backend` in `options.layout` (for a BSR
+    /// request each level's operators, and its smoother's block diagonal, in
+    /// BSR of the level's node blocks, the transfer operators where the fine
+    /// and coarse blocks agree, CSR elsewhere; SELL as
+    /// [`CycleOptions::layout`] says; the coarsest inverse in CSR) and
     /// allocates the work vectors: O(total nonzeros) transfer, about 4 vectors
     /// per level.
     pub fn new(backend: &B, h: &Hierarchy, options: &CycleOptions) -> Result<Self> {
-        let up = |m: &LevelMatrix, blocks_match: bool| -> Result<B::Matrix<T>> {
+        let up = |m: &LevelMatrix, blocks: [usize; 2]| -> Result<B::Matrix<T>> {
             let layout = layout_for(
                 options.layout,
                 (m.shape(), m.nnz()),
                 |c, sigma| m.sell_stored(c, sigma),
-                blocks_match,
+                blocks,
             )?;
             backend.amg_level_matrix(m, layout)
         };
-        let up_host = |m: &Csr<f64>, blocks_match: bool| -> Result<B::Matrix<T>> {
+        let up_host = |m: &Csr<f64>, blocks: [usize; 2]| -> Result<B::Matrix<T>> {
             let layout = layout_for(
                 options.layout,
                 (m.shape(), m.nnz()),
                 |c, sigma| Ok(sell_stored(&host_lengths(m), c, sigma)),
-                blocks_match,
+                blocks,
             )?;
-            backend.upload_matrix(&convert::<T>(m)?, layout)
+            backend.upload_matrix_owned(convert::<T>(m)?, layout)
         };
         let mut trace = Trace::new();
         let o = h.options();
         let all = h.levels();
         let missing = || Error::InvalidArgument("AMG level without its operators".into());
         let mut levels = Vec::new();
-        for l in &all[..all.len() - 1] {
+        for (l, next) in all.iter().zip(&all[1..]) {
             let (p, r, s) = (
                 l.p.as_ref().ok_or_else(missing)?,
                 l.r.as_ref().ok_or_else(missing)?,
@@ -205,9 +216,10 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             let lower = upper / 30.0;
             let chebyshev = matches!(s.kind, Smoother::Chebyshev { .. });
             let k = levels.len();
-            let a = up(&l.a, true)?;
+            let (fb, cb) = (l.block, next.block);
+            let a = up(&l.a, [fb, fb])?;
             trace.mark(format_args!("cycle level {k}: A"));
-            let (p, r) = (up(p, true)?, up(r, true)?);
+            let (p, r) = (up(p, [fb, cb])?, up(r, [cb, fb])?);
             trace.mark(format_args!("cycle level {k}: P and R"));
             // every row of the block diagonal holds its block's bs entries
             let (n, bs) = (l.a.nrows(), s.dinv.block());
@@ -215,7 +227,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 options.layout,
                 ((n, n), n * bs),
                 |c, _| Ok(n.div_ceil(c.max(1)) * c * bs),
-                l.block == 2,
+                [bs, bs],
             )?;
             let dinv = backend.amg_block_diagonal_matrix(&s.dinv, layout)?;
             trace.mark(format_args!("cycle level {k}: inverse diagonal"));
@@ -243,14 +255,19 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                     .map(|c| {
                         // The selections in CSR: a fused sweep reads the row
                         // index and inverse diagonal from the selection's arrays.
-                        let csr =
-                            |m: &Csr<f64>| backend.upload_matrix(&convert::<T>(m)?, Layout::Csr);
-                        Ok([up_host(&c.scaled, true)?, csr(&c.select)?, csr(&c.scatter)?])
+                        let csr = |m: &Csr<f64>| {
+                            backend.upload_matrix_owned(convert::<T>(m)?, Layout::Csr)
+                        };
+                        Ok([
+                            up_host(&c.scaled, [fb, fb])?,
+                            csr(&c.select)?,
+                            csr(&c.scatter)?,
+                        ])
                     })
                     .collect::<Result<_>>()?,
             });
         }
-        let coarse = backend.upload_matrix(&convert::<T>(h.coarse_solve())?, Layout::Csr)?;
+        let coarse = backend.upload_matrix_owned(convert::<T>(h.coarse_solve())?, Layout::Csr)?;
         trace.mark(format_args!("cycle: coarsest inverse"));
         let w_cycle = o.cycle == CycleKind::W;
         let mut work = Vec::new();
@@ -508,27 +525,32 @@ mod tests {
         let sell = Layout::Sell { c: 32, sigma: 1 };
         // uniform short rows: as asked
         let uniform = rows_of(4096, |_| 7);
-        let layout = |req: Layout, a: &Csr<f64>, blocks_match: bool| {
+        let layout = |req: Layout, a: &Csr<f64>, blocks: [usize; 2]| {
             layout_for(
                 req,
                 (a.shape(), a.nnz()),
                 |c, sigma| Ok(sell_stored(&host_lengths(a), c, sigma)),
-                blocks_match,
+                blocks,
             )
             .unwrap()
         };
-        assert_eq!(layout(sell, &uniform, true), sell);
+        assert_eq!(layout(sell, &uniform, [1, 1]), sell);
         assert_eq!(sell_stored(&host_lengths(&uniform), 32, 1), uniform.nnz());
         // rows of 1 to 6 entries in a repeating pattern pad by far more than
         // 10% unsorted: sorted within 8 slices
         let varied = rows_of(4096, |i| 1 + (i * 7) % 6);
         let sorted = Layout::Sell { c: 32, sigma: 256 };
-        assert_eq!(layout(sell, &varied, true), sorted);
+        assert_eq!(layout(sell, &varied, [1, 1]), sorted);
         let lens = host_lengths(&varied);
         assert!(sell_stored(&lens, 32, 256) <= sell_stored(&lens, 32, 1));
         // few long rows: CSR
-        assert_eq!(layout(sell, &rows_of(1000, |_| 40), true), Layout::Csr);
-        // BSR2 where the blocks do not match: CSR
-        assert_eq!(layout(Layout::Bsr2, &uniform, false), Layout::Csr);
+        assert_eq!(layout(sell, &rows_of(1000, |_| 40), [1, 1]), Layout::Csr);
+        // BSR: the matrix's own node blocks where rows and columns agree,
+        // CSR where they differ, are scalar or do not divide the size
+        let bsr = Layout::Bsr { b: 2 };
+        assert_eq!(layout(bsr, &uniform, [4, 4]), Layout::Bsr { b: 4 });
+        assert_eq!(layout(bsr, &uniform, [2, 3]), Layout::Csr);
+        assert_eq!(layout(bsr, &uniform, [1, 1]), Layout::Csr);
+        assert_eq!(layout(bsr, &rows_of(4095, |_| 7), [2, 2]), Layout::Csr);
     }
 }

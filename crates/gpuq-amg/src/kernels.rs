@@ -1,33 +1,27 @@
 //! The cycle's fusable steps: [`AmgKernels`], with default bodies made of
 //! SpMV and BLAS-1 operations (so any [`SparseBackend`] runs the cycle), and
-//! one-pass Rayon versions for [`CpuBackend`] (CSR or BSR2 matrices with a CSR
-//! or BSR2 block-diagonal inverse; other layouts take the defaults).
+//! one-pass Rayon versions for [`CpuBackend`] (CSR or BSR matrices with a CSR
+//! or BSR block-diagonal inverse; other layouts take the defaults).
 //!
 //! The CUDA backend (behind the `cuda` feature) fuses, over CSR and SELL
 //! matrices, the residual and the point-Jacobi sweep
 //! ([`gpuq_cuda::CudaBackend::amg_sweep`]), a colour's Gauss-Seidel update
 //! ([`gpuq_cuda::CudaBackend::amg_gs_color`]) and the Chebyshev start and step
 //! ([`gpuq_cuda::CudaBackend::amg_chebyshev`]) into one kernel each; 2x2-block
-//! smoothing and BSR2 matrices take the defaults (a copy, an SpMV with beta = 1
+//! smoothing and BSR matrices take the defaults (a copy, an SpMV with beta = 1
 //! and a block-diagonal SpMV, and so on).
 
 use crate::blockdiag::BlockDiagonal;
 use crate::resident::LevelMatrix;
 use gpuq_core::{check_same_len, DeviceVector, Result, Scalar};
 use gpuq_cpu::{CpuBackend, CpuMatrix, CpuVector};
-use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, SparseBackend};
+use gpuq_sparse::{Bsr, Csr, DeviceMatrix, Layout, SparseBackend};
 use rayon::prelude::*;
 
 /// `a` with its values converted to `T` (rows and values copied in
 /// parallel). O(nnz).
 pub(crate) fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
-    Csr::try_new(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().par_iter().copied().collect(),
-        a.col_idx().par_iter().copied().collect(),
-        a.values().par_iter().map(|&v| T::from_f64(v)).collect(),
-    )
+    a.map_values(T::from_f64)
 }
 
 /// The steps of an AMG cycle that a backend can fuse.
@@ -115,7 +109,7 @@ pub trait AmgKernels: SparseBackend {
         m: &LevelMatrix,
         layout: Layout,
     ) -> Result<Self::Matrix<T>> {
-        self.upload_matrix(&convert::<T>(m.host()?)?, layout)
+        self.upload_matrix_owned(convert::<T>(m.host()?)?, layout)
     }
 
     /// The smoother's inverse block diagonal `d` as a matrix of this backend
@@ -127,7 +121,7 @@ pub trait AmgKernels: SparseBackend {
         d: &BlockDiagonal,
         layout: Layout,
     ) -> Result<Self::Matrix<T>> {
-        self.upload_matrix(&convert::<T>(&d.to_csr()?)?, layout)
+        self.upload_matrix_owned(convert::<T>(&d.to_csr()?)?, layout)
     }
 
     /// `omega` times the point diagonal `d` (block size 1) as a vector of
@@ -372,14 +366,14 @@ fn default_gs_color<B: SparseBackend, T: Scalar>(
 /// Row access to the CPU matrix layouts the fused kernels handle.
 enum Rows<'a, T> {
     Csr(&'a Csr<T>),
-    Bsr2(&'a Bsr2<T>),
+    Bsr(&'a Bsr<T>),
 }
 
 impl<'a, T: Scalar> Rows<'a, T> {
     fn of(m: &'a CpuMatrix<T>) -> Option<Self> {
         match m {
             CpuMatrix::Csr(a) => Some(Rows::Csr(a)),
-            CpuMatrix::Bsr2(a, _) => Some(Rows::Bsr2(a)),
+            CpuMatrix::Bsr(a, _) => Some(Rows::Bsr(a)),
             CpuMatrix::Sell(..) => None,
         }
     }
@@ -394,12 +388,16 @@ impl<'a, T: Scalar> Rows<'a, T> {
                     .zip(v)
                     .fold(T::zero(), |s, (&j, &aij)| s + aij * x[j as usize])
             }
-            Rows::Bsr2(a) => {
-                let (bi, half) = (i / 2, 2 * (i % 2));
-                let (ptr, col, blk) = (a.block_row_ptr(), a.block_col(), a.blocks());
+            Rows::Bsr(a) => {
+                let b = a.block_size();
+                let (bi, r) = (i / b, i % b);
+                let (ptr, col, vals) = (a.block_row_ptr(), a.block_col(), a.values());
                 (ptr[bi]..ptr[bi + 1]).fold(T::zero(), |s, q| {
-                    let j = 2 * col[q] as usize;
-                    s + blk[q][half] * x[j] + blk[q][half + 1] * x[j + 1]
+                    let j = b * col[q] as usize;
+                    let row = &vals[(q * b + r) * b..][..b];
+                    row.iter()
+                        .zip(&x[j..j + b])
+                        .fold(s, |s, (&v, &xc)| s + v * xc)
                 })
             }
         }
@@ -458,7 +456,7 @@ impl AmgKernels for CpuBackend {
         Ok(())
     }
 
-    /// With a point diagonal (block 1) over CSR or BSR2: one Rayon pass;
+    /// With a point diagonal (block 1) over CSR or BSR: one Rayon pass;
     /// otherwise the default.
     fn amg_chebyshev_start<T: Scalar>(
         &self,
@@ -501,7 +499,7 @@ impl AmgKernels for CpuBackend {
         Ok(())
     }
 
-    /// With a point diagonal (block 1) over CSR or BSR2: one Rayon pass;
+    /// With a point diagonal (block 1) over CSR or BSR: one Rayon pass;
     /// otherwise the default.
     fn amg_chebyshev_step<T: Scalar>(
         &self,
@@ -566,8 +564,8 @@ impl AmgKernels for CpuBackend {
         let (Some(rows), Some(drows)) = (Rows::of(a), Rows::of(dinv)) else {
             return default_jacobi(self, a, dinv, omega, b, x, scratch);
         };
-        let bsr2_mismatch = matches!(drows, Rows::Bsr2(_)) && block != 2;
-        if block == 0 || block > MAX_BLOCK || TASK_ROWS % block != 0 || bsr2_mismatch {
+        let bsr_mismatch = matches!(&drows, Rows::Bsr(d) if d.block_size() != block);
+        if block == 0 || block > MAX_BLOCK || TASK_ROWS % block != 0 || bsr_mismatch {
             return default_jacobi(self, a, dinv, omega, b, x, scratch);
         }
         let (m, n) = a.shape();
@@ -675,7 +673,7 @@ impl AmgKernels for CpuBackend {
         })
     }
 
-    /// One Rayon pass over a CSR or BSR2 matrix (SELL takes the default).
+    /// One Rayon pass over a CSR or BSR matrix (SELL takes the default).
     fn amg_jacobi_into<T: Scalar>(
         &self,
         a: &CpuMatrix<T>,
@@ -718,12 +716,16 @@ impl<T: Scalar> Rows<'_, T> {
                     .zip(v)
                     .fold(T::zero(), |s, (&j, &d)| s + d * local[j as usize - first])
             }
-            Rows::Bsr2(a) => {
-                let (bi, half) = (i / 2, 2 * (i % 2));
-                let (ptr, col, blk) = (a.block_row_ptr(), a.block_col(), a.blocks());
+            Rows::Bsr(a) => {
+                let b = a.block_size();
+                let (bi, r) = (i / b, i % b);
+                let (ptr, col, vals) = (a.block_row_ptr(), a.block_col(), a.values());
                 (ptr[bi]..ptr[bi + 1]).fold(T::zero(), |s, q| {
-                    let j = 2 * col[q] as usize - first;
-                    s + blk[q][half] * local[j] + blk[q][half + 1] * local[j + 1]
+                    let j = b * col[q] as usize - first;
+                    let row = &vals[(q * b + r) * b..][..b];
+                    row.iter()
+                        .zip(&local[j..j + b])
+                        .fold(s, |s, (&v, &lc)| s + v * lc)
                 })
             }
         }
@@ -745,14 +747,14 @@ mod cuda {
     impl AmgKernels for CudaBackend {
         /// CSR built on the device from the uploaded blocks
         /// ([`CudaBackend::setup_block_diagonal_matrix`]) for every layout
-        /// but BSR2 (a block-diagonal matrix gains nothing from SELL's
-        /// slices); BSR2 and complex `T` take the default.
+        /// but BSR (a block-diagonal matrix gains nothing from SELL's
+        /// slices); BSR and complex `T` take the default.
         fn amg_block_diagonal_matrix<T: Scalar>(
             &self,
             d: &BlockDiagonal,
             layout: Layout,
         ) -> Result<CudaMatrix<T>> {
-            if layout != Layout::Bsr2 {
+            if !matches!(layout, Layout::Bsr { .. }) {
                 let n = d.blocks().len() / d.block().max(1);
                 let blocks = crate::setup::cuda::device_blocks(self, d)?;
                 if let Some(m) = self.setup_block_diagonal_matrix::<T>(n, d.block(), &blocks)? {
@@ -795,7 +797,7 @@ mod cuda {
             self.upload_matrix(&super::convert::<T>(m.host()?)?, layout)
         }
 
-        /// One fused pass over a CSR or SELL matrix; BSR2 takes the default.
+        /// One fused pass over a CSR or SELL matrix; BSR takes the default.
         fn amg_residual<T: Scalar>(
             &self,
             a: &CudaMatrix<T>,
@@ -813,7 +815,7 @@ mod cuda {
         /// Block 1 over a CSR or SELL matrix: one fused pass writing the new
         /// iterate into `scratch`, then a copy back into x (x may be the
         /// caller's vector, and a recorded iteration keeps its buffers, so
-        /// the two are not swapped). Blocks of 2 and BSR2 take the default.
+        /// the two are not swapped). Blocks of 2 and BSR take the default.
         fn amg_jacobi<T: Scalar>(
             &self,
             a: &CudaMatrix<T>,
@@ -834,7 +836,7 @@ mod cuda {
             default_jacobi(self, a, dinv, omega, b, x, scratch)
         }
 
-        /// One fused pass over a CSR or SELL matrix; BSR2 takes the default.
+        /// One fused pass over a CSR or SELL matrix; BSR takes the default.
         fn amg_jacobi_into<T: Scalar>(
             &self,
             a: &CudaMatrix<T>,
@@ -919,7 +921,7 @@ mod cuda {
         /// One fused in-place pass over `scaled` where `select` has one
         /// entry per row (block 1) and `scaled` is CSR or SELL (from zero:
         /// x zeroed, then the pass without reading `scaled`). Blocks of 2
-        /// and BSR2 take the default.
+        /// and BSR take the default.
         fn amg_gs_color<T: Scalar>(
             &self,
             scaled: &CudaMatrix<T>,
@@ -953,21 +955,21 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         /// The fused Rayon Chebyshev start and step give the default bodies'
-        /// r, d and x to rounding, for every flag, CSR and BSR2.
+        /// r, d and x to rounding, for every flag, CSR and BSR.
         #[test]
         fn fused_chebyshev_matches_defaults(
             k in 2usize..7,
             zero: bool,
             pending: bool,
             x_zero: bool,
-            bsr2: bool,
+            bsr: bool,
             alpha in 0.1f64..2.0,
             beta in -1.0f64..1.0,
         ) {
             let be = CpuBackend::new();
             let a = laplace3d::<f64>(k);
             let n = a.nrows();
-            let layout = if bsr2 && n % 2 == 0 { Layout::Bsr2 } else { Layout::Csr };
+            let layout = if bsr && n % 2 == 0 { Layout::Bsr { b: 2 } } else { Layout::Csr };
             let am = be.upload_matrix(&a, layout).unwrap();
             let dv: Vec<f64> = (0..n).map(|i| 1.0 / (6.0 + (i % 3) as f64)).collect();
             let ident: Vec<u32> = (0..n as u32).collect();
@@ -994,7 +996,7 @@ mod tests {
         }
 
         /// The fused out-of-place Jacobi sweep gives the default body's
-        /// iterate to rounding, over CSR, BSR2 and SELL (the default), and
+        /// iterate to rounding, over CSR, BSR and SELL (the default), and
         /// leaves x alone.
         #[test]
         fn fused_jacobi_into_matches_the_default(k in 2usize..7, layout in 0usize..3) {
@@ -1003,7 +1005,7 @@ mod tests {
             let n = a.nrows();
             let layout = match layout {
                 0 => Layout::Csr,
-                1 if n % 2 == 0 => Layout::Bsr2,
+                1 if n % 2 == 0 => Layout::Bsr { b: 2 },
                 _ => Layout::Sell { c: 4, sigma: 1 },
             };
             let am = be.upload_matrix(&a, layout).unwrap();

@@ -73,7 +73,7 @@
 //!   --backend cuda` build on the device (`--amg-setup cpu|cuda|auto`).
 //! * [`Amg`], the V-cycle as a [`gpuq_core::LinearOperator`] on any backend with
 //!   [`AmgKernels`]: every level's A, P, R and smoother matrix uploaded once in
-//!   the chosen layout (CSR, SELL, or BSR2 where the level's blocks are 2x2);
+//!   the chosen layout (CSR, SELL, or BSR with each level's node blocks);
 //!   V- or W-cycle ([`CycleKind`]);
 //!   smoothers: damped block Jacobi (the seed's 2x2-block Jacobi; point Jacobi
 //!   for block 1), l1-Jacobi, Chebyshev of degree 2-4, multicolour symmetric

@@ -361,9 +361,11 @@ impl AmgOptions {
 /// How the cycle stores its matrices on the backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct CycleOptions {
-    /// Layout of every level's A, P, R and smoother matrix: CSR, SELL, or BSR2
-    /// (BSR2 falls back to CSR for a matrix with an odd dimension or a level
-    /// whose block size is not 2; SELL to CSR for a matrix of more than 16
+    /// Layout of every level's A, P, R and smoother matrix: CSR, SELL, or BSR
+    /// (any `Bsr { b }` means each level's own node blocks, whatever `b`:
+    /// 3 x 3 for the finest level of 3D elasticity, 6 x 6 below it with six
+    /// rigid body modes; CSR for scalar levels and for transfer operators
+    /// whose fine and coarse blocks differ; SELL to CSR for a matrix of more than 16
     /// entries per row on average and fewer than 2^19 rows, such as the
     /// coarse levels' restrictions; SELL with rows sorted by length within
     /// windows of 8 slices where the requested window pads the stored

@@ -37,7 +37,7 @@ fn block_amg_beats_block_jacobi_threefold_on_elasticity() {
             near_null_space: nns,
             ..AmgOptions::default()
         };
-        let (_, m) = amg(&cpu, &a, &o, Layout::Bsr2);
+        let (_, m) = amg(&cpu, &a, &o, Layout::Bsr { b: 2 });
         let (x, r) = pcg(&cpu, &a, &b, &m);
         println!(
             "{coarsening:?} rbm {with_rbm}: {} vs block2 {}",

@@ -52,7 +52,7 @@ fn cycle_is_symmetric_and_positive() {
                 };
                 check_symmetric(&a, &o, Layout::Csr);
                 let o2 = AmgOptions { block: 2, ..o };
-                check_symmetric(&b2, &o2, Layout::Bsr2);
+                check_symmetric(&b2, &o2, Layout::Bsr { b: 2 });
             }
         }
     }
@@ -204,7 +204,7 @@ fn pcg_amg_on_block2_system() {
     let bj = BlockJacobi2::new(&cpu, &a).unwrap();
     let block_jacobi = pcg(&cpu, &a, &b, &bj).1.iterations;
     for coarsening in [Coarsening::SmoothedAggregation, Coarsening::Seed] {
-        for layout in [Layout::Csr, Layout::Bsr2] {
+        for layout in [Layout::Csr, Layout::Bsr { b: 2 }] {
             let o = AmgOptions {
                 coarsening,
                 block: 2,

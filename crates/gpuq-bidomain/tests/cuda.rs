@@ -91,7 +91,7 @@ fn amg_preconditioned_steps_on_cuda_match_cpu() {
 
 #[test]
 fn amg_on_bsr2_slab_on_cuda_matches_cpu() {
-    compare(Tissue::slab(12).unwrap(), 20, true, Layout::Bsr2);
+    compare(Tissue::slab(12).unwrap(), 20, true, Layout::Bsr { b: 2 });
 }
 
 /// The two per-node kernels against the CPU passes on states across the whole

@@ -226,7 +226,7 @@ pub struct AmgInfoArgs {
     /// Backend of `--bench-cycles` and, with `--amg-setup auto`, of the setup: cpu, cuda or auto.
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda", "auto"])]
     pub backend: String,
-    /// Matrix layout of `--bench-cycles`: csr, sell or sell:C:SIGMA, bsr2.
+    /// Matrix layout of `--bench-cycles`: csr, sell or sell:C:SIGMA, bsr:B.
     #[arg(long, default_value = "csr", value_parser = crate::choices::fixed_layout())]
     pub layout: String,
     /// Write the hierarchy as a figure: rows and non-zeros per level as bars on

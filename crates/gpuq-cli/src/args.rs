@@ -138,8 +138,8 @@ pub struct SolveArgs {
     /// has a GPU of its own and libnccl loads, else MPI).
     #[arg(long, default_value = "auto", value_parser = ["auto", "nccl", "mpi"])]
     pub comm: String,
-    /// Matrix storage on the backend: auto, csr, sell, sell:C:SIGMA or bsr2. auto: on a GPU
-    /// SELL-32-1 when the rows are short and even (mean at most 32 entries, padding at most
+    /// Matrix storage on the backend: auto, csr, sell, sell:C:SIGMA or bsr:B (B x B
+    /// blocks; under AMG each level's own node blocks). auto: on a GPU SELL-32-1 when the rows are short and even (mean at most 32 entries, padding at most
     /// 25%), else CSR; on the CPU CSR. The report's `layout` says what was used.
     #[arg(long, default_value = "auto", value_parser = crate::choices::layout())]
     pub layout: String,

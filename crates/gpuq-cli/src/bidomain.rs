@@ -66,7 +66,7 @@ pub struct BidomainArgs {
     #[arg(long, default_value = "amg", value_parser = ["amg", "block2"])]
     pub precond: String,
     /// Storage of the matrix and of the AMG levels on the backend: auto (CSR),
-    /// csr, sell, sell:C:SIGMA or bsr2.
+    /// csr, sell, sell:C:SIGMA or bsr:B.
     #[arg(long, default_value = "auto", value_parser = crate::choices::layout())]
     pub layout: String,
     /// Relative residual tolerance of each step's solve.

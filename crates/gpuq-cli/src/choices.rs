@@ -41,12 +41,12 @@ pub fn preconditioner() -> Named {
 
 /// `--layout` of `gpuq solve` and `gpuq bidomain`: `auto` or a storage layout.
 pub fn layout() -> Named {
-    named(&[&["auto"], gpuq_sparse::Layout::NAMES].concat(), &[])
+    named(&[&["auto"], gpuq_sparse::Layout::NAMES].concat(), &["bsr2"])
 }
 
 /// `gpuq amg-info --layout`: a storage layout.
 pub fn fixed_layout() -> Named {
-    named(gpuq_sparse::Layout::NAMES, &[])
+    named(gpuq_sparse::Layout::NAMES, &["bsr2"])
 }
 
 /// `--amg-smoother` and `--amg-coarse-smoother`.

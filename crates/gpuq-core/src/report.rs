@@ -56,7 +56,7 @@ pub struct SolveReport {
     pub scalar: String,
     /// Number of unknowns.
     pub n: usize,
-    /// How the backend stored the matrix (`csr`, `sell:32:1`, `bsr2`; empty when the
+    /// How the backend stored the matrix (`csr`, `sell:32:1`, `bsr:3`; empty when the
     /// solve was given an operator rather than a matrix).
     pub layout: String,
     /// Whether the true residual met the tolerance (`relative_residual <=

@@ -1,6 +1,6 @@
 //! Matrices resident on the CPU backend.
 
-use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell};
+use gpuq_sparse::{Bsr, Csr, DeviceMatrix, Layout, Sell};
 
 /// A matrix of the CPU backend, in the layout it was uploaded with.
 #[derive(Clone, Debug)]
@@ -9,8 +9,8 @@ pub enum CpuMatrix<T> {
     Csr(Csr<T>),
     /// SELL-C-sigma (with the nonzero count of the source matrix).
     Sell(Sell<T>, usize),
-    /// 2x2 blocks (with the nonzero count of the source matrix).
-    Bsr2(Bsr2<T>, usize),
+    /// b x b blocks (with the nonzero count of the source matrix).
+    Bsr(Bsr<T>, usize),
 }
 
 impl<T: gpuq_core::Scalar> DeviceMatrix for CpuMatrix<T> {
@@ -18,14 +18,14 @@ impl<T: gpuq_core::Scalar> DeviceMatrix for CpuMatrix<T> {
         match self {
             CpuMatrix::Csr(a) => a.shape(),
             CpuMatrix::Sell(a, _) => a.shape(),
-            CpuMatrix::Bsr2(a, _) => a.shape(),
+            CpuMatrix::Bsr(a, _) => a.shape(),
         }
     }
 
     fn nnz(&self) -> usize {
         match self {
             CpuMatrix::Csr(a) => a.nnz(),
-            CpuMatrix::Sell(_, nnz) | CpuMatrix::Bsr2(_, nnz) => *nnz,
+            CpuMatrix::Sell(_, nnz) | CpuMatrix::Bsr(_, nnz) => *nnz,
         }
     }
 
@@ -36,7 +36,7 @@ impl<T: gpuq_core::Scalar> DeviceMatrix for CpuMatrix<T> {
                 c: a.c(),
                 sigma: a.sigma(),
             },
-            CpuMatrix::Bsr2(..) => Layout::Bsr2,
+            CpuMatrix::Bsr(a, _) => Layout::Bsr { b: a.block_size() },
         }
     }
 }

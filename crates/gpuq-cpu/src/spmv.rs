@@ -3,12 +3,13 @@
 //! CSR: rows are processed in fixed blocks of [`ROWS`] rows, one Rayon task each.
 //! SELL: one task per sorting window (`max(sigma, c)` rows), each slice computing
 //! its `c` rows together so the inner loop runs over contiguous memory.
-//! BSR2: block rows in tasks of [`ROWS`] / 2, each block row writing its two rows.
+//! BSR: block rows in tasks of about [`ROWS`] rows, each block row writing its b
+//! rows (the block size a constant of the inner loop for every b up to 8).
 
 use crate::reduce::pairwise_sum;
 use crate::{CpuBackend, CpuMatrix, CpuVector};
 use gpuq_core::{check_same_len, Backend, DeviceVector, Error, FusedDot, Result, Scalar};
-use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
+use gpuq_sparse::{Bsr, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
 use rayon::prelude::*;
 
 /// Rows per task of the CSR product (and per block of its fused dot product).
@@ -117,22 +118,47 @@ fn sell_spmv<T: Scalar>(alpha: T, a: &Sell<T>, x: &[T], beta: T, y: &mut [T]) {
     });
 }
 
-fn bsr2_spmv<T: Scalar>(alpha: T, a: &Bsr2<T>, x: &[T], beta: T, y: &mut [T]) {
-    let (ptr, bcol, blocks) = (a.block_row_ptr(), a.block_col(), a.blocks());
-    y.par_chunks_mut(ROWS).enumerate().for_each(|(c, yc)| {
-        for (k, pair) in yc.chunks_exact_mut(2).enumerate() {
-            let bi = c * ROWS / 2 + k;
-            let (mut s0, mut s1) = (T::zero(), T::zero());
-            for q in ptr[bi]..ptr[bi + 1] {
-                let j = 2 * bcol[q] as usize;
-                let b = &blocks[q];
-                s0 += b[0] * x[j] + b[1] * x[j + 1];
-                s1 += b[2] * x[j] + b[3] * x[j + 1];
+/// y = alpha A x + beta y for BSR with blocks of `B` (a constant, so the
+/// block's loops unroll): each block row sums its blocks in order.
+fn bsr_spmv_fixed<T: Scalar, const B: usize>(alpha: T, a: &Bsr<T>, x: &[T], beta: T, y: &mut [T]) {
+    let (ptr, bcol, vals) = (a.block_row_ptr(), a.block_col(), a.values());
+    let per_task = (ROWS / B).max(1);
+    y.par_chunks_mut(B * per_task)
+        .enumerate()
+        .for_each(|(c, yc)| {
+            for (k, out) in yc.chunks_exact_mut(B).enumerate() {
+                let bi = c * per_task + k;
+                let mut s = [T::zero(); B];
+                for q in ptr[bi]..ptr[bi + 1] {
+                    let j = B * bcol[q] as usize;
+                    let xb = &x[j..j + B];
+                    let blk = &vals[B * B * q..B * B * (q + 1)];
+                    for (r, sr) in s.iter_mut().enumerate() {
+                        for (c, &xc) in xb.iter().enumerate() {
+                            *sr += blk[B * r + c] * xc;
+                        }
+                    }
+                }
+                for (o, &sr) in out.iter_mut().zip(&s) {
+                    combine(alpha, sr, beta, o);
+                }
             }
-            combine(alpha, s0, beta, &mut pair[0]);
-            combine(alpha, s1, beta, &mut pair[1]);
-        }
-    });
+        });
+}
+
+/// y = alpha A x + beta y for BSR of any block size up to
+/// [`gpuq_sparse::MAX_BSR_BLOCK`]. O(b^2 nblocks).
+fn bsr_spmv<T: Scalar>(alpha: T, a: &Bsr<T>, x: &[T], beta: T, y: &mut [T]) {
+    match a.block_size() {
+        1 => bsr_spmv_fixed::<T, 1>(alpha, a, x, beta, y),
+        2 => bsr_spmv_fixed::<T, 2>(alpha, a, x, beta, y),
+        3 => bsr_spmv_fixed::<T, 3>(alpha, a, x, beta, y),
+        4 => bsr_spmv_fixed::<T, 4>(alpha, a, x, beta, y),
+        5 => bsr_spmv_fixed::<T, 5>(alpha, a, x, beta, y),
+        6 => bsr_spmv_fixed::<T, 6>(alpha, a, x, beta, y),
+        7 => bsr_spmv_fixed::<T, 7>(alpha, a, x, beta, y),
+        _ => bsr_spmv_fixed::<T, 8>(alpha, a, x, beta, y),
+    }
 }
 
 impl SparseBackend for CpuBackend {
@@ -149,13 +175,26 @@ impl SparseBackend for CpuBackend {
                 }
                 CpuMatrix::Sell(Sell::from_csr(a, c, sigma)?, a.nnz())
             }
-            Layout::Bsr2 => CpuMatrix::Bsr2(Bsr2::from_csr(a)?, a.nnz()),
+            Layout::Bsr { b } => CpuMatrix::Bsr(Bsr::from_csr(a, b)?, a.nnz()),
         };
         self.stats.upload(
             a.nnz() * (std::mem::size_of::<T>() + 4)
                 + (a.nrows() + 1) * std::mem::size_of::<usize>(),
         );
         Ok(m)
+    }
+
+    /// CSR is kept as given (no copy); other layouts as
+    /// [`SparseBackend::upload_matrix`].
+    fn upload_matrix_owned<T: Scalar>(&self, a: Csr<T>, layout: Layout) -> Result<CpuMatrix<T>> {
+        if layout != Layout::Csr {
+            return self.upload_matrix(&a, layout);
+        }
+        self.stats.upload(
+            a.nnz() * (std::mem::size_of::<T>() + 4)
+                + (a.nrows() + 1) * std::mem::size_of::<usize>(),
+        );
+        Ok(CpuMatrix::Csr(a))
     }
 
     fn spmv<T: Scalar>(
@@ -176,8 +215,8 @@ impl SparseBackend for CpuBackend {
             CpuMatrix::Sell(a, _) => self.run("spmv_sell", || {
                 sell_spmv(alpha, a, x.as_slice(), beta, y.as_mut_slice())
             }),
-            CpuMatrix::Bsr2(a, _) => self.run("spmv_bsr2", || {
-                bsr2_spmv(alpha, a, x.as_slice(), beta, y.as_mut_slice())
+            CpuMatrix::Bsr(a, _) => self.run("spmv_bsr", || {
+                bsr_spmv(alpha, a, x.as_slice(), beta, y.as_mut_slice())
             }),
         }
         Ok(())
@@ -203,14 +242,14 @@ impl SparseBackend for CpuBackend {
             CpuMatrix::Csr(a) => Ok(self.run("spmv_dotc_csr", || {
                 csr_spmv_dot(a, x.as_slice(), x.as_slice(), y.as_mut_slice())
             })),
-            CpuMatrix::Sell(..) | CpuMatrix::Bsr2(..) => {
+            CpuMatrix::Sell(..) | CpuMatrix::Bsr(..) => {
                 self.spmv(T::one(), a, x, T::zero(), y)?;
                 self.dotc(x, y)
             }
         }
     }
 
-    /// Fused for CSR (`spmv_dot_csr` in the counters); SELL and BSR2 compute y
+    /// Fused for CSR (`spmv_dot_csr` in the counters); SELL and BSR compute y
     /// only and return `false`.
     fn spmv_dot<T: Scalar>(
         &self,

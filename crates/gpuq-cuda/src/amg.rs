@@ -39,14 +39,14 @@ fn push_rows<'a, T>(l: &mut LaunchArgs<'a>, rows: &'a usize, a: &'a CudaMatrix<T
                 None => l.arg(null),
             };
         }
-        Arrays::Bsr2 { .. } => {}
+        Arrays::Bsr { .. } => {}
     }
 }
 
 impl CudaBackend {
     /// The kernel `{csr}_*` or `{sell}_*` for `a`, the threads its launch
     /// needs (CSR: lanes per row times rows; SELL: one per row) and its name
-    /// for the counters, or `None` for a BSR2 matrix.
+    /// for the counters, or `None` for a BSR matrix.
     fn row_kernel<T: Scalar>(
         &self,
         [csr, sell]: [&'static str; 2],
@@ -56,7 +56,7 @@ impl CudaBackend {
         let (name, threads) = match &a.arrays {
             Arrays::Csr { lanes_log2, .. } => (csr, rows << lanes_log2),
             Arrays::Sell { .. } => (sell, rows),
-            Arrays::Bsr2 { .. } => return Ok(None),
+            Arrays::Bsr { .. } => return Ok(None),
         };
         Ok(Some((self.function(&kernel::<T>(name))?, threads, name)))
     }
@@ -68,7 +68,7 @@ impl CudaBackend {
     /// 64 n for a copy, an SpMV and a diagonal product. `out` must be a
     /// distinct vector (Rust's borrows ensure it).
     ///
-    /// Returns `Ok(false)` without launching for a BSR2 matrix (the caller
+    /// Returns `Ok(false)` without launching for a BSR matrix (the caller
     /// takes its unfused path); errors on a non-square matrix or mismatched
     /// lengths.
     pub fn amg_sweep<T: Scalar>(
@@ -123,7 +123,7 @@ impl CudaBackend {
     /// `zero`, x is zeroed first and `scaled` is not read.
     ///
     /// Returns `Ok(false)` without launching when `select` is not CSR with
-    /// one entry per row or `scaled` is BSR2 (the caller takes its unfused
+    /// one entry per row or `scaled` is BSR (the caller takes its unfused
     /// path); errors on mismatched shapes.
     pub fn amg_gs_color<T: Scalar>(
         &self,
@@ -218,7 +218,7 @@ impl CudaBackend {
     /// 12 nnz + 80 n for an SpMV, a diagonal product and an axpy in three
     /// launches; a start from zero reads no matrix.
     ///
-    /// Returns `Ok(false)` without launching for a BSR2 matrix (the caller
+    /// Returns `Ok(false)` without launching for a BSR matrix (the caller
     /// takes its unfused path); errors on a non-square matrix or mismatched
     /// lengths.
     pub fn amg_chebyshev<T: Scalar>(

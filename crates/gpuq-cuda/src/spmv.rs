@@ -6,7 +6,7 @@ use crate::blas1::{kernel, Dest, GridReduce, ScalarArg};
 use crate::vector::CudaVector;
 use cudarc::driver::{CudaSlice, LaunchArgs, PushKernelArg};
 use gpuq_core::{check_same_len, scalars_as_bytes, Backend, Error, FusedDot, Result, Scalar};
-use gpuq_sparse::{Bsr2, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
+use gpuq_sparse::{Bsr, Csr, DeviceMatrix, Layout, Sell, SparseBackend};
 use std::marker::PhantomData;
 use std::ops::Range;
 
@@ -26,10 +26,11 @@ pub(crate) enum Arrays {
         perm: Option<CudaSlice<u8>>,
         c: u32,
     },
-    Bsr2 {
+    Bsr {
         brow_ptr: CudaSlice<u8>,
         bcol: CudaSlice<u8>,
         blocks: CudaSlice<u8>,
+        b: u32,
     },
 }
 
@@ -147,13 +148,13 @@ impl SparseBackend for CudaBackend {
                     c,
                 }
             }
-            Layout::Bsr2 => {
-                let b = Bsr2::from_csr(a)?;
-                let flat: Vec<T> = b.blocks().iter().flatten().copied().collect();
-                Arrays::Bsr2 {
-                    brow_ptr: self.upload_bytes(&u64_bytes(b.block_row_ptr()))?,
-                    bcol: self.upload_bytes(u32_bytes(b.block_col()))?,
-                    blocks: self.upload_bytes(scalars_as_bytes(&flat))?,
+            Layout::Bsr { b } => {
+                let m = Bsr::from_csr(a, b)?;
+                Arrays::Bsr {
+                    brow_ptr: self.upload_bytes(&u64_bytes(m.block_row_ptr()))?,
+                    bcol: self.upload_bytes(u32_bytes(m.block_col()))?,
+                    blocks: self.upload_bytes(scalars_as_bytes(m.values()))?,
+                    b: b as u32,
                 }
             }
         };
@@ -184,7 +185,7 @@ impl SparseBackend for CudaBackend {
     }
 
     /// y = A x and x^H y with the dot product fused into the SpMV kernel (CSR and
-    /// SELL; BSR2 falls back to an SpMV and a dot): the dot costs no extra pass over
+    /// SELL; BSR falls back to an SpMV and a dot): the dot costs no extra pass over
     /// memory, and its reduction is deterministic like the BLAS-1 ones.
     fn spmv_dotc<T: Scalar>(
         &self,
@@ -196,7 +197,7 @@ impl SparseBackend for CudaBackend {
         if m == 0 {
             return Ok(T::zero());
         }
-        if matches!(a.arrays, Arrays::Bsr2 { .. }) {
+        if matches!(a.arrays, Arrays::Bsr { .. }) {
             self.spmv(T::one(), a, x, T::zero(), y)?;
             return self.dotc(x, y);
         }
@@ -207,7 +208,7 @@ impl SparseBackend for CudaBackend {
     }
 
     /// Fused into the CSR and SELL kernels (their last block writes the slot;
-    /// nothing waits); BSR2 computes y only and returns `false`.
+    /// nothing waits); BSR computes y only and returns `false`.
     fn spmv_dot<T: Scalar>(
         &self,
         a: &CudaMatrix<T>,
@@ -217,7 +218,7 @@ impl SparseBackend for CudaBackend {
     ) -> Result<bool> {
         let m = check_square("spmv_dot", a, x, y)?;
         dot.check("spmv_dot (w vs rows)", m)?;
-        if m == 0 || matches!(a.arrays, Arrays::Bsr2 { .. }) {
+        if m == 0 || matches!(a.arrays, Arrays::Bsr { .. }) {
             self.spmv(T::one(), a, x, T::zero(), y)?;
             return Ok(false);
         }
@@ -353,7 +354,7 @@ impl CudaBackend {
     /// Launches the SpMV kernel of `a`'s layout; with `dot = (w, reduce)`, the
     /// CSR and SELL kernels also reduce w^H y through `reduce` into its `out`
     /// (the caller checked that `a` is square, that w has its rows, and that
-    /// `dot` is not used with BSR2).
+    /// `dot` is not used with BSR).
     fn launch_spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -424,15 +425,15 @@ impl CudaBackend {
                 unsafe { b.launch(Self::cfg(blocks)) }.map_err(dev("spmv_sell"))?;
                 self.inner.stats.launch("spmv_sell");
             }
-            Arrays::Bsr2 {
+            Arrays::Bsr {
                 brow_ptr,
                 bcol,
                 blocks: vals,
+                b: bs,
             } => {
-                let nb = m / 2;
-                let f = self.function(&kernel::<T>("spmv_bsr2"))?;
+                let f = self.function(&kernel::<T>("spmv_bsr"))?;
                 let mut b = self.inner.stream.launch_builder(&f);
-                b.arg(&nb);
+                b.arg(&m).arg(bs);
                 al.push(&mut b);
                 be.push(&mut b);
                 b.arg(&beta_zero)
@@ -441,10 +442,10 @@ impl CudaBackend {
                     .arg(vals)
                     .arg(&x.buf)
                     .arg(&mut y.buf);
-                // SAFETY: arguments match `spmv_bsr2_*`; the arrays come from
-                // `Bsr2::from_csr` of a validated matrix; one thread per block row.
-                unsafe { b.launch(Self::cfg(self.blocks_for(nb)?)) }.map_err(dev("spmv_bsr2"))?;
-                self.inner.stats.launch("spmv_bsr2");
+                // SAFETY: arguments match `spmv_bsr_*`; the arrays come from
+                // `Bsr::from_csr` of a validated matrix; one thread per row.
+                unsafe { b.launch(Self::cfg(self.blocks_for(m)?)) }.map_err(dev("spmv_bsr"))?;
+                self.inner.stats.launch("spmv_bsr");
             }
         }
         Ok(())

@@ -72,7 +72,7 @@ impl<B: Backend, T: Scalar> LinearOperator<B, T> for Jacobi<B, T> {
 ///
 /// Setup O(nnz) on the host plus the upload of 4 n values (twice when the blocks
 /// are not symmetric, for the transpose QMR needs); apply: one 2x2-block SpMV
-/// (`Bsr2` layout), 4 multiply-adds per row.
+/// (`Bsr { b: 2 }` layout), 4 multiply-adds per row.
 pub struct BlockJacobi2<B: SparseBackend, T: Scalar> {
     inverse: MatrixOperator<B, T>,
 }
@@ -124,7 +124,7 @@ impl<B: SparseBackend, T: Scalar> BlockJacobi2<B, T> {
         }
         let inverse = Csr::from_coo(&coo)?;
         Ok(BlockJacobi2 {
-            inverse: MatrixOperator::with_transpose(backend, &inverse, Layout::Bsr2)?,
+            inverse: MatrixOperator::with_transpose(backend, &inverse, Layout::Bsr { b: 2 })?,
         })
     }
 }

@@ -17,25 +17,37 @@ pub enum Layout {
         /// Sorting window (1 or a multiple of `c`).
         sigma: usize,
     },
-    /// 2x2 blocks (see [`crate::Bsr2`]); both dimensions must be even.
-    Bsr2,
+    /// Square blocks of `b` unknowns (see [`crate::Bsr`]); `b` must divide
+    /// both dimensions. Where AMG stores a hierarchy in BSR, each level's
+    /// operators take that level's own node blocks, whatever `b` says.
+    Bsr {
+        /// Block size, 1 to [`crate::MAX_BSR_BLOCK`].
+        b: usize,
+    },
 }
 
 impl Layout {
-    /// The names [`Layout::parse`] accepts (`sell` also as `sell:C:SIGMA`).
-    pub const NAMES: &'static [&'static str] = &["csr", "sell", "bsr2"];
+    /// The names [`Layout::parse`] accepts (`sell` also as `sell:C:SIGMA`,
+    /// `bsr` only as `bsr:B`).
+    pub const NAMES: &'static [&'static str] = &["csr", "sell", "bsr"];
 
-    /// Parses `csr`, `sell` (C = 8, sigma = 256), `sell:C:SIGMA` or `bsr2`.
+    /// Parses `csr`, `sell` (C = 8, sigma = 256), `sell:C:SIGMA`, `bsr:B`
+    /// (B = 1 to 8) or `bsr2` (the same as `bsr:2`).
     pub fn parse(s: &str) -> Result<Self> {
         let bad = || {
             gpuq_core::Error::InvalidArgument(format!(
-                "layout '{s}': expected csr, sell, sell:C:SIGMA or bsr2"
+                "layout '{s}': expected csr, sell, sell:C:SIGMA or bsr:B (B = 1 to {})",
+                crate::MAX_BSR_BLOCK
             ))
         };
         let parts: Vec<&str> = s.split(':').collect();
         match parts.as_slice() {
             ["csr"] => Ok(Layout::Csr),
-            ["bsr2"] => Ok(Layout::Bsr2),
+            ["bsr2"] => Ok(Layout::Bsr { b: 2 }),
+            ["bsr", b] => match b.parse() {
+                Ok(b) if (1..=crate::MAX_BSR_BLOCK).contains(&b) => Ok(Layout::Bsr { b }),
+                _ => Err(bad()),
+            },
             ["sell"] => Ok(Layout::Sell { c: 8, sigma: 256 }),
             ["sell", c, sigma] => Ok(Layout::Sell {
                 c: c.parse().map_err(|_| bad())?,
@@ -95,17 +107,17 @@ impl Layout {
         }
         Layout::parse(s).map(Some).map_err(|_| {
             gpuq_core::Error::InvalidArgument(format!(
-                "layout '{s}': expected auto, csr, sell, sell:C:SIGMA or bsr2"
+                "layout '{s}': expected auto, csr, sell, sell:C:SIGMA or bsr:B (B = 1 to 8)"
             ))
         })
     }
 
-    /// The name of the layout as `--layout` spells it (`csr`, `sell:C:SIGMA`, `bsr2`).
+    /// The name of the layout as `--layout` spells it (`csr`, `sell:C:SIGMA`, `bsr:B`).
     pub fn spelling(&self) -> String {
         match self {
             Layout::Csr => "csr".into(),
             Layout::Sell { c, sigma } => format!("sell:{c}:{sigma}"),
-            Layout::Bsr2 => "bsr2".into(),
+            Layout::Bsr { b } => format!("bsr:{b}"),
         }
     }
 }
@@ -129,6 +141,14 @@ pub trait SparseBackend: Backend {
 
     /// Uploads `a`, converting it to `layout` on the way. O(nnz) plus the conversion.
     fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<Self::Matrix<T>>;
+
+    /// Uploads `a`, which the caller gives up: as
+    /// [`SparseBackend::upload_matrix`], but a backend that keeps CSR in host
+    /// memory takes the arrays as they are (no copy). Default:
+    /// `upload_matrix(&a, layout)`.
+    fn upload_matrix_owned<T: Scalar>(&self, a: Csr<T>, layout: Layout) -> Result<Self::Matrix<T>> {
+        self.upload_matrix(&a, layout)
+    }
 
     /// y = alpha A x + beta y. Minimal traffic (CSR, f64): 12 nnz + 4 (n+1) + 8 n (x)
     /// + 8 n (y written; y also read when beta != 0) bytes.
@@ -279,7 +299,7 @@ impl<B: SparseBackend, T: Scalar> LinearOperator<B, T> for MatrixOperator<B, T> 
         match self.matrix.layout() {
             Layout::Csr => "csr",
             Layout::Sell { .. } => "sell",
-            Layout::Bsr2 => "bsr2",
+            Layout::Bsr { .. } => "bsr",
         }
     }
 }
@@ -325,11 +345,20 @@ mod tests {
 
     #[test]
     fn spellings_parse_back_and_auto_is_not_a_layout() {
-        for l in [Layout::Csr, Layout::Sell { c: 32, sigma: 1 }, Layout::Bsr2] {
+        for l in [
+            Layout::Csr,
+            Layout::Sell { c: 32, sigma: 1 },
+            Layout::Bsr { b: 2 },
+            Layout::Bsr { b: 3 },
+        ] {
             assert_eq!(Layout::parse(&l.spelling()).unwrap(), l);
             assert_eq!(Layout::parse_or_auto(&l.spelling()).unwrap(), Some(l));
         }
         assert_eq!(Layout::parse_or_auto("auto").unwrap(), None);
+        assert_eq!(Layout::parse("bsr2").unwrap(), Layout::Bsr { b: 2 });
+        for bad in ["bsr", "bsr:0", "bsr:9", "bsr:x"] {
+            assert!(Layout::parse(bad).is_err(), "{bad}");
+        }
         assert!(Layout::parse("auto").is_err());
         let e = Layout::parse_or_auto("ell").unwrap_err().to_string();
         assert!(e.contains("auto") && e.contains("sell:C:SIGMA"), "{e}");

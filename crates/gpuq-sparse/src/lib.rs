@@ -10,7 +10,7 @@
 //! | [`Csr`] | the validated hub format: sorted, unique, in-range indices; finite values |
 //! | [`Ell`] | ELLPACK: every row padded to the longest, column-major |
 //! | [`Sell`] | SELL-C-sigma: ELLPACK per slice of C rows, rows sorted by length within windows of sigma rows |
-//! | [`Bsr2`] | 2x2 block rows, for systems with two unknowns per node |
+//! | [`Bsr`] | b x b block rows (b = 1 to 8), for systems with b unknowns per node |
 //!
 //! All conversions go through [`Csr`] and are lossless: converting back gives the
 //! same structure and values (explicit zeros included).
@@ -52,7 +52,7 @@
 
 mod backend;
 pub mod bidomain;
-mod bsr2;
+mod bsr;
 mod coo;
 mod csr;
 pub mod elasticity;
@@ -69,7 +69,7 @@ pub use backend::{
     DeviceMatrix, Layout, MatrixOperator, SparseBackend, AUTO_SELL_MAX_MEAN_ROW,
     AUTO_SELL_MAX_PADDING,
 };
-pub use bsr2::Bsr2;
+pub use bsr::{Bsr, MAX_BSR_BLOCK};
 pub use coo::Coo;
 pub use csr::Csr;
 pub use ell::Ell;

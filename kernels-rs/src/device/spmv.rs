@@ -83,8 +83,77 @@ pub(super) fn group_sum<T: DeviceScalar + KScalar>(mut s: T, log2: u32) -> T {
     s
 }
 
+/// Row `i` of a block CSR matrix with `B x B` blocks times x: the row's `B`
+/// entries of each block of block row `i / B`, blocks in order, columns in
+/// order within a block (the CPU backend's order). The `B` lanes of a block
+/// row read the same column indices and x entries (cached loads) and together
+/// each block's `B * B` contiguous values (read once, evict-first). `U`
+/// blocks are loaded before any is summed, so that a thread has `U` column
+/// indices, then `2 U B` values in flight instead of one dependent round trip
+/// per block.
+///
+/// # Safety
+/// `brow_ptr`, `bcol` and `blocks` must describe a valid BSR matrix with at
+/// least `i / B + 1` block rows whose block columns are below `x`'s length
+/// divided by `B`.
+#[inline(always)]
+unsafe fn bsr_row<T: DeviceScalar + KScalar, const B: usize, const U: usize>(
+    i: usize,
+    brow_ptr: *const u64,
+    bcol: *const u32,
+    blocks: *const T,
+    x: *const T,
+) -> T {
+    let (bi, r) = (i / B, i % B);
+    let end = ldg_u64(brow_ptr.add(bi + 1)) as usize;
+    let mut k = ldg_u64(brow_ptr.add(bi)) as usize;
+    let mut acc = T::zero();
+    while k + U <= end {
+        let mut j = [0usize; U];
+        let mut u = 0;
+        while u < U {
+            j[u] = B * ldg_u32(bcol.add(k + u)) as usize;
+            u += 1;
+        }
+        let mut v = [[T::zero(); B]; U];
+        let mut xs = [[T::zero(); B]; U];
+        u = 0;
+        while u < U {
+            let row = blocks.add(B * B * (k + u) + B * r);
+            let mut c = 0;
+            while c < B {
+                v[u][c] = T::ldg_stream(row.add(c));
+                xs[u][c] = T::ldg(x.add(j[u] + c));
+                c += 1;
+            }
+            u += 1;
+        }
+        u = 0;
+        while u < U {
+            let mut c = 0;
+            while c < B {
+                acc = acc + v[u][c] * xs[u][c];
+                c += 1;
+            }
+            u += 1;
+        }
+        k += U;
+    }
+    while k < end {
+        let j = B * ldg_u32(bcol.add(k)) as usize;
+        let row = blocks.add(B * B * k + B * r);
+        let mut c = 0;
+        while c < B {
+            acc = acc + T::ldg_stream(row.add(c)) * T::ldg(x.add(j + c));
+            c += 1;
+        }
+        k += 1;
+    }
+    acc
+}
+
 macro_rules! spmv {
-    ($t:ty, $r:ty, $csr:ident, $sell:ident, $bsr2:ident) => {
+    ($t:ty, $r:ty, $csr:ident, $sell:ident, $bsr:ident) => {
         /// CSR, `1 << lanes_log2` consecutive lanes per row (1 to 32, a power of two
         /// chosen by the host from the mean row length), grid-stride over rows: any
         /// grid of whole warps is correct (of whole 256-thread blocks when `w`
@@ -228,12 +297,14 @@ macro_rules! spmv {
             }
         }
 
-        /// 2x2 block CSR, one thread per block row `bi = global_id`: rows 2 bi and
-        /// 2 bi + 1. `blocks` holds 4 values per block, row-major.
-        /// Launch: at least `nbrows` threads.
+        /// Block CSR with `b x b` blocks (b = 1 to 8), one thread per row
+        /// `i = global_id`: the row's `b` entries of each block of its block row,
+        /// in order (see [`bsr_row`]). `blocks` holds `b * b` values per block,
+        /// row-major. Launch: at least `nrows` threads.
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $bsr2(
-            nbrows: usize,
+        pub unsafe extern "ptx-kernel" fn $bsr(
+            nrows: usize,
+            b: u32,
             are: $r,
             aim: $r,
             bre: $r,
@@ -245,31 +316,28 @@ macro_rules! spmv {
             x: *const $t,
             y: *mut $t,
         ) {
-            let bi = global_id();
-            if bi >= nbrows {
+            let i = global_id();
+            if i >= nrows {
                 return;
             }
-            let (mut s0, mut s1) = (<$t>::zero(), <$t>::zero());
-            let end = ldg_u64(brow_ptr.add(bi + 1)) as usize;
-            let mut k = ldg_u64(brow_ptr.add(bi)) as usize;
-            while k < end {
-                let j = 2 * ldg_u32(bcol.add(k)) as usize;
-                let (x0, x1) = (<$t>::ldg(x.add(j)), <$t>::ldg(x.add(j + 1)));
-                let b = blocks.add(4 * k);
-                s0 = s0 + <$t>::ldg(b) * x0 + <$t>::ldg(b.add(1)) * x1;
-                s1 = s1 + <$t>::ldg(b.add(2)) * x0 + <$t>::ldg(b.add(3)) * x1;
-                k += 1;
-            }
+            let s = match b {
+                1 => bsr_row::<$t, 1, 8>(i, brow_ptr, bcol, blocks, x),
+                2 => bsr_row::<$t, 2, 4>(i, brow_ptr, bcol, blocks, x),
+                3 => bsr_row::<$t, 3, 4>(i, brow_ptr, bcol, blocks, x),
+                4 => bsr_row::<$t, 4, 2>(i, brow_ptr, bcol, blocks, x),
+                5 => bsr_row::<$t, 5, 2>(i, brow_ptr, bcol, blocks, x),
+                6 => bsr_row::<$t, 6, 2>(i, brow_ptr, bcol, blocks, x),
+                7 => bsr_row::<$t, 7, 1>(i, brow_ptr, bcol, blocks, x),
+                _ => bsr_row::<$t, 8, 1>(i, brow_ptr, bcol, blocks, x),
+            };
             let (a, b) = (<$t>::from_parts(are, aim), <$t>::from_parts(bre, bim));
-            let y0 = y.add(2 * bi);
-            *y0 = spmv_out(a, s0, b, || *y0, beta_zero != 0);
-            let y1 = y.add(2 * bi + 1);
-            *y1 = spmv_out(a, s1, b, || *y1, beta_zero != 0);
+            let yi = y.add(i);
+            *yi = spmv_out(a, s, b, || *yi, beta_zero != 0);
         }
     };
 }
 
-spmv!(f32, f32, spmv_csr_f32, spmv_sell_f32, spmv_bsr2_f32);
-spmv!(f64, f64, spmv_csr_f64, spmv_sell_f64, spmv_bsr2_f64);
-spmv!(C32, f32, spmv_csr_c32, spmv_sell_c32, spmv_bsr2_c32);
-spmv!(C64, f64, spmv_csr_c64, spmv_sell_c64, spmv_bsr2_c64);
+spmv!(f32, f32, spmv_csr_f32, spmv_sell_f32, spmv_bsr_f32);
+spmv!(f64, f64, spmv_csr_f64, spmv_sell_f64, spmv_bsr_f64);
+spmv!(C32, f32, spmv_csr_c32, spmv_sell_c32, spmv_bsr_c32);
+spmv!(C64, f64, spmv_csr_c64, spmv_sell_c64, spmv_bsr_c64);

@@ -150,8 +150,11 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         let rank = dist.comm().rank();
         let mut levels = Vec::with_capacity(h.levels().len());
         let mut work = Vec::with_capacity(h.levels().len());
-        for l in h.levels() {
+        for (i, l) in h.levels().iter().enumerate() {
             let (fine, coarse) = (&l.partition, &l.coarse);
+            // The coarse node blocks where the next level is distributed too
+            // (0 otherwise: its transfer operators are not node-blocked).
+            let (fb, cb) = (l.block, h.levels().get(i + 1).map_or(0, |n| n.block));
             let split = |cols: &RowPartition, rows: &Csr<f64>| {
                 dist.agree(split_columns(cols, rank, rows).and_then(|s| convert_split::<T>(&s)))
             };
@@ -160,7 +163,7 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
             let r_split = dist.agree(convert_split::<T>(&l.r_split))?;
             let p_split = split(coarse, &l.p)?;
             // Each owned block in the layout the one-process cycle would give it.
-            let owned = |m: &Csr<T>| dist.agree(cycle_layout(layout, m, true));
+            let owned = |m: &Csr<T>, blocks| dist.agree(cycle_layout(layout, m, blocks));
             // Every rank takes the same path (a rank without rows has a
             // point diagonal whatever the blocks), so that the collectives
             // below pair up.
@@ -179,20 +182,20 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
                 )?),
             };
             levels.push(CycleLevel {
-                a: DistMatrix::from_split(dist, fine, &a_split, owned(&a_split.owned)?)?,
+                a: DistMatrix::from_split(dist, fine, &a_split, owned(&a_split.owned, [fb, fb])?)?,
                 p: DistMatrix::from_split_rect(
                     dist,
                     fine,
                     coarse,
                     &p_split,
-                    owned(&p_split.owned)?,
+                    owned(&p_split.owned, [fb, cb])?,
                 )?,
                 r: DistMatrix::from_split_rect(
                     dist,
                     coarse,
                     fine,
                     &r_split,
-                    owned(&r_split.owned)?,
+                    owned(&r_split.owned, [cb, fb])?,
                 )?,
                 diagonal,
                 omega: T::from_f64(l.omega),
