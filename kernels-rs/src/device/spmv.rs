@@ -86,8 +86,11 @@ pub(super) fn group_sum<T: DeviceScalar + KScalar>(mut s: T, log2: u32) -> T {
 /// Row `i` of a block CSR matrix with `B x B` blocks times x: the row's `B`
 /// entries of each block of block row `i / B`, blocks in order, columns in
 /// order within a block (the CPU backend's order). The `B` lanes of a block
-/// row read the same column indices and x entries (cached loads) and together
-/// each block's `B * B` contiguous values (read once, evict-first). `U`
+/// row read the same column indices and x entries and together each block's
+/// `B * B` contiguous values, all through the L1 cache: a lane's `B` values
+/// are `B` loads, each of which touches the sectors of its neighbours' too,
+/// so the later loads must find them cached (evict-first loads measured
+/// slower). `U`
 /// blocks are loaded before any is summed, so that a thread has `U` column
 /// indices, then `2 U B` values in flight instead of one dependent round trip
 /// per block.
@@ -122,7 +125,7 @@ unsafe fn bsr_row<T: DeviceScalar + KScalar, const B: usize, const U: usize>(
             let row = blocks.add(B * B * (k + u) + B * r);
             let mut c = 0;
             while c < B {
-                v[u][c] = T::ldg_stream(row.add(c));
+                v[u][c] = T::ldg(row.add(c));
                 xs[u][c] = T::ldg(x.add(j[u] + c));
                 c += 1;
             }
@@ -144,7 +147,7 @@ unsafe fn bsr_row<T: DeviceScalar + KScalar, const B: usize, const U: usize>(
         let row = blocks.add(B * B * k + B * r);
         let mut c = 0;
         while c < B {
-            acc = acc + T::ldg_stream(row.add(c)) * T::ldg(x.add(j + c));
+            acc = acc + T::ldg(row.add(c)) * T::ldg(x.add(j + c));
             c += 1;
         }
         k += 1;
