@@ -60,9 +60,11 @@ rhs="$target_dir/mpi-tests-rhs.mtx"
 awk 'BEGIN { n = 16 * 16 * 16; print "%%MatrixMarket matrix array real general"; print n, 1;
              for (i = 0; i < n; i++) printf "%.17g\n", 1 + sin(0.37 * i) }' > "$rhs"
 # The distributed levels smooth with Jacobi (the serial default for block 1 is Chebyshev):
-# both runs are given the same smoother.
+# both runs are given the same smoother. 3D elasticity: 3 unknowns per node kept on one
+# rank, its six rigid-body modes from the generator's coordinates.
 for problem in "laplace3d:16 --rhs $rhs --precond amg --amg-smoother jacobi --amg-gather-below 200" \
                "laplace3d:16 --rhs $rhs --precond amg --amg-smoother l1 --amg-sweeps 2" \
+               "elasticity3d:6 --block 3 --precond amg --amg-smoother jacobi" \
                "laplace2d:12 --method mcsa"; do
     # shellcheck disable=SC2086
     serial=$("$gpuq" solve --generate $problem --json | field iterations)
