@@ -106,6 +106,19 @@ impl<T: Scalar> Coo<T> {
         &self.vals
     }
 
+    /// The triplets of `parts` (each `nrows x ncols`), in order. O(nnz).
+    pub(crate) fn concat(nrows: usize, ncols: usize, parts: Vec<Coo<T>>) -> Self {
+        let nnz = parts.iter().map(Coo::nnz).sum();
+        let mut out = Coo::with_capacity(nrows, ncols, nnz);
+        for p in parts {
+            debug_assert_eq!((p.nrows, p.ncols), (nrows, ncols));
+            out.rows.extend_from_slice(&p.rows);
+            out.cols.extend_from_slice(&p.cols);
+            out.vals.extend_from_slice(&p.vals);
+        }
+        out
+    }
+
     /// Iterates over `(row, col, value)`.
     pub fn triplets(&self) -> impl Iterator<Item = (usize, usize, T)> + '_ {
         self.rows

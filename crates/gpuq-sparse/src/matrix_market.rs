@@ -40,6 +40,8 @@ use gpuq_core::{Error, RealScalar, Result, Scalar};
 
 use crate::{Coo, Csr};
 
+mod parallel;
+
 /// Most elements of dense storage (CSR row pointers, a dense vector or matrix)
 /// that any text may imply through its size line: 2^24, 128 MiB of `f64`. A
 /// text of more bytes may imply one element per byte. Files of real data stay
@@ -172,8 +174,20 @@ pub fn read_header(line: &str) -> Result<MmHeader> {
 }
 
 /// Parses a Matrix Market text into triplets, expanding symmetric storage into
-/// both triangles. Explicit zeros are kept. O(text length).
+/// both triangles. Explicit zeros are kept. O(text length); a text of at
+/// least 4 MiB is parsed by all of Rayon's threads, each a piece of the data
+/// section cut at line ends, with the same result (or, at any error, parsed
+/// again serially for the error's line).
 pub fn parse_coo<T: Scalar>(text: &str) -> Result<Coo<T>> {
+    if let Some(coo) = parallel::Sections::of::<T>(text).and_then(|s| s.coo()) {
+        return Ok(coo);
+    }
+    parse_coo_serial(text)
+}
+
+/// [`parse_coo`] on one thread, line by line: the reference the parallel
+/// path reproduces, and the one that reports errors with their line.
+fn parse_coo_serial<T: Scalar>(text: &str) -> Result<Coo<T>> {
     let mut lines = Lines::new(text);
     let header = lines.header()?;
     check_field::<T>(header.field)?;
@@ -251,8 +265,19 @@ pub fn parse_csr<T: Scalar>(text: &str) -> Result<Csr<T>> {
 /// Parses a vector: an `array` file of shape `n x 1` or `1 x n`, or a `coordinate`
 /// file of one of those shapes (missing entries are zero). Errors as
 /// [`parse_coo`], and when the length exceeds the bound on dense storage (see
-/// [`MAX_IMPLIED`]). O(text length + n).
+/// [`MAX_IMPLIED`]). O(text length + n); a long `array` file of a general
+/// `n x 1` or `1 x n` matrix goes from the threads' values to the vector
+/// without triplets.
 pub fn parse_dense_vector<T: Scalar>(text: &str) -> Result<Vec<T>> {
+    if let Some(s) = parallel::Sections::of::<T>(text) {
+        let [m, n, _] = s.size;
+        let general_vector = s.header.symmetry == MmSymmetry::General && (m == 1 || n == 1);
+        if general_vector && s.header.format == MmFormat::Array {
+            if let Some(v) = s.array_values() {
+                return Ok(v);
+            }
+        }
+    }
     let coo: Coo<T> = parse_coo(text)?;
     let (m, n) = (coo.nrows(), coo.ncols());
     if m != 1 && n != 1 {
