@@ -61,17 +61,35 @@ fn key(state: u64, i: usize) -> u64 {
     mis2_key(state, i as u32)
 }
 
-/// One max-propagation: out_i = max of `keys` over i and its neighbours.
-fn propagate(s: &Graph, keys: &[u64]) -> Vec<u64> {
-    (0..s.len())
-        .into_par_iter()
-        .map(|i| {
-            s.neighbours(i)
-                .iter()
-                .map(|&j| keys[j as usize])
-                .fold(keys[i], u64::max)
+/// The largest of `keys` over i and its neighbours.
+fn neighbourhood_max(s: &Graph, keys: &[u64], i: usize) -> u64 {
+    s.neighbours(i)
+        .iter()
+        .map(|&j| keys[j as usize])
+        .fold(keys[i], u64::max)
+}
+
+/// One round of the MIS-2 rounds from `keys` into `next`: `near` gets the
+/// first max-propagation, then each undecided node's key is updated from the
+/// second, computed for it alone (a decided node keeps its key). Returns how
+/// many nodes are left undecided. O(edges).
+fn mis2_round(s: &Graph, keys: &[u64], near: &mut [u64], next: &mut [u64]) -> usize {
+    near.par_iter_mut()
+        .enumerate()
+        .for_each(|(i, m)| *m = neighbourhood_max(s, keys, i));
+    let near = &*near;
+    next.par_iter_mut()
+        .enumerate()
+        .map(|(i, out)| {
+            let k = keys[i];
+            *out = if state_of(k) == UNDECIDED {
+                mis2_next(k, neighbourhood_max(s, near, i), i as u32)
+            } else {
+                k
+            };
+            usize::from(state_of(*out) == UNDECIDED)
         })
-        .collect()
+        .sum()
 }
 
 /// Aggregates from a distance-2 maximal independent set of `s`: returns the
@@ -82,18 +100,16 @@ fn propagate(s: &Graph, keys: &[u64]) -> Vec<u64> {
 /// key came back becomes a root, one that sees a root's key becomes out. Then
 /// each non-root joins the adjacent root of largest key, and each node still
 /// unassigned joins the neighbour (assigned in that first pass) of largest key.
-/// O(edges) per round; a handful of rounds in practice.
+/// O(edges) per round, in three arrays of n keys allocated once; a handful of
+/// rounds in practice.
 pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
     let n = s.len();
-    let mut keys: Vec<u64> = (0..n).map(|i| key(UNDECIDED, i)).collect();
-    while keys.par_iter().any(|&k| state_of(k) == UNDECIDED) {
-        let far = propagate(s, &propagate(s, &keys));
-        keys = keys
-            .par_iter()
-            .zip(&far)
-            .enumerate()
-            .map(|(i, (&k, &f))| mis2_next(k, f, i as u32))
-            .collect();
+    let mut keys: Vec<u64> = (0..n).into_par_iter().map(|i| key(UNDECIDED, i)).collect();
+    let (mut near, mut next) = (vec![0u64; n], vec![0u64; n]);
+    let mut undecided = n;
+    while undecided > 0 {
+        undecided = mis2_round(s, &keys, &mut near, &mut next);
+        std::mem::swap(&mut keys, &mut next);
     }
     // Number the roots in node order.
     let mut agg = vec![u32::MAX; n];

@@ -73,13 +73,12 @@ impl BlockDiagonal {
             .par_chunks_mut(bs * bs)
             .enumerate()
             .for_each(|(k, blk)| {
+                let (lo, hi) = ((bs * k) as u32, (bs * (k + 1)) as u32);
                 for r in 0..bs {
-                    let i = bs * k + r;
-                    let (c, v) = a.row(i);
+                    let (c, v) = a.row(bs * k + r);
                     for (&j, &x) in c.iter().zip(v) {
-                        let j = j as usize;
-                        if j / bs == k {
-                            blk[r * bs + j % bs] += x;
+                        if (lo..hi).contains(&j) {
+                            blk[r * bs + (j - lo) as usize] += x;
                         } else if l1 {
                             blk[r * bs + r] += x.abs();
                         }
@@ -149,18 +148,17 @@ impl BlockDiagonal {
             .zip(self.blocks.par_chunks(bs * bs))
             .enumerate()
             .with_min_len(1024)
-            .filter_map(|(k, (out, b))| {
+            .map_init(Vec::new, |m, (k, (out, b))| {
                 let ok = if bs == 1 {
                     // Gauss-Jordan on a 1 x 1 block: 1 / b.
                     out[0] = 1.0 / b[0];
                     b[0].is_finite() && b[0] != 0.0 && out[0].is_finite()
                 } else {
-                    invert_small(b, bs)
-                        .map(|v| out.copy_from_slice(&v))
-                        .is_some()
+                    invert_small(b, bs, m, out)
                 };
                 (!ok).then_some(k)
             })
+            .flatten()
             .min();
         if let Some(k) = singular {
             return Err(Error::Precondition {
@@ -193,23 +191,28 @@ impl BlockDiagonal {
     }
 }
 
-/// The inverse of a dense bs x bs row-major block, or `None` when it is
-/// singular or not finite.
-fn invert_small(b: &[f64], bs: usize) -> Option<Vec<f64>> {
+/// The inverse of a dense bs x bs row-major block `b` into `inv` (bs^2
+/// values; `m` is scratch); `false` when the block is singular or not
+/// finite (then `inv` holds no inverse).
+fn invert_small(b: &[f64], bs: usize, m: &mut Vec<f64>, inv: &mut [f64]) -> bool {
     let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
     if !(scale.is_finite() && scale > 0.0) {
-        return None;
+        return false;
     }
-    let mut m = b.to_vec();
-    let mut inv = vec![0.0; bs * bs];
+    m.clear();
+    m.extend_from_slice(b);
+    inv.fill(0.0);
     for r in 0..bs {
         inv[r * bs + r] = 1.0;
     }
     for col in 0..bs {
-        let piv =
-            (col..bs).max_by(|&p, &q| m[p * bs + col].abs().total_cmp(&m[q * bs + col].abs()))?;
+        let Some(piv) =
+            (col..bs).max_by(|&p, &q| m[p * bs + col].abs().total_cmp(&m[q * bs + col].abs()))
+        else {
+            return false;
+        };
         if m[piv * bs + col].abs() <= 1e-12 * scale {
-            return None;
+            return false;
         }
         for c in 0..bs {
             m.swap(col * bs + c, piv * bs + c);
@@ -230,7 +233,7 @@ fn invert_small(b: &[f64], bs: usize) -> Option<Vec<f64>> {
             }
         }
     }
-    inv.iter().all(|x| x.is_finite()).then_some(inv)
+    inv.iter().all(|x| x.is_finite())
 }
 
 #[cfg(test)]

@@ -13,97 +13,332 @@ use rayon::prelude::*;
 /// Rows per parallel task of the builders.
 const TASK_ROWS: usize = 512;
 
-/// Builds an `nrows x ncols` CSR matrix whose row i is what `row(i, buf)` leaves
-/// in `buf` (sorted, unique columns); rows are built in parallel tasks of
-/// [`TASK_ROWS`] rows, each with its own scratch `S` from `init`. O(output).
+/// The row a [`par_build`] closure is writing: its entries are appended, in
+/// increasing column order, to the task's arrays after the rows before it.
+pub(crate) struct RowWriter<'a> {
+    cols: &'a mut Vec<u32>,
+    vals: &'a mut Vec<f64>,
+}
+
+impl RowWriter<'_> {
+    /// Appends entry (j, v) to the row.
+    #[inline]
+    pub(crate) fn push(&mut self, j: u32, v: f64) {
+        self.cols.push(j);
+        self.vals.push(v);
+    }
+
+    /// Appends the entries of `cols` and `vals` (same length) to the row.
+    pub(crate) fn extend(&mut self, cols: &[u32], vals: &[f64]) {
+        self.cols.extend_from_slice(cols);
+        self.vals.extend_from_slice(vals);
+    }
+}
+
+/// One task's rows of a [`par_rows`]: each row's end in `cols`/`vals`.
+struct Chunk {
+    ends: Vec<usize>,
+    cols: Vec<u32>,
+    vals: Vec<f64>,
+}
+
+/// The rows [`par_rows`] built, kept in its tasks' arrays: read by row
+/// without being copied into one matrix.
+pub(crate) struct Rows {
+    ncols: usize,
+    chunks: Vec<Chunk>,
+}
+
+impl Rows {
+    /// Row i's columns and values. O(1).
+    pub(crate) fn row(&self, i: usize) -> (&[u32], &[f64]) {
+        let (c, r) = (&self.chunks[i / TASK_ROWS], i % TASK_ROWS);
+        let start = if r == 0 { 0 } else { c.ends[r - 1] };
+        (&c.cols[start..c.ends[r]], &c.vals[start..c.ends[r]])
+    }
+
+    /// Errors on the first non-finite value (row by row) with the message of
+    /// `Csr::check_finite`. O(nnz), in parallel.
+    pub(crate) fn check_finite(&self) -> Result<()> {
+        let bad = |c: &Chunk| c.vals.iter().position(|v| !v.is_finite());
+        let Some(t) = self.chunks.par_iter().position_first(|c| bad(c).is_some()) else {
+            return Ok(());
+        };
+        let (c, k) = (&self.chunks[t], bad(&self.chunks[t]).unwrap_or(0));
+        let i = t * TASK_ROWS + c.ends.partition_point(|&e| e <= k);
+        Err(Error::InvalidMatrix(format!(
+            "non-finite value at ({i}, {}) (0-based)",
+            c.cols[k]
+        )))
+    }
+}
+
+/// Builds the rows of an `nrows x ncols` matrix: row i is what `row(i,
+/// scratch, writer)` writes (sorted, unique columns); rows are built in
+/// parallel tasks of [`TASK_ROWS`] rows, each with its own scratch `S` from
+/// `init`. O(output).
+pub(crate) fn par_rows<S>(
+    nrows: usize,
+    ncols: usize,
+    init: impl Fn() -> S + Sync,
+    row: impl Fn(usize, &mut S, &mut RowWriter<'_>) + Sync,
+) -> Rows {
+    let chunks = (0..nrows.div_ceil(TASK_ROWS))
+        .into_par_iter()
+        .map_init(&init, |scratch, c| {
+            let rows = c * TASK_ROWS..((c + 1) * TASK_ROWS).min(nrows);
+            let mut chunk = Chunk {
+                ends: Vec::with_capacity(rows.len()),
+                cols: Vec::new(),
+                vals: Vec::new(),
+            };
+            for i in rows {
+                let mut writer = RowWriter {
+                    cols: &mut chunk.cols,
+                    vals: &mut chunk.vals,
+                };
+                row(i, scratch, &mut writer);
+                chunk.ends.push(chunk.cols.len());
+            }
+            chunk
+        })
+        .collect();
+    Rows { ncols, chunks }
+}
+
+/// [`par_rows`] copied into a CSR matrix ([`assemble`]). O(output).
 pub(crate) fn par_build<S>(
     nrows: usize,
     ncols: usize,
     init: impl Fn() -> S + Sync,
-    row: impl Fn(usize, &mut S, &mut Vec<(u32, f64)>) + Sync,
+    row: impl Fn(usize, &mut S, &mut RowWriter<'_>) + Sync,
 ) -> Result<Csr<f64>> {
-    let chunks: Vec<(Vec<usize>, Vec<u32>, Vec<f64>)> = (0..nrows.div_ceil(TASK_ROWS))
-        .into_par_iter()
-        .map_init(&init, |scratch, c| {
-            let mut buf = Vec::new();
-            let (mut lens, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-            for i in c * TASK_ROWS..((c + 1) * TASK_ROWS).min(nrows) {
-                buf.clear();
-                row(i, scratch, &mut buf);
-                lens.push(buf.len());
-                for &(j, v) in &buf {
-                    cols.push(j);
-                    vals.push(v);
-                }
-            }
-            (lens, cols, vals)
-        })
-        .collect();
-    let nnz: usize = chunks.iter().map(|c| c.1.len()).sum();
+    assemble(nrows, &par_rows(nrows, ncols, init, row))
+}
+
+/// The CSR matrix of the tasks' rows, in order: row pointers by a serial
+/// prefix sum (O(nrows)), columns and values copied chunk by chunk in
+/// parallel (O(nnz)).
+fn assemble(nrows: usize, rows: &Rows) -> Result<Csr<f64>> {
+    let (ncols, chunks) = (rows.ncols, &rows.chunks);
     let mut row_ptr = Vec::with_capacity(nrows + 1);
-    let (mut col_idx, mut values) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
     row_ptr.push(0);
-    for (lens, cols, vals) in chunks {
-        for l in lens {
-            row_ptr.push(row_ptr.last().copied().unwrap_or(0) + l);
-        }
-        col_idx.extend_from_slice(&cols);
-        values.extend_from_slice(&vals);
+    for c in chunks {
+        let base = row_ptr.last().copied().unwrap_or(0);
+        row_ptr.extend(c.ends.iter().map(|e| base + e));
     }
+    let nnz = row_ptr.last().copied().unwrap_or(0);
+    let (mut col_idx, mut values) = (vec![0u32; nnz], vec![0.0f64; nnz]);
+    let mut parts = Vec::with_capacity(chunks.len());
+    let (mut cols_left, mut vals_left) = (&mut col_idx[..], &mut values[..]);
+    for c in chunks {
+        let (cols, rest_cols) = cols_left.split_at_mut(c.cols.len());
+        let (vals, rest_vals) = vals_left.split_at_mut(c.vals.len());
+        parts.push((c, cols, vals));
+        (cols_left, vals_left) = (rest_cols, rest_vals);
+    }
+    parts.into_par_iter().for_each(|(c, cols, vals)| {
+        cols.copy_from_slice(&c.cols);
+        vals.copy_from_slice(&c.vals);
+    });
     Csr::try_new(nrows, ncols, row_ptr, col_idx, values)
 }
 
-/// Gustavson's accumulator: a dense value array, a marker per column, and the
-/// list of columns touched in the current row.
+/// Most rows a product accumulates together ([`Accumulator`]).
+pub(crate) const MAX_GROUP: usize = 8;
+
+/// Gustavson's accumulator for a group of g rows (1 to [`MAX_GROUP`]) of the
+/// same pattern: a dense value array holding the g values of each column
+/// side by side, a bit per column marking those of the group's pattern, the
+/// columns touched (and their range, in words of bits); once drained, the
+/// sorted pattern and the g rows' values. Grouping rows changes no value:
+/// each entry is summed in its own row's order.
 pub(crate) struct Accumulator {
+    ncols: usize,
     value: Vec<f64>,
-    seen: Vec<bool>,
+    group: usize,
+    seen: Vec<u64>,
     touched: Vec<u32>,
+    words: (usize, usize),
+    pattern: Vec<u32>,
+    rows: Vec<f64>,
 }
 
 impl Accumulator {
+    /// An empty accumulator for rows of `ncols` columns. O(ncols).
     pub(crate) fn new(ncols: usize) -> Self {
         Accumulator {
+            ncols,
             value: vec![0.0; ncols],
-            seen: vec![false; ncols],
+            group: 1,
+            seen: vec![0; ncols.div_ceil(64)],
             touched: Vec::new(),
+            words: (usize::MAX, 0),
+            pattern: Vec::new(),
+            rows: Vec::new(),
         }
     }
 
-    pub(crate) fn add(&mut self, j: u32, v: f64) {
+    /// Starts a group of `g` rows (the value array grows to g per column on
+    /// the first such group: O(ncols g) once).
+    pub(crate) fn start(&mut self, g: usize) {
+        if self.value.len() < self.ncols * g {
+            self.value.resize(self.ncols * g, 0.0);
+        }
+        self.group = g;
+    }
+
+    /// Marks column j as in the group's pattern.
+    #[inline]
+    fn mark(&mut self, j: u32) {
         let k = j as usize;
-        if !self.seen[k] {
-            self.seen[k] = true;
+        let (w, bit) = (k / 64, 1u64 << (k % 64));
+        if self.seen[w] & bit == 0 {
+            self.seen[w] |= bit;
             self.touched.push(j);
+            self.words = (self.words.0.min(w), self.words.1.max(w));
         }
-        self.value[k] += v;
     }
 
-    /// Moves the row out, sorted by column, and clears the accumulator.
-    pub(crate) fn drain_into(&mut self, out: &mut Vec<(u32, f64)>) {
-        self.touched.sort_unstable();
-        for &j in &self.touched {
-            let k = j as usize;
-            out.push((j, self.value[k]));
-            self.value[k] = 0.0;
-            self.seen[k] = false;
+    /// Adds `v[r]` to column j of row r of the group, for each of its `G`
+    /// rows (`G` as started). O(G).
+    #[inline]
+    pub(crate) fn add<const G: usize>(&mut self, j: u32, v: [f64; G]) {
+        self.mark(j);
+        let at = j as usize * G;
+        for (x, y) in self.value[at..at + G].iter_mut().zip(v) {
+            *x += y;
+        }
+    }
+
+    /// Adds `coef[r] * b` to column j of row r of the group, for each of its
+    /// `G` rows (`G` as started). O(G).
+    #[inline]
+    pub(crate) fn add_scaled<const G: usize>(&mut self, j: u32, coef: &[f64; G], b: f64) {
+        self.mark(j);
+        let at = j as usize * G;
+        for (x, c) in self.value[at..at + G].iter_mut().zip(coef) {
+            *x += c * b;
+        }
+    }
+
+    /// Ends the group: its pattern in increasing column order (by a scan of
+    /// the marked bits when their range spans few words for their count,
+    /// else by a sort) and its rows' values, moved out of the value array,
+    /// which is left clear. O(touched g + min(words spanned, touched log
+    /// touched)).
+    pub(crate) fn drain(&mut self) {
+        let n = self.touched.len();
+        let (lo, hi) = self.words;
+        self.pattern.clear();
+        if n > 0 && hi - lo < 4 * n {
+            for w in lo..=hi {
+                let mut bits = std::mem::take(&mut self.seen[w]);
+                while bits != 0 {
+                    self.pattern.push((w * 64) as u32 + bits.trailing_zeros());
+                    bits &= bits - 1;
+                }
+            }
+        } else {
+            self.touched.sort_unstable();
+            for &j in &self.touched {
+                self.seen[j as usize / 64] = 0;
+            }
+            self.pattern.extend_from_slice(&self.touched);
         }
         self.touched.clear();
+        self.words = (usize::MAX, 0);
+        let g = self.group;
+        self.rows.clear();
+        for &j in &self.pattern {
+            let at = j as usize * g;
+            for x in &mut self.value[at..at + g] {
+                self.rows.push(std::mem::take(x));
+            }
+        }
+    }
+
+    /// Writes row r of the group drained last. O(pattern).
+    pub(crate) fn emit(&self, r: usize, out: &mut RowWriter<'_>) {
+        let g = self.group;
+        for (p, &j) in self.pattern.iter().enumerate() {
+            out.push(j, self.rows[p * g + r]);
+        }
+    }
+}
+
+/// Runs `f::<G>()` for `G = g` (1 to [`MAX_GROUP`]): a group's loops
+/// compiled for its size.
+macro_rules! for_group {
+    ($g:expr, $f:ident, $($arg:expr),*) => {
+        match $g {
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            3 => $f::<3>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            6 => $f::<6>($($arg),*),
+            7 => $f::<7>($($arg),*),
+            _ => $f::<8>($($arg),*),
+        }
+    };
+}
+pub(crate) use for_group;
+
+/// The rows a [`par_build`] scratch computed last as one group, from row
+/// `first` on: `len` rows, their values in `acc`.
+pub(crate) struct GroupScratch {
+    pub(crate) acc: Accumulator,
+    first: usize,
+    len: usize,
+}
+
+impl GroupScratch {
+    /// An empty scratch for rows of `ncols` columns.
+    pub(crate) fn new(ncols: usize) -> Self {
+        GroupScratch {
+            acc: Accumulator::new(ncols),
+            first: 0,
+            len: 0,
+        }
+    }
+
+    /// Writes row i: from the group computed last if it holds i, else by
+    /// `group(i, acc)`, which computes the group starting at row i into `acc`
+    /// and returns its size. O(pattern) plus the group's cost.
+    pub(crate) fn row(
+        &mut self,
+        i: usize,
+        out: &mut RowWriter<'_>,
+        group: impl FnOnce(usize, &mut Accumulator) -> usize,
+    ) {
+        if !(self.first..self.first + self.len).contains(&i) {
+            self.len = group(i, &mut self.acc);
+            self.first = i;
+        }
+        self.acc.emit(i - self.first, out);
     }
 }
 
 /// C = A B. Row-parallel Gustavson product: O(flops + nnz(C)) time, one dense
-/// accumulator of B's column count per task. Errors when the inner dimensions
-/// differ.
+/// accumulator of B's column count per task (up to [`MAX_GROUP`] times that
+/// for consecutive rows of A with the same columns, accumulated together).
+/// Errors when the inner dimensions differ.
 pub fn spgemm(a: &Csr<f64>, b: &Csr<f64>) -> Result<Csr<f64>> {
-    if a.ncols() != b.nrows() {
+    check_inner(a, b.nrows())?;
+    spgemm_rows(a, b.ncols(), |k| b.row(k))
+}
+
+/// Errors unless A's columns match the `rows` of the B of a product A B.
+fn check_inner(a: &Csr<f64>, rows: usize) -> Result<()> {
+    if a.ncols() != rows {
         return Err(Error::shape(
             "spgemm",
             format!("B with {} rows", a.ncols()),
-            format!("{} rows", b.nrows()),
+            format!("{rows} rows"),
         ));
     }
-    spgemm_rows(a, b.ncols(), |k| b.row(k))
+    Ok(())
 }
 
 /// C = A B where B's row k (`ncols` columns, sorted) is `b_row(k)`, for
@@ -116,21 +351,52 @@ pub fn spgemm_rows<'b>(
     ncols: usize,
     b_row: impl Fn(usize) -> (&'b [u32], &'b [f64]) + Sync,
 ) -> Result<Csr<f64>> {
-    par_build(
+    assemble(a.nrows(), &product_rows(a, ncols, b_row))
+}
+
+/// The rows of A B ([`spgemm_rows`]) as [`par_rows`] leaves them.
+/// O(flops + nnz(C)).
+fn product_rows<'b>(
+    a: &Csr<f64>,
+    ncols: usize,
+    b_row: impl Fn(usize) -> (&'b [u32], &'b [f64]) + Sync,
+) -> Rows {
+    par_rows(
         a.nrows(),
         ncols,
-        || Accumulator::new(ncols),
-        |i, acc, out| {
-            let (ac, av) = a.row(i);
-            for (&k, &aik) in ac.iter().zip(av) {
-                let (bc, bv) = b_row(k as usize);
-                for (&j, &bkj) in bc.iter().zip(bv) {
-                    acc.add(j, aik * bkj);
-                }
-            }
-            acc.drain_into(out);
+        || GroupScratch::new(ncols),
+        |i, s, out| {
+            s.row(i, out, |i, acc| {
+                let cols = a.row(i).0;
+                let g = (1..MAX_GROUP.min(a.nrows() - i))
+                    .find(|&r| a.row(i + r).0 != cols)
+                    .unwrap_or(MAX_GROUP.min(a.nrows() - i));
+                for_group!(g, product_group, a, &b_row, i, acc);
+                g
+            })
         },
     )
+}
+
+/// Rows i..i + G of A B (A's rows of the same columns) into `acc`: each B
+/// row read once for the group. O(flops G).
+fn product_group<'b, const G: usize>(
+    a: &Csr<f64>,
+    b_row: &impl Fn(usize) -> (&'b [u32], &'b [f64]),
+    i: usize,
+    acc: &mut Accumulator,
+) {
+    acc.start(G);
+    let cols = a.row(i).0;
+    let vals: [&[f64]; G] = std::array::from_fn(|r| a.row(i + r).1);
+    for (p, &k) in cols.iter().enumerate() {
+        let coef: [f64; G] = std::array::from_fn(|r| vals[r][p]);
+        let (bc, bv) = b_row(k as usize);
+        for (&j, &b) in bc.iter().zip(bv) {
+            acc.add_scaled::<G>(j, &coef, b);
+        }
+    }
+    acc.drain();
 }
 
 /// alpha A + beta B for matrices of the same shape (union of the patterns).
@@ -164,17 +430,93 @@ pub fn add(alpha: f64, a: &Csr<f64>, beta: f64, b: &Csr<f64>) -> Result<Csr<f64>
                     v += beta * bv[q];
                     q += 1;
                 }
-                out.push((j, v));
+                out.push(j, v);
             }
         },
     )
 }
 
+/// A^T, the matrix `Csr::transpose(false)` builds (each row's entries in
+/// increasing column order), built in parallel: the column counts by tasks
+/// of rows, then the rows of A^T in ranges of about equal entries, each
+/// range filled by one pass over A's rows that finds, by binary search,
+/// each row's entries in its columns. O(nnz + ncols tasks + nrows ranges
+/// log(row length)).
+pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
+    let (n, m) = (a.nrows(), a.ncols());
+    let threads = rayon::current_num_threads();
+    let counts = (0..n)
+        .into_par_iter()
+        .with_min_len(n.div_ceil(2 * threads).max(1))
+        .fold(
+            || vec![0usize; m],
+            |mut counts, i| {
+                for &j in a.row(i).0 {
+                    counts[j as usize] += 1;
+                }
+                counts
+            },
+        )
+        .reduce_with(|mut x, y| {
+            x.iter_mut().zip(&y).for_each(|(x, y)| *x += y);
+            x
+        })
+        .unwrap_or_else(|| vec![0; m]);
+    let mut row_ptr = Vec::with_capacity(m + 1);
+    row_ptr.push(0);
+    for c in &counts {
+        row_ptr.push(row_ptr.last().copied().unwrap_or(0) + c);
+    }
+    let nnz = a.nnz();
+    let ranges = 4 * threads;
+    // Range q holds the rows of A^T from bounds[q], the first row whose
+    // entries start at or after q nnz / ranges.
+    let mut bounds: Vec<usize> = (0..ranges)
+        .map(|q| row_ptr.partition_point(|&p| p * ranges < q * nnz).min(m))
+        .collect();
+    bounds.push(m);
+    bounds.dedup();
+    let (mut col_idx, mut values) = (vec![0u32; nnz], vec![0.0f64; nnz]);
+    let mut parts = Vec::with_capacity(bounds.len());
+    let (mut cols_left, mut vals_left) = (&mut col_idx[..], &mut values[..]);
+    for w in bounds.windows(2) {
+        let len = row_ptr[w[1]] - row_ptr[w[0]];
+        let (cols, rest_cols) = cols_left.split_at_mut(len);
+        let (vals, rest_vals) = vals_left.split_at_mut(len);
+        parts.push((w[0]..w[1], cols, vals));
+        (cols_left, vals_left) = (rest_cols, rest_vals);
+    }
+    parts.into_par_iter().for_each(|(range, cols, vals)| {
+        let base = row_ptr[range.start];
+        let mut next: Vec<usize> = row_ptr[range.clone()].iter().map(|p| p - base).collect();
+        let (lo, hi) = (range.start as u32, range.end as u32);
+        for i in 0..n {
+            let (c, v) = a.row(i);
+            let first = c.partition_point(|&j| j < lo);
+            for (&j, &x) in c[first..].iter().zip(&v[first..]) {
+                if j >= hi {
+                    break;
+                }
+                let at = &mut next[(j - lo) as usize];
+                cols[*at] = i as u32;
+                vals[*at] = x;
+                *at += 1;
+            }
+        }
+    });
+    Csr::try_new_allow_nonfinite(m, n, row_ptr, col_idx, values)
+}
+
 /// The Galerkin coarse operator R A P (with R = P^T in this crate), computed as
-/// R (A P). Cost: two sparse products, O(flops(AP) + flops(R AP)).
+/// R (A P), A P's rows read where their tasks built them. Errors when the
+/// shapes do not chain or A P has a value that is not finite. Cost: two
+/// sparse products, O(flops(AP) + flops(R AP)).
 pub fn galerkin(r: &Csr<f64>, a: &Csr<f64>, p: &Csr<f64>) -> Result<Csr<f64>> {
-    let ap = spgemm(a, p)?;
-    spgemm(r, &ap)
+    check_inner(a, p.nrows())?;
+    let ap = product_rows(a, p.ncols(), |k| p.row(k));
+    ap.check_finite()?;
+    check_inner(r, a.nrows())?;
+    spgemm_rows(r, p.ncols(), |k| ap.row(k))
 }
 
 /// The rows of `a` whose stored entries are all zero (or that store none),
@@ -196,9 +538,9 @@ pub fn with_unit_rows(a: &Csr<f64>, empty: &[usize]) -> Result<Csr<f64>> {
         |i, _, out| {
             let (c, v) = a.row(i);
             if empty.binary_search(&i).is_ok() {
-                out.push((i as u32, 1.0));
+                out.push(i as u32, 1.0);
             } else {
-                out.extend(c.iter().copied().zip(v.iter().copied()));
+                out.extend(c, v);
             }
         },
     )

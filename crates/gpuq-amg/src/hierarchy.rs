@@ -11,7 +11,7 @@ use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
 use crate::prolong::seed_prolongator;
 use crate::resident::LevelMatrix;
 use crate::setup::SetupKernels;
-use crate::strength::{norm_matrix, strong_graph};
+use crate::strength::strength_graph;
 use crate::trace::Trace;
 use gpuq_core::{Error, Result, Scalar};
 use gpuq_cpu::CpuBackend;
@@ -581,9 +581,7 @@ fn coarsen<K: SetupKernels>(
 ) -> Result<Coarsened> {
     let (p, aggregate_of, next_bs, next_nns) = match options.coarsening {
         Coarsening::Seed => {
-            let s = time(&mut t.strength_s, || {
-                strong_graph(&norm_matrix(cur.host()?, bs)?, eps)
-            })?;
+            let s = time(&mut t.strength_s, || strength_graph(cur.host()?, bs, eps))?;
             let sel = time(&mut t.aggregation_s, || seed_selection(&s));
             let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?.into();
             let first = sel.parents.iter().map(|p| p[0]).collect();

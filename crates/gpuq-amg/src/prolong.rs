@@ -4,7 +4,7 @@
 
 use crate::aggregate::Selection;
 use crate::blockdiag::BlockDiagonal;
-use crate::galerkin::{par_build, Accumulator};
+use crate::galerkin::{for_group, par_build, Accumulator, GroupScratch, MAX_GROUP};
 use gpuq_core::Result;
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
@@ -22,7 +22,9 @@ pub fn seed_prolongator(sel: &Selection, bs: usize) -> Result<Csr<f64>> {
             let (k, comp) = (i / bs, i % bs);
             let p = &sel.parents[k];
             let w = 1.0 / p.len() as f64;
-            out.extend(p.iter().map(|&c| (c * bs as u32 + comp as u32, w)));
+            for &c in p {
+                out.push(c * bs as u32 + comp as u32, w);
+            }
         },
     )
 }
@@ -127,7 +129,7 @@ fn tentative_qr(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result<
             let a = agg[r / bs] as usize;
             let (q, m) = (&factors[a].0, start[a + 1] - start[a]);
             for c in 0..k {
-                out.push(((a * k + c) as u32, q[c * m + pos[r]]));
+                out.push((a * k + c) as u32, q[c * m + pos[r]]);
             }
         },
     )?;
@@ -179,37 +181,87 @@ fn tentative_single(agg: &[u32], naggs: usize, bs: usize, b: &[f64]) -> Result<T
 /// The smoothed prolongator P = (I - omega D^-1 A) P_T with omega = 4 / (3
 /// rho), rho an estimate of rho(D^-1 A), in one row-parallel pass: row i of P
 /// is row i of P_T minus omega times the rows of A P_T of i's node combined by
-/// the inverse block of that node (Gustavson accumulation). O(flops(A P_T) bs).
+/// the inverse block of that node (Gustavson accumulation; the rows of a node
+/// with the same pattern together, reading A and P_T once).
+/// O(flops(A P_T) bs).
 pub fn smooth(a: &Csr<f64>, dinv: &BlockDiagonal, rho: f64, pt: &Csr<f64>) -> Result<Csr<f64>> {
-    let omega = 4.0 / (3.0 * rho);
-    let bs = dinv.block();
-    let blocks = dinv.blocks();
+    let smoothing = Smoothing {
+        a,
+        pt,
+        bs: dinv.block(),
+        blocks: dinv.blocks(),
+        omega: 4.0 / (3.0 * rho),
+    };
     par_build(
         a.nrows(),
         pt.ncols(),
-        || Accumulator::new(pt.ncols()),
-        |i, acc, out| {
-            let (k, r) = (i / bs, i % bs);
-            let (pc, pv) = pt.row(i);
-            for (&j, &v) in pc.iter().zip(pv) {
-                acc.add(j, v);
-            }
-            for c in 0..bs {
-                let w = -omega * blocks[(k * bs + r) * bs + c];
-                if w == 0.0 {
-                    continue;
-                }
-                let (ac, av) = a.row(k * bs + c);
-                for (&m, &amv) in ac.iter().zip(av) {
-                    let (tc, tv) = pt.row(m as usize);
-                    for (&j, &t) in tc.iter().zip(tv) {
-                        acc.add(j, w * amv * t);
-                    }
-                }
-            }
-            acc.drain_into(out);
+        || GroupScratch::new(pt.ncols()),
+        |i, s, out| {
+            s.row(i, out, |i, acc| {
+                let g = smoothing.group_len(i);
+                for_group!(g, smooth_group, &smoothing, i, acc);
+                g
+            })
         },
     )
+}
+
+/// The operands of [`smooth`].
+struct Smoothing<'a> {
+    a: &'a Csr<f64>,
+    pt: &'a Csr<f64>,
+    bs: usize,
+    blocks: &'a [f64],
+    omega: f64,
+}
+
+impl Smoothing<'_> {
+    /// The weight of A's row k bs + c in row i = k bs + r of P: -omega times
+    /// entry (r, c) of node k's inverse block.
+    fn weight(&self, i: usize, c: usize) -> f64 {
+        -self.omega * self.blocks[i * self.bs + c]
+    }
+
+    /// How many rows from i on (at most [`MAX_GROUP`]) have row i's pattern:
+    /// rows of i's node with the same columns of P_T and the same zero
+    /// weights.
+    fn group_len(&self, i: usize) -> usize {
+        let end = (i / self.bs + 1) * self.bs;
+        let same = |l: usize| {
+            self.pt.row(i).0 == self.pt.row(l).0
+                && (0..self.bs).all(|c| (self.weight(i, c) == 0.0) == (self.weight(l, c) == 0.0))
+        };
+        (i + 1..end.min(i + MAX_GROUP))
+            .find(|&l| !same(l))
+            .map_or(end.min(i + MAX_GROUP) - i, |l| l - i)
+    }
+}
+
+/// Rows i..i + G of the smoothed prolongator (one node's rows of the same
+/// pattern) into `acc`: row i + r is P_T's row plus, for each c of a nonzero
+/// weight w_rc, the rows of P_T of A's row k bs + c scaled by w_rc a_km.
+fn smooth_group<const G: usize>(s: &Smoothing<'_>, i: usize, acc: &mut Accumulator) {
+    acc.start(G);
+    let (k, bs) = (i / s.bs, s.bs);
+    let own: [&[f64]; G] = std::array::from_fn(|r| s.pt.row(i + r).1);
+    for (p, &j) in s.pt.row(i).0.iter().enumerate() {
+        acc.add::<G>(j, std::array::from_fn(|r| own[r][p]));
+    }
+    for c in 0..bs {
+        let w: [f64; G] = std::array::from_fn(|r| s.weight(i + r, c));
+        if w[0] == 0.0 {
+            continue;
+        }
+        let (ac, av) = s.a.row(k * bs + c);
+        for (&m, &amv) in ac.iter().zip(av) {
+            let coef = w.map(|w| w * amv);
+            let (tc, tv) = s.pt.row(m as usize);
+            for (&j, &t) in tc.iter().zip(tv) {
+                acc.add_scaled::<G>(j, &coef, t);
+            }
+        }
+    }
+    acc.drain();
 }
 
 #[cfg(test)]

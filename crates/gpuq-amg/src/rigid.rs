@@ -41,9 +41,12 @@ pub fn rigid_body_modes(coords: &[Vec<f64>]) -> Result<Vec<Vec<f64>>> {
             k + 1
         )));
     }
+    // A serial sum: Rayon's parallel sum adds in an order that depends on
+    // the work stealing, and the modes (so the whole hierarchy) would differ
+    // in their last bits from run to run.
     let centre: Vec<f64> = coords
         .iter()
-        .map(|c| c.par_iter().sum::<f64>() / nodes as f64)
+        .map(|c| c.iter().sum::<f64>() / nodes as f64)
         .collect();
     let at = |k: usize, c: usize| coords[c][k] - centre[c];
     // Mode m at unknown d k + c.

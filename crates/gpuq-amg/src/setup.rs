@@ -10,11 +10,11 @@
 
 use crate::aggregate::mis2_aggregates;
 use crate::blockdiag::BlockDiagonal;
-use crate::galerkin::galerkin;
+use crate::galerkin::{galerkin, transpose};
 use crate::prolong::{smooth, tentative};
 use crate::resident::LevelMatrix;
 use crate::spectral::rho_dinv_a;
-use crate::strength::{norm_matrix, strong_graph};
+use crate::strength::strength_graph;
 use gpuq_core::Result;
 use gpuq_cpu::CpuBackend;
 use gpuq_sparse::Csr;
@@ -79,7 +79,7 @@ pub trait SetupKernels {
     /// The aggregates of smoothed aggregation: the symmetrised strong graph of
     /// the bs x bs block norms with threshold `eps`, then the distance-2
     /// maximal-independent-set aggregation. Returns each node's aggregate and
-    /// the count. Default: [`strong_graph`] and [`mis2_aggregates`] on the
+    /// the count. Default: [`strength_graph`] and [`mis2_aggregates`] on the
     /// host, O(nnz) per round.
     fn aggregates(
         &self,
@@ -88,8 +88,7 @@ pub trait SetupKernels {
         bs: usize,
         eps: f64,
     ) -> Result<(Vec<u32>, usize)> {
-        let s = strong_graph(&norm_matrix(a.host()?, bs)?, eps)?;
-        Ok(mis2_aggregates(&s))
+        Ok(mis2_aggregates(&strength_graph(a.host()?, bs, eps)?))
     }
 
     /// The bs x bs diagonal blocks of `a` ([`BlockDiagonal::of`]; with `l1`
@@ -147,7 +146,8 @@ pub trait SetupKernels {
     }
 
     /// R = P^T and the Galerkin product R (A P). Default: the host's
-    /// transpose and two Gustavson products, O(flops(A P) + flops(R A P)).
+    /// parallel transpose ([`transpose`]) and two Gustavson products,
+    /// O(flops(A P) + flops(R A P)).
     fn galerkin(
         &self,
         a: &LevelMatrix,
@@ -155,7 +155,7 @@ pub trait SetupKernels {
         p: &LevelMatrix,
     ) -> Result<(LevelMatrix, LevelMatrix)> {
         let p = p.host()?;
-        let r = p.transpose(false);
+        let r = transpose(p)?;
         let ac = galerkin(&r, a.host()?, p)?;
         Ok((r.into(), ac.into()))
     }
@@ -449,10 +449,7 @@ pub(crate) mod cuda {
             match self.setup_aggregates(level, bs, eps)? {
                 Some(found) => Ok(found),
                 None => {
-                    let s = crate::strength::strong_graph(
-                        &crate::strength::norm_matrix(a.host()?, bs)?,
-                        eps,
-                    )?;
+                    let s = crate::strength::strength_graph(a.host()?, bs, eps)?;
                     Ok(crate::aggregate::mis2_aggregates(&s))
                 }
             }

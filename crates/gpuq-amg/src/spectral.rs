@@ -98,16 +98,13 @@ impl LanczosOps for HostLanczos<'_> {
         Ok(vec![0.0; self.a.nrows()])
     }
 
+    /// Rows in tasks of [`SPMV_TASK`]; consecutive rows of the same columns
+    /// (a node's rows) in groups of up to [`SPMV_GROUP`] that read the
+    /// columns and x once ([`mul_rows`]).
     fn a_mul(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
-        let a = self.a;
-        y.par_iter_mut().enumerate().for_each(|(i, yi)| {
-            let (c, v) = a.row(i);
-            let mut s = 0.0;
-            for (&j, &aij) in c.iter().zip(v) {
-                s += aij * x[j as usize];
-            }
-            *yi = s;
-        });
+        y.par_chunks_mut(SPMV_TASK)
+            .enumerate()
+            .for_each(|(t, ys)| mul_rows(self.a, x, t * SPMV_TASK, ys));
         Ok(())
     }
 
@@ -134,6 +131,45 @@ impl LanczosOps for HostLanczos<'_> {
     fn divide(&self, w: &mut Vec<f64>, b: f64) -> Result<()> {
         w.par_iter_mut().for_each(|x| *x /= b);
         Ok(())
+    }
+}
+
+/// Rows per task of the host's y = A x.
+const SPMV_TASK: usize = 2048;
+
+/// Most rows of the same columns [`mul_rows`] computes together.
+const SPMV_GROUP: usize = 8;
+
+/// y_i = sum_j a_ij x_j for the rows `first..` of `y`'s length, each summed
+/// in column order from 0; runs of rows with the same columns are computed
+/// together, their columns and x read once. O(nnz of the rows).
+fn mul_rows(a: &Csr<f64>, x: &[f64], first: usize, y: &mut [f64]) {
+    let mut r = 0;
+    while r < y.len() {
+        let cols = a.row(first + r).0;
+        let g = (1..SPMV_GROUP.min(y.len() - r))
+            .find(|&q| a.row(first + r + q).0 != cols)
+            .unwrap_or(SPMV_GROUP.min(y.len() - r));
+        if g == 1 {
+            let mut s = 0.0;
+            for (&j, &aij) in cols.iter().zip(a.row(first + r).1) {
+                s += aij * x[j as usize];
+            }
+            y[r] = s;
+            r += 1;
+            continue;
+        }
+        let vals: [&[f64]; SPMV_GROUP] =
+            std::array::from_fn(|q| if q < g { a.row(first + r + q).1 } else { &[] });
+        let mut s = [0.0f64; SPMV_GROUP];
+        for (p, &j) in cols.iter().enumerate() {
+            let xj = x[j as usize];
+            for (sq, v) in s.iter_mut().zip(&vals).take(g) {
+                *sq += v[p] * xj;
+            }
+        }
+        y[r..r + g].copy_from_slice(&s[..g]);
+        r += g;
     }
 }
 

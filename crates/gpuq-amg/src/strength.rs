@@ -2,10 +2,11 @@
 //! of the bs x bs blocks of A, e_kl = ||A_kl||_F, and the Mandel-Brezina test
 //! e_kl^2 >= eps e_kk e_ll, which marks node l strongly connected to node k.
 
-use crate::galerkin::{add, par_build};
+use crate::galerkin::{add, par_build, RowWriter};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The node graph of strong connections: symmetric, without self loops, each
 /// node's neighbours sorted.
@@ -37,11 +38,8 @@ impl Graph {
     }
 }
 
-/// The norm matrix E: node k's row holds e_kl = ||A_kl||_F, the Frobenius norm
-/// of the bs x bs block (rows bs k.., columns bs l..), for every block that
-/// stores an entry (for bs = 1, e_kl = |a_kl|). O(nnz) time, parallel over
-/// nodes. Errors unless A is square and bs divides its size.
-pub fn norm_matrix(a: &Csr<f64>, bs: usize) -> Result<Csr<f64>> {
+/// Errors unless `a` is square and `bs` (nonzero) divides its size.
+fn check_blocks(a: &Csr<f64>, bs: usize) -> Result<()> {
     let n = a.nrows();
     if bs == 0 || n % bs != 0 || a.ncols() != n {
         return Err(Error::Precondition {
@@ -53,7 +51,17 @@ pub fn norm_matrix(a: &Csr<f64>, bs: usize) -> Result<Csr<f64>> {
             ),
         });
     }
-    let nodes = n / bs;
+    Ok(())
+}
+
+/// The norm matrix E: node k's row holds e_kl = ||A_kl||_F, the Frobenius norm
+/// of the bs x bs block (rows bs k.., columns bs l..), for every block that
+/// stores an entry (for bs = 1, e_kl = |a_kl|); each block's squares are
+/// summed row by row, each row's in column order. O(nnz) time, parallel over
+/// nodes. Errors unless A is square and bs divides its size.
+pub fn norm_matrix(a: &Csr<f64>, bs: usize) -> Result<Csr<f64>> {
+    check_blocks(a, bs)?;
+    let n = a.nrows();
     if bs == 1 {
         return Csr::try_new(
             n,
@@ -63,23 +71,41 @@ pub fn norm_matrix(a: &Csr<f64>, bs: usize) -> Result<Csr<f64>> {
             a.values().iter().map(|x| x.abs()).collect(),
         );
     }
-    par_build(nodes, nodes, Vec::<(u32, f64)>::new, |k, pairs, out| {
-        pairs.clear();
-        for r in bs * k..bs * (k + 1) {
-            let (c, v) = a.row(r);
-            pairs.extend(c.iter().zip(v).map(|(&j, &x)| (j / bs as u32, x * x)));
-        }
-        pairs.sort_by_key(|p| p.0);
-        for &(l, s) in pairs.iter() {
-            match out.last_mut() {
-                Some(last) if last.0 == l => last.1 += s,
-                _ => out.push((l, s)),
+    par_build(n / bs, n / bs, Vec::new, |k, cursors, out| {
+        block_norms(a, bs, k, cursors, out)
+    })
+}
+
+/// Row k of the norm matrix ([`norm_matrix`], bs > 1): the bs rows of node k
+/// merged by block column (`cursors`: each row's next entry and its end).
+fn block_norms(
+    a: &Csr<f64>,
+    bs: usize,
+    k: usize,
+    cursors: &mut Vec<(usize, usize)>,
+    out: &mut RowWriter<'_>,
+) {
+    let (ptr, cols, vals) = (a.row_ptr(), a.col_idx(), a.values());
+    let block = bs as u32;
+    cursors.clear();
+    cursors.extend((bs * k..bs * (k + 1)).map(|r| (ptr[r], ptr[r + 1])));
+    while let Some(first) = cursors
+        .iter()
+        .filter(|&&(p, end)| p < end)
+        .map(|&(p, _)| cols[p])
+        .min()
+    {
+        let l = first / block;
+        let mut sum = None;
+        for (p, end) in cursors.iter_mut() {
+            while *p < *end && cols[*p] < (l + 1) * block {
+                let s = vals[*p] * vals[*p];
+                sum = Some(sum.map_or(s, |t: f64| t + s));
+                *p += 1;
             }
         }
-        for e in out.iter_mut() {
-            e.1 = e.1.sqrt();
-        }
-    })
+        out.push(l, sum.unwrap_or(0.0).sqrt());
+    }
 }
 
 /// The strong-connection graph of the norm matrix E: l is a neighbour of k
@@ -92,7 +118,34 @@ pub fn norm_matrix(a: &Csr<f64>, bs: usize) -> Result<Csr<f64>> {
 /// log(row length)), parallel over rows. Errors when a diagonal block is zero
 /// (e_kk = 0).
 pub fn strong_graph(e: &Csr<f64>, eps: f64) -> Result<Graph> {
-    let diag = e.diagonal();
+    graph_of(e, false, eps)
+}
+
+/// [`strong_graph`] of [`norm_matrix`]`(a, bs)`; for bs = 1 read from `a`
+/// itself (e_kl = |a_kl|), without the norm matrix's copy. Errors as both.
+pub fn strength_graph(a: &Csr<f64>, bs: usize, eps: f64) -> Result<Graph> {
+    if bs == 1 {
+        check_blocks(a, bs)?;
+        graph_of(a, true, eps)
+    } else {
+        graph_of(&norm_matrix(a, bs)?, false, eps)
+    }
+}
+
+/// [`strong_graph`] of E, or with `abs` of the matrix of E's absolute
+/// values. The symmetric build runs first and notes any e_kl whose e_lk is
+/// not stored; then the directed graph is added to its transpose instead.
+fn graph_of(e: &Csr<f64>, abs: bool, eps: f64) -> Result<Graph> {
+    let value = |x: f64| if abs { x.abs() } else { x };
+    // e_lk, or None when row l does not store column k.
+    let entry = |l: usize, k: usize| {
+        let (c, v) = e.row(l);
+        c.binary_search(&(k as u32)).ok().map(|p| value(v[p]))
+    };
+    let diag: Vec<f64> = (0..e.nrows())
+        .into_par_iter()
+        .map(|k| entry(k, k).unwrap_or(0.0))
+        .collect();
     if let Some(k) = diag.iter().position(|&d| d <= 0.0) {
         return Err(Error::Precondition {
             method: "amg",
@@ -100,51 +153,47 @@ pub fn strong_graph(e: &Csr<f64>, eps: f64) -> Result<Graph> {
         });
     }
     let strong = |k: usize, l: usize, x: f64| l != k && x > 0.0 && x * x >= eps * diag[k] * diag[l];
-    // e_lk, or None when row l does not store column k.
-    let entry = |l: usize, k: usize| {
-        let (c, v) = e.row(l);
-        c.binary_search(&(k as u32)).ok().map(|p| v[p])
-    };
-    let pattern_symmetric = (0..e.nrows())
-        .into_par_iter()
-        .all(|k| e.row(k).0.iter().all(|&l| entry(l as usize, k).is_some()));
-    let graph = if pattern_symmetric {
-        par_build(
-            e.nrows(),
-            e.ncols(),
-            || (),
-            |k, _, out| {
-                let (c, v) = e.row(k);
-                for (&l, &x) in c.iter().zip(v) {
-                    let l = l as usize;
-                    if l != k && (strong(k, l, x) || strong(l, k, entry(l, k).unwrap_or(0.0))) {
-                        out.push((l as u32, 1.0));
-                    }
+    let asymmetric = AtomicBool::new(false);
+    let symmetric = par_build(
+        e.nrows(),
+        e.ncols(),
+        || (),
+        |k, _, out| {
+            let (c, v) = e.row(k);
+            for (&l, &x) in c.iter().zip(v) {
+                let l = l as usize;
+                if l == k {
+                    continue;
                 }
-            },
-        )?
-    } else {
+                match entry(l, k) {
+                    Some(y) if strong(k, l, value(x)) || strong(l, k, y) => out.push(l as u32, 1.0),
+                    Some(_) => {}
+                    None => asymmetric.store(true, Ordering::Relaxed),
+                }
+            }
+        },
+    )?;
+    let graph = if asymmetric.into_inner() {
         let directed = par_build(
             e.nrows(),
             e.ncols(),
             || (),
             |k, _, out| {
                 let (c, v) = e.row(k);
-                out.extend(
-                    c.iter()
-                        .zip(v)
-                        .filter(|&(&l, &x)| strong(k, l as usize, x))
-                        .map(|(&l, _)| (l, 1.0)),
-                );
+                for (&l, &x) in c.iter().zip(v) {
+                    if strong(k, l as usize, value(x)) {
+                        out.push(l, 1.0);
+                    }
+                }
             },
         )?;
         let transposed = directed.transpose(false);
         add(1.0, &directed, 1.0, &transposed)?
+    } else {
+        symmetric
     };
-    Ok(Graph {
-        ptr: graph.row_ptr().to_vec(),
-        adj: graph.col_idx().to_vec(),
-    })
+    let (_, _, ptr, adj, _) = graph.into_parts();
+    Ok(Graph { ptr, adj })
 }
 
 #[cfg(test)]
