@@ -463,7 +463,7 @@ fn save_with(
 }
 
 fn read_text(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    let bytes = parallel::read_bytes(path).map_err(|source| Error::Io {
         path: path.display().to_string(),
         source,
     })?;

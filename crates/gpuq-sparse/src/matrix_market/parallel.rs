@@ -21,6 +21,41 @@ use rayon::prelude::*;
 /// cost more than they save.
 pub(super) const PARALLEL_MIN_BYTES: usize = 1 << 22;
 
+/// Bytes per thread of a file read in parallel (64 MiB): smaller files are
+/// read by one thread.
+const READ_BYTES_PER_THREAD: u64 = 1 << 26;
+
+/// The bytes of the file at `path`. A file of more than
+/// [`READ_BYTES_PER_THREAD`] bytes is read by up to all of Rayon's threads,
+/// each a range of it through positioned reads (Unix), so that the copies
+/// out of the page cache and the faults of the new buffer's pages are
+/// shared; one `std::fs::read` otherwise. O(file).
+pub(super) fn read_bytes(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    read_bytes_by(path, READ_BYTES_PER_THREAD)
+}
+
+/// [`read_bytes`] with `per_thread` bytes per thread.
+fn read_bytes_by(path: &std::path::Path, per_thread: u64) -> std::io::Result<Vec<u8>> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        let threads = (len / per_thread).min(rayon::current_num_threads() as u64);
+        if threads >= 2 {
+            let len = usize::try_from(len).map_err(std::io::Error::other)?;
+            let mut bytes = vec![0u8; len];
+            let step = len.div_ceil(threads as usize);
+            bytes
+                .par_chunks_mut(step)
+                .enumerate()
+                .try_for_each(|(k, part)| file.read_exact_at(part, (k * step) as u64))?;
+            return Ok(bytes);
+        }
+    }
+    std::fs::read(path)
+}
+
 /// Pieces of the data section per Rayon thread (uneven lines even out).
 const PIECES_PER_THREAD: usize = 4;
 
@@ -303,6 +338,16 @@ mod tests {
         // above the diagonal of a symmetric file
         let sym = "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 1 1.0\n1 2 1.0\n";
         assert!(both::<f64>(sym).0.is_none());
+    }
+
+    #[test]
+    fn a_file_read_by_ranges_is_the_file() {
+        let path = std::env::temp_dir().join(format!("gpuq-read-{}.bin", std::process::id()));
+        let bytes: Vec<u8> = (0..1_000_003u32).map(|k| (k * 7 + k / 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let got = on_threads(|| read_bytes_by(&path, 4096).unwrap());
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(got, bytes);
     }
 
     #[test]
