@@ -321,8 +321,8 @@ impl GroupScratch {
 }
 
 /// C = A B. Row-parallel Gustavson product: O(flops + nnz(C)) time, one dense
-/// accumulator of B's column count per task (up to [`MAX_GROUP`] times that
-/// for consecutive rows of A with the same columns, accumulated together).
+/// accumulator of B's column count per task (up to 8 times that for
+/// consecutive rows of A with the same columns, accumulated together).
 /// Errors when the inner dimensions differ.
 pub fn spgemm(a: &Csr<f64>, b: &Csr<f64>) -> Result<Csr<f64>> {
     check_inner(a, b.nrows())?;

@@ -98,9 +98,8 @@ impl LanczosOps for HostLanczos<'_> {
         Ok(vec![0.0; self.a.nrows()])
     }
 
-    /// Rows in tasks of [`SPMV_TASK`]; consecutive rows of the same columns
-    /// (a node's rows) in groups of up to [`SPMV_GROUP`] that read the
-    /// columns and x once ([`mul_rows`]).
+    /// Rows in tasks of 2048; consecutive rows of the same columns (a node's
+    /// rows) in groups of up to 8 that read the columns and x once.
     fn a_mul(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
         y.par_chunks_mut(SPMV_TASK)
             .enumerate()
