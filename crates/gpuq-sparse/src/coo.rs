@@ -1,6 +1,7 @@
 //! Coordinate (triplet) format.
 
 use gpuq_core::{Error, Result, Scalar};
+use rayon::prelude::*;
 
 /// A sparse matrix as unordered `(row, col, value)` triplets.
 ///
@@ -106,16 +107,33 @@ impl<T: Scalar> Coo<T> {
         &self.vals
     }
 
-    /// The triplets of `parts` (each `nrows x ncols`), in order. O(nnz).
+    /// The triplets of `parts` (each `nrows x ncols`), in order: each part
+    /// copied into its place by its own Rayon task. O(nnz).
     pub(crate) fn concat(nrows: usize, ncols: usize, parts: Vec<Coo<T>>) -> Self {
         let nnz = parts.iter().map(Coo::nnz).sum();
-        let mut out = Coo::with_capacity(nrows, ncols, nnz);
-        for p in parts {
+        let mut out = Coo {
+            nrows,
+            ncols,
+            rows: vec![0; nnz],
+            cols: vec![0; nnz],
+            vals: vec![T::zero(); nnz],
+        };
+        let mut tasks = Vec::with_capacity(parts.len());
+        let (mut r, mut c, mut v) = (&mut out.rows[..], &mut out.cols[..], &mut out.vals[..]);
+        for p in &parts {
             debug_assert_eq!((p.nrows, p.ncols), (nrows, ncols));
-            out.rows.extend_from_slice(&p.rows);
-            out.cols.extend_from_slice(&p.cols);
-            out.vals.extend_from_slice(&p.vals);
+            let k = p.nnz();
+            let (r0, r1) = r.split_at_mut(k);
+            let (c0, c1) = c.split_at_mut(k);
+            let (v0, v1) = v.split_at_mut(k);
+            tasks.push((p, r0, c0, v0));
+            (r, c, v) = (r1, c1, v1);
         }
+        tasks.into_par_iter().for_each(|(p, r, c, v)| {
+            r.copy_from_slice(&p.rows);
+            c.copy_from_slice(&p.cols);
+            v.copy_from_slice(&p.vals);
+        });
         out
     }
 
