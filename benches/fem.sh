@@ -30,7 +30,7 @@ D=/tmp/fem$SCALE
 unpack_gpuq
 run_carried_tests
 install_wheels || exit 1
-python3 benches/fem/systems.py --out $D --scale $SCALE | tail -8
+python3 benches/fem/systems.py --out $D --scale $SCALE --keep | tail -8
 systems=$(python3 -c "import json; print(' '.join(json.load(open('$D/manifest.json'))['systems']))")
 for s in $systems; do
   bs=$(python3 -c "import json; print(json.load(open('$D/manifest.json'))['systems']['$s']['block_size'])")

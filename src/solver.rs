@@ -64,12 +64,14 @@ pub struct AmgSpec {
     pub setup_on_backend: bool,
 }
 
-/// The cycle precision AMG takes by default for a solve in `solve` precision on a backend
-/// with (`gpu`) or without a device, with `block`-sized unknowns: f32 on a GPU with scalar
-/// unknowns (an f32 cycle reads about two thirds of the bytes; the fastest configuration
-/// measured on the H100), else the solve's. O(1).
-pub fn default_cycle_precision(solve: ScalarKind, gpu: bool, block: usize) -> ScalarKind {
-    if gpuq_amg::device_defaults(gpu, block) {
+/// The cycle precision AMG takes by default for a solve in `solve` precision with
+/// `block`-sized unknowns, on every backend: f32 for scalar unknowns in an f64 solve (an
+/// f32 cycle reads about two thirds of the bytes for the same iterations: the fastest
+/// configuration measured on the H100 and H200, and on the host's cores; see
+/// `docs/benchmarks.md`), else the solve's. The same on both backends, so that the CPU
+/// runs what the GPU runs. O(1).
+pub fn default_cycle_precision(solve: ScalarKind, block: usize) -> ScalarKind {
+    if solve == ScalarKind::F64 && block == 1 {
         ScalarKind::F32
     } else {
         solve
@@ -140,12 +142,12 @@ pub fn solve<B: FullBackend, T: Scalar>(
     };
     config.options.validate()?;
     with_initial_guess(a, b, x0, &config, |b, config| match &spec.amg {
-        None => ended(solve_csr_with_precond(
+        // The preconditioner `config` names (Jacobi, 2x2 blocks, ...), built by the solver.
+        None => ended(gpuq_krylov::solve_csr_monitored(
             backend,
             a,
             b,
             config,
-            None,
             &mut |_, _| {},
         )),
         Some(amg) => {
@@ -167,7 +169,7 @@ pub fn solve<B: FullBackend, T: Scalar>(
             let hierarchy_s = setup.elapsed().as_secs_f64();
             let cycle = amg
                 .cycle_precision
-                .unwrap_or_else(|| default_cycle_precision(T::KIND, gpu, amg.options.block));
+                .unwrap_or_else(|| default_cycle_precision(T::KIND, amg.options.block));
             let b64: Vec<f64> = b.iter().map(|v| v.re().to_f64_lossless()).collect();
             let mut s = amg_solve_in(backend, &h, &b64, config, cycle)?;
             s.report.setup_time_s += hierarchy_s;
@@ -377,8 +379,7 @@ impl ResidentAmg {
             None => Layout::auto(h.levels()[0].a.host()?, gpu),
         };
         let block = h.options().block;
-        let precision =
-            cycle.unwrap_or_else(|| default_cycle_precision(ScalarKind::F64, gpu, block));
+        let precision = cycle.unwrap_or_else(|| default_cycle_precision(ScalarKind::F64, block));
         let cycle = match &backend {
             AnyBackend::Cpu(b) => AnyCycle::Cpu(f64_cycle(b, h, layout, precision)?),
             #[cfg(feature = "cuda")]
@@ -665,6 +666,7 @@ fn norm<T: Scalar>(v: &[T]) -> f64 {
 mod tests {
     use super::*;
     use gpuq_cpu::CpuBackend;
+    use gpuq_krylov::Preconditioner;
     use gpuq_sparse::generators::laplace2d;
 
     fn problem() -> (Csr<f64>, Vec<f64>, Vec<f64>) {
@@ -698,7 +700,25 @@ mod tests {
         assert!(with_amg.report.iterations < plain.report.iterations);
         let summary = with_amg.amg.unwrap();
         assert!(summary.info.levels.len() > 1);
-        assert_eq!(summary.cycle_precision, "f64");
+        // Scalar unknowns in an f64 solve: an f32 cycle on every backend.
+        assert_eq!(summary.cycle_precision, "f32");
+    }
+
+    #[test]
+    fn the_preconditioner_the_spec_names_is_the_one_applied() {
+        let (a, b, x) = problem();
+        let cpu = CpuBackend::new();
+        let jacobi = SolveSpec {
+            config: SolverConfig {
+                precond: Preconditioner::Jacobi,
+                ..SolverConfig::default()
+            },
+            ..SolveSpec::default()
+        };
+        let s = solve(&cpu, &a, &b, None, &jacobi).unwrap();
+        assert_eq!(s.report.preconditioner, "jacobi");
+        assert!(s.report.converged);
+        assert!(error(s.x.as_ref().unwrap(), &x) < 1e-6);
     }
 
     #[test]
@@ -730,7 +750,7 @@ mod tests {
         let (a, b, x) = problem();
         let h = Hierarchy::build(&a, &AmgOptions::default()).unwrap();
         let amg = ResidentAmg::new(AnyBackend::Cpu(CpuBackend::new()), &h, None, None).unwrap();
-        assert_eq!(amg.cycle_precision(), ScalarKind::F64);
+        assert_eq!(amg.cycle_precision(), ScalarKind::F32);
         let config = SolverConfig::default();
         let once = amg.solve(&h, &b, None, &config, &mut |_, _| {}).unwrap();
         let again = amg.solve(&h, &b, None, &config, &mut |_, _| {}).unwrap();
@@ -738,7 +758,7 @@ mod tests {
         assert_eq!(once.x, again.x);
         assert!(error(once.x.as_ref().unwrap(), &x) < 1e-6);
         let fresh =
-            amg_solve::<_, f64, f64>(&CpuBackend::new(), &h, &b, &config, &mut |_, _| {}).unwrap();
+            amg_solve::<_, f64, f32>(&CpuBackend::new(), &h, &b, &config, &mut |_, _| {}).unwrap();
         assert_eq!(fresh.report.iterations, once.report.iterations);
         // One cycle on the residual of zero reduces the error of the zero guess.
         let z = amg.apply(&b).unwrap();

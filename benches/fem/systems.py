@@ -235,18 +235,23 @@ def main():
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--scale", type=int, default=0, choices=sorted(TARGET))
     ap.add_argument("--only", choices=sorted(SYSTEMS), help="one system only")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the systems of the folder's manifest at this scale; make the rest")
     args = ap.parse_args()
 
     os.makedirs(args.out, exist_ok=True)
     manifest_path = os.path.join(args.out, "manifest.json")
     manifest = {"systems": {}}
-    if args.only and os.path.exists(manifest_path):
+    if (args.only or args.keep) and os.path.exists(manifest_path):
         with open(manifest_path) as f:
             manifest = json.load(f)
     manifest["versions"] = {"scikit-fem": skfem.__version__,
                             "numpy": np.__version__, "scipy": scipy.__version__}
 
     names = [args.only] if args.only else list(SYSTEMS)
+    if args.keep:
+        have = manifest["systems"]
+        names = [n for n in names if have.get(n, {}).get("scale") != args.scale]
     print(f"{'system':16} {'n':>9} {'nnz':>11} {'bs':>3} {'assemble s':>11} {'write s':>8}")
     for name in names:
         t0 = time.perf_counter()

@@ -240,11 +240,14 @@
 //!   were tried here and changed no iteration count on the six
 //!   finite-element systems, so nothing is done. No energy-minimising
 //!   prolongators.
-//! * On small systems the device setup is dominated by the upload of A from
-//!   pageable host memory and fixed costs (a P2 Poisson system of 1.85 x
-//!   10^5 rows: 39 ms of setup, 21 ms of it the upload, for a 6 ms solve):
-//!   2.5x CuPy's CG + Jacobi end to end there, 1.3x CuPy's solve alone in
-//!   another call.
+//! * On small systems the device setup is dominated by fixed costs: a P2
+//!   Poisson system of 1.85 x 10^5 rows sets up in 25 ms (the upload of A 4.6
+//!   ms through pinned buffers made beforehand) for a 6 ms solve, each of its
+//!   three levels costing 4-7 ms of Lanczos read-backs, aggregation rounds
+//!   and small launches whatever its size: 2.0x CuPy's CG + Jacobi end to end
+//!   where CuPy is fastest. Lanczos steps without read-backs (the
+//!   coefficients kept on the device) are not written; setting small levels
+//!   up on the host was slower (Rayon's fork-join on 16 cores).
 
 #![warn(missing_docs)]
 

@@ -8,7 +8,7 @@ use crate::cycle::Amg;
 use crate::hierarchy::Hierarchy;
 use crate::kernels::AmgKernels;
 use crate::options::CycleOptions;
-use gpuq_core::{Error, LinearOperator, Result, Scalar};
+use gpuq_core::{Error, LinearOperator, Result, Scalar, ScalarKind};
 use std::marker::PhantomData;
 use std::sync::Mutex;
 
@@ -80,7 +80,12 @@ impl<B: AmgKernels, T: Scalar, S: Scalar> LinearOperator<B, T> for MixedAmg<B, T
         self.through(x, y, true)
     }
 
+    /// `amg, f32 cycle` (or the cycle's other precision).
     fn name(&self) -> &str {
-        "amg (mixed precision)"
+        match S::KIND {
+            ScalarKind::F32 => "amg, f32 cycle",
+            ScalarKind::F64 => "amg, f64 cycle",
+            _ => "amg, mixed precision",
+        }
     }
 }

@@ -248,8 +248,9 @@ pub struct AmgOptions {
 pub const DEVICE_JACOBI_DAMPING: f64 = 1.7;
 
 /// Whether the per-backend defaults of a device apply: a run on a GPU (`gpu`) with scalar
-/// unknowns (`block` 1), the configuration they were measured on. They are a Jacobi damping
-/// of [`DEVICE_JACOBI_DAMPING`] and a cycle in f32 for an f64 solve. O(1).
+/// unknowns (`block` 1), the configuration they were measured on: a Jacobi damping of
+/// [`DEVICE_JACOBI_DAMPING`]. (The cycle's precision is the same on every backend: f32 for
+/// scalar unknowns in an f64 solve, `gpuq::solver::default_cycle_precision`.) O(1).
 pub fn device_defaults(gpu: bool, block: usize) -> bool {
     gpu && block == 1
 }

@@ -11,7 +11,7 @@ use gpuq_amg::{
     Amg, AmgKernels, AmgOptions, Coarsening, CycleKind, CycleOptions, Hierarchy, HierarchyInfo,
     SetupTimings, Smoother,
 };
-use gpuq_core::{Error, Result, Scalar, SolveReport};
+use gpuq_core::{Error, Result, Scalar, ScalarKind, SolveReport};
 use gpuq_facade::solver::AmgSummary;
 use gpuq_krylov::{KrylovBackend, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::generators::ProblemSpec;
@@ -60,9 +60,10 @@ pub struct AmgArgs {
     /// AMG smoothing applications before and after the coarse correction.
     #[arg(long = "amg-sweeps", default_value_t = 1)]
     pub sweeps: usize,
-    /// Precision of the AMG cycle: f32 or f64. Default: f32 on a GPU with --block 1 (an f32
-    /// cycle in an f64 solve reads about two thirds of the bytes, the Krylov method staying
-    /// in f64: the fastest configuration measured on the H100), else the solve's --precision.
+    /// Precision of the AMG cycle: f32 or f64. Default: f32 with --block 1 on every backend
+    /// (an f32 cycle in an f64 solve reads about two thirds of the bytes, the Krylov method
+    /// staying in f64: the fastest configuration measured on the GPUs and the host's cores),
+    /// else the solve's --precision.
     #[arg(long = "amg-precision", value_parser = ["f32", "f64"])]
     pub cycle_precision: Option<String>,
     /// AMG smoothing applications on the levels below the finest (default: --amg-sweeps).
@@ -113,23 +114,15 @@ fn build_hierarchy(
 }
 
 impl AmgArgs {
-    /// Whether the per-backend defaults of a device apply on a GPU (`gpu`) or not
-    /// ([`gpuq_amg::device_defaults`]).
-    fn device_defaults_on(&self, gpu: bool) -> bool {
-        gpuq_amg::device_defaults(gpu, self.block)
-    }
-
-    /// The cycle's precision: `--amg-precision`, else f32 under the device
-    /// defaults (for an f64 solve), else the solve's `precision`.
-    fn cycle_precision<'a>(&'a self, precision: &'a str, backend: &Chosen) -> &'a str {
-        self.cycle_precision_on(precision, matches!(backend, Chosen::Cuda(_)))
-    }
-
-    /// [`AmgArgs::cycle_precision`] for a run on a GPU (`gpu`) or not.
-    pub(crate) fn cycle_precision_on<'a>(&'a self, precision: &'a str, gpu: bool) -> &'a str {
+    /// The cycle's precision: `--amg-precision`, else the library's default for the solve's
+    /// `precision` and the block size ([`gpuq_facade::solver::default_cycle_precision`]: f32
+    /// for scalar unknowns in an f64 solve, on every backend).
+    pub(crate) fn cycle_precision<'a>(&'a self, precision: &'a str) -> &'a str {
         match self.cycle_precision.as_deref() {
             Some(p) => p,
-            None if self.device_defaults_on(gpu) => "f32",
+            None if precision == "f64" => {
+                gpuq_facade::solver::default_cycle_precision(ScalarKind::F64, self.block).name()
+            }
             None => precision,
         }
     }
@@ -582,7 +575,7 @@ pub fn run_solve(args: &SolveArgs) -> Result<ExitCode> {
     let backend = Chosen::parse(&args.backend)?;
     let source = Source::from_args(args)?;
     let options = args.amg.options(&source, &backend)?;
-    let cycle = args.amg.cycle_precision(&args.precision, &backend);
+    let cycle = args.amg.cycle_precision(&args.precision);
     macro_rules! typed {
         ($b:expr) => {
             match (args.precision.as_str(), cycle) {

@@ -172,7 +172,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
             .collect(),
     );
     let h = DistHierarchy::build_on(dist.local(), comm, p, &dist.agree(rows)?, &options)?;
-    let precision = run.args.amg.cycle_precision_on(&run.args.precision, gpu);
+    let precision = run.args.amg.cycle_precision(&run.args.precision);
     let layout = config.layout;
     let m: DistPrecond<B, T> = match (precision, T::KIND) {
         ("f64", ScalarKind::F64) | ("f32", ScalarKind::F32) => {

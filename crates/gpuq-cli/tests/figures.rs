@@ -105,7 +105,7 @@ fn solve_plot_draws_the_residual_history() {
         "--plot",
         "amg.svg",
     );
-    has_all(&svg_texts(&amg), &["pcg (amg) on laplace2d:24"]);
+    has_all(&svg_texts(&amg), &["pcg (amg, f32 cycle) on laplace2d:24"]);
     let stuck = d.join("stuck.svg");
     let o = gpuq(&[
         "solve",

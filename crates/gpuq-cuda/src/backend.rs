@@ -135,7 +135,9 @@ impl CudaBackend {
     }
 
     /// Opens device `ordinal`: loads the driver library, creates a context and a
-    /// stream, and loads the embedded PTX (JIT-compiled by the driver for the device).
+    /// stream, and loads the embedded PTX (JIT-compiled by the driver for the device);
+    /// the pinned buffers of large transfers are allocated on a thread of their own
+    /// meanwhile (the caller typically reads its input in that time).
     /// Vectors come from the device's default memory pool, set to keep freed
     /// memory for reuse, as CuPy's pool does (see
     /// [`CudaBackend::release_cached_memory`]).
@@ -216,7 +218,7 @@ impl CudaBackend {
         // SAFETY: the bytes are written by a download before they are read.
         let pinned = unsafe { ctx.alloc_pinned_with_flags::<u8>(PINNED_BYTES, 0) }
             .map_err(dev("allocating pinned host memory"))?;
-        Ok(CudaBackend {
+        let backend = CudaBackend {
             inner: Arc::new(Inner {
                 stream,
                 functions,
@@ -230,7 +232,9 @@ impl CudaBackend {
                 nccl: std::sync::OnceLock::new(),
                 staging: Mutex::new(None),
             }),
-        })
+        };
+        backend.stage_in_background();
+        Ok(backend)
     }
 
     /// Returns the device memory that freed vectors left in the allocator's pool

@@ -3,7 +3,10 @@
 //! engine moves the other, so a copy from or to pageable memory runs near
 //! the bus's pinned bandwidth instead of the driver's staged pageable path
 //! (on the H100 machine, laplace3d:200's 736 MB CSR arrays: see
-//! `docs/benchmarks.md`).
+//! `docs/benchmarks.md`). The buffers are ordinary cached pinned memory (the
+//! host reads them back on downloads, which write-combined memory would make
+//! uncached), allocated on a thread of their own when the backend is made, so
+//! that the first transfer does not wait for the driver to pin them.
 
 use crate::backend::{dev, CudaBackend};
 use cudarc::driver::{result, CudaEvent, CudaView, CudaViewMut, DevicePtr, PinnedHostSlice};
@@ -15,9 +18,9 @@ use std::sync::MutexGuard;
 /// Bytes of each staging buffer.
 const STAGE_BYTES: usize = 16 << 20;
 
-/// Uploads below this many bytes go straight through the driver (two
-/// buffers' worth: below it the pipeline has nothing to overlap).
-pub(crate) const STAGED_FROM: usize = 2 * STAGE_BYTES;
+/// Uploads below this many bytes go straight through the driver (its own
+/// staging is as fast for a few megabytes).
+pub(crate) const STAGED_FROM: usize = 4 << 20;
 
 /// Downloads from this many bytes go through the staging buffers (a pinned
 /// download and a parallel copy beat the driver's pageable path even for
@@ -43,23 +46,48 @@ impl Drop for Stage {
 pub(crate) type Staging = Option<[Stage; 2]>;
 
 impl CudaBackend {
-    /// The staging buffers, made on first use.
+    /// Starts allocating the staging buffers on a thread of its own (pinning
+    /// 32 MB takes the driver milliseconds); a transfer that needs them first
+    /// waits for it at the buffers' lock, and an allocation that failed there
+    /// is retried, and its error reported, by that transfer.
+    pub(crate) fn stage_in_background(&self) {
+        let backend = self.clone();
+        let started = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Ok(mut staging) = backend.inner.staging.lock() {
+                let _ = started.0.send(());
+                if staging.is_none() {
+                    *staging = backend.make_stages().ok();
+                }
+            }
+        });
+        // The lock is held before the backend is handed out, so no transfer
+        // can find it free and allocate a second pair.
+        let _ = started.1.recv();
+    }
+
+    /// Two staging buffers with their events.
+    fn make_stages(&self) -> Result<[Stage; 2]> {
+        let ctx = self.inner.stream.context();
+        let make = || -> Result<Stage> {
+            Ok(Stage {
+                // SAFETY: a buffer is written before each copy reads it.
+                buf: unsafe { ctx.alloc_pinned_with_flags::<u8>(STAGE_BYTES, 0) }
+                    .map_err(dev("allocating staging buffers"))?,
+                copied: ctx.new_event(None).map_err(dev("staging event"))?,
+            })
+        };
+        Ok([make()?, make()?])
+    }
+
+    /// The staging buffers, made here if the background allocation failed.
     fn stages(&self) -> Result<MutexGuard<'_, Staging>> {
         let mut staging =
             self.inner.staging.lock().map_err(|_| {
                 gpuq_core::Error::InvalidArgument("staging buffers poisoned".into())
             })?;
         if staging.is_none() {
-            let ctx = self.inner.stream.context();
-            let make = || -> Result<Stage> {
-                Ok(Stage {
-                    // SAFETY: a buffer is written before each copy reads it.
-                    buf: unsafe { ctx.alloc_pinned::<u8>(STAGE_BYTES) }
-                        .map_err(dev("allocating staging buffers"))?,
-                    copied: ctx.new_event(None).map_err(dev("staging event"))?,
-                })
-            };
-            *staging = Some([make()?, make()?]);
+            *staging = Some(self.make_stages()?);
         }
         Ok(staging)
     }

@@ -6,7 +6,7 @@ use super::setup::DistHierarchy;
 use crate::backend::Dist;
 use crate::halo::HaloBackend;
 use gpuq_amg::AmgKernels;
-use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
+use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar, ScalarKind};
 use gpuq_sparse::Layout;
 use std::marker::PhantomData;
 use std::sync::Mutex;
@@ -64,7 +64,12 @@ impl<B: HaloBackend + AmgKernels, T: Scalar, S: Scalar> LinearOperator<Dist<B>, 
         self.local.amg_convert(ys, y)
     }
 
+    /// `dist-amg, f32 cycle` (or the cycle's other precision).
     fn name(&self) -> &str {
-        "dist-amg (mixed precision)"
+        match S::KIND {
+            ScalarKind::F32 => "dist-amg, f32 cycle",
+            ScalarKind::F64 => "dist-amg, f64 cycle",
+            _ => "dist-amg, mixed precision",
+        }
     }
 }
