@@ -2,7 +2,8 @@
 solvers and adaptive cubature, written in Rust, on the CPU or a CUDA GPU.
 
 * :func:`solve`: ``x, report = gpuq.solve(A, b, method="cg", precond="amg")`` for a SciPy
-  sparse matrix and a NumPy vector, real or complex, float32 or float64;
+  sparse matrix and a NumPy vector, real or complex, float32 or float64; or in place on the
+  GPU for a ``cupyx.scipy.sparse`` matrix and CuPy vectors (x then a CuPy array);
 * :mod:`gpuq.amg`: PyAMG's interface (``smoothed_aggregation_solver``, ``ml.solve``,
   ``ml.aspreconditioner``) on any backend;
 * :func:`integrate`: adaptive cubature of an expression or a built-in integrand;
@@ -22,7 +23,7 @@ import numpy as np
 
 from . import _gpuq
 from ._report import IntegrationResult, MonteCarloReport, Report, SolveReport
-from ._sparse import compute_dtype, csr_arrays, optional_vector, refuse_cupy, vector
+from ._sparse import compute_dtype, csr_arrays, on_device, optional_vector, vector
 
 __version__ = _gpuq.__version__
 
@@ -83,16 +84,36 @@ def solve(
 
     ``x`` is a NumPy array of the compute type (None after a breakdown); ``report`` a
     :class:`SolveReport` (``report.converged``, ``report.status``, ``report.iterations``,
-    ``report.relative_residual``, ``report.time_s``, ..., ``report.to_dict()``). A solve
-    that misses its tolerance is not an exception: look at ``report.converged``.
+    ``report.relative_residual``, ``report.time_s``, ``report.transfers``, ...,
+    ``report.to_dict()``). A solve that misses its tolerance is not an exception: look at
+    ``report.converged``.
+
+    CUDA arrays are used in place: when A is a ``cupyx.scipy.sparse`` matrix (CSR; other
+    formats are converted on the device) or a 2-D CuPy array, or b or x0 a CuPy array (or
+    any array with ``__cuda_array_interface__``), the solve runs on their CUDA device
+    (``backend`` ``cuda`` or ``auto``; ``cpu`` is a ``ValueError``), reading A's column
+    indices and values and b where they are, and writing the solution into a CuPy array
+    allocated on that device (x0 copied into it): ``x`` is that CuPy array when b is a CUDA
+    array (else a NumPy array). No host copy of A, b or x is made; A's row pointers are
+    widened to int64 on the device. gpuq's stream waits for the stream each array names
+    (CuPy's current stream) before reading, and the call returns once x is written. With
+    CUDA arrays: ``precond`` ``none`` or ``jacobi`` (``block2`` too for a SciPy A; not
+    ``amg``), every method, ``layout`` ``auto`` or ``csr`` for a CuPy A (used in place in
+    CSR), any layout for a SciPy A (uploaded).
     """
-    refuse_cupy(A, b, x0)
     name = method.split(":")[0]
     if name not in METHODS and name != "pcg":
         raise ValueError(f"unknown method {method!r} (available: {', '.join(METHODS)})")
     if precond not in PRECONDITIONERS:
         raise ValueError(
             f"unknown preconditioner {precond!r} (available: {', '.join(PRECONDITIONERS)})"
+        )
+    if any(on_device(v) for v in (A, b, x0)):
+        from ._device import solve as solve_on_device
+
+        return solve_on_device(
+            A, b, x0, method, precond, tol, maxiter, backend, atol, stagnation_window,
+            layout, amg_options,
         )
     b_array = np.asarray(b)
     dtype = compute_dtype(getattr(A, "dtype", np.float64), b_array.dtype)

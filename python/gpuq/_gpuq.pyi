@@ -41,6 +41,36 @@ def solve(
     """Solves A x = b (CSR arrays; data, b, x0 of one of float32, float64, complex64,
     complex128); returns x (None after a breakdown) and the report as JSON text."""
 
+def cuda_array(obj: object, name: str = "array") -> Tuple[str, List[int]]:
+    """Reads and checks obj.__cuda_array_interface__ (versions 2 and 3: a C-contiguous,
+    unmasked array of a little-endian numeric type); its typestr and shape, a ValueError
+    naming `name` otherwise."""
+
+def solve_cuda(
+    device: int,
+    shape: Tuple[int, int],
+    indptr: object,
+    indices: object,
+    data: object,
+    b: object,
+    x: object,
+    transpose: Optional[Tuple[object, object, object]] = None,
+    inv_diag: Optional[object] = None,
+    method: str = "cg",
+    precond: str = "none",
+    tol: float = 1e-8,
+    atol: float = 0.0,
+    maxiter: Optional[int] = None,
+    stagnation_window: int = 500,
+    layout: str = "auto",
+) -> Tuple[bool, str]:
+    """Solves A x = b on CUDA device `device`, b and x CUDA arrays (x, the initial guess,
+    overwritten with the solution); A as CSR arrays on that device (int64 indptr, int32
+    indices, data of b's type; `transpose`: A^T's arrays, for QMR; `inv_diag`: D^-1, for
+    Jacobi), which the caller has checked (the kernels read them unchecked), or as SciPy's
+    arrays on the host. Returns whether x holds the iterate (not after a breakdown) and
+    the report as JSON text."""
+
 def integrate(
     dim: int,
     lo: List[float],

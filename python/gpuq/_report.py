@@ -50,8 +50,11 @@ class SolveReport(Report):
     ``relative_residual`` (true ||b - A x|| / ||b||), ``residual_history`` (the
     recurrence's relative residual per iteration, the initial one first), ``time_s``,
     ``setup_time_s``, ``method``, ``preconditioner``, ``backend``, ``layout``,
-    ``stopped`` (the message of a breakdown or stagnation, else None), and with AMG
-    ``amg`` (the hierarchy) and ``amg_setup_s``.
+    ``stopped`` (the message of a breakdown or stagnation, else None), ``stats`` (the
+    backend's counters during the iterations), ``transfers`` (of :func:`gpuq.solve`: the
+    backend's host-device copies during the whole call, ``uploads``, ``bytes_up``,
+    ``downloads``, ``bytes_down``; on a GPU with CUDA arrays only the scalars the
+    iterations read back), and with AMG ``amg`` (the hierarchy) and ``amg_setup_s``.
     """
 
 

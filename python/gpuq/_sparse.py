@@ -17,12 +17,19 @@ def is_cupy(x) -> bool:
     return module.startswith("cupy") or module.startswith("cupyx")
 
 
+def on_device(x) -> bool:
+    """Whether ``x`` is a CUDA array: it has ``__cuda_array_interface__`` (CuPy's arrays,
+    Numba's, PyTorch's CUDA tensors) or is a CuPy sparse matrix."""
+    return x is not None and (hasattr(x, "__cuda_array_interface__") or is_cupy(x))
+
+
 def refuse_cupy(*arrays) -> None:
-    """CuPy inputs are not taken yet: a clear error rather than a silent host copy."""
-    if any(is_cupy(a) for a in arrays if a is not None):
+    """CUDA arrays (CuPy's) are taken in place by :func:`gpuq.solve` only: elsewhere a
+    clear error rather than a silent host copy."""
+    if any(on_device(a) for a in arrays):
         raise TypeError(
-            "CuPy arrays are not supported yet: pass SciPy/NumPy data "
-            "(for example A.get() and b.get())"
+            "CuPy (CUDA) arrays are taken in place by gpuq.solve only: here pass "
+            "SciPy/NumPy data (for example A.get() and b.get())"
         )
 
 

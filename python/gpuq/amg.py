@@ -9,7 +9,8 @@ True
 
 The hierarchy is built once (on the GPU with ``backend="cuda"``, setup included) and its
 cycle stays resident on the backend: ``ml.solve`` runs gpuq's preconditioned Krylov
-method there, ``ml.aspreconditioner()`` gives SciPy's solvers the cycle.
+method there, ``ml.aspreconditioner()`` gives SciPy's solvers the cycle. CuPy arrays are
+not taken here yet (a ``TypeError``; :func:`gpuq.solve` takes them in place).
 """
 
 from __future__ import annotations

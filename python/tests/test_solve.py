@@ -127,7 +127,10 @@ def test_the_report_has_the_fields_of_the_cli_json(known, tmp_path):
         check=True, capture_output=True, text=True,
     )
     theirs = json.loads(out.stdout)
-    assert set(fields) - {"stopped"} <= set(theirs)
+    # The CLI's fields, and two of the binding's own: the breakdown's message and the
+    # transfers of the whole call.
+    assert set(fields) - {"stopped", "transfers"} <= set(theirs)
+    assert set(fields["transfers"]) == {"uploads", "bytes_up", "downloads", "bytes_down"}
     assert theirs["iterations"] == fields["iterations"]
     assert theirs["relative_residual"] == pytest.approx(fields["relative_residual"], rel=1e-6)
 

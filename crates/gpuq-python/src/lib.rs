@@ -5,6 +5,7 @@
 
 mod amg;
 mod arrays;
+mod device;
 mod errors;
 mod integrand;
 mod integrate;
@@ -57,6 +58,8 @@ fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(backends, m)?)?;
     m.add_function(wrap_pyfunction!(rigid_body_modes, m)?)?;
     m.add_function(wrap_pyfunction!(solve::solve, m)?)?;
+    m.add_function(wrap_pyfunction!(device::solve_cuda, m)?)?;
+    m.add_function(wrap_pyfunction!(device::cuda_array, m)?)?;
     m.add_function(wrap_pyfunction!(integrate::integrate, m)?)?;
     m.add_function(wrap_pyfunction!(integrate::uq_expectation, m)?)?;
     m.add_function(wrap_pyfunction!(uq::uq_static_response, m)?)?;

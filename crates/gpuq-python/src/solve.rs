@@ -3,7 +3,7 @@
 use crate::amg::AmgParams;
 use crate::arrays::{csr, optional_vector, to_numpy, vector, Dtype, IndexArray, Indices};
 use crate::errors::{json, IntoPy};
-use gpuq::core::{Result, Scalar, SolveReport};
+use gpuq::core::{Result, Scalar, SolveReport, Stats};
 use gpuq::krylov::{KrylovOptions, Method, Preconditioner, SolverConfig};
 use gpuq::solver::{AmgSummary, Solution, SolveSpec};
 use gpuq::sparse::{Csr, Layout};
@@ -12,8 +12,9 @@ use numpy::Element;
 use pyo3::prelude::*;
 
 /// What the Python layer receives as a solve's report: the solve report's fields (as the
-/// CLI's JSON has them), the message of a breakdown or stagnation, and with AMG the
-/// hierarchy under `amg` and the AMG setup time under `amg_setup_s`.
+/// CLI's JSON has them), the message of a breakdown or stagnation, with AMG the
+/// hierarchy under `amg` and the AMG setup time under `amg_setup_s`, and for `gpuq.solve`
+/// the host-device transfers of the whole call under `transfers`.
 #[derive(serde::Serialize)]
 pub struct PyReport<'a> {
     /// The solve report.
@@ -27,6 +28,38 @@ pub struct PyReport<'a> {
     /// With AMG: seconds of its setup (hierarchy and cycle).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub amg_setup_s: Option<f64>,
+    /// The backend's transfers during the whole call (the report's `stats` count the
+    /// iterations only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfers: Option<Transfers>,
+}
+
+/// The copies between host and device a backend made during one call: the uploads of
+/// the matrix and the vectors, the scalars the iterations read back, the download of the
+/// solution. Counted on the backend, which concurrent calls share. Zero on the CPU.
+#[derive(serde::Serialize)]
+pub struct Transfers {
+    /// Host-to-device copies.
+    pub uploads: u64,
+    /// Bytes copied host to device.
+    pub bytes_up: u64,
+    /// Device-to-host copies.
+    pub downloads: u64,
+    /// Bytes copied device to host.
+    pub bytes_down: u64,
+}
+
+impl Transfers {
+    /// The transfers `backend` counted since its counters read `before`. O(1).
+    pub fn since<B: gpuq::core::Backend>(backend: &B, before: &Stats) -> Self {
+        let d = backend.stats().since(before);
+        Transfers {
+            uploads: d.uploads,
+            bytes_up: d.bytes_up,
+            downloads: d.downloads,
+            bytes_down: d.bytes_down,
+        }
+    }
 }
 
 impl<'a> PyReport<'a> {
@@ -37,6 +70,7 @@ impl<'a> PyReport<'a> {
             stopped: s.stopped.as_deref(),
             amg: s.amg.as_ref(),
             amg_setup_s: s.amg.as_ref().map(|a| a.setup_s),
+            transfers: None,
         }
     }
 }
@@ -75,9 +109,11 @@ struct Job<'a, T> {
 }
 
 impl<T: Scalar> OnBackend for Job<'_, T> {
-    type Output = Result<Solution<T>>;
+    type Output = Result<(Solution<T>, Transfers)>;
     fn run<B: FullBackend>(self, backend: &B) -> Self::Output {
-        gpuq::solver::solve(backend, self.a, self.b, self.x0, self.spec)
+        let before = backend.stats();
+        let s = gpuq::solver::solve(backend, self.a, self.b, self.x0, self.spec)?;
+        Ok((s, Transfers::since(backend, &before)))
     }
 }
 
@@ -154,16 +190,20 @@ fn run<'py, T: Scalar + Element>(
         vector::<T>(b)?,
         optional_vector::<T>(x0)?,
     );
-    let solution = crate::interruptible::run(py, || -> Result<Solution<T>> {
-        let a = csr(shape, indptr, indices, data)?;
-        crate::opened::open(choice)?.run(Job {
-            a: &a,
-            b: &b,
-            x0: x0.as_deref(),
-            spec,
-        })
-    })?
-    .py()?;
-    let report = json(&PyReport::of(&solution))?;
+    let (solution, transfers) =
+        crate::interruptible::run(py, || -> Result<(Solution<T>, Transfers)> {
+            let a = csr(shape, indptr, indices, data)?;
+            crate::opened::open(choice)?.run(Job {
+                a: &a,
+                b: &b,
+                x0: x0.as_deref(),
+                spec,
+            })
+        })?
+        .py()?;
+    let report = json(&PyReport {
+        transfers: Some(transfers),
+        ..PyReport::of(&solution)
+    })?;
     Ok((solution.x.map(|x| to_numpy(py, x)), report))
 }
