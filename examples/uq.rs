@@ -14,13 +14,14 @@
 //! cargo run --release --example uq
 //! ```
 //!
-//! `GPUQ_BACKEND=cpu|cuda|auto` (default `auto`) picks the backend of the
-//! beam. Exits non-zero when a sample mean is more than 5 standard errors
+//! Both run the one static procedure, `gpuq::uq::static_response_on` (the
+//! beam as a model). `GPUQ_BACKEND=cpu|cuda|auto` (default `auto`) picks the
+//! backend. Exits non-zero when a sample mean is more than 5 standard errors
 //! from the exact mean or a sample standard deviation more than 5% from the
 //! exact one.
 
 use gpuq::prelude::*;
-use gpuq::uq::StaticResult;
+use gpuq::uq::{static_response_on, ModelStaticResult, StaticOptions, StaticResult};
 use std::error::Error as StdError;
 use std::process::ExitCode;
 
@@ -32,6 +33,17 @@ impl OnBackend for BeamStatic<'_> {
 
     fn run<B: FullBackend>(self, backend: &B) -> Result<StaticResult> {
         static_response(backend, self.0, self.1, 7)
+    }
+}
+
+/// A model's static response on the chosen backend.
+struct ModelRun<'a>(&'a ModelStatic<'a>, StaticOptions);
+
+impl OnBackend for ModelRun<'_> {
+    type Output = Result<ModelStaticResult>;
+
+    fn run<B: FullBackend>(self, backend: &B) -> Result<ModelStaticResult> {
+        static_response_on(backend, self.0, &self.1)
     }
 }
 
@@ -66,6 +78,9 @@ fn main() -> ExitCode {
 }
 
 fn run() -> std::result::Result<(), Box<dyn StdError>> {
+    let choice: BackendChoice =
+        std::env::var("GPUQ_BACKEND").map_or(Ok(BackendChoice::Auto), |s| s.parse())?;
+    let backend = choose(choice)?;
     // A user's model: nodes 0..=40 joined by springs of stiffness k, node 0
     // at the wall.
     let (nodes, k) = (41, 2.0);
@@ -90,14 +105,24 @@ fn run() -> std::result::Result<(), Box<dyn StdError>> {
         design: Default::default(),
         tol: 1e-10,
     };
-    let result = model_static_response(&problem, samples, 11)?;
+    let result = backend.run(ModelRun(
+        &problem,
+        StaticOptions {
+            samples,
+            seed: 11,
+            solver: Default::default(),
+        },
+    ))?;
     let out = &result.outputs[1];
     let sum_j: f64 = (1..nodes).map(|j| j as f64).sum();
     let sum_j2: f64 = (1..nodes).map(|j| (j * j) as f64).sum();
     let exact = (sum_j / k, 0.2 * sum_j2.sqrt() / k);
     println!(
-        "spring chain: {free} free DOFs, {samples} samples, factor {:.3} s, sampling {:.3} s",
-        result.factor_s, result.solve_s
+        "spring chain on {}: {free} free DOFs, {samples} samples by {}, setup {:.3} s, sampling {:.3} s",
+        backend.name(),
+        result.solver.name(),
+        result.factor_s,
+        result.solve_s
     );
     // The library's own exact moments (from the outputs' adjoints) agree with
     // the closed form.
@@ -120,9 +145,6 @@ fn run() -> std::result::Result<(), Box<dyn StdError>> {
     )?;
 
     // The beam on the chosen backend.
-    let choice: BackendChoice =
-        std::env::var("GPUQ_BACKEND").map_or(Ok(BackendChoice::Auto), |s| s.parse())?;
-    let backend = choose(choice)?;
     let beam = Beam::unit(64)?;
     let problem = StaticProblem {
         dof: beam.tip(),
@@ -136,8 +158,9 @@ fn run() -> std::result::Result<(), Box<dyn StdError>> {
     let samples = 20_000;
     let r = backend.run(BeamStatic(&problem, samples))?;
     println!(
-        "beam on {}: 64 DOFs, {samples} samples ({} not positive definite), {:.3} s",
+        "beam on {}: 64 DOFs, {samples} samples by {} ({} not finite), {:.3} s",
         backend.name(),
+        r.solver.name(),
         r.failed,
         r.time_s
     );

@@ -109,7 +109,7 @@ pub trait FullBackend:
     + gpuq_mcls::WalkBackend
     + gpuq_cubature::CubatureKernels
     + gpuq_uq::SdofKernels
-    + gpuq_uq::StaticKernels
+    + gpuq_uq::BandKernels
     + gpuq_uq::PsdKernels
     + gpuq_uq::ConvolutionKernels
     + gpuq_bidomain::BidomainKernels
@@ -124,7 +124,7 @@ impl<B> FullBackend for B where
         + gpuq_mcls::WalkBackend
         + gpuq_cubature::CubatureKernels
         + gpuq_uq::SdofKernels
-        + gpuq_uq::StaticKernels
+        + gpuq_uq::BandKernels
         + gpuq_uq::PsdKernels
         + gpuq_uq::ConvolutionKernels
         + gpuq_bidomain::BidomainKernels

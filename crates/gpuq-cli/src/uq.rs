@@ -280,8 +280,11 @@ pub struct StaticArgs {
     /// DOF whose statistics are reported (default: the tip deflection, N - 2).
     #[arg(long)]
     pub dof: Option<usize>,
-    /// Solver: band (banded Cholesky) or dense (the seed's dense LU per sample).
-    #[arg(long, default_value = "band", value_parser = ["band", "dense"])]
+    /// Solver: auto (from the matrices: band for the beam), band (banded
+    /// Cholesky), direct (sparse Cholesky of a deterministic K), pcg
+    /// (AMG-preconditioned conjugate gradients on the backend) or dense (the
+    /// seed's dense LU per sample).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "band", "direct", "pcg", "dense"])]
     pub solver: String,
     /// Sampling design: mc, lhs (Latin hypercube over every variable) or sobol
     /// (the load from scrambled Sobol points, the moduli by Monte Carlo).
@@ -461,15 +464,7 @@ fn run_static(a: &StaticArgs) -> Result<ExitCode> {
         load_std: number(&a.load_std, 0.1, "--load-std")?,
         modulus_cov: a.modulus_cov,
         design: parse_design(&a.design)?,
-        solver: match a.solver.as_str() {
-            "band" => StaticSolver::Band,
-            "dense" => StaticSolver::Dense,
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown solver '{other}' (available: band, dense)"
-                )))
-            }
-        },
+        solver: StaticSolver::parse(&a.solver)?,
     };
     let chosen = Chosen::parse(&a.common.backend)?;
     let r = match &chosen {
@@ -495,9 +490,9 @@ fn run_static(a: &StaticArgs) -> Result<ExitCode> {
             dof: problem.dof,
             samples: r.samples,
             seed: a.common.seed,
-            random_modulus: problem.sampling().random_modulus,
+            random_modulus: problem.random_modulus(),
             design: &a.design,
-            solver: &a.solver,
+            solver: r.solver.name(),
             tip_mean: tip.then_some(r.mean),
             tip_std: tip.then_some(r.std),
             mean: r.mean,
@@ -1095,8 +1090,8 @@ struct StaticReport<'a> {
     random_modulus: bool,
     /// `--design`.
     design: &'a str,
-    /// `--solver`.
-    solver: &'a str,
+    /// The solver that ran (`--solver`, auto resolved).
+    solver: &'static str,
     /// The mean where the DOF is the tip deflection.
     tip_mean: Option<f64>,
     /// The standard deviation where the DOF is the tip deflection.

@@ -11,7 +11,9 @@ use gpuq_uq::modal::ModalSummary;
 use gpuq_uq::model::{parse_dofs, Damping, Model};
 use gpuq_uq::psd::Ar1;
 use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd, OutputPsd};
-use gpuq_uq::static_model::{model_static_response, ModelStatic, OutputStats, Theta};
+use gpuq_uq::static_model::{
+    static_response_on, ModelStatic, OutputStats, StaticOptions, StaticSolver, Theta,
+};
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -59,15 +61,7 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
                 .into(),
         ));
     }
-    match Chosen::parse(&a.common.backend)? {
-        Chosen::Cpu(_) => {}
-        Chosen::Cuda(_) => {
-            return Err(Error::InvalidArgument(
-                "the static response of a model from files runs on the CPU backend (its device path is not written yet)"
-                    .into(),
-            ))
-        }
-    }
+    let chosen = Chosen::parse(&a.common.backend)?;
     let fixed = a
         .fixed_dofs
         .as_deref()
@@ -113,7 +107,15 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
         tol: a.tol,
     };
     let setup_s = start.elapsed().as_secs_f64();
-    let r = model_static_response(&problem, a.samples as u64, a.common.seed)?;
+    let options = StaticOptions {
+        samples: a.samples as u64,
+        seed: a.common.seed,
+        solver: StaticSolver::parse(&a.solver)?,
+    };
+    let r = match &chosen {
+        Chosen::Cpu(b) => static_response_on(b, &problem, &options)?,
+        Chosen::Cuda(b) => static_response_on(b, &problem, &options)?,
+    };
     // A sample whose true residual missed --tol is said, and the run ends
     // with status 3.
     let met = r.converged;
@@ -125,7 +127,8 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
     if a.common.json {
         crate::solve::print_json(&StaticModelReport {
             procedure: "static",
-            backend: "cpu",
+            backend: backend_name(&chosen),
+            solver: r.solver.name(),
             model: StaticModelSize {
                 size: ModelSize::of(&model),
                 stiffness_terms: problem.terms.len(),
@@ -146,11 +149,13 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
         })?;
     } else {
         println!(
-            "static: model of {} DOFs ({} free, {} nonzeros), {} samples on cpu: factor {:.3} s, solves {:.3} s",
+            "static: model of {} DOFs ({} free, {} nonzeros), {} samples on {} by {}: setup {:.3} s, solves {:.3} s",
             model.full_dofs(),
             model.dofs(),
             model.k.nnz(),
             r.samples,
+            backend_name(&chosen),
+            r.solver.name(),
             r.factor_s,
             r.solve_s
         );
@@ -166,7 +171,7 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
         }
         if let Some((lo, mean, hi)) = r.iterations {
             println!(
-                "PCG iterations per sample: {lo} to {hi} (mean {mean:.1}); largest true residual {:.2e} (tolerance {:.1e}: {status})",
+                "PCG iterations per solve: {lo} to {hi} (mean {mean:.1}); largest true residual {:.2e} (tolerance {:.1e}: {status})",
                 r.max_residual.unwrap_or(0.0),
                 a.tol
             );
@@ -476,8 +481,10 @@ struct StaticModelSize {
 struct StaticModelReport<'a> {
     /// "static".
     procedure: &'static str,
-    /// "cpu".
+    /// "cpu" or "cuda".
     backend: &'static str,
+    /// The solver that ran: band, direct, pcg or dense (`--solver`, auto resolved).
+    solver: &'static str,
     /// The model.
     model: StaticModelSize,
     /// Number of samples.
@@ -488,9 +495,9 @@ struct StaticModelReport<'a> {
     design: &'a str,
     /// Statistics per output DOF.
     outputs: &'a [OutputStats],
-    /// PCG iterations per sample (fewest, mean, most), random K only.
+    /// PCG iterations per solve (fewest, mean, most), the pcg solver only.
     iterations: Option<(usize, f64, usize)>,
-    /// Largest true relative residual of a sample, random K only.
+    /// Largest true relative residual of a sample, random K (or dense) only.
     max_residual: Option<f64>,
     /// `--tol`.
     tol: f64,
@@ -498,7 +505,7 @@ struct StaticModelReport<'a> {
     status: &'static str,
     /// Seconds reading and reducing the model.
     setup_s: f64,
-    /// Seconds of the factorisation.
+    /// Seconds of the solver's setup (factorisation, or uploads and AMG).
     factor_s: f64,
     /// Seconds of the sampling and solves.
     solve_s: f64,

@@ -96,7 +96,7 @@ pub use nccl::{DeviceIndices, NcclHalo, NCCL_ID_BYTES, NCCL_SLOTS};
 pub use replay::Recording;
 pub use snapshots::{ScalarRing, SnapshotSlot};
 pub use spmv::CudaMatrix;
-pub use uq::{SdofPart, SdofReal, SdofRun, SdofSums};
+pub use uq::{BandResident, SdofPart, SdofReal, SdofRun, SdofSums};
 pub use uq_convolution::{ConvolutionRun, ConvolutionSums};
 pub use vector::CudaVector;
 pub use walks::{DeviceWalkData, ForwardMapping};

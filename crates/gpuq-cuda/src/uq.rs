@@ -5,7 +5,7 @@ use crate::backend::{dev, CudaBackend, THREADS};
 use crate::vector::CudaVector;
 use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg};
 use gpuq_core::{Complex64, Error, Result, Scalar};
-use gpuq_kernels::uq::beam::StaticSampling;
+use gpuq_kernels::uq::band::{BandModel, ThetaLaw, MAX_SEMI_BAND, THETA_UNIFORM};
 use gpuq_kernels::uq::real::UqReal;
 use gpuq_kernels::uq::sdof::SdofParams;
 
@@ -188,73 +188,6 @@ impl CudaBackend {
         })
     }
 
-    /// Static samples 0..samples of the cantilever (see
-    /// `gpuq_kernels::uq::beam::static_sample_designed`: the normals of design
-    /// `design` under `seed`): u\[dof\] of each sample, one thread per sample. With a random modulus every sample assembles and
-    /// factors its own banded K in device memory (40 n bytes per sample, batches
-    /// of at most 512 MiB); otherwise `shared` is the factor of K (4 n values,
-    /// band rows) and each sample only solves. One launch per batch, one
-    /// download per batch.
-    pub fn uq_beam_static(
-        &self,
-        p: &StaticSampling<f64>,
-        (seed, design): (u64, u32),
-        samples: usize,
-        dof: usize,
-        shared: &[f64],
-    ) -> Result<Vec<f64>> {
-        let n = 2 * p.ne;
-        if p.ne == 0 || dof >= n {
-            return Err(Error::InvalidArgument(format!(
-                "uq_beam_static: dof {dof} outside 0..{n}"
-            )));
-        }
-        if !p.random_modulus && shared.len() != 4 * n {
-            return Err(Error::shape("uq_beam_static factor", 4 * n, shared.len()));
-        }
-        let f = self.function("uq_beam_static_f64")?;
-        let factor = self.upload_raw(if p.random_modulus { &[] } else { shared })?;
-        let batch = (STATIC_WORK_BYTES / (40 * n)).clamp(1, samples.max(1));
-        let mut work = self.zeroed_bytes(40 * n * batch)?;
-        let mut out = self.zeroed_bytes(8 * batch)?;
-        let mut values = Vec::with_capacity(samples);
-        let random = u32::from(p.random_modulus);
-        let samples64 = samples as u64;
-        let mut first = 0usize;
-        while first < samples {
-            let count = batch.min(samples - first);
-            let first64 = first as u64;
-            let mut b = self.inner.stream.launch_builder(&f);
-            b.arg(&p.ne)
-                .arg(&p.h)
-                .arg(&p.inertia)
-                .arg(&p.load_mean)
-                .arg(&p.load_std)
-                .arg(&random)
-                .arg(&p.mu_ln)
-                .arg(&p.sigma_ln)
-                .arg(&seed)
-                .arg(&design)
-                .arg(&samples64)
-                .arg(&first64)
-                .arg(&count)
-                .arg(&dof)
-                .arg(&factor.buf)
-                .arg(&mut work)
-                .arg(&mut out);
-            // SAFETY: arguments match `uq_beam_static_f64`; work holds 5 n batch
-            // >= 5 n count f64, out batch >= count, the factor 4 n values when the
-            // modulus is deterministic (checked), dof < n (checked).
-            unsafe { b.launch(cfg(self.grid_blocks(count))) }.map_err(dev("uq_beam_static"))?;
-            self.inner.stats.launch("uq_beam_static");
-            let mut host = vec![0.0f64; count];
-            self.download_into(&out.slice(..), &mut host)?;
-            values.extend_from_slice(&host);
-            first += count;
-        }
-        Ok(values)
-    }
-
     /// Times one ingredient of the SDOF kernel alone over `samples` samples of
     /// `params.steps` steps (one thread per sample, the same grid as
     /// [`CudaBackend::uq_sdof`]): returns the seconds from launch to completion
@@ -301,64 +234,116 @@ impl CudaBackend {
         Ok(start.elapsed().as_secs_f64())
     }
 
-    /// The seed's dense path for static samples 0..samples: each thread
-    /// assembles its sample's dense K and solves by LU with partial pivoting
-    /// (`gpuq_kernels::uq::dense::static_dense_designed`); u\[dof\] per sample.
-    /// 8 (n^2 + n) bytes of work per sample, batches of at most 512 MiB; one
-    /// launch and one download per batch.
-    pub fn uq_beam_static_dense(
+    /// Uploads a random banded static problem (`model`: see
+    /// `gpuq_kernels::uq::band::BandModel`) and allocates the work space of
+    /// one batch: at most 512 MiB of per-sample work (8 (n (w + 3) + r + m)
+    /// bytes a sample). Checks every size and index the kernel reads
+    /// unchecked; errors on a semi-bandwidth above `MAX_SEMI_BAND`, n or an
+    /// offset beyond u32, or a uniform theta law (its erf is not in the PTX
+    /// module: the caller solves such models on the host). O(size of the
+    /// model) transfer.
+    pub fn uq_band_upload(&self, model: &BandModel<'_>) -> Result<BandResident> {
+        check_band(model)?;
+        let d = &model.draws;
+        let per_sample = 8 * model.work_len();
+        let batch = (STATIC_WORK_BYTES / per_sample.max(1)).max(1);
+        Ok(BandResident {
+            n: model.n,
+            w: model.w,
+            m: model.terms(),
+            rank: d.rank,
+            std_len: d.load_std.len(),
+            outputs: model.outputs.len(),
+            batch,
+            k0: self.upload_raw(model.k0)?.buf,
+            term_start: self.upload_bytes(u32_bytes(model.term_start))?,
+            term_row: self.upload_bytes(u32_bytes(model.term_row))?,
+            term_col: self.upload_bytes(u32_bytes(model.term_col))?,
+            term_val: self.upload_raw(model.term_val)?.buf,
+            laws: self.upload_bytes(law_bytes(d.laws))?,
+            load_mean: self.upload_raw(d.load_mean)?.buf,
+            load_std: self.upload_raw(d.load_std)?.buf,
+            factor_start: self.upload_bytes(u32_bytes(d.factor_start))?,
+            factor_col: self.upload_bytes(u32_bytes(d.factor_col))?,
+            factor_val: self.upload_raw(d.factor_val)?.buf,
+            output_dofs: self.upload_bytes(u32_bytes(model.outputs))?,
+            work: self.zeroed_bytes(per_sample * batch)?,
+            values: self.zeroed_bytes(8 * (model.outputs.len() * batch).max(1))?,
+            residuals: self.zeroed_bytes(8 * batch)?,
+        })
+    }
+
+    /// Static samples first..first + count (count at most
+    /// [`BandResident::batch`]) of the problem in `r`, drawn under `seed` with
+    /// the normals of `design` (`gpuq_kernels::uq::sampling` codes) out of
+    /// `samples`: one thread per sample (`uq_band_static_f64`, the host's
+    /// `band_sample_designed`), one launch and two downloads. Returns the
+    /// outputs' values sample-major (count x outputs) and per sample its
+    /// relative residual or the failure code of its pivot
+    /// (`gpuq_kernels::uq::band::failed_pivot`). Cost per sample: n w^2 flops
+    /// sequentially in its thread.
+    pub fn uq_band_static(
         &self,
-        p: &StaticSampling<f64>,
-        (seed, design): (u64, u32),
-        samples: usize,
-        dof: usize,
-    ) -> Result<Vec<f64>> {
-        let n = 2 * p.ne;
-        if p.ne == 0 || dof >= n {
+        r: &mut BandResident,
+        (seed, design, samples): (u64, u32, u64),
+        first: u64,
+        count: usize,
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        if count > r.batch {
             return Err(Error::InvalidArgument(format!(
-                "uq_beam_static_dense: dof {dof} outside 0..{n}"
+                "uq_band_static: {count} samples exceed the batch of {}",
+                r.batch
             )));
         }
-        let per_sample = 8 * (n * n + n);
-        let f = self.function("uq_beam_static_dense_f64")?;
-        let batch = (STATIC_WORK_BYTES / per_sample).clamp(1, samples.max(1));
-        let mut work = self.zeroed_bytes(per_sample * batch)?;
-        let mut out = self.zeroed_bytes(8 * batch)?;
-        let mut values = Vec::with_capacity(samples);
-        let random = u32::from(p.random_modulus);
-        let samples64 = samples as u64;
-        let mut first = 0usize;
-        while first < samples {
-            let count = batch.min(samples - first);
-            let first64 = first as u64;
-            let mut b = self.inner.stream.launch_builder(&f);
-            b.arg(&p.ne)
-                .arg(&p.h)
-                .arg(&p.inertia)
-                .arg(&p.load_mean)
-                .arg(&p.load_std)
-                .arg(&random)
-                .arg(&p.mu_ln)
-                .arg(&p.sigma_ln)
-                .arg(&seed)
-                .arg(&design)
-                .arg(&samples64)
-                .arg(&first64)
-                .arg(&count)
-                .arg(&dof)
-                .arg(&mut work)
-                .arg(&mut out);
-            // SAFETY: arguments match `uq_beam_static_dense_f64`; work holds
-            // (n^2 + n) batch >= (n^2 + n) count f64, out batch >= count, dof < n.
-            unsafe { b.launch(cfg(self.grid_blocks(count))) }
-                .map_err(dev("uq_beam_static_dense"))?;
-            self.inner.stats.launch("uq_beam_static_dense");
-            let mut host = vec![0.0f64; count];
-            self.download_into(&out.slice(..), &mut host)?;
-            values.extend_from_slice(&host);
-            first += count;
+        if count == 0 {
+            return Ok((Vec::new(), Vec::new()));
         }
-        Ok(values)
+        let f = self.function("uq_band_static_f64")?;
+        let mut b = self.inner.stream.launch_builder(&f);
+        b.arg(&r.n)
+            .arg(&r.w)
+            .arg(&r.k0)
+            .arg(&r.m)
+            .arg(&r.term_start)
+            .arg(&r.term_row)
+            .arg(&r.term_col)
+            .arg(&r.term_val)
+            .arg(&r.laws)
+            .arg(&r.load_mean)
+            .arg(&r.std_len)
+            .arg(&r.load_std)
+            .arg(&r.rank)
+            .arg(&r.factor_start)
+            .arg(&r.factor_col)
+            .arg(&r.factor_val)
+            .arg(&r.outputs)
+            .arg(&r.output_dofs)
+            .arg(&seed)
+            .arg(&design)
+            .arg(&samples)
+            .arg(&first)
+            .arg(&count)
+            .arg(&mut r.work)
+            .arg(&mut r.values)
+            .arg(&mut r.residuals);
+        // SAFETY: arguments match `uq_band_static_f64`; `uq_band_upload`
+        // checked every array's size and index against the model (the kernel
+        // reads them unchecked) and sized work, values and residuals for
+        // `batch` >= count samples.
+        unsafe { b.launch(cfg(self.grid_blocks(count))) }.map_err(dev("uq_band_static"))?;
+        self.inner.stats.launch("uq_band_static");
+        let outputs = r.outputs;
+        let mut by_output = vec![0.0f64; outputs * count];
+        self.download_into(&r.values.slice(..8 * outputs * count), &mut by_output)?;
+        let mut residuals = vec![0.0f64; count];
+        self.download_into(&r.residuals.slice(..8 * count), &mut residuals)?;
+        let mut values = vec![0.0f64; outputs * count];
+        for t in 0..count {
+            for o in 0..outputs {
+                values[t * outputs + o] = by_output[o * count + t];
+            }
+        }
+        Ok((values, residuals))
     }
 
     /// The response PSD's rank-1 Hermitian updates for nf frequencies:
@@ -403,6 +388,107 @@ impl CudaBackend {
             .alloc_zeros::<u8>(bytes)
             .map_err(dev("allocating UQ buffers"))
     }
+}
+
+/// A random banded static problem on the device with one batch's work space
+/// ([`CudaBackend::uq_band_upload`]).
+pub struct BandResident {
+    n: usize,
+    w: usize,
+    m: usize,
+    rank: usize,
+    std_len: usize,
+    outputs: usize,
+    batch: usize,
+    k0: CudaSlice<u8>,
+    term_start: CudaSlice<u8>,
+    term_row: CudaSlice<u8>,
+    term_col: CudaSlice<u8>,
+    term_val: CudaSlice<u8>,
+    laws: CudaSlice<u8>,
+    load_mean: CudaSlice<u8>,
+    load_std: CudaSlice<u8>,
+    factor_start: CudaSlice<u8>,
+    factor_col: CudaSlice<u8>,
+    factor_val: CudaSlice<u8>,
+    output_dofs: CudaSlice<u8>,
+    work: CudaSlice<u8>,
+    values: CudaSlice<u8>,
+    residuals: CudaSlice<u8>,
+}
+
+impl BandResident {
+    /// The most samples one [`CudaBackend::uq_band_static`] call takes. O(1).
+    pub fn batch(&self) -> usize {
+        self.batch
+    }
+}
+
+/// Every size and index `uq_band_static_f64` reads unchecked. O(size of the model).
+fn check_band(p: &BandModel<'_>) -> Result<()> {
+    let bad = |what: &str| Err(Error::InvalidArgument(format!("uq_band_upload: {what}")));
+    let (n, d) = (p.n, &p.draws);
+    let m = p.terms();
+    if n == 0 || u32::try_from(n).is_err() || p.w > MAX_SEMI_BAND {
+        return bad("n must be in 1..2^32 and the semi-bandwidth at most MAX_SEMI_BAND");
+    }
+    if p.k0.len() != n * (p.w + 1) || d.load_mean.len() != n {
+        return bad("K0's band or the load mean does not match n");
+    }
+    if !(d.load_std.is_empty() || d.load_std.len() == n) {
+        return bad("the load deviations are neither empty nor n");
+    }
+    let nt = p.term_row.len();
+    if p.term_start.len() != m + 1
+        || p.term_start.first() != Some(&0)
+        || p.term_start.windows(2).any(|w| w[0] > w[1])
+        || p.term_start[m] as usize != nt
+        || p.term_col.len() != nt
+        || p.term_val.len() != nt
+    {
+        return bad("the terms' offsets do not match their triplets");
+    }
+    if p.term_row
+        .iter()
+        .chain(p.term_col)
+        .any(|&i| i as usize >= n)
+        || p.term_row
+            .iter()
+            .zip(p.term_col)
+            .any(|(&i, &j)| i.abs_diff(j) as usize > p.w)
+    {
+        return bad("a term's entry is outside the matrix or the band");
+    }
+    if d.laws.iter().any(|l| l.kind == THETA_UNIFORM) {
+        return bad("a uniform theta (solve it on the host)");
+    }
+    if d.rank > 0 {
+        let nnz = d.factor_col.len();
+        if d.factor_start.len() != n + 1
+            || d.factor_start[0] != 0
+            || d.factor_start.windows(2).any(|w| w[0] > w[1])
+            || d.factor_start[n] as usize != nnz
+            || d.factor_val.len() != nnz
+            || d.factor_col.iter().any(|&c| c as usize >= d.rank)
+        {
+            return bad("the load factor's CSR does not match n and its rank");
+        }
+    }
+    if p.outputs.iter().any(|&o| o as usize >= n) {
+        return bad("an output DOF is outside 0..n");
+    }
+    Ok(())
+}
+
+fn u32_bytes(v: &[u32]) -> &[u8] {
+    // SAFETY: u32 has no padding; every byte is initialised; u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+fn law_bytes(v: &[ThetaLaw]) -> &[u8] {
+    // SAFETY: `ThetaLaw` is `#[repr(C)]`, a u64 and three f64: 32 bytes, no
+    // padding, every byte initialised; u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
 }
 
 fn u64_bytes(v: &[u64]) -> &[u8] {

@@ -7,11 +7,18 @@
 //!
 //! K, M and C are available as symmetric lower bands (semi-bandwidth 3, entry
 //! (i, d) = A[i][i - d] at `4 i + d`, the layout of
-//! [`gpuq_kernels::uq::beam`]), as dense row-major matrices (small systems)
+//! [`gpuq_kernels::uq::band`] with w = 3), as dense row-major matrices (small systems)
 //! and as [`gpuq_sparse::Csr`]. Assembly is O(ne).
+//!
+//! As a [`Model`] ([`Beam::model`]) the beam is what every procedure takes:
+//! K, M and Rayleigh damping in CSR on its 2 ne free DOFs (the clamped node's
+//! are not in it), and [`Beam::element_stiffness_terms`] the per-element
+//! stiffness matrices K_e of a random modulus per element.
 
+use crate::model::{Damping, Model};
 use gpuq_core::{Error, Result};
-use gpuq_kernels::uq::beam::{assemble, BandStore};
+use gpuq_kernels::uq::band::BandStore;
+use gpuq_kernels::uq::beam::{assemble, element_stiffness};
 use gpuq_sparse::{Coo, Csr};
 use serde::Serialize;
 
@@ -229,6 +236,43 @@ impl Beam {
             .combine(self.alpha, &self.stiffness(), self.beta)
     }
 
+    /// The beam as a model: K and M in CSR, Rayleigh damping alpha M + beta K,
+    /// no DOF fixed (the clamped node's are not among the 2 ne). O(ne).
+    pub fn model(&self) -> Result<Model> {
+        self.validate()?;
+        Model::new(
+            self.stiffness().to_csr()?,
+            Some(self.mass().to_csr()?),
+            Damping::Rayleigh {
+                a: self.alpha,
+                b: self.beta,
+            },
+            &[],
+        )
+    }
+
+    /// Element e's stiffness K_e with the modulus E, on the model's DOFs, for
+    /// every element: K = sum_e K_e, and a modulus E_e in element e gives
+    /// K + sum_e (E_e / E - 1) K_e. O(ne) entries in all.
+    pub fn element_stiffness_terms(&self) -> Result<Vec<Csr<f64>>> {
+        self.validate()?;
+        let n = self.dofs();
+        let ke = element_stiffness(self.modulus * self.inertia, self.element_length());
+        (0..self.elements)
+            .map(|e| {
+                let mut coo = Coo::with_capacity(n, n, 16);
+                for (a, row) in ke.iter().enumerate() {
+                    for (b, &v) in row.iter().enumerate() {
+                        if 2 * e + a >= 2 && 2 * e + b >= 2 {
+                            coo.push(2 * e + a - 2, 2 * e + b - 2, v)?;
+                        }
+                    }
+                }
+                Csr::from_coo(&coo)
+            })
+            .collect()
+    }
+
     /// The exact tip deflection under a tip load P: P L^3 / (3 E I)
     /// (the cubic elements reproduce it exactly).
     pub fn tip_deflection(&self, load: f64) -> f64 {
@@ -267,5 +311,29 @@ mod tests {
         assert!((c.get(3, 1) - (0.1 * m.get(3, 1) + 1e-4 * k.get(3, 1))).abs() < 1e-15);
         assert!(Beam::unit(7).is_err());
         assert!(Beam::unit(0).is_err());
+    }
+
+    #[test]
+    fn the_model_and_its_element_terms_are_the_beams_matrices() {
+        let b = Beam::unit(10).unwrap();
+        let model = b.model().unwrap();
+        assert_eq!(model.dofs(), 10);
+        assert_eq!(model.k.to_dense(), b.stiffness().to_dense());
+        assert_eq!(model.m.as_ref().unwrap().to_dense(), b.mass().to_dense());
+        assert_eq!(model.damping, Damping::Rayleigh { a: 0.1, b: 1e-4 });
+        let terms = b.element_stiffness_terms().unwrap();
+        assert_eq!(terms.len(), 5);
+        // The first element loses the clamped node's rows: a 2 x 2 block.
+        assert_eq!(terms[0].nnz(), 4);
+        assert_eq!(terms[4].nnz(), 16);
+        let mut sum = vec![0.0; 100];
+        for t in &terms {
+            for (s, v) in sum.iter_mut().zip(t.to_dense()) {
+                *s += v;
+            }
+        }
+        for (s, k) in sum.iter().zip(b.stiffness().to_dense()) {
+            assert!((s - k).abs() <= 1e-12 * k.abs().max(1.0), "{s} vs {k}");
+        }
     }
 }

@@ -42,7 +42,8 @@ use crate::psd::Ar1;
 use gpuq_core::{Backend, Complex64, Error, Result};
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::key_from_seed;
-use gpuq_kernels::uq::beam::{cholesky, solve};
+use gpuq_kernels::uq::band::{cholesky, solve};
+use gpuq_kernels::uq::beam::SEMI_BAND;
 use gpuq_kernels::uq::convolution::{
     chunk_moments, load_block, merge_moments, LOADS_PER_BLOCK, STATS_GROUP,
 };
@@ -161,7 +162,7 @@ impl StateSpace {
             ));
         }
         let mut mf = m.clone();
-        if !cholesky(&mut mf, n) {
+        if cholesky(&mut mf, n, SEMI_BAND).is_some() {
             return Err(Error::InvalidArgument(
                 "convolution: the mass matrix is not positive definite".into(),
             ));
@@ -171,7 +172,7 @@ impl StateSpace {
             for i in 0..n {
                 w.rhs[i] = col(i);
             }
-            solve(&mut w, n);
+            solve(&mut w, n, SEMI_BAND);
             w.rhs
         };
         // Augmented [A, B; 0, 0] dt of order 2n + 1.

@@ -103,12 +103,12 @@ pub fn model_convolution<B: ConvolutionKernels>(
     }
     if samples == 0 {
         return Err(Error::InvalidArgument(
-            "--samples must be at least 1".into(),
+            "model_convolution: samples must be at least 1".into(),
         ));
     }
     if problem.modes.count == 0 {
         return Err(Error::InvalidArgument(
-            "the convolution of a model runs on its modes: --modes must be at least 1".into(),
+            "the convolution of a model runs on its modes: ModelConvolution::modes.count must be at least 1".into(),
         ));
     }
     if problem.load_shape.len() != model.dofs() {

@@ -3,17 +3,22 @@
 //! The five uncertainty-quantification procedures of seed 001 (Gaurav and
 //! Wojtkiewicz, "Use of GPU computing for uncertainty quantification in
 //! computational mechanics: a case study"), each written once, generic over the
-//! backend: a procedure calls a solver-owned trait (`SdofKernels`,
-//! `StaticKernels`, `PsdKernels`, `ConvolutionKernels`) whose methods have
-//! default bodies (a sequential host fallback, so any backend runs them), which
-//! the CPU backend overrides with Rayon (the same values, independent of the
-//! thread count) and the CUDA backend with its kernels. The per-item arithmetic
-//! (an RK4 step, a load sample, a banded factorisation, a normal draw) lives in
-//! `gpuq_kernels::uq` and is shared by both backends, so the same seed gives the
-//! same samples on the CPU and the GPU: random numbers come from keyed ChaCha8
-//! streams (stream = sample index), normals by Box-Muller with `ln`, `sqrt`
-//! and a reduced sine/cosine written in plain IEEE arithmetic (no FMA, no libm),
-//! so the device reproduces the host's bits.
+//! backend. The static response is one function for every model (the seed's
+//! beam is a model generator, [`Beam::model`]) over the backend's sparse
+//! operations, `gpuq-krylov`'s conjugate gradients and `gpuq-amg`'s
+//! hierarchy, or a factorisation chosen from the matrices (a random banded
+//! K's per-sample band factorisations through the solver-owned trait
+//! [`BandKernels`]); the others call a solver-owned trait (`SdofKernels`,
+//! `PsdKernels`, `ConvolutionKernels`) whose methods have default bodies (a sequential
+//! host fallback, so any backend runs them), which the CPU backend overrides
+//! with Rayon (the same values, independent of the thread count) and the CUDA
+//! backend with its kernels. The per-item arithmetic (an RK4 step, a load
+//! sample, a banded factorisation, a normal draw) lives in `gpuq_kernels::uq`
+//! and is shared by both backends, so the same seed gives the same samples on
+//! the CPU and the GPU: random numbers come from keyed ChaCha8 streams
+//! (stream = sample index), normals by Box-Muller with `ln`, `sqrt` and a
+//! reduced sine/cosine written in plain IEEE arithmetic (no FMA, no libm), so
+//! the device reproduces the host's bits.
 //!
 //! ## Example
 //!
@@ -62,18 +67,24 @@
 //!
 //! ## Procedures
 //!
-//! * (i) [`mod@static_response`]: S samples of a Gaussian tip load and optionally
-//!   independent lognormal element moduli; one shared banded Cholesky factor
-//!   when K is deterministic (14 n flops per sample), otherwise a banded
-//!   assembly and Cholesky per sample (one thread per sample on the device, the
-//!   bands strided across the batch); mean, std and quantiles of one DOF, exact
-//!   closed forms for the tip ([`StaticProblem::tip_moments`]).
-//! * (i) on a model, [`static_model`]: loads mu + D xi + L eta and a random
-//!   stiffness K0 + sum theta_k K_k; one sparse Cholesky factorisation
-//!   ([`cholesky`], by `faer`) and the outputs' adjoints for deterministic K
-//!   (no solve per sample; the exact moments as a check), block conjugate
-//!   gradients preconditioned by the mean stiffness's factor for random K
-//!   (host only).
+//! * (i) [`static_model`]: the static response of any model, loads
+//!   mu + D xi + L eta and a random stiffness K0 + sum theta_k K_k, one
+//!   implementation ([`static_response_on`]) whose solver
+//!   ([`StaticSolver`]) is chosen from the matrices or by the user: a
+//!   banded K (semi-bandwidth at most 16) factored as a band (once on the
+//!   host for deterministic K; per sample for random K, O(n b^2), through
+//!   [`BandKernels`]: Rayon on the CPU, one device thread per sample on the
+//!   GPU, the same `gpuq_kernels::uq::band` function and bits); a deterministic
+//!   K otherwise by sparse Cholesky ([`cholesky`], by `faer`); or
+//!   conjugate gradients on the backend (`gpuq-krylov`) preconditioned by AMG
+//!   of the mean stiffness (`gpuq-amg`, built once), K(theta) applied term by
+//!   term; the seed's dense LU per sample for comparison. Deterministic K:
+//!   the outputs' adjoints (no solve per sample; the exact moments as a
+//!   check). Mean, std and quantiles per output DOF.
+//! * (i) on the beam, [`mod@static_response`]: a Gaussian tip load and
+//!   optionally independent lognormal element moduli as a [`ModelStatic`] on
+//!   the beam's model (the draws of seed 001's tables), exact closed forms for
+//!   the tip ([`StaticProblem::tip_moments`]).
 //! * (ii) on a model, [`psd_model`]: S_yy(w) = |H_o(w)|^2 S_ff(w) for a load
 //!   p s(t) of white, AR(1), Kanai-Tajimi or tabulated PSD, by modal
 //!   superposition over the lowest modes ([`eigen`]: LOBPCG preconditioned by
@@ -108,15 +119,30 @@
 //!
 //! ## Not done
 //!
-//! * Issue 30's remaining parts: the static response and the PSD of a model
-//!   on the device (AMG-preconditioned block solves, LOBPCG with block SpMV):
-//!   they run on the host; the model's convolution runs on either backend.
-//! * Single precision for (i) and (ii); the seed's dense batched LU path for
-//!   (i) is there ([`StaticSolver::Dense`]), but one sample per thread, not a
-//!   MAGMA-style blocked batched factorisation.
-//! * On CUDA the static response factors one sample per thread, sequentially
-//!   over the band: at 16384 DOFs the 16-core CPU backend is faster
-//!   (`docs/benchmarks.md`, seed 001's Table 2).
+//! * Issue 51's remaining parts: the PSD of a model on the device and one
+//!   PSD implementation for the beam and a model (the beam's banded complex
+//!   LDL^T in [`psd`] beside [`psd_model`]'s modal and sparse-LU paths); the
+//!   beam's convolution through the model path ([`convolution`]'s exact
+//!   state-space kernel beside [`convolution_model`]'s modal kernels); the
+//!   static response's draws on the device, several right-hand sides per PCG
+//!   and the AMG hierarchy rebuilt by `update_values` per sample; the device
+//!   eigensolver.
+//! * The band kernel on the device for a model with a uniform theta (its
+//!   Phi is libm's erf, not linked into the main PTX module): such a model's
+//!   band samples run on the host's threads with `--backend cuda`. The dense
+//!   strategy (the seed's LU per sample) runs on the host for every backend
+//!   (kernels-rs's `lu_solve`; no device kernel). The beam's own banded
+//!   matrices ([`Band`], w = 3) remain for [`psd`] and [`convolution`],
+//!   which factor them with the general `gpuq_kernels::uq::band` routines.
+//! * The general band kernel is about twice as slow on the device as the
+//!   beam-only kernel it replaced (which assembled the w = 3 band from the
+//!   element moduli inside the thread): on the H200, 10^5 samples of the
+//!   beam with a lognormal modulus take 0.54 s at 2048 DOFs (CPU 16 cores:
+//!   1.70 s) and 33.7 s at 16384 DOFs (CPU: 14.4 s); see
+//!   `docs/benchmarks.md`. One thread per sample with its band in global
+//!   memory leaves the device idle at large n; a block per sample is not
+//!   written.
+//! * Single precision for (i) and (ii).
 //! * Sobol points for the SDOF's per-step noise (1000 dimensions need direction
 //!   numbers that are not in the tree); the Smolyak grid on the device.
 //! * x0 != 0 in the convolution (the seed's formula adds x0 without propagating it).
@@ -157,6 +183,8 @@ pub use sdof::{
     sdof_monte_carlo, BoucWen, HistogramSpec, Initial, Precision, SdofKernels, SdofProblem,
     SdofResult, SdofSums,
 };
-pub use static_response::{
-    static_response, StaticKernels, StaticProblem, StaticResult, StaticSolver,
+pub use static_model::{
+    static_response_on, BandBlock, BandDraws, BandKernels, BandRun, ModelStatic, ModelStaticResult,
+    StaticBackend, StaticOptions, StaticSolver, Theta,
 };
+pub use static_response::{static_response, StaticProblem, StaticResult};

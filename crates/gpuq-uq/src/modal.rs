@@ -64,7 +64,7 @@ pub fn modal_basis(
     let mass = model
         .m
         .as_ref()
-        .ok_or_else(|| Error::InvalidArgument("modes need the mass matrix (--mass)".into()))?;
+        .ok_or_else(|| Error::InvalidArgument("modes need the mass matrix (Model::m)".into()))?;
     let t = Instant::now();
     let kf = SparseCholesky::new(&model.k, "the stiffness matrix K")?;
     let modes = modes(&model.k, mass, &kf, opts)?;

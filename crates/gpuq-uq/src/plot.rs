@@ -210,7 +210,9 @@ mod tests {
             std: 0.1,
             quantiles: Vec::new(),
             failed: 0,
+            solver: crate::StaticSolver::Band,
             time_s: 0.0,
+            converged: true,
             values: vec![0.9, 1.0, 1.1],
         };
         let svg = texts(&static_histogram(&s, 126, 10));

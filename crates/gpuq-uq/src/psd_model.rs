@@ -253,7 +253,7 @@ impl ModelPsd<'_> {
         let n = self.model.dofs();
         if self.model.m.is_none() {
             return Err(Error::InvalidArgument(
-                "the PSD needs the mass matrix (--mass)".into(),
+                "the PSD needs the mass matrix (Model::m)".into(),
             ));
         }
         if self.load_shape.len() != n {
@@ -286,7 +286,7 @@ impl ModelPsd<'_> {
                     .into(),
             )),
             (Damping::Modal(_), 0) => Err(Error::InvalidArgument(
-                "a modal damping ratio needs modes (--modes > 0); the direct solve needs C or Rayleigh coefficients"
+                "a modal damping ratio needs modes (ModelPsd::modes.count > 0); the direct solve needs C or Rayleigh coefficients"
                     .into(),
             )),
             _ => Ok(()),

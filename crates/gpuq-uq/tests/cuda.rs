@@ -242,53 +242,154 @@ fn static_cpu_and_gpu_solve_the_same_samples() {
     let Some(g) = gpu("static_cpu_and_gpu_solve_the_same_samples") else {
         return;
     };
-    use gpuq_kernels::uq::beam::cholesky;
-    use gpuq_uq::Design;
-    use gpuq_uq::StaticKernels;
+    use gpuq_uq::{Design, StaticSolver};
+    // The beam: a deterministic modulus through the adjoint on the host, a
+    // random one through the band kernel on the device.
     for (cov, design) in [
         (None, Design::MonteCarlo),
-        (Some(0.25), Design::MonteCarlo),
         (Some(0.25), Design::LatinHypercube),
         (None, Design::Sobol),
     ] {
         let mut p = static_problem(cov);
         p.design = design;
-        let mut shared = p.beam.stiffness();
-        assert!(cholesky(&mut shared, p.beam.dofs()));
-        let samples = 3000;
-        let c = CpuBackend::new()
-            .static_samples(&p.sampling(), (4, design.code()), samples, p.dof, &shared)
-            .unwrap();
-        let d = g
-            .static_samples(&p.sampling(), (4, design.code()), samples, p.dof, &shared)
-            .unwrap();
-        let worst = c
-            .iter()
-            .zip(&d)
-            .map(|(a, b)| ((a - b) / a).abs())
-            .fold(0.0f64, f64::max);
-        println!("static {cov:?} {design:?}: largest relative difference {worst:e}");
-        assert!(worst < 1e-12);
-        let r = gpuq_uq::static_response(g, &p, 20_000, 9).unwrap();
+        let c = gpuq_uq::static_response(&CpuBackend::new(), &p, 3000, 4).unwrap();
+        let d = gpuq_uq::static_response(g, &p, 3000, 4).unwrap();
+        assert_eq!(c.values, d.values);
         let (mean, std) = p.tip_moments();
-        assert!((r.mean - mean).abs() < 4.0 * std / (20_000f64).sqrt());
-        println!("static {cov:?} {design:?}: 20000 samples in {} s", r.time_s);
-        // The seed's dense LU path solves the same samples (a Latin hypercube's
-        // strata depend on the sample count, so the band path reruns at 300).
-        let c = CpuBackend::new()
-            .static_samples(&p.sampling(), (4, design.code()), 300, p.dof, &shared)
-            .unwrap();
-        let e = CpuBackend::new()
-            .static_samples_dense(&p.sampling(), (4, design.code()), 300, p.dof)
-            .unwrap();
-        let f = g
-            .static_samples_dense(&p.sampling(), (4, design.code()), 300, p.dof)
-            .unwrap();
-        for ((a, b), x) in e.iter().zip(&f).zip(&c) {
-            assert!(((a - b) / a).abs() < 1e-12, "{a} vs {b}");
-            assert!(((a - x) / x).abs() < 1e-9, "{a} vs {x}");
-        }
+        assert!((d.mean - mean).abs() < 4.0 * std / 3000f64.sqrt());
     }
+    // A model through AMG-PCG on the device: deterministic K (one adjoint
+    // solve per output) and a random K (one solve per sample), the same
+    // statistics as the CPU backend's solves.
+    use gpuq_sparse::generators::laplace2d;
+    use gpuq_uq::model::{Damping, Model};
+    use gpuq_uq::{static_response_on, ModelStatic, StaticOptions, Theta};
+    let model = Model::new(laplace2d::<f64>(40), None, Damping::None, &[]).unwrap();
+    let n = model.dofs();
+    let scaled = laplace2d::<f64>(40);
+    for terms in [
+        Vec::new(),
+        vec![(scaled, Theta::Uniform { lo: -0.3, hi: 0.3 })],
+    ] {
+        let problem = ModelStatic {
+            model: &model,
+            load_mean: vec![1.0; n],
+            load_std: Some(vec![0.2; n]),
+            load_factor: None,
+            terms,
+            outputs: vec![n / 2, n / 3],
+            design: Design::MonteCarlo,
+            tol: 1e-12,
+        };
+        let options = StaticOptions {
+            samples: 200,
+            seed: 5,
+            solver: StaticSolver::Pcg,
+        };
+        let c = static_response_on(&CpuBackend::new(), &problem, &options).unwrap();
+        let d = static_response_on(g, &problem, &options).unwrap();
+        assert!(c.converged && d.converged);
+        for (a, b) in c.outputs.iter().zip(&d.outputs) {
+            for (x, y) in [
+                (a.mean, b.mean),
+                (a.std, b.std),
+                (a.q05, b.q05),
+                (a.q95, b.q95),
+            ] {
+                assert!(((x - y) / x).abs() < 1e-10, "{x} vs {y}");
+            }
+        }
+        println!(
+            "static model {} terms: PCG iterations {:?} (CPU {:?}), {} s on the device",
+            problem.terms.len(),
+            d.iterations,
+            c.iterations,
+            d.solve_s
+        );
+    }
+}
+
+/// The band strategy of a random K on the device (`uq_band_static_f64`, one
+/// thread per sample) against the CPU backend's Rayon loop: the same kernels-rs
+/// function, plain IEEE operations (no FMA in the PTX), so the same bits.
+#[test]
+fn band_kernel_cpu_and_gpu_give_the_same_bits() {
+    let Some(g) = gpu("band_kernel_cpu_and_gpu_give_the_same_bits") else {
+        return;
+    };
+    use gpuq_sparse::generators::laplace2d;
+    use gpuq_sparse::{Coo, Csr};
+    use gpuq_uq::model::{Damping, Model};
+    use gpuq_uq::{static_response_on, Design, ModelStatic, StaticOptions, StaticSolver, Theta};
+    // The beam with random element moduli (w = 3, one lognormal per element),
+    // every design; 70,000 samples span several device batches.
+    for (design, samples) in [
+        (Design::MonteCarlo, 70_000),
+        (Design::LatinHypercube, 3000),
+        (Design::Sobol, 3000),
+    ] {
+        let mut p = static_problem(Some(0.2));
+        p.design = design;
+        let c = gpuq_uq::static_response(&CpuBackend::new(), &p, samples, 8).unwrap();
+        let d = gpuq_uq::static_response(g, &p, samples, 8).unwrap();
+        assert_eq!(c.values, d.values, "{design:?}");
+        assert_eq!((c.mean, c.std), (d.mean, d.std));
+        assert!(c.converged && d.converged && d.failed == 0);
+    }
+    // A banded model that is not the beam: laplace2d:9 (w = 9) with a fixed
+    // DOF, a normal and a lognormal term, a rank-2 factor and independent loads.
+    let model = Model::new(laplace2d::<f64>(9), None, Damping::None, &[4]).unwrap();
+    let n = model.dofs();
+    let mut diag = Coo::new(n, n);
+    let mut factor = Coo::new(n, 2);
+    for i in 0..n {
+        // Small beside laplace2d:9's lowest eigenvalue (0.196) times the
+        // lognormal term's smallest factor, so every sample's K stays SPD.
+        diag.push(i, i, 0.05 + 0.001 * i as f64).unwrap();
+        factor.push(i, i % 2, 0.1 + 0.001 * i as f64).unwrap();
+    }
+    let problem = ModelStatic {
+        model: &model,
+        load_mean: (0..n).map(|i| 1.0 + 0.01 * i as f64).collect(),
+        load_std: Some(vec![0.2; n]),
+        load_factor: Some(Csr::from_coo(&factor).unwrap()),
+        terms: vec![
+            (
+                Csr::from_coo(&diag).unwrap(),
+                Theta::Normal {
+                    mean: 0.0,
+                    std: 0.05,
+                },
+            ),
+            (
+                model.k.clone(),
+                Theta::Lognormal {
+                    mu: -0.05,
+                    sigma: 0.3,
+                    shift: -1.0,
+                },
+            ),
+        ],
+        outputs: vec![0, 40, 80],
+        design: Design::MonteCarlo,
+        tol: 1e-10,
+    };
+    let options = StaticOptions {
+        samples: 5000,
+        seed: 3,
+        solver: StaticSolver::Auto,
+    };
+    let c = static_response_on(&CpuBackend::new(), &problem, &options).unwrap();
+    let d = static_response_on(g, &problem, &options).unwrap();
+    assert_eq!(d.solver, StaticSolver::Band);
+    assert_eq!(c.values, d.values);
+    assert_eq!(c.outputs, d.outputs);
+    assert_eq!(c.max_residual, d.max_residual);
+    assert!(c.converged && d.converged);
+    println!(
+        "band kernel: {} samples of {n} DOFs in {} s on the device, {} s on the CPU",
+        options.samples, d.solve_s, c.solve_s
+    );
 }
 
 #[test]

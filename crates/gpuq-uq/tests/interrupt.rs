@@ -4,7 +4,9 @@
 
 use gpuq_sparse::{Coo, Csr};
 use gpuq_uq::model::{Damping, Model};
-use gpuq_uq::static_model::{model_static_response, ModelStatic, Theta, BLOCK};
+use gpuq_uq::static_model::{
+    model_static_response, ModelStatic, StaticSolver, Theta, HOST_BAND_BLOCK,
+};
 
 /// A chain of unit springs with its first DOF to be fixed.
 fn chain(n: usize) -> Csr<f64> {
@@ -34,12 +36,14 @@ fn a_stop_request_ends_the_samples_after_the_first_block() {
         design: Default::default(),
         tol: 1e-10,
     };
-    let samples = 4 * BLOCK as u64;
+    // The chain is banded: the band strategy, blocks of HOST_BAND_BLOCK samples.
+    let samples = 4 * HOST_BAND_BLOCK as u64;
     gpuq_core::interrupt::request();
     let r = model_static_response(&problem, samples, 1).unwrap();
     gpuq_core::interrupt::clear();
+    assert_eq!(r.solver, StaticSolver::Band);
     assert!(r.interrupted && !r.converged);
-    assert_eq!(r.samples, BLOCK as u64);
+    assert_eq!(r.samples, HOST_BAND_BLOCK as u64);
     assert!(r.outputs[0].mean.is_finite() && r.outputs[0].mean > 0.0);
     let whole = model_static_response(&problem, samples, 1).unwrap();
     assert!(!whole.interrupted && whole.converged);

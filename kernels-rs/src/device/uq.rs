@@ -15,18 +15,18 @@
 //!
 //! `uq_sum_rows`: out[c] = sum over rows r of partial[r width + c], in a fixed order.
 //!
-//! `uq_beam_static_f64`: one thread per static sample of the cantilever
-//! ([`crate::uq::beam::static_sample`]); a sample with a random modulus keeps
-//! its own band and right-hand side strided across the batch (entry (i, d) of
-//! sample t at (4 i + d) count + t, right-hand side entry i at (4 n + i) count + t:
-//! consecutive threads touch consecutive addresses), samples of a deterministic
-//! modulus share the factor `shared` (n x 4, read through the read-only cache).
+//! `uq_band_static_f64`: one thread per static sample of a random banded
+//! stiffness K0 + sum_k theta_k K_k ([`crate::uq::band::band_sample`], the
+//! host's band strategy's function): each sample keeps its band, solution,
+//! load and draws strided across the batch (slot k of sample t at
+//! k count + t: consecutive threads touch consecutive addresses).
 
 use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, DeviceScalar};
 use crate::chacha::key_from_seed;
 use crate::scalar::{KScalar, C64};
-use crate::uq::beam::{static_sample_designed, BandStore, StaticSampling};
-use crate::uq::dense::{static_dense_designed, DenseStore};
+use crate::uq::band::{
+    band_sample_designed, failure_code, BandModel, Draws, SampleWork, Slots, ThetaLaw,
+};
 use crate::uq::gauss::NormalStream;
 use crate::uq::real::UqReal;
 use crate::uq::sampling::LhsNormals;
@@ -216,110 +216,126 @@ pub unsafe extern "ptx-kernel" fn uq_sum_rows(
     }
 }
 
-/// One sample's band and right-hand side, strided across the batch.
-struct Strided {
+/// A device array of `len` values as a slice (empty when `len` is 0,
+/// whatever the pointer).
+///
+/// # Safety
+/// `p` points to `len` initialised values that nothing writes during the launch.
+#[inline(always)]
+unsafe fn view<'a, T>(p: *const T, len: usize) -> &'a [T] {
+    if len == 0 {
+        &[]
+    } else {
+        core::slice::from_raw_parts(p, len)
+    }
+}
+
+/// One sample's work slots strided across the batch: slot k of sample t at
+/// k count + t (consecutive threads, consecutive addresses).
+struct StridedSlots {
     base: *mut f64,
-    n: usize,
     count: usize,
     t: usize,
 }
 
-impl BandStore<f64> for Strided {
+impl Slots for StridedSlots {
     #[inline(always)]
-    fn band(&self, i: usize, d: usize) -> f64 {
-        // SAFETY: i < n, d < 4, t < count: inside the 5 n count work values.
-        unsafe { *self.base.add((4 * i + d) * self.count + self.t) }
+    fn get(&self, k: usize) -> f64 {
+        // SAFETY: k < work_len, t < count: inside the work_len count values.
+        unsafe { *self.base.add(k * self.count + self.t) }
     }
     #[inline(always)]
-    fn set_band(&mut self, i: usize, d: usize, v: f64) {
-        // SAFETY: as above.
-        unsafe { *self.base.add((4 * i + d) * self.count + self.t) = v }
-    }
-    #[inline(always)]
-    fn rhs(&self, i: usize) -> f64 {
-        // SAFETY: as above.
-        unsafe { *self.base.add((4 * self.n + i) * self.count + self.t) }
-    }
-    #[inline(always)]
-    fn set_rhs(&mut self, i: usize, v: f64) {
-        // SAFETY: as above.
-        unsafe { *self.base.add((4 * self.n + i) * self.count + self.t) = v }
+    fn set(&mut self, k: usize, v: f64) {
+        // SAFETY: as above; only thread t touches column t.
+        unsafe { *self.base.add(k * self.count + self.t) = v }
     }
 }
 
-/// The shared factor (n x 4, row-major band), read-only.
-struct SharedFactor(*const f64);
-
-impl BandStore<f64> for SharedFactor {
-    #[inline(always)]
-    fn band(&self, i: usize, d: usize) -> f64 {
-        // SAFETY: the host uploads 4 n values whenever the modulus is deterministic.
-        unsafe { f64::ldg(self.0.add(4 * i + d)) }
-    }
-    #[inline(always)]
-    fn set_band(&mut self, _i: usize, _d: usize, _v: f64) {}
-    #[inline(always)]
-    fn rhs(&self, _i: usize) -> f64 {
-        0.0
-    }
-    #[inline(always)]
-    fn set_rhs(&mut self, _i: usize, _v: f64) {}
-}
-
-/// Static samples first..first + count (of `samples`) of the cantilever:
-/// out[t] = u[dof] of sample first + t, its normals by `design`
-/// ([`static_sample_designed`], stream first + t under `seed`). `work` holds 5 n count
-/// values (n = 2 ne); `shared` the deterministic K's factor (4 n values) when
-/// `random_modulus` is 0.
+/// Static samples first..first + count (of `samples`) of a random banded
+/// stiffness K0 + sum_k theta_k K_k ([`band_sample_designed`], stream
+/// first + t under `seed`, normals by `design`): values[o count + t] =
+/// u[outputs[o]] of sample first + t, residuals[t] its relative residual or
+/// [`crate::uq::band::failure_code`] of its failed pivot. K0 is the lower
+/// band (n (w + 1) values), term k's triplets term_start[k]..term_start[k +
+/// 1] (m + 1 offsets), `laws` m values, the load mean n, `load_std` std_len
+/// (0 or n), the load factor's CSR (n + 1 offsets when rank > 0), `work`
+/// holds work_len count values (n (w + 3) + rank + m per sample).
+#[allow(clippy::too_many_arguments)]
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn uq_beam_static_f64(
-    ne: usize,
-    h: f64,
-    inertia: f64,
-    load_mean: f64,
-    load_std: f64,
-    random_modulus: u32,
-    mu_ln: f64,
-    sigma_ln: f64,
+pub unsafe extern "ptx-kernel" fn uq_band_static_f64(
+    n: usize,
+    w: usize,
+    k0: *const f64,
+    m: usize,
+    term_start: *const u32,
+    term_row: *const u32,
+    term_col: *const u32,
+    term_val: *const f64,
+    laws: *const ThetaLaw,
+    load_mean: *const f64,
+    std_len: usize,
+    load_std: *const f64,
+    rank: usize,
+    factor_start: *const u32,
+    factor_col: *const u32,
+    factor_val: *const f64,
+    outputs_len: usize,
+    outputs: *const u32,
     seed: u64,
     design: u32,
     samples: u64,
     first: u64,
     count: usize,
-    dof: usize,
-    shared: *const f64,
     work: *mut f64,
-    out: *mut f64,
+    values: *mut f64,
+    residuals: *mut f64,
 ) {
-    let p = StaticSampling {
-        ne,
-        h,
-        inertia,
-        load_mean,
-        load_std,
-        random_modulus: random_modulus != 0,
-        mu_ln,
-        sigma_ln,
+    let starts = view(term_start, m + 1);
+    let triplets = *term_start.add(m) as usize;
+    let lstart = view(factor_start, if rank > 0 { n + 1 } else { 0 });
+    let lnnz = if rank > 0 {
+        *factor_start.add(n) as usize
+    } else {
+        0
     };
-    let factor = SharedFactor(shared);
+    let p = BandModel {
+        n,
+        w,
+        k0: view(k0, n * (w + 1)),
+        term_start: starts,
+        term_row: view(term_row, triplets),
+        term_col: view(term_col, triplets),
+        term_val: view(term_val, triplets),
+        draws: Draws {
+            laws: view(laws, m),
+            load_mean: view(load_mean, n),
+            load_std: view(load_std, std_len),
+            rank,
+            factor_start: lstart,
+            factor_col: view(factor_col, lnnz),
+            factor_val: view(factor_val, lnnz),
+        },
+        outputs: view(outputs, outputs_len),
+    };
     let mut t = global_id();
     while t < count {
-        let mut store = Strided {
+        let mut slots = StridedSlots {
             base: work,
-            n: 2 * ne,
             count,
             t,
         };
-        *out.add(t) = static_sample_designed(
-            &p,
-            &mut store,
-            &factor,
-            dof,
-            design,
-            seed,
-            first + t as u64,
-            samples,
-        );
+        let mut s = SampleWork {
+            slots: &mut slots,
+            n,
+            w,
+        };
+        let r = band_sample_designed(&p, &mut s, design, seed, first + t as u64, samples, |o, v| {
+            *values.add(o * count + t) = v
+        });
+        *residuals.add(t) = match r {
+            Ok(res) => res,
+            Err(j) => failure_code(j),
+        };
         t += grid_threads();
     }
 }
@@ -366,91 +382,6 @@ pub unsafe extern "ptx-kernel" fn uq_rank1_c64(
             j += width;
         }
         row += blocks;
-    }
-}
-
-/// One sample's dense matrix and right-hand side, strided across the batch:
-/// entry (i, j) at (i n + j) count + t, right-hand side entry i at
-/// (n^2 + i) count + t.
-struct DenseStrided {
-    base: *mut f64,
-    n: usize,
-    count: usize,
-    t: usize,
-}
-
-impl DenseStore<f64> for DenseStrided {
-    #[inline(always)]
-    fn a(&self, i: usize, j: usize) -> f64 {
-        // SAFETY: i, j < n, t < count: inside the (n^2 + n) count work values.
-        unsafe { *self.base.add((i * self.n + j) * self.count + self.t) }
-    }
-    #[inline(always)]
-    fn set_a(&mut self, i: usize, j: usize, v: f64) {
-        // SAFETY: as above.
-        unsafe { *self.base.add((i * self.n + j) * self.count + self.t) = v }
-    }
-    #[inline(always)]
-    fn rhs(&self, i: usize) -> f64 {
-        // SAFETY: as above.
-        unsafe { *self.base.add((self.n * self.n + i) * self.count + self.t) }
-    }
-    #[inline(always)]
-    fn set_rhs(&mut self, i: usize, v: f64) {
-        // SAFETY: as above.
-        unsafe { *self.base.add((self.n * self.n + i) * self.count + self.t) = v }
-    }
-}
-
-/// The seed's dense path for static samples first..first + count (of
-/// `samples`): each thread assembles its sample's dense K in `work` ((n^2 + n)
-/// count values, strided) and solves by LU with partial pivoting
-/// ([`static_dense_designed`]); out[t] = u[dof].
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn uq_beam_static_dense_f64(
-    ne: usize,
-    h: f64,
-    inertia: f64,
-    load_mean: f64,
-    load_std: f64,
-    random_modulus: u32,
-    mu_ln: f64,
-    sigma_ln: f64,
-    seed: u64,
-    design: u32,
-    samples: u64,
-    first: u64,
-    count: usize,
-    dof: usize,
-    work: *mut f64,
-    out: *mut f64,
-) {
-    let p = StaticSampling {
-        ne,
-        h,
-        inertia,
-        load_mean,
-        load_std,
-        random_modulus: random_modulus != 0,
-        mu_ln,
-        sigma_ln,
-    };
-    let mut t = global_id();
-    while t < count {
-        let mut store = DenseStrided {
-            base: work,
-            n: 2 * ne,
-            count,
-            t,
-        };
-        *out.add(t) = static_dense_designed(
-            &p,
-            &mut store,
-            dof,
-            design,
-            (seed, first + t as u64, samples),
-        );
-        t += grid_threads();
     }
 }
 

@@ -5,14 +5,17 @@
 //!   reduced sine/cosine in plain arithmetic (the same bits on both backends);
 //! * [`gauss`]: standard normals from the keyed ChaCha8 streams (Box-Muller);
 //! * [`sdof`]: one Monte Carlo sample of the nonlinear SDOF oscillator by RK4;
-//! * [`beam`]: the cantilever beam's banded stiffness, banded Cholesky and one
-//!   static sample under a random tip load and random element moduli;
-//! * [`dense`]: the seed's dense path (dense K, LU with partial pivoting);
+//! * [`band`]: the banded Cholesky of any semi-bandwidth and one static sample
+//!   of a random banded stiffness K0 + sum_k theta_k K_k (draws, assembly,
+//!   factorisation, solve, outputs and residual);
+//! * [`beam`]: the cantilever beam's element stiffness and banded assembly;
+//! * [`dense`]: LU with partial pivoting (the seed's dense static path);
 //! * [`convolution`]: the FFT convolution's padded load blocks and the
 //!   chunked mean and variance over samples;
 //! * [`sampling`]: Latin hypercube (keyed permutations) and Owen-scrambled
 //!   one-dimensional Sobol points, the alternatives to plain Monte Carlo.
 
+pub mod band;
 pub mod beam;
 pub mod convolution;
 pub mod dense;
