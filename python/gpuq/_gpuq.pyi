@@ -260,6 +260,6 @@ class AmgHierarchy:
     def cycle(self, r: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """One cycle: z = M^-1 r."""
     def update_values(self, data: npt.NDArray[np.float64]) -> None:
-        """New values on the same pattern: the hierarchy is rebuilt."""
+        """New values on the same pattern: the aggregates kept, the numeric setup redone."""
     def info_json(self) -> str:
         """The hierarchy's levels, complexities and choices as JSON text."""

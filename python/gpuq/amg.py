@@ -228,8 +228,10 @@ class MultilevelSolver:
         return spla.LinearOperator((n, n), matvec=matvec, rmatvec=matvec, dtype=np.float64)
 
     def update_values(self, A) -> None:
-        """New values of A on the same sparsity pattern: the hierarchy and its cycle are
-        rebuilt (the whole setup runs again; aggregates are not reused yet)."""
+        """New values of A on the same sparsity pattern: the hierarchy keeps its aggregates
+        and redoes the numeric setup (prolongators, Galerkin products, spectral estimates,
+        smoother data) on the backend it was built on, then its cycle is remade. (A
+        hierarchy of the seed's coarsening is set up again.)"""
         shape, indptr, indices, data = csr_arrays(A, np.float64)
         if shape != self.shape:
             raise ValueError(f"A is {shape}, the hierarchy's matrix {self.shape}")

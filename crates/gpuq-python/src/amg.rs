@@ -127,6 +127,20 @@ fn build_on<K: SetupKernels>(backend: &K, a: &Csr<f64>, options: &AmgOptions) ->
     Hierarchy::build_on(backend, a, options)
 }
 
+/// A hierarchy's values updated on a backend: `Hierarchy::update_values_on` with the
+/// concrete backend.
+struct UpdateOn<'a> {
+    h: &'a Hierarchy,
+    a: &'a Csr<f64>,
+}
+
+impl OnBackend for UpdateOn<'_> {
+    type Output = Result<Hierarchy>;
+    fn run<B: FullBackend>(self, backend: &B) -> Self::Output {
+        self.h.update_values_on(backend, self.a)
+    }
+}
+
 /// An AMG hierarchy of a real matrix and its cycle, resident on a backend.
 #[pyclass(module = "gpuq._gpuq")]
 pub struct AmgHierarchy {
@@ -161,6 +175,31 @@ fn build(
         Hierarchy::build(a, &options)?
     };
     let cycle = ResidentAmg::new(backend, &h, layout, spec.cycle_precision)?;
+    Ok((h, cycle))
+}
+
+/// The hierarchy `h` with the values of `a` (its finest matrix's pattern) and its cycle:
+/// for smoothed aggregation the aggregates are kept and the numeric setup (tentative and
+/// smoothed prolongators, Galerkin products, spectral estimates, smoother data) redone
+/// where `params` put the setup (`Hierarchy::update_values_on`); the seed's coarsening,
+/// which keeps nothing, is set up again ([`build`]). Cost: the setup without the
+/// aggregation, then the cycle's conversion.
+fn update(
+    h: &Hierarchy,
+    a: &Csr<f64>,
+    params: &AmgParams,
+    backend: gpuq::AnyBackend,
+    layout: Option<Layout>,
+) -> Result<(Hierarchy, ResidentAmg)> {
+    if h.options().coarsening != Coarsening::SmoothedAggregation {
+        return build(a, params, backend, layout);
+    }
+    let h = if params.spec.setup_on_backend {
+        backend.run(UpdateOn { h, a })?
+    } else {
+        h.update_values(a)?
+    };
+    let cycle = ResidentAmg::new(backend, &h, layout, params.spec.cycle_precision)?;
     Ok((h, cycle))
 }
 
@@ -277,8 +316,8 @@ impl AmgHierarchy {
         Ok(to_numpy(py, z))
     }
 
-    /// Rebuilds the hierarchy and its cycle for new values on the same sparsity pattern
-    /// (the whole setup runs again: aggregates are not reused yet).
+    /// New values on the same sparsity pattern: the hierarchy keeps its aggregates and
+    /// redoes the numeric setup ([`update`]), then its cycle is remade.
     fn update_values(&mut self, py: Python<'_>, data: PyReadonlyArray1<'_, f64>) -> PyResult<()> {
         let values = data.as_slice()?;
         let fine = self.hierarchy.levels()[0].a.host().py()?;
@@ -300,9 +339,10 @@ impl AmgHierarchy {
         .py()?;
         let backend = self.cycle.backend().clone();
         let start = Instant::now();
-        let (hierarchy, cycle) =
-            crate::interruptible::run(py, || build(&a, &self.params, backend, self.layout))?
-                .py()?;
+        let (hierarchy, cycle) = crate::interruptible::run(py, || {
+            update(&self.hierarchy, &a, &self.params, backend, self.layout)
+        })?
+        .py()?;
         self.hierarchy = hierarchy;
         self.cycle = cycle;
         self.setup_s = start.elapsed().as_secs_f64();
