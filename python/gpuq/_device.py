@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _gpuq
 from ._report import SolveReport
-from ._sparse import compute_dtype, csr_arrays, on_device
+from ._sparse import as_vector, compute_dtype, csr_arrays, on_device
 
 
 def check_interfaces(**arrays) -> None:
@@ -54,17 +54,6 @@ def _device_of(cp, csp, arrays) -> int:
             f"the CUDA arrays are on devices {sorted(devices)}: put them on one device"
         )
     return devices.pop()
-
-
-def _vector(cp, v, n: int, dtype, name: str):
-    """``v`` as a contiguous CuPy vector of ``n`` entries of ``dtype`` on the current
-    device (an (n, 1) column is taken too): ``v`` itself when it is one."""
-    a = cp.asarray(v)
-    if a.ndim == 2 and a.shape[1] == 1:
-        a = a[:, 0]
-    if a.ndim != 1 or a.shape[0] != n:
-        raise ValueError(f"{name} must have {n} entries, not shape {a.shape}")
-    return cp.ascontiguousarray(a, dtype=dtype)
 
 
 def _check_csr(cp, shape, indptr, indices, nnz: int, what: str) -> None:
@@ -174,11 +163,11 @@ def _solve_on(
         if shape[0] != shape[1]:
             raise ValueError(f"A must be square, not {shape[0]} x {shape[1]}")
     n = shape[0]
-    bv = _vector(cp, b_array, n, dtype, "b")
+    bv = as_vector(cp, b_array, n, dtype, "b")
     if x0 is None:
         x = cp.zeros(n, dtype=dtype)
     else:
-        x = cp.array(_vector(cp, x0, n, dtype, "x0"), copy=True)
+        x = cp.array(as_vector(cp, x0, n, dtype, "x0"), copy=True)
     ok, text = _gpuq.solve_cuda(
         device,
         shape,

@@ -75,16 +75,22 @@ def _index(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
-def vector(v, n: int, dtype, name: str) -> np.ndarray:
-    """``v`` as a contiguous 1-D array of ``n`` entries of ``dtype`` (an (n, 1) column is
-    taken too)."""
-    refuse_cupy(v)
-    a = np.asarray(v)
+def as_vector(xp, v, n: int, dtype, name: str):
+    """``v`` as a contiguous 1-D array of module ``xp`` (NumPy or CuPy) of ``n`` entries of
+    ``dtype`` (an (n, 1) column is taken too): ``v`` itself when it is one."""
+    a = xp.asarray(v)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
     if a.ndim != 1 or a.shape[0] != n:
         raise ValueError(f"{name} must have {n} entries, not shape {a.shape}")
-    return np.ascontiguousarray(a, dtype=dtype)
+    return xp.ascontiguousarray(a, dtype=dtype)
+
+
+def vector(v, n: int, dtype, name: str) -> np.ndarray:
+    """``v`` as a contiguous 1-D NumPy array of ``n`` entries of ``dtype`` (an (n, 1)
+    column is taken too); CuPy arrays are refused here."""
+    refuse_cupy(v)
+    return as_vector(np, v, n, dtype, name)
 
 
 def optional_vector(v, n: int, dtype, name: str) -> Optional[np.ndarray]:

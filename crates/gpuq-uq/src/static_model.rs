@@ -64,7 +64,7 @@ use gpuq_kernels::uq::band::{
     BandStore, DrawStore, Draws, SampleWork, ThetaLaw, MAX_SEMI_BAND, THETA_LOGNORMAL,
     THETA_NORMAL, THETA_UNIFORM,
 };
-use gpuq_kernels::uq::dense::{lu_solve, DenseStore};
+use gpuq_kernels::uq::dense::{lu_solve, DenseSlices};
 use gpuq_kernels::uq::gauss::NormalStream;
 use gpuq_kernels::uq::sampling::{LhsNormals, Normals, SobolFirst};
 use gpuq_krylov::{cg, KrylovBackend, KrylovOptions};
@@ -986,7 +986,7 @@ impl HostAssembly {
                 store[p] += t * v;
             }
         }
-        let mut work = DenseWork {
+        let mut work = DenseSlices {
             n: self.n,
             a: &mut store,
             rhs: x,
@@ -998,28 +998,6 @@ impl HostAssembly {
             });
         }
         Ok(())
-    }
-}
-
-/// A dense row-major matrix and right-hand side borrowed for `lu_solve`.
-struct DenseWork<'a> {
-    n: usize,
-    a: &'a mut [f64],
-    rhs: &'a mut [f64],
-}
-
-impl DenseStore<f64> for DenseWork<'_> {
-    fn a(&self, i: usize, j: usize) -> f64 {
-        self.a[i * self.n + j]
-    }
-    fn set_a(&mut self, i: usize, j: usize, v: f64) {
-        self.a[i * self.n + j] = v;
-    }
-    fn rhs(&self, i: usize) -> f64 {
-        self.rhs[i]
-    }
-    fn set_rhs(&mut self, i: usize, v: f64) {
-        self.rhs[i] = v;
     }
 }
 

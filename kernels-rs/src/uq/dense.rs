@@ -17,6 +17,36 @@ pub trait DenseStore<T> {
     fn set_rhs(&mut self, i: usize, v: T);
 }
 
+/// A [`DenseStore`] over borrowed slices: A row-major (n x n) and the
+/// right-hand side (n), for the host's callers and the tests.
+pub struct DenseSlices<'a> {
+    /// Order n.
+    pub n: usize,
+    /// A, row-major.
+    pub a: &'a mut [f64],
+    /// The right-hand side, then the solution.
+    pub rhs: &'a mut [f64],
+}
+
+impl DenseStore<f64> for DenseSlices<'_> {
+    #[inline(always)]
+    fn a(&self, i: usize, j: usize) -> f64 {
+        self.a[i * self.n + j]
+    }
+    #[inline(always)]
+    fn set_a(&mut self, i: usize, j: usize, v: f64) {
+        self.a[i * self.n + j] = v;
+    }
+    #[inline(always)]
+    fn rhs(&self, i: usize) -> f64 {
+        self.rhs[i]
+    }
+    #[inline(always)]
+    fn set_rhs(&mut self, i: usize, v: f64) {
+        self.rhs[i] = v;
+    }
+}
+
 /// Solves A x = b in place (LU with partial pivoting, the factors overwrite A,
 /// the solution the right-hand side). Returns false on a zero pivot.
 #[inline(always)]
@@ -86,54 +116,39 @@ mod tests {
     use std::vec;
     use std::vec::Vec;
 
-    struct Plain {
-        n: usize,
-        a: Vec<f64>,
-        rhs: Vec<f64>,
-    }
-
-    impl DenseStore<f64> for Plain {
-        fn a(&self, i: usize, j: usize) -> f64 {
-            self.a[i * self.n + j]
-        }
-        fn set_a(&mut self, i: usize, j: usize, v: f64) {
-            self.a[i * self.n + j] = v;
-        }
-        fn rhs(&self, i: usize) -> f64 {
-            self.rhs[i]
-        }
-        fn set_rhs(&mut self, i: usize, v: f64) {
-            self.rhs[i] = v;
-        }
-    }
-
     #[test]
     fn lu_solves_a_small_system() {
         // [[4, 1, 0], [1, 3, 1], [0, 1, 2]] x = A (1, 2, 3).
-        let mut s = Plain {
+        let (mut a, mut rhs) = (
+            vec![4.0, 1.0, 0.0, 1.0, 3.0, 1.0, 0.0, 1.0, 2.0],
+            vec![6.0, 10.0, 8.0],
+        );
+        let mut s = DenseSlices {
             n: 3,
-            a: vec![4.0, 1.0, 0.0, 1.0, 3.0, 1.0, 0.0, 1.0, 2.0],
-            rhs: vec![6.0, 10.0, 8.0],
+            a: &mut a,
+            rhs: &mut rhs,
         };
         assert!(lu_solve(&mut s, 3));
-        for (x, want) in s.rhs.iter().zip([1.0, 2.0, 3.0]) {
+        for (x, want) in rhs.iter().zip([1.0, 2.0, 3.0]) {
             assert!((x - want).abs() < 1e-14, "{x} vs {want}");
         }
     }
 
     #[test]
     fn pivoting_handles_a_zero_leading_entry() {
-        let mut s = Plain {
+        let (mut a, mut rhs) = (vec![0.0, 1.0, 1.0, 0.0], vec![2.0, 3.0]);
+        let mut s = DenseSlices {
             n: 2,
-            a: vec![0.0, 1.0, 1.0, 0.0],
-            rhs: vec![2.0, 3.0],
+            a: &mut a,
+            rhs: &mut rhs,
         };
         assert!(lu_solve(&mut s, 2));
-        assert_eq!(s.rhs, vec![3.0, 2.0]);
-        let mut z = Plain {
+        assert_eq!(rhs, vec![3.0, 2.0]);
+        let (mut a, mut rhs) = (vec![0.0], vec![1.0]);
+        let mut z = DenseSlices {
             n: 1,
-            a: vec![0.0],
-            rhs: vec![1.0],
+            a: &mut a,
+            rhs: &mut rhs,
         };
         assert!(!lu_solve(&mut z, 1));
     }
