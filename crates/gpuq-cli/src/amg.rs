@@ -371,7 +371,7 @@ pub(crate) fn load_matrix(source: &Source) -> Result<Csr<f64>> {
         ));
     }
     match source {
-        Source::File(path) => mm::read_csr(path),
+        Source::File(path) => gpuq_sparse::file::read_csr(path),
         Source::Generated(spec) => Ok(spec.build::<f64>()?.matrix),
     }
 }

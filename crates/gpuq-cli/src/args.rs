@@ -42,9 +42,15 @@ pub struct GenerateArgs {
     /// cantilever of NE elements, clamped DOFs removed: its stiffness K, and with
     /// --mass-out its mass M; --rhs-out writes a unit tip load).
     pub spec: String,
-    /// Where to write A (Matrix Market coordinate, real or complex general).
+    /// Where to write A (Matrix Market coordinate, real or complex general; or PETSc binary
+    /// with `--format petsc`).
     #[arg(long)]
     pub out: PathBuf,
+    /// The files' format: `mtx` (Matrix Market text) or `petsc` (PETSc's binary format,
+    /// what `MatView`/`VecView` write: read by row blocks under mpirun). `gpuq solve` and
+    /// `gpuq uq` read either, whatever the file's name.
+    #[arg(long, default_value = "mtx", value_parser = ["mtx", "petsc"])]
+    pub format: String,
     /// Where to write b: as `--rhs` says (by default the problem's own, such as the
     /// cylinder's piston, else b = A x* for the seeded random x*).
     #[arg(long)]

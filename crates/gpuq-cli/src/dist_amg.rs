@@ -16,8 +16,9 @@ use gpuq_sparse::Csr;
 use serde::Serialize;
 use std::process::ExitCode;
 
-/// `gpuq amg-info` under mpirun: rank 0 reads or generates A, scatters its
-/// rows (on node boundaries for `--block 2`), every rank builds the
+/// `gpuq amg-info` under mpirun: every rank reads its rows of a file
+/// (`gpuq_dist::read_matrix_rows`), or rank 0 generates A and scatters its
+/// rows (on node boundaries for `--block b`); every rank builds the
 /// distributed hierarchy with the defaults of `--backend` (a GPU solve's
 /// with `cuda`, the aggregation and the Galerkin products then on the
 /// rank's GPU), and rank 0 prints each level's rows per rank (the gathered
@@ -26,21 +27,30 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let (comm, node) = init_mpi()?;
     let source = args.source()?;
     let (rank, size) = (comm.rank(), comm.size());
-    let loaded = agree(
-        &*comm,
-        (rank == 0)
-            .then(|| {
-                crate::amg::load_matrix(&source).map(|a| {
-                    // b is not used: zeros of A's length for the scatter
-                    let b = vec![0.0; a.nrows()];
-                    (a, b)
+    let partition = |n| RowPartition::blocks(n, size, args.amg.block);
+    let (p, a) = if let Source::File(path) = &source {
+        if agree(&*comm, source.is_complex())? {
+            return Err(Error::InvalidArgument(
+                "AMG needs a real matrix (this one is complex)".into(),
+            ));
+        }
+        gpuq_dist::read_matrix_rows::<f64>(&*comm, path, partition)?
+    } else {
+        let loaded = agree(
+            &*comm,
+            (rank == 0)
+                .then(|| {
+                    crate::amg::load_matrix(&source).map(|a| {
+                        // b is not used: zeros of A's length for the scatter
+                        let b = vec![0.0; a.nrows()];
+                        (a, b)
+                    })
                 })
-            })
-            .transpose(),
-    )?;
-    let (p, a, _) = scatter_from_root(&*comm, loaded, |n| {
-        RowPartition::blocks(n, size, args.amg.block)
-    })?;
+                .transpose(),
+        )?;
+        let (p, a, _) = scatter_from_root(&*comm, loaded, partition)?;
+        (p, a)
+    };
     // `auto`: the GPUs where the ranks have them.
     let backend = match args.backend.as_str() {
         "auto" if agree(&*comm, gpuq_cuda::CudaBackend::device_count())? > 0 => "cuda",

@@ -6,8 +6,10 @@
 //! node's cores divided among its ranks (or `RAYON_NUM_THREADS`).
 //!
 //! The stencil generators (laplace1d/2d/3d, convdiff2d, helmholtz3d) build
-//! each rank's rows in place, so no rank holds the whole matrix; a Matrix
-//! Market file (and any other generated problem) is read by rank 0 and
+//! each rank's rows in place, and every rank reads its own rows of a matrix
+//! file (Matrix Market by byte ranges, PETSc binary by row blocks:
+//! `gpuq_dist::read_matrix_rows`) and of a `--rhs` file, so no rank holds
+//! the whole matrix; any other generated problem is built by rank 0 and
 //! scattered by rows. The report is printed once, by rank 0, with the number
 //! of ranks and GPUs and the time spent in halo exchanges and collectives
 //! (JSON fields `ranks`, `gpus`, `comm`, `halo_s`, `halo_bytes`,
@@ -310,6 +312,9 @@ fn rows<B: HaloBackend, T: Scalar>(
             return Ok((p, a, b, root_info));
         }
     }
+    if let Source::File(path) = run.source {
+        return file_rows(comm, path, run);
+    }
     let loaded = dist.agree(
         (rank == 0)
             .then(|| run.source.load::<T>(&run.args.rhs))
@@ -319,6 +324,35 @@ fn rows<B: HaloBackend, T: Scalar>(
     let loaded = loaded.map(|(a, rhs)| (a, rhs.b));
     let (p, a, b) = scatter_from_root(comm, loaded, |n| partition(n, size, run))?;
     Ok((p, a, b, info))
+}
+
+/// This rank's rows of A, read by every rank from its share of the file
+/// ([`gpuq_dist::read_matrix_rows`]), and of b: its share of `--rhs FILE`
+/// likewise, ones, or its rows of A x* (x* = 1 or the seeded random vector,
+/// whose entries every rank makes for all columns, O(n)); on rank 0 what b
+/// is. Errors, on every rank, when A is not square.
+#[allow(clippy::type_complexity)]
+fn file_rows<T: Scalar>(
+    comm: &dyn Communicator,
+    path: &std::path::Path,
+    run: &Run,
+) -> Result<(RowPartition, Csr<T>, Vec<T>, Option<RhsInfo>)> {
+    let size = comm.size();
+    let (p, a) = gpuq_dist::read_matrix_rows::<T>(comm, path, |n| partition(n, size, run))?;
+    if a.ncols() != p.rows() {
+        return Err(Error::Precondition {
+            method: "solve",
+            reason: format!("matrix is {} x {}, not square", p.rows(), a.ncols()),
+        });
+    }
+    let choice = run.args.rhs.choice();
+    let info = RhsInfo::generated(&choice, run.args.rhs.rhs_seed).with_file(choice.file());
+    let b = match &choice {
+        RhsChoice::File(file) => gpuq_dist::read_vector_rows(comm, file, &p)?,
+        RhsChoice::Ones => vec![T::one(); a.nrows()],
+        _ => a.mul_vec(&info.solution::<T>(0..p.rows()))?,
+    };
+    Ok((p, a, b, (comm.rank() == 0).then_some(info)))
 }
 
 /// Rank 0's A and b (`loaded`, `None` elsewhere) scattered by rows: rank 0
@@ -394,6 +428,7 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
     devices.sort_unstable();
     devices.dedup();
     let extra = Extra {
+        input_s: load_s,
         ranks: comm.size(),
         gpus: devices.len(),
         halo_s: column(0).fold(0.0, f64::max),
@@ -428,6 +463,9 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
 /// What a distributed report adds to the serial one.
 #[derive(Serialize)]
 struct Extra<'a> {
+    /// Rank 0's seconds to have its rows of A and b (read, generated or
+    /// received; part of `setup_time_s`).
+    input_s: f64,
     ranks: usize,
     gpus: usize,
     /// The slowest rank's seconds in halo exchanges.

@@ -71,12 +71,13 @@ fn write<T: Scalar>(spec: &ProblemSpec, args: &GenerateArgs) -> Result<ExitCode>
         )),
         _ => None,
     };
-    mm::save_csr(&g.matrix, &args.out)?;
+    let petsc = args.format == "petsc";
+    save_matrix(&g.matrix, &args.out, petsc)?;
     if let (Some(path), Some(rhs)) = (&args.rhs_out, &rhs) {
-        mm::save_dense_vector(&rhs.b, path)?;
+        save_vector(&rhs.b, path, petsc)?;
     }
     if let Some((path, x)) = solution {
-        mm::save_dense_vector(x, path)?;
+        save_vector(x, path, petsc)?;
     }
     eprintln!(
         "gpuq: wrote {} ({} x {}, {} nonzeros, {})",
@@ -97,14 +98,15 @@ fn beam(ne: &str, args: &GenerateArgs) -> Result<ExitCode> {
     })?;
     let b = gpuq_uq::Beam::unit(2 * ne)?;
     let k = b.stiffness().to_csr()?;
-    mm::save_csr(&k, &args.out)?;
+    let petsc = args.format == "petsc";
+    save_matrix(&k, &args.out, petsc)?;
     if let Some(path) = &args.mass_out {
-        mm::save_csr(&b.mass().to_csr()?, path)?;
+        save_matrix(&b.mass().to_csr()?, path, petsc)?;
     }
     if let Some(path) = &args.rhs_out {
         let mut f = vec![0.0; b.dofs()];
         f[b.tip()] = 1.0;
-        mm::save_dense_vector(&f, path)?;
+        save_vector(&f, path, petsc)?;
     }
     eprintln!(
         "gpuq: wrote {} (beam of {ne} elements: {} DOFs, tip deflection DOF {}, {} nonzeros)",
@@ -114,4 +116,26 @@ fn beam(ne: &str, args: &GenerateArgs) -> Result<ExitCode> {
         k.nnz()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `a` at `path`: PETSc binary when `petsc`, else Matrix Market.
+fn save_matrix<T: Scalar>(
+    a: &gpuq_sparse::Csr<T>,
+    path: &std::path::Path,
+    petsc: bool,
+) -> Result<()> {
+    if petsc {
+        gpuq_sparse::petsc::save_csr(a, path)
+    } else {
+        mm::save_csr(a, path)
+    }
+}
+
+/// Writes `x` at `path`: PETSc binary when `petsc`, else Matrix Market.
+fn save_vector<T: Scalar>(x: &[T], path: &std::path::Path, petsc: bool) -> Result<()> {
+    if petsc {
+        gpuq_sparse::petsc::save_vector(x, path)
+    } else {
+        mm::save_dense_vector(x, path)
+    }
 }

@@ -3,7 +3,6 @@
 //! is reported beside the residual.
 
 use gpuq_core::{Error, Result, Scalar};
-use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::reference::{random_vector, relative_error};
 use gpuq_sparse::Csr;
 use serde::Serialize;
@@ -188,7 +187,7 @@ impl<T: Scalar> RightHandSide<T> {
 /// The right-hand side in the Matrix Market file `path`; errors unless it
 /// holds `n` entries.
 pub(crate) fn read_of_length<T: Scalar>(path: &Path, n: usize) -> Result<Vec<T>> {
-    let b: Vec<T> = mm::read_dense_vector(path)?;
+    let b: Vec<T> = gpuq_sparse::file::read_vector(path)?;
     if b.len() != n {
         return Err(Error::shape(
             "solve (right-hand side)",

@@ -10,9 +10,8 @@ use gpuq_krylov::{
     solve_csr_monitored, KrylovBackend, KrylovOptions, Method, Preconditioner, SolverConfig,
 };
 use gpuq_sparse::generators::ProblemSpec;
-use gpuq_sparse::matrix_market::{self as mm, MmField};
+use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::{Csr, Layout};
-use std::io::BufRead;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -91,7 +90,7 @@ impl<'a> Source<'a> {
     /// Whether A is complex (from the file's header or the problem's kind).
     pub(crate) fn is_complex(&self) -> Result<bool> {
         Ok(match self {
-            Source::File(path) => header_field(path)? == MmField::Complex,
+            Source::File(path) => gpuq_sparse::file::is_complex(path)?,
             Source::Generated(spec) => spec.is_complex(),
         })
     }
@@ -100,7 +99,7 @@ impl<'a> Source<'a> {
     /// is not square or b's length differs from A's.
     pub(crate) fn load<T: Scalar>(&self, rhs: &RhsArgs) -> Result<(Csr<T>, RightHandSide<T>)> {
         let (a, own_rhs): (Csr<T>, Option<Vec<T>>) = match self {
-            Source::File(path) => (mm::read_csr(path)?, None),
+            Source::File(path) => (gpuq_sparse::file::read_csr(path)?, None),
             Source::Generated(spec) => {
                 let g = spec.build()?;
                 (g.matrix, g.rhs)
@@ -133,22 +132,6 @@ fn by_precision<B: KrylovBackend>(
             "unknown precision '{p}' (available: f32, f64)"
         ))),
     }
-}
-
-/// Reads only the header line of a Matrix Market file to learn its field.
-fn header_field(path: &Path) -> Result<MmField> {
-    let io = |source| Error::Io {
-        path: path.display().to_string(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut first = Vec::new();
-    std::io::BufReader::new(file)
-        .read_until(b'\n', &mut first)
-        .map_err(io)?;
-    let first = String::from_utf8(first)
-        .map_err(|_| Error::parse(1, "header line is not valid UTF-8 text").in_file(path))?;
-    Ok(mm::read_header(&first).map_err(|e| e.in_file(path))?.field)
 }
 
 fn solve_typed<B: KrylovBackend, T: Scalar>(

@@ -4,7 +4,6 @@
 use crate::solve::Chosen;
 use crate::uq::{backend_name, parse_design, ConvolutionArgs, ModelArgs, PsdArgs, StaticArgs};
 use gpuq_core::{Error, Result};
-use gpuq_sparse::matrix_market as mm;
 use gpuq_uq::convolution_model::{model_convolution, ModelConvolution};
 use gpuq_uq::eigen::{EigenMethod, ModeOptions};
 use gpuq_uq::modal::ModalSummary;
@@ -23,7 +22,7 @@ use std::time::Instant;
 fn model_vector(model: &Model, spec: &str, what: &str) -> Result<Vec<f64>> {
     match spec.parse::<f64>() {
         Ok(v) => model.reduce_vector(&vec![v; model.dofs()], what),
-        Err(_) => model.reduce_vector(&mm::read_dense_vector::<f64>(spec)?, what),
+        Err(_) => model.reduce_vector(&gpuq_sparse::file::read_vector::<f64>(spec)?, what),
     }
 }
 
@@ -68,7 +67,12 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
         .map(parse_dofs)
         .transpose()?
         .unwrap_or_default();
-    let model = Model::new(mm::read_csr::<f64>(k_path)?, None, Damping::None, &fixed)?;
+    let model = Model::new(
+        gpuq_sparse::file::read_csr::<f64>(k_path)?,
+        None,
+        Damping::None,
+        &fixed,
+    )?;
     let Some(mean) = a.load_mean.as_deref() else {
         return Err(Error::InvalidArgument(
             "a model needs --load-mean (a Matrix Market vector or one number)".into(),
@@ -84,7 +88,7 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
         .iter()
         .map(|p| {
             let what = format!("stiffness term {}", p.display());
-            model.reduce_matrix(&mm::read_csr::<f64>(p)?, &what)
+            model.reduce_matrix(&gpuq_sparse::file::read_csr::<f64>(p)?, &what)
         })
         .collect::<Result<_>>()?;
     let theta = thetas(&a.theta, terms.len())?;
@@ -99,7 +103,7 @@ pub fn run_static_model(a: &StaticArgs) -> Result<ExitCode> {
         load_factor: a
             .load_factor
             .as_ref()
-            .map(|p| model.reduce_matrix(&mm::read_csr::<f64>(p)?, "--load-factor"))
+            .map(|p| model.reduce_matrix(&gpuq_sparse::file::read_csr::<f64>(p)?, "--load-factor"))
             .transpose()?,
         terms: terms.into_iter().zip(theta).collect(),
         outputs: parse_dofs(outputs)?,
@@ -205,7 +209,7 @@ fn dynamic_model(o: &ModelArgs, what: &str) -> Result<(Model, Vec<f64>, Vec<usiz
         )));
     };
     let damping = match (&o.damping, &o.rayleigh, o.modal_damping) {
-        (Some(c), _, _) => Damping::Matrix(mm::read_csr::<f64>(c)?),
+        (Some(c), _, _) => Damping::Matrix(gpuq_sparse::file::read_csr::<f64>(c)?),
         (_, Some(r), _) => match r[..] {
             [a, b] => Damping::Rayleigh { a, b },
             _ => {
@@ -225,8 +229,8 @@ fn dynamic_model(o: &ModelArgs, what: &str) -> Result<(Model, Vec<f64>, Vec<usiz
         .transpose()?
         .unwrap_or_default();
     let model = Model::new(
-        mm::read_csr::<f64>(k_path)?,
-        Some(mm::read_csr::<f64>(m_path)?),
+        gpuq_sparse::file::read_csr::<f64>(k_path)?,
+        Some(gpuq_sparse::file::read_csr::<f64>(m_path)?),
         damping,
         &fixed,
     )?;
@@ -238,9 +242,10 @@ fn dynamic_model(o: &ModelArgs, what: &str) -> Result<(Model, Vec<f64>, Vec<usiz
             }
             p
         }
-        (_, Some(path)) => {
-            model.reduce_vector(&mm::read_dense_vector::<f64>(path)?, "--load-shape")?
-        }
+        (_, Some(path)) => model.reduce_vector(
+            &gpuq_sparse::file::read_vector::<f64>(path)?,
+            "--load-shape",
+        )?,
         _ => {
             return Err(Error::InvalidArgument(format!(
                 "the {what} of a model needs --load-dofs or --load-shape"

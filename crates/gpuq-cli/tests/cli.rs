@@ -93,6 +93,56 @@ fn solves_a_matrix_market_file_against_a_known_solution() {
 }
 
 #[test]
+fn petsc_binary_files_solve_as_their_matrix_market_twins() {
+    let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let mut reports = Vec::new();
+    for (spec, complex) in [("convdiff2d:12", false), ("helmholtz3d:5", true)] {
+        for fmt in ["mtx", "petsc"] {
+            let (a, b) = (path(&format!("g.{fmt}")), path(&format!("gb.{fmt}")));
+            let g = gpuq(&[
+                "generate",
+                spec,
+                "--format",
+                fmt,
+                "--out",
+                &a,
+                "--rhs-out",
+                &b,
+            ]);
+            assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
+            let o = gpuq(&["solve", &a, "--rhs", &b, "--method", "gmres:30", "--json"]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(
+                v["scalar"].as_str().unwrap().starts_with('c'),
+                complex,
+                "{v}"
+            );
+            reports.push((v["iterations"].clone(), v["relative_residual"].clone()));
+        }
+        let petsc = reports.pop().unwrap();
+        assert_eq!(reports.pop().unwrap(), petsc, "{spec}");
+    }
+    // A vector where a matrix is wanted, and the reverse: one line each.
+    for args in [
+        vec!["solve".to_string(), path("gb.petsc")],
+        vec![
+            "solve".into(),
+            path("g.petsc"),
+            "--rhs".into(),
+            path("g.petsc"),
+        ],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = gpuq(&args);
+        assert!(!o.status.success());
+        assert!(stderr_one_line(&o).contains("PETSc binary"));
+    }
+}
+
+#[test]
 fn complex_hermitian_file_is_detected_and_solved() {
     // A = [[2, i], [-i, 2]] (Hermitian positive definite), stored lower triangle.
     let a = tmp(

@@ -126,6 +126,7 @@ mod comm;
 mod cubature;
 mod generate;
 mod halo;
+mod input;
 mod kernels;
 #[cfg(feature = "mpi")]
 mod mpi_comm;
@@ -148,6 +149,7 @@ pub use halo::{
     ghost_row_runs, split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows,
     GHOST_JOIN_GAP, GHOST_RUNS,
 };
+pub use input::{read_matrix_rows, read_vector_rows};
 pub use kernels::DistRecording;
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;

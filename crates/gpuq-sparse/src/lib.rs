@@ -1,6 +1,6 @@
 //! # gpuq-sparse
 //!
-//! Sparse matrix formats, their conversions, Matrix Market I/O, test-problem
+//! Sparse matrix formats, their conversions, Matrix Market and PETSc binary I/O, test-problem
 //! generators, and the [`SparseBackend`] trait through which a backend stores
 //! matrices and multiplies by them.
 //!
@@ -59,9 +59,11 @@ pub mod elasticity;
 pub mod elasticity3d;
 mod ell;
 pub mod fem_cylinder;
+pub mod file;
 pub mod generators;
 pub mod matrix_market;
 mod nalgebra_interop;
+pub mod petsc;
 pub mod reference;
 mod sell;
 

@@ -41,6 +41,10 @@ use gpuq_core::{Error, RealScalar, Result, Scalar};
 use crate::{Coo, Csr};
 
 mod parallel;
+#[cfg(unix)]
+mod part;
+#[cfg(unix)]
+pub use part::{read_part, MmPart, MmPartData};
 
 /// Most elements of dense storage (CSR row pointers, a dense vector or matrix)
 /// that any text may imply through its size line: 2^24, 128 MiB of `f64`. A
@@ -396,6 +400,25 @@ fn write_array<T: Scalar, W: Write>(
 /// Writes `cols` to the file at `path` (see [`write_dense_columns`]).
 pub fn save_dense_columns<T: Scalar>(cols: &[Vec<T>], path: impl AsRef<Path>) -> Result<()> {
     save_with(path.as_ref(), |w| write_dense_columns(cols, w))
+}
+
+/// The banner of the Matrix Market file at `path` (its first line alone is
+/// read). Errors when the file cannot be read or the banner does not parse.
+pub fn read_header_of(path: impl AsRef<Path>) -> Result<MmHeader> {
+    use std::io::BufRead;
+    let path = path.as_ref();
+    let io = |source| Error::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut first = Vec::new();
+    std::io::BufReader::new(file)
+        .read_until(b'\n', &mut first)
+        .map_err(io)?;
+    let first = String::from_utf8(first)
+        .map_err(|_| Error::parse(1, "header line is not valid UTF-8 text").in_file(path))?;
+    read_header(&first).map_err(|e| e.in_file(path))
 }
 
 /// Reads a Matrix Market file into a [`Csr`]. Errors name the file and line.

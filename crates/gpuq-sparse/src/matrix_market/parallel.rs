@@ -38,22 +38,47 @@ pub(super) fn read_bytes(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
 fn read_bytes_by(path: &std::path::Path, per_thread: u64) -> std::io::Result<Vec<u8>> {
     #[cfg(unix)]
     {
-        use std::os::unix::fs::FileExt;
         let file = std::fs::File::open(path)?;
         let len = file.metadata()?.len();
-        let threads = (len / per_thread).min(rayon::current_num_threads() as u64);
-        if threads >= 2 {
-            let len = usize::try_from(len).map_err(std::io::Error::other)?;
-            let mut bytes = vec![0u8; len];
-            let step = len.div_ceil(threads as usize);
-            bytes
-                .par_chunks_mut(step)
-                .enumerate()
-                .try_for_each(|(k, part)| file.read_exact_at(part, (k * step) as u64))?;
-            return Ok(bytes);
+        if len / per_thread >= 2 && rayon::current_num_threads() >= 2 {
+            return read_range_by(&file, 0..len, per_thread);
         }
     }
     std::fs::read(path)
+}
+
+/// The bytes `range` of `file`, by up to all of Rayon's threads (one per
+/// [`READ_BYTES_PER_THREAD`] bytes), each a part through positioned reads.
+/// Errors when the file ends before the range does. O(range).
+#[cfg(unix)]
+pub(super) fn read_range(
+    file: &std::fs::File,
+    range: std::ops::Range<u64>,
+) -> std::io::Result<Vec<u8>> {
+    read_range_by(file, range, READ_BYTES_PER_THREAD)
+}
+
+/// [`read_range`] with `per_thread` bytes per thread.
+#[cfg(unix)]
+fn read_range_by(
+    file: &std::fs::File,
+    range: std::ops::Range<u64>,
+    per_thread: u64,
+) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let len =
+        usize::try_from(range.end.saturating_sub(range.start)).map_err(std::io::Error::other)?;
+    let threads = (len as u64 / per_thread).clamp(1, rayon::current_num_threads() as u64);
+    let mut bytes = vec![0u8; len];
+    if len == 0 {
+        return Ok(bytes);
+    }
+    let step = len.div_ceil(threads as usize);
+    bytes
+        .par_chunks_mut(step)
+        .enumerate()
+        .try_for_each(|(k, part)| file.read_exact_at(part, range.start + (k * step) as u64))?;
+    Ok(bytes)
 }
 
 /// Pieces of the data section per Rayon thread (uneven lines even out).
@@ -131,6 +156,14 @@ impl<'a> Sections<'a> {
         if self.header.format != MmFormat::Array {
             return None;
         }
+        let values = self.array_piece_values::<T>()?;
+        (Some(values.len()) == self.declared()).then_some(values)
+    }
+
+    /// The values of the data section's lines in order, without the check
+    /// against the size line (a part of the file read by one of several
+    /// readers), or `None` at any problem. O(text) on all threads.
+    pub(super) fn array_piece_values<T: Scalar>(&self) -> Option<Vec<T>> {
         let field = self.header.field;
         let pieces: Vec<Vec<T>> = self
             .pieces()
@@ -148,9 +181,6 @@ impl<'a> Sections<'a> {
             })
             .collect::<Option<_>>()?;
         let total: usize = pieces.iter().map(Vec::len).sum();
-        if Some(total) != self.declared() {
-            return None;
-        }
         let mut values = Vec::with_capacity(total);
         for p in pieces {
             values.extend_from_slice(&p);
@@ -164,7 +194,7 @@ impl<'a> Sections<'a> {
     pub(super) fn coo<T: Scalar>(&self) -> Option<Coo<T>> {
         let (nrows, ncols) = (self.size[0], self.size[1]);
         let symmetry = self.header.symmetry;
-        let parts = match self.header.format {
+        let (coo, read) = match self.header.format {
             MmFormat::Array => {
                 let values = self.array_values::<T>()?;
                 let mut coo = Coo::with_capacity(nrows, ncols, values.len());
@@ -175,21 +205,26 @@ impl<'a> Sections<'a> {
                 }
                 return Some(coo);
             }
-            MmFormat::Coordinate => self
-                .pieces()
-                .par_iter()
-                .map(|piece| self.coordinate_piece::<T>(piece))
-                .collect::<Option<Vec<_>>>()?,
+            MmFormat::Coordinate => self.coordinate_entries::<T>()?,
         };
+        (Some(read) == self.declared()).then_some(coo)
+    }
+
+    /// The triplets of a `coordinate` data section (symmetric storage
+    /// mirrored) in file order and the number of entries read, without the
+    /// check against the size line (a part of the file read by one of
+    /// several readers), or `None` at any problem. O(text) on all threads,
+    /// then one copy of the triplets.
+    pub(super) fn coordinate_entries<T: Scalar>(&self) -> Option<(Coo<T>, usize)> {
+        let (nrows, ncols) = (self.size[0], self.size[1]);
+        let parts = self
+            .pieces()
+            .par_iter()
+            .map(|piece| self.coordinate_piece::<T>(piece))
+            .collect::<Option<Vec<_>>>()?;
         let read: usize = parts.iter().map(|p| p.1).sum();
-        if Some(read) != self.declared() {
-            return None;
-        }
-        Some(Coo::concat(
-            nrows,
-            ncols,
-            parts.into_iter().map(|p| p.0).collect(),
-        ))
+        let coo = Coo::concat(nrows, ncols, parts.into_iter().map(|p| p.0).collect());
+        Some((coo, read))
     }
 
     /// One piece of a `coordinate` file: its triplets and the number of
@@ -225,7 +260,7 @@ fn data_lines(piece: &str) -> impl Iterator<Item = &str> {
 
 /// The byte offset where the line after 1-based line `line_no` starts (the
 /// text's length when there is none).
-fn after_line(text: &str, line_no: usize) -> usize {
+pub(super) fn after_line(text: &str, line_no: usize) -> usize {
     text.bytes()
         .enumerate()
         .filter(|&(_, b)| b == b'\n')
