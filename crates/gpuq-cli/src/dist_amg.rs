@@ -3,13 +3,13 @@
 //! `gpuq amg-info` across ranks.
 
 use crate::amg::AmgInfoArgs;
-use crate::dist_solve::{init_mpi, scatter_from_root, RankBackend, Run};
+use crate::dist_solve::{scatter_from_root, Run};
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
 use gpuq_dist::{
-    agree, Dist, DistAmg, DistAmgOptions, DistHierarchy, DistSetupKernels, DistSetupTimings,
-    HaloBackend, MixedDistAmg, RowPartition,
+    agree, CommChoice, DeviceComm, Dist, DistAmg, DistAmgOptions, DistHierarchy, DistSetupKernels,
+    DistSetupTimings, HaloBackend, MixedDistAmg, RankBackend, RowPartition,
 };
 use gpuq_krylov::SolverConfig;
 use gpuq_sparse::Csr;
@@ -24,7 +24,7 @@ use std::process::ExitCode;
 /// rank's GPU), and rank 0 prints each level's rows per rank (the gathered
 /// levels hold every row on every rank).
 pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
-    let (comm, node) = init_mpi()?;
+    let (comm, node) = gpuq_dist::init_mpi()?;
     let source = args.source()?;
     let (rank, size) = (comm.rank(), comm.size());
     let partition = |n| RowPartition::blocks(n, size, args.amg.block);
@@ -61,7 +61,7 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     // defaults, the larger gathered levels).
     let gpu = backend == "cuda";
     let options = dist_amg_options(&args.amg, &source, (gpu, gpu), p.range(rank))?;
-    let (h, setup_on) = match RankBackend::of(&*comm, node, backend, "mpi")? {
+    let (h, setup_on) = match RankBackend::of(&*comm, node, backend, CommChoice::Mpi)? {
         RankBackend::Cpu(cpu) => (
             DistHierarchy::build_on(&cpu, &*comm, &p, &a, &options)?,
             "cpu",
@@ -169,7 +169,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
 ) -> Result<(DistPrecond<B, T>, SolveAmgReport<'a>)> {
     let comm = dist.comm();
     let start = std::time::Instant::now();
-    let nccl = gpu && dist.local().device_comm();
+    let nccl = gpu && dist.transport().between_devices();
     let options = dist_amg_options(&run.args.amg, run.source, (gpu, nccl), p.range(comm.rank()))?;
     let rows = Csr::try_new(
         a.nrows(),

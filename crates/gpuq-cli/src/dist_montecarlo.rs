@@ -3,10 +3,10 @@
 //! matrix whole.
 
 use crate::args::SolveArgs;
-use crate::dist_solve::RankBackend;
 use crate::solve::Source;
 use gpuq_core::Result;
 use gpuq_dist::{agree, broadcast_rows, Communicator, DistWalk};
+use gpuq_dist::{CommChoice, RankBackend};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -31,7 +31,7 @@ pub(crate) fn run(
     let (a, b) = broadcast_rows(&*comm, 0, loaded.as_ref().map(|(a, r)| (a, &r.b[..])))?;
     let problem = (&a, &b[..]);
     // The walks reduce their tallies through MPI: no NCCL needed.
-    let backend = RankBackend::of(&*comm, node, &args.backend, "mpi")?;
+    let backend = RankBackend::of(&*comm, node, &args.backend, CommChoice::Mpi)?;
     let device = match &backend {
         RankBackend::Cuda(_, d) => *d as f64,
         RankBackend::Cpu(_) => -1.0,

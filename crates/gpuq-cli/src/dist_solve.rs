@@ -30,151 +30,23 @@ use crate::rhs::{read_of_length, RhsChoice, RhsInfo, RhsOutcome, WithRhs};
 use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Backend, Complex, Error, Result, Scalar, SolveReport};
-use gpuq_cpu::CpuBackend;
-use gpuq_cuda::CudaBackend;
 use gpuq_dist::{
     agree, gather_rows, generated_rows, scatter_rows, solve_rows, solve_rows_with_precond,
-    stencil_size, Communicator, Dist, DistSetupKernels, HaloBackend, MpiComm, RowPartition,
+    stencil_size, CommChoice, Communicator, Dist, DistSetupKernels, HaloBackend, RankBackend,
+    RowPartition,
 };
 use gpuq_krylov::{KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::matrix_market as mm;
 use gpuq_sparse::{Csr, Layout};
 use serde::Serialize;
 use std::process::ExitCode;
-use std::sync::Arc;
-
-/// Whether this process was started by an MPI launcher (OpenMPI, MPICH or
-/// Slurm's PMI set these).
-pub fn under_mpi() -> bool {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some())
-}
-
-/// The CPU backend of one rank: `RAYON_NUM_THREADS` threads when set, else
-/// the node's cores divided among its ranks (at least one each), so that
-/// ranks sharing a node do not oversubscribe its cores.
-fn cpu_for_rank(ranks_on_node: usize) -> Result<CpuBackend> {
-    if std::env::var_os("RAYON_NUM_THREADS").is_some() {
-        return Ok(CpuBackend::new());
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    CpuBackend::with_threads((cores / ranks_on_node.max(1)).max(1))
-}
-
-/// MPI's world communicator, and this rank's (index, count) among the ranks
-/// of its node (MPI's shared-memory split). Unless `RAYON_NUM_THREADS` is
-/// set, the rank's global thread pool (the host steps of a setup: the
-/// distributed AMG's, the matrix's generation) gets the node's cores divided
-/// among its ranks, so ranks sharing a node do not oversubscribe it.
-pub(crate) fn init_mpi() -> Result<(Arc<dyn Communicator>, (usize, usize))> {
-    let mpi = MpiComm::init()?;
-    let node = mpi.node_rank();
-    if node.1 > 1 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        // An error means the pool already runs (built earlier): keep it.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads((cores / node.1).max(1))
-            .build_global();
-    }
-    Ok((Arc::new(mpi), node))
-}
-
-/// One rank's local backend, as `--backend` names it.
-pub(crate) enum RankBackend {
-    Cpu(CpuBackend),
-    /// The GPU and its device number.
-    Cuda(CudaBackend, usize),
-}
-
-impl RankBackend {
-    /// `cpu` (the node's cores divided among its ranks) or `cuda` (the GPU of
-    /// the rank's index on its node, `node` = (index, ranks on the node);
-    /// more ranks than GPUs on a node share them round robin), with NCCL
-    /// attached between the GPUs as `choice` (`--comm`) says. Collective:
-    /// every rank learns whether any failed.
-    pub(crate) fn of(
-        comm: &dyn Communicator,
-        node: (usize, usize),
-        name: &str,
-        choice: &str,
-    ) -> Result<Self> {
-        let want_nccl = match choice {
-            "nccl" => Some(true),
-            "mpi" => Some(false),
-            "auto" => None,
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown --comm '{other}' (available: nccl, mpi, auto)"
-                )))
-            }
-        };
-        match name {
-            "cpu" if want_nccl == Some(true) => Err(Error::InvalidArgument(
-                "--comm nccl needs --backend cuda (NCCL connects GPUs)".into(),
-            )),
-            "cpu" => Ok(RankBackend::Cpu(agree(comm, cpu_for_rank(node.1))?)),
-            "cuda" => {
-                let gpus = agree(comm, CudaBackend::device_count())?.max(1);
-                let device = node.0 % gpus;
-                let gpu = agree(comm, CudaBackend::new(device))?;
-                if want_nccl != Some(false) {
-                    attach_nccl(comm, &gpu, node.1 <= gpus, want_nccl == Some(true))?;
-                }
-                Ok(RankBackend::Cuda(gpu, device))
-            }
-            other => Err(Error::InvalidArgument(format!(
-                "unknown backend '{other}' under mpirun (available: cpu, cuda)"
-            ))),
-        }
-    }
-}
-
-/// Joins the ranks' GPUs in one NCCL communicator (rank 0 makes the id and
-/// broadcasts it over MPI) where every rank has a GPU of its own on its node
-/// and the library loads; otherwise an error when `required` (`--comm nccl`),
-/// else nothing (the halo stays on the MPI path). Collective.
-fn attach_nccl(
-    comm: &dyn Communicator,
-    gpu: &CudaBackend,
-    own_gpu: bool,
-    required: bool,
-) -> Result<()> {
-    let able = own_gpu && CudaBackend::nccl_available();
-    let flags = comm.allgather(&[f64::from(u8::from(able))])?;
-    if let Some(r) = flags.iter().position(|&f| f == 0.0) {
-        if required {
-            return Err(Error::InvalidArgument(format!(
-                "--comm nccl: rank {r} cannot use NCCL (it needs a GPU of its own per rank and libnccl.so.2)"
-            )));
-        }
-        return Ok(());
-    }
-    let made = agree(
-        comm,
-        (comm.rank() == 0)
-            .then(CudaBackend::nccl_unique_id)
-            .transpose(),
-    )?;
-    let mut id = made.map_or_else(Vec::new, |id| id.to_vec());
-    comm.broadcast(0, &mut id)?;
-    let id: [u8; gpuq_cuda::NCCL_ID_BYTES] = id
-        .try_into()
-        .map_err(|_| Error::InvalidArgument("rank 0 sent a malformed NCCL id".into()))?;
-    agree(comm, gpu.attach_nccl(comm.rank(), comm.size(), &id))
-}
 
 /// Runs a distributed solve as the arguments say; every rank returns the
 /// same exit code (3 when not converged).
 pub fn run(args: &SolveArgs) -> Result<ExitCode> {
     if crate::montecarlo::is_monte_carlo(&args.method) {
         let opts = crate::montecarlo::checked_options(args)?;
-        let (comm, node) = init_mpi()?;
+        let (comm, node) = gpuq_dist::init_mpi()?;
         return crate::dist_montecarlo::run(args, &opts, comm, node);
     }
     let amg = crate::amg::is_amg(&args.precond);
@@ -195,7 +67,8 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         layout: Layout::parse_or_auto(&args.layout)?.unwrap_or_default(),
     };
     config.options.validate()?;
-    let (comm, node) = init_mpi()?;
+    let choice = CommChoice::parse(&args.comm)?;
+    let (comm, node) = gpuq_dist::init_mpi()?;
     let source = Source::from_args(args)?;
     // Rank 0 reads the file's header; every rank learns the outcome.
     let header = (comm.rank() == 0).then(|| source.is_complex());
@@ -228,7 +101,7 @@ pub fn run(args: &SolveArgs) -> Result<ExitCode> {
         config: &config,
         amg,
     };
-    match RankBackend::of(&*comm, node, &args.backend, &args.comm)? {
+    match RankBackend::of(&*comm, node, &args.backend, choice)? {
         RankBackend::Cpu(cpu) => by_precision(&Dist::new(cpu, comm), &run, complex, None),
         RankBackend::Cuda(gpu, device) => {
             by_precision(&Dist::new(gpu, comm), &run, complex, Some(device))

@@ -2,6 +2,7 @@
 //! backend whose vectors are split by rows across the ranks.
 
 use crate::comm::Communicator;
+use crate::device_comm::{sum_over_ranks, DeviceComm};
 use crate::halo::{split_rows, HaloBackend, HaloPlan, SplitRows};
 use crate::partition::RowPartition;
 use gpuq_core::{Backend, Error, FusedDot, RealScalar, Result, Scalar, Stats};
@@ -61,18 +62,22 @@ struct Counters {
 /// defaults, with CG's, BiCGSTAB's and GMRES's reductions split into the local
 /// backend's fused kernel and one collective (see the crate docs). Every rank
 /// must run the same sequence of operations.
-pub struct Dist<B> {
+pub struct Dist<B: HaloBackend> {
     local: B,
+    /// How the local backend's vectors travel between ranks, taken from it
+    /// when this backend was made.
+    transport: B::Transport,
     comm: Arc<dyn Communicator>,
     counters: Arc<Counters>,
     /// The least look-ahead the methods see ([`Dist::with_look_ahead`]).
     look_ahead: usize,
 }
 
-impl<B: Clone> Clone for Dist<B> {
+impl<B: HaloBackend> Clone for Dist<B> {
     fn clone(&self) -> Self {
         Dist {
             local: self.local.clone(),
+            transport: self.transport.clone(),
             comm: self.comm.clone(),
             counters: self.counters.clone(),
             look_ahead: self.look_ahead,
@@ -82,9 +87,12 @@ impl<B: Clone> Clone for Dist<B> {
 
 impl<B: HaloBackend> Dist<B> {
     /// The distributed backend of this rank: `local` for its data, `comm` to
-    /// reach the others.
+    /// reach the others, and the local backend's transport as it stands now
+    /// ([`HaloBackend::transport`]: attach NCCL to a GPU before, as
+    /// `gpuq_dist::launch` does).
     pub fn new(local: B, comm: Arc<dyn Communicator>) -> Self {
         Dist {
+            transport: local.transport(),
             local,
             comm,
             counters: Arc::default(),
@@ -120,16 +128,16 @@ impl<B: HaloBackend> Dist<B> {
         &*self.comm
     }
 
-    /// How halos and fused reductions travel: `nccl` where the local
-    /// backend exchanges between its devices ([`HaloBackend::device_comm`]),
-    /// else `mpi` (the communicator on the host; threads for a
-    /// [`crate::ThreadComm`]).
+    /// The transport of halos, fused reductions and row gathers.
+    pub fn transport(&self) -> &B::Transport {
+        &self.transport
+    }
+
+    /// How halos and fused reductions travel ([`DeviceComm::kind`]): `nccl`
+    /// between the devices, else `mpi` (the communicator on the host;
+    /// threads for a [`crate::ThreadComm`]).
     pub fn comm_kind(&self) -> &'static str {
-        if self.local.device_comm() {
-            "nccl"
-        } else {
-            "mpi"
-        }
+        self.transport.kind()
     }
 
     /// Communication time and traffic since creation or the last
@@ -166,46 +174,50 @@ impl<B: HaloBackend> Dist<B> {
 
     /// [`Communicator::allreduce_sum`], timed and counted.
     pub fn allreduce(&self, local: &[f64]) -> Result<Vec<f64>> {
-        let t = Instant::now();
-        let out = self.comm.allreduce_sum(local);
-        self.counters.collectives.fetch_add(1, Ordering::Relaxed);
-        add_ns(&self.counters.collective_ns, t);
-        out
+        self.timed_collective(|| self.comm.allreduce_sum(local))
     }
 
     /// The sums over ranks of scalar partials (each as its real and imaginary
-    /// part, summed in f64), in one collective.
+    /// part, summed in f64), in one collective (timed and counted).
     pub fn sum_scalars<T: Scalar>(&self, partials: &[T]) -> Result<Vec<T>> {
-        let flat: Vec<f64> = partials
-            .iter()
-            .flat_map(|v| [v.re().to_f64_lossless(), v.im().to_f64_lossless()])
-            .collect();
-        let sums = self.allreduce(&flat)?;
-        Ok(sums
-            .chunks_exact(2)
-            .map(|p| T::from_parts(T::Real::of_f64(p[0]), T::Real::of_f64(p[1])))
-            .collect())
+        self.timed_collective(|| sum_over_ranks(self.comm(), partials))
     }
 
     /// Sums the slots `slots` of a replicated scalar array over ranks, where
-    /// a local kernel left this rank's partials: on the devices where the
-    /// local backend exchanges between them (NCCL: an all-gather and a
-    /// summing kernel, no host round trip), else one download, one
-    /// collective, one overwrite of `sc`. The same bits either way.
+    /// a local kernel left this rank's partials, through the transport
+    /// ([`DeviceComm::sum_slots`]: NCCL's all-gather and a summing kernel
+    /// with no host round trip, or one download, one collective and one
+    /// overwrite of `sc`); the same bits either way. Timed and counted as a
+    /// collective.
     pub fn sum_slots<T: Scalar>(&self, sc: &mut B::Vector<T>, slots: &[usize]) -> Result<()> {
+        self.timed_collective(|| {
+            self.transport
+                .sum_slots(&self.local, self.comm(), sc, slots)
+        })
+    }
+
+    /// `whole` = every rank's `mine` (`counts[r]` values from rank r) in
+    /// rank order, through the transport ([`DeviceComm::allgather_rows`]).
+    /// Collective; timed and counted as one.
+    pub fn allgather_rows_into<T: Scalar>(
+        &self,
+        counts: &[usize],
+        mine: &B::Vector<T>,
+        whole: &mut B::Vector<T>,
+    ) -> Result<()> {
+        self.timed_collective(|| {
+            self.transport
+                .allgather_rows(&self.local, self.comm(), counts, mine, whole)
+        })
+    }
+
+    /// `f`, one collective: counted, its time added to the collectives'.
+    fn timed_collective<X>(&self, f: impl FnOnce() -> Result<X>) -> Result<X> {
         let t = Instant::now();
-        if self.local.sum_slots_on_device(sc, slots)? {
-            self.counters.collectives.fetch_add(1, Ordering::Relaxed);
-            add_ns(&self.counters.collective_ns, t);
-            return Ok(());
-        }
-        let mut host = self.local.download(sc)?;
-        gpuq_core::check_indices("sum_slots", host.len(), slots)?;
-        let partials: Vec<T> = slots.iter().map(|&k| host[k]).collect();
-        for (&k, v) in slots.iter().zip(self.sum_scalars(&partials)?) {
-            host[k] = v;
-        }
-        self.local.overwrite(&host, sc)
+        let out = f();
+        self.counters.collectives.fetch_add(1, Ordering::Relaxed);
+        add_ns(&self.counters.collective_ns, t);
+        out
     }
 
     /// Waits for this rank's queued device work, then for every rank (a
@@ -384,9 +396,8 @@ struct Ghosts<B: HaloBackend, T: Scalar> {
     plan: HaloPlan,
     /// The ghost values of the latest exchange.
     values: Mutex<B::Vector<T>>,
-    /// The device side of the exchange, where the backend exchanges between
-    /// its devices ([`HaloBackend::device_comm`]).
-    device: Option<B::DeviceHalo>,
+    /// The transport's data for the exchange ([`DeviceComm::prepare_halo`]).
+    halo: <B::Transport as DeviceComm<B>>::Halo,
 }
 
 impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
@@ -478,10 +489,11 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
             Ok((owned, matrix, values))
         });
         let (owned, matrix, values) = dist.agree(uploaded)?;
-        let device = dist.agree(local.prepare_halo(&plan))?;
+        let halo = dist.agree(dist.transport.prepare_halo(local, &plan))?;
         // Every rank exchanges the same way, or none could pair its messages.
-        let flags = comm.allgather(&[f64::from(u8::from(device.is_some()))])?;
-        if flags.iter().any(|&f| (f != 0.0) != device.is_some()) {
+        let between = dist.transport.between_devices();
+        let flags = comm.allgather(&[f64::from(u8::from(between))])?;
+        if flags.iter().any(|&f| (f != 0.0) != between) {
             return Err(Error::InvalidArgument(
                 "some ranks exchange halos between GPUs (NCCL) and others through MPI".into(),
             ));
@@ -493,7 +505,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
                 runs: crate::halo::ghost_row_runs(&split.ghost),
                 plan,
                 values: Mutex::new(values),
-                device,
+                halo,
             }),
             global: (rows.rows(), columns.rows()),
         })
@@ -723,15 +735,15 @@ impl<B: HaloBackend> Dist<B> {
             out
         };
         let mut values = g.values.lock().unwrap_or_else(|e| e.into_inner());
-        match &g.device {
-            Some(d) => self
-                .local
-                .exchange_on_device(d, x, &mut values, &mut timed)?,
-            None => {
-                let ghosts = g.plan.exchange(self.comm(), &self.local, x, &mut timed)?;
-                self.local.overwrite(&ghosts, &mut values)?;
-            }
-        }
+        self.transport.exchange(
+            &self.local,
+            self.comm(),
+            &g.plan,
+            &g.halo,
+            x,
+            &mut values,
+            &mut timed,
+        )?;
         let c = &self.counters;
         c.halo_exchanges.fetch_add(1, Ordering::Relaxed);
         let bytes = (g.plan.sent() + g.plan.ghosts()) * std::mem::size_of::<T>();

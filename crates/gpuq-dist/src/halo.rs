@@ -8,6 +8,7 @@
 //! writes the arrivals into the ghost vector ([`HaloBackend::overwrite`]).
 
 use crate::comm::{comm_error, Communicator};
+use crate::device_comm::DeviceComm;
 use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, DeviceVector, Error, FusedDot, Result, Scalar,
@@ -98,22 +99,24 @@ impl Pack {
 }
 
 /// A backend a distributed backend can wrap: every Krylov method's steps (its
-/// own or the defaults), plus packing and unpacking halo values.
+/// own or the defaults), plus packing and unpacking halo values, and the
+/// transport its vectors take between ranks ([`HaloBackend::transport`]).
 ///
 /// The defaults stage through the host: [`HaloBackend::gather`] downloads the
 /// whole vector (n values) and [`HaloBackend::overwrite`] uploads a new one.
 /// The CPU backend overrides both (no copy of the whole vector); the CUDA
 /// backend (feature `cuda`) downloads only the pack's covering ranges and
-/// uploads into the ghost vector in place, or, with an NCCL communicator
-/// attached, exchanges between the GPUs ([`HaloBackend::device_comm`] and
-/// the hooks after it).
+/// uploads into the ghost vector in place.
 pub trait HaloBackend: KrylovBackend {
-    /// What a backend that exchanges between its devices itself (a GPU with
-    /// an NCCL communicator) keeps per halo plan. A backend that exchanges
-    /// only through the communicator sets `type DeviceHalo = ();` and keeps
-    /// every method's default (stable Rust has no default for an associated
-    /// type).
-    type DeviceHalo: Send + Sync;
+    /// How this backend's vectors travel between ranks
+    /// ([`crate::HostStaged`] for the CPU; `CudaTransport` for
+    /// CUDA ranks).
+    type Transport: DeviceComm<Self>;
+
+    /// The transport as this backend stands (for a GPU: NCCL when a
+    /// communicator is attached, else through the hosts); a
+    /// [`crate::Dist`] takes it once, when it is made.
+    fn transport(&self) -> Self::Transport;
 
     /// `x[i]` for every index of `pack`, in its order. Default: one download
     /// of x, O(n + k).
@@ -135,37 +138,6 @@ pub trait HaloBackend: KrylovBackend {
         Ok(())
     }
 
-    /// Whether this backend exchanges halos and sums reductions between
-    /// ranks on its devices (NCCL) rather than through the communicator on
-    /// the host. Default: no.
-    fn device_comm(&self) -> bool {
-        false
-    }
-
-    /// The device side of `plan`'s exchange, built once per matrix, where
-    /// [`HaloBackend::device_comm`] holds; `None` otherwise (the default).
-    fn prepare_halo(&self, plan: &HaloPlan) -> Result<Option<Self::DeviceHalo>> {
-        let _ = plan;
-        Ok(None)
-    }
-
-    /// One exchange on the devices through `prepared` (from
-    /// [`HaloBackend::prepare_halo`]): the ghosts of `x` into `ghosts`, with
-    /// `overlap` run while they travel. Default: an error (a backend that
-    /// prepares no device halo is never asked).
-    fn exchange_on_device<T: Scalar>(
-        &self,
-        prepared: &Self::DeviceHalo,
-        x: &Self::Vector<T>,
-        ghosts: &mut Self::Vector<T>,
-        overlap: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        let _ = (prepared, x, ghosts, overlap);
-        Err(Error::InvalidArgument(
-            "this backend has no device halo exchange".into(),
-        ))
-    }
-
     /// y = y + alpha A x for the ghost block `a` (x its ghost values) over
     /// the row ranges `runs`, which hold all of its non-empty rows
     /// ([`ghost_row_runs`]), and with `dot` also `sc[slot] += w^H (alpha A
@@ -185,34 +157,6 @@ pub trait HaloBackend: KrylovBackend {
         runs: &[Range<usize>],
     ) -> Result<bool> {
         let _ = (alpha, a, x, y, dot, runs);
-        Ok(false)
-    }
-
-    /// `sc[k]` summed over ranks for every `k` of `slots`, on the devices,
-    /// in the fixed rank order of [`crate::ordered_sum`]; returns `false`
-    /// (doing nothing) where [`HaloBackend::device_comm`] does not hold (the
-    /// default), and the caller sums through the communicator.
-    fn sum_slots_on_device<T: Scalar>(
-        &self,
-        sc: &mut Self::Vector<T>,
-        slots: &[usize],
-    ) -> Result<bool> {
-        let _ = (sc, slots);
-        Ok(false)
-    }
-
-    /// `whole` = a vector split in contiguous row blocks, rank r's `mine`
-    /// (`counts[r]` values) at offset `counts[..r].sum()`, gathered on the
-    /// devices where [`HaloBackend::device_comm`] holds; returns `false`
-    /// (doing nothing) otherwise (the default), and the caller gathers
-    /// through the communicator. Collective.
-    fn allgather_rows_on_device<T: Scalar>(
-        &self,
-        counts: &[usize],
-        mine: &Self::Vector<T>,
-        whole: &mut Self::Vector<T>,
-    ) -> Result<bool> {
-        let _ = (counts, mine, whole);
         Ok(false)
     }
 
@@ -299,7 +243,11 @@ fn pick<T: Scalar>(x: &[T], idx: &[usize]) -> Result<Vec<T>> {
 }
 
 impl HaloBackend for CpuBackend {
-    type DeviceHalo = ();
+    type Transport = crate::HostStaged;
+
+    fn transport(&self) -> crate::HostStaged {
+        crate::HostStaged
+    }
 
     fn gather<T: Scalar>(&self, x: &CpuVector<T>, pack: &Pack) -> Result<Vec<T>> {
         pick(x.as_slice(), pack.indices())
@@ -393,75 +341,23 @@ impl HaloBackend for CpuBackend {
 /// The CUDA backend stages its halo through the host: one download per
 /// covering range of the pack (a grid plane per neighbour for a slab of a
 /// structured grid; the whole vector when the ranges are many or cover most
-/// of it) and one upload of the ghosts into their vector.
-///
-/// With an NCCL communicator attached
-/// ([`gpuq_cuda::CudaBackend::attach_nccl`]), the halo goes between the GPUs
-/// instead: a device pack, `ncclSend`/`ncclRecv` in one group on a
-/// communication stream while the owned block's SpMV runs, straight into
-/// the ghost vector; and the slots of a method's fused reductions are summed
-/// by an NCCL all-gather and a kernel (same bits as the host's sum).
+/// of it) and one upload of the ghosts into their vector; with an NCCL
+/// communicator attached ([`gpuq_cuda::CudaBackend::attach_nccl`]) its
+/// transport is NCCL between the GPUs (`CudaTransport`).
 #[cfg(feature = "cuda")]
 impl HaloBackend for gpuq_cuda::CudaBackend {
-    type DeviceHalo = gpuq_cuda::NcclHalo;
+    type Transport = crate::CudaTransport;
 
-    fn device_comm(&self) -> bool {
-        self.has_nccl()
+    fn transport(&self) -> crate::CudaTransport {
+        if self.has_nccl() {
+            crate::CudaTransport::Nccl
+        } else {
+            crate::CudaTransport::Host
+        }
     }
 
     fn synchronize(&self) -> Result<()> {
         gpuq_cuda::CudaBackend::synchronize(self)
-    }
-
-    fn prepare_halo(&self, plan: &HaloPlan) -> Result<Option<gpuq_cuda::NcclHalo>> {
-        if !self.has_nccl() {
-            return Ok(None);
-        }
-        let mut at = 0;
-        let sends = plan
-            .sends
-            .iter()
-            .map(|(p, idx)| {
-                at += idx.len();
-                (*p, at - idx.len()..at)
-            })
-            .collect();
-        self.nccl_halo_plan(plan.packed.indices(), sends, plan.recvs.clone())
-            .map(Some)
-    }
-
-    fn exchange_on_device<T: Scalar>(
-        &self,
-        prepared: &gpuq_cuda::NcclHalo,
-        x: &gpuq_cuda::CudaVector<T>,
-        ghosts: &mut gpuq_cuda::CudaVector<T>,
-        overlap: &mut dyn FnMut() -> Result<()>,
-    ) -> Result<()> {
-        self.nccl_exchange(prepared, x, ghosts, overlap)
-    }
-
-    fn sum_slots_on_device<T: Scalar>(
-        &self,
-        sc: &mut gpuq_cuda::CudaVector<T>,
-        slots: &[usize],
-    ) -> Result<bool> {
-        if !self.has_nccl() {
-            return Ok(false);
-        }
-        self.nccl_sum_slots(sc, slots)
-    }
-
-    fn allgather_rows_on_device<T: Scalar>(
-        &self,
-        counts: &[usize],
-        mine: &gpuq_cuda::CudaVector<T>,
-        whole: &mut gpuq_cuda::CudaVector<T>,
-    ) -> Result<bool> {
-        if !self.has_nccl() {
-            return Ok(false);
-        }
-        self.nccl_allgather_rows(counts, mine, whole)?;
-        Ok(true)
     }
 
     fn copy_rows_from<T: Scalar>(
@@ -758,6 +654,22 @@ impl HaloPlan {
         self.packed.indices().len()
     }
 
+    /// Per neighbour that needs owned entries: its rank and the local
+    /// indices it needs, in the order it numbers them.
+    pub fn sends(&self) -> &[(usize, Vec<usize>)] {
+        &self.sends
+    }
+
+    /// Per neighbour the ghosts come from: its rank and the ghost range.
+    pub fn recvs(&self) -> &[(usize, Range<usize>)] {
+        &self.recvs
+    }
+
+    /// All sent indices, concatenated in the order of [`HaloPlan::sends`].
+    pub fn packed(&self) -> &Pack {
+        &self.packed
+    }
+
     /// The ranks the rank sends to, increasing.
     pub fn send_ranks(&self) -> Vec<usize> {
         self.sends.iter().map(|(p, _)| *p).collect()
@@ -970,9 +882,6 @@ mod tests {
         assert_eq!(be.download(&mine).unwrap(), vec![4.0, 5.0]);
         let err = HaloBackend::copy_rows_from(&be, &whole, 4, &mut mine).unwrap_err();
         assert!(err.to_string().contains("copy_rows_from"), "{err}");
-        assert!(!be
-            .allgather_rows_on_device(&[5], &whole, &mut mine)
-            .unwrap());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! collective each).
 
 use crate::backend::Dist;
+use crate::device_comm::DeviceComm;
 use crate::halo::HaloBackend;
 use gpuq_core::{RealScalar, Result, Scalar};
 use gpuq_krylov::bicgstab_kernels::{Scaled, RHO, RNORM2, SNORM2, TS, TT};
@@ -79,10 +80,9 @@ impl<B: HaloBackend> Replay for Dist<B> {
 
     /// Recorded by the local backend where it records and every exchange
     /// and reduction of the body is device work
-    /// ([`HaloBackend::device_comm`]; the matrices' halos prepared on the
-    /// devices, that is, built after the communicator was attached: a
-    /// matrix built before exchanges through the host, which a recording
-    /// refuses with [`gpuq_core::Error::Device`]); run again otherwise. Every rank
+    /// ([`DeviceComm::between_devices`] of the transport the `Dist` took
+    /// when it was made: attach NCCL before making it); run again otherwise.
+    /// Every rank
     /// records at the same iteration (the host collectives a recording
     /// makes, such as the ranks' agreement on a fused dot product, run once,
     /// on every rank).
@@ -91,7 +91,7 @@ impl<B: HaloBackend> Replay for Dist<B> {
         recording: &mut Option<Self::Recording>,
         body: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
-        if !(self.local().records() && self.local().device_comm()) {
+        if !(self.local().records() && self.transport().between_devices()) {
             return body();
         }
         if let Some(rec) = recording {

@@ -99,6 +99,14 @@
 //! times). It is our own (deterministic, no C library to build); METIS is
 //! not used.
 //!
+//! How vectors travel between ranks is the local backend's transport
+//! ([`DeviceComm`], taken when the `Dist` is made: [`HostStaged`] for any
+//! backend, `CudaTransport` for GPUs), so the solvers, the distributed
+//! matrices and the AMG cycle have one path. Under `mpirun` (feature `mpi`)
+//! one call starts MPI, splits the node's cores among its ranks, gives each
+//! rank its GPU and joins the GPUs over NCCL (`launch`, or `init_mpi` then
+//! `RankBackend::of`).
+//!
 //! GPUs (feature `cuda`): a `Dist` over the CUDA backend stages its halo
 //! through the host (one download per contiguous range of the entries to
 //! send, one upload of the ghosts, host-side collectives) unless an NCCL
@@ -124,10 +132,13 @@ pub mod amg;
 mod backend;
 mod comm;
 mod cubature;
+mod device_comm;
 mod generate;
 mod halo;
 mod input;
 mod kernels;
+#[cfg(feature = "mpi")]
+mod launch;
 #[cfg(feature = "mpi")]
 mod mpi_comm;
 mod operator;
@@ -144,6 +155,9 @@ pub use amg::{
 };
 pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};
+#[cfg(feature = "cuda")]
+pub use device_comm::CudaTransport;
+pub use device_comm::{DeviceComm, HostStaged};
 pub use generate::{generated_rows, stencil_size};
 pub use halo::{
     ghost_row_runs, split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows,
@@ -151,6 +165,8 @@ pub use halo::{
 };
 pub use input::{read_matrix_rows, read_vector_rows};
 pub use kernels::DistRecording;
+#[cfg(feature = "mpi")]
+pub use launch::{init_mpi, launch, under_mpi, CommChoice, RankBackend};
 #[cfg(feature = "mpi")]
 pub use mpi_comm::MpiComm;
 pub use operator::DistOperator;

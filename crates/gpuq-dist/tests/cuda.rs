@@ -168,7 +168,7 @@ fn the_nccl_halo_equals_the_host_plans() {
         return;
     }
     use gpuq_core::Backend;
-    use gpuq_dist::{DistMatrix, HaloBackend};
+    use gpuq_dist::DistMatrix;
     use gpuq_sparse::SparseBackend;
     let a = generators::laplace3d::<f64>(20);
     let n = a.nrows();
@@ -205,10 +205,8 @@ fn the_nccl_halo_equals_the_host_plans() {
         let mut wholes = Vec::new();
         for _ in 0..3 {
             let mut whole = dist.local().zeros::<f64>(8).unwrap();
-            assert!(dist
-                .local()
-                .allgather_rows_on_device(&counts, &mine, &mut whole)
-                .unwrap());
+            dist.allgather_rows_into(&counts, &mine, &mut whole)
+                .unwrap();
             wholes.push(dist.local().download(&whole).unwrap());
         }
         (sums, dist.download(&sc).unwrap(), wholes, long)

@@ -4,7 +4,6 @@ use super::setup::DistHierarchy;
 use crate::backend::{Dist, DistMatrix, GhostBlock};
 use crate::halo::{split_columns, HaloBackend, SplitRows};
 use crate::partition::RowPartition;
-use crate::solve::allgather_rows;
 use gpuq_amg::{cycle_layout, Amg, AmgKernels, CycleOptions};
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, Layout, SparseBackend};
@@ -318,8 +317,8 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         Ok(())
     }
 
-    /// The gathered levels: b all-gathered (on the devices where the local
-    /// backend can, else through the hosts), the one-process cycle on every
+    /// The gathered levels: b all-gathered (through the transport: between
+    /// the devices or through the hosts), the one-process cycle on every
     /// rank, the rank's rows of its result copied into x on the backend.
     fn gathered_cycle(
         &self,
@@ -332,13 +331,7 @@ impl<B: HaloBackend + AmgKernels, T: Scalar> DistAmg<B, T> {
         let counts: Vec<usize> = (0..comm.size())
             .map(|r| self.gathered.range(r).len())
             .collect();
-        if !d
-            .local()
-            .allgather_rows_on_device(&counts, b, &mut tail.b)?
-        {
-            let whole = allgather_rows(comm, &self.gathered, &d.download(b)?)?;
-            d.local().overwrite(&whole, &mut tail.b)?;
-        }
+        d.allgather_rows_into(&counts, b, &mut tail.b)?;
         self.tail.apply(&tail.b, &mut tail.x)?;
         let mine = self.gathered.range(comm.rank());
         d.local().copy_rows_from(&tail.x, mine.start, x)
