@@ -8,13 +8,19 @@ use crate::cycle::Amg;
 use crate::hierarchy::Hierarchy;
 use crate::kernels::AmgKernels;
 use crate::options::CycleOptions;
-use gpuq_core::{Error, LinearOperator, Result, Scalar, ScalarKind};
-use std::marker::PhantomData;
+use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar, ScalarKind};
 use std::sync::Mutex;
 
+/// A conversion of a vector of precision `F` into one of precision `G` on
+/// backend `B` (one pass on the backend: [`AmgKernels::amg_convert`]).
+pub type Convert<B, F, G> = Box<
+    dyn Fn(&<B as Backend>::Vector<F>, &mut <B as Backend>::Vector<G>) -> Result<()> + Send + Sync,
+>;
+
 /// M ~ A^-1 applied in precision `S` to vectors of precision `T`: the
-/// right-hand side converted to `S`, one cycle of [`Amg`]`<B, S>`, the result
-/// converted back ([`AmgKernels::amg_convert`]).
+/// right-hand side converted to `S`, one cycle `C` in `S` (by default
+/// [`Amg`]`<B, S>`; the distributed cycle of `gpuq-dist` on its backend),
+/// the result converted back. One wrapper for every cycle.
 ///
 /// Cost of one application: the cycle in `S` (its matrices and vectors in
 /// `S`: for f32 about two thirds of the f64 cycle's bytes) plus two
@@ -22,11 +28,12 @@ use std::sync::Mutex;
 /// symmetric to the rounding of `S`; PCG to tolerances well above that
 /// rounding (1e-8 with an f32 cycle) converges as with the `T` cycle, give or
 /// take an iteration.
-pub struct MixedAmg<B: AmgKernels, T: Scalar, S: Scalar> {
-    cycle: Amg<B, S>,
-    backend: B,
+pub struct MixedAmg<B: Backend, T: Scalar, S: Scalar, C = Amg<B, S>> {
+    cycle: C,
+    into_cycle: Convert<B, T, S>,
+    from_cycle: Convert<B, S, T>,
     work: Mutex<(B::Vector<S>, B::Vector<S>)>,
-    _t: PhantomData<T>,
+    name: String,
 }
 
 impl<B: AmgKernels, T: Scalar, S: Scalar> MixedAmg<B, T, S> {
@@ -35,16 +42,45 @@ impl<B: AmgKernels, T: Scalar, S: Scalar> MixedAmg<B, T, S> {
     pub fn new(backend: &B, h: &Hierarchy, options: &CycleOptions) -> Result<Self> {
         let cycle = Amg::<B, S>::new(backend, h, options)?;
         let n = h.levels()[0].a.nrows();
-        Ok(MixedAmg {
+        let work = (backend.zeros(n)?, backend.zeros(n)?);
+        let (into, from) = (backend.clone(), backend.clone());
+        Ok(MixedAmg::around(
             cycle,
-            backend: backend.clone(),
-            work: Mutex::new((backend.zeros(n)?, backend.zeros(n)?)),
-            _t: PhantomData,
-        })
+            "amg",
+            work,
+            Box::new(move |x, y| into.amg_convert(x, y)),
+            Box::new(move |x, y| from.amg_convert(x, y)),
+        ))
+    }
+}
+
+impl<B: Backend, T: Scalar, S: Scalar, C: LinearOperator<B, S>> MixedAmg<B, T, S, C> {
+    /// `cycle` (named `what`, as `amg` or `dist-amg`) in precision `S` for
+    /// vectors of precision `T`, with two work vectors of its length and the
+    /// conversions into and out of `S`.
+    pub fn around(
+        cycle: C,
+        what: &str,
+        work: (B::Vector<S>, B::Vector<S>),
+        into_cycle: Convert<B, T, S>,
+        from_cycle: Convert<B, S, T>,
+    ) -> Self {
+        let precision = match S::KIND {
+            ScalarKind::F32 => "f32 cycle",
+            ScalarKind::F64 => "f64 cycle",
+            _ => "mixed precision",
+        };
+        MixedAmg {
+            cycle,
+            into_cycle,
+            from_cycle,
+            work: Mutex::new(work),
+            name: format!("{what}, {precision}"),
+        }
     }
 
     /// The cycle in precision `S`.
-    pub fn cycle(&self) -> &Amg<B, S> {
+    pub fn cycle(&self) -> &C {
         &self.cycle
     }
 
@@ -54,19 +90,21 @@ impl<B: AmgKernels, T: Scalar, S: Scalar> MixedAmg<B, T, S> {
             .lock()
             .map_err(|_| Error::InvalidArgument("AMG work vectors poisoned by a panic".into()))?;
         let (xs, ys) = &mut *w;
-        self.backend.amg_convert(x, xs)?;
+        (self.into_cycle)(x, xs)?;
         if transpose {
             self.cycle.apply_transpose(xs, ys)?;
         } else {
             self.cycle.apply(xs, ys)?;
         }
-        self.backend.amg_convert(ys, y)
+        (self.from_cycle)(ys, y)
     }
 }
 
-impl<B: AmgKernels, T: Scalar, S: Scalar> LinearOperator<B, T> for MixedAmg<B, T, S> {
+impl<B: Backend, T: Scalar, S: Scalar, C: LinearOperator<B, S>> LinearOperator<B, T>
+    for MixedAmg<B, T, S, C>
+{
     fn shape(&self) -> (usize, usize) {
-        LinearOperator::<B, S>::shape(&self.cycle)
+        self.cycle.shape()
     }
 
     /// y = M x: x converted to `S`, one cycle, the result converted to `T`.
@@ -80,12 +118,8 @@ impl<B: AmgKernels, T: Scalar, S: Scalar> LinearOperator<B, T> for MixedAmg<B, T
         self.through(x, y, true)
     }
 
-    /// `amg, f32 cycle` (or the cycle's other precision).
+    /// `amg, f32 cycle` (or the cycle's name and its other precision).
     fn name(&self) -> &str {
-        match S::KIND {
-            ScalarKind::F32 => "amg, f32 cycle",
-            ScalarKind::F64 => "amg, f64 cycle",
-            _ => "amg, mixed precision",
-        }
+        &self.name
     }
 }

@@ -8,8 +8,8 @@ use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
 use gpuq_dist::{
-    agree, CommChoice, DeviceComm, Dist, DistAmg, DistAmgOptions, DistHierarchy, DistSetupKernels,
-    DistSetupTimings, HaloBackend, MixedDistAmg, RankBackend, RowPartition,
+    agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmg, DistAmgOptions, DistHierarchy,
+    DistSetupKernels, DistSetupTimings, HaloBackend, RankBackend, RowPartition,
 };
 use gpuq_krylov::SolverConfig;
 use gpuq_sparse::Csr;
@@ -188,8 +188,8 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
         ("f64", ScalarKind::F64) | ("f32", ScalarKind::F32) => {
             Box::new(DistAmg::<B, T>::new(dist, &h, layout)?)
         }
-        ("f32", _) => Box::new(MixedDistAmg::<B, T, f32>::new(dist, &h, layout)?),
-        ("f64", _) => Box::new(MixedDistAmg::<B, T, f64>::new(dist, &h, layout)?),
+        ("f32", _) => Box::new(mixed_dist_amg::<B, T, f32>(dist, &h, layout)?),
+        ("f64", _) => Box::new(mixed_dist_amg::<B, T, f64>(dist, &h, layout)?),
         (other, _) => {
             return Err(Error::InvalidArgument(format!(
                 "unknown AMG precision '{other}' (available: f32, f64)"

@@ -150,8 +150,8 @@ mod thread_comm;
 mod walks;
 
 pub use amg::{
-    DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings,
-    MixedDistAmg,
+    mixed_dist_amg, DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels,
+    DistSetupTimings, MixedDistAmg,
 };
 pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};

@@ -7,8 +7,8 @@ use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy, Smoother};
 use gpuq_core::{Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
-    rows_of, solve_rows_with_precond, Communicator, Dist, DistAmg, DistAmgOptions, DistHierarchy,
-    DistSetupKernels, DistWalk, MixedDistAmg, RowPartition, ThreadComm,
+    mixed_dist_amg, rows_of, solve_rows_with_precond, Communicator, Dist, DistAmg, DistAmgOptions,
+    DistHierarchy, DistSetupKernels, DistWalk, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -255,7 +255,7 @@ fn an_f32_cycle_preconditions_an_f64_solve_across_ranks() {
         let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
         let rows = rows_of(&a, &p, rank).unwrap();
         let h = DistHierarchy::build(dist.comm(), &p, &rows, &o).unwrap();
-        let m = MixedDistAmg::<CpuBackend, f64, f32>::new(&dist, &h, Layout::Csr).unwrap();
+        let m = mixed_dist_amg::<CpuBackend, f64, f32>(&dist, &h, Layout::Csr).unwrap();
         let m: &dyn LinearOperator<Dist<CpuBackend>, f64> = &m;
         solve_rows_with_precond(&dist, &p, &rows, &b[p.range(rank)], &cg(1e-8), Some(m)).unwrap()
     })

@@ -53,5 +53,5 @@ mod mixed;
 mod setup;
 
 pub use cycle::DistAmg;
-pub use mixed::MixedDistAmg;
+pub use mixed::{mixed_dist_amg, MixedDistAmg};
 pub use setup::{DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings};
