@@ -161,10 +161,18 @@ def static_response(
 
 class PsdResult(Report):
     """A response PSD: ``frequencies`` (rad/s), ``outputs`` (per output DOF a dict with
-    ``dof``, ``psd`` (S_yy per frequency) and ``rms``), ``modes`` (the modal basis'
-    summary, None for the direct solve), ``eig_s``, ``time_s``."""
+    ``dof``, ``psd`` (S_yy per frequency) and ``rms``), ``cross`` (per frequency the
+    outputs' cross-PSD matrix as ``re`` and ``im`` lists; :meth:`cross_psd` as one complex
+    array), ``modes`` (the modal basis' summary, None for the direct solve), ``eig_s``,
+    ``time_s``."""
 
     _SHOWN = ("time_s", "eig_s")
+
+    def cross_psd(self) -> np.ndarray:
+        """S_xy(w) as a complex array of shape (frequencies, outputs, outputs): rows and
+        columns in the order of ``outputs``, Hermitian at each frequency, the outputs'
+        PSDs on the diagonal."""
+        return np.array([np.asarray(m["re"]) + 1j * np.asarray(m["im"]) for m in self.cross])
 
     def psd(self, dof: int) -> np.ndarray:
         """S_yy(w) of output ``dof`` as an array over ``frequencies``."""

@@ -75,6 +75,13 @@ def test_the_modal_psd_agrees_with_the_direct_solve():
     modal = gpuq.uq.psd(K, M, shape, [n - 1, 5], w, modes=n - 1, **args)
     for dof in (n - 1, 5):
         np.testing.assert_allclose(modal.psd(dof), direct.psd(dof), rtol=1e-6)
+    # The cross-PSDs: Hermitian, the PSDs on the diagonal, coherence 1, modal = direct.
+    s = direct.cross_psd()
+    assert s.shape == (60, 2, 2)
+    np.testing.assert_allclose(s, np.conj(np.swapaxes(s, 1, 2)))
+    np.testing.assert_allclose(s[:, 1, 1].real, direct.psd(5))
+    np.testing.assert_allclose(abs(s[:, 0, 1]) ** 2, s[:, 0, 0].real * s[:, 1, 1].real, rtol=1e-10)
+    np.testing.assert_allclose(modal.cross_psd(), s, rtol=1e-6, atol=1e-9 * abs(s).max())
     with pytest.raises(ValueError, match="one damping"):
         gpuq.uq.psd(K, M, shape, [1], w, rayleigh=(0.1, 0.1), modal_damping=0.02)
     with pytest.raises(ValueError, match="eigensolver"):

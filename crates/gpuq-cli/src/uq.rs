@@ -91,7 +91,10 @@ pub struct PsdArgs {
     #[arg(long, requires = "stiffness")]
     pub load_psd: Option<String>,
     /// Write a figure with title, axes, tick labels, units and legend: SVG when
-    /// the file name ends in .svg, else PNG (the axis ranges are printed too).
+    /// the file name ends in .svg, else PNG (the axis ranges are printed too). The beam:
+    /// its tip's PSD and the load's; a model: its outputs' PSDs and the cross-PSDs'
+    /// magnitudes of the first four outputs' pairs (the JSON's `cross_psd` holds every
+    /// pair at every frequency).
     #[arg(long)]
     pub plot: Option<PathBuf>,
     #[command(flatten)]
@@ -396,7 +399,7 @@ pub fn run(args: &UqArgs) -> Result<ExitCode> {
 }
 
 /// Prints where a plot went and the ranges its axes span (stderr with --json).
-fn report_plot(path: &Path, what: &str, frame: Frame, json: bool) {
+pub(crate) fn report_plot(path: &Path, what: &str, frame: Frame, json: bool) {
     let line = format!(
         "plot {}: {what}; x from {:.4e} to {:.4e}, y from {:.4e} to {:.4e}",
         path.display(),

@@ -9,7 +9,7 @@ use gpuq_uq::eigen::{EigenMethod, ModeOptions};
 use gpuq_uq::modal::ModalSummary;
 use gpuq_uq::model::{parse_dofs, Damping, Model};
 use gpuq_uq::psd::Ar1;
-use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd, OutputPsd};
+use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd, OutputPsd, PsdMatrix};
 use gpuq_uq::static_model::{
     static_response_on, ModelStatic, OutputStats, StaticOptions, StaticSolver, Theta,
 };
@@ -282,9 +282,9 @@ fn mode_options(o: &ModelArgs, seed: u64) -> Result<ModeOptions> {
 /// Runs the response PSD of the model the arguments name over `frequencies`.
 pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     let o = &a.model;
-    if a.full || a.plot.is_some() {
+    if a.full {
         return Err(Error::InvalidArgument(
-            "--full and --plot are the beam's: a model reports its outputs' PSDs in the JSON"
+            "--full is the beam's: a model reports its outputs' PSDs and cross-PSDs in the JSON"
                 .into(),
         ));
     }
@@ -315,6 +315,15 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
         modes: mode_options(o, a.common.seed)?,
     };
     let r = model_psd(&problem)?;
+    if let Some(path) = &a.plot {
+        let f = gpuq_uq::plot::model_psd_chart(&r).save(path)?;
+        crate::uq::report_plot(
+            path,
+            "the outputs' PSDs and the cross-PSDs' magnitudes",
+            f,
+            a.common.json,
+        );
+    }
     if a.common.json {
         crate::solve::print_json(&PsdModelReport {
             procedure: "psd",
@@ -324,6 +333,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
             load_psd: &problem.load,
             frequencies: &r.frequencies,
             outputs: &r.outputs,
+            cross_psd: &r.cross,
             modes: r.modal.as_ref(),
             eig_s: r.eig_s,
             time_s: r.time_s,
@@ -535,6 +545,9 @@ struct PsdModelReport<'a> {
     frequencies: &'a [f64],
     /// The PSD and RMS per output DOF.
     outputs: &'a [OutputPsd],
+    /// The outputs' cross-PSD matrix at each frequency (`re`, `im`: rows and
+    /// columns in the order of `outputs`).
+    cross_psd: &'a [PsdMatrix],
     /// The modes (modal method only).
     modes: Option<&'a ModalSummary>,
     /// Seconds of the eigensolver.

@@ -532,6 +532,49 @@ fn psd_of_a_model_from_files_matches_the_direct_solve() {
         assert!((a - b).abs() < 0.01 * b, "output {k}: {a} vs {b}");
         assert_eq!(modal["outputs"][k]["psd"].as_array().unwrap().len(), 301);
     }
+    // The cross-PSD matrix per frequency: 2 x 2, the PSDs on its diagonal,
+    // Hermitian, the same from the modes as from the direct solve.
+    let cross = |r: &serde_json::Value, f: usize, part: &str, x: usize, y: usize| {
+        r["cross_psd"][f][part][x][y].as_f64().unwrap()
+    };
+    assert_eq!(direct["cross_psd"].as_array().unwrap().len(), 301);
+    for f in [10, 100, 250] {
+        for k in 0..2 {
+            let psd = direct["outputs"][k]["psd"][f].as_f64().unwrap();
+            assert_eq!(cross(&direct, f, "re", k, k), psd);
+        }
+        assert_eq!(
+            cross(&direct, f, "im", 0, 1),
+            -cross(&direct, f, "im", 1, 0)
+        );
+        let scale = (cross(&direct, f, "re", 0, 0) * cross(&direct, f, "re", 1, 1)).sqrt();
+        for part in ["re", "im"] {
+            let (a, b) = (cross(&modal, f, part, 0, 1), cross(&direct, f, part, 0, 1));
+            assert!((a - b).abs() < 0.02 * scale, "{part} at {f}: {a} vs {b}");
+        }
+    }
+    // Its figure.
+    let o = gpuq(&[
+        "uq",
+        "psd",
+        "--stiffness",
+        &p("K.mtx"),
+        "--mass",
+        &p("M.mtx"),
+        "--rayleigh",
+        "0.1,1e-4",
+        "--load-shape",
+        &p("shape.mtx"),
+        "--outputs",
+        "58,30,10",
+        "--modes",
+        "20",
+        "--plot",
+        &p("psd.svg"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(p("psd.svg")).unwrap();
+    assert!(svg.contains("|S_xy|, DOFs 58 and 30") && svg.contains("S_xx, DOF 10"));
     // Bad models and arguments: one line each.
     for (args, says) in [
         (

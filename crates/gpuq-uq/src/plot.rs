@@ -153,6 +153,38 @@ pub fn psd_chart(r: &PsdResult) -> Chart {
     ))
 }
 
+/// Most outputs whose cross-PSDs [`model_psd_chart`] draws (their pairs).
+pub const CROSS_PSD_OUTPUTS: usize = 4;
+
+/// (ii) A model's response PSDs: S_xx of every output and |S_xy| of each pair
+/// among the first [`CROSS_PSD_OUTPUTS`] outputs, on a logarithmic axis
+/// (values that are not positive left out).
+pub fn model_psd_chart(r: &crate::psd_model::ModelPsdResult) -> Chart {
+    let mut chart = Chart::new(
+        "Response PSDs and cross-PSDs of the model's outputs",
+        Axis::new("angular frequency ω (rad/s)"),
+        Axis::log("power spectral density (model units)"),
+    );
+    let w = &r.frequencies;
+    for o in &r.outputs {
+        chart = chart.with(Series::line(
+            format!("S_xx, DOF {}", o.dof),
+            w.iter().copied().zip(o.psd.iter().copied()),
+        ));
+    }
+    let shown = r.outputs.len().min(CROSS_PSD_OUTPUTS);
+    for x in 0..shown {
+        for y in x + 1..shown {
+            let magnitude = r.cross.iter().map(|m| m.re[x][y].hypot(m.im[x][y]));
+            chart = chart.with(Series::line(
+                format!("|S_xy|, DOFs {} and {}", r.outputs[x].dof, r.outputs[y].dof),
+                w.iter().copied().zip(magnitude),
+            ));
+        }
+    }
+    chart
+}
+
 /// (iii) The tip response of the samples `histories` holds (`steps` values
 /// each, time step `dt`).
 pub fn convolution_chart(histories: &[f64], steps: usize, dt: f64) -> Chart {

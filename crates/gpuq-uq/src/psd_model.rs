@@ -19,7 +19,14 @@
 //! RMS values: the square root of the trapezoidal integral of S_yy over the
 //! frequency grid. Frequencies are circular (rad/s).
 //!
-//! Not done: the device path; cross-PSDs between outputs (the diagonal only).
+//! Cross-PSDs between the outputs: S_xy(w) = H_x(w) conj(H_y(w)) S_ff(w) for
+//! every pair, a Hermitian matrix per frequency ([`PsdMatrix`]) whose
+//! diagonal is the outputs' PSDs; its real part is the co-spectrum, its
+//! imaginary part the quadrature spectrum. One scalar load process drives
+//! every output, so the coherence |S_xy|^2 / (S_xx S_yy) is 1 wherever the
+//! outputs respond.
+//!
+//! Not done: the device path.
 
 use crate::eigen::ModeOptions;
 use crate::modal::{modal_basis, ModalSummary};
@@ -224,6 +231,17 @@ pub struct OutputPsd {
     pub psd: Vec<f64>,
 }
 
+/// The cross-PSD matrix of the outputs at one frequency: S_xy for outputs
+/// x (row) and y (column) in the order of [`ModelPsd::outputs`], Hermitian,
+/// the outputs' PSDs on its diagonal.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PsdMatrix {
+    /// Re S_xy, the co-spectrum (row by row).
+    pub re: Vec<Vec<f64>>,
+    /// Im S_xy, the quadrature spectrum (row by row).
+    pub im: Vec<Vec<f64>>,
+}
+
 /// What [`model_psd`] returns.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelPsdResult {
@@ -231,6 +249,8 @@ pub struct ModelPsdResult {
     pub frequencies: Vec<f64>,
     /// One entry per output DOF.
     pub outputs: Vec<OutputPsd>,
+    /// The cross-PSD matrix of the outputs at each frequency.
+    pub cross: Vec<PsdMatrix>,
     /// The modal path's modes (`None` for the direct path).
     pub modal: Option<ModalSummary>,
     /// Seconds of the eigensolver (0 for the direct path).
@@ -310,17 +330,21 @@ pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
         .iter()
         .map(|&w| problem.load.value(w))
         .collect();
-    let (h2, modal, eig_s) = if problem.modes.count == 0 {
+    let (h, modal, eig_s) = if problem.modes.count == 0 {
         (direct(problem, &out)?, None, 0.0)
     } else {
-        let (h2, summary, eig_s) = modal(problem, &out)?;
-        (h2, Some(summary), eig_s)
+        let (h, summary, eig_s) = modal(problem, &out)?;
+        (h, Some(summary), eig_s)
     };
     let outputs = out
         .iter()
         .enumerate()
         .map(|(k, _)| {
-            let psd: Vec<f64> = h2.iter().zip(&s_ff).map(|(h, s)| h[k] * s).collect();
+            let psd: Vec<f64> = h
+                .iter()
+                .zip(&s_ff)
+                .map(|(h, s)| h[k].norm_sqr() * s)
+                .collect();
             OutputPsd {
                 dof: problem.outputs[k],
                 rms: trapezoid(&problem.frequencies, &psd).sqrt(),
@@ -328,17 +352,49 @@ pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
             }
         })
         .collect();
+    let cross = h
+        .iter()
+        .zip(&s_ff)
+        .map(|(h, &s)| cross_matrix(h, s))
+        .collect();
     Ok(ModelPsdResult {
         frequencies: problem.frequencies.clone(),
         outputs,
+        cross,
         modal,
         eig_s,
         time_s: start.elapsed().as_secs_f64(),
     })
 }
 
-/// |H_o(w)|^2 per frequency (rows) and output (columns) by the modes.
-fn modal(problem: &ModelPsd<'_>, out: &[usize]) -> Result<(Vec<Vec<f64>>, ModalSummary, f64)> {
+/// S_xy = H_x conj(H_y) s for the outputs' transfer values `h` at one
+/// frequency and the load's PSD `s` there; the diagonal is |H_x|^2 s exactly.
+/// O(outputs^2).
+fn cross_matrix(h: &[Complex64], s: f64) -> PsdMatrix {
+    let entry = |x: usize, y: usize| {
+        if x == y {
+            Complex64::new(h[x].norm_sqr() * s, 0.0)
+        } else {
+            h[x] * h[y].conj() * s
+        }
+    };
+    let n = h.len();
+    PsdMatrix {
+        re: (0..n)
+            .map(|x| (0..n).map(|y| entry(x, y).re).collect())
+            .collect(),
+        im: (0..n)
+            .map(|x| (0..n).map(|y| entry(x, y).im).collect())
+            .collect(),
+    }
+}
+
+/// H_o(w) per frequency (rows) and output (columns) by the modes.
+#[allow(clippy::type_complexity)]
+fn modal(
+    problem: &ModelPsd<'_>,
+    out: &[usize],
+) -> Result<(Vec<Vec<Complex64>>, ModalSummary, f64)> {
     let basis = modal_basis(problem.model, &problem.load_shape, out, &problem.modes)?;
     let s = &basis.summary;
     let (omega, zeta) = (&s.omega, &s.damping);
@@ -358,7 +414,7 @@ fn modal(problem: &ModelPsd<'_>, out: &[usize]) -> Result<(Vec<Vec<f64>>, ModalS
                     for ((ci, wi), zi) in c.iter().zip(omega).zip(zeta) {
                         h += ci / Complex64::new(wi * wi - w * w, 2.0 * zi * wi * w);
                     }
-                    h.norm_sqr()
+                    h
                 })
                 .collect()
         })
@@ -367,9 +423,9 @@ fn modal(problem: &ModelPsd<'_>, out: &[usize]) -> Result<(Vec<Vec<f64>>, ModalS
     Ok((h2, basis.summary, eig_s))
 }
 
-/// |H_o(w)|^2 per frequency and output by one complex sparse LU of
+/// H_o(w) per frequency and output by one complex sparse LU of
 /// K - w^2 M + i w C per frequency.
-fn direct(problem: &ModelPsd<'_>, out: &[usize]) -> Result<Vec<Vec<f64>>> {
+fn direct(problem: &ModelPsd<'_>, out: &[usize]) -> Result<Vec<Vec<Complex64>>> {
     let model = problem.model;
     let n = model.dofs();
     let mass = model
@@ -443,7 +499,7 @@ fn direct(problem: &ModelPsd<'_>, out: &[usize]) -> Result<Vec<Vec<f64>>> {
             let mut rhs =
                 faer::Mat::from_fn(n, 1, |i, _| Complex64::new(problem.load_shape[i], 0.0));
             lu.solve_in_place(rhs.as_mut());
-            Ok(out.iter().map(|&o| rhs[(o, 0)].norm_sqr()).collect())
+            Ok(out.iter().map(|&o| rhs[(o, 0)]).collect())
         })
         .collect()
 }
@@ -565,6 +621,26 @@ mod tests {
             }
         }
         assert!(checked && last_error < 0.01);
+        // The cross-PSDs: Hermitian, the PSDs on the diagonal, coherence 1,
+        // and the modal path's (all modes) the direct path's, phase included.
+        problem.modes.count = n;
+        let all = model_psd(&problem).unwrap();
+        for (k, (m, d)) in all.cross.iter().zip(&direct.cross).enumerate() {
+            let (sxx, syy) = (d.re[0][0], d.re[1][1]);
+            assert_eq!(sxx, direct.outputs[0].psd[k]);
+            assert_eq!(syy, direct.outputs[1].psd[k]);
+            assert_eq!((d.re[0][1], d.im[0][1]), (d.re[1][0], -d.im[1][0]));
+            assert_eq!((d.im[0][0], d.im[1][1]), (0.0, 0.0));
+            let sxy2 = d.re[0][1].powi(2) + d.im[0][1].powi(2);
+            assert!(
+                (sxy2 - sxx * syy).abs() <= 1e-12 * sxx * syy,
+                "coherence at {k}"
+            );
+            let scale = (sxx * syy).sqrt();
+            for (x, y) in [(m.re[0][1], d.re[0][1]), (m.im[0][1], d.im[0][1])] {
+                assert!((x - y).abs() <= 1e-6 * scale, "{k}: {x} vs {y} ({scale})");
+            }
+        }
     }
 
     #[test]
