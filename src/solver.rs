@@ -64,6 +64,27 @@ pub struct AmgSpec {
     pub setup_on_backend: bool,
 }
 
+impl AmgSpec {
+    /// The hierarchy's options on a backend (`gpu`: a device): the backend's
+    /// Jacobi damping ([`gpuq_amg::default_jacobi_damping`]) where
+    /// `jacobi_damping` is unset. O(1) plus a copy of the options.
+    pub fn options_on(&self, gpu: bool) -> AmgOptions {
+        AmgOptions {
+            jacobi_damping: self
+                .jacobi_damping
+                .unwrap_or_else(|| gpuq_amg::default_jacobi_damping(gpu, self.options.block)),
+            ..self.options.clone()
+        }
+    }
+
+    /// The cycle's precision for a solve in precision `solve`: the one asked
+    /// for, else [`default_cycle_precision`]. O(1).
+    pub fn cycle_for(&self, solve: ScalarKind) -> ScalarKind {
+        self.cycle_precision
+            .unwrap_or_else(|| default_cycle_precision(solve, self.options.block))
+    }
+}
+
 /// The cycle precision AMG takes by default for a solve in `solve` precision with
 /// `block`-sized unknowns, on every backend: f32 for scalar unknowns in an f64 solve (an
 /// f32 cycle reads about two thirds of the bytes for the same iterations: the fastest
@@ -152,14 +173,7 @@ pub fn solve<B: FullBackend, T: Scalar>(
         )),
         Some(amg) => {
             let a64 = real_f64(a)?;
-            let gpu = backend.device_memory()?.is_some();
-            let block = amg.options.block;
-            let options = AmgOptions {
-                jacobi_damping: amg
-                    .jacobi_damping
-                    .unwrap_or_else(|| gpuq_amg::default_jacobi_damping(gpu, block)),
-                ..amg.options.clone()
-            };
+            let options = amg.options_on(backend.device_memory()?.is_some());
             let setup = Instant::now();
             let h = if amg.setup_on_backend {
                 Hierarchy::build_on(backend, &a64, &options)?
@@ -167,9 +181,7 @@ pub fn solve<B: FullBackend, T: Scalar>(
                 Hierarchy::build(&a64, &options)?
             };
             let hierarchy_s = setup.elapsed().as_secs_f64();
-            let cycle = amg
-                .cycle_precision
-                .unwrap_or_else(|| default_cycle_precision(T::KIND, amg.options.block));
+            let cycle = amg.cycle_for(T::KIND);
             let b64: Vec<f64> = b.iter().map(|v| v.re().to_f64_lossless()).collect();
             let mut s = amg_solve_in(backend, &h, &b64, config, cycle)?;
             s.report.setup_time_s += hierarchy_s;
@@ -298,19 +310,27 @@ where
         h.project(x);
     }
     let gpu = backend.device_memory()?.is_some();
-    let defaults = match gpuq_amg::device_defaults(gpu, h.options().block) {
-        true => "gpu",
-        false => "cpu",
-    };
-    s.amg = Some(AmgSummary {
-        info: h.info(),
-        cycle_precision: T::KIND.name().into(),
-        jacobi_damping: h.options().jacobi_damping,
-        defaults: defaults.into(),
-        cycle_setup_s: 0.0,
-        setup_s: 0.0,
-    });
+    s.amg = Some(AmgSummary::of(h, gpu, T::KIND));
     Ok(s)
+}
+
+impl AmgSummary {
+    /// The summary of `h` on a backend (`gpu`: a device) with the cycle in
+    /// `cycle_precision`; the times zero, for the caller to fill. O(levels).
+    pub fn of(h: &Hierarchy, gpu: bool, cycle_precision: ScalarKind) -> Self {
+        let defaults = match gpuq_amg::device_defaults(gpu, h.options().block) {
+            true => "gpu",
+            false => "cpu",
+        };
+        AmgSummary {
+            info: h.info(),
+            cycle_precision: cycle_precision.name().into(),
+            jacobi_damping: h.options().jacobi_damping,
+            defaults: defaults.into(),
+            cycle_setup_s: 0.0,
+            setup_s: 0.0,
+        }
+    }
 }
 
 /// An AMG hierarchy made resident as a cycle on a backend opened at run time, for f64
@@ -331,8 +351,10 @@ enum AnyCycle {
     Cuda(Box<dyn LinearOperator<gpuq_cuda::CudaBackend, f64> + Send + Sync>),
 }
 
-/// The cycle of `h` on `backend` for f64 vectors in precision `precision`.
-fn f64_cycle<B: AmgKernels>(
+/// The cycle of `h` on `backend` for f64 vectors in precision `precision`
+/// ([`amg_cycle`] in f32 or f64; an error for a complex precision), its
+/// matrices in `layout`.
+pub fn f64_cycle<B: AmgKernels>(
     backend: &B,
     h: &Hierarchy,
     layout: Layout,
@@ -493,18 +515,9 @@ impl ResidentAmg {
             stopped: None,
             amg: None,
         };
-        let gpu = self.backend.is_cuda();
         s.amg = Some(AmgSummary {
-            info: h.info(),
-            cycle_precision: self.cycle_precision.name().into(),
-            jacobi_damping: h.options().jacobi_damping,
-            defaults: match gpuq_amg::device_defaults(gpu, h.options().block) {
-                true => "gpu",
-                false => "cpu",
-            }
-            .into(),
             cycle_setup_s: self.cycle_setup_s,
-            setup_s: 0.0,
+            ..AmgSummary::of(h, self.backend.is_cuda(), self.cycle_precision)
         });
         Ok(s)
     }

@@ -97,9 +97,10 @@ def solve(
     array (else a NumPy array). No host copy of A, b or x is made; A's row pointers are
     widened to int64 on the device. gpuq's stream waits for the stream each array names
     (CuPy's current stream) before reading, and the call returns once x is written. With
-    CUDA arrays: ``precond`` ``none`` or ``jacobi`` (``block2`` too for a SciPy A; not
-    ``amg``), every method, ``layout`` ``auto`` or ``csr`` for a CuPy A (used in place in
-    CSR), any layout for a SciPy A (uploaded).
+    CUDA arrays: ``precond`` ``none``, ``jacobi`` or ``amg`` (``block2`` too for a SciPy A;
+    ``amg`` in float64, its hierarchy built on the device from a CuPy A where it is), every
+    method, ``layout`` ``auto`` or ``csr`` for a CuPy A (used in place in CSR), any layout
+    for a SciPy A (uploaded).
     """
     name = method.split(":")[0]
     if name not in METHODS and name != "pcg":

@@ -8,6 +8,13 @@ compute type, x0 into the new x, and for ``method="qmr"`` A^T, for ``precond="ja
 D^-1. The column indices, A's values and b are read in place. Host copies: none of A, b or
 x; the check of A's arrays reads five numbers back; a SciPy A is uploaded, as in the NumPy
 path. The report's ``transfers`` count the backend's copies during the call.
+
+``precond="amg"`` (real matrices; the solve in float64): the hierarchy is built on the
+device from a CuPy A where it is (A's arrays copied there into the setup's layout, the
+input checks on the device: no host copy of A), or from a SciPy A uploaded; the method
+then runs on A in place with the cycle as preconditioner. The near-null space ``B`` (or
+``coords``) is a NumPy array; given vectors are tested against A on the host (A's one
+download in that case).
 """
 
 from __future__ import annotations
@@ -118,26 +125,35 @@ def solve(
         )
     if backend not in ("cuda", "auto"):
         raise ValueError(f"unknown backend '{backend}' (available: cpu, cuda, auto)")
-    if precond == "amg" or amg_options:
-        raise ValueError(
-            "precond='amg' with CUDA arrays is not done yet: none or jacobi (block2 too for a "
-            "SciPy A), or NumPy/SciPy data"
+    if amg_options and precond != "amg":
+        raise TypeError(
+            "options that only precond='amg' takes: " + ", ".join(sorted(amg_options))
         )
     cp, csp = _cupy()
     device = _device_of(cp, csp, (A, b, x0))
     with cp.cuda.Device(device):
         return _solve_on(
             cp, csp, device, A, b, x0, method, precond, tol, maxiter, atol,
-            stagnation_window, layout,
+            stagnation_window, layout, amg_options,
         )
 
 
+def _amg_dtype(dtype):
+    """float64 for AMG (its hierarchy and cycle are real; the solve runs in float64), a
+    ``ValueError`` for complex data."""
+    if np.dtype(dtype).kind == "c":
+        raise ValueError("precond='amg' takes real matrices (use jacobi or none)")
+    return np.dtype(np.float64)
+
+
 def _solve_on(
-    cp, csp, device, A, b, x0, method, precond, tol, maxiter, atol, stagnation_window, layout
+    cp, csp, device, A, b, x0, method, precond, tol, maxiter, atol, stagnation_window, layout,
+    amg_options,
 ):
     """:func:`solve` with CuPy's current device ``device``."""
     b_array = cp.asarray(b)
     on_gpu = csp.issparse(A) or on_device(A)
+    amg = precond == "amg"
     transpose = inv_diag = None
     if on_gpu:
         if not csp.issparse(A):
@@ -147,6 +163,8 @@ def _solve_on(
             A = csp.csr_matrix(dense)
         A = A.tocsr()
         dtype = compute_dtype(A.dtype, b_array.dtype)
+        if amg:
+            dtype = _amg_dtype(dtype)
         shape = (int(A.shape[0]), int(A.shape[1]))
         if shape[0] != shape[1]:
             raise ValueError(f"A must be square, not {shape[0]} x {shape[1]}")
@@ -159,10 +177,21 @@ def _solve_on(
             inv_diag = _inverse_diagonal(cp, typed.diagonal())
     else:
         dtype = compute_dtype(getattr(A, "dtype", np.float64), b_array.dtype)
+        if amg:
+            dtype = _amg_dtype(dtype)
         shape, indptr, indices, data = csr_arrays(A, dtype)
         if shape[0] != shape[1]:
             raise ValueError(f"A must be square, not {shape[0]} x {shape[1]}")
     n = shape[0]
+    params = None
+    if amg:
+        from .amg import _params
+        from ._sparse import block_size
+
+        if "near_null_space" in amg_options:
+            amg_options["B"] = amg_options.pop("near_null_space")
+        amg_options.setdefault("block", block_size(A))
+        params = _params(n, **amg_options)
     bv = as_vector(cp, b_array, n, dtype, "b")
     if x0 is None:
         x = cp.zeros(n, dtype=dtype)
@@ -185,6 +214,7 @@ def _solve_on(
         maxiter,
         int(stagnation_window),
         layout,
+        params,
     )
     report = SolveReport._from_json(text)
     if not ok:

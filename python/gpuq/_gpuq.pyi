@@ -63,13 +63,15 @@ def solve_cuda(
     maxiter: Optional[int] = None,
     stagnation_window: int = 500,
     layout: str = "auto",
+    amg: Optional[AmgParams] = None,
 ) -> Tuple[bool, str]:
     """Solves A x = b on CUDA device `device`, b and x CUDA arrays (x, the initial guess,
     overwritten with the solution); A as CSR arrays on that device (int64 indptr, int32
     indices, data of b's type; `transpose`: A^T's arrays, for QMR; `inv_diag`: D^-1, for
     Jacobi), which the caller has checked (the kernels read them unchecked), or as SciPy's
-    arrays on the host. Returns whether x holds the iterate (not after a breakdown) and
-    the report as JSON text."""
+    arrays on the host; `precond="amg"` with `amg` its options (float64: the hierarchy
+    built on the device from A where it is). Returns whether x holds the iterate (not
+    after a breakdown) and the report as JSON text."""
 
 def integrate(
     dim: int,

@@ -84,9 +84,9 @@ def test_an_interface_that_is_not_a_dict_is_a_value_error():
         gpuq.solve(laplace2d(2), Odd(), backend="auto")
 
 
-def test_amg_with_cuda_arrays_is_refused_by_name():
-    with pytest.raises(ValueError, match="precond='amg'"):
-        gpuq.solve(laplace2d(2), FakeCudaArray(4), precond="amg", backend="cuda")
+def test_amg_options_without_precond_amg_are_refused_with_cuda_arrays_too():
+    with pytest.raises(TypeError, match="only precond='amg' takes: block"):
+        gpuq.solve(laplace2d(2), FakeCudaArray(4), block=2, backend="cuda")
 
 
 def test_the_functions_without_cuda_arrays_refuse_them_and_name_gpuq_solve():

@@ -181,6 +181,14 @@ fn time_on<K: SetupKernels, R>(
     })
 }
 
+/// The finest matrix a hierarchy is built from.
+enum Input<'a> {
+    /// On the host, uploaded by the setup ([`SetupKernels::finest`]).
+    Host(&'a Csr<f64>),
+    /// Already on the setup's backend.
+    Resident(LevelMatrix),
+}
+
 fn bad(reason: String) -> Error {
     Error::Precondition {
         method: "amg",
@@ -228,7 +236,24 @@ impl Hierarchy {
         a: &Csr<f64>,
         options: &AmgOptions,
     ) -> Result<Self> {
-        Self::build_from(setup, a, options, None)
+        Self::build_from(setup, Input::Host(a), options, None)
+    }
+
+    /// [`Hierarchy::build_on`] of a finest matrix that is already on the
+    /// setup's backend (`finest`, [`LevelMatrix::from_resident`]: a matrix
+    /// another library holds on the GPU, copied there into the setup's
+    /// layout): no transfer of A through the host where the backend checks
+    /// the input itself (the CUDA backend does, for blocks up to
+    /// `gpuq_kernels::amg::MAX_SETUP_BLOCK`); otherwise, and for the message
+    /// of a non-finite entry or to test given near-null-space vectors against
+    /// A, the host copy is downloaded ([`LevelMatrix::host`]). The same
+    /// hierarchy as [`Hierarchy::build_on`] of that matrix.
+    pub fn build_on_resident<K: SetupKernels>(
+        setup: &K,
+        finest: LevelMatrix,
+        options: &AmgOptions,
+    ) -> Result<Self> {
+        Self::build_from(setup, Input::Resident(finest), options, None)
     }
 
     /// The hierarchy of `a`, a matrix with the pattern of this hierarchy's
@@ -271,26 +296,27 @@ impl Hierarchy {
                 (agg, w[1].a.nrows() / w[1].block.max(1))
             })
             .collect();
-        Self::build_from(setup, a, &self.options, Some(&reuse))
+        Self::build_from(setup, Input::Host(a), &self.options, Some(&reuse))
     }
 
     /// [`Hierarchy::build_on`], with each level's aggregates and their count
     /// taken from `reuse` when given (then exactly that many coarsenings).
     fn build_from<K: SetupKernels>(
         setup: &K,
-        a: &Csr<f64>,
+        input: Input<'_>,
         options: &AmgOptions,
         reuse: Option<&[(Vec<u32>, usize)]>,
     ) -> Result<Self> {
         options.validate()?;
         let total = Instant::now();
         let mut trace = Trace::new();
-        let n = a.nrows();
-        if n != a.ncols() || n == 0 {
+        let (n, ncols) = match &input {
+            Input::Host(a) => a.shape(),
+            Input::Resident(m) => (m.nrows(), m.ncols()),
+        };
+        if n != ncols || n == 0 {
             return Err(bad(format!(
-                "matrix is {} x {}, not square and non-empty",
-                n,
-                a.ncols()
+                "matrix is {n} x {ncols}, not square and non-empty"
             )));
         }
         if n % options.block != 0 {
@@ -324,20 +350,35 @@ impl Hierarchy {
         };
         trace.mark(format_args!("validation and near-null-space vectors"));
         let upload = Instant::now();
-        let finest = setup.finest(a)?;
+        let finest = match &input {
+            Input::Host(a) => setup.finest(a)?,
+            Input::Resident(m) => m.clone(),
+        };
         let upload_s = upload.elapsed().as_secs_f64();
         trace.mark(format_args!("finest level"));
         let start = Instant::now();
-        let on_backend = setup.input_checks(a, &finest, options.block)?;
+        let on_backend = setup.input_checks(&finest, options.block)?;
         let backend_checks_s = start.elapsed().as_secs_f64();
         trace.mark(format_args!("checks on the backend"));
+        // A on the host: the input, or the resident matrix's host copy,
+        // downloaded once where a check on the host needs it.
+        let host = || -> Result<&Csr<f64>> {
+            match &input {
+                Input::Host(a) => Ok(a),
+                Input::Resident(m) => m.host(),
+            }
+        };
+        let host_checks = match on_backend {
+            None => Some(host()?),
+            Some(_) => None,
+        };
         // Where the backend does not check, the finiteness, null-space and
         // symmetry checks (they only read `a`) run on the host beside the
         // levels' setup, and their errors come first (a setup of non-finite
         // values ends in an error or in levels that are dropped).
         let (checked, built) = std::thread::scope(|scope| {
-            let checks = on_backend.is_none().then(|| {
-                scope.spawn(|| -> Result<_> {
+            let checks = host_checks.map(|a| {
+                scope.spawn(move || -> Result<_> {
                     let start = Instant::now();
                     // On a pool of their own (half the cores), so that the
                     // setup's parallel steps do not queue behind them.
@@ -366,7 +407,7 @@ impl Hierarchy {
         let (mut kernel, symmetric, mut checks_s) = checked?;
         if let Some(given) = &options.near_null_space {
             let start = Instant::now();
-            kernel = kernel_with(a, kernel, given);
+            kernel = kernel_with(host()?, kernel, given);
             checks_s += start.elapsed().as_secs_f64();
         }
         let (levels, coarse, mut t) = built?;

@@ -280,4 +280,6 @@ pub use options::{
 };
 pub use resident::{LevelMatrix, ResidentMatrix};
 pub use rigid::rigid_body_modes;
+#[cfg(feature = "cuda")]
+pub use setup::cuda::resident_finest;
 pub use setup::{HostSetup, SetupKernels};

@@ -56,15 +56,14 @@ pub trait SetupKernels {
         host_same_pattern(finest, a)
     }
 
-    /// The input checks of a build run where the finest matrix `finest` (a
-    /// copy of `a`, blocks of `bs`) lives: `Some((null-space basis,
+    /// The input checks of a build run where the finest matrix `finest`
+    /// (the input, blocks of `bs`) lives: `Some((null-space basis,
     /// symmetric))`, the same as the host's checks, or `None` where this
     /// backend leaves them to the host (the default: they then run on the
     /// host beside the setup). Errors on a non-finite entry (the host's
     /// message).
     fn input_checks(
         &self,
-        _a: &Csr<f64>,
         _finest: &LevelMatrix,
         _bs: usize,
     ) -> Result<Option<(Vec<Vec<f64>>, bool)>> {
@@ -352,6 +351,15 @@ pub(crate) mod cuda {
             .map(|d| d.m.clone())
     }
 
+    /// A CSR matrix already on `g`'s device (another library's arrays
+    /// viewed by `gpuq_cuda::CudaBackend::foreign_csr`) as the finest level
+    /// of [`crate::Hierarchy::build_on_resident`]: copied on the device into
+    /// the setup's layout ([`CudaBackend::setup_copy`]), nothing through the
+    /// host. O(n + nnz) on the device.
+    pub fn resident_finest(g: &CudaBackend, m: &gpuq_cuda::CudaMatrix<f64>) -> Result<LevelMatrix> {
+        Ok(keep(g, g.setup_copy(m)?))
+    }
+
     /// `m` as a level matrix held on the device.
     fn keep(g: &CudaBackend, m: SetupCsr) -> LevelMatrix {
         let (shape, nnz) = (m.shape(), m.nnz());
@@ -414,7 +422,6 @@ pub(crate) mod cuda {
         /// `gpuq_kernels::amg::MAX_SETUP_BLOCK` are left to the host.
         fn input_checks(
             &self,
-            a: &Csr<f64>,
             finest: &LevelMatrix,
             bs: usize,
         ) -> Result<Option<(Vec<Vec<f64>>, bool)>> {
@@ -426,9 +433,9 @@ pub(crate) mod cuda {
             };
             if !found.finite {
                 // the host finds the entry for the message
-                a.check_finite()?;
+                finest.host()?.check_finite()?;
             }
-            let basis = crate::hierarchy::kernel_basis(a.nrows(), bs, &found.large);
+            let basis = crate::hierarchy::kernel_basis(finest.nrows(), bs, &found.large);
             Ok(Some((basis, found.symmetric)))
         }
 

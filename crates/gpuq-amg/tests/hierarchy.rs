@@ -364,3 +364,49 @@ fn update_values_refuses_another_pattern_and_the_seed_coarsening() {
     let seed = Hierarchy::build(&a, &options(Coarsening::Seed, 1)).unwrap();
     assert!(seed.update_values(&a).is_err());
 }
+
+#[test]
+fn a_finest_level_given_resident_builds_the_hierarchy_of_its_matrix() {
+    use gpuq_amg::LevelMatrix;
+    // A nonsymmetric matrix (the host checks find it) and a singular one (its
+    // null space found), given as a level matrix instead of a host CSR.
+    let mut neumann = gpuq_sparse::generators::laplace2d::<f64>(12);
+    let n = neumann.nrows();
+    let sums: Vec<f64> = (0..n).map(|i| neumann.row(i).1.iter().sum()).collect();
+    neumann = gpuq_sparse::Csr::try_new(
+        n,
+        n,
+        neumann.row_ptr().to_vec(),
+        neumann.col_idx().to_vec(),
+        (0..n)
+            .flat_map(|i| {
+                let (c, v) = neumann.row(i);
+                let s = sums[i];
+                c.iter()
+                    .zip(v)
+                    .map(move |(&j, &x)| if j as usize == i { x - s } else { x })
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+    )
+    .unwrap();
+    let o = options(Coarsening::SmoothedAggregation, 1);
+    for a in [gpuq_sparse::generators::convdiff2d::<f64>(20, 0.7), neumann] {
+        let given = Hierarchy::build_on_resident(
+            &gpuq_cpu::CpuBackend::new(),
+            LevelMatrix::from_host(a.clone()),
+            &o,
+        )
+        .unwrap();
+        let built = Hierarchy::build(&a, &o).unwrap();
+        assert_eq!(given.levels().len(), built.levels().len());
+        for (g, b) in given.levels().iter().zip(built.levels()) {
+            assert_eq!(g.a.host().unwrap().values(), b.a.host().unwrap().values());
+        }
+        assert_eq!(given.null_space(), built.null_space());
+        assert_eq!(given.is_symmetric(), built.is_symmetric());
+    }
+    let bad = LevelMatrix::from_host(gpuq_sparse::Csr::<f64>::identity(3));
+    let o3 = AmgOptions { block: 2, ..o };
+    assert!(Hierarchy::build_on_resident(&gpuq_cpu::CpuBackend::new(), bad, &o3).is_err());
+}

@@ -338,6 +338,43 @@ fn device_setup_builds_the_host_hierarchy() {
 }
 
 #[test]
+fn a_matrix_already_on_the_device_builds_the_same_hierarchy() {
+    let Some(g) = gpu("a_matrix_already_on_the_device_builds_the_same_hierarchy") else {
+        return;
+    };
+    let o = AmgOptions {
+        coarse_size: 20,
+        ..AmgOptions::default()
+    };
+    for (a, what) in [
+        (laplace3d::<f64>(14), "laplace3d:14"),
+        (neumann2d(24), "neumann2d:24 (singular)"),
+    ] {
+        let on_device = g.upload_matrix(&a, Layout::Csr).unwrap();
+        let finest = gpuq_amg::resident_finest(g, &on_device).unwrap();
+        let before = g.stats();
+        let resident = Hierarchy::build_on_resident(g, finest, &o).unwrap();
+        let down = g.stats().bytes_down - before.bytes_down;
+        let before = g.stats();
+        let uploaded = Hierarchy::build_on(g, &a, &o).unwrap();
+        let down_uploaded = g.stats().bytes_down - before.bytes_down;
+        // A never came down (its arrays: 12 bytes an entry, 8 a row), and the
+        // setup read back no more than from an uploaded A.
+        let a_bytes = 12 * a.nnz() as u64 + 8 * (a.nrows() as u64 + 1);
+        println!("{what}: {down} bytes down (from an upload: {down_uploaded}; A: {a_bytes})");
+        assert!(down < a_bytes && down <= down_uploaded, "{what}: {down} bytes down");
+        assert_eq!(resident.levels().len(), uploaded.levels().len(), "{what}");
+        for (l, (r, u)) in resident.levels().iter().zip(uploaded.levels()).enumerate() {
+            assert_eq!(r.aggregate_of, u.aggregate_of, "{what}, level {l}");
+            let (ra, ua) = (r.a.host().unwrap(), u.a.host().unwrap());
+            assert_eq!(ra.values(), ua.values(), "{what}, level {l}");
+        }
+        assert_eq!(resident.null_space(), uploaded.null_space(), "{what}");
+        assert_eq!(resident.is_symmetric(), uploaded.is_symmetric(), "{what}");
+    }
+}
+
+#[test]
 fn device_setup_reports_bad_input_as_the_host_does() {
     let Some(g) = gpu("device_setup_reports_bad_input_as_the_host_does") else {
         return;

@@ -297,6 +297,59 @@ impl CudaBackend {
         })
     }
 
+    /// A copy of the CSR matrix `m`, already on this device (64-bit row
+    /// pointers, 32-bit columns, f64 values: a [`CudaBackend::foreign_csr`]
+    /// view of another library's arrays), in the setup's layout: three
+    /// device-to-device copies, nothing through the host. Errors for a
+    /// matrix in another layout. O(n + nnz) on the device.
+    pub fn setup_copy(&self, m: &crate::spmv::CudaMatrix<f64>) -> Result<SetupCsr> {
+        let crate::spmv::Arrays::Csr {
+            row_ptr, col, val, ..
+        } = &m.arrays
+        else {
+            return Err(Error::InvalidArgument(
+                "the AMG setup copies a CSR matrix from the device (this one is in another layout)"
+                    .into(),
+            ));
+        };
+        let ((nrows, ncols), nnz) = (m.shape, gpuq_sparse::DeviceMatrix::nnz(m));
+        Ok(SetupCsr {
+            nrows,
+            ncols,
+            nnz,
+            ptr: self.setup_copy_bytes::<u64>(row_ptr, nrows + 1)?,
+            col: self.setup_copy_bytes::<u32>(col, nnz)?,
+            val: self.setup_copy_bytes::<f64>(val, nnz)?,
+        })
+    }
+
+    /// `n` values of `T` copied on the device from the bytes `src` (at least
+    /// one element allocated, as every setup buffer).
+    fn setup_copy_bytes<T: DeviceRepr>(
+        &self,
+        src: &CudaSlice<u8>,
+        n: usize,
+    ) -> Result<CudaSlice<T>> {
+        let bytes = n * std::mem::size_of::<T>();
+        // SAFETY: every element of the first n is written by the copy below
+        // before any kernel reads it (the stream orders them); n = 0 leaves
+        // one element that is never read.
+        let mut buf = unsafe { self.inner.stream.alloc::<T>(n.max(1)) }
+            .map_err(|e| self.alloc_error("an AMG setup copy", bytes, e))?;
+        if bytes == 0 {
+            return Ok(buf);
+        }
+        // SAFETY: T is a plain device type: its n elements are `bytes` bytes.
+        let mut dst = unsafe { buf.transmute_mut::<u8>(bytes) }
+            .ok_or_else(|| Error::InvalidArgument("setup copy: buffer too small".into()))?;
+        let src = src.slice(..bytes);
+        self.inner
+            .stream
+            .memcpy_dtod(&src, &mut dst)
+            .map_err(dev("copying a matrix on the device"))?;
+        Ok(buf)
+    }
+
     /// Whether the host matrix `a` has the pattern of the device matrix `m`
     /// (shape, row pointers, columns): `a`'s pattern uploaded (8 bytes per
     /// row, 4 per entry), compared entry by entry by kernel

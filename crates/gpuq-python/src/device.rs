@@ -18,6 +18,7 @@ use gpuq::core::{Backend, Error, FusedDot, LinearOperator, Result, Scalar, Scala
 use gpuq::core::{DeviceVector, SolveReport};
 use gpuq::cuda::{CudaBackend, CudaMatrix, CudaVector, ForeignCsr, ForeignVector};
 use gpuq::krylov::{BlockJacobi2, Jacobi, Method, Preconditioner, SolverConfig};
+use gpuq::solver::{AmgSpec, AmgSummary};
 use gpuq::sparse::{Csr, DeviceMatrix, Layout, MatrixOperator, SparseBackend};
 use numpy::Element;
 use pyo3::exceptions::PyValueError;
@@ -375,6 +376,8 @@ fn iterate<T: Scalar>(
 struct Solved {
     report: SolveReport,
     stopped: Option<String>,
+    /// With AMG: the hierarchy and the choices made for it.
+    amg: Option<AmgSummary>,
 }
 
 /// Solves A x = b on `backend` from the `x` given, A from `source`, in `layout` (`None`:
@@ -387,6 +390,7 @@ fn solve_views<T: Scalar>(
     x: &mut CudaVector<T>,
     config: &SolverConfig,
     layout: Option<Layout>,
+    amg: Option<&AmgSpec>,
 ) -> Result<Solved> {
     let setup = Instant::now();
     let ((n, ncols), nnz, layout) = match source {
@@ -413,6 +417,9 @@ fn solve_views<T: Scalar>(
         ),
         config.work_bytes(n, if device { 0 } else { nnz }, size_of::<T>()),
     )?;
+    if let Some(spec) = amg {
+        return amg_views(backend, source, b, x, config, layout, spec, setup);
+    }
     let op: Box<dyn LinearOperator<CudaBackend, T> + '_> = match source {
         Source::Host(a) if config.method == Method::Qmr => {
             Box::new(MatrixOperator::with_transpose(backend, a, layout)?)
@@ -441,15 +448,33 @@ fn solve_views<T: Scalar>(
         }
     };
     let setup_s = setup.elapsed().as_secs_f64();
+    solved(
+        iterate(backend, op.as_ref(), m.as_deref(), b, x, config),
+        setup_s,
+        layout,
+        None,
+    )
+}
+
+/// A solve's outcome with its setup time and layout in the report: a
+/// breakdown or stagnation as a report without iterate, other errors passed
+/// through.
+fn solved(
+    result: Result<SolveReport>,
+    setup_s: f64,
+    layout: Layout,
+    amg: Option<AmgSummary>,
+) -> Result<Solved> {
     let finish = |mut report: SolveReport| {
         report.setup_time_s = setup_s;
         report.layout = layout.spelling();
         report
     };
-    match iterate(backend, op.as_ref(), m.as_deref(), b, x, config) {
+    match result {
         Ok(report) => Ok(Solved {
             report: finish(report),
             stopped: None,
+            amg,
         }),
         Err(e @ Error::Breakdown { .. }) => {
             let message = e.to_string();
@@ -459,23 +484,136 @@ fn solve_views<T: Scalar>(
             Ok(Solved {
                 report: finish(*report),
                 stopped: Some(message),
+                amg,
             })
         }
         Err(e) => Err(e),
     }
 }
 
+/// The AMG-preconditioned solve of [`solve_views`] (real f64 only): the
+/// hierarchy built on the device from A where it is (a device A copied there
+/// into the setup's layout, [`gpuq::amg::resident_finest`]; a SciPy A
+/// uploaded), the cycle in the spec's precision, the method on A in place (a
+/// device A) or on the setup's copy of A's finest level; for a singular A
+/// (a null space the hierarchy found or was given) b projected in a device
+/// copy and x after the solve, as the host path does.
+#[allow(clippy::too_many_arguments)]
+fn amg_views<T: Scalar>(
+    backend: &CudaBackend,
+    source: &Source<T>,
+    b: &CudaVector<T>,
+    x: &mut CudaVector<T>,
+    config: &SolverConfig,
+    layout: Layout,
+    spec: &AmgSpec,
+    setup: Instant,
+) -> Result<Solved> {
+    use gpuq::amg::{AmgKernels, Hierarchy};
+    // T is f64 here (the caller's checks): the casts are identities.
+    let (Some(b), Some(x)) = (
+        (b as &dyn std::any::Any).downcast_ref::<CudaVector<f64>>(),
+        (x as &mut dyn std::any::Any).downcast_mut::<CudaVector<f64>>(),
+    ) else {
+        return Err(Error::Precondition {
+            method: "AMG",
+            reason: format!(
+                "AMG with CUDA arrays solves in float64 (this solve is {})",
+                T::KIND.name()
+            ),
+        });
+    };
+    let options = spec.options_on(true);
+    let h = match source {
+        Source::Device(d) => Hierarchy::build_on_resident(
+            backend,
+            gpuq::amg::resident_finest(backend, f64_view(&d.a)?)?,
+            &options,
+        )?,
+        Source::Host(a) => {
+            let a = (a as &dyn std::any::Any)
+                .downcast_ref::<Csr<f64>>()
+                .ok_or_else(|| Error::InvalidArgument("AMG: A is not float64".into()))?;
+            match spec.setup_on_backend {
+                true => Hierarchy::build_on(backend, a, &options)?,
+                false => Hierarchy::build(a, &options)?,
+            }
+        }
+    };
+    let hierarchy_s = setup.elapsed().as_secs_f64();
+    let precision = spec.cycle_for(ScalarKind::F64);
+    let cycle_start = Instant::now();
+    let cycle = gpuq::solver::f64_cycle(backend, &h, layout, precision)?;
+    let resident;
+    let (a, at): (&CudaMatrix<f64>, Option<&CudaMatrix<f64>>) = match source {
+        Source::Device(d) => (f64_view(&d.a)?, d.at.as_ref().map(f64_view).transpose()?),
+        Source::Host(_) => {
+            resident = backend.amg_level_matrix::<f64>(&h.levels()[0].a, layout)?;
+            (&resident, None)
+        }
+    };
+    let op = DeviceCsr { backend, a, at };
+    let projected;
+    let b = if h.null_space().is_empty() {
+        b
+    } else {
+        let mut copy = backend.zeros::<f64>(b.len())?;
+        backend.copy(b, &mut copy)?;
+        project_on(backend, &h, &mut copy)?;
+        projected = copy;
+        &projected
+    };
+    let cycle_setup_s = cycle_start.elapsed().as_secs_f64();
+    let setup_s = setup.elapsed().as_secs_f64();
+    let result = iterate(backend, &op, Some(cycle.as_ref()), b, x, config);
+    if result.is_ok() {
+        project_on(backend, &h, x)?;
+    }
+    let mut summary = AmgSummary::of(&h, true, precision);
+    summary.cycle_setup_s = cycle_setup_s;
+    summary.setup_s = hierarchy_s + cycle_setup_s;
+    let mut out = solved(result, setup_s, layout, Some(summary))?;
+    out.report.preconditioner = cycle.name().into();
+    Ok(out)
+}
+
+/// A device CSR view as float64 (an error for another type).
+fn f64_view<T: Scalar>(m: &ForeignCsr<T>) -> Result<&CudaMatrix<f64>> {
+    (m as &dyn std::any::Any)
+        .downcast_ref::<ForeignCsr<f64>>()
+        .map(|a| &**a)
+        .ok_or_else(|| Error::InvalidArgument("AMG: A is not float64".into()))
+}
+
+/// v -= (q^T v) q on the device for each vector q of `h`'s null space (each
+/// uploaded once). O(n) per vector; nothing for a nonsingular A.
+fn project_on(
+    backend: &CudaBackend,
+    h: &gpuq::amg::Hierarchy,
+    v: &mut CudaVector<f64>,
+) -> Result<()> {
+    for q in h.null_space() {
+        let q = backend.upload(q)?;
+        let d = backend.dotc(&q, v)?;
+        backend.axpy(-d, &q, v)?;
+    }
+    Ok(())
+}
+
 /// Solves A x = b on CUDA device `device` with b and x CUDA arrays (x, the initial guess,
 /// overwritten with the solution), A as CSR arrays on that device (`indptr` int64,
 /// `indices` int32, `data` of b's type; `transpose`: A^T's three arrays, for QMR;
-/// `inv_diag`: D^-1, for Jacobi) or as SciPy's arrays on the host. The caller vouches
+/// `inv_diag`: D^-1, for Jacobi) or as SciPy's arrays on the host; `precond="amg"` with
+/// `amg` the options (real float64 only; the hierarchy built on the device from A where it
+/// is, no host copy of a device A). The caller vouches
 /// that device CSR arrays are a valid matrix (row pointers from 0 to nnz, non-decreasing;
 /// columns below the column count): the kernels read them unchecked. Returns whether x
 /// holds the solve's iterate (not after a breakdown) and the report as JSON text.
 #[pyfunction]
 #[pyo3(signature = (
     device, shape, indptr, indices, data, b, x, transpose=None, inv_diag=None, method="cg",
-    precond="none", tol=1e-8, atol=0.0, maxiter=None, stagnation_window=500, layout="auto"
+    precond="none", tol=1e-8, atol=0.0, maxiter=None, stagnation_window=500, layout="auto",
+    amg=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn solve_cuda(
@@ -496,9 +634,16 @@ pub fn solve_cuda(
     maxiter: Option<usize>,
     stagnation_window: usize,
     layout: &str,
+    amg: Option<PyRef<'_, crate::amg::AmgParams>>,
 ) -> PyResult<(bool, String)> {
     let mut config = config(method, tol, atol, maxiter, stagnation_window).py()?;
-    config.precond = Preconditioner::parse(precond).py()?;
+    let amg = match precond {
+        "amg" => Some(amg.map(|p| p.spec()).unwrap_or_default()),
+        other => {
+            config.precond = Preconditioner::parse(other).py()?;
+            None
+        }
+    };
     let layout = Layout::parse_or_auto(layout).py()?;
     let (bv, xv) = (CudaArray::of(b, "b")?, CudaArray::of(x, "x")?);
     let on_device = data.hasattr("__cuda_array_interface__")?;
@@ -525,6 +670,7 @@ pub fn solve_cuda(
         x: xv,
         config,
         layout,
+        amg,
     };
     macro_rules! typed {
         ($t:ty) => {
@@ -573,6 +719,8 @@ struct Job<'a, 'py> {
     x: CudaArray,
     config: SolverConfig,
     layout: Option<Layout>,
+    /// `precond="amg"`: its options.
+    amg: Option<AmgSpec>,
 }
 
 /// The matrix of a solve, ready for the worker thread.
@@ -652,7 +800,7 @@ impl Job<'_, '_> {
                 Ok((b, x))
             })
             .py()?;
-        let (shape, config, layout) = (self.shape, &self.config, self.layout);
+        let (shape, config, layout, amg) = (self.shape, &self.config, self.layout, &self.amg);
         let (solved, transfers) = crate::interruptible::run(py, || {
             let before = backend.stats();
             let source = match given {
@@ -661,8 +809,9 @@ impl Job<'_, '_> {
                     csr(shape, indptr, indices, data).map(Source::Host)
                 }
             };
-            let solved = source
-                .and_then(|source| solve_views(&backend, &source, &b, &mut x, config, layout));
+            let solved = source.and_then(|source| {
+                solve_views(&backend, &source, &b, &mut x, config, layout, amg.as_ref())
+            });
             // Every path: the caller may reuse the arrays once this returns.
             let synced = backend.synchronize();
             let transfers = Transfers::since(&backend, &before);
@@ -672,8 +821,8 @@ impl Job<'_, '_> {
         let report = json(&PyReport {
             report: &solved.report,
             stopped: solved.stopped.as_deref(),
-            amg: None,
-            amg_setup_s: None,
+            amg: solved.amg.as_ref(),
+            amg_setup_s: solved.amg.as_ref().map(|a| a.setup_s),
             transfers: Some(transfers),
         })?;
         Ok((solved.stopped.is_none(), report))
