@@ -1,12 +1,14 @@
 //! Reading a Matrix Market file: `mm_read vector FILE` or `mm_read matrix
 //! FILE` prints the seconds of the library's reader (`read_dense_vector`,
-//! `read_csr`: the bytes read, checked as UTF-8, parsed and, for a matrix,
-//! converted to CSR), then, on the text already in memory, the seconds to
-//! parse it (a dense vector, or triplets) and to convert triplets to CSR, on
-//! one line. Run by `benches/mm_read.sh` on the GPU machine's host next to
-//! SciPy's `mmread` and `fast_matrix_market` on the same files
-//! (docs/benchmarks.md). Arguments starting with `--` (cargo bench passes
-//! `--bench`) are ignored.
+//! `read_csr`: the file read piece by piece by the threads that parse the
+//! pieces, and for a matrix the CSR arrays built), then, on the text already
+//! in memory, the seconds to parse it (`parse_dense_vector`, or for a matrix
+//! `parse_coo` to triplets), and for a matrix the seconds to convert those
+//! triplets to CSR (`Csr::from_coo`) and to parse the text straight to CSR
+//! (`parse_csr`), on one line. Run by `benches/mm_read.sh` on the GPU
+//! machine's host next to SciPy's `mmread` and `fast_matrix_market` on the
+//! same files (docs/benchmarks.md). Arguments starting with `--` (cargo
+//! bench passes `--bench`) are ignored.
 
 use gpuq_sparse::{matrix_market as mm, Coo, Csr};
 use std::time::Instant;
@@ -38,8 +40,12 @@ fn main() {
         let t = Instant::now();
         Csr::from_coo(&coo).expect("a valid matrix");
         let csr = t.elapsed().as_secs_f64();
+        drop(coo);
+        let t = Instant::now();
+        mm::parse_csr::<f64>(&text).expect("a matrix");
+        let direct = t.elapsed().as_secs_f64();
         println!(
-            "mm_read matrix n {} nnz {} total {total:.3} (parse {parse:.3} csr {csr:.3})",
+            "mm_read matrix n {} nnz {} total {total:.3} (parse {parse:.3} csr {csr:.3} text-to-csr {direct:.3})",
             a.nrows(),
             a.nnz()
         );

@@ -1,7 +1,6 @@
 //! Coordinate (triplet) format.
 
 use gpuq_core::{Error, Result, Scalar};
-use rayon::prelude::*;
 
 /// A sparse matrix as unordered `(row, col, value)` triplets.
 ///
@@ -107,34 +106,28 @@ impl<T: Scalar> Coo<T> {
         &self.vals
     }
 
-    /// The triplets of `parts` (each `nrows x ncols`), in order: each part
-    /// copied into its place by its own Rayon task. O(nnz).
-    pub(crate) fn concat(nrows: usize, ncols: usize, parts: Vec<Coo<T>>) -> Self {
-        let nnz = parts.iter().map(Coo::nnz).sum();
-        let mut out = Coo {
+    /// Triplets from parallel arrays of equal length whose indices the caller
+    /// has already checked against the shape (the Matrix Market reader);
+    /// checked again in debug builds only. O(1) (O(nnz) in debug builds).
+    pub(crate) fn from_checked(
+        nrows: usize,
+        ncols: usize,
+        rows: Vec<usize>,
+        cols: Vec<usize>,
+        vals: Vec<T>,
+    ) -> Self {
+        debug_assert!(rows.len() == cols.len() && rows.len() == vals.len());
+        debug_assert!(rows
+            .iter()
+            .zip(&cols)
+            .all(|(&i, &j)| check_index(nrows, ncols, i, j).is_ok()));
+        Coo {
             nrows,
             ncols,
-            rows: vec![0; nnz],
-            cols: vec![0; nnz],
-            vals: vec![T::zero(); nnz],
-        };
-        let mut tasks = Vec::with_capacity(parts.len());
-        let (mut r, mut c, mut v) = (&mut out.rows[..], &mut out.cols[..], &mut out.vals[..]);
-        for p in &parts {
-            debug_assert_eq!((p.nrows, p.ncols), (nrows, ncols));
-            let k = p.nnz();
-            let (r0, r1) = r.split_at_mut(k);
-            let (c0, c1) = c.split_at_mut(k);
-            let (v0, v1) = v.split_at_mut(k);
-            tasks.push((p, r0, c0, v0));
-            (r, c, v) = (r1, c1, v1);
+            rows,
+            cols,
+            vals,
         }
-        tasks.into_par_iter().for_each(|(p, r, c, v)| {
-            r.copy_from_slice(&p.rows);
-            c.copy_from_slice(&p.cols);
-            v.copy_from_slice(&p.vals);
-        });
-        out
     }
 
     /// Iterates over `(row, col, value)`.

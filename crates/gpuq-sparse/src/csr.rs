@@ -30,6 +30,43 @@ const PARALLEL_MIN_NNZ: usize = 1 << 16;
 /// Rows per task of the parallel COO-to-CSR conversion.
 const PARALLEL_TASK_ROWS: usize = 4096;
 
+/// Most triplets per task of the conversion by blocks of rows.
+const PARALLEL_TASK_TRIPLETS: usize = 1 << 16;
+
+/// An index type of [`TripletPart`]s: `u32` (the Matrix Market reader's) or
+/// `usize` (a [`Coo`]'s).
+pub(crate) trait TripletIndex: Copy + Send + Sync {
+    /// The index as a `usize`.
+    fn get(self) -> usize;
+}
+
+impl TripletIndex for u32 {
+    fn get(self) -> usize {
+        self as usize
+    }
+}
+
+impl TripletIndex for usize {
+    fn get(self) -> usize {
+        self
+    }
+}
+
+/// One part of a list of triplets, in order: rows, columns and values of
+/// equal length, the indices within the matrix's shape.
+pub(crate) struct TripletPart<'a, I, T> {
+    /// Row of each triplet.
+    pub rows: &'a [I],
+    /// Column of each triplet.
+    pub cols: &'a [I],
+    /// Value of each triplet.
+    pub vals: &'a [T],
+}
+
+/// One block's share of the conversion by blocks of rows: its buckets'
+/// rows, columns and values (a task's triplets of the block, in order).
+type Bucket<'a, T> = (&'a mut [u32], &'a mut [u32], &'a mut [T]);
+
 impl<T: Scalar> Csr<T> {
     /// Builds from raw arrays, validating every invariant and requiring finite values. O(nnz).
     pub fn try_new(
@@ -130,7 +167,38 @@ impl<T: Scalar> Csr<T> {
         })
     }
 
-    /// Converts triplets to CSR: sorts, sums duplicates, requires finite values. O(nnz log(row length)).
+    /// A matrix from arrays that the caller knows to satisfy every invariant
+    /// (the Matrix Market reader's triplets that strictly increase by row,
+    /// then column, with finite values); checked again in debug builds only.
+    /// O(1) (O(nnz) in debug builds).
+    pub(crate) fn from_canonical(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<usize>,
+        col_idx: Vec<u32>,
+        vals: Vec<T>,
+    ) -> Self {
+        let a = Csr {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            vals,
+        };
+        debug_assert!(Csr::try_new(
+            nrows,
+            ncols,
+            a.row_ptr.clone(),
+            a.col_idx.clone(),
+            a.vals.clone()
+        )
+        .is_ok());
+        a
+    }
+
+    /// Converts triplets to CSR: sorts, sums duplicates (in the triplets'
+    /// order), requires finite values. O(nnz log(row length) + nrows), on
+    /// all threads from 65536 triplets on.
     pub fn from_coo(coo: &Coo<T>) -> Result<Self> {
         let a = Self::from_coo_allow_nonfinite(coo)?;
         a.check_finite()?;
@@ -145,9 +213,26 @@ impl<T: Scalar> Csr<T> {
                 "{ncols} columns exceed the 32-bit column index range"
             )));
         }
-        if coo.nnz() >= PARALLEL_MIN_NNZ && coo.row_indices().par_windows(2).all(|w| w[0] <= w[1]) {
-            return Ok(Self::from_row_sorted(coo));
+        if coo.nnz() >= PARALLEL_MIN_NNZ {
+            if coo.row_indices().par_windows(2).all(|w| w[0] <= w[1]) {
+                return Ok(Self::from_row_sorted(coo));
+            }
+            let part = TripletPart {
+                rows: coo.row_indices(),
+                cols: coo.col_indices(),
+                vals: coo.values(),
+            };
+            return Ok(Self::from_triplet_parts(nrows, ncols, &[part]));
         }
+        Ok(Self::from_coo_serial(coo))
+    }
+
+    /// [`Csr::from_coo_allow_nonfinite`] on one thread (the reference the
+    /// parallel conversions reproduce): a counting sort by row, then each
+    /// row sorted by column (stably) with duplicates summed in order.
+    /// O(nnz log(row length) + nrows).
+    fn from_coo_serial(coo: &Coo<T>) -> Self {
+        let (nrows, ncols) = (coo.nrows(), coo.ncols());
         // Counting sort by row.
         let mut counts = vec![0usize; nrows + 1];
         for &i in coo.row_indices() {
@@ -181,19 +266,163 @@ impl<T: Scalar> Csr<T> {
             }
             row_ptr.push(col_idx.len());
         }
-        Ok(Csr {
+        Csr {
             nrows,
             ncols,
             row_ptr,
             col_idx,
             vals,
-        })
+        }
+    }
+
+    /// The `nrows x ncols` matrix of the triplets of `parts` taken in order,
+    /// exactly as [`Csr::from_coo_allow_nonfinite`] makes it (the triplets
+    /// stably sorted by row, each row stably by column, duplicates summed in
+    /// order), by blocks of rows on all threads: tasks of consecutive
+    /// triplets count theirs per block and copy them into the block's
+    /// buckets (task by task, so in order); each block sorts its triplets
+    /// into its share of the CSR arrays ([`sort_block`]). On one thread the
+    /// one block sorts the parts' triplets directly. Requires `ncols <=
+    /// u32::MAX`. O(nnz log(row length) + nrows) on all threads: two copies
+    /// of the triplets (one on one thread; one more when duplicates were
+    /// summed).
+    pub(crate) fn from_triplet_parts<I: TripletIndex>(
+        nrows: usize,
+        ncols: usize,
+        parts: &[TripletPart<'_, I, T>],
+    ) -> Self {
+        let nnz: usize = parts.iter().map(|p| p.vals.len()).sum();
+        let (mut col_idx, mut values) = (vec![0u32; nnz], vec![T::zero(); nnz]);
+        let mut row_ptr = vec![0usize; nrows + 1];
+        let threads = rayon::current_num_threads();
+        if threads == 1 || nrows <= 1 {
+            let kept = sort_block(parts, 0, &mut col_idx, &mut values, &mut row_ptr[1..]);
+            col_idx.truncate(kept);
+            values.truncate(kept);
+            return Csr {
+                nrows,
+                ncols,
+                row_ptr,
+                col_idx,
+                vals: values,
+            };
+        }
+        // Blocks of 2^shift rows, about four per thread.
+        let per_block = nrows.div_ceil(4 * threads).next_power_of_two();
+        let shift = per_block.trailing_zeros();
+        let nblocks = nrows.div_ceil(per_block);
+        let tasks: Vec<(&TripletPart<'_, I, T>, std::ops::Range<usize>)> = parts
+            .iter()
+            .flat_map(|part| {
+                let n = part.vals.len();
+                (0..n.div_ceil(PARALLEL_TASK_TRIPLETS)).map(move |k| {
+                    let start = k * PARALLEL_TASK_TRIPLETS;
+                    (part, start..(start + PARALLEL_TASK_TRIPLETS).min(n))
+                })
+            })
+            .collect();
+        let counts: Vec<Vec<usize>> = tasks
+            .par_iter()
+            .map(|(part, range)| {
+                let mut count = vec![0usize; nblocks];
+                for &i in &part.rows[range.clone()] {
+                    count[i.get() >> shift] += 1;
+                }
+                count
+            })
+            .collect();
+        let mut block_start = vec![0usize; nblocks + 1];
+        for b in 0..nblocks {
+            block_start[b + 1] = block_start[b] + counts.iter().map(|c| c[b]).sum::<usize>();
+        }
+        // The buckets: the triplets grouped by block, in order within each.
+        let (mut rows, mut cols, mut vals) =
+            (vec![0u32; nnz], vec![0u32; nnz], vec![T::zero(); nnz]);
+        {
+            let mut shares: Vec<Vec<Bucket<'_, T>>> =
+                tasks.iter().map(|_| Vec::with_capacity(nblocks)).collect();
+            let (mut r, mut c, mut v) = (&mut rows[..], &mut cols[..], &mut vals[..]);
+            for b in 0..nblocks {
+                for (share, count) in shares.iter_mut().zip(&counts) {
+                    let (r0, r1) = std::mem::take(&mut r).split_at_mut(count[b]);
+                    let (c0, c1) = std::mem::take(&mut c).split_at_mut(count[b]);
+                    let (v0, v1) = std::mem::take(&mut v).split_at_mut(count[b]);
+                    share.push((r0, c0, v0));
+                    (r, c, v) = (r1, c1, v1);
+                }
+            }
+            shares
+                .into_par_iter()
+                .zip(&tasks)
+                .for_each(|(mut share, (part, range))| {
+                    let mut at = vec![0usize; nblocks];
+                    for k in range.clone() {
+                        let i = part.rows[k].get();
+                        let b = i >> shift;
+                        let (r, c, v) = &mut share[b];
+                        r[at[b]] = i as u32;
+                        c[at[b]] = part.cols[k].get() as u32;
+                        v[at[b]] = part.vals[k];
+                        at[b] += 1;
+                    }
+                });
+        }
+        // Each block into its share of the CSR arrays (as long as its
+        // triplets), compacted to the front where duplicates were summed.
+        let mut blocks = Vec::with_capacity(nblocks);
+        {
+            let (mut c, mut v) = (&mut col_idx[..], &mut values[..]);
+            let mut ptr = row_ptr[1..].chunks_mut(per_block);
+            for b in 0..nblocks {
+                let len = block_start[b + 1] - block_start[b];
+                let (c0, c1) = std::mem::take(&mut c).split_at_mut(len);
+                let (v0, v1) = std::mem::take(&mut v).split_at_mut(len);
+                blocks.push((b, c0, v0, ptr.next().unwrap_or_default()));
+                (c, v) = (c1, v1);
+            }
+        }
+        let kept: Vec<usize> = blocks
+            .into_par_iter()
+            .map(|(b, out_cols, out_vals, ptr)| {
+                let range = block_start[b]..block_start[b + 1];
+                let bucket = TripletPart {
+                    rows: &rows[range.clone()],
+                    cols: &cols[range.clone()],
+                    vals: &vals[range],
+                };
+                sort_block(&[bucket], b << shift, out_cols, out_vals, ptr)
+            })
+            .collect();
+        // The blocks' offsets into the row pointers; the arrays joined
+        // again when duplicates left gaps.
+        let mut offset = Vec::with_capacity(nblocks);
+        let mut total = 0;
+        for &k in &kept {
+            offset.push(total);
+            total += k;
+        }
+        row_ptr[1..]
+            .par_chunks_mut(per_block)
+            .zip(&offset)
+            .for_each(|(ptr, &off)| ptr.iter_mut().for_each(|p| *p += off));
+        if total < nnz {
+            col_idx = join_blocks(&col_idx, &block_start, &kept, 0);
+            values = join_blocks(&values, &block_start, &kept, T::zero());
+        }
+        Csr {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            vals: values,
+        }
     }
 
     /// [`Csr::from_coo_allow_nonfinite`] for triplets already in row order
     /// (as most files store them), in parallel: each row's triplets are
     /// contiguous, so the rows are sorted by column (stably: duplicates summed
-    /// in the triplets' order, the serial conversion's result exactly),
+    /// in the triplets' order, the serial conversion's result exactly; a row
+    /// whose columns already strictly increase is taken as it stands),
     /// counted, and written straight into the final arrays. O(nnz log(row
     /// length) + nrows log nnz) on all threads.
     fn from_row_sorted(coo: &Coo<T>) -> Self {
@@ -207,18 +436,17 @@ impl<T: Scalar> Csr<T> {
         let merged = |i: usize, out: &mut Vec<(u32, T)>| {
             out.clear();
             out.extend((start[i]..start[i + 1]).map(|k| (cols[k] as u32, vals[k])));
-            out.sort_by_key(|e| e.0);
-            out.dedup_by(|next, kept| {
-                let same = next.0 == kept.0;
-                if same {
-                    kept.1 += next.1;
-                }
-                same
-            });
+            sort_summing_duplicates(out);
         };
+        // Whether row i's columns strictly increase: already sorted, with no
+        // duplicates, so its triplets are its CSR row as they stand.
+        let canonical = |i: usize| cols[start[i]..start[i + 1]].windows(2).all(|w| w[0] < w[1]);
         let lens: Vec<usize> = (0..nrows)
             .into_par_iter()
             .map_init(Vec::new, |buf, i| {
+                if canonical(i) {
+                    return start[i + 1] - start[i];
+                }
                 merged(i, buf);
                 buf.len()
             })
@@ -243,6 +471,14 @@ impl<T: Scalar> Csr<T> {
         tasks.into_par_iter().for_each(|(range, c, v)| {
             let (mut buf, mut at) = (Vec::new(), 0);
             for i in range {
+                if canonical(i) {
+                    for k in start[i]..start[i + 1] {
+                        c[at] = cols[k] as u32;
+                        v[at] = vals[k];
+                        at += 1;
+                    }
+                    continue;
+                }
                 merged(i, &mut buf);
                 for &(j, x) in &buf {
                     c[at] = j;
@@ -452,9 +688,104 @@ impl<T: Scalar> TryFrom<&Coo<T>> for Csr<T> {
     }
 }
 
+/// The triplets of `runs` (taken in order, all of rows `first..first +
+/// ptr.len()`) as CSR rows in `out_cols` and `out_vals` (as long as the
+/// triplets): sorted by row (a counting sort, stable), each row by column
+/// (stably; a row whose columns already strictly increase is taken as it
+/// stands), duplicates summed in order, the rows compacted to the front.
+/// `ptr[i]` becomes the number of entries up to row `first + i`; returns
+/// the number kept. O(triplets log(row length) + rows).
+fn sort_block<I: TripletIndex, T: Scalar>(
+    runs: &[TripletPart<'_, I, T>],
+    first: usize,
+    out_cols: &mut [u32],
+    out_vals: &mut [T],
+    ptr: &mut [usize],
+) -> usize {
+    let mut start = vec![0usize; ptr.len() + 1];
+    for run in runs {
+        for &i in run.rows {
+            start[i.get() - first + 1] += 1;
+        }
+    }
+    for i in 0..ptr.len() {
+        start[i + 1] += start[i];
+    }
+    let mut next = start.clone();
+    for run in runs {
+        for ((&i, &j), &v) in run.rows.iter().zip(run.cols).zip(run.vals) {
+            let at = &mut next[i.get() - first];
+            out_cols[*at] = j.get() as u32;
+            out_vals[*at] = v;
+            *at += 1;
+        }
+    }
+    let mut buf: Vec<(u32, T)> = Vec::new();
+    let mut kept = 0;
+    for (i, end) in ptr.iter_mut().enumerate() {
+        let row = start[i]..start[i + 1];
+        if out_cols[row.clone()].windows(2).all(|w| w[0] < w[1]) {
+            if kept < row.start {
+                out_cols.copy_within(row.clone(), kept);
+                out_vals.copy_within(row.clone(), kept);
+            }
+            kept += row.len();
+        } else {
+            buf.clear();
+            buf.extend(row.map(|k| (out_cols[k], out_vals[k])));
+            sort_summing_duplicates(&mut buf);
+            for &(j, x) in &buf {
+                out_cols[kept] = j;
+                out_vals[kept] = x;
+                kept += 1;
+            }
+        }
+        *end = kept;
+    }
+    kept
+}
+
+/// The first `kept[b]` elements of each block `b` of `from` (block `b`
+/// starting at `start[b]`), joined in order, each block copied by its own
+/// Rayon task. O(total) on all threads.
+fn join_blocks<U: Copy + Send + Sync>(
+    from: &[U],
+    start: &[usize],
+    kept: &[usize],
+    zero: U,
+) -> Vec<U> {
+    let mut out = vec![zero; kept.iter().sum()];
+    let mut slots = Vec::with_capacity(kept.len());
+    let mut rest = &mut out[..];
+    for (b, &k) in kept.iter().enumerate() {
+        let (slot, tail) = std::mem::take(&mut rest).split_at_mut(k);
+        slots.push((slot, &from[start[b]..start[b] + k]));
+        rest = tail;
+    }
+    slots
+        .into_par_iter()
+        .for_each(|(slot, from)| slot.copy_from_slice(from));
+    out
+}
+
+/// Sorts a row's `(column, value)` entries by column (stably) and sums the
+/// values of equal columns in their order, keeping one entry per column.
+/// O(k log k).
+fn sort_summing_duplicates<T: Scalar>(row: &mut Vec<(u32, T)>) {
+    row.sort_by_key(|e| e.0);
+    row.dedup_by(|next, kept| {
+        let same = next.0 == kept.0;
+        if same {
+            kept.1 += next.1;
+        }
+        same
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn row_ordered_triplets_take_the_parallel_path_with_the_serial_result() {
@@ -483,9 +814,58 @@ mod tests {
         let sorted = build(&mut (0..n));
         let reversed = build(&mut (0..n).rev());
         assert!(sorted.nnz() >= PARALLEL_MIN_NNZ);
-        let parallel = Csr::from_coo(&sorted).unwrap();
-        let serial = Csr::from_coo(&reversed).unwrap();
-        assert_eq!(parallel, serial);
+        let serial = Csr::from_coo_serial(&reversed);
+        assert_eq!(Csr::from_coo(&sorted).unwrap(), serial);
+        // Rows out of order take the conversion by blocks, on any number of
+        // threads.
+        for threads in [1, 2, 5] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            assert_eq!(pool.install(|| Csr::from_coo(&reversed)).unwrap(), serial);
+        }
+        let none: [TripletPart<'_, u32, f64>; 0] = [];
+        assert_eq!(Csr::from_triplet_parts(0, 3, &none).row_ptr(), &[0]);
+        assert_eq!(Csr::from_triplet_parts(4, 3, &none).row_ptr(), &[0; 5]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Triplets in any order, with duplicates whose sums depend on the
+        /// order and negative zeros, cut into any parts: the conversion by
+        /// blocks gives the serial conversion's matrix bit for bit.
+        #[test]
+        fn blocks_of_rows_give_the_serial_conversion(
+            (nrows, ncols, triplets) in (1usize..40, 1usize..40).prop_flat_map(|(m, n)| {
+                let value = prop::sample::select(vec![1e16, -1e16, 0.1, -0.0, 0.0, 2.5, -3.0]);
+                (Just(m), Just(n), prop::collection::vec((0..m, 0..n, value), 0..300))
+            }),
+            cuts in prop::collection::vec(0usize..300, 0..4),
+            threads in 1usize..5,
+        ) {
+            let mut coo = Coo::new(nrows, ncols);
+            for &(i, j, v) in &triplets {
+                coo.push(i, j, v).unwrap();
+            }
+            let want = format!("{:?}", Csr::from_coo_serial(&coo));
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(triplets.len())).collect();
+            cuts.extend([0, triplets.len()]);
+            cuts.sort_unstable();
+            let (rows, cols) = (coo.row_indices(), coo.col_indices());
+            let parts: Vec<TripletPart<'_, usize, f64>> = cuts
+                .windows(2)
+                .map(|w| TripletPart {
+                    rows: &rows[w[0]..w[1]],
+                    cols: &cols[w[0]..w[1]],
+                    vals: &coo.values()[w[0]..w[1]],
+                })
+                .collect();
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let got = pool.install(|| Csr::from_triplet_parts(nrows, ncols, &parts));
+            prop_assert_eq!(format!("{got:?}"), want);
+        }
     }
 
     #[test]

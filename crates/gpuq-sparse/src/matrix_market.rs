@@ -30,8 +30,14 @@
 //! Writers emit `general` files with values in Rust's shortest round-trip
 //! exponent notation, so write-then-read reproduces every bit.
 //!
-//! Cost: reading is O(file length + nnz log nnz) (the CSR conversion sorts);
-//! writing is O(nnz).
+//! Reading is parallel and exact: the data section is cut into pieces at line
+//! ends, parsed by all of Rayon's threads (a file's pieces read by the
+//! threads that parse them), and joined in file order, giving what one
+//! thread parsing line by line gives; at any problem that line-by-line
+//! parser reads the text again and reports the error with its line.
+//!
+//! Cost: reading is O(file length + nnz log nnz) (the CSR conversion sorts),
+//! O(file length + rows) for entries already in CSR order; writing is O(nnz).
 
 use std::io::Write;
 use std::path::Path;
@@ -43,6 +49,7 @@ use crate::{Coo, Csr};
 mod parallel;
 #[cfg(unix)]
 mod part;
+mod scan;
 #[cfg(unix)]
 pub use part::{read_part, MmPart, MmPartData};
 
@@ -178,12 +185,12 @@ pub fn read_header(line: &str) -> Result<MmHeader> {
 }
 
 /// Parses a Matrix Market text into triplets, expanding symmetric storage into
-/// both triangles. Explicit zeros are kept. O(text length); a text of at
-/// least 4 MiB is parsed by all of Rayon's threads, each a piece of the data
-/// section cut at line ends, with the same result (or, at any error, parsed
-/// again serially for the error's line).
+/// both triangles. Explicit zeros are kept. O(text length) on all of Rayon's
+/// threads: the data section is cut into pieces at line ends and each piece
+/// parsed on its own, with the same result as one thread line by line (or,
+/// at any error, parsed again serially for the error's line).
 pub fn parse_coo<T: Scalar>(text: &str) -> Result<Coo<T>> {
-    if let Some(coo) = parallel::Sections::of::<T>(text).and_then(|s| s.coo()) {
+    if let Some(coo) = parallel::Sections::of_text::<T>(text).and_then(|s| s.coo()) {
         return Ok(coo);
     }
     parse_coo_serial(text)
@@ -254,11 +261,22 @@ fn parse_coo_serial<T: Scalar>(text: &str) -> Result<Coo<T>> {
 }
 
 /// Parses a Matrix Market text into a validated [`Csr`] (duplicates summed,
-/// sorted). O(text length + nnz log nnz).
+/// sorted). O(text length + nnz log nnz) on all threads; O(text length + m)
+/// when the entries already strictly increase by row, then column (as
+/// most files store a general matrix): they go straight into the CSR arrays.
 /// Errors as [`parse_coo`], and when the `m + 1` row pointers exceed the
 /// bound on dense storage (see [`MAX_IMPLIED`]).
 pub fn parse_csr<T: Scalar>(text: &str) -> Result<Csr<T>> {
-    let coo = parse_coo(text)?;
+    if let Some(a) = parallel::Sections::of_text::<T>(text).and_then(|s| s.csr()) {
+        return Ok(a);
+    }
+    parse_csr_serial(text)
+}
+
+/// [`parse_csr`] through [`parse_coo_serial`]: the reference, and the one
+/// that reports errors with their line. O(text length + nnz log nnz).
+fn parse_csr_serial<T: Scalar>(text: &str) -> Result<Csr<T>> {
+    let coo = parse_coo_serial(text)?;
     let (m, n) = (coo.nrows(), coo.ncols());
     check_implied(text, m.checked_add(1), || {
         format!("the row pointers of a {m} x {n} matrix")
@@ -269,18 +287,12 @@ pub fn parse_csr<T: Scalar>(text: &str) -> Result<Csr<T>> {
 /// Parses a vector: an `array` file of shape `n x 1` or `1 x n`, or a `coordinate`
 /// file of one of those shapes (missing entries are zero). Errors as
 /// [`parse_coo`], and when the length exceeds the bound on dense storage (see
-/// [`MAX_IMPLIED`]). O(text length + n); a long `array` file of a general
-/// `n x 1` or `1 x n` matrix goes from the threads' values to the vector
-/// without triplets.
+/// [`MAX_IMPLIED`]). O(text length + n) on all threads; an `array` file of a
+/// general `n x 1` or `1 x n` matrix goes from the threads' values to the
+/// vector without triplets.
 pub fn parse_dense_vector<T: Scalar>(text: &str) -> Result<Vec<T>> {
-    if let Some(s) = parallel::Sections::of::<T>(text) {
-        let [m, n, _] = s.size;
-        let general_vector = s.header.symmetry == MmSymmetry::General && (m == 1 || n == 1);
-        if general_vector && s.header.format == MmFormat::Array {
-            if let Some(v) = s.array_values() {
-                return Ok(v);
-            }
-        }
+    if let Some(v) = parallel::Sections::of_text::<T>(text).and_then(|s| s.vector()) {
+        return Ok(v);
     }
     let coo: Coo<T> = parse_coo(text)?;
     let (m, n) = (coo.nrows(), coo.ncols());
@@ -292,9 +304,15 @@ pub fn parse_dense_vector<T: Scalar>(text: &str) -> Result<Vec<T>> {
     }
     let len = if m == 0 || n == 0 { 0 } else { m.max(n) };
     check_implied(text, Some(len), || format!("a vector of length {len}"))?;
+    // An `array` file stores each position once: its values are kept as
+    // they are (a negative zero included), as the fast path keeps them; a
+    // `coordinate` file's duplicates are summed.
+    let array = read_header(text.lines().next().unwrap_or_default())
+        .is_ok_and(|h| h.format == MmFormat::Array);
     let mut v = vec![T::zero(); len];
     for (i, j, x) in coo.triplets() {
-        v[i.max(j)] += x;
+        let at = &mut v[i.max(j)];
+        *at = if array { x } else { *at + x };
     }
     Ok(v)
 }
@@ -421,20 +439,49 @@ pub fn read_header_of(path: impl AsRef<Path>) -> Result<MmHeader> {
     read_header(&first).map_err(|e| e.in_file(path))
 }
 
-/// Reads a Matrix Market file into a [`Csr`]. Errors name the file and line.
+/// Reads a Matrix Market file into a [`Csr`] (see [`parse_csr`]). On Unix the
+/// data section of a regular file is read piece by piece, each piece by the
+/// thread that parses it, never whole; at any problem the file is read
+/// whole and parsed again for the error. Errors name the file and line.
 pub fn read_csr<T: Scalar>(path: impl AsRef<Path>) -> Result<Csr<T>> {
     let path = path.as_ref();
+    if let Some(a) = from_file::<T, _>(path, |s| s.csr()) {
+        return Ok(a);
+    }
     read_text(path)
         .and_then(|text| parse_csr(&text))
         .map_err(|e| e.in_file(path))
 }
 
-/// Reads a Matrix Market vector file (see [`parse_dense_vector`]).
+/// Reads a Matrix Market vector file (see [`parse_dense_vector`]), an
+/// `array` file piece by piece as [`read_csr`] reads.
 pub fn read_dense_vector<T: Scalar>(path: impl AsRef<Path>) -> Result<Vec<T>> {
     let path = path.as_ref();
+    if let Some(v) = from_file::<T, _>(path, |s| s.vector()) {
+        return Ok(v);
+    }
     read_text(path)
         .and_then(|text| parse_dense_vector(&text))
         .map_err(|e| e.in_file(path))
+}
+
+/// `fast` on the sections of the regular file at `path` for values of `T`
+/// (Unix: the data section read by pieces), or `None` when it gives up or
+/// the file cannot be read so. O(file) on all threads.
+fn from_file<T: Scalar, R>(
+    path: &Path,
+    fast: impl FnOnce(&parallel::Sections<'_>) -> Option<R>,
+) -> Option<R> {
+    #[cfg(unix)]
+    {
+        let file = std::fs::File::open(path).ok()?;
+        fast(&parallel::Sections::of_file::<T>(&file)?)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, fast);
+        None
+    }
 }
 
 /// Writes `a` as a `coordinate <real|complex> general` file. O(nnz).

@@ -12,12 +12,11 @@
 //! the first problem (`Ok(None)`): the serial parser then reads the file to
 //! report the error with its line.
 
-use super::parallel::{after_line, read_range, Sections};
-use super::{check_field, Lines, MmFormat, MmHeader, MmSymmetry, MAX_IMPLIED};
+use super::parallel::{file_head, piece_bytes, readable, Sections, Source};
+use super::{MmFormat, MmHeader, MAX_IMPLIED};
 use crate::Coo;
 use gpuq_core::{Error, Result, Scalar};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// What a part of a Matrix Market file holds.
@@ -48,10 +47,6 @@ pub struct MmPart<T> {
     pub data: MmPartData<T>,
 }
 
-/// Bytes of the file first read for the banner and size line (doubled until
-/// the size line ends within them).
-const HEAD_BYTES: usize = 1 << 16;
-
 /// Part `part` of `parts` of the Matrix Market file at `path`, for values of
 /// `T`: the entries of the lines whose first byte lies in the part's share of
 /// the data section. `Ok(None)` at any problem in the banner, the size line
@@ -78,96 +73,36 @@ pub fn read_part<T: Scalar>(
     }
     let file = File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
-    let Some((header, size, data_start)) = head(&file, len).map_err(io)? else {
+    let Some((header, size, data_start)) = file_head(&file, len).map_err(io)? else {
         return Ok(None);
     };
-    if check_field::<T>(header.field).is_err()
-        || (header.symmetry != MmSymmetry::General && size[0] != size[1])
-        || size[0].max(size[1]) >= MAX_IMPLIED.max(usize::try_from(len).unwrap_or(usize::MAX))
-    {
+    let text_len = usize::try_from(len).unwrap_or(usize::MAX);
+    if !readable::<T>(header, size) || size[0].max(size[1]) >= MAX_IMPLIED.max(text_len) {
         return Ok(None);
     }
     let data = len - data_start;
     let cut = |k: usize| data_start + (u128::from(data) * k as u128 / parts as u128) as u64;
-    let start = line_start_from(&file, data_start, cut(part), len).map_err(io)?;
-    let end = line_start_from(&file, data_start, cut(part + 1), len).map_err(io)?;
-    let bytes = read_range(&file, start..end.max(start)).map_err(io)?;
-    let Ok(text) = std::str::from_utf8(&bytes) else {
-        return Ok(None);
-    };
+    let range = cut(part)..cut(part + 1);
     let sections = Sections {
         header,
         size,
-        data: text,
+        text_len,
+        piece: piece_bytes(range.end - range.start),
+        source: Source::File {
+            file: &file,
+            data_start,
+            range,
+            len,
+        },
     };
     let data = match header.format {
         MmFormat::Coordinate => sections
-            .coordinate_entries::<T>()
+            .triplets::<T>()
+            .map_err(io)?
             .map(|(triplets, entries)| MmPartData::Coordinate { triplets, entries }),
-        MmFormat::Array => sections.array_piece_values::<T>().map(MmPartData::Array),
+        MmFormat::Array => sections.values::<T>().map_err(io)?.map(MmPartData::Array),
     };
     Ok(data.map(|data| MmPart { header, size, data }))
-}
-
-/// The banner, the size line and the offset where the data section starts,
-/// or `None` when they do not parse (or the file is not UTF-8 there).
-fn head(file: &File, len: u64) -> std::io::Result<Option<(MmHeader, [usize; 3], u64)>> {
-    let mut want = HEAD_BYTES;
-    loop {
-        let take = (want as u64).min(len) as usize;
-        let mut bytes = vec![0u8; take];
-        file.read_exact_at(&mut bytes, 0)?;
-        let whole = take as u64 == len;
-        // Up to the last complete line (all of it at the end of the file).
-        let upto = if whole {
-            take
-        } else {
-            bytes.iter().rposition(|&b| b == b'\n').map_or(0, |k| k + 1)
-        };
-        let Ok(text) = std::str::from_utf8(&bytes[..upto]) else {
-            return Ok(None);
-        };
-        let mut lines = Lines::new(text);
-        let parsed = lines
-            .header()
-            .and_then(|h| lines.size_line(h.format).map(|(no, size)| (h, no, size)));
-        match parsed {
-            Ok((header, no, size)) => {
-                let start = after_line(text, no);
-                // The size line must end inside what was read (a last line
-                // without its newline only at the end of the file).
-                if start < text.len() || whole || text.ends_with('\n') {
-                    return Ok(Some((header, size, start as u64)));
-                }
-            }
-            Err(_) if whole => return Ok(None),
-            Err(_) => {}
-        }
-        if whole {
-            return Ok(None);
-        }
-        want *= 2;
-    }
-}
-
-/// The first line start at or after `at` in the data section that starts at
-/// `data_start` (`len` when none): `at` itself at the section's start or
-/// after a newline, else the byte after the next newline.
-fn line_start_from(file: &File, data_start: u64, at: u64, len: u64) -> std::io::Result<u64> {
-    if at <= data_start {
-        return Ok(data_start);
-    }
-    let mut pos = at - 1;
-    let mut buf = vec![0u8; 4096];
-    while pos < len {
-        let take = buf.len().min((len - pos) as usize);
-        file.read_exact_at(&mut buf[..take], pos)?;
-        if let Some(k) = buf[..take].iter().position(|&b| b == b'\n') {
-            return Ok(pos + k as u64 + 1);
-        }
-        pos += take as u64;
-    }
-    Ok(len)
 }
 
 #[cfg(test)]
