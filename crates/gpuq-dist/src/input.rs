@@ -19,6 +19,7 @@ use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, Error, Result, Scalar};
 use gpuq_sparse::file::{self, FileFormat};
 use gpuq_sparse::matrix_market::{self as mm, read_part, MmPart, MmPartData};
 use gpuq_sparse::{petsc, Coo, Csr};
+use rayon::prelude::*;
 use std::path::Path;
 
 /// The tag of the entries sent to their rows' owners.
@@ -64,20 +65,34 @@ pub fn read_matrix_rows<T: Scalar>(
         unreachable!("every rank read a coordinate part")
     };
     let p = agree(comm, partition_of(size[0]))?;
-    let mut sends: Vec<Entries<T>> = (0..comm.size()).map(|_| Entries::default()).collect();
-    for (i, j, v) in triplets.triplets() {
-        let owner = p
-            .owner(i)
-            .ok_or_else(|| comm_error("a row past the partition"))?;
-        sends[owner].push(i, j, v);
-    }
     let own = p.range(comm.rank());
-    let mut coo = Coo::with_capacity(own.len(), size[1], 0);
-    for entries in exchange_entries(comm, sends)? {
-        for (i, j, v) in entries.iter() {
-            coo.push(i - own.start, j, v)?;
+    // Most files list rows in order, so a rank's part holds mostly its own
+    // rows: when it holds only those they stay where they are.
+    let mine = triplets.row_indices().par_iter().all(|i| own.contains(i));
+    let mut sends: Vec<Entries<T>> = (0..comm.size()).map(|_| Entries::default()).collect();
+    if !mine {
+        for (i, j, v) in triplets.triplets() {
+            let owner = p
+                .owner(i)
+                .ok_or_else(|| comm_error("a row past the partition"))?;
+            sends[owner].push(i, j, v);
         }
     }
+    let received = exchange_entries(comm, sends)?;
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for (r, entries) in received.iter().enumerate() {
+        if r == comm.rank() && mine {
+            rows.par_extend(triplets.row_indices().par_iter().map(|&i| i - own.start));
+            cols.par_extend(triplets.col_indices().par_iter().copied());
+            vals.par_extend(triplets.values().par_iter().copied());
+        } else {
+            rows.par_extend(entries.rows.par_iter().map(|&i| i as usize - own.start));
+            cols.par_extend(entries.cols.par_iter().map(|&j| j as usize));
+            vals.par_extend(entries.values.par_iter().copied());
+        }
+    }
+    drop(triplets);
+    let coo = Coo::try_from_triplets(own.len(), size[1], rows, cols, vals)?;
     Ok((p, Csr::from_coo(&coo).map_err(|e| e.in_file(path))?))
 }
 
