@@ -122,9 +122,18 @@
 //! NCCL's kernels in it and replayed, as on one GPU
 //! (`gpuq_krylov::Replay::replay_device_work`).
 //!
+//! Files: every rank reads its own rows ([`read_matrix_rows`],
+//! [`read_vector_rows`]: Matrix Market by byte ranges, PETSc binary by row
+//! blocks).
+//!
 //! Not done yet: most of the distributed AMG setup on the device (each rank
-//! aggregates and multiplies on its GPU, the rest on its host), distributed walk data for Monte Carlo (every rank holds the
-//! whole matrix), and a CLI option for the bisection partition.
+//! aggregates and multiplies on its GPU, the rest on its host); one V-cycle
+//! for one process and many (the distributed levels have their own cycle;
+//! the mixed-precision wrapper is already `gpuq-amg`'s) and coarse levels
+//! agglomerated onto fewer ranks; a rank's Matrix Market rows built straight
+//! into CSR (they go through triplets); distributed walk data for Monte Carlo
+//! (every rank holds the whole matrix); a CLI option for the bisection
+//! partition.
 
 #![warn(missing_docs)]
 
