@@ -637,13 +637,7 @@ pub fn solve_cuda(
     amg: Option<PyRef<'_, crate::amg::AmgParams>>,
 ) -> PyResult<(bool, String)> {
     let mut config = config(method, tol, atol, maxiter, stagnation_window).py()?;
-    let amg = match precond {
-        "amg" => Some(amg.map(|p| p.spec()).unwrap_or_default()),
-        other => {
-            config.precond = Preconditioner::parse(other).py()?;
-            None
-        }
-    };
+    let amg = crate::solve::preconditioner(&mut config, precond, amg)?;
     let layout = Layout::parse_or_auto(layout).py()?;
     let (bv, xv) = (CudaArray::of(b, "b")?, CudaArray::of(x, "x")?);
     let on_device = data.hasattr("__cuda_array_interface__")?;

@@ -5,7 +5,7 @@ use crate::arrays::{csr, optional_vector, to_numpy, vector, Dtype, IndexArray, I
 use crate::errors::{json, IntoPy};
 use gpuq::core::{Result, Scalar, SolveReport, Stats};
 use gpuq::krylov::{KrylovOptions, Method, Preconditioner, SolverConfig};
-use gpuq::solver::{AmgSummary, Solution, SolveSpec};
+use gpuq::solver::{AmgSpec, AmgSummary, Solution, SolveSpec};
 use gpuq::sparse::{Csr, Layout};
 use gpuq::{BackendChoice, FullBackend, OnBackend};
 use numpy::Element;
@@ -144,13 +144,7 @@ pub fn solve<'py>(
     amg: Option<PyRef<'py, AmgParams>>,
 ) -> PyResult<(Option<Bound<'py, PyAny>>, String)> {
     let mut config = config(method, tol, atol, maxiter, stagnation_window).py()?;
-    let amg = match precond {
-        "amg" => Some(amg.map(|p| p.spec()).unwrap_or_default()),
-        other => {
-            config.precond = Preconditioner::parse(other).py()?;
-            None
-        }
-    };
+    let amg = preconditioner(&mut config, precond, amg)?;
     let spec = SolveSpec {
         config,
         layout: Layout::parse_or_auto(layout).py()?,
@@ -170,6 +164,20 @@ pub fn solve<'py>(
         Dtype::C64 => typed!(num_complex::Complex<f64>),
         Dtype::C32 => typed!(num_complex::Complex<f32>),
     }
+}
+
+/// `precond` into `config`, or for `amg` the AMG options (`amg`'s, else the
+/// defaults), which the solve then builds its hierarchy from.
+pub(crate) fn preconditioner(
+    config: &mut SolverConfig,
+    precond: &str,
+    amg: Option<PyRef<'_, AmgParams>>,
+) -> PyResult<Option<AmgSpec>> {
+    if precond == "amg" {
+        return Ok(Some(amg.map(|p| p.spec()).unwrap_or_default()));
+    }
+    config.precond = Preconditioner::parse(precond).py()?;
+    Ok(None)
 }
 
 /// [`solve`] in scalar `T`, the GIL released while gpuq works.
