@@ -514,6 +514,18 @@ fn fill_slots<U: Send>(out: &mut [U], lens: &[usize], fill: impl Fn(usize, &mut 
         .for_each(|(k, slot)| fill(k, slot));
 }
 
+/// [`concat`] of the field `field` of every piece, taken out of the pieces.
+fn concat_taken<P, U: Copy + Send + Sync>(
+    parts: &mut [P],
+    field: impl Fn(&mut P) -> &mut Vec<U>,
+    zero: U,
+) -> Vec<U> {
+    concat(
+        parts.iter_mut().map(|p| std::mem::take(field(p))).collect(),
+        zero,
+    )
+}
+
 /// The concatenation of `parts`, each copied into its place by its own
 /// Rayon task (a single part is returned as it is). `zero` fills the new
 /// vector first (for numbers, zeroed pages from the allocator). O(total)
@@ -544,13 +556,7 @@ fn coo_of<T: Scalar>(nrows: usize, ncols: usize, mut parts: Vec<Entries<T>>) -> 
     };
     let rows = widen(|p| &p.rows);
     let cols = widen(|p| &p.cols);
-    let vals = concat(
-        parts
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.vals))
-            .collect(),
-        T::zero(),
-    );
+    let vals = concat_taken(&mut parts, |p| &mut p.vals, T::zero());
     Coo::from_checked(nrows, ncols, rows, cols, vals)
 }
 
@@ -608,20 +614,8 @@ fn csr_of_ordered<T: Scalar>(
             }
         }
     });
-    let col_idx = concat(
-        parts
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.cols))
-            .collect(),
-        0,
-    );
-    let vals = concat(
-        parts
-            .iter_mut()
-            .map(|p| std::mem::take(&mut p.vals))
-            .collect(),
-        T::zero(),
-    );
+    let col_idx = concat_taken(&mut parts, |p| &mut p.cols, 0);
+    let vals = concat_taken(&mut parts, |p| &mut p.vals, T::zero());
     Ok(Csr::from_canonical(nrows, ncols, row_ptr, col_idx, vals))
 }
 
