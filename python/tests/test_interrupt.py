@@ -12,6 +12,15 @@ import gpuq
 from conftest import laplace2d
 
 
+@pytest.fixture(autouse=True)
+def keyboard_interrupt_on_sigint():
+    # A process started in the background by a non-interactive shell inherits SIGINT
+    # ignored, and Python then installs no KeyboardInterrupt handler: install it here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_stops_a_long_integration_with_keyboard_interrupt():
     # Far longer than the signal's delay on any machine: a tolerance no run meets.
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
