@@ -7,6 +7,7 @@ use crate::aggregate::seed_selection;
 use crate::blockdiag::BlockDiagonal;
 use crate::coarse::dense_inverse;
 use crate::coloring::{color_sweeps, greedy, ColorSweep};
+use crate::host_checks::{check_input, component_constants, kernel_with};
 use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
 use crate::prolong::seed_prolongator;
 use crate::resident::LevelMatrix;
@@ -16,7 +17,6 @@ use crate::trace::Trace;
 use gpuq_core::{Error, Result, Scalar};
 use gpuq_cpu::CpuBackend;
 use gpuq_sparse::Csr;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -383,10 +383,7 @@ impl Hierarchy {
                     // On a pool of their own (half the cores), so that the
                     // setup's parallel steps do not queue behind them.
                     let threads = (rayon::current_num_threads() / 2).max(1);
-                    let run = || -> Result<_> {
-                        a.check_finite()?;
-                        Ok((detect_kernel(a, options.block)?, is_symmetric(a)))
-                    };
+                    let run = || check_input(a, options.block);
                     let (kernel, symmetric) =
                         match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
                             Ok(pool) => pool.install(run)?,
@@ -663,37 +660,6 @@ fn coarsen<K: SetupKernels>(
     })
 }
 
-/// Whether `a` equals its transpose to 1e-12 of its largest entry (a stored
-/// zero equals a missing entry): each entry a_ij against a_ji, found by binary
-/// search in row j, rows in parallel. O(nnz log(row length)).
-fn is_symmetric(a: &Csr<f64>) -> bool {
-    let scale = a
-        .values()
-        .par_iter()
-        .map(|x| x.abs())
-        .reduce(|| 0.0, f64::max);
-    (0..a.nrows()).into_par_iter().all(|i| {
-        let (c, v) = a.row(i);
-        c.iter().zip(v).all(|(&j, &x)| {
-            let (cj, vj) = a.row(j as usize);
-            let y = cj.binary_search(&(i as u32)).map_or(0.0, |p| vj[p]);
-            (x - y).abs() <= 1e-12 * scale
-        })
-    })
-}
-
-/// The constant of each block component: `bs` vectors of length n.
-fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
-    (0..bs)
-        .map(|c| {
-            (0..n)
-                .into_par_iter()
-                .map(|i| f64::from(i % bs == c))
-                .collect()
-        })
-        .collect()
-}
-
 /// The smoother's data of a level (inverse block diagonal, rho(D^-1 A) from
 /// `setup`'s Lanczos, omega) and the inverse of D, the plain block diagonal.
 fn smoother_data<K: SetupKernels>(
@@ -747,92 +713,4 @@ fn coarse_matrix(a: &Csr<f64>, bs: usize, o: &AmgOptions) -> Result<Csr<f64>> {
         CoarseSolver::Direct => Ok(dense_inverse(a)?.matrix),
         CoarseSolver::BlockDiagonal => BlockDiagonal::of(a, bs, false).inverse()?.to_csr(),
     }
-}
-
-/// The null space of `a` among the block-component constants and the all-ones
-/// vector: those v with ||A v||_inf <= 1e-10 max_i sum_j |a_ij|, orthonormalised
-/// (dependent ones dropped). O(nnz) per candidate.
-fn detect_kernel(a: &Csr<f64>, bs: usize) -> Result<Vec<Vec<f64>>> {
-    let norm = norm_inf(a);
-    let large: Vec<bool> = kernel_candidates(a.nrows(), bs)
-        .iter()
-        .map(|v| !maps_to_zero(a, norm, v))
-        .collect();
-    Ok(kernel_basis(a.nrows(), bs, &large))
-}
-
-/// ||A||_inf, the largest row sum of |a_ij|, rows in parallel. O(nnz).
-fn norm_inf(a: &Csr<f64>) -> f64 {
-    (0..a.nrows())
-        .into_par_iter()
-        .map(|i| a.row(i).1.iter().map(|x| x.abs()).sum::<f64>())
-        .reduce(|| 0.0, f64::max)
-}
-
-/// Whether ||A v||_inf <= 1e-10 ||A||_inf ||v||_inf (`norm` is ||A||_inf) and
-/// v is not zero: v is in A's numerical null space. Rows in parallel, O(nnz).
-fn maps_to_zero(a: &Csr<f64>, norm: f64, v: &[f64]) -> bool {
-    let size = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    size > 0.0
-        && (0..a.nrows()).into_par_iter().all(|i| {
-            let (c, x) = a.row(i);
-            let s: f64 = c.iter().zip(x).map(|(&j, &y)| y * v[j as usize]).sum();
-            s.abs() <= 1e-10 * norm * size
-        })
-}
-
-/// `kernel` (orthonormal) extended by those of the `given` near-null-space
-/// vectors that A maps to zero ([`maps_to_zero`]: a floating structure's
-/// rigid-body modes), orthonormalised against the basis (dependent ones
-/// dropped). O(nnz) per given vector.
-fn kernel_with(a: &Csr<f64>, mut kernel: Vec<Vec<f64>>, given: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let norm = norm_inf(a);
-    for v in given {
-        if maps_to_zero(a, norm, v) {
-            orthonormal_push(&mut kernel, v.clone());
-        }
-    }
-    kernel
-}
-
-/// Appends `v` to the orthonormal `basis` after orthogonalising it (twice)
-/// against it, unless what is left is below 1e-8 of its original norm (then
-/// dependent, and dropped). O(n) per basis vector.
-fn orthonormal_push(basis: &mut Vec<Vec<f64>>, mut v: Vec<f64>) {
-    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
-    let original = norm(&v);
-    for _ in 0..2 {
-        for q in basis.iter() {
-            let d: f64 = q.iter().zip(&v).map(|(x, y)| x * y).sum();
-            v.iter_mut().zip(q).for_each(|(x, y)| *x -= d * y);
-        }
-    }
-    let left = norm(&v);
-    if original > 0.0 && left > 1e-8 * original {
-        v.iter_mut().for_each(|x| *x /= left);
-        basis.push(v);
-    }
-}
-
-/// The candidates of [`detect_kernel`]: the block-component constants and,
-/// for blocks above 1, the all-ones vector.
-fn kernel_candidates(n: usize, bs: usize) -> Vec<Vec<f64>> {
-    let mut cands = component_constants(n, bs);
-    if bs > 1 {
-        cands.push(vec![1.0; n]);
-    }
-    cands
-}
-
-/// The orthonormal basis of the candidates (in [`kernel_candidates`]'s
-/// order) that `large` does not flag (A v not small), dependent ones
-/// dropped. O(n) per candidate kept.
-pub(crate) fn kernel_basis(n: usize, bs: usize, large: &[bool]) -> Vec<Vec<f64>> {
-    let mut basis: Vec<Vec<f64>> = Vec::new();
-    for (v, &big) in kernel_candidates(n, bs).into_iter().zip(large) {
-        if !big {
-            orthonormal_push(&mut basis, v);
-        }
-    }
-    basis
 }

@@ -259,6 +259,7 @@ mod cycle;
 pub mod floor;
 pub mod galerkin;
 mod hierarchy;
+mod host_checks;
 pub mod kernels;
 mod mixed;
 mod options;
@@ -268,6 +269,7 @@ mod rigid;
 mod setup;
 pub mod spectral;
 pub mod strength;
+mod symmetry;
 mod trace;
 
 pub use cycle::{cycle_layout, Amg};

@@ -435,7 +435,7 @@ pub(crate) mod cuda {
                 // the host finds the entry for the message
                 finest.host()?.check_finite()?;
             }
-            let basis = crate::hierarchy::kernel_basis(finest.nrows(), bs, &found.large);
+            let basis = crate::host_checks::kernel_basis(finest.nrows(), bs, &found.large);
             Ok(Some((basis, found.symmetric)))
         }
 

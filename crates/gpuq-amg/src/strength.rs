@@ -3,6 +3,7 @@
 //! e_kl^2 >= eps e_kk e_ll, which marks node l strongly connected to node k.
 
 use crate::galerkin::{add, par_build, RowWriter};
+use crate::symmetry::is_symmetric;
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
@@ -111,12 +112,15 @@ fn block_norms(
 /// The strong-connection graph of the norm matrix E: l is a neighbour of k
 /// (k != l) when e_kl^2 >= eps e_kk e_ll and e_kl > 0 (a stored zero block is
 /// never strong); the graph is then made symmetric (an edge of either
-/// direction counts, which changes nothing for symmetric A). When E's pattern
-/// is symmetric (the usual case), row k is built at once from both tests on
-/// each stored e_kl, finding e_lk by binary search (the device's kernel does
-/// the same); otherwise the directed graph is added to its transpose. O(nnz(E)
-/// log(row length)), parallel over rows. Errors when a diagonal block is zero
-/// (e_kk = 0).
+/// direction counts, which changes nothing for symmetric A). When E is
+/// exactly symmetric (A itself for bs = 1, the usual case), row k keeps the
+/// strong e_kl of its own row, after one sequential pass that checks the
+/// symmetry (O(nnz(E))); else, when E's pattern is symmetric, row k is built
+/// from both tests on each stored e_kl, finding e_lk by binary search (the
+/// device's kernel does the same, and builds the same graph in every case);
+/// otherwise the directed graph is added to its transpose. O(nnz(E)
+/// log(row length)) at most, parallel over rows. Errors when a diagonal block
+/// is zero (e_kk = 0).
 pub fn strong_graph(e: &Csr<f64>, eps: f64) -> Result<Graph> {
     graph_of(e, false, eps)
 }
@@ -130,6 +134,51 @@ pub fn strength_graph(a: &Csr<f64>, bs: usize, eps: f64) -> Result<Graph> {
     } else {
         graph_of(&norm_matrix(a, bs)?, false, eps)
     }
+}
+
+/// Rows per task of [`filtered_graph`]'s fill.
+const FILL_ROWS: usize = 2048;
+
+/// The graph whose node k has the neighbours l (in column order) of the
+/// entries e_kl of row k for which `keep(k, l, e_kl)`: two parallel passes
+/// over E's rows, one counting and one writing. O(nnz(E)).
+fn filtered_graph(e: &Csr<f64>, keep: impl Fn(usize, usize, f64) -> bool + Sync) -> Graph {
+    let keep = &keep;
+    let kept = |k: usize| {
+        let (c, v) = e.row(k);
+        c.iter()
+            .zip(v)
+            .filter(move |&(&l, &x)| keep(k, l as usize, x))
+            .map(|(&l, _)| l)
+    };
+    let counts: Vec<usize> = (0..e.nrows())
+        .into_par_iter()
+        .map(|k| kept(k).count())
+        .collect();
+    let mut ptr = Vec::with_capacity(counts.len() + 1);
+    ptr.push(0);
+    for c in counts {
+        ptr.push(ptr[ptr.len() - 1] + c);
+    }
+    let mut adj = vec![0u32; ptr[ptr.len() - 1]];
+    // Each task's rows own a contiguous piece of `adj`.
+    let mut tasks = Vec::new();
+    let mut rest = adj.as_mut_slice();
+    for first in (0..e.nrows()).step_by(FILL_ROWS) {
+        let last = (first + FILL_ROWS).min(e.nrows());
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(ptr[last] - ptr[first]);
+        tasks.push((first..last, piece));
+        rest = tail;
+    }
+    tasks.into_par_iter().for_each(|(rows, piece)| {
+        let base = ptr[rows.start];
+        for k in rows {
+            for (slot, l) in piece[ptr[k] - base..].iter_mut().zip(kept(k)) {
+                *slot = l;
+            }
+        }
+    });
+    Graph { ptr, adj }
 }
 
 /// [`strong_graph`] of E, or with `abs` of the matrix of E's absolute
@@ -153,6 +202,11 @@ fn graph_of(e: &Csr<f64>, abs: bool, eps: f64) -> Result<Graph> {
         });
     }
     let strong = |k: usize, l: usize, x: f64| l != k && x > 0.0 && x * x >= eps * diag[k] * diag[l];
+    if is_symmetric(e, 0.0) {
+        // e_lk is e_kl (or a missing partner of a stored zero, never strong):
+        // the same graph without a search per entry.
+        return Ok(filtered_graph(e, |k, l, x| strong(k, l, value(x))));
+    }
     let asymmetric = AtomicBool::new(false);
     let symmetric = par_build(
         e.nrows(),
@@ -232,5 +286,41 @@ mod tests {
                 .edges(),
             0
         );
+    }
+
+    #[test]
+    fn the_symmetric_shortcut_builds_the_searched_graph() {
+        // convdiff2d is not symmetric: the search builds its graph; its
+        // symmetric part, exactly symmetric, takes the shortcut; the same
+        // part with one pair of entries a rounding apart takes the search.
+        let a = gpuq_sparse::generators::convdiff2d::<f64>(9, 0.4);
+        let sym = add(0.5, &a, 0.5, &a.transpose(false)).unwrap();
+        assert!(is_symmetric(&sym, 0.0) && !is_symmetric(&a, 0.0));
+        let (m, n, ptr, cols, mut vals) = sym.clone().into_parts();
+        vals[ptr[3]] *= 1.0 + f64::EPSILON; // a_32, off the diagonal
+        let nudged = Csr::try_new(m, n, ptr, cols, vals).unwrap();
+        assert!(!is_symmetric(&nudged, 0.0));
+        let diag = |i: usize| {
+            let (c, v) = sym.row(i);
+            v[c.binary_search(&(i as u32)).unwrap()].abs()
+        };
+        for eps in [0.0, 0.01, 0.3] {
+            let shortcut = strength_graph(&sym, 1, eps).unwrap();
+            assert_eq!(shortcut, strength_graph(&nudged, 1, eps).unwrap());
+            assert!(shortcut.edges() > 0 || eps > 0.0);
+            // Each node's neighbours: the strong ones of its row.
+            for k in 0..sym.nrows() {
+                let (c, v) = sym.row(k);
+                let strong: Vec<u32> = c
+                    .iter()
+                    .zip(v)
+                    .filter(|&(&l, &x)| {
+                        l as usize != k && x != 0.0 && x * x >= eps * diag(k) * diag(l as usize)
+                    })
+                    .map(|(&l, _)| l)
+                    .collect();
+                assert_eq!(shortcut.neighbours(k), &strong[..]);
+            }
+        }
     }
 }

@@ -1,0 +1,117 @@
+//! Whether a matrix equals its transpose, in one sequential pass without
+//! searches: the input check of the AMG setup, and the strength graph's test
+//! for its shortcut on exactly symmetric matrices.
+
+use gpuq_sparse::Csr;
+
+/// Whether `a` equals its transpose to `tol` (|a_ij - a_ji| <= tol for every
+/// stored entry; a stored zero equals a missing entry; `tol` 0 asks for exact
+/// equality). One pass in row order: the
+/// entries of row j right of the diagonal are met, in column order, as the
+/// rows i > j are visited, so a cursor per row finds each lower entry's
+/// partner without a search, and the entries a cursor passes (or never
+/// reaches) have no partner and must be negligible. O(nnz) time, sequential
+/// (it runs beside the setup), n cursors.
+pub(crate) fn is_symmetric(a: &Csr<f64>, tol: f64) -> bool {
+    let n = a.nrows();
+    // cursor[j]: the position in row j of its next entry right of the diagonal
+    // that no lower entry has matched yet.
+    let mut cursor: Vec<usize> = (0..n)
+        .map(|j| a.row(j).0.partition_point(|&c| c as usize <= j))
+        .collect();
+    for i in 0..n {
+        let (cols, vals) = a.row(i);
+        for (&j, &x) in cols.iter().zip(vals) {
+            let j = j as usize;
+            if j >= i {
+                break;
+            }
+            let (cj, vj) = a.row(j);
+            let mut p = cursor[j];
+            // Entries of row j left of column i: their rows are behind, without a partner.
+            while p < cj.len() && (cj[p] as usize) < i {
+                if vj[p].abs() > tol {
+                    return false;
+                }
+                p += 1;
+            }
+            let partner = if p < cj.len() && cj[p] as usize == i {
+                p += 1;
+                vj[p - 1]
+            } else {
+                0.0
+            };
+            cursor[j] = p;
+            if (x - partner).abs() > tol {
+                return false;
+            }
+        }
+    }
+    (0..n).all(|j| a.row(j).1[cursor[j]..].iter().all(|y| y.abs() <= tol))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use gpuq_sparse::Coo;
+
+    pub(crate) fn csr(n: usize, entries: &[(usize, usize, f64)]) -> Csr<f64> {
+        let mut coo = Coo::new(n, n);
+        for &(i, j, v) in entries {
+            coo.push(i, j, v).unwrap();
+        }
+        Csr::from_coo(&coo).unwrap()
+    }
+
+    /// The definition: every a_ij against a_ji found by search.
+    fn symmetric_by_search(a: &Csr<f64>) -> bool {
+        let largest = a.values().iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        (0..a.nrows()).all(|i| {
+            let (c, v) = a.row(i);
+            c.iter().zip(v).all(|(&j, &x)| {
+                let (cj, vj) = a.row(j as usize);
+                let y = cj.binary_search(&(i as u32)).map_or(0.0, |p| vj[p]);
+                (x - y).abs() <= 1e-12 * largest
+            })
+        })
+    }
+
+    fn largest(a: &Csr<f64>) -> f64 {
+        a.values().iter().fold(0.0f64, |m, x| m.max(x.abs()))
+    }
+
+    #[test]
+    fn symmetry_by_cursors_agrees_with_the_definition() {
+        let lap = gpuq_sparse::generators::laplace2d::<f64>(7);
+        let cases = [
+            lap.clone(),
+            // A lower entry without a partner.
+            csr(3, &[(0, 0, 2.0), (1, 0, 1.0), (1, 1, 2.0), (2, 2, 1.0)]),
+            // An upper entry without a partner.
+            csr(3, &[(0, 0, 2.0), (0, 2, 1.0), (1, 1, 2.0), (2, 2, 1.0)]),
+            // Unpartnered entries that are stored zeros: symmetric.
+            csr(3, &[(0, 0, 2.0), (0, 2, 0.0), (2, 1, 0.0), (1, 1, 2.0)]),
+            // Partners with different values.
+            csr(3, &[(0, 1, 1.0), (1, 0, 1.5), (2, 2, 1.0)]),
+            // An upper entry skipped over by a later lower entry of its row.
+            csr(4, &[(0, 2, 1.0), (0, 3, 1.0), (3, 0, 1.0), (1, 1, 1.0)]),
+            csr(4, &[(0, 2, 0.0), (0, 3, 1.0), (3, 0, 1.0), (1, 1, 1.0)]),
+            gpuq_sparse::generators::convdiff2d::<f64>(6, 0.5),
+        ];
+        for (k, a) in cases.iter().enumerate() {
+            assert_eq!(
+                is_symmetric(a, 1e-12 * largest(a)),
+                symmetric_by_search(a),
+                "case {k}"
+            );
+        }
+        assert!(is_symmetric(&lap, 0.0));
+        // Symmetric to rounding, not exactly.
+        let near = csr(
+            2,
+            &[(0, 0, 1.0), (0, 1, 0.5), (1, 0, 0.5 + 1e-15), (1, 1, 1.0)],
+        );
+        assert!(is_symmetric(&near, 1e-12));
+        assert!(!is_symmetric(&near, 0.0));
+    }
+}
