@@ -6,11 +6,18 @@ use pyo3::PyErr;
 
 /// `e` as the Python exception a user expects: `MemoryError` for memory that is not
 /// there, `RuntimeError` for a missing or failing device, `ValueError` for everything the
-/// input decides (shapes, NaN, malformed text, a method's precondition).
+/// input decides (shapes, NaN, malformed text, a method's precondition). A device out of
+/// memory also gives the opened CUDA backends' cached memory back to the driver
+/// ([`crate::opened::release_cached_device_memory`]): the failed call has ended, and what
+/// it allocated would otherwise stay reserved by gpuq.
 pub fn to_py(e: Error) -> PyErr {
     let message = e.to_string();
     match e {
-        Error::HostMemory { .. } | Error::DeviceMemory { .. } => PyMemoryError::new_err(message),
+        Error::HostMemory { .. } => PyMemoryError::new_err(message),
+        Error::DeviceMemory { .. } => {
+            crate::opened::release_cached_device_memory();
+            PyMemoryError::new_err(message)
+        }
         Error::NoCudaDevice(_) | Error::Device(_) | Error::Compile(_) => {
             PyRuntimeError::new_err(message)
         }

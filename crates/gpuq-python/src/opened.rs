@@ -41,3 +41,14 @@ pub fn cuda(ordinal: usize) -> Result<CudaBackend> {
     cached.insert(ordinal, b.clone());
     Ok(b)
 }
+
+/// Gives the memory that every opened CUDA backend's pool keeps for its next solves back
+/// to the driver (each [`CudaBackend::release_cached_memory`], errors ignored): after a
+/// device ran out of memory, the user's other libraries (CuPy, PyTorch) can allocate
+/// again. One driver call per opened device.
+pub fn release_cached_device_memory() {
+    let cached = CUDA.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    for b in cached.values() {
+        let _ = b.release_cached_memory();
+    }
+}
