@@ -13,6 +13,7 @@
 
 use crate::strength::Graph;
 use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What the seed's greedy pass produced: the coarse nodes in increasing order,
 /// and for every node the coarse indices (positions in `coarse`) it
@@ -71,25 +72,109 @@ fn neighbourhood_max(s: &Graph, keys: &[u64], i: usize) -> u64 {
 
 /// One round of the MIS-2 rounds from `keys` into `next`: `near` gets the
 /// first max-propagation, then each undecided node's key is updated from the
-/// second, computed for it alone (a decided node keeps its key). Returns how
-/// many nodes are left undecided. O(edges).
-fn mis2_round(s: &Graph, keys: &[u64], near: &mut [u64], next: &mut [u64]) -> usize {
+/// second, computed for it alone (a decided node keeps its key). Returns the
+/// nodes left undecided, in order. O(edges).
+fn mis2_round(s: &Graph, keys: &[u64], near: &mut [u64], next: &mut [u64]) -> Vec<u32> {
     near.par_iter_mut()
         .enumerate()
         .for_each(|(i, m)| *m = neighbourhood_max(s, keys, i));
     let near = &*near;
-    next.par_iter_mut()
-        .enumerate()
-        .map(|(i, out)| {
-            let k = keys[i];
-            *out = if state_of(k) == UNDECIDED {
-                mis2_next(k, neighbourhood_max(s, near, i), i as u32)
-            } else {
-                k
-            };
-            usize::from(state_of(*out) == UNDECIDED)
+    next.par_iter_mut().enumerate().for_each(|(i, out)| {
+        let k = keys[i];
+        *out = if state_of(k) == UNDECIDED {
+            mis2_next(k, neighbourhood_max(s, near, i), i as u32)
+        } else {
+            k
+        };
+    });
+    (0..s.len() as u32)
+        .into_par_iter()
+        .filter(|&i| state_of(next[i as usize]) == UNDECIDED)
+        .collect()
+}
+
+/// The round of [`mis2_round`] once few nodes are undecided, computing only
+/// what can change: `near` where a key changed since it was computed (around
+/// the nodes of `changed`), then the keys of the `undecided` nodes, in place.
+/// The same values as a whole round: a decided node keeps its key, and near's
+/// other entries see no new key. Returns the nodes left undecided. O(edges
+/// within distance 2 of `changed`), `stamp` (one slot per node, `round` unique
+/// to this call) marking the entries of `near` recomputed.
+fn mis2_round_on(
+    s: &Graph,
+    keys: &mut [u64],
+    near: &mut [u64],
+    (changed, undecided): (&[u32], &[u32]),
+    stamp: &[AtomicU32],
+    round: u32,
+) -> Vec<u32> {
+    let around: Vec<u32> = changed
+        .par_iter()
+        .flat_map_iter(|&i| {
+            std::iter::once(i)
+                .chain(s.neighbours(i as usize).iter().copied())
+                .filter(|&j| stamp[j as usize].swap(round, Ordering::Relaxed) != round)
         })
-        .sum()
+        .collect();
+    let keys_now = &*keys;
+    let fresh: Vec<u64> = around
+        .par_iter()
+        .map(|&j| neighbourhood_max(s, keys_now, j as usize))
+        .collect();
+    for (&j, v) in around.iter().zip(fresh) {
+        near[j as usize] = v;
+    }
+    let near = &*near;
+    let updated: Vec<u64> = undecided
+        .par_iter()
+        .map(|&i| {
+            let i = i as usize;
+            mis2_next(keys_now[i], neighbourhood_max(s, near, i), i as u32)
+        })
+        .collect();
+    for (&i, k) in undecided.iter().zip(updated) {
+        keys[i as usize] = k;
+    }
+    undecided
+        .iter()
+        .copied()
+        .filter(|&i| state_of(keys[i as usize]) == UNDECIDED)
+        .collect()
+}
+
+/// The keys after the MIS-2 rounds: whole rounds while many nodes are
+/// undecided, then rounds around the undecided ones; each node ends a root or
+/// out. A round around u nodes of degree d recomputes about u d^2 maxima
+/// where a whole one computes 2 n d: the rounds go around once u d is below
+/// n / 4. O(edges) per whole round, a handful in practice.
+fn mis2_keys(s: &Graph) -> Vec<u64> {
+    let n = s.len();
+    let mut keys: Vec<u64> = (0..n).into_par_iter().map(|i| key(UNDECIDED, i)).collect();
+    let (mut near, mut next) = (vec![0u64; n], vec![0u64; n]);
+    let mut undecided: Vec<u32> = (0..n as u32).collect();
+    // The nodes whose keys may differ from those `near` was computed from.
+    let mut changed: Vec<u32> = Vec::new();
+    let degree = s.edges() / n.max(1) + 1;
+    while !undecided.is_empty() && 4 * undecided.len() * degree >= n {
+        let left = mis2_round(s, &keys, &mut near, &mut next);
+        std::mem::swap(&mut keys, &mut next);
+        changed = std::mem::replace(&mut undecided, left);
+    }
+    let stamp: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    let mut round = 0;
+    while !undecided.is_empty() {
+        round += 1;
+        let left = mis2_round_on(
+            s,
+            &mut keys,
+            &mut near,
+            (&changed, &undecided),
+            &stamp,
+            round,
+        );
+        changed = std::mem::replace(&mut undecided, left);
+    }
+    keys
 }
 
 /// Aggregates from a distance-2 maximal independent set of `s`: returns the
@@ -100,17 +185,11 @@ fn mis2_round(s: &Graph, keys: &[u64], near: &mut [u64], next: &mut [u64]) -> us
 /// key came back becomes a root, one that sees a root's key becomes out. Then
 /// each non-root joins the adjacent root of largest key, and each node still
 /// unassigned joins the neighbour (assigned in that first pass) of largest key.
-/// O(edges) per round, in three arrays of n keys allocated once; a handful of
-/// rounds in practice.
+/// O(edges) per whole round ([`mis2_keys`]), in arrays of n keys allocated
+/// once; a handful of whole rounds in practice.
 pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
     let n = s.len();
-    let mut keys: Vec<u64> = (0..n).into_par_iter().map(|i| key(UNDECIDED, i)).collect();
-    let (mut near, mut next) = (vec![0u64; n], vec![0u64; n]);
-    let mut undecided = n;
-    while undecided > 0 {
-        undecided = mis2_round(s, &keys, &mut near, &mut next);
-        std::mem::swap(&mut keys, &mut next);
-    }
+    let keys = mis2_keys(s);
     // Number the roots in node order.
     let mut agg = vec![u32::MAX; n];
     let mut count = 0u32;
@@ -177,6 +256,42 @@ mod tests {
         assert!(na * 4 < 144 && na * 12 > 144, "{na} aggregates");
         // Deterministic: the same again.
         assert_eq!(mis2_aggregates(&s), (agg, na));
+    }
+
+    /// The keys of whole rounds only, until no node is undecided.
+    fn keys_by_whole_rounds(s: &Graph) -> Vec<u64> {
+        let n = s.len();
+        let mut keys: Vec<u64> = (0..n).map(|i| key(UNDECIDED, i)).collect();
+        let (mut near, mut next) = (vec![0u64; n], vec![0u64; n]);
+        while keys.iter().any(|&k| state_of(k) == UNDECIDED) {
+            mis2_round(s, &keys, &mut near, &mut next);
+            std::mem::swap(&mut keys, &mut next);
+        }
+        keys
+    }
+
+    #[test]
+    fn rounds_around_the_undecided_nodes_give_the_whole_rounds_keys() {
+        let graphs = [
+            graph(40),
+            strong_graph(
+                &norm_matrix(&gpuq_sparse::generators::laplace3d::<f64>(14), 1).unwrap(),
+                0.01,
+            )
+            .unwrap(),
+            strong_graph(
+                &norm_matrix(
+                    &gpuq_sparse::elasticity::elasticity2d::<f64>(12).unwrap().0,
+                    2,
+                )
+                .unwrap(),
+                0.01,
+            )
+            .unwrap(),
+        ];
+        for s in &graphs {
+            assert_eq!(mis2_keys(s), keys_by_whole_rounds(s));
+        }
     }
 
     #[test]
