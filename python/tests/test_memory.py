@@ -21,17 +21,17 @@ def _rss_bytes() -> int:
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc (Linux)")
 def test_no_memory_growth_over_1000_solves(backend):
-    a = laplace2d(12)
+    a = laplace2d(40)
     b = np.ones(a.shape[0])
     ml = gpuq.amg.smoothed_aggregation_solver(a, backend=backend)
 
     def solves(count):
         for k in range(count):
             if k % 2:
-                x, report = gpuq.solve(a, b, precond="jacobi", backend=backend)
+                x, report = gpuq.solve(a, b, precond="jacobi", tol=1e-3, backend=backend)
                 assert report.converged
             else:
-                x = ml.solve(b, tol=1e-8)
+                x = ml.solve(b, tol=1e-3)
             assert x.shape == b.shape
 
     # The allocator's and the backend's caches fill during the first calls.
@@ -39,7 +39,7 @@ def test_no_memory_growth_over_1000_solves(backend):
     before = _rss_bytes()
     solves(1000)
     grown = _rss_bytes() - before
-    # A leak of a vector (1.2 KB) or a report per call would pass 1 MB.
+    # A leak of a vector (12.8 KB) on either path would pass 1 MB six times over.
     assert grown < 1 << 20, f"resident memory grew by {grown / 2**20:.2f} MiB over 1000 solves"
 
 
@@ -63,14 +63,16 @@ def test_device_out_of_memory_is_memory_error_and_the_device_recovers():
     b = np.ones(n)
     x, report = gpuq.solve(a, b, method="gmres:30", backend="cuda")
     assert report.converged
+    # The first solve's GMRES(30) work vectors (about 250 MB) stay in gpuq's pool.
     free_before = cp.cuda.runtime.memGetInfo()[0]
     # GMRES(m) keeps m basis vectors on the device: 40000 of 10^6 doubles are 320 GB.
     with pytest.raises(MemoryError, match="device memory"):
         gpuq.solve(a, b, method="gmres:40000", backend="cuda")
-    # What the failed solve allocated went back to the driver: CuPy can take it.
+    # The out-of-memory error gave gpuq's cached memory back to the driver.
     free_after = cp.cuda.runtime.memGetInfo()[0]
-    assert free_after > free_before - (256 << 20), (free_before, free_after)
+    assert free_after > free_before + (128 << 20), (free_before, free_after)
     filler = cp.empty(free_after // 2, dtype=cp.uint8)
     del filler
+    cp.get_default_memory_pool().free_all_blocks()
     x, report = gpuq.solve(a, b, method="gmres:30", backend="cuda")
     assert report.converged and np.allclose(a @ x, b, rtol=1e-6)

@@ -94,21 +94,20 @@ fn mis2_round(s: &Graph, keys: &[u64], near: &mut [u64], next: &mut [u64]) -> Ve
 }
 
 /// The round of [`mis2_round`] once few nodes are undecided, computing only
-/// what can change: `near` where a key changed since it was computed (around
-/// the nodes of `changed`), then the keys of the `undecided` nodes, in place.
-/// The same values as a whole round: a decided node keeps its key, and near's
-/// other entries see no new key. Returns the nodes left undecided. O(edges
-/// within distance 2 of `changed`), `stamp` (one slot per node, `round` unique
-/// to this call) marking the entries of `near` recomputed.
+/// what they read: the first max-propagation `near` at them and their
+/// neighbours, from the current keys, then their keys, in place. The same
+/// values as a whole round (a decided node keeps its key, and an undecided one
+/// reads only those entries of `near`). Returns the nodes left undecided.
+/// O(edges within distance 2 of `undecided`), `stamp` (one slot per node,
+/// `round` unique to this call) marking the entries of `near` recomputed.
 fn mis2_round_on(
     s: &Graph,
     keys: &mut [u64],
     near: &mut [u64],
-    (changed, undecided): (&[u32], &[u32]),
-    stamp: &[AtomicU32],
-    round: u32,
+    undecided: &[u32],
+    (stamp, round): (&[AtomicU32], u32),
 ) -> Vec<u32> {
-    let around: Vec<u32> = changed
+    let around: Vec<u32> = undecided
         .par_iter()
         .flat_map_iter(|&i| {
             std::iter::once(i)
@@ -152,27 +151,16 @@ fn mis2_keys(s: &Graph) -> Vec<u64> {
     let mut keys: Vec<u64> = (0..n).into_par_iter().map(|i| key(UNDECIDED, i)).collect();
     let (mut near, mut next) = (vec![0u64; n], vec![0u64; n]);
     let mut undecided: Vec<u32> = (0..n as u32).collect();
-    // The nodes whose keys may differ from those `near` was computed from.
-    let mut changed: Vec<u32> = Vec::new();
     let degree = s.edges() / n.max(1) + 1;
     while !undecided.is_empty() && 4 * undecided.len() * degree >= n {
-        let left = mis2_round(s, &keys, &mut near, &mut next);
+        undecided = mis2_round(s, &keys, &mut near, &mut next);
         std::mem::swap(&mut keys, &mut next);
-        changed = std::mem::replace(&mut undecided, left);
     }
     let stamp: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
     let mut round = 0;
     while !undecided.is_empty() {
         round += 1;
-        let left = mis2_round_on(
-            s,
-            &mut keys,
-            &mut near,
-            (&changed, &undecided),
-            &stamp,
-            round,
-        );
-        changed = std::mem::replace(&mut undecided, left);
+        undecided = mis2_round_on(s, &mut keys, &mut near, &undecided, (&stamp, round));
     }
     keys
 }
@@ -185,8 +173,8 @@ fn mis2_keys(s: &Graph) -> Vec<u64> {
 /// key came back becomes a root, one that sees a root's key becomes out. Then
 /// each non-root joins the adjacent root of largest key, and each node still
 /// unassigned joins the neighbour (assigned in that first pass) of largest key.
-/// O(edges) per whole round ([`mis2_keys`]), in arrays of n keys allocated
-/// once; a handful of whole rounds in practice.
+/// O(edges) per whole round ([`mis2_keys`]; rounds around the few undecided
+/// nodes cost their neighbourhoods'), a handful of whole rounds in practice.
 pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
     let n = s.len();
     let keys = mis2_keys(s);

@@ -2,8 +2,8 @@
 //! them on the device: finite values, the null space among the block-component
 //! constants, and symmetry. They only read A and run beside the levels' setup
 //! (on their own threads), so they are written to read it as few times as
-//! possible: one parallel pass for the norms and the candidates' products, one
-//! sequential pass for symmetry.
+//! possible: a parallel pass for finiteness, one for the norms and the
+//! candidates' products, and one sequential pass for symmetry.
 
 use crate::symmetry::is_symmetric;
 use gpuq_core::Result;

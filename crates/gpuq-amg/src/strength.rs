@@ -204,8 +204,11 @@ fn graph_of(e: &Csr<f64>, abs: bool, eps: f64) -> Result<Graph> {
     let strong = |k: usize, l: usize, x: f64| l != k && x > 0.0 && x * x >= eps * diag[k] * diag[l];
     if is_symmetric(e, 0.0) {
         // e_lk is e_kl (or a missing partner of a stored zero, never strong):
-        // the same graph without a search per entry.
-        return Ok(filtered_graph(e, |k, l, x| strong(k, l, value(x))));
+        // the same graph without a search per entry. Both tests, as the
+        // search's: their thresholds can differ in the last bit.
+        return Ok(filtered_graph(e, |k, l, x| {
+            strong(k, l, value(x)) || strong(l, k, value(x))
+        }));
     }
     let asymmetric = AtomicBool::new(false);
     let symmetric = par_build(
@@ -322,5 +325,24 @@ mod tests {
                 assert_eq!(shortcut.neighbours(k), &strong[..]);
             }
         }
+    }
+
+    #[test]
+    fn the_shortcut_tests_both_directions_as_the_search_does() {
+        // 9 >= 0.001 * 125 * 72 holds, 9 >= 0.001 * 72 * 125 does not (one
+        // ulp above 9): the edge is strong one way only, and kept both ways.
+        let a = Csr::try_new(
+            2,
+            2,
+            vec![0, 2, 4],
+            vec![0, 1, 0, 1],
+            vec![72.0, -3.0, -3.0, 125.0],
+        )
+        .unwrap();
+        let g = strength_graph(&a, 1, 0.001).unwrap();
+        assert_eq!(
+            (g.neighbours(0), g.neighbours(1)),
+            (&[1u32][..], &[0u32][..])
+        );
     }
 }

@@ -6,7 +6,8 @@ use gpuq_sparse::Csr;
 
 /// Whether `a` equals its transpose to `tol` (|a_ij - a_ji| <= tol for every
 /// stored entry; a stored zero equals a missing entry; `tol` 0 asks for exact
-/// equality). One pass in row order: the
+/// equality; NaN values are not judged: the callers check finiteness first or
+/// treat NaN alike in both directions). One pass in row order: the
 /// entries of row j right of the diagonal are met, in column order, as the
 /// rows i > j are visited, so a cursor per row finds each lower entry's
 /// partner without a search, and the entries a cursor passes (or never

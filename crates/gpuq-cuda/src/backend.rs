@@ -240,11 +240,13 @@ impl CudaBackend {
     /// Returns the device memory that freed vectors left in the allocator's pool
     /// to the driver (`cuMemPoolTrimTo`); the pool otherwise keeps it for the
     /// next allocations (see [`CudaBackend::new`]). Memory still in use is not
-    /// touched. Cost: one driver call.
+    /// touched. The stream is synchronised first: what its work freed counts as
+    /// in use until then. Cost: a synchronisation and one driver call.
     pub fn release_cached_memory(&self) -> Result<()> {
         if !self.inner.stream.context().has_async_alloc() {
             return Ok(());
         }
+        self.synchronize()?;
         let pool = default_pool(self.inner.stream.context().cu_device())?;
         // SAFETY: trimming a valid pool only unmaps memory no allocation holds.
         unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool, 0) }

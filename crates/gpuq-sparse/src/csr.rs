@@ -647,7 +647,7 @@ impl<T: Scalar> Csr<T> {
                     + self.vals[c * CHUNK..]
                         .iter()
                         .position(|v| !v.is_finite_value())
-                        .unwrap_or(0);
+                        .expect("the chunk found holds a non-finite value");
                 let i = self.row_ptr.partition_point(|&p| p <= k) - 1;
                 Err(Error::InvalidMatrix(format!(
                     "non-finite value at ({}, {}) (0-based)",
