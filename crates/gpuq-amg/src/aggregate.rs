@@ -173,7 +173,7 @@ fn mis2_keys(s: &Graph) -> Vec<u64> {
 /// key came back becomes a root, one that sees a root's key becomes out. Then
 /// each non-root joins the adjacent root of largest key, and each node still
 /// unassigned joins the neighbour (assigned in that first pass) of largest key.
-/// O(edges) per whole round ([`mis2_keys`]; rounds around the few undecided
+/// O(edges) per whole round (rounds around the few undecided
 /// nodes cost their neighbourhoods'), a handful of whole rounds in practice.
 pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
     let n = s.len();
