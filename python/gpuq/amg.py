@@ -53,13 +53,15 @@ def rigid_body_modes(coords) -> np.ndarray:
 
 
 def _strength(strength) -> float:
-    """gpuq's strength threshold from a number or PyAMG's ('symmetric', {'theta': t})."""
+    """gpuq's strength threshold eps from a number (eps itself) or PyAMG's
+    ('symmetric', {'theta': t}): gpuq's test e_ij^2 >= eps e_ii e_jj (e the block norms)
+    is PyAMG's e_ij >= theta sqrt(e_ii e_jj) with eps = theta^2."""
     if strength is None:
         return 0.001
     if isinstance(strength, (int, float)):
         return float(strength)
     if isinstance(strength, tuple) and len(strength) == 2 and strength[0] == "symmetric":
-        return float(strength[1].get("theta", 0.0))
+        return float(strength[1].get("theta", 0.0)) ** 2
     if strength == "symmetric":
         return 0.0
     raise ValueError(
@@ -282,8 +284,9 @@ def smoothed_aggregation_solver(
     to CSR) or a dense array. ``B``: the near-null space, an (n, k) array as PyAMG takes it
     (default: the constant vector per unknown of a block); or ``coords``, the (nodes, d)
     coordinates whose rigid body modes gpuq builds. ``block``: unknowns per node (default:
-    a BSR matrix's block size, else 1). ``strength``: the strength threshold (a number, or
-    PyAMG's ``('symmetric', {'theta': t})``). ``smoother``/``coarse_smoother``: ``jacobi``,
+    a BSR matrix's block size, else 1). ``strength``: gpuq's strength threshold eps (a
+    connection is strong when e_ij^2 >= eps e_ii e_jj, e the block norms; default 0.001),
+    or PyAMG's ``('symmetric', {'theta': t})``, the same test with eps = t^2. ``smoother``/``coarse_smoother``: ``jacobi``,
     ``l1``, ``chebyshev``, ``chebyshev:D`` or ``gs`` (default by backend and block size).
     ``cycle``: ``V`` or ``W``. ``backend``: ``cpu``, ``cuda`` or ``auto``; ``setup``:
     ``backend`` (the hierarchy built there, on the GPU for ``cuda``) or ``host``.

@@ -135,5 +135,10 @@ def test_pyamg_options_gpuq_does_not_take_are_refused():
         laplace2d(8), strength=("symmetric", {"theta": 0.0}), backend="cpu"
     )
     assert ml.info["strength"] == 0.0
+    # PyAMG's theta bounds |a_ij| / sqrt(a_ii a_jj); gpuq's eps bounds its square.
+    ml = gpuq.amg.smoothed_aggregation_solver(
+        laplace2d(8), strength=("symmetric", {"theta": 0.25}), backend="cpu"
+    )
+    assert ml.info["strength"] == pytest.approx(0.0625)
     with pytest.raises(ValueError, match="complex"):
         gpuq.amg.smoothed_aggregation_solver(laplace2d(4).astype(complex))

@@ -167,7 +167,8 @@ fn mis2_keys(s: &Graph) -> Vec<u64> {
 
 /// Aggregates from a distance-2 maximal independent set of `s`: returns the
 /// aggregate of every node and the number of aggregates (numbered in the order
-/// of their roots). Isolated nodes become aggregates of their own.
+/// of their roots). Isolated nodes become aggregates of their own
+/// ([`aggregates`] leaves them out).
 ///
 /// Rounds: two max-propagations of the keys, then an undecided node whose own
 /// key came back becomes a root, one that sees a root's key becomes out. Then
@@ -219,10 +220,92 @@ pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
     (second, count as usize)
 }
 
+/// Marks the nodes that join no aggregate: `agg` (`naggs` aggregates, as
+/// [`mis2_aggregates`] leaves them) with every aggregate whose root is
+/// isolated (`isolated(i)`: no strong connection) removed, its node set to
+/// [`NOT_AGGREGATED`] and the other aggregates renumbered in order; returns
+/// their count. An isolated node (a Dirichlet row kept in the matrix as an
+/// identity row, a decoupled unknown) needs no coarse unknown: the smoother
+/// solves its row, and keeping it would carry one coarse row per such node
+/// down every level, as PyAMG's standard aggregation avoids too. O(n).
+pub fn drop_isolated(agg: &mut [u32], naggs: usize, isolated: impl Fn(usize) -> bool) -> usize {
+    let mut dropped = vec![false; naggs];
+    for (i, &a) in agg.iter().enumerate() {
+        if a != NOT_AGGREGATED && isolated(i) {
+            dropped[a as usize] = true;
+        }
+    }
+    let mut number = vec![NOT_AGGREGATED; naggs];
+    let mut kept = 0u32;
+    for (a, &d) in dropped.iter().enumerate() {
+        if !d {
+            number[a] = kept;
+            kept += 1;
+        }
+    }
+    for a in agg.iter_mut() {
+        if *a != NOT_AGGREGATED {
+            *a = number[*a as usize];
+        }
+    }
+    kept as usize
+}
+
+/// The aggregate of a node that joins none (see [`drop_isolated`]): its row
+/// of the tentative prolongator is zero.
+pub const NOT_AGGREGATED: u32 = u32::MAX;
+
+/// An aggregation before the isolated nodes are dropped: each node's
+/// aggregate, the number of aggregates, and the isolated nodes (no strong
+/// connection), increasing.
+pub type Aggregation = (Vec<u32>, usize, Vec<u32>);
+
+/// The nodes of `s` without neighbours, in increasing order. O(n).
+pub fn isolated_nodes(s: &Graph) -> Vec<u32> {
+    (0..s.len())
+        .filter(|&i| s.neighbours(i).is_empty())
+        .map(|i| i as u32)
+        .collect()
+}
+
+/// The aggregates of one process's setup: [`mis2_aggregates`] of `s`
+/// without the isolated nodes ([`drop_isolated`]). O(edges) per round.
+pub fn aggregates(s: &Graph) -> (Vec<u32>, usize) {
+    let (mut agg, naggs) = mis2_aggregates(s);
+    let naggs = drop_isolated(&mut agg, naggs, |i| s.neighbours(i).is_empty());
+    (agg, naggs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::strength::{norm_matrix, strong_graph};
+
+    #[test]
+    fn isolated_nodes_join_no_aggregate() {
+        // laplace2d with every third node fixed (an identity row).
+        let cut = |i: usize| i % 3 == 0;
+        let a = gpuq_sparse::generators::laplace2d::<f64>(12);
+        let fixed = gpuq_sparse::generators::with_identity_rows(&a, cut);
+        let s = strong_graph(&norm_matrix(&fixed, 1).unwrap(), 0.01).unwrap();
+        let (all, n_all) = mis2_aggregates(&s);
+        let (agg, naggs) = aggregates(&s);
+        assert_eq!(n_all - naggs, (0..a.nrows()).filter(|&i| cut(i)).count());
+        for (i, (&x, &y)) in agg.iter().zip(&all).enumerate() {
+            // Isolated nodes join none; the others keep their aggregates,
+            // renumbered in the same order.
+            assert_eq!(x == NOT_AGGREGATED, cut(i), "node {i}");
+            if !cut(i) {
+                assert!((x as usize) < naggs);
+                let before = agg
+                    .iter()
+                    .zip(&all)
+                    .filter(|&(&p, &q)| q < y && p != NOT_AGGREGATED);
+                let distinct: std::collections::BTreeSet<_> = before.map(|(&p, _)| p).collect();
+                assert_eq!(x as usize, distinct.len());
+            }
+        }
+    }
 
     fn graph(m: usize) -> Graph {
         let a = gpuq_sparse::generators::laplace2d::<f64>(m);

@@ -228,10 +228,23 @@ impl Accumulator {
     /// which is left clear. O(touched g + min(words spanned, touched log
     /// touched)).
     pub(crate) fn drain(&mut self) {
+        self.drain_in(true);
+    }
+
+    /// [`Accumulator::drain`], the pattern in increasing column order when
+    /// `sorted`, else in the order the columns were first touched (no scan
+    /// or sort: for rows that are only read by a further product, whose sums
+    /// do not depend on the order of a row's columns). O(touched g).
+    fn drain_in(&mut self, sorted: bool) {
         let n = self.touched.len();
         let (lo, hi) = self.words;
         self.pattern.clear();
-        if n > 0 && hi - lo < 4 * n {
+        if !sorted {
+            for &j in &self.touched {
+                self.seen[j as usize / 64] = 0;
+            }
+            self.pattern.extend_from_slice(&self.touched);
+        } else if n > 0 && hi - lo < 4 * n {
             for w in lo..=hi {
                 let mut bits = std::mem::take(&mut self.seen[w]);
                 while bits != 0 {
@@ -351,15 +364,17 @@ pub fn spgemm_rows<'b>(
     ncols: usize,
     b_row: impl Fn(usize) -> (&'b [u32], &'b [f64]) + Sync,
 ) -> Result<Csr<f64>> {
-    assemble(a.nrows(), &product_rows(a, ncols, b_row))
+    assemble(a.nrows(), &product_rows(a, ncols, b_row, true))
 }
 
-/// The rows of A B ([`spgemm_rows`]) as [`par_rows`] leaves them.
-/// O(flops + nnz(C)).
+/// The rows of A B ([`spgemm_rows`]) as [`par_rows`] leaves them, each
+/// row's columns in increasing order when `sorted`, else in the order the
+/// product first reached them (the same values). O(flops + nnz(C)).
 fn product_rows<'b>(
     a: &Csr<f64>,
     ncols: usize,
     b_row: impl Fn(usize) -> (&'b [u32], &'b [f64]) + Sync,
+    sorted: bool,
 ) -> Rows {
     par_rows(
         a.nrows(),
@@ -371,7 +386,7 @@ fn product_rows<'b>(
                 let g = (1..MAX_GROUP.min(a.nrows() - i))
                     .find(|&r| a.row(i + r).0 != cols)
                     .unwrap_or(MAX_GROUP.min(a.nrows() - i));
-                for_group!(g, product_group, a, &b_row, i, acc);
+                for_group!(g, product_group, a, &b_row, i, acc, sorted);
                 g
             })
         },
@@ -385,6 +400,7 @@ fn product_group<'b, const G: usize>(
     b_row: &impl Fn(usize) -> (&'b [u32], &'b [f64]),
     i: usize,
     acc: &mut Accumulator,
+    sorted: bool,
 ) {
     acc.start(G);
     let cols = a.row(i).0;
@@ -396,7 +412,7 @@ fn product_group<'b, const G: usize>(
             acc.add_scaled::<G>(j, &coef, b);
         }
     }
-    acc.drain();
+    acc.drain_in(sorted);
 }
 
 /// alpha A + beta B for matrices of the same shape (union of the patterns).
@@ -508,12 +524,13 @@ pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
 }
 
 /// The Galerkin coarse operator R A P (with R = P^T in this crate), computed as
-/// R (A P), A P's rows read where their tasks built them. Errors when the
+/// R (A P), A P's rows read where their tasks built them (their columns left
+/// unsorted: R (A P) sums each entry in R's order either way). Errors when the
 /// shapes do not chain or A P has a value that is not finite. Cost: two
 /// sparse products, O(flops(AP) + flops(R AP)).
 pub fn galerkin(r: &Csr<f64>, a: &Csr<f64>, p: &Csr<f64>) -> Result<Csr<f64>> {
     check_inner(a, p.nrows())?;
-    let ap = product_rows(a, p.ncols(), |k| p.row(k));
+    let ap = product_rows(a, p.ncols(), |k| p.row(k), false);
     ap.check_finite()?;
     check_inner(r, a.nrows())?;
     spgemm_rows(r, p.ncols(), |k| ap.row(k))

@@ -464,8 +464,8 @@ impl Hierarchy {
                     options,
                     (&mut t, trace),
                 )?;
-                let shrinks = built.ac.nrows() > 0 && built.ac.nrows() * 10 <= rows * 9;
-                if shrinks || given.is_some() {
+                let shrinks = |b: &Coarsened| b.ac.nrows() > 0 && b.ac.nrows() * 10 <= rows * 9;
+                if let Some(built) = built.filter(|b| shrinks(b) || given.is_some()) {
                     attempt = Some(built);
                     break;
                 }
@@ -606,7 +606,8 @@ struct Coarsened {
 /// Strength graph with threshold `eps`, selection or aggregation (or the
 /// `given` aggregates and their count), prolongator,
 /// restriction and Galerkin product of one level (the matrix and `setup`'s
-/// copy of it), timed into `t`.
+/// copy of it), timed into `t`; `None` when no node joins an aggregate
+/// (every node isolated).
 #[allow(clippy::too_many_arguments)]
 fn coarsen<K: SetupKernels>(
     setup: &K,
@@ -616,7 +617,7 @@ fn coarsen<K: SetupKernels>(
     (dinv, rho): (&BlockDiagonal, f64),
     options: &AmgOptions,
     (t, trace): (&mut SetupTimings, &mut Trace),
-) -> Result<Coarsened> {
+) -> Result<Option<Coarsened>> {
     let (p, aggregate_of, next_bs, next_nns) = match options.coarsening {
         Coarsening::Seed => {
             let s = time(&mut t.strength_s, || strength_graph(cur.host()?, bs, eps))?;
@@ -633,6 +634,9 @@ fn coarsen<K: SetupKernels>(
                 })?,
             };
             trace.mark(format_args!("  aggregates"));
+            if naggs == 0 {
+                return Ok(None);
+            }
             let (p, cn) = time_on(setup, &mut t.prolongation_s, || -> Result<_> {
                 let (pt, coarse_null) = setup.tentative(&agg, naggs, bs, nns)?;
                 trace.mark(format_args!("  tentative prolongator"));
@@ -650,14 +654,14 @@ fn coarsen<K: SetupKernels>(
         trace.mark(format_args!("  rows of zeros"));
         Ok((r, ac))
     })?;
-    Ok(Coarsened {
+    Ok(Some(Coarsened {
         p,
         r,
         ac,
         aggregate_of,
         next_bs,
         next_nns,
-    })
+    }))
 }
 
 /// The smoother's data of a level (inverse block diagonal, rho(D^-1 A) from

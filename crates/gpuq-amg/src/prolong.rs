@@ -2,7 +2,7 @@
 //! prolongator of smoothed aggregation from near-null-space vectors, and its
 //! smoothing by one weighted-Jacobi step.
 
-use crate::aggregate::Selection;
+use crate::aggregate::{Selection, NOT_AGGREGATED};
 use crate::blockdiag::BlockDiagonal;
 use crate::galerkin::{for_group, par_build, Accumulator, GroupScratch, MAX_GROUP};
 use gpuq_core::Result;
@@ -47,8 +47,18 @@ pub struct Tentative {
 /// nodes' unknowns of [b_1 .. b_k] are factored Q R (modified Gram-Schmidt,
 /// twice); Q becomes the aggregate's k columns of P_T and R its block of B_c. A
 /// column that is dependent on the earlier ones (norm below 1e-10 of the
-/// original) is left zero. O(n bs k^2).
+/// original) is left zero. The rows of a node in no aggregate
+/// ([`NOT_AGGREGATED`]) are zero. Errors on an aggregate index that is
+/// neither below `naggs` nor [`NOT_AGGREGATED`]. O(n bs k^2).
 pub fn tentative(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result<Tentative> {
+    if agg
+        .par_iter()
+        .any(|&a| a as usize >= naggs && a != NOT_AGGREGATED)
+    {
+        return Err(gpuq_core::Error::InvalidArgument(format!(
+            "tentative prolongator: an aggregate index is not below the {naggs} aggregates"
+        )));
+    }
     match b {
         [single] => tentative_single(agg, naggs, bs, single),
         _ => tentative_qr(agg, naggs, bs, b),
@@ -63,7 +73,7 @@ fn tentative_qr(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result<
     // array (aggregate a's rows at start[a]..start[a + 1]), and each row's
     // position within its aggregate.
     let mut start = vec![0usize; naggs + 1];
-    for &a in agg {
+    for &a in agg.iter().filter(|&&a| a != NOT_AGGREGATED) {
         start[a as usize + 1] += bs;
     }
     for a in 0..naggs {
@@ -73,6 +83,9 @@ fn tentative_qr(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result<
     let mut pos = vec![0usize; nrows];
     let mut next = start.clone();
     for r in 0..nrows {
+        if agg[r / bs] == NOT_AGGREGATED {
+            continue;
+        }
         let a = agg[r / bs] as usize;
         order[next[a]] = r;
         pos[r] = next[a] - start[a];
@@ -126,6 +139,9 @@ fn tentative_qr(agg: &[u32], naggs: usize, bs: usize, b: &[Vec<f64>]) -> Result<
         naggs * k,
         || (),
         |r, _, out| {
+            if agg[r / bs] == NOT_AGGREGATED {
+                return;
+            }
             let a = agg[r / bs] as usize;
             let (q, m) = (&factors[a].0, start[a + 1] - start[a]);
             for c in 0..k {
@@ -158,18 +174,36 @@ fn tentative_single(agg: &[u32], naggs: usize, bs: usize, b: &[f64]) -> Result<T
     let nrows = agg.len() * bs;
     let mut norm = vec![0.0f64; naggs];
     for (r, &x) in b.iter().enumerate().take(nrows) {
-        norm[agg[r / bs] as usize] += x * x;
+        if let Some(s) = norm.get_mut(agg[r / bs] as usize) {
+            *s += x * x;
+        }
     }
     norm.par_iter_mut().for_each(|s| *s = s.sqrt());
-    let cols: Vec<u32> = (0..nrows).into_par_iter().map(|r| agg[r / bs]).collect();
-    let vals: Vec<f64> = (0..nrows)
-        .into_par_iter()
-        .map(|r| match norm[agg[r / bs] as usize] {
+    // Rows of nodes in no aggregate stay empty.
+    let rows: Vec<usize> = (0..nrows)
+        .filter(|r| agg[r / bs] != NOT_AGGREGATED)
+        .collect();
+    let row_ptr = if rows.len() == nrows {
+        (0..=nrows).collect()
+    } else {
+        let mut ptr = vec![0; nrows + 1];
+        for (k, &r) in rows.iter().enumerate() {
+            ptr[r + 1] = k + 1;
+        }
+        for r in 0..nrows {
+            ptr[r + 1] = ptr[r + 1].max(ptr[r]);
+        }
+        ptr
+    };
+    let cols = rows.par_iter().map(|&r| agg[r / bs]).collect();
+    let vals = rows
+        .par_iter()
+        .map(|&r| match norm[agg[r / bs] as usize] {
             0.0 => 0.0,
             nrm => b[r] / nrm,
         })
         .collect();
-    let p = Csr::try_new(nrows, naggs, (0..=nrows).collect(), cols, vals)?;
+    let p = Csr::try_new(nrows, naggs, row_ptr, cols, vals)?;
     let zero_columns = norm.iter().filter(|&&x| x == 0.0).count();
     Ok(Tentative {
         p,

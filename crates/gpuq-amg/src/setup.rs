@@ -8,7 +8,7 @@
 //! nothing but the aggregates, the block diagonals and the coarsest matrix
 //! comes back to the host during the setup.
 
-use crate::aggregate::mis2_aggregates;
+use crate::aggregate::aggregates;
 use crate::blockdiag::BlockDiagonal;
 use crate::galerkin::{galerkin, transpose};
 use crate::prolong::{smooth, tentative};
@@ -77,8 +77,9 @@ pub trait SetupKernels {
 
     /// The aggregates of smoothed aggregation: the symmetrised strong graph of
     /// the bs x bs block norms with threshold `eps`, then the distance-2
-    /// maximal-independent-set aggregation. Returns each node's aggregate and
-    /// the count. Default: [`strength_graph`] and [`mis2_aggregates`] on the
+    /// maximal-independent-set aggregation, isolated nodes in none
+    /// ([`crate::aggregate::NOT_AGGREGATED`]). Returns each node's aggregate
+    /// and the count. Default: [`strength_graph`] and [`aggregates`] on the
     /// host, O(nnz) per round.
     fn aggregates(
         &self,
@@ -87,7 +88,7 @@ pub trait SetupKernels {
         bs: usize,
         eps: f64,
     ) -> Result<(Vec<u32>, usize)> {
-        Ok(mis2_aggregates(&strength_graph(a.host()?, bs, eps)?))
+        Ok(aggregates(&strength_graph(a.host()?, bs, eps)?))
     }
 
     /// The bs x bs diagonal blocks of `a` ([`BlockDiagonal::of`]; with `l1`
@@ -454,11 +455,15 @@ pub(crate) mod cuda {
             eps: f64,
         ) -> Result<(Vec<u32>, usize)> {
             match self.setup_aggregates(level, bs, eps)? {
-                Some(found) => Ok(found),
-                None => {
-                    let s = crate::strength::strength_graph(a.host()?, bs, eps)?;
-                    Ok(crate::aggregate::mis2_aggregates(&s))
+                Some((mut agg, naggs, isolated)) => {
+                    let naggs = crate::aggregate::drop_isolated(&mut agg, naggs, |i| {
+                        isolated.binary_search(&(i as u32)).is_ok()
+                    });
+                    Ok((agg, naggs))
                 }
+                None => Ok(crate::aggregate::aggregates(
+                    &crate::strength::strength_graph(a.host()?, bs, eps)?,
+                )),
             }
         }
 
@@ -500,7 +505,8 @@ pub(crate) mod cuda {
 
         /// On the device, kept there, the host's values bit for bit: one
         /// vector by [`CudaBackend::setup_tentative_single`], several by
-        /// [`CudaBackend::setup_tentative_qr`] (a thread per aggregate).
+        /// [`CudaBackend::setup_tentative_qr`] (a thread per aggregate); on
+        /// the host where a node is in no aggregate.
         fn tentative(
             &self,
             agg: &[u32],
@@ -508,6 +514,11 @@ pub(crate) mod cuda {
             bs: usize,
             nns: &[Vec<f64>],
         ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
+            if agg.contains(&crate::aggregate::NOT_AGGREGATED) {
+                // Not written for the device: the host's, uploaded by the
+                // next step (O(n) transfer, only where nodes are isolated).
+                return super::host_tentative(agg, naggs, bs, nns);
+            }
             match nns {
                 [single] => {
                     let (pt, norm) = self.setup_tentative_single(agg, naggs, bs, single)?;

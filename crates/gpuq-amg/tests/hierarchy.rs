@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use gpuq_amg::strength::strength_graph;
 use gpuq_amg::{AmgOptions, CoarseSolver, Coarsening, Hierarchy};
 use gpuq_sparse::generators::{laplace2d, laplace3d};
 use gpuq_sparse::Csr;
@@ -85,7 +86,13 @@ fn check_invariants(a: &Csr<f64>, o: &AmgOptions) -> Hierarchy {
         assert_eq!(agg.len(), fine.a.nrows() / fine.block);
         let naggs = coarse.a.nrows() / coarse.block;
         let mut used = vec![false; naggs];
-        for &g in agg {
+        for (i, &g) in agg.iter().enumerate() {
+            if g == gpuq_amg::aggregate::NOT_AGGREGATED {
+                // Only a node without strong connections joins none.
+                let s = strength_graph(fine.a.host().unwrap(), fine.block, o.strength).unwrap();
+                assert!(s.neighbours(i).is_empty(), "node {i} joined no aggregate");
+                continue;
+            }
             assert!((g as usize) < naggs);
             used[g as usize] = true;
         }

@@ -169,6 +169,37 @@ fn pcg_amg_on_laplacians() {
     }
 }
 
+/// Dirichlet unknowns left in the matrix as identity rows (how many
+/// finite-element codes apply them): they join no aggregate, so the coarse
+/// levels are those of the other unknowns, and PCG converges in about the
+/// iterations of the system without them. Before, each became an aggregate
+/// of its own on every level, and the coarsest level of a large model was too
+/// large for its dense solve.
+#[test]
+fn pcg_amg_with_dirichlet_rows_kept_as_identity_rows() {
+    let a = laplace3d::<f64>(24);
+    let fixed = |i: usize| i % 6 == 0;
+    let kept = gpuq_sparse::generators::with_identity_rows(&a, fixed);
+    let o = AmgOptions {
+        coarse_size: 200,
+        ..AmgOptions::default()
+    };
+    let h = Hierarchy::build(&kept, &o).unwrap();
+    let agg = h.levels()[0].aggregate_of.as_ref().unwrap();
+    for (i, &g) in agg.iter().enumerate() {
+        assert_eq!(
+            g == gpuq_amg::aggregate::NOT_AGGREGATED,
+            fixed(i),
+            "node {i}"
+        );
+    }
+    let coarsest = h.levels().last().unwrap().a.nrows();
+    assert!(coarsest <= 200, "coarsest level of {coarsest} rows");
+    let with = solve_known(&kept, &o, Layout::Csr);
+    let without = solve_known(&a, &o, Layout::Csr);
+    assert!(with <= without + 5, "{with} iterations against {without}");
+}
+
 #[test]
 fn pcg_amg_on_singular_neumann_problem() {
     let a = neumann2d(40);

@@ -16,7 +16,7 @@ use gpuq_amg::prolong::smooth;
 use gpuq_amg::{Amg, AmgOptions, Coarsening, CycleOptions, Hierarchy, SetupKernels};
 use gpuq_core::{Backend, LinearOperator};
 use gpuq_cuda::CudaBackend;
-use gpuq_sparse::generators::{convdiff2d, laplace3d};
+use gpuq_sparse::generators::{convdiff2d, laplace3d, with_identity_rows};
 use gpuq_sparse::{Coo, Csr, Layout, SparseBackend};
 use proptest::prelude::*;
 
@@ -323,6 +323,16 @@ fn device_setup_builds_the_host_hierarchy() {
         ..small(3)
     };
     same_hierarchy(g, &e3.stiffness(), &o, "elasticity3d:7");
+    // Dirichlet unknowns kept as identity rows: isolated nodes join no
+    // aggregate (the tentative prolongator then comes from the host).
+    let fixed = with_identity_rows(&laplace3d::<f64>(16), |i| i % 7 == 0);
+    same_hierarchy(g, &fixed, &small(1), "laplace3d:16, identity rows");
+    let fixed = with_identity_rows(&e3.stiffness(), |i| (i / 3) % 5 == 0);
+    let o = AmgOptions {
+        near_null_space: Some(gpuq_amg::rigid_body_modes(&e3.free_coordinates()).unwrap()),
+        ..small(3)
+    };
+    same_hierarchy(g, &fixed, &o, "elasticity3d:7, identity rows");
     // A strength threshold that keeps few connections, and the seed's method
     // (selection on the host, Galerkin products on the device).
     let o = AmgOptions {

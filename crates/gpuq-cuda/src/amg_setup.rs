@@ -1050,9 +1050,10 @@ impl CudaBackend {
     /// eps e_kk e_ll), then rounds of the distance-2 maximal-independent-set
     /// keys (two max-propagations and an update per round, one 8-byte read
     /// back per round), the roots numbered in node order (a prefix sum on the
-    /// host), and the two assignment passes. Returns each node's aggregate and
-    /// the number of aggregates: the same as the host's `mis2_aggregates` of
-    /// its `strong_graph`.
+    /// host), and the two assignment passes. Returns each node's aggregate,
+    /// the number of aggregates (the same as the host's `mis2_aggregates` of
+    /// its `strong_graph`) and the isolated nodes (no strong connection, in
+    /// increasing order: one download of the graph's row offsets).
     ///
     /// Returns `Ok(None)` where the host must decide: a block size above
     /// `MAX_SETUP_BLOCK`, a zero diagonal block (the host reports it), or a
@@ -1062,7 +1063,7 @@ impl CudaBackend {
         a: &SetupCsr,
         bs: usize,
         eps: f64,
-    ) -> Result<Option<(Vec<u32>, usize)>> {
+    ) -> Result<Option<Aggregation>> {
         if bs == 0 || bs > MAX_SETUP_BLOCK || a.nrows % bs != 0 || a.nrows != a.ncols {
             return Ok(None);
         }
@@ -1185,9 +1186,18 @@ impl CudaBackend {
                 "AMG aggregation left a node without an aggregate".into(),
             ));
         }
-        Ok(Some((agg, count as usize)))
+        let offsets = self.setup_get(&gptr, nodes + 1)?;
+        let isolated = (0..nodes)
+            .filter(|&i| offsets[i + 1] == offsets[i])
+            .map(|i| i as u32)
+            .collect();
+        Ok(Some((agg, count as usize, isolated)))
     }
 }
+
+/// What the setup's aggregation returns: each node's aggregate, the number
+/// of aggregates, and the isolated nodes (no strong connection), increasing.
+pub type Aggregation = (Vec<u32>, usize, Vec<u32>);
 
 /// A vector of f64 on the device for the setup's Lanczos estimates.
 pub struct SetupVec {

@@ -427,12 +427,13 @@ impl DistSetupKernels for CountingSetup {
         owned: &Csr<f64>,
         bs: usize,
         eps: f64,
-    ) -> Result<Option<(Vec<u32>, usize)>, Error> {
-        use gpuq_amg::{aggregate::mis2_aggregates, strength};
+    ) -> Result<Option<gpuq_amg::aggregate::Aggregation>, Error> {
+        use gpuq_amg::{aggregate, strength};
         self.aggregations
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let s = strength::strong_graph(&strength::norm_matrix(owned, bs)?, eps)?;
-        Ok(Some(mis2_aggregates(&s)))
+        let (agg, naggs) = aggregate::mis2_aggregates(&s);
+        Ok(Some((agg, naggs, aggregate::isolated_nodes(&s))))
     }
 
     fn stacked_product(

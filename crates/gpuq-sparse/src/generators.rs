@@ -45,6 +45,23 @@ pub(crate) const AXIS_ORDERS: [[usize; 3]; 6] = [
     [2, 1, 0],
 ];
 
+/// `a` with the rows and columns of the unknowns `fixed(i)` replaced by those
+/// of the identity: how many finite-element codes keep Dirichlet unknowns in
+/// the matrix (a row and column of zeros with 1 on the diagonal, the matrix
+/// still symmetric). O(nnz).
+pub fn with_identity_rows<T: Scalar>(a: &Csr<T>, fixed: impl Fn(usize) -> bool) -> Csr<T> {
+    build(a.nrows(), a.max_row_len(), |i, row| {
+        let (cols, vals) = a.row(i);
+        for (&j, &v) in cols.iter().zip(vals) {
+            if j as usize == i && fixed(i) {
+                row.push((j, T::one()));
+            } else if !fixed(i) && !fixed(j as usize) {
+                row.push((j, v));
+            }
+        }
+    })
+}
+
 /// 1D Laplacian tridiag(-1, 2 + shift, -1) of size `n` (Dirichlet ends).
 ///
 /// Its Jacobi iteration matrix H = I - D^-1 A has spectral radius

@@ -7,7 +7,7 @@ use crate::operator::transpose_rows;
 use crate::partition::RowPartition;
 use crate::scatter::allgather_matrix;
 use crate::solve::allgather_rows;
-use gpuq_amg::aggregate::mis2_aggregates;
+use gpuq_amg::aggregate::{drop_isolated, isolated_nodes, mis2_aggregates};
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::galerkin::spgemm_rows;
 use gpuq_amg::prolong::{smooth, tentative};
@@ -126,14 +126,15 @@ pub struct DistSetupTimings {
 pub trait DistSetupKernels: Sync {
     /// The aggregates of the square block `owned` (the rank's rows and
     /// columns; strong graph of its bs x bs block norms with threshold `eps`,
-    /// then the distance-2 aggregation): each node's aggregate and the
-    /// count, or `None` to aggregate on the host (the default).
+    /// then the distance-2 aggregation): each node's aggregate, the count
+    /// and the nodes without strong connections in the block (increasing),
+    /// or `None` to aggregate on the host (the default).
     fn owned_aggregates(
         &self,
         _owned: &Csr<f64>,
         _bs: usize,
         _eps: f64,
-    ) -> Result<Option<(Vec<u32>, usize)>> {
+    ) -> Result<Option<gpuq_amg::aggregate::Aggregation>> {
         Ok(None)
     }
 
@@ -219,7 +220,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         owned: &Csr<f64>,
         bs: usize,
         eps: f64,
-    ) -> Result<Option<(Vec<u32>, usize)>> {
+    ) -> Result<Option<gpuq_amg::aggregate::Aggregation>> {
         let a = self.setup_upload(owned)?;
         self.setup_aggregates(&a, bs, eps)
     }
@@ -679,10 +680,19 @@ fn coarsen(
                 Some(found) => Ok(found),
                 None => norm_matrix(&split.owned, bs)
                     .and_then(|e| strong_graph(&e, eps))
-                    .map(|s| mis2_aggregates(&s)),
+                    .map(|s| {
+                        let (agg, naggs) = mis2_aggregates(&s);
+                        (agg, naggs, isolated_nodes(&s))
+                    }),
             }
         });
-        let (agg, naggs) = agree(comm, mine)?;
+        let (mut agg, naggs, isolated) = agree(comm, mine)?;
+        // A node isolated in the owned block and without ghost entries is
+        // isolated in A: it joins no aggregate, as on one process.
+        let naggs = drop_isolated(&mut agg, naggs, |i| {
+            isolated.binary_search(&(i as u32)).is_ok()
+                && (i * bs..(i + 1) * bs).all(|r| split.ghost.row(r).0.is_empty())
+        });
         let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
         if coarse_rows > 0 && coarse_rows * 10 <= n * 9 {
             chosen = Some((agg, naggs));
