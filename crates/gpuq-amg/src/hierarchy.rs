@@ -464,7 +464,16 @@ impl Hierarchy {
                     options,
                     (&mut t, trace),
                 )?;
-                let shrinks = |b: &Coarsened| b.ac.nrows() > 0 && b.ac.nrows() * 10 <= rows * 9;
+                // A level must lose 10% of its rows; for smoothed aggregation
+                // it must also hold fewer entries than the level above: too
+                // small aggregates (a threshold that keeps few connections)
+                // give coarse operators that fill in level after level.
+                let sa = options.coarsening == Coarsening::SmoothedAggregation;
+                let shrinks = |b: &Coarsened| {
+                    b.ac.nrows() > 0
+                        && b.ac.nrows() * 10 <= rows * 9
+                        && (!sa || b.ac.nnz() <= cur.nnz())
+                };
                 if let Some(built) = built.filter(|b| shrinks(b) || given.is_some()) {
                     attempt = Some(built);
                     break;

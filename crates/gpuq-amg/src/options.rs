@@ -191,9 +191,11 @@ pub struct AmgOptions {
     pub block: usize,
     /// Strength threshold eps of the seed's test e_kl^2 >= eps e_kk e_ll on the
     /// block Frobenius-norm matrix (default 0.001; the test is squared, so this
-    /// is the classical |a_kl| >= 0.032 sqrt(a_kk a_ll)). A level that would
-    /// shrink by less than 10% is coarsened again with eps = 0 (every nonzero
-    /// block strong).
+    /// is the classical |a_kl| >= 0.032 sqrt(a_kk a_ll), PyAMG's symmetric
+    /// measure with theta = sqrt(eps)). A level that would shrink by less
+    /// than 10%, or (smoothed aggregation) hold more entries than the level
+    /// above, is coarsened again with eps = 0 (every nonzero block strong).
+    /// Nodes without strong connections join no aggregate.
     pub strength: f64,
     /// Smoother of the finest level, and of every level when
     /// `coarse_smoother` is `None` (default `None`: the default of the block

@@ -146,6 +146,55 @@ fn block2_hierarchies() {
     }
 }
 
+/// A chain of strong couplings in rows of 41 entries (40 weak couplings to
+/// nodes far away): with a threshold that keeps only the chain, aggregates
+/// of about three nodes make coarse operators that fill in (each coarse row
+/// reaches the weak neighbours of its aggregate twice over); such a level is
+/// coarsened again with every connection strong, so no level holds more
+/// entries than the one above.
+#[test]
+fn a_threshold_that_keeps_few_connections_does_not_fill_in_the_levels() {
+    let n = 3000usize;
+    let mut coo = gpuq_sparse::Coo::new(n, n);
+    let far = |i: usize, k: usize| (i * 7919 + k * 104_729 + 13) % n;
+    let mut diag = vec![0.0; n];
+    let mut add = |i: usize, j: usize, v: f64, coo: &mut gpuq_sparse::Coo<f64>| {
+        coo.push(i, j, v).unwrap();
+        coo.push(j, i, v).unwrap();
+        diag[i] -= v;
+        diag[j] -= v;
+    };
+    for i in 0..n - 1 {
+        add(i, i + 1, -1.0, &mut coo);
+    }
+    for i in 0..n {
+        for k in 0..20 {
+            let j = far(i, k);
+            if j.abs_diff(i) > 1 {
+                add(i, j, -1e-3, &mut coo);
+            }
+        }
+    }
+    for (i, d) in diag.iter().enumerate() {
+        coo.push(i, i, d + 1e-2).unwrap();
+    }
+    let a = Csr::from_coo(&coo).unwrap();
+    let o = AmgOptions {
+        strength: 0.01,
+        coarse_size: 50,
+        ..AmgOptions::default()
+    };
+    let h = Hierarchy::build(&a, &o).unwrap();
+    for w in h.levels().windows(2) {
+        assert!(
+            w[1].a.nnz() <= w[0].a.nnz(),
+            "a level of {} entries below one of {}",
+            w[1].a.nnz(),
+            w[0].a.nnz()
+        );
+    }
+}
+
 #[test]
 fn seed_prolongator_rows_sum_to_one_per_component() {
     let h = Hierarchy::build(&coupled2d(10, 1.0), &options(Coarsening::Seed, 2)).unwrap();
