@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Finite-element test systems for the AMG benchmarks (issue 47).
 
-Assembles six SPD systems with scikit-fem on unstructured (randomly jittered)
-simplex meshes, eliminates the Dirichlet unknowns, and writes Matrix Market
+Assembles seven SPD systems with scikit-fem on unstructured (randomly jittered)
+simplex meshes, eliminates the Dirichlet unknowns (one system keeps them as
+identity rows, as many finite-element codes do), and writes Matrix Market
 files that both the Rust benches and `peers.py` read:
 
     DIR/NAME/A.mtx   the matrix, `coordinate real symmetric` (lower triangle)
@@ -29,6 +30,7 @@ import time
 import numpy as np
 import scipy
 import scipy.io
+import scipy.sparse
 import skfem
 from skfem import (Basis, BilinearForm, ElementTetP1, ElementTetP2,
                    ElementTriP1, ElementVector, LinearForm, MeshTet, MeshTri)
@@ -112,12 +114,28 @@ def eliminate(A, b, fixed):
     return A[keep][:, keep], b[keep], keep
 
 
-def scalar_system(mesh, element, form, **kw):
-    """A scalar problem with u = 0 on the whole boundary and load 1."""
+def identity_rows(A, b, fixed):
+    """Dirichlet u = 0 on `fixed` kept in the matrix: their rows and columns
+    zeroed, 1 on the diagonal, b = 0 there (A stays symmetric)."""
+    free = np.ones(A.shape[0])
+    free[fixed] = 0.0
+    D = scipy.sparse.diags(free)
+    A = (D @ A @ D + scipy.sparse.diags(1.0 - free)).tocsr()
+    A.eliminate_zeros()
+    return A, b * free
+
+
+def scalar_system(mesh, element, form, keep_fixed=False, **kw):
+    """A scalar problem with u = 0 on the whole boundary and load 1: the
+    boundary unknowns eliminated, or with `keep_fixed` kept as identity rows."""
     basis = Basis(mesh, element)
     A = form.assemble(basis, **kw)
     b = unit_load.assemble(basis)
-    A, b, keep = eliminate(A, b, basis.get_dofs().flatten())
+    fixed = basis.get_dofs().flatten()
+    if keep_fixed:
+        A, b = identity_rows(A, b, fixed)
+        return dict(A=A, b=b, X=basis.doflocs.T, block_size=1)
+    A, b, keep = eliminate(A, b, fixed)
     return dict(A=A, b=b, X=basis.doflocs[:, keep].T, block_size=1)
 
 
@@ -192,7 +210,7 @@ def aniso2d(target, eps=1e-3, theta=np.pi / 6):
     return mesh, scalar_system(mesh, ElementTriP1(), form)
 
 
-def jump3d(target, kappa=1e4):
+def jump3d(target, kappa=1e4, keep_fixed=False):
     """-div(k grad u) = 1 on the unit cube, k = kappa on the elements whose
     centroid lies in [1/4,3/4]^3 (a floating inclusion), else 1; P1 tets."""
     n = max(2, round(target ** (1 / 3)))
@@ -201,12 +219,18 @@ def jump3d(target, kappa=1e4):
     inside = np.all(np.abs(centroid - 0.5) < 0.25, axis=0)
     nqp = Basis(mesh, ElementTetP1()).X.shape[1]
     k = np.repeat(np.where(inside, kappa, 1.0)[:, None], nqp, axis=1)
-    return mesh, scalar_system(mesh, ElementTetP1(), weighted_laplace, k=k)
+    return mesh, scalar_system(mesh, ElementTetP1(), weighted_laplace, keep_fixed, k=k)
+
+
+def jump3d_identity_rows(target):
+    """jump3d with its boundary unknowns kept in the matrix as identity rows
+    (rows and columns zeroed, 1 on the diagonal)."""
+    return jump3d(target, keep_fixed=True)
 
 
 SYSTEMS = {f.__name__: f for f in
            (elasticity3d, elasticity2d, poisson_p1_ball, poisson_p2_cube,
-            aniso2d, jump3d)}
+            aniso2d, jump3d, jump3d_identity_rows)}
 
 
 # ---------------------------------------------------------------- output

@@ -45,7 +45,9 @@
 //!     coarse nodes with weight (1/n_i) I per block, R = P^T, Galerkin R A P;
 //!   - [`Coarsening::SmoothedAggregation`]: aggregates from a distance-2
 //!     maximal independent set (rounds of max-propagation of a hashed key, so
-//!     a parallel or GPU setup builds the same ones, [`aggregate`]); the
+//!     a parallel or GPU setup builds the same ones, [`aggregate`]; a node
+//!     without strong connections, such as a Dirichlet unknown kept as an
+//!     identity row, joins none); the
 //!     tentative prolongator from near-null-space vectors (the constant of each
 //!     block component by default, or any given set such as the rigid-body modes
 //!     of 2D elasticity), orthonormalised per aggregate by a thin QR; smoothed by

@@ -456,9 +456,9 @@ pub(crate) mod cuda {
         ) -> Result<(Vec<u32>, usize)> {
             match self.setup_aggregates(level, bs, eps)? {
                 Some((mut agg, naggs, isolated)) => {
-                    let naggs = crate::aggregate::drop_isolated(&mut agg, naggs, |i| {
-                        isolated.binary_search(&(i as u32)).is_ok()
-                    });
+                    let mut mask = vec![false; agg.len()];
+                    isolated.iter().for_each(|&i| mask[i as usize] = true);
+                    let naggs = crate::aggregate::drop_isolated(&mut agg, naggs, |i| mask[i]);
                     Ok((agg, naggs))
                 }
                 None => Ok(crate::aggregate::aggregates(
@@ -505,8 +505,8 @@ pub(crate) mod cuda {
 
         /// On the device, kept there, the host's values bit for bit: one
         /// vector by [`CudaBackend::setup_tentative_single`], several by
-        /// [`CudaBackend::setup_tentative_qr`] (a thread per aggregate); on
-        /// the host where a node is in no aggregate.
+        /// [`CudaBackend::setup_tentative_qr`] (a thread per aggregate; on
+        /// the host where a node is in no aggregate).
         fn tentative(
             &self,
             agg: &[u32],
@@ -514,9 +514,9 @@ pub(crate) mod cuda {
             bs: usize,
             nns: &[Vec<f64>],
         ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-            if agg.contains(&crate::aggregate::NOT_AGGREGATED) {
-                // Not written for the device: the host's, uploaded by the
-                // next step (O(n) transfer, only where nodes are isolated).
+            if nns.len() > 1 && agg.contains(&crate::aggregate::NOT_AGGREGATED) {
+                // The thin QR with nodes in no aggregate is not written for
+                // the device: the host's, uploaded by the next step (O(n)).
                 return super::host_tentative(agg, naggs, bs, nns);
             }
             match nns {

@@ -472,8 +472,9 @@ impl CudaBackend {
     /// aggregates and of b, the pattern, its transpose (each aggregate's rows
     /// in order, so each norm sums in the host's order: the same values bit
     /// for bit), the norms and the scaling; the norms come back. O(nrows).
-    /// Errors when `agg` or `b` do not match (bs nodes per aggregate entry)
-    /// or an aggregate is out of range.
+    /// A node in no aggregate (`agg` u32::MAX) has empty rows. Errors when
+    /// `agg` or `b` do not match (bs nodes per aggregate entry) or an
+    /// aggregate is out of range.
     pub fn setup_tentative_single(
         &self,
         agg: &[u32],
@@ -489,17 +490,17 @@ impl CudaBackend {
             ));
         }
         let mut pt = self.aggregate_pattern(agg, naggs, bs, &self.setup_put(b)?)?;
-        let nrows = pt.nrows;
+        let nnz = pt.nnz;
         let t = self.setup_transpose(&pt)?;
         let mut norm = self.setup_zeros::<f64>(naggs)?;
         // SAFETY: arguments match `tentative_norms`; t describes naggs rows.
         setup_launch!(self, "tentative_norms", naggs, l => {
             l.arg(&naggs).arg(&t.ptr).arg(&t.val).arg(&mut norm);
         })?;
-        // SAFETY: arguments match `tentative_scale`; pt's columns are below
-        // naggs, norm holds naggs values, val nrows.
-        setup_launch!(self, "tentative_scale", nrows, l => {
-            l.arg(&nrows).arg(&pt.col).arg(&norm).arg(&mut pt.val);
+        // SAFETY: arguments match `tentative_scale`; pt's nnz columns are
+        // below naggs, norm holds naggs values, val nnz.
+        setup_launch!(self, "tentative_scale", nnz, l => {
+            l.arg(&nnz).arg(&pt.col).arg(&norm).arg(&mut pt.val);
         })?;
         let norm = self.setup_get(&norm, naggs)?;
         Ok((pt, norm))
@@ -514,7 +515,9 @@ impl CudaBackend {
     /// then one thread per aggregate factorising as the host does (kernel
     /// `tentative_qr`: the same values bit for bit); the coarse vectors come
     /// back. O(nrows k^2). Errors when `b` is empty, a vector does not match
-    /// (bs nodes per aggregate entry) or an aggregate is out of range.
+    /// (bs nodes per aggregate entry), an aggregate is out of range, or a node
+    /// is in no aggregate (not written for the device: the host builds that
+    /// prolongator).
     pub fn setup_tentative_qr(
         &self,
         agg: &[u32],
@@ -530,6 +533,11 @@ impl CudaBackend {
         }
         if let Some(v) = b.iter().find(|v| v.len() != nrows) {
             return Err(Error::shape("tentative prolongator", nrows, v.len()));
+        }
+        if agg.contains(&NOT_AGGREGATED) {
+            return Err(Error::InvalidArgument(
+                "the device's thin QR takes every node in an aggregate".into(),
+            ));
         }
         // The first vector, the concatenation's head, gives the pattern's
         // values (which the factorisation does not read).
@@ -577,25 +585,54 @@ impl CudaBackend {
         if bs == 0 || d_b.len() < nrows {
             return Err(Error::shape("tentative prolongator", nrows, d_b.len()));
         }
-        if agg.iter().any(|&a| a as usize >= naggs) {
+        if agg
+            .iter()
+            .any(|&a| a as usize >= naggs && a != NOT_AGGREGATED)
+        {
             return Err(Error::InvalidArgument(format!(
                 "an aggregate index is not below the {naggs} aggregates"
             )));
         }
         let d_agg = self.setup_put(agg)?;
-        let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
-        let mut col = self.setup_zeros::<u32>(nrows)?;
-        let mut val = self.setup_zeros::<f64>(nrows)?;
-        // SAFETY: arguments match `tentative_pattern`; agg holds nrows / bs
-        // aggregates below naggs, d_b at least nrows values, ptr nrows + 1,
-        // col and val nrows.
-        setup_launch!(self, "tentative_pattern", nrows + 1, l => {
-            l.arg(&nrows).arg(&bs).arg(&d_agg).arg(d_b).arg(&mut ptr).arg(&mut col).arg(&mut val);
+        if !agg.contains(&NOT_AGGREGATED) {
+            let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
+            let mut col = self.setup_zeros::<u32>(nrows)?;
+            let mut val = self.setup_zeros::<f64>(nrows)?;
+            // SAFETY: arguments match `tentative_pattern`; agg holds nrows / bs
+            // aggregates below naggs, d_b at least nrows values, ptr nrows + 1,
+            // col and val nrows.
+            setup_launch!(self, "tentative_pattern", nrows + 1, l => {
+                l.arg(&nrows).arg(&bs).arg(&d_agg).arg(d_b).arg(&mut ptr).arg(&mut col).arg(&mut val);
+            })?;
+            return Ok(SetupCsr {
+                nrows,
+                ncols: naggs,
+                nnz: nrows,
+                ptr,
+                col,
+                val,
+            });
+        }
+        // Rows of nodes in no aggregate are empty: their offsets on the host.
+        let mut offsets = Vec::with_capacity(nrows + 1);
+        offsets.push(0u64);
+        for r in 0..nrows {
+            offsets.push(offsets[r] + u64::from(agg[r / bs] != NOT_AGGREGATED));
+        }
+        let nnz = offsets[nrows] as usize;
+        let ptr = self.setup_put(&offsets)?;
+        let mut col = self.setup_zeros::<u32>(nnz)?;
+        let mut val = self.setup_zeros::<f64>(nnz)?;
+        // SAFETY: arguments match `tentative_pattern_at`; agg holds nrows / bs
+        // aggregates below naggs or NOT_AGGREGATED, d_b at least nrows
+        // values, ptr the nrows + 1 offsets of nnz entries, col and val nnz.
+        setup_launch!(self, "tentative_pattern_at", nrows, l => {
+            l.arg(&nrows).arg(&bs).arg(&d_agg).arg(d_b).arg(&ptr).arg(&mut col).arg(&mut val);
         })?;
         Ok(SetupCsr {
             nrows,
             ncols: naggs,
-            nnz: nrows,
+            nnz,
             ptr,
             col,
             val,
@@ -1194,6 +1231,10 @@ impl CudaBackend {
         Ok(Some((agg, count as usize, isolated)))
     }
 }
+
+/// The aggregate of a node in no aggregate (a zero row of the tentative
+/// prolongator; `gpuq_amg::aggregate::NOT_AGGREGATED`).
+const NOT_AGGREGATED: u32 = u32::MAX;
 
 /// What the setup's aggregation returns: each node's aggregate, the number
 /// of aggregates, and the isolated nodes (no strong connection), increasing.

@@ -1966,6 +1966,33 @@ pub unsafe extern "ptx-kernel" fn tentative_pattern(
     }
 }
 
+/// The tentative prolongator's pattern where some nodes are in no aggregate
+/// (`agg` u32::MAX): the row offsets `ptr` given (one entry per row of a
+/// node in an aggregate, none for the others), row r's entry (if any) is
+/// column agg[r / bs] with value b[r]. Grid-stride over the rows.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn tentative_pattern_at(
+    nrows: usize,
+    bs: usize,
+    agg: *const u32,
+    b: *const f64,
+    ptr: *const u64,
+    col: *mut u32,
+    val: *mut f64,
+) {
+    let bs = bs.max(1);
+    let mut r = global_id();
+    while r < nrows {
+        let a = *agg.add(r / bs);
+        if a != u32::MAX {
+            let e = *ptr.add(r) as usize;
+            *col.add(e) = a;
+            *val.add(e) = *b.add(r);
+        }
+        r += grid_threads();
+    }
+}
+
 /// norm[a] = sqrt(sum of v^2 over row a of the transposed pattern), the
 /// rows in increasing order (the host's sum in its order). One thread per
 /// aggregate.
@@ -1988,8 +2015,8 @@ pub unsafe extern "ptx-kernel" fn tentative_norms(
     }
 }
 
-/// val[r] = val[r] / norm[col[r]] (0 where the norm is 0): the tentative
-/// prolongator's values. Grid-stride over the rows.
+/// val[e] = val[e] / norm[col[e]] (0 where the norm is 0) for the `nrows`
+/// entries: the tentative prolongator's values. Grid-stride over the entries.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn tentative_scale(
     nrows: usize,
