@@ -35,6 +35,9 @@ impl fmt::Debug for BlockDiagonal {
     }
 }
 
+/// Nodes per parallel task of [`BlockDiagonal::mul_into`].
+const MUL_TASK: usize = 2048;
+
 impl BlockDiagonal {
     fn new(bs: usize, blocks: Vec<f64>) -> Self {
         BlockDiagonal {
@@ -72,6 +75,7 @@ impl BlockDiagonal {
         blocks
             .par_chunks_mut(bs * bs)
             .enumerate()
+            .with_min_len(1024)
             .for_each(|(k, blk)| {
                 let (lo, hi) = ((bs * k) as u32, (bs * (k + 1)) as u32);
                 for r in 0..bs {
@@ -122,16 +126,33 @@ impl BlockDiagonal {
     /// in column order. O(n bs).
     pub fn mul_into(&self, x: &[f64], y: &mut [f64]) {
         let bs = self.bs;
-        y.par_chunks_mut(bs)
-            .zip(x.par_chunks(bs))
-            .zip(self.blocks.par_chunks(bs * bs))
-            .for_each(|((yk, xk), b)| {
-                for r in 0..bs {
-                    let mut s = 0.0;
-                    for c in 0..bs {
-                        s += b[r * bs + c] * xk[c];
+        if bs == 1 {
+            y.par_chunks_mut(MUL_TASK)
+                .zip(x.par_chunks(MUL_TASK))
+                .zip(self.blocks.par_chunks(MUL_TASK))
+                .for_each(|((y, x), d)| {
+                    for ((yi, xi), di) in y.iter_mut().zip(x).zip(d) {
+                        *yi = 0.0 + di * xi;
                     }
-                    yk[r] = s;
+                });
+            return;
+        }
+        y.par_chunks_mut(bs * MUL_TASK)
+            .zip(x.par_chunks(bs * MUL_TASK))
+            .zip(self.blocks.par_chunks(bs * bs * MUL_TASK))
+            .for_each(|((y, x), blocks)| {
+                for ((yk, xk), b) in y
+                    .chunks_mut(bs)
+                    .zip(x.chunks(bs))
+                    .zip(blocks.chunks(bs * bs))
+                {
+                    for r in 0..bs {
+                        let mut s = 0.0;
+                        for c in 0..bs {
+                            s += b[r * bs + c] * xk[c];
+                        }
+                        yk[r] = s;
+                    }
                 }
             });
     }

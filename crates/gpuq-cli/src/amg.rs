@@ -46,7 +46,8 @@ pub struct AmgArgs {
     /// (3 modes in 2D, 6 in 3D); needs --block d.
     #[arg(long, value_name = "X.mtx")]
     pub coords: Option<PathBuf>,
-    /// AMG strength threshold eps of e_kl^2 >= eps e_kk e_ll (block norms).
+    /// AMG strength threshold eps of e_kl^2 >= eps e_kk e_ll (block norms; PyAMG's symmetric
+    /// theta = sqrt(eps)); nodes without strong connections join no aggregate.
     #[arg(long = "amg-strength", default_value_t = 0.001)]
     pub strength: f64,
     /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4),
