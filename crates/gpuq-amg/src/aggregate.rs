@@ -268,12 +268,25 @@ pub fn isolated_nodes(s: &Graph) -> Vec<u32> {
         .collect()
 }
 
-/// The aggregates of one process's setup: [`mis2_aggregates`] of `s`
-/// without the isolated nodes ([`drop_isolated`]). O(edges) per round.
-pub fn aggregates(s: &Graph) -> (Vec<u32>, usize) {
-    let (mut agg, naggs) = mis2_aggregates(s);
-    let naggs = drop_isolated(&mut agg, naggs, |i| s.neighbours(i).is_empty());
+/// An [`Aggregation`] without its isolated nodes ([`drop_isolated`]),
+/// except those that `keep` (a rank's node whose connections are all to
+/// other ranks): the one rule of the host, device and distributed setups.
+/// O(n).
+pub fn without_isolated(
+    (mut agg, naggs, isolated): Aggregation,
+    keep: impl Fn(usize) -> bool,
+) -> (Vec<u32>, usize) {
+    let mut listed = vec![false; agg.len()];
+    isolated.iter().for_each(|&i| listed[i as usize] = true);
+    let naggs = drop_isolated(&mut agg, naggs, |i| listed[i] && !keep(i));
     (agg, naggs)
+}
+
+/// The aggregates of one process's setup: [`mis2_aggregates`] of `s`
+/// without the isolated nodes ([`without_isolated`]). O(edges) per round.
+pub fn aggregates(s: &Graph) -> (Vec<u32>, usize) {
+    let (agg, naggs) = mis2_aggregates(s);
+    without_isolated((agg, naggs, isolated_nodes(s)), |_| false)
 }
 
 #[cfg(test)]

@@ -455,12 +455,7 @@ pub(crate) mod cuda {
             eps: f64,
         ) -> Result<(Vec<u32>, usize)> {
             match self.setup_aggregates(level, bs, eps)? {
-                Some((mut agg, naggs, isolated)) => {
-                    let mut mask = vec![false; agg.len()];
-                    isolated.iter().for_each(|&i| mask[i as usize] = true);
-                    let naggs = crate::aggregate::drop_isolated(&mut agg, naggs, |i| mask[i]);
-                    Ok((agg, naggs))
-                }
+                Some(found) => Ok(crate::aggregate::without_isolated(found, |_| false)),
                 None => Ok(crate::aggregate::aggregates(
                     &crate::strength::strength_graph(a.host()?, bs, eps)?,
                 )),

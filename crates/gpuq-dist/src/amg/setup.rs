@@ -7,7 +7,7 @@ use crate::operator::transpose_rows;
 use crate::partition::RowPartition;
 use crate::scatter::allgather_matrix;
 use crate::solve::allgather_rows;
-use gpuq_amg::aggregate::{drop_isolated, isolated_nodes, mis2_aggregates};
+use gpuq_amg::aggregate::{isolated_nodes, mis2_aggregates, without_isolated};
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::galerkin::spgemm_rows;
 use gpuq_amg::prolong::{smooth, tentative};
@@ -686,12 +686,10 @@ fn coarsen(
                     }),
             }
         });
-        let (mut agg, naggs, isolated) = agree(comm, mine)?;
         // A node isolated in the owned block and without ghost entries is
         // isolated in A: it joins no aggregate, as on one process.
-        let naggs = drop_isolated(&mut agg, naggs, |i| {
-            isolated.binary_search(&(i as u32)).is_ok()
-                && (i * bs..(i + 1) * bs).all(|r| split.ghost.row(r).0.is_empty())
+        let (agg, naggs) = without_isolated(agree(comm, mine)?, |i| {
+            (i * bs..(i + 1) * bs).any(|r| !split.ghost.row(r).0.is_empty())
         });
         let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
         if coarse_rows > 0 && coarse_rows * 10 <= n * 9 {
