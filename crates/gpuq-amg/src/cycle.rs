@@ -13,27 +13,56 @@ use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, DeviceMatrix, Layout, MAX_BSR_BLOCK};
 use std::sync::Mutex;
 
-/// One level's resident data (every level but the coarsest).
-struct DeviceLevel<B: AmgKernels, T: Scalar> {
-    smoother: Smoother,
+/// One level of a cycle as backend `B` stores it (every level but the
+/// coarsest): built by [`Amg::new`] from a [`Hierarchy`], or by a caller
+/// that stores its levels itself (the distributed hierarchy of `gpuq-dist`,
+/// whose levels are matrices of its `Dist` backend) for [`Amg::from_levels`].
+pub struct CycleLevel<B: AmgKernels, T: Scalar> {
+    /// The smoother.
+    pub smoother: Smoother,
     /// Smoothing applications before and after the coarse correction.
-    sweeps: usize,
-    a: B::Matrix<T>,
-    p: B::Matrix<T>,
-    r: B::Matrix<T>,
-    dinv: B::Matrix<T>,
+    pub sweeps: usize,
+    /// The level's operator.
+    pub a: B::Matrix<T>,
+    /// The prolongator from the next coarser level.
+    pub p: B::Matrix<T>,
+    /// The restriction to the next coarser level.
+    pub r: B::Matrix<T>,
+    /// The smoother's inverse (block) diagonal D^-1 (l1 for l1 Jacobi).
+    pub dinv: B::Matrix<T>,
     /// The diagonal of `dinv` as a vector, where `dinv` is diagonal (block
     /// size one) and the smoother Jacobi-type (times omega) or Chebyshev
     /// (as is, since each step scales it): the fused kernels read it.
-    diag: Option<B::Vector<T>>,
-    block: usize,
-    omega: T,
-    /// Chebyshev: centre and half-width of [lambda_max / 30, lambda_max], with
-    /// lambda_max = 1.1 rho(D^-1 A).
-    theta: f64,
-    delta: f64,
+    pub diag: Option<B::Vector<T>>,
+    /// Unknowns per node.
+    pub block: usize,
+    /// The Jacobi damping.
+    pub omega: T,
+    /// Chebyshev: centre and half-width of its interval
+    /// ([`chebyshev_interval`]).
+    pub theta: f64,
+    /// See `theta`.
+    pub delta: f64,
     /// Gauss-Seidel: each colour's (scaled, select, scatter) matrices.
-    colors: Vec<[B::Matrix<T>; 3]>,
+    pub colors: Vec<[B::Matrix<T>; 3]>,
+}
+
+/// Chebyshev's interval [lambda_max / 30, lambda_max] with lambda_max =
+/// 1.1 `rho` (`rho` an estimate of rho(D^-1 A)), as its centre and
+/// half-width (theta, delta). O(1).
+pub fn chebyshev_interval(rho: f64) -> (f64, f64) {
+    let upper = 1.1 * rho;
+    let lower = upper / 30.0;
+    (0.5 * (upper + lower), 0.5 * (upper - lower))
+}
+
+/// The coarsest level's solve.
+pub enum Coarsest<B: AmgKernels, T: Scalar> {
+    /// One product with the stored (pseudo-)inverse.
+    Inverse(B::Matrix<T>),
+    /// An operator of its own (for the distributed cycle, the gathered
+    /// levels' one-process cycle on every rank).
+    Operator(Box<dyn LinearOperator<B, T> + Send + Sync>),
 }
 
 /// The work vectors of one smoothed level, allocated once.
@@ -68,10 +97,11 @@ struct LevelWork<B: Backend, T: Scalar> {
 /// pays when the operator complexity is small.
 pub struct Amg<B: AmgKernels, T: Scalar> {
     backend: B,
-    levels: Vec<DeviceLevel<B, T>>,
-    coarse: B::Matrix<T>,
+    levels: Vec<CycleLevel<B, T>>,
+    coarse: Coarsest<B, T>,
     n: usize,
     symmetric: bool,
+    name: &'static str,
     work: Mutex<Vec<LevelWork<B, T>>>,
 }
 
@@ -212,8 +242,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 l.r.as_ref().ok_or_else(missing)?,
                 l.smoother.as_ref().ok_or_else(missing)?,
             );
-            let upper = 1.1 * s.rho;
-            let lower = upper / 30.0;
+            let (theta, delta) = chebyshev_interval(s.rho);
             let chebyshev = matches!(s.kind, Smoother::Chebyshev { .. });
             let k = levels.len();
             let (fb, cb) = (l.block, next.block);
@@ -237,7 +266,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 None
             };
             trace.mark(format_args!("cycle level {k}: point diagonal"));
-            levels.push(DeviceLevel {
+            levels.push(CycleLevel {
                 smoother: s.kind,
                 sweeps: o.sweeps_of(levels.len()),
                 a,
@@ -247,8 +276,8 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 diag,
                 block: l.block,
                 omega: T::from_f64(s.omega),
-                theta: 0.5 * (upper + lower),
-                delta: 0.5 * (upper - lower),
+                theta,
+                delta,
                 colors: s
                     .colors
                     .iter()
@@ -269,18 +298,54 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
         }
         let coarse = backend.upload_matrix_owned(convert::<T>(h.coarse_solve())?, Layout::Csr)?;
         trace.mark(format_args!("cycle: coarsest inverse"));
-        let w_cycle = o.cycle == CycleKind::W;
-        let mut work = Vec::new();
-        for (k, pair) in all.windows(2).enumerate() {
-            let (n, nc) = (pair[0].a.nrows(), pair[1].a.nrows());
-            let s = pair[0].smoother.as_ref().ok_or_else(missing)?;
-            let color_t = s
+        let amg = Self::from_levels(
+            backend,
+            levels,
+            Coarsest::Inverse(coarse),
+            (o.cycle, h.is_symmetric()),
+            "amg",
+        );
+        trace.mark(format_args!("cycle: work vectors"));
+        amg
+    }
+
+    /// The cycle of `levels` (finest first) and the `coarsest` solve on
+    /// `backend`, of kind `cycle` (V or W), symmetric as `symmetric` says
+    /// (then [`LinearOperator::apply_transpose`] is one cycle), named
+    /// `name`: allocates the work vectors, about 4 per level (6 per level
+    /// above the second coarsest for a W-cycle, 2 more for Chebyshev, one
+    /// per colour for Gauss-Seidel). Errors when a level's sizes do not
+    /// chain (P's columns the next level's rows).
+    pub fn from_levels(
+        backend: &B,
+        levels: Vec<CycleLevel<B, T>>,
+        coarse: Coarsest<B, T>,
+        (cycle, symmetric): (CycleKind, bool),
+        name: &'static str,
+    ) -> Result<Self> {
+        let coarse_n = match &coarse {
+            Coarsest::Inverse(m) => m.shape().0,
+            Coarsest::Operator(op) => op.shape().0,
+        };
+        let sizes: Vec<usize> = levels.iter().map(|l| l.a.shape().0).collect();
+        let mut work = Vec::with_capacity(levels.len());
+        for (k, l) in levels.iter().enumerate() {
+            let (n, nc) = (sizes[k], l.p.shape().1);
+            let next = sizes.get(k + 1).copied().unwrap_or(coarse_n);
+            if l.p.shape().0 != n || l.r.shape() != (nc, n) || nc != next {
+                return Err(Error::InvalidArgument(format!(
+                    "AMG level {k}: A of {n} rows, P {:?} and R {:?} do not chain to a next level of {next} rows",
+                    l.p.shape(),
+                    l.r.shape()
+                )));
+            }
+            let color_t = l
                 .colors
                 .iter()
-                .map(|c| backend.zeros(c.scaled.nrows()))
+                .map(|c| backend.zeros(c[0].shape().0))
                 .collect::<Result<_>>()?;
-            let chebyshev = matches!(s.kind, Smoother::Chebyshev { .. });
-            let second = if w_cycle && k + 2 < all.len() {
+            let chebyshev = matches!(l.smoother, Smoother::Chebyshev { .. });
+            let second = if cycle == CycleKind::W && k + 1 < levels.len() {
                 Some((backend.zeros(nc)?, backend.zeros(nc)?))
             } else {
                 None
@@ -298,13 +363,13 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 second,
             });
         }
-        trace.mark(format_args!("cycle: work vectors"));
         Ok(Amg {
             backend: backend.clone(),
+            n: sizes.first().copied().unwrap_or(coarse_n),
             levels,
             coarse,
-            n: all[0].a.nrows(),
-            symmetric: h.is_symmetric(),
+            symmetric,
+            name,
             work: Mutex::new(work),
         })
     }
@@ -328,7 +393,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     {
         let updated = h.update_values_on(&self.backend, a)?;
         let fresh = Amg::<B, T>::new(&self.backend, &updated, options)?;
-        let sizes = |l: &[DeviceLevel<B, T>]| -> Vec<(usize, usize)> {
+        let sizes = |l: &[CycleLevel<B, T>]| -> Vec<(usize, usize)> {
             l.iter().map(|d| d.p.shape()).collect()
         };
         if fresh.n != self.n || sizes(&fresh.levels) != sizes(&self.levels) {
@@ -351,7 +416,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     /// Pre-smoothing from x = 0 (`zero`) or post-smoothing from the given x.
     fn smooth(
         &self,
-        lev: &DeviceLevel<B, T>,
+        lev: &CycleLevel<B, T>,
         b: &B::Vector<T>,
         x: &mut B::Vector<T>,
         w: &mut LevelWork<B, T>,
@@ -411,7 +476,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     #[allow(clippy::too_many_arguments)]
     fn chebyshev(
         &self,
-        lev: &DeviceLevel<B, T>,
+        lev: &CycleLevel<B, T>,
         degree: usize,
         b: &B::Vector<T>,
         x: &mut B::Vector<T>,
@@ -455,7 +520,10 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     ) -> Result<()> {
         let be = &self.backend;
         let Some((w, rest)) = work.split_first_mut() else {
-            return be.spmv(T::one(), &self.coarse, b, T::zero(), x);
+            return match &self.coarse {
+                Coarsest::Inverse(m) => be.spmv(T::one(), m, b, T::zero(), x),
+                Coarsest::Operator(op) => op.apply(b, x),
+            };
         };
         let lev = &self.levels[l];
         self.smooth(lev, b, x, w, true)?;
@@ -500,7 +568,7 @@ impl<B: AmgKernels, T: Scalar> LinearOperator<B, T> for Amg<B, T> {
     }
 
     fn name(&self) -> &str {
-        "amg"
+        self.name
     }
 }
 

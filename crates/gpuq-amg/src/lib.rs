@@ -274,7 +274,7 @@ pub mod strength;
 mod symmetry;
 mod trace;
 
-pub use cycle::{cycle_layout, Amg};
+pub use cycle::{chebyshev_interval, cycle_layout, Amg, Coarsest, CycleLevel};
 pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData};
 pub use kernels::AmgKernels;
 pub use mixed::MixedAmg;

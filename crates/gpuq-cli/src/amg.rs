@@ -52,7 +52,7 @@ pub struct AmgArgs {
     pub strength: f64,
     /// AMG smoother: jacobi (damped block Jacobi), l1, chebyshev or chebyshev:D (D = 2..4),
     /// gs (multicolour symmetric block Gauss-Seidel). Default: chebyshev:3 for --block 1, jacobi for
-    /// larger blocks and under mpirun (the distributed levels take Jacobi smoothers only).
+    /// larger blocks and under mpirun (where gs is not available).
     #[arg(long = "amg-smoother", value_parser = crate::choices::smoother())]
     pub smoother: Option<String>,
     /// AMG smoother of the levels below the finest (the same choices; default: --amg-smoother).

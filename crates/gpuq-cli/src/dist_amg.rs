@@ -8,7 +8,7 @@ use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
 use gpuq_dist::{
-    agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmg, DistAmgOptions, DistHierarchy,
+    agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmgOptions, DistHierarchy,
     DistSetupKernels, DistSetupTimings, HaloBackend, RankBackend, RowPartition,
 };
 use gpuq_krylov::SolverConfig;
@@ -186,7 +186,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
     let layout = config.layout;
     let m: DistPrecond<B, T> = match (precision, T::KIND) {
         ("f64", ScalarKind::F64) | ("f32", ScalarKind::F32) => {
-            Box::new(DistAmg::<B, T>::new(dist, &h, layout)?)
+            Box::new(h.cycle::<B, T>(dist, layout)?)
         }
         ("f32", _) => Box::new(mixed_dist_amg::<B, T, f32>(dist, &h, layout)?),
         ("f64", _) => Box::new(mixed_dist_amg::<B, T, f64>(dist, &h, layout)?),

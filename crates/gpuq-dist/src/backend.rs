@@ -366,6 +366,21 @@ pub struct DistMatrix<B: HaloBackend, T: Scalar> {
     owned: B::Matrix<T>,
     ghost: Option<Ghosts<B, T>>,
     global: (usize, usize),
+    /// For an AMG level's A smoothed by point Jacobi: what its one-pass
+    /// sweep needs ([`DistMatrix::with_point_sweep`]).
+    sweep: Option<PointSweep<B, T>>,
+}
+
+/// The data of the one-pass Jacobi sweep of an AMG level whose D^-1 is a
+/// point diagonal d (the damping folded in): x_new = x + d o (b - A_owned
+/// x) minus (d o A_ghost) x_ghost, the first term the local backend's fused
+/// sweep over the owned block while the halo travels, the second this block.
+pub(crate) struct PointSweep<B: HaloBackend, T: Scalar> {
+    /// d o A_ghost.
+    pub(crate) ghost: GhostBlock<B, T>,
+    /// The scratch of a local sweep that is not fused
+    /// ([`gpuq_amg::AmgKernels::amg_jacobi_into`]'s `tmp`).
+    pub(crate) tmp: Mutex<B::Vector<T>>,
 }
 
 /// A block on a [`DistMatrix`]'s ghost columns other than its own (its
@@ -508,7 +523,35 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
                 halo,
             }),
             global: (rows.rows(), columns.rows()),
+            sweep: None,
         })
+    }
+
+    /// This matrix as an AMG level's A whose point-Jacobi sweeps run in one
+    /// pass: `scaled_ghost` is its ghost block with row i scaled by d_i, d
+    /// the sweeps' point diagonal omega D^-1 (the `diag` that
+    /// [`gpuq_amg::AmgKernels::amg_jacobi`] is then given for it). Allocates
+    /// one vector of the rank's rows. Errors when the block does not fit.
+    pub(crate) fn with_point_sweep(mut self, local: &B, scaled_ghost: &Csr<T>) -> Result<Self> {
+        let ghost_cols = self.ghost.as_ref().map_or(0, |g| g.matrix.shape().1);
+        if scaled_ghost.shape() != (self.owned.shape().0, ghost_cols) {
+            return Err(Error::InvalidArgument(format!(
+                "a point sweep's ghost block of shape {:?} does not fit a matrix of {} rows and {ghost_cols} ghost columns",
+                scaled_ghost.shape(),
+                self.owned.shape().0
+            )));
+        }
+        self.sweep = Some(PointSweep {
+            ghost: GhostBlock::upload(local, scaled_ghost)?,
+            tmp: Mutex::new(local.zeros(self.owned.shape().0)?),
+        });
+        Ok(self)
+    }
+
+    /// The one-pass sweep's data, where [`DistMatrix::with_point_sweep`]
+    /// gave it.
+    pub(crate) fn point_sweep(&self) -> Option<&PointSweep<B, T>> {
+        self.sweep.as_ref()
     }
 
     /// The halo plan (`None` for a matrix local to the rank).
@@ -549,6 +592,7 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
             owned: self.local.upload_matrix(a, layout)?,
             ghost: None,
             global: a.shape(),
+            sweep: None,
         })
     }
 

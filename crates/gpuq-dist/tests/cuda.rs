@@ -243,7 +243,7 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
         return;
     }
     use gpuq_core::{Backend, LinearOperator};
-    use gpuq_dist::{solve_rows_with_precond, DistAmg, DistAmgOptions, DistHierarchy};
+    use gpuq_dist::{solve_rows_with_precond, DistAmgOptions, DistHierarchy};
     let a = generators::laplace3d::<f64>(32);
     let n = a.nrows();
     let b: Vec<f64> = (0..n).map(|i| 1.0 + ((i * 7) % 13) as f64 / 13.0).collect();
@@ -288,7 +288,7 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
                 .all(|(x, y)| x.a == y.a && x.p == y.p && x.r == y.r)
             && h.tail().coarse_solve() == hg.tail().coarse_solve();
         assert!(same, "the GPU-built hierarchy differs from the host's");
-        let m = DistAmg::<CudaBackend, f64>::new(&dist, &h, Layout::Csr).unwrap();
+        let m = h.cycle::<CudaBackend, f64>(&dist, Layout::Csr).unwrap();
         let m: &dyn LinearOperator<Dist<CudaBackend>, f64> = &m;
         let amg =
             solve_rows_with_precond(&dist, &partition, &rows, &b[range], &config, Some(m)).unwrap();

@@ -18,7 +18,7 @@ use gpuq_sparse::Layout;
 /// passes over the rank's rows. Made by [`mixed_dist_amg`].
 pub type MixedDistAmg<B, T, S> = MixedAmg<Dist<B>, T, S, DistAmg<B, S>>;
 
-/// Puts the hierarchy on `dist` in precision `S` ([`DistAmg::new`]) inside
+/// Puts the hierarchy on `dist` in precision `S` ([`DistHierarchy::cycle`]) inside
 /// [`MixedDistAmg`] (named `dist-amg, f32 cycle`), with two work vectors of
 /// the rank's rows. Collective.
 pub fn mixed_dist_amg<B: HaloBackend + AmgKernels, T: Scalar, S: Scalar>(
@@ -26,7 +26,7 @@ pub fn mixed_dist_amg<B: HaloBackend + AmgKernels, T: Scalar, S: Scalar>(
     h: &DistHierarchy,
     layout: Layout,
 ) -> Result<MixedDistAmg<B, T, S>> {
-    let cycle = DistAmg::<B, S>::new(dist, h, layout)?;
+    let cycle: DistAmg<B, S> = h.cycle(dist, layout)?;
     let (n, _) = LinearOperator::<Dist<B>, S>::shape(&cycle);
     let work = (dist.zeros(n)?, dist.zeros(n)?);
     let (into, from) = (dist.local().clone(), dist.local().clone());

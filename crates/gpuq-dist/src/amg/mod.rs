@@ -17,11 +17,15 @@
 //!   one-process [`gpuq_amg::Hierarchy`] coarsens it further; each rank then
 //!   solves that part redundantly (one allgather of the level's vector per
 //!   cycle, no other communication below it).
-//! * [`DistAmg`]: the V-cycle as a preconditioner of every Krylov method on
-//!   [`crate::Dist`]: damped (or l1) Jacobi smoothing with one halo exchange
-//!   per product with A, restriction and prolongation as distributed
-//!   products, the gathered levels by [`gpuq_amg::Amg`] on the rank's local
-//!   backend; [`MixedDistAmg`] runs it in f32 inside an f64 solve.
+//! * [`DistAmg`] ([`DistHierarchy::cycle`]): the one-process cycle of
+//!   `gpuq-amg` ([`gpuq_amg::Amg`]: its V- and W-cycles, damped and l1
+//!   Jacobi and Chebyshev smoothing, its mixed-precision wrapper) over levels
+//!   whose matrices are distributed ([`crate::DistMatrix`]), through
+//!   [`gpuq_amg::AmgKernels`] for [`crate::Dist`]: each product with a
+//!   level's A exchanges its halo while the local backend's fused step runs
+//!   over the owned block; the gathered levels are its coarsest solve, the
+//!   one-process cycle on the rank's local backend. [`MixedDistAmg`] runs it
+//!   in f32 inside an f64 solve.
 //!
 //! With one rank the hierarchy is the one-process hierarchy bit for bit
 //! (same aggregates, prolongators and coarse operators: tested). With more,
@@ -42,12 +46,12 @@
 //! hierarchy takes 10.9-16.6 s on four H100 ranks and 15.3 s on two against
 //! 0.7 s on one GPU, no step above a third of it, [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
 //! gathered levels are solved on every rank, so in weak scaling they grow
-//! with the rank count); smoothers other than damped
-//! and l1 Jacobi, the W-cycle and the seed's coarsening are not distributed
-//! (asking for them is an error); a singular system's null space is not
-//! projected.
+//! with the rank count); Gauss-Seidel (its colouring is per process) and
+//! the seed's coarsening are not distributed (asking for them is an error);
+//! a singular system's null space is not projected.
 
 mod cycle;
+mod kernels;
 mod lanczos;
 mod mixed;
 mod setup;
