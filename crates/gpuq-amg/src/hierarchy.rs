@@ -189,6 +189,18 @@ enum Input<'a> {
     Resident(LevelMatrix),
 }
 
+/// The coarsening rule of every setup (one process and across ranks): a
+/// coarse level of `(rows, nnz)` is kept below a level of `fine` when it has
+/// rows and at most 90% of the fine level's; for smoothed aggregation
+/// (`sa`) it must also hold no more entries than the fine level, since too
+/// small aggregates (a threshold that keeps few connections) give coarse
+/// operators that fill in level after level. Otherwise the setup coarsens
+/// again with every connection strong, and failing that the fine level
+/// becomes the coarsest. O(1).
+pub fn coarsening_accepted(fine: (usize, usize), (rows, nnz): (usize, usize), sa: bool) -> bool {
+    rows > 0 && rows * 10 <= fine.0 * 9 && (!sa || nnz <= fine.1)
+}
+
 fn bad(reason: String) -> Error {
     Error::Precondition {
         method: "amg",
@@ -464,15 +476,9 @@ impl Hierarchy {
                     options,
                     (&mut t, trace),
                 )?;
-                // A level must lose 10% of its rows; for smoothed aggregation
-                // it must also hold fewer entries than the level above: too
-                // small aggregates (a threshold that keeps few connections)
-                // give coarse operators that fill in level after level.
                 let sa = options.coarsening == Coarsening::SmoothedAggregation;
                 let shrinks = |b: &Coarsened| {
-                    b.ac.nrows() > 0
-                        && b.ac.nrows() * 10 <= rows * 9
-                        && (!sa || b.ac.nnz() <= cur.nnz())
+                    coarsening_accepted((rows, cur.nnz()), (b.ac.nrows(), b.ac.nnz()), sa)
                 };
                 if let Some(built) = built.filter(|b| shrinks(b) || given.is_some()) {
                     attempt = Some(built);

@@ -275,7 +275,9 @@ mod symmetry;
 mod trace;
 
 pub use cycle::{chebyshev_interval, cycle_layout, Amg, Coarsest, CycleLevel};
-pub use hierarchy::{Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData};
+pub use hierarchy::{
+    coarsening_accepted, Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData,
+};
 pub use kernels::AmgKernels;
 pub use mixed::MixedAmg;
 pub use options::{

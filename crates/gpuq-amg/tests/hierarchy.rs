@@ -154,31 +154,7 @@ fn block2_hierarchies() {
 /// entries than the one above.
 #[test]
 fn a_threshold_that_keeps_few_connections_does_not_fill_in_the_levels() {
-    let n = 3000usize;
-    let mut coo = gpuq_sparse::Coo::new(n, n);
-    let far = |i: usize, k: usize| (i * 7919 + k * 104_729 + 13) % n;
-    let mut diag = vec![0.0; n];
-    let mut add = |i: usize, j: usize, v: f64, coo: &mut gpuq_sparse::Coo<f64>| {
-        coo.push(i, j, v).unwrap();
-        coo.push(j, i, v).unwrap();
-        diag[i] -= v;
-        diag[j] -= v;
-    };
-    for i in 0..n - 1 {
-        add(i, i + 1, -1.0, &mut coo);
-    }
-    for i in 0..n {
-        for k in 0..20 {
-            let j = far(i, k);
-            if j.abs_diff(i) > 1 {
-                add(i, j, -1e-3, &mut coo);
-            }
-        }
-    }
-    for (i, d) in diag.iter().enumerate() {
-        coo.push(i, i, d + 1e-2).unwrap();
-    }
-    let a = Csr::from_coo(&coo).unwrap();
+    let a = gpuq_sparse::generators::chain_with_far_couplings(3000).unwrap();
     let o = AmgOptions {
         strength: 0.01,
         coarse_size: 50,

@@ -133,6 +133,49 @@ fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
     same(h.tail().coarse_solve(), serial.coarse_solve(), "coarsest");
 }
 
+/// The coarsening rule is the one-process rule on every rank count: with a
+/// threshold that keeps only a chain of strong couplings among rows of 41
+/// entries, no distributed level holds more entries than the one above (the
+/// level is coarsened again with every connection strong), and one rank
+/// builds the one-process levels.
+#[test]
+fn distributed_levels_follow_the_one_process_coarsening_rule() {
+    let a = gpuq_sparse::generators::chain_with_far_couplings(1500).unwrap();
+    let o = DistAmgOptions {
+        gather_below: 10,
+        amg: AmgOptions {
+            strength: 0.01,
+            coarse_size: 50,
+            ..DistAmgOptions::default().amg
+        },
+    };
+    let serial = Hierarchy::build(&a, &o.amg).unwrap();
+    for ranks in 1..=3 {
+        let p = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+        let h = ThreadComm::run(ranks, |comm| {
+            let rows = rows_of(&a, &p, comm.rank()).unwrap();
+            DistHierarchy::build(&comm, &p, &rows, &o).unwrap()
+        })
+        .unwrap()
+        .remove(0);
+        let nnz: Vec<usize> = h
+            .levels()
+            .iter()
+            .map(|l| l.nnz)
+            .chain(h.tail().levels().iter().map(|l| l.a.nnz()))
+            .collect();
+        assert!(!h.levels().is_empty(), "{ranks} ranks: {nnz:?}");
+        assert!(
+            nnz.windows(2).all(|w| w[1] <= w[0]),
+            "{ranks} ranks: entries per level {nnz:?}"
+        );
+        if ranks == 1 {
+            let one: Vec<usize> = serial.levels().iter().map(|l| l.a.nnz()).collect();
+            assert_eq!(nnz, one);
+        }
+    }
+}
+
 /// With the one-process cycle's smoothers across ranks: damped Jacobi (the
 /// distributed default) and Chebyshev (the one-process default).
 #[test]

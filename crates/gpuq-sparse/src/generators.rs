@@ -45,6 +45,41 @@ pub(crate) const AXIS_ORDERS: [[usize; 3]; 6] = [
     [2, 1, 0],
 ];
 
+/// A symmetric positive definite matrix of `n` unknowns whose strong
+/// couplings form a chain (-1 between neighbours) while each row also holds
+/// about 40 weak couplings (-1e-3) to far unknowns, and a diagonal that
+/// makes every row sum 1e-2: with a strength threshold that keeps only the
+/// chain, aggregates are pieces of the chain and the far couplings fill the
+/// coarse operators in, level after level (a test of the coarsening rules).
+/// O(n) entries, 41 per row.
+pub fn chain_with_far_couplings(n: usize) -> Result<Csr<f64>> {
+    let mut coo = crate::Coo::new(n, n);
+    let far = |i: usize, k: usize| (i * 7919 + k * 104_729 + 13) % n;
+    let mut diag = vec![0.0; n];
+    let mut add = |i: usize, j: usize, v: f64, coo: &mut crate::Coo<f64>| -> Result<()> {
+        coo.push(i, j, v)?;
+        coo.push(j, i, v)?;
+        diag[i] -= v;
+        diag[j] -= v;
+        Ok(())
+    };
+    for i in 0..n.saturating_sub(1) {
+        add(i, i + 1, -1.0, &mut coo)?;
+    }
+    for i in 0..n {
+        for k in 0..20 {
+            let j = far(i, k);
+            if j.abs_diff(i) > 1 {
+                add(i, j, -1e-3, &mut coo)?;
+            }
+        }
+    }
+    for (i, d) in diag.iter().enumerate() {
+        coo.push(i, i, d + 1e-2)?;
+    }
+    Csr::from_coo(&coo)
+}
+
 /// `a` with the rows and columns of the unknowns `fixed(i)` replaced by those
 /// of the identity: how many finite-element codes keep Dirichlet unknowns in
 /// the matrix (a row and column of zeros with 1 on the diagonal, the matrix

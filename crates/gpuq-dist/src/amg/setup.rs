@@ -13,7 +13,7 @@ use gpuq_amg::galerkin::spgemm_rows;
 use gpuq_amg::prolong::{smooth, tentative};
 use gpuq_amg::spectral::{lanczos_rho, HostLanczos};
 use gpuq_amg::strength::{norm_matrix, strong_graph};
-use gpuq_amg::{AmgOptions, Coarsening, Hierarchy, Smoother};
+use gpuq_amg::{coarsening_accepted, AmgOptions, Coarsening, Hierarchy, Smoother};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
@@ -619,6 +619,18 @@ impl DistHierarchy {
 /// its rows of the coarse near-null-space vectors.
 type Coarsened = (DistLevel, Csr<f64>, Vec<Vec<f64>>);
 
+/// What one aggregation of a distributed level gives: the coarse level's
+/// partition, this rank's rows of P, R = P^T (and R split by the fine
+/// columns) and the coarse operator, and the coarse near-null-space vectors.
+struct Projected {
+    coarse: RowPartition,
+    p: Csr<f64>,
+    r: Csr<f64>,
+    r_split: SplitRows<f64>,
+    ac: Csr<f64>,
+    coarse_null: Vec<Vec<f64>>,
+}
+
 /// One distributed coarsening of the level whose rank's rows are `a`: the
 /// level (with its smoother data and transfers), this rank's rows of the
 /// coarse operator and its near-null-space vectors; `None` when the
@@ -671,11 +683,13 @@ fn coarsen(
         };
         Ok((dinv, rho, smoother_dinv, omega))
     })?;
-    // Aggregates on the rank's own block; retried with every connection
-    // strong when the level would not shrink by 10%, as on one process.
+    // Aggregates on the rank's own block, the prolongator and the coarse
+    // operator; again with every connection strong where the coarse level
+    // breaks the coarsening rule of every setup
+    // ([`gpuq_amg::coarsening_accepted`]), as on one process.
     let k = nns.len();
-    let mut chosen = None;
-    for eps in [o.strength, 0.0] {
+    let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
+    let project = |eps: f64, t: &mut DistSetupTimings| -> Result<Option<Projected>> {
         let mine = time(&mut t.aggregation_s, || {
             match local.owned_aggregates(&split.owned, bs, eps)? {
                 Some(found) => Ok(found),
@@ -693,50 +707,75 @@ fn coarsen(
             (i * bs..(i + 1) * bs).any(|r| !split.ghost.row(r).0.is_empty())
         });
         let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
-        if coarse_rows > 0 && coarse_rows * 10 <= n * 9 {
-            chosen = Some((agg, naggs));
-            break;
+        // The rows' part of the rule before the products (no entries yet).
+        if !coarsening_accepted((n, nnz), (coarse_rows, 0), true) {
+            return Ok(None);
+        }
+        let counts = comm.allgather(&[(naggs * k) as f64])?;
+        let coarse =
+            RowPartition::from_counts(&counts.iter().map(|&c| c as usize).collect::<Vec<_>>())?;
+        let cfirst = coarse.range(rank).start;
+        let nc = coarse.rows();
+        // P_T with global coarse columns, its ghost rows, then P.
+        let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
+            let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
+            let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
+            let pt_ghosts = plan.exchange_rows(comm, &pt)?;
+            let smoothed = stack_rows(&[pt, pt_ghosts], nc).and_then(|pt_ext| {
+                match local.smoothed_prolongator(&a_ext, &dinv, rho, &pt_ext)? {
+                    Some(p) => Ok(p),
+                    None => smooth(&a_ext, &dinv, rho, &pt_ext),
+                }
+            });
+            let p = agree(comm, smoothed)?;
+            Ok((p, tent.coarse_null))
+        })?;
+        // R = P^T, and R (A P) with the ghost rows of P, then of A P.
+        let (r, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
+            let r = time(&mut t.transpose_s, || {
+                transpose_rows(comm, part, &coarse, &p)
+            })?;
+            let ap = time(&mut t.products_s, || {
+                product((comm, local), (&split, &a_ext), &plan, &p)
+            })?;
+            let r_split = agree(comm, split_columns(part, rank, &r))?;
+            let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
+            let r_ext = agree(comm, extended(&r_split))?;
+            let ac = time(&mut t.products_s, || {
+                product((comm, local), (&r_split, &r_ext), &r_plan, &ap)
+            })?;
+            Ok((r, r_split, agree(comm, fix_empty_rows(ac, cfirst))?))
+        })?;
+        Ok(Some(Projected {
+            coarse,
+            p,
+            r,
+            r_split,
+            ac,
+            coarse_null,
+        }))
+    };
+    let mut chosen = None;
+    for eps in [o.strength, 0.0] {
+        if let Some(found) = project(eps, t)? {
+            let coarse_nnz = comm.allreduce_sum(&[found.ac.nnz() as f64])?[0] as usize;
+            if coarsening_accepted((n, nnz), (found.coarse.rows(), coarse_nnz), true) {
+                chosen = Some(found);
+                break;
+            }
         }
     }
-    let Some((agg, naggs)) = chosen else {
+    let Some(Projected {
+        coarse,
+        p,
+        r,
+        r_split,
+        ac,
+        coarse_null,
+    }) = chosen
+    else {
         return Ok(None);
     };
-    let counts = comm.allgather(&[(naggs * k) as f64])?;
-    let coarse =
-        RowPartition::from_counts(&counts.iter().map(|&c| c as usize).collect::<Vec<_>>())?;
-    let cfirst = coarse.range(rank).start;
-    let nc = coarse.rows();
-    // P_T with global coarse columns, its ghost rows, then P.
-    let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
-        let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
-        let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
-        let pt_ghosts = plan.exchange_rows(comm, &pt)?;
-        let smoothed = stack_rows(&[pt, pt_ghosts], nc).and_then(|pt_ext| {
-            match local.smoothed_prolongator(&a_ext, &dinv, rho, &pt_ext)? {
-                Some(p) => Ok(p),
-                None => smooth(&a_ext, &dinv, rho, &pt_ext),
-            }
-        });
-        let p = agree(comm, smoothed)?;
-        Ok((p, tent.coarse_null))
-    })?;
-    // R = P^T, and R (A P) with the ghost rows of P, then of A P.
-    let (r, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
-        let r = time(&mut t.transpose_s, || {
-            transpose_rows(comm, part, &coarse, &p)
-        })?;
-        let ap = time(&mut t.products_s, || {
-            product((comm, local), (&split, &a_ext), &plan, &p)
-        })?;
-        let r_split = agree(comm, split_columns(part, rank, &r))?;
-        let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
-        let r_ext = agree(comm, extended(&r_split))?;
-        let ac = time(&mut t.products_s, || {
-            product((comm, local), (&r_split, &r_ext), &r_plan, &ap)
-        })?;
-        Ok((r, r_split, agree(comm, fix_empty_rows(ac, cfirst))?))
-    })?;
-    let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
     let level = DistLevel {
         partition: part.clone(),
         coarse,
