@@ -5,11 +5,13 @@ use crate::solve::Chosen;
 use clap::{Args, Subcommand};
 use gpuq_core::{Error, Result};
 use gpuq_cubature::{builtin, kind_of, CubatureKernels, Func};
+use gpuq_uq::eigen::ModeOptions;
 use gpuq_uq::plot::{self, Frame};
+use gpuq_uq::psd_model::{model_psd, response_psd_full, transfer_vectors, LoadPsd, ModelPsd};
 use gpuq_uq::{
-    convolution_response, response_psd, response_psd_full, sdof_monte_carlo, smolyak_expectation,
-    static_response, tensor_expectation, Ar1, Beam, BoucWen, ConvolutionProblem, Design,
-    HistogramSpec, Initial, Precision, PsdProblem, SdofProblem, StaticProblem, StaticSolver,
+    convolution_response, sdof_monte_carlo, smolyak_expectation, static_response,
+    tensor_expectation, Ar1, Beam, BoucWen, ConvolutionProblem, Design, HistogramSpec, Initial,
+    Precision, SdofProblem, StaticProblem, StaticSolver,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -803,10 +805,10 @@ fn frequencies(a: &PsdArgs) -> Result<Vec<f64>> {
 
 /// The CUDA rank-1 kernel alone on resident inputs and output (the transfers
 /// and the output's allocation excluded): seconds per launch, the best of 10.
-fn rank1_kernel_seconds(b: &gpuq_cuda::CudaBackend, problem: &PsdProblem) -> Result<f64> {
+fn rank1_kernel_seconds(b: &gpuq_cuda::CudaBackend, problem: &ModelPsd<'_>) -> Result<f64> {
     use gpuq_core::Backend;
-    let (h, sff) = problem.transfers()?;
-    let n = problem.k.n;
+    let (h, sff) = transfer_vectors(problem)?;
+    let n = problem.model.dofs();
     let s = b.upload(&sff)?;
     let hv = b.upload(&h)?;
     let mut out = b.zeros::<num_complex::Complex64>(sff.len() * n * n)?;
@@ -821,25 +823,33 @@ fn rank1_kernel_seconds(b: &gpuq_cuda::CudaBackend, problem: &PsdProblem) -> Res
     Ok(best)
 }
 
+/// Seed 001's example 2: the beam's response PSD to an AR(1) tip load, as
+/// the PSD of its model ([`Beam::model`], the direct solve per frequency);
+/// with `--full` the full S_xx matrices formed on the backend.
 fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
     if a.model.stiffness.is_some() {
         return crate::uq_model::run_psd_model(a, frequencies(a)?);
     }
     let beam = Beam::unit(a.dofs)?;
-    let mut tip_row = vec![0.0; beam.dofs()];
-    tip_row[beam.tip()] = 1.0;
-    let problem = PsdProblem {
-        k: beam.stiffness(),
-        m: beam.mass(),
-        c: beam.damping(),
-        load_dof: beam.tip(),
-        load: a.load.process(),
-        freqs: frequencies(a)?,
-        output: vec![tip_row],
+    let model = beam.model()?;
+    let mut shape = vec![0.0; model.dofs()];
+    shape[beam.tip()] = 1.0;
+    let load = a.load.process();
+    let problem = ModelPsd {
+        model: &model,
+        load_shape: shape,
+        outputs: vec![beam.tip()],
+        frequencies: frequencies(a)?,
+        load: LoadPsd::Ar1(load),
+        modes: ModeOptions {
+            count: 0,
+            ..ModeOptions::default()
+        },
     };
     let t = Instant::now();
-    let r = response_psd(&problem)?;
+    let r = model_psd(&problem)?;
     let cheap_s = t.elapsed().as_secs_f64();
+    let sff: Vec<f64> = r.frequencies.iter().map(|&w| load.psd(w)).collect();
     let chosen = Chosen::parse(&a.common.backend)?;
     let full_s = if a.full {
         let t = Instant::now();
@@ -862,10 +872,10 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
         _ => None,
     };
     let n = beam.dofs();
-    let bytes = 16.0 * (n * n * problem.freqs.len()) as f64;
-    let tip: Vec<f64> = r.output.iter().map(|o| o[0].re).collect();
+    let bytes = 16.0 * (n * n * r.frequencies.len()) as f64;
+    let tip = &r.outputs[0].psd;
     if let Some(path) = &a.plot {
-        let f = plot::psd_chart(&r).save(path)?;
+        let f = plot::psd_chart(&r, &sff).save(path)?;
         report_plot(
             path,
             "the tip PSD and S_ff against w (log scale)",
@@ -878,9 +888,9 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
             procedure: "psd",
             backend: backend_name(&chosen),
             dofs: n,
-            freqs: &r.freqs,
-            sff: &r.sff,
-            tip_psd: &tip,
+            freqs: &r.frequencies,
+            sff: &sff,
+            tip_psd: tip,
             cheap_outputs_s: cheap_s,
             full_s,
             full_bytes: a.full.then_some(bytes),
@@ -889,8 +899,8 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
         })?;
     } else {
         println!(
-            "psd: {n} DOFs, {} frequencies; diagonal and tip output in {cheap_s:.3} s",
-            r.freqs.len()
+            "psd: {n} DOFs, {} frequencies; the tip output in {cheap_s:.3} s",
+            r.frequencies.len()
         );
         if let Some(s) = full_s {
             println!(
@@ -899,7 +909,7 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
                 bytes / s / 1e9
             );
         }
-        for (w, p) in r.freqs.iter().zip(&tip).take(12) {
+        for (w, p) in r.frequencies.iter().zip(tip).take(12) {
             println!("  w {w:>10.4}  S_tip {p:.6e}");
         }
     }
@@ -1213,7 +1223,8 @@ struct PsdReport<'a> {
     sff: &'a [f64],
     /// The tip deflection's PSD.
     tip_psd: &'a [f64],
-    /// Seconds of the diagonal and the tip output.
+    /// Seconds of the tip output (the beam model's direct solve per
+    /// frequency).
     cheap_outputs_s: f64,
     /// Seconds of the full S_xx(w) matrices, with `--full`.
     full_s: Option<f64>,

@@ -85,19 +85,19 @@
 //!   optionally independent lognormal element moduli as a [`ModelStatic`] on
 //!   the beam's model (the draws of seed 001's tables), exact closed forms for
 //!   the tip ([`StaticProblem::tip_moments`]).
-//! * (ii) on a model, [`psd_model`]: S_yy(w) = |H_o(w)|^2 S_ff(w) for a load
-//!   p s(t) of white, AR(1), Kanai-Tajimi or tabulated PSD, by modal
-//!   superposition over the lowest modes ([`eigen`]: LOBPCG preconditioned by
+//! * (ii) [`psd_model`], on any model (the seed's beam through
+//!   [`Beam::model`]): S_yy(w) = |H_o(w)|^2 S_ff(w) for a load p s(t) of
+//!   white, AR(1), Kanai-Tajimi or tabulated PSD, by modal superposition
+//!   over the lowest modes ([`eigen`]: shift-invert Lanczos or LOBPCG with
 //!   the sparse Cholesky factor of K, or dense for small models) or by a
-//!   complex sparse LU per frequency (the check); RMS values and the modal
-//!   mass captured (host only).
+//!   complex sparse LU per frequency (the check, and the beam's path);
+//!   cross-PSDs between outputs, RMS values and the modal mass captured
+//!   (host); the full matrices S_xx = S_ff h h^H over every DOF on the
+//!   backend by the memory-bound rank-1 kernel of [`psd`] (16 n^2 bytes per
+//!   frequency).
 //! * (iii) on a model, [`convolution_model`]: the modes' exact zero-order-hold
 //!   kernels summed per output, then the FFT path of [`convolution`] on any
 //!   backend (rustfft on the CPU, cuFFT on the GPU).
-//! * (ii) [`psd`]: S_xx(w) = S_ff(w) h h^H, h = (K - w^2 M + i w C)^-1 e_dof by
-//!   banded complex-symmetric LDL^T on the host (O(n) per frequency); the full
-//!   matrices by a memory-bound rank-1 kernel on the backend (16 n^2 bytes per
-//!   frequency); the diagonal and C S_xx C^T directly from h.
 //! * (iii) [`convolution`]: y = C int h(t - tau) f(tau) dtau by FFT (`rustfft`
 //!   on the CPU, cuFFT on the device) with the zero-order-hold kernel
 //!   C e^(A j dt) Gamma and the AR(1) filter folded in (exactly equal to direct
@@ -119,10 +119,9 @@
 //!
 //! ## Not done
 //!
-//! * Issue 51's remaining parts: the PSD of a model on the device and one
-//!   PSD implementation for the beam and a model (the beam's banded complex
-//!   LDL^T in [`psd`] beside [`psd_model`]'s modal and sparse-LU paths); the
-//!   beam's convolution through the model path ([`convolution`]'s exact
+//! * Issue 51's remaining parts: the PSD's transfer values on the device
+//!   (the modes or the per-frequency solves run on the host; only the full
+//!   matrices are formed on the backend); the beam's convolution through the model path ([`convolution`]'s exact
 //!   state-space kernel beside [`convolution_model`]'s modal kernels); the
 //!   static response's draws on the device, several right-hand sides per PCG
 //!   and the AMG hierarchy rebuilt by `update_values` per sample; the device
@@ -132,8 +131,8 @@
 //!   band samples run on the host's threads with `--backend cuda`. The dense
 //!   strategy (the seed's LU per sample) runs on the host for every backend
 //!   (kernels-rs's `lu_solve`; no device kernel). The beam's own banded
-//!   matrices ([`Band`], w = 3) remain for [`psd`] and [`convolution`],
-//!   which factor them with the general `gpuq_kernels::uq::band` routines.
+//!   matrices ([`Band`], w = 3) remain for [`convolution`], which factors
+//!   them with the general `gpuq_kernels::uq::band` routines.
 //! * The general band kernel is about twice as slow on the device as the
 //!   beam-only kernel it replaced (which assembled the w = 3 band from the
 //!   element moduli inside the thread): on the H200, 10^5 samples of the
@@ -178,7 +177,7 @@ pub use convolution::{
 };
 pub use design::Design;
 pub use expectation::{smolyak_expectation, tensor_expectation, Expectation, SmolyakRule};
-pub use psd::{response_psd, response_psd_full, Ar1, PsdKernels, PsdProblem, PsdResult};
+pub use psd::{Ar1, PsdKernels};
 pub use sdof::{
     sdof_monte_carlo, BoucWen, HistogramSpec, Initial, Precision, SdofKernels, SdofProblem,
     SdofResult, SdofSums,

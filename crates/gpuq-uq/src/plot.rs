@@ -8,7 +8,7 @@
 
 pub use gpuq_plot::{palette, viridis, Axis, Chart, Data, Format, Frame, HeatMap, Legend, Series};
 
-use crate::{HistogramSpec, PsdResult, SdofResult, StaticResult};
+use crate::{HistogramSpec, SdofResult, StaticResult};
 
 /// `n` with a comma between groups of three digits.
 fn count(n: u64) -> String {
@@ -130,14 +130,14 @@ pub fn sdof_histogram(spec: &HistogramSpec, r: &SdofResult, k: usize, dt: f64) -
     ))
 }
 
-/// (ii) The PSD of the first output (the tip displacement of the beam) and
-/// of the load, on a logarithmic axis (values that are not positive left out).
-pub fn psd_chart(r: &PsdResult) -> Chart {
+/// (ii) The beam's response PSD: the first output's (the tip displacement)
+/// and the load's `s_ff` at the same frequencies, on a logarithmic axis
+/// (values that are not positive left out).
+pub fn psd_chart(r: &crate::psd_model::ModelPsdResult, s_ff: &[f64]) -> Chart {
     let tip = r
-        .freqs
-        .iter()
-        .zip(&r.output)
-        .filter_map(|(w, o)| o.first().map(|s| (*w, s.re)));
+        .outputs
+        .first()
+        .map(|o| r.frequencies.iter().copied().zip(o.psd.iter().copied()));
     Chart::new(
         "Response PSD of the cantilever to an AR(1) tip load",
         Axis::new("angular frequency ω (rad/s)"),
@@ -145,11 +145,11 @@ pub fn psd_chart(r: &PsdResult) -> Chart {
     )
     .with(Series::line(
         "tip displacement S_uu(ω)",
-        tip.collect::<Vec<_>>(),
+        tip.into_iter().flatten().collect::<Vec<_>>(),
     ))
     .with(Series::line(
         "load S_ff(ω)",
-        r.freqs.iter().copied().zip(r.sff.iter().copied()),
+        r.frequencies.iter().copied().zip(s_ff.iter().copied()),
     ))
 }
 

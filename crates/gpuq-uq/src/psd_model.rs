@@ -31,7 +31,7 @@
 use crate::eigen::ModeOptions;
 use crate::modal::{modal_basis, ModalSummary};
 use crate::model::{Damping, Model};
-use crate::psd::Ar1;
+use crate::psd::{Ar1, PsdKernels};
 use faer::linalg::solvers::Solve;
 use faer::sparse::linalg::solvers::{Lu, SymbolicLu};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
@@ -367,6 +367,42 @@ pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
     })
 }
 
+/// The transfer vectors h(w) = (K - w^2 M + i w C)^-1 p of `problem` at
+/// every free DOF (the model's reduced numbering) and every frequency,
+/// frequency-major (nf n values), by the direct solve, and S_ff(w) at each
+/// frequency. Cost: one complex sparse LU per frequency (its symbolic
+/// analysis shared), O(nf n) values kept. Errors as [`model_psd`]'s direct
+/// path.
+pub fn transfer_vectors(problem: &ModelPsd<'_>) -> Result<(Vec<Complex64>, Vec<f64>)> {
+    problem.validate()?;
+    if matches!(problem.model.damping, Damping::Modal(_)) {
+        return Err(Error::InvalidArgument(
+            "the transfer vectors come from the direct solve, which needs C or Rayleigh coefficients (not a modal damping ratio)".into(),
+        ));
+    }
+    let every: Vec<usize> = (0..problem.model.dofs()).collect();
+    let h = direct(problem, &every)?.into_iter().flatten().collect();
+    let s_ff = problem
+        .frequencies
+        .iter()
+        .map(|&w| problem.load.value(w))
+        .collect();
+    Ok((h, s_ff))
+}
+
+/// The full response PSD matrices S_xx(w) = S_ff(w) h(w) h(w)^H over the
+/// free DOFs at every frequency, formed on `backend` ([`PsdKernels::
+/// rank1_hermitian`]) and left resident there: nf n^2 complex values,
+/// frequency-major, each matrix row-major. Cost: [`transfer_vectors`], then
+/// 16 n^2 nf bytes written on the backend.
+pub fn response_psd_full<B: PsdKernels>(
+    backend: &B,
+    problem: &ModelPsd<'_>,
+) -> Result<B::Vector<Complex64>> {
+    let (h, s_ff) = transfer_vectors(problem)?;
+    backend.rank1_hermitian(problem.model.dofs(), &s_ff, &h)
+}
+
 /// S_xy = H_x conj(H_y) s for the outputs' transfer values `h` at one
 /// frequency and the load's PSD `s` there; the diagonal is |H_x|^2 s exactly.
 /// O(outputs^2).
@@ -551,6 +587,106 @@ mod tests {
         assert!((s.omega[0] - 2.0).abs() < 1e-12);
         assert!((s.damping[0] - c / (2.0 * 2.0 * m[0])).abs() < 1e-12);
         assert!((s.mass_captured - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn one_dof_psd_is_h_squared_times_the_ar1_psd() {
+        let (k, m, c) = (62.84, 2.0, 1.6);
+        let model = Model::new(
+            diag(&[k]),
+            Some(diag(&[m])),
+            Damping::Matrix(diag(&[c])),
+            &[],
+        )
+        .unwrap();
+        let ar1 = Ar1 {
+            phi: 0.8,
+            sigma: 1.0,
+            dt: 0.05,
+        };
+        let problem = ModelPsd {
+            model: &model,
+            load_shape: vec![1.0],
+            outputs: vec![0],
+            frequencies: grid(0.0, 9.8, 50),
+            load: LoadPsd::Ar1(ar1),
+            modes: ModeOptions {
+                count: 0,
+                ..ModeOptions::default()
+            },
+        };
+        let r = model_psd(&problem).unwrap();
+        let full = response_psd_full(&gpuq_cpu::CpuBackend::new(), &problem).unwrap();
+        for (f, &w) in problem.frequencies.iter().enumerate() {
+            let want = ar1.psd(w) / ((k - m * w * w).powi(2) + (c * w).powi(2));
+            assert!((r.outputs[0].psd[f] / want - 1.0).abs() < 1e-13);
+            let v = full.as_slice()[f];
+            assert!((v.re / want - 1.0).abs() < 1e-13 && v.im.abs() <= 1e-15 * v.re);
+        }
+    }
+
+    /// The beam's full S_xx (seed 001's example 2, `uq psd --full`):
+    /// Hermitian, its diagonal the outputs' PSDs, h the solution of the
+    /// dynamic system, and the static limit the tip deflection.
+    #[test]
+    fn the_beams_full_psd_matrices_are_hermitian_and_consistent() {
+        let beam = Beam::unit(12).unwrap();
+        let model = beam.model().unwrap();
+        let n = model.dofs();
+        let mut shape = vec![0.0; n];
+        shape[beam.tip()] = 1.0;
+        let problem = ModelPsd {
+            model: &model,
+            load_shape: shape,
+            outputs: (0..n).collect(),
+            frequencies: vec![0.0, 1.0, 3.5, 20.0],
+            load: LoadPsd::Ar1(Ar1 {
+                phi: 0.5,
+                sigma: 1.0,
+                dt: 0.01,
+            }),
+            modes: ModeOptions {
+                count: 0,
+                ..ModeOptions::default()
+            },
+        };
+        let (h, s_ff) = transfer_vectors(&problem).unwrap();
+        // h solves (K - w^2 M + i w C) h = e_tip, C = a M + b K.
+        let (k, m) = (&model.k, model.m.as_ref().unwrap());
+        for (f, &w) in problem.frequencies.iter().enumerate() {
+            let hf = &h[f * n..(f + 1) * n];
+            for i in 0..n {
+                let (kc, kv) = k.row(i);
+                let (mc, mv) = m.row(i);
+                let mut r = Complex64::new(0.0, 0.0);
+                for (&j, &x) in kc.iter().zip(kv) {
+                    r += hf[j as usize] * Complex64::new(x, w * beam.beta * x);
+                }
+                for (&j, &x) in mc.iter().zip(mv) {
+                    r += hf[j as usize] * Complex64::new(-w * w * x, w * beam.alpha * x);
+                }
+                let e = if i == beam.tip() { 1.0 } else { 0.0 };
+                assert!((r - e).norm() < 1e-9, "w = {w}, row {i}: {r}");
+            }
+        }
+        let r = model_psd(&problem).unwrap();
+        let full = response_psd_full(&gpuq_cpu::CpuBackend::new(), &problem).unwrap();
+        let s = full.as_slice();
+        for f in 0..problem.frequencies.len() {
+            for i in 0..n {
+                let d = s[f * n * n + i * n + i];
+                let want = r.outputs[i].psd[f];
+                assert!((d.re - want).abs() <= 1e-14 * want);
+                assert!(d.im.abs() <= 1e-15 * d.re.abs());
+                for j in 0..n {
+                    let (a, b) = (s[f * n * n + i * n + j], s[f * n * n + j * n + i]);
+                    assert!((a - b.conj()).norm() <= 1e-15 * a.norm());
+                }
+            }
+        }
+        // Static limit: |h_tip(0)|^2 = (L^3 / 3EI)^2.
+        let tip0 = r.outputs[beam.tip()].psd[0] / s_ff[0];
+        assert!((tip0.sqrt() / beam.tip_deflection(1.0) - 1.0).abs() < 1e-10);
     }
 
     #[test]

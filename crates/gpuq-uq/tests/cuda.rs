@@ -398,20 +398,27 @@ fn psd_rank1_cpu_and_gpu_agree() {
         return;
     };
     use gpuq_core::Backend;
-    use gpuq_uq::{response_psd_full, Ar1, PsdProblem};
+    use gpuq_uq::eigen::ModeOptions;
+    use gpuq_uq::psd_model::{response_psd_full, LoadPsd, ModelPsd};
+    use gpuq_uq::Ar1;
     let beam = gpuq_uq::Beam::unit(40).unwrap();
-    let p = PsdProblem {
-        k: beam.stiffness(),
-        m: beam.mass(),
-        c: beam.damping(),
-        load_dof: beam.tip(),
-        load: Ar1 {
+    let model = beam.model().unwrap();
+    let mut shape = vec![0.0; model.dofs()];
+    shape[beam.tip()] = 1.0;
+    let p = ModelPsd {
+        model: &model,
+        load_shape: shape,
+        outputs: vec![beam.tip()],
+        frequencies: (0..7).map(|i| 1.5 * i as f64).collect(),
+        load: LoadPsd::Ar1(Ar1 {
             phi: 0.9,
             sigma: 1.0,
             dt: 0.01,
+        }),
+        modes: ModeOptions {
+            count: 0,
+            ..ModeOptions::default()
         },
-        freqs: (0..7).map(|i| 1.5 * i as f64).collect(),
-        output: Vec::new(),
     };
     let cpu = CpuBackend::new();
     let c = cpu.download(&response_psd_full(&cpu, &p).unwrap()).unwrap();
