@@ -5,13 +5,13 @@ use crate::solve::Chosen;
 use clap::{Args, Subcommand};
 use gpuq_core::{Error, Result};
 use gpuq_cubature::{builtin, kind_of, CubatureKernels, Func};
+use gpuq_uq::convolution_model::{model_convolution, ModelConvolution};
 use gpuq_uq::eigen::ModeOptions;
 use gpuq_uq::plot::{self, Frame};
 use gpuq_uq::psd_model::{model_psd, response_psd_full, transfer_vectors, LoadPsd, ModelPsd};
 use gpuq_uq::{
-    convolution_response, sdof_monte_carlo, smolyak_expectation, static_response,
-    tensor_expectation, Ar1, Beam, BoucWen, ConvolutionProblem, Design, HistogramSpec, Initial,
-    Precision, SdofProblem, StaticProblem, StaticSolver,
+    sdof_monte_carlo, smolyak_expectation, static_response, tensor_expectation, Ar1, Beam, BoucWen,
+    Design, HistogramSpec, Initial, Precision, SdofProblem, StaticProblem, StaticSolver,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -921,15 +921,24 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
     if a.model.stiffness.is_some() {
         return crate::uq_model::run_convolution_model(a);
     }
+    // Seed 001's example 3: the beam's model with every mode (the dense
+    // eigensolver), the load on the tip.
     let beam = Beam::unit(a.dofs)?;
-    let mut tip_row = vec![0.0; 2 * beam.dofs()];
-    tip_row[beam.tip()] = 1.0;
-    let problem = ConvolutionProblem {
-        load_dof: beam.tip(),
-        beam,
+    let model = beam.model()?;
+    let n = model.dofs();
+    let mut shape = vec![0.0; n];
+    shape[beam.tip()] = 1.0;
+    let problem = ModelConvolution {
+        model: &model,
+        load_shape: shape,
+        outputs: vec![beam.tip()],
+        modes: ModeOptions {
+            count: n,
+            dense_below: n,
+            ..ModeOptions::default()
+        },
         load: a.load.process(),
         steps: a.steps,
-        output: vec![tip_row],
     };
     let chosen = Chosen::parse(&a.common.backend)?;
     if a.repeat == 0 {
@@ -939,10 +948,11 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
     let keep = if a.plot.is_some() { 3 } else { 0 };
     let mut runs = Vec::with_capacity(a.repeat);
     for _ in 0..a.repeat {
-        runs.push(match &chosen {
-            Chosen::Cpu(b) => convolution_response(b, &problem, a.samples, a.common.seed, keep)?,
-            Chosen::Cuda(b) => convolution_response(b, &problem, a.samples, a.common.seed, keep)?,
-        });
+        let run = match &chosen {
+            Chosen::Cpu(b) => model_convolution(b, &problem, a.samples, a.common.seed, keep)?,
+            Chosen::Cuda(b) => model_convolution(b, &problem, a.samples, a.common.seed, keep)?,
+        };
+        runs.push(run.response);
     }
     let first_s = runs[0].time_s;
     let fastest = runs.iter().map(|r| r.time_s).fold(f64::INFINITY, f64::min);

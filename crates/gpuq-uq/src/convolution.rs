@@ -1,17 +1,12 @@
-//! (iii) Time response by FFT convolution (seed 001's example 3):
+//! (iii) Time response by FFT convolution (seed 001's example 3), the path
+//! every model's convolution ([`crate::convolution_model`], the beam's
+//! through [`crate::Beam::model`]) ends in:
 //!
-//! y(t) = C [x0 + int_0^t h(t - tau) f(tau) dtau],  h(t) = e^(At) B,
+//! y_k = sum_{m<k} g_{k-1-m} f_m
 //!
-//! for the beam's state-space form x = (u, u'), A = [0, I; -M^-1 K, -M^-1 C],
-//! B = (0, M^-1 e_dof), with x0 = 0 and many samples of an AR(1) load f.
-//!
-//! The load is held constant over each step of length dt (zero-order hold),
-//! so the integral is exactly the discrete convolution
-//! x_k = sum_{m<k} Phi^(k-1-m) Gamma f_m with Phi = e^(A dt) and
-//! Gamma = int_0^dt e^(As) ds B (both from one matrix exponential of the
-//! augmented matrix [A, B; 0, 0] dt, by scaling and squaring of a degree-12
-//! Taylor polynomial). The output kernel g_j = C Phi^j Gamma is formed once
-//! (N_t matrix-vector products).
+//! for an output's kernel g (the zero-order-hold response to a load held
+//! over each step of length dt, so the convolution is exact for such
+//! loads) and many samples of an AR(1) load f.
 //!
 //! Load samples: f_0 = sigma / sqrt(1 - phi^2) z_0, f_k = phi f_{k-1} + sigma z_k,
 //! z_k the normals of the sample's ChaCha8 stream (the same on every backend).
@@ -19,12 +14,11 @@
 //! scaled by 1 / sqrt(1 - phi^2), so the set-up also folds the AR(1) filter
 //! into the kernel: c = g * a by the recurrence c_k = phi c_{k-1} + sigma g_k,
 //! shifted one step (y_0 = 0, y_k depends on the loads before step k), and
-//! transformed once at length L = next power of two >= 2 N_t. A sample then
-//! costs its normals (generated independently, sixteen per ChaCha8 block:
-//! `gpuq_kernels::uq::convolution`), one forward FFT, r products and r
-//! inverse FFTs; no sequential recursion. The result equals direct time
-//! stepping x_{k+1} = Phi x_k + Gamma f_k of the recursive load up to
-//! rounding (tested).
+//! transformed once at length L = next power of two >= 2 N_t ([`Kernels`]).
+//! A sample then costs its normals (generated independently, sixteen per
+//! ChaCha8 block: `gpuq_kernels::uq::convolution`), one forward FFT, r
+//! products and r inverse FFTs; no sequential recursion. The result equals
+//! the direct sum of the recursive load up to rounding (tested).
 //!
 //! What comes back: per output and step the mean and the (unbiased)
 //! standard deviation over the samples, each sample's peak |y|, and the
@@ -32,18 +26,16 @@
 //! `STATS_GROUP` samples in order on every backend. The CPU backend runs
 //! the samples of a batch in parallel (`rustfft`, Rayon); the CUDA backend
 //! generates, transforms (cuFFT) and reduces on the device, and only the
-//! statistics and the kept histories leave it.
+//! statistics and the kept histories leave it
+//! ([`ConvolutionKernels`]).
 //!
-//! Costs: set-up O((2n)^3 log) for the exponential, O(N_t (2n)^2) for the
-//! kernel; per sample O((1 + r) L log L). Only x0 = 0 is supported.
+//! Costs: set-up O(r L log L); per sample O((1 + r) L log L). Only x0 = 0
+//! is supported.
 
-use crate::beam::{Band, Beam};
 use crate::psd::Ar1;
-use gpuq_core::{Backend, Complex64, Error, Result};
+use gpuq_core::{Backend, Complex64, Result};
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::key_from_seed;
-use gpuq_kernels::uq::band::{cholesky, solve};
-use gpuq_kernels::uq::beam::SEMI_BAND;
 use gpuq_kernels::uq::convolution::{
     chunk_moments, load_block, merge_moments, LOADS_PER_BLOCK, STATS_GROUP,
 };
@@ -51,7 +43,6 @@ use gpuq_kernels::uq::gauss::NormalStream;
 use rayon::prelude::*;
 use rustfft::FftPlanner;
 use serde::Serialize;
-use std::time::Instant;
 
 /// A dense row-major square matrix.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,14 +86,6 @@ impl Dense {
         out
     }
 
-    /// y = self x.
-    pub fn apply(&self, x: &[f64]) -> Vec<f64> {
-        self.a
-            .chunks(self.n)
-            .map(|row| row.iter().zip(x).map(|(a, b)| a * b).sum())
-            .collect()
-    }
-
     /// The largest absolute row sum.
     fn norm_inf(&self) -> f64 {
         self.a
@@ -137,100 +120,6 @@ impl Dense {
             r = r.mul(&r);
         }
         r
-    }
-}
-
-/// The discrete state-space system of the beam under a load on one DOF.
-#[derive(Clone, Debug)]
-pub struct StateSpace {
-    /// Phi = e^(A dt) (2n x 2n).
-    pub phi: Dense,
-    /// Gamma = int_0^dt e^(As) ds B (2n).
-    pub gamma: Vec<f64>,
-    /// Step dt.
-    pub dt: f64,
-}
-
-impl StateSpace {
-    /// The zero-order-hold discretisation of the beam's K, M, C with the load on
-    /// `dof`. Errors when M is not positive definite or dt is not positive.
-    pub fn new(k: &Band, m: &Band, c: &Band, dof: usize, dt: f64) -> Result<Self> {
-        let n = k.n;
-        if m.n != n || c.n != n || dof >= n || !(dt > 0.0 && dt.is_finite()) {
-            return Err(Error::InvalidArgument(
-                "convolution: K, M, C of one order, load DOF inside, dt > 0".into(),
-            ));
-        }
-        let mut mf = m.clone();
-        if cholesky(&mut mf, n, SEMI_BAND).is_some() {
-            return Err(Error::InvalidArgument(
-                "convolution: the mass matrix is not positive definite".into(),
-            ));
-        }
-        let minv = |col: &dyn Fn(usize) -> f64| {
-            let mut w = mf.clone();
-            for i in 0..n {
-                w.rhs[i] = col(i);
-            }
-            solve(&mut w, n, SEMI_BAND);
-            w.rhs
-        };
-        // Augmented [A, B; 0, 0] dt of order 2n + 1.
-        let na = 2 * n + 1;
-        let mut aug = Dense::zeros(na);
-        for i in 0..n {
-            aug.a[i * na + n + i] = dt;
-        }
-        for j in 0..n {
-            let mk = minv(&|i| k.get(i, j));
-            let mc = minv(&|i| c.get(i, j));
-            for i in 0..n {
-                aug.a[(n + i) * na + j] = -mk[i] * dt;
-                aug.a[(n + i) * na + n + j] = -mc[i] * dt;
-            }
-        }
-        let b = minv(&|i| if i == dof { 1.0 } else { 0.0 });
-        for (i, bi) in b.iter().enumerate() {
-            aug.a[(n + i) * na + 2 * n] = bi * dt;
-        }
-        let e = aug.expm();
-        let ns = 2 * n;
-        let mut phi = Dense::zeros(ns);
-        for (i, row) in phi.a.chunks_mut(ns).enumerate() {
-            row.copy_from_slice(&e.a[i * na..i * na + ns]);
-        }
-        let gamma = (0..ns).map(|i| e.a[i * na + ns]).collect();
-        Ok(StateSpace { phi, gamma, dt })
-    }
-
-    /// The output kernel g_j = C Phi^j Gamma, j = 0..nt (`g[r][j]`).
-    pub fn output_kernel(&self, output: &[Vec<f64>], nt: usize) -> Vec<Vec<f64>> {
-        let mut g = vec![Vec::with_capacity(nt); output.len()];
-        let mut v = self.gamma.clone();
-        for _ in 0..nt {
-            for (gr, row) in g.iter_mut().zip(output) {
-                gr.push(row.iter().zip(&v).map(|(a, b)| a * b).sum());
-            }
-            v = self.phi.apply(&v);
-        }
-        g
-    }
-
-    /// Direct time stepping x_{k+1} = Phi x_k + Gamma f_k from x_0 = 0;
-    /// returns C x_k for k = 0..f.len() (`y[r][k]`). O(N_t (2n)^2).
-    pub fn step(&self, output: &[Vec<f64>], f: &[f64]) -> Vec<Vec<f64>> {
-        let mut x = vec![0.0; self.gamma.len()];
-        let mut y = vec![Vec::with_capacity(f.len()); output.len()];
-        for &fk in f {
-            for (yr, row) in y.iter_mut().zip(output) {
-                yr.push(row.iter().zip(&x).map(|(a, b)| a * b).sum());
-            }
-            x = self.phi.apply(&x);
-            for (xi, g) in x.iter_mut().zip(&self.gamma) {
-                *xi += g * fk;
-            }
-        }
-        y
     }
 }
 
@@ -474,21 +363,6 @@ impl ConvolutionKernels for gpuq_cuda::CudaBackend {
     }
 }
 
-/// A convolution problem on the beam.
-#[derive(Clone, Debug, Serialize)]
-pub struct ConvolutionProblem {
-    /// The beam.
-    pub beam: Beam,
-    /// The loaded DOF.
-    pub load_dof: usize,
-    /// The load process (its `dt` is the time step).
-    pub load: Ar1,
-    /// Time steps N_t.
-    pub steps: usize,
-    /// Output matrix C (rows of 2n values over the states (u, u')).
-    pub output: Vec<Vec<f64>>,
-}
-
 /// Statistics, kept histories and timings of a run.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConvolutionResult {
@@ -509,60 +383,6 @@ pub struct ConvolutionResult {
     pub setup_s: f64,
     /// The samples' convolutions and statistics in seconds.
     pub time_s: f64,
-}
-
-impl ConvolutionProblem {
-    /// The discretised system.
-    pub fn state_space(&self) -> Result<StateSpace> {
-        self.beam.validate()?;
-        self.load.validate()?;
-        StateSpace::new(
-            &self.beam.stiffness(),
-            &self.beam.mass(),
-            &self.beam.damping(),
-            self.load_dof,
-            self.load.dt,
-        )
-    }
-}
-
-/// Runs `samples` AR(1) load samples through the beam by FFT convolution
-/// and returns the statistics and the histories of samples 0..keep.
-pub fn convolution_response<B: ConvolutionKernels>(
-    backend: &B,
-    problem: &ConvolutionProblem,
-    samples: usize,
-    seed: u64,
-    keep: usize,
-) -> Result<ConvolutionResult> {
-    let start = Instant::now();
-    let ns = 2 * problem.beam.dofs();
-    if problem.steps < 2
-        || problem.output.is_empty()
-        || problem.output.iter().any(|r| r.len() != ns)
-    {
-        return Err(Error::InvalidArgument(format!(
-            "convolution: at least 2 steps, at least one output row of {ns} values"
-        )));
-    }
-    let ss = problem.state_space()?;
-    let g = ss.output_kernel(&problem.output, problem.steps);
-    let k = Kernels::new(&g, &problem.load, problem.steps);
-    let setup_s = start.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let sums = backend.convolve(&k, seed, samples, keep)?;
-    let time_s = t.elapsed().as_secs_f64();
-    let d = (samples.max(2) - 1) as f64;
-    Ok(ConvolutionResult {
-        samples,
-        steps: problem.steps,
-        std: sums.m2.iter().map(|q| (q / d).sqrt()).collect(),
-        mean: sums.mean,
-        peaks: sums.peaks,
-        histories: sums.histories,
-        setup_s,
-        time_s,
-    })
 }
 
 #[cfg(test)]
@@ -589,59 +409,51 @@ mod tests {
         }
     }
 
-    fn problem(dofs: usize, steps: usize) -> ConvolutionProblem {
-        let beam = Beam::unit(dofs).unwrap();
-        let ns = 2 * beam.dofs();
-        let mut tip = vec![0.0; ns];
-        tip[beam.tip()] = 1.0;
-        let mut tip_velocity = vec![0.0; ns];
-        tip_velocity[beam.dofs() + beam.tip()] = 1.0;
-        ConvolutionProblem {
-            load_dof: beam.tip(),
-            beam,
-            load: Ar1 {
-                phi: 0.9,
-                sigma: 1.0,
-                dt: 0.01,
-            },
-            steps,
-            output: vec![tip, tip_velocity],
-        }
+    /// The kernels of a damped oscillator's displacement (two outputs: the
+    /// kernel and half of it) under `load`.
+    fn oscillator(load: &Ar1, steps: usize) -> (Vec<Vec<f64>>, Kernels) {
+        let g = crate::convolution_model::mode_kernel(6.0, 0.05, 1.0, load.dt, steps);
+        let g = vec![g.clone(), g.iter().map(|v| 0.5 * v).collect()];
+        let k = Kernels::new(&g, load, steps);
+        (g, k)
     }
 
+    const LOAD: Ar1 = Ar1 {
+        phi: 0.9,
+        sigma: 1.0,
+        dt: 0.01,
+    };
+
     #[test]
-    fn fft_convolution_equals_direct_time_stepping() {
-        let p = problem(6, 300);
-        let r = convolution_response(&CpuBackend::new(), &p, 3, 5, 3).unwrap();
-        let ss = p.state_space().unwrap();
+    fn fft_convolution_equals_the_direct_sum() {
+        let steps = 300;
+        let (g, k) = oscillator(&LOAD, steps);
+        let r = CpuBackend::new().convolve(&k, 5, 3, 3).unwrap();
         let scale = r.histories.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         assert!(scale > 0.0);
         for s in 0..3 {
-            let f = ar1_sample(&p.load, 5, s, p.steps);
-            let y = ss.step(&p.output, &f);
-            for (o, yo) in y.iter().enumerate() {
-                let base = (s as usize * 2 + o) * p.steps;
-                for (k, v) in yo.iter().enumerate() {
-                    let e = (r.histories[base + k] - v).abs();
-                    assert!(e <= 1e-10 * scale, "sample {s} output {o} step {k}: {e}");
+            let f = ar1_sample(&LOAD, 5, s, steps);
+            for (o, go) in g.iter().enumerate() {
+                let base = (s as usize * 2 + o) * steps;
+                let mut peak = 0.0f64;
+                for step in 0..steps {
+                    let y: f64 = (0..step).map(|m| go[step - 1 - m] * f[m]).sum();
+                    let e = (r.histories[base + step] - y).abs();
+                    assert!(e <= 1e-10 * scale, "sample {s} output {o} step {step}: {e}");
+                    peak = peak.max(y.abs());
                 }
-                let peak = yo.iter().fold(0.0f64, |m, v| m.max(v.abs()));
                 assert!((r.peaks[s as usize * 2 + o] - peak).abs() <= 1e-10 * scale);
             }
         }
         // The default (sequential) body gives the same numbers as Rayon.
-        let seq = convolution_response(&Sequential, &p, 3, 5, 3).unwrap();
-        assert_eq!(seq.histories, r.histories);
-        assert_eq!(seq.mean, r.mean);
-        assert_eq!(seq.std, r.std);
+        let seq = Sequential.convolve(&k, 5, 3, 3).unwrap();
+        assert_eq!(seq, r);
     }
 
     #[test]
     fn statistics_over_batches_equal_those_of_the_histories() {
-        let p = problem(4, 100);
-        let ss = p.state_space().unwrap();
-        let g = ss.output_kernel(&p.output, p.steps);
-        let mut k = Kernels::new(&g, &p.load, p.steps);
+        let steps = 100;
+        let (_, mut k) = oscillator(&LOAD, steps);
         let samples = 150;
         let one_batch = CpuBackend::new().convolve(&k, 2, samples, samples).unwrap();
         // Batches of one group: the same groups folded in the same order.
@@ -650,7 +462,7 @@ mod tests {
         assert_eq!(batched.mean, one_batch.mean);
         assert_eq!(batched.m2, one_batch.m2);
         assert_eq!(batched.histories, one_batch.histories);
-        let width = 2 * p.steps;
+        let width = 2 * steps;
         for c in 0..width {
             let v: Vec<f64> = (0..samples)
                 .map(|s| one_batch.histories[s * width + c])
@@ -667,24 +479,9 @@ mod tests {
         }
         // The final state's spread is positive; the first step is zero up to
         // the transforms' rounding.
-        let spread = one_batch.m2[p.steps - 1];
+        let spread = one_batch.m2[steps - 1];
         assert!(spread > 0.0);
         assert!(one_batch.m2[0] <= 1e-20 * spread, "{}", one_batch.m2[0]);
-    }
-
-    #[test]
-    fn static_limit_matches_the_tip_flexibility() {
-        // Under a constant unit load the stepped system settles at
-        // (I - Phi)^-1 Gamma, whose tip deflection is L^3 / (3 E I).
-        let p = problem(4, 2);
-        let ss = p.state_space().unwrap();
-        let f = vec![1.0; 20_000];
-        let y = ss.step(&p.output[..1], &f);
-        let last = *y[0].last().unwrap();
-        assert!(
-            (last / p.beam.tip_deflection(1.0) - 1.0).abs() < 1e-3,
-            "{last}"
-        );
     }
 
     #[derive(Clone)]

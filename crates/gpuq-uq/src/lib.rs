@@ -95,15 +95,13 @@
 //!   (host); the full matrices S_xx = S_ff h h^H over every DOF on the
 //!   backend by the memory-bound rank-1 kernel of [`psd`] (16 n^2 bytes per
 //!   frequency).
-//! * (iii) on a model, [`convolution_model`]: the modes' exact zero-order-hold
+//! * (iii) [`convolution_model`], on any model (the seed's beam through
+//!   [`Beam::model`] with every mode): the modes' exact zero-order-hold
 //!   kernels summed per output, then the FFT path of [`convolution`] on any
-//!   backend (rustfft on the CPU, cuFFT on the GPU).
-//! * (iii) [`convolution`]: y = C int h(t - tau) f(tau) dtau by FFT (`rustfft`
-//!   on the CPU, cuFFT on the device) with the zero-order-hold kernel
-//!   C e^(A j dt) Gamma and the AR(1) filter folded in (exactly equal to direct
-//!   time stepping), many AR(1) samples, O((1 + r) L log L) per sample; the
-//!   mean and standard deviation per step and each sample's peak are reduced
-//!   where the samples are computed.
+//!   backend (`rustfft` on the CPU, cuFFT on the device) with the AR(1)
+//!   filter folded in (exactly the direct sum), many AR(1) samples,
+//!   O((1 + r) L log L) per sample; the mean and standard deviation per step
+//!   and each sample's peak reduced where the samples are computed.
 //! * (iv) [`sdof`]: RK4 (with the hysteretic state when there is a Bouc-Wen
 //!   spring), one thread per sample, f32 or f64, streamed mean and
 //!   variance of x(t) at every time point (per-chunk or per-warp sums, never a
@@ -121,8 +119,7 @@
 //!
 //! * Issue 51's remaining parts: the PSD's transfer values on the device
 //!   (the modes or the per-frequency solves run on the host; only the full
-//!   matrices are formed on the backend); the beam's convolution through the model path ([`convolution`]'s exact
-//!   state-space kernel beside [`convolution_model`]'s modal kernels); the
+//!   matrices are formed on the backend); the
 //!   static response's draws on the device, several right-hand sides per PCG
 //!   and the AMG hierarchy rebuilt by `update_values` per sample; the device
 //!   eigensolver.
@@ -130,9 +127,7 @@
 //!   Phi is libm's erf, not linked into the main PTX module): such a model's
 //!   band samples run on the host's threads with `--backend cuda`. The dense
 //!   strategy (the seed's LU per sample) runs on the host for every backend
-//!   (kernels-rs's `lu_solve`; no device kernel). The beam's own banded
-//!   matrices ([`Band`], w = 3) remain for [`convolution`], which factors
-//!   them with the general `gpuq_kernels::uq::band` routines.
+//!   (kernels-rs's `lu_solve`; no device kernel).
 //! * The general band kernel is about twice as slow on the device as the
 //!   beam-only kernel it replaced (which assembled the w = 3 band from the
 //!   element moduli inside the thread): on the H200, 10^5 samples of the
@@ -171,10 +166,7 @@ mod test_backend;
 mod test_matrices;
 
 pub use beam::{Band, Beam};
-pub use convolution::{
-    convolution_response, ConvolutionKernels, ConvolutionProblem, ConvolutionResult,
-    ConvolutionSums,
-};
+pub use convolution::{ConvolutionKernels, ConvolutionResult, ConvolutionSums};
 pub use design::Design;
 pub use expectation::{smolyak_expectation, tensor_expectation, Expectation, SmolyakRule};
 pub use psd::{Ar1, PsdKernels};
