@@ -166,6 +166,15 @@ pub trait DistSetupKernels: Sync {
         Ok(None)
     }
 
+    /// The one-process hierarchy of the gathered level `a` (whole on every
+    /// rank) with `options`. Default: [`Hierarchy::build`] on the host; a GPU
+    /// rank builds it on its device ([`Hierarchy::build_on`]: the host's
+    /// aggregates and matrices to rounding, left on the device for the
+    /// cycle).
+    fn gathered_hierarchy(&self, a: &Csr<f64>, options: &AmgOptions) -> Result<Hierarchy> {
+        Hierarchy::build(a, options)
+    }
+
     /// Where these steps run, for reports (`cpu`, `cuda`).
     fn dist_setup_name(&self) -> &'static str {
         "cpu"
@@ -257,6 +266,10 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let blocks = self.setup_vec_upload(&blocks)?;
         let p = self.setup_smoothed_prolongator(&sa, dinv.block(), omega, &blocks, &spt)?;
         first_rows(&self.setup_download(&p)?, a.nrows()).map(Some)
+    }
+
+    fn gathered_hierarchy(&self, a: &Csr<f64>, options: &AmgOptions) -> Result<Hierarchy> {
+        Hierarchy::build_on(self, a, options)
     }
 
     fn dist_setup_name(&self) -> &'static str {
@@ -534,7 +547,13 @@ impl DistHierarchy {
             };
             let Some((level, ac, next_nns)) = next else {
                 let tail = time(&mut t.gathered_s, || {
-                    gather_tail(comm, (&part, &a), (bs, &nns), levels.len(), options)
+                    gather_tail(
+                        (comm, local),
+                        (&part, &a),
+                        (bs, &nns),
+                        levels.len(),
+                        options,
+                    )
                 })?;
                 t.total_s = t0.elapsed().as_secs_f64();
                 return Ok(DistHierarchy {
@@ -794,11 +813,11 @@ fn coarsen(
 }
 
 /// The level whose rank's rows are `a`, gathered onto every rank, and the
-/// one-process hierarchy built from it there (its options those of level
+/// one-process hierarchy built from it there by `local` (its options those of level
 /// `index` and below; a level of more than 2 unknowns per node is
 /// aggregated point by point with its near-null-space vectors).
 fn gather_tail(
-    comm: &dyn Communicator,
+    (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     (part, a): (&RowPartition, &Csr<f64>),
     (bs, nns): (usize, &[Vec<f64>]),
     index: usize,
@@ -820,7 +839,7 @@ fn gather_tail(
         max_levels: o.max_levels.saturating_sub(index).max(1),
         ..o.clone()
     };
-    agree(comm, Hierarchy::build(&whole, &tail_options))
+    agree(comm, local.gathered_hierarchy(&whole, &tail_options))
 }
 
 #[cfg(test)]
