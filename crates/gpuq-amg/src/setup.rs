@@ -509,11 +509,6 @@ pub(crate) mod cuda {
             bs: usize,
             nns: &[Vec<f64>],
         ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-            if nns.len() > 1 && agg.contains(&crate::aggregate::NOT_AGGREGATED) {
-                // The thin QR with nodes in no aggregate is not written for
-                // the device: the host's, uploaded by the next step (O(n)).
-                return super::host_tentative(agg, naggs, bs, nns);
-            }
             match nns {
                 [single] => {
                     let (pt, norm) = self.setup_tentative_single(agg, naggs, bs, single)?;

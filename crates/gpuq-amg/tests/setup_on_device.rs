@@ -182,6 +182,26 @@ proptest! {
                 prop_assert_eq!(g.setup_download(&pt).unwrap(), want.p);
                 prop_assert_eq!(coarse, want.coarse_null);
             }
+            // Every fifth node in no aggregate (an identity row's): empty
+            // rows, the rest as before, one vector or several.
+            let some: Vec<u32> = agg
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| if i % 5 == 2 { gpuq_amg::aggregate::NOT_AGGREGATED } else { a })
+                .collect();
+            for k in [1, 2, 3] {
+                let nns = [b.clone(), second.clone(), third.clone()][..k].to_vec();
+                let want = gpuq_amg::prolong::tentative(&some, naggs, bs, &nns).unwrap();
+                let (pt, coarse) = match k {
+                    1 => {
+                        let (pt, norm) = g.setup_tentative_single(&some, naggs, bs, &b).unwrap();
+                        (pt, vec![norm])
+                    }
+                    _ => g.setup_tentative_qr(&some, naggs, bs, &nns).unwrap(),
+                };
+                prop_assert_eq!(g.setup_download(&pt).unwrap(), want.p, "k {}", k);
+                prop_assert_eq!(coarse, want.coarse_null, "k {}", k);
+            }
             prop_assert!(g.setup_tentative_qr(&agg, naggs, bs, &[]).is_err());
             prop_assert!(g.setup_tentative_qr(&agg, naggs, bs, &[b.clone(), vec![1.0; b.len() + 1]]).is_err());
         }
@@ -324,7 +344,8 @@ fn device_setup_builds_the_host_hierarchy() {
     };
     same_hierarchy(g, &e3.stiffness(), &o, "elasticity3d:7");
     // Dirichlet unknowns kept as identity rows: isolated nodes join no
-    // aggregate (the tentative prolongator then comes from the host).
+    // aggregate (empty rows of the tentative prolongator, one vector or the
+    // thin QR of the rigid body modes on the device).
     let fixed = with_identity_rows(&laplace3d::<f64>(16), |i| i % 7 == 0);
     same_hierarchy(g, &fixed, &small(1), "laplace3d:16, identity rows");
     let fixed = with_identity_rows(&e3.stiffness(), |i| (i / 3) % 5 == 0);

@@ -514,10 +514,9 @@ impl CudaBackend {
     /// the pattern's transpose (each aggregate's rows in increasing order),
     /// then one thread per aggregate factorising as the host does (kernel
     /// `tentative_qr`: the same values bit for bit); the coarse vectors come
-    /// back. O(nrows k^2). Errors when `b` is empty, a vector does not match
-    /// (bs nodes per aggregate entry), an aggregate is out of range, or a node
-    /// is in no aggregate (not written for the device: the host builds that
-    /// prolongator).
+    /// back; a node in no aggregate ([`NOT_AGGREGATED`]) gets empty rows, as
+    /// on the host. O(nrows k^2). Errors when `b` is empty, a vector does not
+    /// match (bs nodes per aggregate entry), or an aggregate is out of range.
     pub fn setup_tentative_qr(
         &self,
         agg: &[u32],
@@ -534,33 +533,46 @@ impl CudaBackend {
         if let Some(v) = b.iter().find(|v| v.len() != nrows) {
             return Err(Error::shape("tentative prolongator", nrows, v.len()));
         }
-        if agg.contains(&NOT_AGGREGATED) {
-            return Err(Error::InvalidArgument(
-                "the device's thin QR takes every node in an aggregate".into(),
-            ));
-        }
         // The first vector, the concatenation's head, gives the pattern's
         // values (which the factorisation does not read).
         let d_b = self.setup_put(&b.concat())?;
         let t = self.setup_transpose(&self.aggregate_pattern(agg, naggs, bs, &d_b)?)?;
+        // Where a node is in no aggregate its rows are empty: the row
+        // pointers from the host (k entries per row of an aggregated node);
+        // otherwise the kernel writes them (row r from r k).
+        let given = agg.contains(&NOT_AGGREGATED);
+        let (mut ptr, nnz) = if given {
+            let mut offsets = Vec::with_capacity(nrows + 1);
+            offsets.push(0u64);
+            for r in 0..nrows {
+                let kept = agg[r / bs] != NOT_AGGREGATED;
+                offsets.push(offsets[r] + if kept { k as u64 } else { 0 });
+            }
+            let nnz = offsets[nrows] as usize;
+            (self.setup_put(&offsets)?, nnz)
+        } else {
+            (self.setup_zeros::<u64>(nrows + 1)?, nrows * k)
+        };
         let mut q = self.setup_zeros::<f64>(nrows * k)?;
-        let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
-        let mut col = self.setup_zeros::<u32>(nrows * k)?;
-        let mut val = self.setup_zeros::<f64>(nrows * k)?;
+        let mut col = self.setup_zeros::<u32>(nnz)?;
+        let mut val = self.setup_zeros::<f64>(nnz)?;
         let mut coarse = self.setup_zeros::<f64>(k * naggs * k)?;
+        let ptr_given = u32::from(given);
         // SAFETY: arguments match `tentative_qr`; t is the transposed
         // pattern (naggs rows whose columns, the rows of each aggregate,
-        // cover 0..nrows once), d_b holds k nrows values, q, col and val
-        // nrows k, ptr nrows + 1, coarse k naggs k zeros.
+        // cover the aggregated rows of 0..nrows once), d_b holds k nrows
+        // values, q nrows k, ptr nrows + 1 (the row pointers of nnz entries
+        // when ptr_given), col and val nnz, coarse k naggs k zeros.
         setup_launch!(self, "tentative_qr", naggs.max(1), l => {
             l.arg(&naggs).arg(&k).arg(&nrows).arg(&t.ptr).arg(&t.col).arg(&d_b);
             l.arg(&mut q).arg(&mut ptr).arg(&mut col).arg(&mut val).arg(&mut coarse);
+            l.arg(&ptr_given);
         })?;
         let coarse = self.setup_get(&coarse, k * naggs * k)?;
         let pt = SetupCsr {
             nrows,
             ncols: naggs * k,
-            nnz: nrows * k,
+            nnz,
             ptr,
             col,
             val,

@@ -2039,9 +2039,12 @@ pub unsafe extern "ptx-kernel" fn tentative_scale(
 /// computes it (the same operations in the same order, sums from -0.0 as
 /// Rust's `Sum`): the same values bit for bit. `b` holds the k vectors of
 /// `nrows` one after another, `q` is scratch of nrows k values. Writes row r
-/// of the prolongator (k entries from r k: columns a k + c, Q's row) and
-/// R's entries into the k coarse vectors (`coarse`, k of naggs k values,
-/// zeros: vector c at c naggs k, entry a k + i = R[i][c]).
+/// of the prolongator (k entries: columns a k + c, Q's row) and R's entries
+/// into the k coarse vectors (`coarse`, k of naggs k values, zeros: vector c
+/// at c naggs k, entry a k + i = R[i][c]). With `ptr_given` 0 every row is
+/// in an aggregate and the kernel writes the row pointers (row r from r k);
+/// otherwise `p_ptr` holds them (k entries for a row in an aggregate, none
+/// for a row in no aggregate, whose row stays empty).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn tentative_qr(
@@ -2056,9 +2059,10 @@ pub unsafe extern "ptx-kernel" fn tentative_qr(
     p_col: *mut u32,
     p_val: *mut f64,
     coarse: *mut f64,
+    ptr_given: u32,
 ) {
     let mut a = global_id();
-    if a == 0 {
+    if a == 0 && ptr_given == 0 {
         *p_ptr.add(nrows) = (nrows * k) as u64;
     }
     while a < naggs {
@@ -2108,10 +2112,15 @@ pub unsafe extern "ptx-kernel" fn tentative_qr(
         }
         for i in 0..m {
             let r = row(i);
-            *p_ptr.add(r) = (r * k) as u64;
+            let first = if ptr_given == 0 {
+                *p_ptr.add(r) = (r * k) as u64;
+                r * k
+            } else {
+                *p_ptr.add(r) as usize
+            };
             for c in 0..k {
-                *p_col.add(r * k + c) = (a * k + c) as u32;
-                *p_val.add(r * k + c) = *q.add(c * m + i);
+                *p_col.add(first + c) = (a * k + c) as u32;
+                *p_val.add(first + c) = *q.add(c * m + i);
             }
         }
         a += grid_threads();
