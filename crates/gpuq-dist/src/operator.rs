@@ -197,3 +197,53 @@ impl<B: HaloBackend, T: Scalar> LinearOperator<Dist<B>, T> for DistOperator<B, T
         "dist-csr"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{rows_of, ThreadComm};
+
+    /// A 60 x 45 matrix of scattered entries (some rows and columns empty).
+    fn scattered() -> Csr<f64> {
+        let mut coo = gpuq_sparse::Coo::new(60, 45);
+        for i in 0..60 {
+            for k in 0..(i % 7) {
+                let j = (i * 13 + k * 29) % 45;
+                coo.push(i, j, (i * 45 + j) as f64 + 0.5).unwrap();
+            }
+        }
+        Csr::from_coo(&coo).unwrap()
+    }
+
+    #[test]
+    fn the_ranks_rows_of_the_transpose_are_the_serial_transposes() {
+        let a = scattered();
+        let whole = a.transpose(false);
+        for ranks in 1..=4 {
+            let rows_part = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+            // Columns split unevenly, one rank owning none where there are four.
+            let counts = match ranks {
+                4 => vec![20, 0, 5, 20],
+                r => RowPartition::contiguous(a.ncols(), r)
+                    .unwrap()
+                    .starts()
+                    .windows(2)
+                    .map(|w| w[1] - w[0])
+                    .collect(),
+            };
+            let cols_part = RowPartition::from_counts(&counts).unwrap();
+            let parts = ThreadComm::run(ranks, |comm| {
+                let rows = rows_of(&a, &rows_part, comm.rank()).unwrap();
+                transpose_rows(&comm, &rows_part, &cols_part, &rows).unwrap()
+            })
+            .unwrap();
+            for (q, t) in parts.iter().enumerate() {
+                assert_eq!(
+                    t,
+                    &rows_of(&whole, &cols_part, q).unwrap(),
+                    "{ranks} ranks, rank {q}"
+                );
+            }
+        }
+    }
+}
