@@ -86,7 +86,11 @@ struct LevelWork<B: Backend, T: Scalar> {
 /// residual and restriction, the coarse cycle (a W-cycle runs it twice, the
 /// second time on the residual the first left), prolongation and
 /// post-smoothing by the same sweeps (so M is symmetric when A is, and PCG may
-/// use it); the coarsest level is one SpMV with its stored (pseudo-)inverse.
+/// use it); the coarsest level is one SpMV with its stored (pseudo-)inverse
+/// ([`Amg::new`]) or an operator of its own ([`Coarsest::Operator`]: the
+/// distributed cycle's gathered levels). One implementation for every
+/// backend, `gpuq-dist`'s `Dist` included (its levels' matrices distributed
+/// across ranks, [`Amg::from_levels`]).
 ///
 /// Cost of one application: per level, (2 nu + 1) SpMVs with A for Jacobi
 /// (nu sweeps before and after, the first from zero needing none; plus the
