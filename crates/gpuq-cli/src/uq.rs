@@ -932,11 +932,7 @@ fn run_convolution(a: &ConvolutionArgs) -> Result<ExitCode> {
         model: &model,
         load_shape: shape,
         outputs: vec![beam.tip()],
-        modes: ModeOptions {
-            count: n,
-            dense_below: n,
-            ..ModeOptions::default()
-        },
+        modes: ModeOptions::every(n),
         load: a.load.process(),
         steps: a.steps,
     };

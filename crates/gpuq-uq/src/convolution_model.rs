@@ -207,7 +207,7 @@ mod tests {
             sigma: 1.0,
             dt: 0.01,
         };
-        let basis = modal_basis(&model, &shape, &[beam.tip()], &all_modes(n)).unwrap();
+        let basis = modal_basis(&model, &shape, &[beam.tip()], &ModeOptions::every(n)).unwrap();
         let s = &basis.summary;
         assert_eq!(s.omega.len(), n);
         assert!((s.mass_captured - 1.0).abs() < 1e-9);
@@ -227,21 +227,12 @@ mod tests {
             model: &model,
             load_shape: shape,
             outputs: vec![beam.tip()],
-            modes: all_modes(n),
+            modes: ModeOptions::every(n),
             load,
             steps: 300,
         };
         let r = model_convolution(&CpuBackend::new(), &problem, 64, 5, 2).unwrap();
         assert!(r.response.std[299] > 0.0 && r.response.peaks.len() == 64);
-    }
-
-    /// Every mode of a model of `n` DOFs, by the dense solver.
-    fn all_modes(n: usize) -> ModeOptions {
-        ModeOptions {
-            count: n,
-            dense_below: n,
-            ..ModeOptions::default()
-        }
     }
 
     #[test]
