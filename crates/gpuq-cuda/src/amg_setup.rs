@@ -514,7 +514,7 @@ impl CudaBackend {
     /// the pattern's transpose (each aggregate's rows in increasing order),
     /// then one thread per aggregate factorising as the host does (kernel
     /// `tentative_qr`: the same values bit for bit); the coarse vectors come
-    /// back; a node in no aggregate ([`NOT_AGGREGATED`]) gets empty rows, as
+    /// back; a node in no aggregate (`NOT_AGGREGATED`) gets empty rows, as
     /// on the host. O(nrows k^2). Errors when `b` is empty, a vector does not
     /// match (bs nodes per aggregate entry), or an aggregate is out of range.
     pub fn setup_tentative_qr(
