@@ -48,6 +48,14 @@ pub trait SetupKernels {
         )?))
     }
 
+    /// The finest level's matrix from `a`, a host matrix the caller hands
+    /// over ([`LevelMatrix::from_host`]): `a` itself by default, where the
+    /// backend computes on the host (no copy); a device backend uploads it
+    /// as [`SetupKernels::finest`] does. Cost: nothing, or that upload.
+    fn finest_handed_over(&self, a: LevelMatrix) -> Result<LevelMatrix> {
+        Ok(a)
+    }
+
     /// Whether `a` has the pattern (shape, row pointers, columns) of
     /// `finest`, the finest matrix of a hierarchy this backend built (for
     /// `Hierarchy::update_values_on`). Default: compared with the host copy
@@ -405,6 +413,12 @@ pub(crate) mod cuda {
         /// The upload of `a`, held on the device only.
         fn finest(&self, a: &Csr<f64>) -> Result<LevelMatrix> {
             Ok(keep(self, self.setup_upload(a)?))
+        }
+
+        /// The upload of [`SetupKernels::finest`] (the caller's host copy
+        /// is not kept in the level).
+        fn finest_handed_over(&self, a: LevelMatrix) -> Result<LevelMatrix> {
+            self.finest(a.host()?)
         }
 
         /// On the device where `finest` lives there

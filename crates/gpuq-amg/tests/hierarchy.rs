@@ -442,3 +442,48 @@ fn a_finest_level_given_resident_builds_the_hierarchy_of_its_matrix() {
     let o3 = AmgOptions { block: 2, ..o };
     assert!(Hierarchy::build_on_resident(&gpuq_cpu::CpuBackend::new(), bad, &o3).is_err());
 }
+
+#[test]
+fn a_finest_matrix_handed_over_builds_the_hierarchy_a_copy_would() {
+    use gpuq_sparse::generators;
+    let cpu = gpuq_cpu::CpuBackend::new();
+    let cases = [
+        (
+            generators::laplace3d::<f64>(12),
+            options(Coarsening::SmoothedAggregation, 1),
+        ),
+        (
+            generators::laplace2d::<f64>(20),
+            options(Coarsening::Seed, 1),
+        ),
+        (
+            generators::convdiff2d::<f64>(20, 0.7),
+            options(Coarsening::SmoothedAggregation, 2),
+        ),
+    ];
+    for (a, o) in cases {
+        let handed = Hierarchy::build_handed_over(&cpu, a.clone(), &o).unwrap();
+        let built = Hierarchy::build(&a, &o).unwrap();
+        same_levels(&handed, &built);
+        assert_eq!(handed.is_symmetric(), built.is_symmetric());
+        assert_eq!(handed.null_space(), built.null_space());
+    }
+    // The input checks see the handed-over matrix: a NaN is the build's error.
+    let mut values = generators::laplace2d::<f64>(8).values().to_vec();
+    values[5] = f64::NAN;
+    let l = generators::laplace2d::<f64>(8);
+    let nan = gpuq_sparse::Csr::try_new_allow_nonfinite(
+        l.nrows(),
+        l.ncols(),
+        l.row_ptr().to_vec(),
+        l.col_idx().to_vec(),
+        values,
+    )
+    .unwrap();
+    let o = options(Coarsening::SmoothedAggregation, 1);
+    let (x, y) = (
+        Hierarchy::build_handed_over(&cpu, nan.clone(), &o).unwrap_err(),
+        Hierarchy::build(&nan, &o).unwrap_err(),
+    );
+    assert_eq!(x.to_string(), y.to_string());
+}

@@ -93,20 +93,23 @@ pub struct AmgArgs {
     pub gather_below: Option<usize>,
 }
 
-/// Builds the hierarchy of `a` where `name` (`--amg-setup`) says: `cpu`,
+/// Builds the hierarchy of `a` (handed over: on the host it becomes the
+/// finest level without a copy) where `name` (`--amg-setup`) says: `cpu`,
 /// `cuda` (the solve's device when it runs on CUDA, else device 0), or `auto`
 /// (the backend `backend` names).
 fn build_hierarchy(
-    a: &Csr<f64>,
+    a: Csr<f64>,
     options: &AmgOptions,
     name: &str,
     backend: &Chosen,
 ) -> Result<Hierarchy> {
     match (name, backend) {
-        ("cpu", _) | ("auto", Chosen::Cpu(_)) => Hierarchy::build(a, options),
-        ("cuda" | "auto", Chosen::Cuda(b)) => Hierarchy::build_on(b, a, options),
+        ("cpu", _) | ("auto", Chosen::Cpu(_)) => {
+            Hierarchy::build_handed_over(&gpuq_cpu::CpuBackend::new(), a, options)
+        }
+        ("cuda" | "auto", Chosen::Cuda(b)) => Hierarchy::build_handed_over(b, a, options),
         ("cuda", Chosen::Cpu(_)) => {
-            Hierarchy::build_on(&gpuq_cuda::CudaBackend::new(0)?, a, options)
+            Hierarchy::build_handed_over(&gpuq_cuda::CudaBackend::new(0)?, a, options)
         }
         (other, _) => Err(Error::InvalidArgument(format!(
             "unknown AMG setup backend '{other}' (available: cpu, cuda, auto)"
@@ -384,8 +387,10 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
     let a = load_matrix(&source)?;
     let backend = Chosen::parse(&args.backend)?;
     let build = || {
+        // A copy per build (outside the setup's clock), so `--repeat-setup`
+        // times the builds the solve makes.
         build_hierarchy(
-            &a,
+            a.clone(),
             &args.amg.options(&source, &backend)?,
             &args.amg.setup,
             &backend,
@@ -620,7 +625,7 @@ fn solve_typed<B: KrylovBackend + AmgKernels, T: Scalar, S: Scalar>(
         ..config.clone()
     };
     let setup = Instant::now();
-    let h = build_hierarchy(&a, options, &args.amg.setup, chosen)?;
+    let h = build_hierarchy(a, options, &args.amg.setup, chosen)?;
     let hierarchy_s = setup.elapsed().as_secs_f64();
     let mut progress = Progress::new();
     let solution =

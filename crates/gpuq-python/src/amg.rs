@@ -1,7 +1,7 @@
 //! `gpuq._gpuq.AmgParams` (the AMG options) and `gpuq._gpuq.AmgHierarchy` (a hierarchy
 //! built once, its cycle resident on a backend, solved with and applied many times).
 
-use crate::arrays::{csr, to_numpy, IndexArray};
+use crate::arrays::{copy, csr, to_numpy, IndexArray};
 use crate::errors::{json, IntoPy};
 use crate::solve::{config, PyReport};
 use gpuq::amg::{AmgOptions, Coarsening, CycleKind, Hierarchy, SetupKernels, Smoother};
@@ -110,9 +110,10 @@ impl AmgParams {
     }
 }
 
-/// A hierarchy built on a backend: `Hierarchy::build_on` with the concrete backend.
+/// A hierarchy built on a backend from a matrix handed over:
+/// `Hierarchy::build_handed_over` with the concrete backend.
 struct BuildOn<'a> {
-    a: &'a Csr<f64>,
+    a: Csr<f64>,
     options: &'a AmgOptions,
 }
 
@@ -123,8 +124,8 @@ impl OnBackend for BuildOn<'_> {
     }
 }
 
-fn build_on<K: SetupKernels>(backend: &K, a: &Csr<f64>, options: &AmgOptions) -> Result<Hierarchy> {
-    Hierarchy::build_on(backend, a, options)
+fn build_on<K: SetupKernels>(backend: &K, a: Csr<f64>, options: &AmgOptions) -> Result<Hierarchy> {
+    Hierarchy::build_handed_over(backend, a, options)
 }
 
 /// A hierarchy's values updated on a backend: `Hierarchy::update_values_on` with the
@@ -151,9 +152,10 @@ pub struct AmgHierarchy {
     setup_s: f64,
 }
 
-/// The hierarchy of `a` as `params` say on `backend`, and its cycle there.
+/// The hierarchy of `a` (handed over: on the host it becomes the finest level without a
+/// copy) as `params` say on `backend`, and its cycle there.
 fn build(
-    a: &Csr<f64>,
+    a: Csr<f64>,
     params: &AmgParams,
     backend: gpuq::AnyBackend,
     layout: Option<Layout>,
@@ -172,7 +174,7 @@ fn build(
             options: &options,
         })?
     } else {
-        Hierarchy::build(a, &options)?
+        Hierarchy::build_handed_over(&gpuq::cpu::CpuBackend::new(), a, &options)?
     };
     let cycle = ResidentAmg::new(backend, &h, layout, spec.cycle_precision)?;
     Ok((h, cycle))
@@ -192,7 +194,7 @@ fn update(
     layout: Option<Layout>,
 ) -> Result<(Hierarchy, ResidentAmg)> {
     if h.options().coarsening != Coarsening::SmoothedAggregation {
-        return build(a, params, backend, layout);
+        return build(a.clone(), params, backend, layout);
     }
     let h = if params.spec.setup_on_backend {
         backend.run(UpdateOn { h, a })?
@@ -226,8 +228,8 @@ impl AmgHierarchy {
         let (ip, ix, values) = (indptr.entries()?, indices.entries()?, data.as_slice()?);
         let start = Instant::now();
         let (hierarchy, cycle) = crate::interruptible::run(py, || {
-            let a = csr(shape, ip, ix, values.to_vec())?;
-            build(&a, &params, crate::opened::open(choice)?, layout)
+            let a = csr(shape, ip, ix, copy(values))?;
+            build(a, &params, crate::opened::open(choice)?, layout)
         })?
         .py()?;
         Ok(AmgHierarchy {

@@ -5,6 +5,7 @@ use gpuq::core::{Error, Result, Scalar};
 use gpuq::sparse::Csr;
 use numpy::{Element, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 /// The scalar type of an array: which of f32, f64, complex64, complex128.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,14 +39,18 @@ impl Dtype {
     }
 }
 
-/// A copy of the 1-D array `array` of scalar `T` (a `ValueError` for another dtype).
-pub fn vector<T: Element + Copy>(array: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
+/// A copy of the 1-D array `array` of scalar `T` (a `ValueError` for another dtype); a
+/// contiguous one copied on all threads ([`copy`]).
+pub fn vector<T: Element + Copy + Send + Sync>(array: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
     let a: PyReadonlyArray1<'_, T> = array.extract()?;
-    Ok(a.as_array().iter().copied().collect())
+    Ok(match a.as_slice() {
+        Ok(v) => copy(v),
+        Err(_) => a.as_array().iter().copied().collect(),
+    })
 }
 
 /// A copy of the optional 1-D array `array` of scalar `T`.
-pub fn optional_vector<T: Element + Copy>(
+pub fn optional_vector<T: Element + Copy + Send + Sync>(
     array: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Option<Vec<T>>> {
     array.map(vector::<T>).transpose()
@@ -97,18 +102,25 @@ impl<'py> IndexArray<'py> {
 }
 
 impl Indices<'_> {
-    /// The entries as `I`, an error naming `what` for a negative or too large one. O(len).
-    fn to_vec<I: TryFrom<i64>>(self, what: &str) -> Result<Vec<I>> {
+    /// The entries as `I`, an error naming `what` for a negative or too large one. O(len),
+    /// on all threads.
+    fn to_vec<I: TryFrom<i64> + Send>(self, what: &str) -> Result<Vec<I>> {
         let convert = |i: i64| {
             I::try_from(i).map_err(|_| {
                 Error::InvalidMatrix(format!("{what} entry {i} is negative or too large"))
             })
         };
         match self {
-            Indices::I32(v) => v.iter().map(|&i| convert(i64::from(i))).collect(),
-            Indices::I64(v) => v.iter().map(|&i| convert(i)).collect(),
+            Indices::I32(v) => v.par_iter().map(|&i| convert(i64::from(i))).collect(),
+            Indices::I64(v) => v.par_iter().map(|&i| convert(i)).collect(),
         }
     }
+}
+
+/// A copy of `v` made on all threads (the values of a large matrix: one pass, its pages
+/// touched in parallel). O(len).
+pub fn copy<T: Copy + Send + Sync>(v: &[T]) -> Vec<T> {
+    v.par_iter().copied().collect()
 }
 
 /// The CSR matrix of SciPy's arrays (`indptr`, `indices`, `data`) and `shape`, checked:

@@ -1,6 +1,6 @@
 //! `gpuq._gpuq.mc_solve`: Monte Carlo estimates and MCSA for a real CSR matrix.
 
-use crate::arrays::{csr, to_numpy, IndexArray};
+use crate::arrays::{copy, csr, to_numpy, IndexArray};
 use crate::errors::{json, IntoPy};
 use crate::solve::PyReport;
 use gpuq::core::{Error, Result};
@@ -110,7 +110,7 @@ pub fn mc_solve<'py>(
         b.as_slice()?,
     );
     let outcome = crate::interruptible::run(py, || {
-        let a = csr(shape, ip, ix, values.to_vec())?;
+        let a = csr(shape, ip, ix, copy(values))?;
         crate::opened::open(choice)?.run(Job {
             a: &a,
             b,
