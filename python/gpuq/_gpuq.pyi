@@ -238,6 +238,7 @@ class AmgHierarchy:
         params: AmgParams,
         backend: str = "auto",
         layout: str = "auto",
+        blocksize: int = 1,
     ) -> None: ...
     def solve(
         self,

@@ -68,6 +68,22 @@ def csr_arrays(A, dtype=None) -> Tuple[Tuple[int, int], np.ndarray, np.ndarray, 
     )
 
 
+def bsr_arrays(A, dtype) -> Optional[Tuple[Tuple[int, int], int, np.ndarray, np.ndarray, np.ndarray]]:
+    """``(shape, r, indptr, indices, blocks)`` of a SciPy BSR matrix with square r x r
+    blocks, r > 1, in canonical form (sorted block columns, no duplicates), ``blocks`` its
+    stored blocks flattened (a view when they are contiguous ``dtype``): the Rust core
+    expands them to CSR on all threads, where SciPy's ``tocsr`` is one pass on one core.
+    None for any other matrix."""
+    r = block_size(A)
+    if r is None or r == 1:
+        return None
+    if not A.has_canonical_format:
+        A = A.copy()
+        A.sum_duplicates()
+    data = np.ascontiguousarray(A.data, dtype=dtype).reshape(-1)
+    return (int(A.shape[0]), int(A.shape[1])), r, _index(A.indptr), _index(A.indices), data
+
+
 def _index(a: np.ndarray) -> np.ndarray:
     """A contiguous int32 or int64 index array: SciPy's own when it is one (no copy)."""
     if a.dtype in (np.int32, np.int64):

@@ -24,7 +24,7 @@ import scipy.sparse.linalg as spla
 
 from . import _gpuq
 from ._report import SolveReport
-from ._sparse import block_size, csr_arrays, optional_vector, refuse_cupy, vector
+from ._sparse import block_size, bsr_arrays, csr_arrays, optional_vector, refuse_cupy, vector
 
 __all__ = ["smoothed_aggregation_solver", "MultilevelSolver", "Level", "rigid_body_modes"]
 
@@ -281,7 +281,8 @@ def smoothed_aggregation_solver(
     """Builds gpuq's smoothed-aggregation hierarchy of the real matrix ``A``.
 
     ``A``: a SciPy sparse matrix (CSR, BSR with square blocks, or any format SciPy converts
-    to CSR) or a dense array. ``B``: the near-null space, an (n, k) array as PyAMG takes it
+    to CSR) or a dense array; a BSR matrix's blocks are expanded to CSR by gpuq on all
+    threads (every stored entry kept, as SciPy's ``tocsr`` keeps them). ``B``: the near-null space, an (n, k) array as PyAMG takes it
     (default: the constant vector per unknown of a block); or ``coords``, the (nodes, d)
     coordinates whose rigid body modes gpuq builds. ``block``: unknowns per node (default:
     a BSR matrix's block size, else 1). ``strength``: gpuq's strength threshold eps (a
@@ -303,7 +304,11 @@ def smoothed_aggregation_solver(
     refuse_cupy(A)
     if np.iscomplexobj(A.data if sp.issparse(A) else np.asarray(A)):
         raise ValueError("A is complex: gpuq's AMG takes real matrices")
-    shape, indptr, indices, data = csr_arrays(A, np.float64)
+    bsr = bsr_arrays(A, np.float64)
+    if bsr is not None:
+        shape, blocksize, indptr, indices, data = bsr
+    else:
+        (shape, indptr, indices, data), blocksize = csr_arrays(A, np.float64), 1
     if shape[0] != shape[1]:
         raise ValueError(f"A must be square, not {shape[0]} x {shape[1]}")
     block = block if block is not None else block_size(A)
@@ -324,5 +329,5 @@ def smoothed_aggregation_solver(
         cycle_precision=cycle_precision,
         setup=setup,
     )
-    h = _gpuq.AmgHierarchy(shape, indptr, indices, data, params, backend, layout)
+    h = _gpuq.AmgHierarchy(shape, indptr, indices, data, params, backend, layout, blocksize)
     return MultilevelSolver(h)

@@ -128,6 +128,34 @@ def test_the_near_null_space_given_or_from_coordinates():
         gpuq.amg.smoothed_aggregation_solver(a, B=B, coords=coords, block=2)
 
 
+def test_a_bsr_matrix_is_read_as_its_csr_form():
+    # 3 x 3 blocks, some stored entries zero: the hierarchy and the solve equal those of
+    # SciPy's tocsr(), also for blocks stored out of order and on update_values.
+    m = 10
+    rng = np.random.default_rng(4)
+    coupling = sp.random(3, 3, density=0.6, random_state=5).toarray() + np.eye(3) * 4.0
+    a = (sp.kron(laplace2d(m), sp.eye(3)) + sp.kron(sp.eye(m * m), coupling + coupling.T)).tocsr()
+    bsr = a.tobsr(blocksize=(3, 3))
+    b = rng.standard_normal(a.shape[0])
+    from_csr = gpuq.amg.smoothed_aggregation_solver(bsr.tocsr(), block=3, backend="cpu")
+    from_bsr = gpuq.amg.smoothed_aggregation_solver(bsr, backend="cpu")
+    assert [l.nnz for l in from_bsr.levels] == [l.nnz for l in from_csr.levels]
+    assert from_bsr.levels[0].nnz == bsr.nnz
+    np.testing.assert_array_equal(from_bsr.solve(b), from_csr.solve(b))
+    # The same blocks, each block row's stored in reverse order.
+    order = np.concatenate([
+        np.arange(bsr.indptr[i], bsr.indptr[i + 1])[::-1] for i in range(bsr.shape[0] // 3)
+    ])
+    shuffled = sp.bsr_matrix(
+        (bsr.data[order], bsr.indices[order], bsr.indptr), shape=bsr.shape
+    )
+    shuffled.has_sorted_indices = False
+    again = gpuq.amg.smoothed_aggregation_solver(shuffled, backend="cpu")
+    np.testing.assert_array_equal(again.solve(b), from_csr.solve(b))
+    from_bsr.update_values(bsr * 2.0)
+    np.testing.assert_allclose(from_bsr.solve(b), from_csr.solve(b) / 2.0, rtol=1e-6)
+
+
 def test_pyamg_options_gpuq_does_not_take_are_refused():
     with pytest.raises(TypeError, match="presmoother"):
         gpuq.amg.smoothed_aggregation_solver(laplace2d(4), presmoother=("gauss_seidel", {}))

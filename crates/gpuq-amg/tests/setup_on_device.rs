@@ -402,6 +402,19 @@ fn a_matrix_already_on_the_device_builds_the_same_hierarchy() {
         }
         assert_eq!(resident.null_space(), uploaded.null_space(), "{what}");
         assert_eq!(resident.is_symmetric(), uploaded.is_symmetric(), "{what}");
+        // A host matrix handed over is uploaded as build_on uploads it.
+        let handed = Hierarchy::build_handed_over(g, a.clone(), &o).unwrap();
+        assert!(
+            handed.levels()[0].a.resident().is_some(),
+            "{what}: handed over"
+        );
+        assert_eq!(handed.levels().len(), uploaded.levels().len(), "{what}");
+        for (l, (h, u)) in handed.levels().iter().zip(uploaded.levels()).enumerate() {
+            assert_eq!(h.aggregate_of, u.aggregate_of, "{what}, level {l}");
+            let (ha, ua) = (h.a.host().unwrap(), u.a.host().unwrap());
+            assert_eq!(ha.values(), ua.values(), "{what}, level {l}");
+        }
+        assert_eq!(handed.null_space(), uploaded.null_space(), "{what}");
     }
 }
 

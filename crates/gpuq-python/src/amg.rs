@@ -1,7 +1,7 @@
 //! `gpuq._gpuq.AmgParams` (the AMG options) and `gpuq._gpuq.AmgHierarchy` (a hierarchy
 //! built once, its cycle resident on a backend, solved with and applied many times).
 
-use crate::arrays::{copy, csr, to_numpy, IndexArray};
+use crate::arrays::{copy, csr, csr_of_bsr, to_numpy, IndexArray};
 use crate::errors::{json, IntoPy};
 use crate::solve::{config, PyReport};
 use gpuq::amg::{AmgOptions, Coarsening, CycleKind, Hierarchy, SetupKernels, Smoother};
@@ -207,9 +207,11 @@ fn update(
 
 #[pymethods]
 impl AmgHierarchy {
-    /// Builds the hierarchy of the real CSR matrix (SciPy's arrays) on `backend`.
+    /// Builds the hierarchy of the real CSR matrix (SciPy's arrays) on `backend`; with
+    /// `blocksize` r > 1 the arrays are a BSR matrix's (block rows, block columns, the
+    /// r x r blocks flattened), expanded to CSR in Rust on all threads.
     #[new]
-    #[pyo3(signature = (shape, indptr, indices, data, params, backend="auto", layout="auto"))]
+    #[pyo3(signature = (shape, indptr, indices, data, params, backend="auto", layout="auto", blocksize=1))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -220,6 +222,7 @@ impl AmgHierarchy {
         params: PyRef<'_, AmgParams>,
         backend: &str,
         layout: &str,
+        blocksize: usize,
     ) -> PyResult<Self> {
         let choice: BackendChoice = backend.parse().py()?;
         let layout = Layout::parse_or_auto(layout).py()?;
@@ -228,7 +231,10 @@ impl AmgHierarchy {
         let (ip, ix, values) = (indptr.entries()?, indices.entries()?, data.as_slice()?);
         let start = Instant::now();
         let (hierarchy, cycle) = crate::interruptible::run(py, || {
-            let a = csr(shape, ip, ix, copy(values))?;
+            let a = match blocksize {
+                1 => csr(shape, ip, ix, copy(values))?,
+                r => csr_of_bsr(shape, r, ip, ix, values)?,
+            };
             build(a, &params, crate::opened::open(choice)?, layout)
         })?
         .py()?;
