@@ -8,7 +8,7 @@ use gpuq_cubature::{builtin, kind_of, CubatureKernels, Func};
 use gpuq_uq::convolution_model::{model_convolution, ModelConvolution};
 use gpuq_uq::eigen::ModeOptions;
 use gpuq_uq::plot::{self, Frame};
-use gpuq_uq::psd_model::{model_psd, response_psd_full, transfer_vectors, LoadPsd, ModelPsd};
+use gpuq_uq::psd_model::{model_psd_on, response_psd_full, transfer_vectors, LoadPsd, ModelPsd};
 use gpuq_uq::{
     sdof_monte_carlo, smolyak_expectation, static_response, tensor_expectation, Ar1, Beam, BoucWen,
     Design, HistogramSpec, Initial, Precision, SdofProblem, StaticProblem, StaticSolver,
@@ -846,11 +846,14 @@ fn run_psd(a: &PsdArgs) -> Result<ExitCode> {
             ..ModeOptions::default()
         },
     };
+    let chosen = Chosen::parse(&a.common.backend)?;
     let t = Instant::now();
-    let r = model_psd(&problem)?;
+    let r = match &chosen {
+        Chosen::Cpu(b) => model_psd_on(b, &problem)?,
+        Chosen::Cuda(b) => model_psd_on(b, &problem)?,
+    };
     let cheap_s = t.elapsed().as_secs_f64();
     let sff: Vec<f64> = r.frequencies.iter().map(|&w| load.psd(w)).collect();
-    let chosen = Chosen::parse(&a.common.backend)?;
     let full_s = if a.full {
         let t = Instant::now();
         match &chosen {

@@ -9,7 +9,7 @@ use gpuq_uq::eigen::{EigenMethod, ModeOptions};
 use gpuq_uq::modal::ModalSummary;
 use gpuq_uq::model::{parse_dofs, Damping, Model};
 use gpuq_uq::psd::Ar1;
-use gpuq_uq::psd_model::{model_psd, LoadPsd, ModelPsd, OutputPsd, PsdMatrix};
+use gpuq_uq::psd_model::{model_psd_on, LoadPsd, ModelPsd, OutputPsd, PsdMatrix};
 use gpuq_uq::static_model::{
     static_response_on, ModelStatic, OutputStats, StaticOptions, StaticSolver, Theta,
 };
@@ -288,15 +288,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
                 .into(),
         ));
     }
-    match Chosen::parse(&a.common.backend)? {
-        Chosen::Cpu(_) => {}
-        Chosen::Cuda(_) => {
-            return Err(Error::InvalidArgument(
-                "the PSD of a model from files runs on the CPU backend (its device path is not written yet)"
-                    .into(),
-            ))
-        }
-    }
+    let chosen = Chosen::parse(&a.common.backend)?;
     let (model, load_shape, outputs) = dynamic_model(o, "PSD")?;
     let load = match &a.load_psd {
         Some(spec) => LoadPsd::parse(spec)?,
@@ -314,7 +306,10 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
         load,
         modes: mode_options(o, a.common.seed)?,
     };
-    let r = model_psd(&problem)?;
+    let r = match &chosen {
+        Chosen::Cpu(b) => model_psd_on(b, &problem)?,
+        Chosen::Cuda(b) => model_psd_on(b, &problem)?,
+    };
     if let Some(path) = &a.plot {
         let f = gpuq_uq::plot::model_psd_chart(&r).save(path)?;
         crate::uq::report_plot(
@@ -327,7 +322,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     if a.common.json {
         crate::solve::print_json(&PsdModelReport {
             procedure: "psd",
-            backend: "cpu",
+            backend: backend_name(&chosen),
             model: ModelSize::of(&model),
             method: if o.modes == 0 { "direct" } else { "modal" },
             load_psd: &problem.load,
@@ -349,7 +344,8 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
             None => "the direct per-frequency solve".into(),
         };
         println!(
-            "psd: model of {} DOFs ({} free), {} frequencies by {method} in {:.3} s",
+            "psd on {}: model of {} DOFs ({} free), {} frequencies by {method} in {:.3} s",
+            backend_name(&chosen),
             model.full_dofs(),
             model.dofs(),
             r.frequencies.len(),

@@ -493,9 +493,11 @@ fn psd_of_a_model_from_files_matches_the_direct_solve() {
         .map(|i| if i % 2 == 0 { 1.0 } else { 0.0 })
         .collect();
     gpuq_sparse::matrix_market::save_dense_vector(&m.mul_vec(&r).unwrap(), p("shape.mtx")).unwrap();
-    let run = |modes: &str| {
+    let run_on = |modes: &str, backend: &str| {
         report(&[
             "psd",
+            "--backend",
+            backend,
             "--stiffness",
             &p("K.mtx"),
             "--mass",
@@ -514,11 +516,19 @@ fn psd_of_a_model_from_files_matches_the_direct_solve() {
             modes,
         ])
     };
+    let run = |modes: &str| run_on(modes, "cpu");
     let direct = run("0");
     assert_eq!(direct["method"], "direct");
     assert!(direct["modes"].is_null());
     let modal = run("40");
     assert_eq!(modal["method"], "modal");
+    // Every backend: the same PSDs and cross-PSDs (formed by one shared kernel).
+    for b in backends() {
+        let on = run_on("40", b);
+        assert_eq!(on["backend"], b);
+        assert_eq!(on["outputs"], modal["outputs"], "{b}");
+        assert_eq!(on["cross_psd"], modal["cross_psd"], "{b}");
+    }
     assert!(
         num(&modal["modes"], "mass_captured") >= 0.99,
         "{}",

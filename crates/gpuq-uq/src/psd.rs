@@ -6,14 +6,18 @@
 //!   two-sided PSD;
 //! * [`PsdKernels`]: the full matrices S_xx(w) = S_ff(w) h h^H formed on a
 //!   backend from the transfer vectors h (a memory-bound kernel writing
-//!   16 n^2 bytes per frequency on CUDA; Rayon rows on the CPU), for
-//!   [`crate::psd_model::response_psd_full`].
+//!   16 n^2 bytes per frequency on CUDA; Rayon rows on the CPU), each entry
+//!   by [`gpuq_kernels::uq::psd::cross_entry`] on both backends (exactly
+//!   Hermitian), for the cross-PSDs of [`crate::psd_model::model_psd_on`]
+//!   and [`crate::psd_model::response_psd_full`].
 //!
 //! Not done: single precision (`cherk`), and the comparison with cuBLAS
 //! `zherk`.
 
 use gpuq_core::{Backend, Complex64, Error, Result};
 use gpuq_cpu::CpuBackend;
+use gpuq_kernels::scalar::C64;
+use gpuq_kernels::uq::psd::cross_entry;
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -58,7 +62,8 @@ impl Ar1 {
 /// backend with its rank-1 kernel.
 pub trait PsdKernels: Backend {
     /// `out[f n^2 + i n + j] = scale[f] h[f n + i] conj(h[f n + j])` for the
-    /// nf = scale.len() frequencies. Traffic: 16 n^2 nf bytes written.
+    /// nf = scale.len() frequencies ([`entry`]: exactly Hermitian, the
+    /// diagonal exactly scale |h|^2). Traffic: 16 n^2 nf bytes written.
     fn rank1_hermitian(
         &self,
         n: usize,
@@ -90,7 +95,7 @@ impl PsdKernels for CpuBackend {
             .map(|k| {
                 let (row, j) = (k / n1, k % n1);
                 let f = row / n1;
-                h[row] * scale[f] * h[f * n + j].conj()
+                entry(h[row], h[f * n + j], scale[f])
             })
             .collect();
         Ok(out.into())
@@ -118,12 +123,18 @@ fn check(n: usize, scale: &[f64], h: &[Complex64]) -> Result<()> {
     gpuq_core::check_same_len("rank1_hermitian", scale.len() * n, h.len())
 }
 
+/// s h_i conj(h_j) by the kernels' [`cross_entry`] (the device's bits).
+pub fn entry(hi: Complex64, hj: Complex64, s: f64) -> Complex64 {
+    let c = |z: Complex64| C64 { re: z.re, im: z.im };
+    let e = cross_entry(c(hi), c(hj), s);
+    Complex64::new(e.re, e.im)
+}
+
 /// Row `row` (= f n + i) of the stacked matrices.
 fn fill_row(n: usize, scale: &[f64], h: &[Complex64], row: usize, out: &mut [Complex64]) {
     let (f, i) = (row / n, row % n);
-    let hi = h[f * n + i] * scale[f];
-    for (o, hj) in out.iter_mut().zip(&h[f * n..(f + 1) * n]) {
-        *o = hi * hj.conj();
+    for (o, &hj) in out.iter_mut().zip(&h[f * n..(f + 1) * n]) {
+        *o = entry(h[f * n + i], hj, scale[f]);
     }
 }
 
@@ -144,8 +155,15 @@ mod tests {
         for (f, &sf) in scale.iter().enumerate() {
             for i in 0..n {
                 for j in 0..n {
-                    let want = h[f * n + i] * sf * h[f * n + j].conj();
-                    assert_eq!(s[f * n * n + i * n + j], want);
+                    let (hi, hj) = (h[f * n + i], h[f * n + j]);
+                    let got = s[f * n * n + i * n + j];
+                    let want = hi * sf * hj.conj();
+                    assert!((got - want).norm() <= 1e-15 * want.norm().max(1.0));
+                    // Exactly Hermitian, the diagonal exactly s |h_i|^2.
+                    assert_eq!(got, s[f * n * n + j * n + i].conj());
+                    if i == j {
+                        assert_eq!(got, Complex64::new(hi.norm_sqr() * sf, 0.0));
+                    }
                 }
             }
         }

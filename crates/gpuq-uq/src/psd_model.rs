@@ -26,7 +26,9 @@
 //! every output, so the coherence |S_xy|^2 / (S_xx S_yy) is 1 wherever the
 //! outputs respond.
 //!
-//! Not done: the device path.
+//! On a device ([`model_psd_on`]) the cross-PSD matrices are formed there by
+//! the rank-1 kernel every backend shares; not done on the device: the
+//! eigensolver and the per-frequency sparse LU (the host's).
 
 use crate::eigen::ModeOptions;
 use crate::modal::{modal_basis, ModalSummary};
@@ -314,10 +316,22 @@ impl ModelPsd<'_> {
     }
 }
 
-/// The response PSD of `problem` (see the module docs). Errors on an invalid
-/// problem, K or M not positive definite (naming the pivot or the LOBPCG
-/// step), or a singular K - w^2 M + i w C at a frequency.
+/// The response PSD of `problem` (see the module docs) on the CPU backend:
+/// [`model_psd_on`]. Errors on an invalid problem, K or M not positive
+/// definite (naming the pivot or the LOBPCG step), or a singular
+/// K - w^2 M + i w C at a frequency.
 pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
+    model_psd_on(&gpuq_cpu::CpuBackend::new(), problem)
+}
+
+/// The response PSD of `problem` with the outputs' cross-PSD matrices formed
+/// on `backend` ([`PsdKernels::rank1_hermitian`] over the outputs' transfer
+/// values, then read back: the same bits on every backend). The transfer
+/// values come from the host's modal basis or per-frequency LU (not done on
+/// a device: the eigensolver and the sparse LU run on the host). Errors as
+/// [`model_psd`]. Cost: the transfer values, then 16 o^2 nf bytes formed
+/// and read back for o outputs and nf frequencies.
+pub fn model_psd_on<B: PsdKernels>(backend: &B, problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
     problem.validate()?;
     let start = Instant::now();
     let out: Vec<usize> = problem
@@ -352,10 +366,22 @@ pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
             }
         })
         .collect();
-    let cross = h
-        .iter()
-        .zip(&s_ff)
-        .map(|(h, &s)| cross_matrix(h, s))
+    let o = out.len();
+    let stacked: Vec<Complex64> = h.iter().flatten().copied().collect();
+    let formed = backend.rank1_hermitian(o, &s_ff, &stacked)?;
+    let cross = backend
+        .download(&formed)?
+        .chunks(o * o)
+        .map(|m| PsdMatrix {
+            re: m
+                .chunks(o)
+                .map(|row| row.iter().map(|z| z.re).collect())
+                .collect(),
+            im: m
+                .chunks(o)
+                .map(|row| row.iter().map(|z| z.im).collect())
+                .collect(),
+        })
         .collect();
     Ok(ModelPsdResult {
         frequencies: problem.frequencies.clone(),
@@ -401,28 +427,6 @@ pub fn response_psd_full<B: PsdKernels>(
 ) -> Result<B::Vector<Complex64>> {
     let (h, s_ff) = transfer_vectors(problem)?;
     backend.rank1_hermitian(problem.model.dofs(), &s_ff, &h)
-}
-
-/// S_xy = H_x conj(H_y) s for the outputs' transfer values `h` at one
-/// frequency and the load's PSD `s` there; the diagonal is |H_x|^2 s exactly.
-/// O(outputs^2).
-fn cross_matrix(h: &[Complex64], s: f64) -> PsdMatrix {
-    let entry = |x: usize, y: usize| {
-        if x == y {
-            Complex64::new(h[x].norm_sqr() * s, 0.0)
-        } else {
-            h[x] * h[y].conj() * s
-        }
-    };
-    let n = h.len();
-    PsdMatrix {
-        re: (0..n)
-            .map(|x| (0..n).map(|y| entry(x, y).re).collect())
-            .collect(),
-        im: (0..n)
-            .map(|x| (0..n).map(|y| entry(x, y).im).collect())
-            .collect(),
-    }
 }
 
 /// H_o(w) per frequency (rows) and output (columns) by the modes.

@@ -431,6 +431,53 @@ fn psd_rank1_cpu_and_gpu_agree() {
         .fold(0.0f64, f64::max);
     println!("psd rank-1: largest relative difference {worst:e}");
     assert!(worst <= 1e-15);
+    // The device's matrices exactly Hermitian too (the shared entry).
+    let n = model.dofs();
+    for m in d.chunks(n * n) {
+        for i in 0..n {
+            for j in 0..n {
+                assert_eq!(m[i * n + j], m[j * n + i].conj());
+            }
+        }
+    }
+}
+
+#[test]
+fn a_models_psd_on_the_gpu_is_the_cpus() {
+    let Some(g) = gpu("a_models_psd_on_the_gpu_is_the_cpus") else {
+        return;
+    };
+    use gpuq_uq::eigen::ModeOptions;
+    use gpuq_uq::psd_model::{model_psd_on, LoadPsd, ModelPsd};
+    let beam = gpuq_uq::Beam::unit(40).unwrap();
+    let model = beam.model().unwrap();
+    let mut shape = vec![0.0; model.dofs()];
+    shape[beam.tip()] = 1.0;
+    shape[7] = -0.5;
+    for count in [0, 6] {
+        let p = ModelPsd {
+            model: &model,
+            load_shape: shape.clone(),
+            outputs: vec![beam.tip(), 11, 20],
+            frequencies: (0..9).map(|i| 2.0 * i as f64).collect(),
+            load: LoadPsd::parse("kanai-tajimi:0.5:10:0.3").unwrap(),
+            modes: ModeOptions {
+                count,
+                ..ModeOptions::default()
+            },
+        };
+        let c = model_psd_on(&CpuBackend::new(), &p).unwrap();
+        let d = model_psd_on(g, &p).unwrap();
+        assert_eq!(c.outputs, d.outputs, "{count} modes: the outputs' PSDs");
+        assert_eq!(c.cross, d.cross, "{count} modes: the cross-PSDs");
+        for (m, o) in d.cross.iter().zip(0..) {
+            for x in 0..3 {
+                assert_eq!(m.re[x][x], d.outputs[x].psd[o]);
+                assert_eq!(m.im[x][x], 0.0);
+            }
+        }
+    }
+    println!("a model's PSD: the GPU's cross-PSDs equal the CPU's bit for bit");
 }
 
 #[test]

@@ -23,11 +23,12 @@
 
 use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, DeviceScalar};
 use crate::chacha::key_from_seed;
-use crate::scalar::{KScalar, C64};
+use crate::scalar::C64;
 use crate::uq::band::{
     band_sample_designed, failure_code, BandModel, Draws, SampleWork, Slots, ThetaLaw,
 };
 use crate::uq::gauss::NormalStream;
+use crate::uq::psd::cross_entry;
 use crate::uq::real::UqReal;
 use crate::uq::sampling::LhsNormals;
 use crate::uq::sdof::{hist_bin, run_sample, SdofParams, SinTable, State};
@@ -341,9 +342,10 @@ pub unsafe extern "ptx-kernel" fn uq_band_static_f64(
 }
 
 /// The response PSD's rank-1 Hermitian update for `nf` frequencies:
-/// matrix per frequency, row-major), a block per row, grid-stride over rows. Reads
-/// matrix per frequency, row-major), one thread per entry, grid-stride. Reads
-/// of h hit the cache; the 16 n^2 nf bytes written are the memory floor.
+/// `out[f n^2 + i n + j] = cross_entry(h[f n + i], h[f n + j], scale[f])` (an
+/// n x n matrix per frequency, row-major), a block per output row, grid-stride
+/// over rows, its threads across the row. Reads of h hit the cache; the
+/// 16 n^2 nf bytes written are the memory floor.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn uq_rank1_c64(
     n: usize,
@@ -352,8 +354,7 @@ pub unsafe extern "ptx-kernel" fn uq_rank1_c64(
     h: *const C64,
     out: *mut C64,
 ) {
-    // One block per output row (f, i) at a time, its threads across the row:
-    // the row's index is decoded once per row, not once per entry, and the
+    // The row's index is decoded once per row, not once per entry, and the
     // writes of a warp are contiguous.
     let (block, blocks, tid, width) = (
         nvptx::_block_idx_x() as usize,
@@ -369,16 +370,11 @@ pub unsafe extern "ptx-kernel" fn uq_rank1_c64(
         let f = row / nz;
         let s = f64::ldg(scale.add(f));
         let hi = C64::ldg(h.add(row));
-        // (scale h_i) conj(h_j): the CPU's order of operations, so the bits agree.
-        let si = C64 {
-            re: hi.re * s,
-            im: hi.im * s,
-        };
         let hf = h.add(f * n);
         let o = out.add(row * n);
         let mut j = tid;
         while j < n {
-            *o.add(j) = si * C64::ldg(hf.add(j)).conj();
+            *o.add(j) = cross_entry(hi, C64::ldg(hf.add(j)), s);
             j += width;
         }
         row += blocks;

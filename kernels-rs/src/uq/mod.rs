@@ -12,6 +12,7 @@
 //! * [`dense`]: LU with partial pivoting (the seed's dense static path);
 //! * [`convolution`]: the FFT convolution's padded load blocks and the
 //!   chunked mean and variance over samples;
+//! * [`psd`]: the response PSD's cross-spectral entries, exactly Hermitian;
 //! * [`sampling`]: Latin hypercube (keyed permutations) and Owen-scrambled
 //!   one-dimensional Sobol points, the alternatives to plain Monte Carlo.
 
@@ -20,6 +21,7 @@ pub mod beam;
 pub mod convolution;
 pub mod dense;
 pub mod gauss;
+pub mod psd;
 pub mod real;
 pub mod sampling;
 pub mod sdof;
