@@ -336,10 +336,14 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     } else {
         let method = match &r.modal {
             Some(m) => format!(
-                "{} modes (capturing {:.2}% of the load's modal mass, {} LOBPCG iterations)",
+                "{} modes (capturing {:.2}% of the load's modal mass, {} {} iterations)",
                 m.omega.len(),
                 100.0 * m.mass_captured,
-                m.iterations
+                m.iterations,
+                match m.iterations {
+                    0 => "dense eigensolver",
+                    _ => o.eigensolver.as_str(),
+                }
             ),
             None => "the direct per-frequency solve".into(),
         };
