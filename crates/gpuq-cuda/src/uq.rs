@@ -346,6 +346,56 @@ impl CudaBackend {
         Ok((values, residuals))
     }
 
+    /// Linear outputs of the Monte Carlo samples `first .. first + count`
+    /// under `seed` (`gpuq_kernels::uq::linear`): `out[t outputs + o] +=
+    /// sum_k coef[o len + k] z_k(first + t)`, z(s) the normals of stream s,
+    /// `out` (count outputs values) holding the outputs' constant parts on
+    /// entry. One launch, a warp per 32 ChaCha8 blocks of a sample.
+    #[allow(clippy::too_many_arguments)]
+    pub fn uq_linear_samples(
+        &self,
+        seed: u64,
+        first: u64,
+        count: usize,
+        len: usize,
+        coef: &CudaVector<f64>,
+        out: &mut CudaVector<f64>,
+    ) -> Result<()> {
+        let outputs = coef.len.checked_div(len).unwrap_or(0);
+        if coef.len != outputs * len {
+            return Err(Error::shape(
+                "uq_linear_samples coef",
+                outputs * len,
+                coef.len,
+            ));
+        }
+        if out.len != count * outputs {
+            return Err(Error::shape(
+                "uq_linear_samples out",
+                count * outputs,
+                out.len,
+            ));
+        }
+        if out.len == 0 {
+            return Ok(());
+        }
+        let f = self.function("uq_linear_samples")?;
+        let mut b = self.inner.stream.launch_builder(&f);
+        b.arg(&seed)
+            .arg(&first)
+            .arg(&count)
+            .arg(&len)
+            .arg(&outputs)
+            .arg(&coef.buf)
+            .arg(&mut out.buf);
+        let threads = count * len.div_ceil(16).div_ceil(32) * 32;
+        // SAFETY: arguments match `uq_linear_samples`; coef holds outputs len
+        // values and out count outputs, checked above.
+        unsafe { b.launch(cfg(self.grid_blocks(threads))) }.map_err(dev("uq_linear_samples"))?;
+        self.inner.stats.launch("uq_linear_samples");
+        Ok(())
+    }
+
     /// The response PSD's rank-1 Hermitian updates for nf frequencies:
     /// out[f n^2 + i n + j] = scale\[f\] h[f n + i] conj(h[f n + j]) (`scale` holds
     /// nf values, `h` nf n, `out` nf n^2). One launch, a block per output row;

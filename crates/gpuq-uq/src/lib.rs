@@ -120,7 +120,9 @@
 //! * Issue 51's remaining parts: the PSD's transfer values on the device
 //!   (the modes or the per-frequency solves run on the host; only the full
 //!   matrices are formed on the backend); the
-//!   static response's draws on the device, several right-hand sides per PCG
+//!   static response's draws on the device for random stiffness and for the
+//!   Latin hypercube and Sobol designs (a random load under Monte Carlo is
+//!   drawn on the backend: [`linear_samples`]), several right-hand sides per PCG
 //!   and the AMG hierarchy rebuilt by `update_values` per sample; the device
 //!   eigensolver.
 //! * The band kernel on the device for a model with a uniform theta (its
@@ -150,6 +152,7 @@ pub mod convolution_model;
 pub mod design;
 pub mod eigen;
 pub mod expectation;
+pub mod linear_samples;
 pub mod modal;
 pub mod model;
 #[cfg(feature = "plot")]

@@ -53,6 +53,7 @@
 
 use crate::cholesky::SparseCholesky;
 use crate::design::Design;
+use crate::linear_samples::LinearSampleKernels;
 use crate::model::Model;
 use crate::stats::describe;
 use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy, SetupKernels};
@@ -353,9 +354,15 @@ pub struct ModelStaticResult {
 /// gradients, the AMG setup and cycle, and the band strategy's per-sample
 /// kernel ([`BandKernels`]). Implemented for every backend that
 /// has those (the CPU backend, and the CUDA backend with the `cuda` feature).
-pub trait StaticBackend: KrylovBackend + AmgKernels + SetupKernels + BandKernels {}
+pub trait StaticBackend:
+    KrylovBackend + AmgKernels + SetupKernels + BandKernels + LinearSampleKernels
+{
+}
 
-impl<B: KrylovBackend + AmgKernels + SetupKernels + BandKernels> StaticBackend for B {}
+impl<B: KrylovBackend + AmgKernels + SetupKernels + BandKernels + LinearSampleKernels> StaticBackend
+    for B
+{
+}
 
 /// A sample's normals source under `design`.
 pub(crate) enum Source {
@@ -762,6 +769,11 @@ pub trait BandRun {
 /// stop request (they are cheap, O(n w^2) each: larger blocks than
 /// [`BLOCK`] keep the threads busy).
 pub const HOST_BAND_BLOCK: usize = 1024;
+
+/// Random-load samples per call of [`LinearSampleKernels::linear_samples`]
+/// (the interrupt is looked at between calls; their values, 8 bytes per
+/// output and sample, are what one call holds).
+const LINEAR_BLOCK: u64 = 1 << 16;
 
 /// [`BandRun`] on the host's threads (`parallel`: Rayon) or one after the
 /// other.
@@ -1228,25 +1240,47 @@ pub fn static_response_on<B: StaticBackend>(
         iterations = its;
         met = ok;
         let lin: Vec<LinearOutput> = g.iter().map(|g| LinearOutput::new(problem, g)).collect();
-        let (r, _, nstd) = problem.draws();
-        let per_sample: Vec<Vec<f64>> = (0..samples)
-            .into_par_iter()
-            .map(|s| {
-                let mut src = Source::new(problem.design, seed, s, samples);
-                let eta: Vec<f64> = (0..r).map(|_| src.next()).collect();
-                let mut u: Vec<f64> = lin.iter().map(|o| o.a + dot(&o.b, &eta)).collect();
-                for i in 0..nstd {
-                    let xi = src.next();
-                    for (ui, o) in u.iter_mut().zip(&lin) {
-                        *ui += o.d[i] * xi;
+        if problem.design == Design::MonteCarlo {
+            // The normals on the backend: the load factor's r, then one per
+            // DOF with a load deviation, weighted by the adjoints.
+            let base: Vec<f64> = lin.iter().map(|o| o.a).collect();
+            let coef: Vec<Vec<f64>> = lin.iter().map(|o| [&o.b[..], &o.d[..]].concat()).collect();
+            let mut first = 0u64;
+            while first < samples {
+                if first > 0 && gpuq_core::interrupt::requested() {
+                    interrupted = true;
+                    break;
+                }
+                let count = (samples - first).min(LINEAR_BLOCK);
+                let u = backend.linear_samples(seed, first, count as usize, &base, &coef)?;
+                for row in u.chunks(lin.len().max(1)) {
+                    for (vals, &v) in values.iter_mut().zip(row) {
+                        vals.push(v);
                     }
                 }
-                u
-            })
-            .collect();
-        for u in per_sample {
-            for (vals, v) in values.iter_mut().zip(u) {
-                vals.push(v);
+                first += count;
+            }
+        } else {
+            let (r, _, nstd) = problem.draws();
+            let per_sample: Vec<Vec<f64>> = (0..samples)
+                .into_par_iter()
+                .map(|s| {
+                    let mut src = Source::new(problem.design, seed, s, samples);
+                    let eta: Vec<f64> = (0..r).map(|_| src.next()).collect();
+                    let mut u: Vec<f64> = lin.iter().map(|o| o.a + dot(&o.b, &eta)).collect();
+                    for i in 0..nstd {
+                        let xi = src.next();
+                        for (ui, o) in u.iter_mut().zip(&lin) {
+                            *ui += o.d[i] * xi;
+                        }
+                    }
+                    u
+                })
+                .collect();
+            for u in per_sample {
+                for (vals, v) in values.iter_mut().zip(u) {
+                    vals.push(v);
+                }
             }
         }
         exact = Some(lin.iter().map(LinearOutput::moments).collect::<Vec<_>>());
@@ -1722,6 +1756,7 @@ mod tests {
     struct Sequential;
     crate::test_backend::forward_backend!(Sequential);
     impl BandKernels for Sequential {}
+    impl crate::linear_samples::LinearSampleKernels for Sequential {}
 
     #[test]
     fn the_band_kernel_gives_the_same_bits_on_every_body() {

@@ -564,3 +564,36 @@ fn convolution_cpu_and_gpu_agree() {
     close(&one.mean, &d.mean, 1e-12 * scale, "mean, one batch");
     assert!(one.histories.is_empty());
 }
+
+#[test]
+fn linear_samples_on_the_gpu_are_the_cpus() {
+    let Some(g) = gpu("linear_samples_on_the_gpu_are_the_cpus") else {
+        return;
+    };
+    use gpuq_uq::linear_samples::LinearSampleKernels;
+    // Many normals per sample (a partial last block), three outputs, samples
+    // from an offset: the device's warp sums against the host's block order.
+    for (len, count) in [(100_007usize, 64usize), (5, 3000), (16 * 32, 7)] {
+        let coef: Vec<Vec<f64>> = (0..3)
+            .map(|o| {
+                (0..len)
+                    .map(|k| ((k * 7 + o * 13) % 17) as f64 / 17.0 - 0.4)
+                    .collect()
+            })
+            .collect();
+        let base = [1.0, -0.5, 1e3];
+        let c = CpuBackend::new()
+            .linear_samples(42, 1000, count, &base, &coef)
+            .unwrap();
+        let d = g.linear_samples(42, 1000, count, &base, &coef).unwrap();
+        assert_eq!(c.len(), d.len());
+        let scale = (len as f64).sqrt();
+        let worst = c
+            .iter()
+            .zip(&d)
+            .map(|(a, b)| (a - b).abs() / scale)
+            .fold(0.0f64, f64::max);
+        println!("linear samples ({len} normals, {count} samples): largest difference {worst:e} of sqrt(len)");
+        assert!(worst <= 1e-13, "{len}: {worst:e}");
+    }
+}

@@ -21,13 +21,16 @@
 //! load and draws strided across the batch (slot k of sample t at
 //! k count + t: consecutive threads touch consecutive addresses).
 
-use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, DeviceScalar};
+use super::prelude::{
+    atomic_add_f64, atomic_add_u64, global_id, grid_threads, lane, warp_sum, DeviceScalar,
+};
 use crate::chacha::key_from_seed;
 use crate::scalar::C64;
 use crate::uq::band::{
     band_sample_designed, failure_code, BandModel, Draws, SampleWork, Slots, ThetaLaw,
 };
 use crate::uq::gauss::NormalStream;
+use crate::uq::linear::{block_dot, block_normals, BLOCK_NORMALS};
 use crate::uq::psd::cross_entry;
 use crate::uq::real::UqReal;
 use crate::uq::sampling::LhsNormals;
@@ -378,6 +381,57 @@ pub unsafe extern "ptx-kernel" fn uq_rank1_c64(
             j += width;
         }
         row += blocks;
+    }
+}
+
+/// Linear outputs of the Monte Carlo samples `first .. first + count` under
+/// `seed` ([`crate::uq::linear`], the streams keyed by `key_from_seed`): `out[t outputs + o] += sum_k coef[o len + k]
+/// z_k(first + t)`, `out` holding the outputs' constant parts on entry. Each
+/// warp takes 32 consecutive ChaCha8 blocks of one sample (the blocks of a
+/// sample padded to a multiple of 32, so the warps stay whole), sums its
+/// lanes' dot products per output and adds the total with one atomic.
+/// Cost: a ChaCha8 block and 8 Box-Muller transforms per 16 normals, the
+/// coefficients read once per sample (from L2 after the first samples).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn uq_linear_samples(
+    seed: u64,
+    first: u64,
+    count: usize,
+    len: usize,
+    outputs: usize,
+    coef: *const f64,
+    out: *mut f64,
+) {
+    let k = key_from_seed(seed);
+    let blocks = len.div_ceil(BLOCK_NORMALS);
+    let Some(padded) = NonZeroUsize::new(blocks.div_ceil(32) * 32) else {
+        return;
+    };
+    let total = count * padded.get();
+    // The grid's threads and `padded` are multiples of 32: a warp's lanes
+    // share their sample and their trips through the loop.
+    let mut t = global_id();
+    while t < total {
+        let (s, c) = (t / padded, t % padded);
+        let active = c < blocks;
+        let z = if active {
+            block_normals(&k, first + s as u64, c as u64)
+        } else {
+            [0.0; BLOCK_NORMALS]
+        };
+        for o in 0..outputs {
+            let row = coef.add(o * len);
+            let p = if active {
+                block_dot(&z, c as u64, len, |i| f64::ldg(row.add(i)))
+            } else {
+                0.0
+            };
+            let sum = warp_sum(p);
+            if lane() == 0 {
+                atomic_add_f64(out.add(s * outputs + o), sum);
+            }
+        }
+        t += grid_threads();
     }
 }
 

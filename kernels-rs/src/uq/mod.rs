@@ -12,6 +12,8 @@
 //! * [`dense`]: LU with partial pivoting (the seed's dense static path);
 //! * [`convolution`]: the FFT convolution's padded load blocks and the
 //!   chunked mean and variance over samples;
+//! * [`linear`]: linear outputs of Monte Carlo samples drawn a ChaCha8 block
+//!   at a time (the static response's random loads);
 //! * [`psd`]: the response PSD's cross-spectral entries, exactly Hermitian;
 //! * [`sampling`]: Latin hypercube (keyed permutations) and Owen-scrambled
 //!   one-dimensional Sobol points, the alternatives to plain Monte Carlo.
@@ -21,6 +23,7 @@ pub mod beam;
 pub mod convolution;
 pub mod dense;
 pub mod gauss;
+pub mod linear;
 pub mod psd;
 pub mod real;
 pub mod sampling;
