@@ -110,6 +110,7 @@ pub trait FullBackend:
     + gpuq_cubature::CubatureKernels
     + gpuq_uq::SdofKernels
     + gpuq_uq::BandKernels
+    + gpuq_uq::LinearSampleKernels
     + gpuq_uq::PsdKernels
     + gpuq_uq::ConvolutionKernels
     + gpuq_bidomain::BidomainKernels
@@ -125,6 +126,7 @@ impl<B> FullBackend for B where
         + gpuq_cubature::CubatureKernels
         + gpuq_uq::SdofKernels
         + gpuq_uq::BandKernels
+        + gpuq_uq::LinearSampleKernels
         + gpuq_uq::PsdKernels
         + gpuq_uq::ConvolutionKernels
         + gpuq_bidomain::BidomainKernels

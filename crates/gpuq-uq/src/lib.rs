@@ -172,6 +172,7 @@ pub use beam::{Band, Beam};
 pub use convolution::{ConvolutionKernels, ConvolutionResult, ConvolutionSums};
 pub use design::Design;
 pub use expectation::{smolyak_expectation, tensor_expectation, Expectation, SmolyakRule};
+pub use linear_samples::LinearSampleKernels;
 pub use psd::{Ar1, PsdKernels};
 pub use sdof::{
     sdof_monte_carlo, BoucWen, HistogramSpec, Initial, Precision, SdofKernels, SdofProblem,
