@@ -1,5 +1,5 @@
 //! The random-load samples of the static response through its adjoints: each
-//! output is linear in the sample's normals, u_o(s) = a_o + sum_k c_o[k] z_k(s)
+//! output is linear in the sample's normals, `u_o(s) = a_o + sum_k c_o[k] z_k(s)`
 //! (z(s) the normals of sample s's Monte Carlo stream, c_o the adjoint's
 //! weights on the load factor's columns, then on the loads per DOF), formed on
 //! a backend a ChaCha8 block of 16 normals at a time
@@ -15,8 +15,8 @@ use rayon::prelude::*;
 
 /// Linear outputs of Monte Carlo samples on a backend.
 pub trait LinearSampleKernels: Backend {
-    /// Samples `first .. first + count` of u_o(s) = base[o] + sum_k
-    /// coef[o][k] z_k(s), z(s) the normals of stream s under
+    /// Samples `first .. first + count` of `u_o(s) = base[o] + sum_k
+    /// coef[o][k] z_k(s)`, z(s) the normals of stream s under
     /// `key_from_seed(seed)` (every `coef[o]` of one length), sample-major
     /// (count x outputs). Default: on the host, the samples in parallel, each
     /// one's blocks in order. O(count outputs len) and a ChaCha8 block per 16

@@ -1,4 +1,4 @@
-//! Linear outputs of Monte Carlo samples, u_o(s) = a_o + sum_k c_o[k] z_k(s), z(s)
+//! Linear outputs of Monte Carlo samples, `u_o(s) = a_o + sum_k c_o[k] z_k(s)`, z(s)
 //! the normals of sample s's stream in [`super::gauss::NormalStream`]'s order,
 //! taken a ChaCha8 block (16 normals) at a time so that any block of any sample
 //! is drawn independently: the static response's random loads through the
