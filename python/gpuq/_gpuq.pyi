@@ -12,6 +12,9 @@ __version__: str
 BUILTINS: List[str]
 #: The Krylov methods (gmres and bicgstab-l also as NAME:PARAMETER).
 METHODS: List[str]
+#: The largest block size of gpuq's block sparse rows (BSR matrices with larger blocks
+#: are converted to CSR by SciPy).
+MAX_BSR_BLOCK: int
 #: The preconditioners of solve.
 PRECONDITIONERS: List[str]
 

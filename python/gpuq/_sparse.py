@@ -7,6 +7,8 @@ from typing import Optional, Tuple
 import numpy as np
 import scipy.sparse as sp
 
+from . import _gpuq
+
 #: The scalar types gpuq computes in.
 DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
 
@@ -70,12 +72,12 @@ def csr_arrays(A, dtype=None) -> Tuple[Tuple[int, int], np.ndarray, np.ndarray, 
 
 def bsr_arrays(A, dtype) -> Optional[Tuple[Tuple[int, int], int, np.ndarray, np.ndarray, np.ndarray]]:
     """``(shape, r, indptr, indices, blocks)`` of a SciPy BSR matrix with square r x r
-    blocks, r > 1, in canonical form (sorted block columns, no duplicates), ``blocks`` its
+    blocks, 1 < r <= gpuq's ``MAX_BSR_BLOCK`` (8), in canonical form (sorted block columns, no duplicates), ``blocks`` its
     stored blocks flattened (a view when they are contiguous ``dtype``): the Rust core
     expands them to CSR on all threads, where SciPy's ``tocsr`` is one pass on one core.
     None for any other matrix."""
     r = block_size(A)
-    if r is None or r == 1:
+    if r is None or r == 1 or r > _gpuq.MAX_BSR_BLOCK:
         return None
     if not A.has_canonical_format:
         A = A.copy()

@@ -2,7 +2,7 @@
 //! the four scalar types, and the dtype dispatch.
 
 use gpuq::core::{Error, Result, Scalar};
-use gpuq::sparse::Csr;
+use gpuq::sparse::{Bsr, Csr};
 use numpy::{Element, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use rayon::prelude::*;
@@ -143,9 +143,10 @@ pub fn csr<T: Scalar>(
 
 /// The CSR matrix of SciPy's block sparse rows (`indptr` and `indices` over block rows and
 /// columns, `blocks` the r x r blocks row-major, one after another) of `shape`: every
-/// stored block entry kept (SciPy's `tocsr` does the same), rows filled on all threads,
-/// then checked as [`csr`] checks. Errors on a shape the blocks do not tile or arrays of
-/// the wrong lengths. Cost: one pass over the blocks, O(nnz).
+/// stored block entry kept (as SciPy's `tocsr` keeps them) by `gpuq_sparse::Bsr`
+/// (`try_from_blocks`, then its parallel `to_csr`), the values checked finite. Errors on a
+/// block size outside 1 to `MAX_BSR_BLOCK`, a shape the blocks do not tile, or parts of the
+/// wrong lengths, order or range. Cost: two passes over the blocks, O(nnz).
 pub fn csr_of_bsr(
     shape: (usize, usize),
     r: usize,
@@ -153,79 +154,14 @@ pub fn csr_of_bsr(
     indices: Indices<'_>,
     blocks: &[f64],
 ) -> Result<Csr<f64>> {
-    let (n, m) = shape;
-    if m > u32::MAX as usize {
-        return Err(Error::InvalidMatrix(format!(
-            "{m} columns exceed the 32-bit column index range"
-        )));
-    }
-    if r == 0 || n % r != 0 || m % r != 0 {
-        return Err(Error::InvalidMatrix(format!(
-            "a {n} x {m} matrix is not tiled by {r} x {r} blocks"
-        )));
-    }
-    let bptr: Vec<usize> = indptr.to_vec("indptr")?;
-    let bcol: Vec<u32> = indices.to_vec("indices")?;
-    let nb = n / r;
-    if bptr.len() != nb + 1 || bptr[0] != 0 || bptr[nb] != bcol.len() {
-        return Err(Error::InvalidMatrix(format!(
-            "indptr of {} block rows must run from 0 to the {} blocks",
-            nb,
-            bcol.len()
-        )));
-    }
-    if bptr.windows(2).any(|w| w[0] > w[1]) {
-        return Err(Error::InvalidMatrix("indptr decreases".into()));
-    }
-    if blocks.len() != bcol.len() * r * r {
-        return Err(Error::InvalidMatrix(format!(
-            "{} block values for {} blocks of {r} x {r}",
-            blocks.len(),
-            bcol.len()
-        )));
-    }
-    if let Some(&j) = bcol.iter().find(|&&j| j as usize >= m / r) {
-        return Err(Error::InvalidMatrix(format!(
-            "block column {j} outside the {} block columns",
-            m / r
-        )));
-    }
-    // Row a of block row i starts after the block rows above (r r entries per block)
-    // and the rows of block row i above it (r entries per block each).
-    let row_ptr: Vec<usize> = (0..=n)
-        .into_par_iter()
-        .map(|row| {
-            let (i, a) = (row / r, row % r);
-            match i < nb {
-                true => bptr[i] * r * r + a * (bptr[i + 1] - bptr[i]) * r,
-                false => bptr[nb] * r * r,
-            }
-        })
-        .collect();
-    let nnz = bcol.len() * r * r;
-    let (mut cols, mut vals) = (vec![0u32; nnz], vec![0.0; nnz]);
-    // Each block row's entries are one contiguous range of the output.
-    let mut parts = Vec::with_capacity(nb);
-    let (mut c_rest, mut v_rest) = (&mut cols[..], &mut vals[..]);
-    for i in 0..nb {
-        let len = (bptr[i + 1] - bptr[i]) * r * r;
-        let (c, c_tail) = std::mem::take(&mut c_rest).split_at_mut(len);
-        let (v, v_tail) = std::mem::take(&mut v_rest).split_at_mut(len);
-        parts.push((i, c, v));
-        (c_rest, v_rest) = (c_tail, v_tail);
-    }
-    parts.into_par_iter().for_each(|(i, c, v)| {
-        let (lo, hi) = (bptr[i], bptr[i + 1]);
-        let width = (hi - lo) * r;
-        for a in 0..r {
-            for (slot, k) in (lo..hi).enumerate() {
-                for b in 0..r {
-                    let at = a * width + slot * r + b;
-                    c[at] = bcol[k] * r as u32 + b as u32;
-                    v[at] = blocks[(k * r + a) * r + b];
-                }
-            }
-        }
-    });
-    Csr::try_new(n, m, row_ptr, cols, vals)
+    let a = Bsr::try_from_blocks(
+        r,
+        shape,
+        indptr.to_vec("indptr")?,
+        indices.to_vec("indices")?,
+        copy(blocks),
+    )?
+    .to_csr()?;
+    a.check_finite()?;
+    Ok(a)
 }

@@ -51,6 +51,7 @@ fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILTINS", gpuq::cubature::func::NAMES.to_vec())?;
     m.add("METHODS", gpuq::krylov::Method::NAMES.to_vec())?;
+    m.add("MAX_BSR_BLOCK", gpuq::sparse::MAX_BSR_BLOCK)?;
     // The Krylov preconditioners, and AMG (gpuq-amg's, composed by gpuq::solver).
     let mut preconditioners = gpuq::krylov::Preconditioner::NAMES.to_vec();
     preconditioners.push("amg");

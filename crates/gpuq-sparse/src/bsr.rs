@@ -2,6 +2,7 @@
 
 use crate::Csr;
 use gpuq_core::{Error, Result, Scalar};
+use rayon::prelude::*;
 
 /// Largest block size [`Bsr`] stores: 8 (a block's stored-entry mask is one
 /// `u64`, and the smoothed-aggregation hierarchies of 3D elasticity have 6
@@ -88,24 +89,120 @@ impl<T: Scalar> Bsr<T> {
         })
     }
 
-    /// Converts back to CSR (exactly the matrix it came from). O(nnz).
+    /// The BSR matrix of `nrows` x `ncols` given by its parts, every entry of
+    /// every block stored (SciPy's and PETSc's block formats, explicit zeros
+    /// included): `block_row_ptr` and `block_col` over block rows and
+    /// columns (increasing within a block row), `values` the blocks one
+    /// after another, each row-major. Errors on a block size outside 1 to
+    /// [`MAX_BSR_BLOCK`], dimensions it does not divide, or parts of the wrong
+    /// lengths, order or range. O(nblocks).
+    pub fn try_from_blocks(
+        b: usize,
+        (nrows, ncols): (usize, usize),
+        block_row_ptr: Vec<usize>,
+        block_col: Vec<u32>,
+        values: Vec<T>,
+    ) -> Result<Self> {
+        let bad = |what: String| Err(Error::InvalidMatrix(what));
+        if b == 0 || b > MAX_BSR_BLOCK {
+            return Err(Error::InvalidArgument(format!(
+                "BSR block size {b}: expected 1 to {MAX_BSR_BLOCK}"
+            )));
+        }
+        if nrows % b != 0 || ncols % b != 0 || ncols / b > u32::MAX as usize {
+            return bad(format!(
+                "a {nrows} x {ncols} matrix is not tiled by {b} x {b} blocks"
+            ));
+        }
+        let (nbrows, nbcols, nblocks) = (nrows / b, ncols / b, block_col.len());
+        if block_row_ptr.len() != nbrows + 1
+            || block_row_ptr[0] != 0
+            || block_row_ptr[nbrows] != nblocks
+            || block_row_ptr.windows(2).any(|w| w[0] > w[1])
+        {
+            return bad(format!(
+                "block row pointers of {nbrows} block rows must rise from 0 to the {nblocks} blocks"
+            ));
+        }
+        if values.len() != nblocks * b * b {
+            return bad(format!(
+                "{} block values for {nblocks} blocks of {b} x {b}",
+                values.len()
+            ));
+        }
+        for (bi, w) in block_row_ptr.windows(2).enumerate() {
+            let cols = &block_col[w[0]..w[1]];
+            if cols.iter().any(|&j| j as usize >= nbcols) || cols.windows(2).any(|p| p[0] >= p[1]) {
+                return bad(format!(
+                    "block row {bi}: block columns must increase and stay below {nbcols}"
+                ));
+            }
+        }
+        let full = if b * b == 64 {
+            u64::MAX
+        } else {
+            (1u64 << (b * b)) - 1
+        };
+        Ok(Bsr {
+            b,
+            nbrows,
+            nbcols,
+            block_row_ptr,
+            block_col,
+            values,
+            masks: vec![full; nblocks],
+        })
+    }
+
+    /// Converts back to CSR (exactly the matrix it came from): the rows'
+    /// lengths from the masks, then each block row's entries written in
+    /// parallel into its own range. O(nnz).
     pub fn to_csr(&self) -> Result<Csr<T>> {
         let b = self.b;
-        let mut row_ptr = vec![0usize];
-        let (mut col_idx, mut vals) = (Vec::new(), Vec::new());
+        let ptr = &self.block_row_ptr;
+        let row_bits = if b == 8 {
+            u64::from(u8::MAX)
+        } else {
+            (1u64 << b) - 1
+        };
+        let row_len = |i: usize| -> usize {
+            let (bi, r) = (i / b, i % b);
+            (ptr[bi]..ptr[bi + 1])
+                .map(|k| ((self.masks[k] >> (b * r)) & row_bits).count_ones() as usize)
+                .sum()
+        };
+        let lengths: Vec<usize> = (0..b * self.nbrows).into_par_iter().map(row_len).collect();
+        let mut row_ptr = Vec::with_capacity(lengths.len() + 1);
+        row_ptr.push(0usize);
+        for l in &lengths {
+            row_ptr.push(row_ptr[row_ptr.len() - 1] + l);
+        }
+        let nnz = row_ptr[row_ptr.len() - 1];
+        let (mut col_idx, mut vals) = (vec![0u32; nnz], vec![T::zero(); nnz]);
+        // Block row bi's entries are the range of its b rows.
+        let mut parts = Vec::with_capacity(self.nbrows);
+        let (mut c_rest, mut v_rest) = (&mut col_idx[..], &mut vals[..]);
         for bi in 0..self.nbrows {
+            let len = row_ptr[b * (bi + 1)] - row_ptr[b * bi];
+            let (c, c_tail) = std::mem::take(&mut c_rest).split_at_mut(len);
+            let (v, v_tail) = std::mem::take(&mut v_rest).split_at_mut(len);
+            parts.push((bi, c, v));
+            (c_rest, v_rest) = (c_tail, v_tail);
+        }
+        parts.into_par_iter().for_each(|(bi, c, v)| {
+            let mut at = 0;
             for r in 0..b {
-                for k in self.block_row_ptr[bi]..self.block_row_ptr[bi + 1] {
-                    for c in 0..b {
-                        if self.masks[k] & (1 << (b * r + c)) != 0 {
-                            col_idx.push((b * self.block_col[k] as usize + c) as u32);
-                            vals.push(self.values[b * b * k + b * r + c]);
+                for k in ptr[bi]..ptr[bi + 1] {
+                    for col in 0..b {
+                        if self.masks[k] & (1 << (b * r + col)) != 0 {
+                            c[at] = (b * self.block_col[k] as usize + col) as u32;
+                            v[at] = self.values[b * b * k + b * r + col];
+                            at += 1;
                         }
                     }
                 }
-                row_ptr.push(col_idx.len());
             }
-        }
+        });
         Csr::try_new_allow_nonfinite(b * self.nbrows, b * self.nbcols, row_ptr, col_idx, vals)
     }
 
@@ -177,6 +274,56 @@ mod tests {
                 assert!((g - w).abs() < 1e-12, "b = {b}");
             }
         }
+    }
+
+    #[test]
+    fn blocks_given_whole_expand_to_every_entry() {
+        // laplace2d(12) in 3 x 3 blocks, each block's entries filled in
+        // (explicit zeros): the parts' CSR is the dense-block matrix.
+        let a = laplace2d::<f64>(12);
+        let m = Bsr::from_csr(&a, 3).unwrap();
+        let whole = Bsr::try_from_blocks(
+            3,
+            (144, 144),
+            m.block_row_ptr().to_vec(),
+            m.block_col().to_vec(),
+            m.values().to_vec(),
+        )
+        .unwrap();
+        let c = whole.to_csr().unwrap();
+        assert_eq!(c.nnz(), 9 * m.nblocks());
+        for i in 0..144 {
+            let (cols, vals) = c.row(i);
+            for (&j, &v) in cols.iter().zip(vals) {
+                let (ac, av) = a.row(i);
+                let want = ac.iter().position(|&k| k == j).map_or(0.0, |p| av[p]);
+                assert_eq!(v, want, "({i}, {j})");
+            }
+            assert!(cols.windows(2).all(|w| w[0] < w[1]));
+        }
+        // Bad parts: a wrong pointer end, values, a column out of range or
+        // out of order, a size that does not tile.
+        let parts = || {
+            (
+                m.block_row_ptr().to_vec(),
+                m.block_col().to_vec(),
+                m.values().to_vec(),
+            )
+        };
+        let (mut p, bc, v) = parts();
+        p[48] += 1;
+        assert!(Bsr::try_from_blocks(3, (144, 144), p, bc, v).is_err());
+        let (p, bc, mut v) = parts();
+        v.pop();
+        assert!(Bsr::try_from_blocks(3, (144, 144), p, bc, v).is_err());
+        let (p, mut bc, v) = parts();
+        bc[0] = 48;
+        assert!(Bsr::try_from_blocks(3, (144, 144), p, bc, v).is_err());
+        let (p, mut bc, v) = parts();
+        bc.swap(0, 1);
+        assert!(Bsr::try_from_blocks(3, (144, 144), p, bc, v).is_err());
+        let (p, bc, v) = parts();
+        assert!(Bsr::try_from_blocks(3, (144, 145), p, bc, v).is_err());
     }
 
     #[test]
