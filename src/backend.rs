@@ -111,6 +111,7 @@ pub trait FullBackend:
     + gpuq_uq::SdofKernels
     + gpuq_uq::BandKernels
     + gpuq_uq::LinearSampleKernels
+    + gpuq_uq::EigenKernels
     + gpuq_uq::PsdKernels
     + gpuq_uq::ConvolutionKernels
     + gpuq_bidomain::BidomainKernels
@@ -127,6 +128,7 @@ impl<B> FullBackend for B where
         + gpuq_uq::SdofKernels
         + gpuq_uq::BandKernels
         + gpuq_uq::LinearSampleKernels
+        + gpuq_uq::EigenKernels
         + gpuq_uq::PsdKernels
         + gpuq_uq::ConvolutionKernels
         + gpuq_bidomain::BidomainKernels

@@ -54,3 +54,11 @@ pub const GS_CHUNK: usize = 8;
 pub const fn gs_extra(capacity: usize) -> usize {
     2 * (capacity + 1)
 }
+
+/// Output tile of `block_gram_f64`: a block of [`BLOCK_THREADS`] threads
+/// computes a `GRAM_TILE` x `GRAM_TILE` tile of X^T Y over its rows.
+pub const GRAM_TILE: usize = 64;
+
+/// Output columns one thread of `block_combine_f64` accumulates in registers
+/// (its grid's second dimension walks the output columns by this many).
+pub const COMBINE_COLUMNS: usize = 16;

@@ -205,8 +205,10 @@ def psd(
     (rad/s), increasing. ``load_psd``: the PSD of f, ``white:S0``, ``ar1:PHI:SIGMA:DT`` or
     ``kanai-tajimi:S0:WG:ZG``. Damping: one of a matrix ``damping`` (C), ``rayleigh=(a, b)``
     (a M + b K) or ``modal_damping`` (one ratio in every mode). ``modes``: modes kept (the
-    lowest of (K, M) by ``eigensolver``: ``lanczos`` or ``lobpcg``), 0 for a direct solve at
-    each frequency. On the host.
+    lowest of (K, M) by ``eigensolver``: ``lanczos``, shift-invert with the Cholesky factor
+    of K, or ``lobpcg``, preconditioned by AMG cycles of K), 0 for a direct solve at each
+    frequency. On the host (the CLI's ``gpuq uq psd --backend cuda`` runs LOBPCG and the
+    cross-PSDs on the GPU).
     """
     from ._sparse import csr_arrays
 

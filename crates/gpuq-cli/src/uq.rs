@@ -130,9 +130,14 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 20)]
     pub modes: usize,
     /// The eigensolver for models above 400 DOFs: lanczos (shift-invert, with
-    /// the Cholesky factor of K) or lobpcg (preconditioned by that factor).
+    /// the Cholesky factor of K, on the host) or lobpcg (preconditioned by
+    /// AMG cycles of K, on --backend: no factorisation).
     #[arg(long, default_value = "lanczos", value_parser = ["lanczos", "lobpcg"])]
     pub eigensolver: String,
+    /// Unknowns per node of K, numbered node by node (LOBPCG's AMG: 2 or 3
+    /// for elasticity).
+    #[arg(long, default_value_t = 1)]
+    pub block: usize,
     /// DOFs the load acts on with unit weight (0-based list or file).
     #[arg(long, conflicts_with = "load_shape")]
     pub load_dofs: Option<String>,

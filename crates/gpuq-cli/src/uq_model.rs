@@ -275,6 +275,7 @@ fn mode_options(o: &ModelArgs, seed: u64) -> Result<ModeOptions> {
         count: o.modes,
         seed,
         method,
+        block: o.block,
         ..ModeOptions::default()
     })
 }

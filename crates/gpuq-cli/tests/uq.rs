@@ -788,3 +788,62 @@ fn convolution_of_a_model_matches_the_beams_own() {
     assert_eq!(o.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn lobpcg_modes_on_every_backend_are_lanczos_modes() {
+    // A membrane (the 2D Laplacian on 30 x 30 nodes, 900 DOFs: above the
+    // dense solver's 400) with uneven lumped masses (no repeated
+    // eigenvalues, so the modes are unique): LOBPCG with AMG on each backend
+    // against shift-invert Lanczos with the Cholesky factor on the host.
+    let d = scratch("lobpcg");
+    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let o = gpuq(&["generate", "laplace2d:30", "--out", &p("K.mtx")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut masses = gpuq_sparse::Coo::<f64>::new(900, 900);
+    for i in 0..900 {
+        masses.push(i, i, 1.0 + 0.3 * (0.7 * i as f64).sin()).unwrap();
+    }
+    let m = gpuq_sparse::Csr::try_from(&masses).unwrap();
+    gpuq_sparse::matrix_market::save_csr(&m, p("M.mtx")).unwrap();
+    let run = |solver: &str, backend: &str| {
+        report(&[
+            "psd",
+            "--backend",
+            backend,
+            "--stiffness",
+            &p("K.mtx"),
+            "--mass",
+            &p("M.mtx"),
+            "--modal-damping",
+            "0.02",
+            "--load-dofs",
+            "450",
+            "--outputs",
+            "450,31",
+            "--freq-range",
+            "0:2:101",
+            "--modes",
+            "12",
+            "--eigensolver",
+            solver,
+        ])
+    };
+    let lanczos = run("lanczos", "cpu");
+    for b in backends() {
+        let lobpcg = run("lobpcg", b);
+        assert!(num(&lobpcg["modes"], "max_residual") <= 1e-8, "{b}");
+        assert!(num(&lobpcg["modes"], "iterations") > 0.0, "{b}");
+        let (w, v) = (&lobpcg["modes"]["omega"], &lanczos["modes"]["omega"]);
+        for i in 0..12 {
+            let (a, b2) = (w[i].as_f64().unwrap(), v[i].as_f64().unwrap());
+            assert!((a - b2).abs() <= 1e-8 * b2, "{b}: mode {i}: {a} vs {b2}");
+        }
+        for k in 0..2 {
+            let (a, c) = (
+                num(&lobpcg["outputs"][k], "rms"),
+                num(&lanczos["outputs"][k], "rms"),
+            );
+            assert!((a - c).abs() <= 1e-6 * c, "{b}: output {k}: {a} vs {c}");
+        }
+    }
+}

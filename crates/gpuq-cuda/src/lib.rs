@@ -66,6 +66,7 @@ mod bicgstab;
 mod bicgstabl;
 mod bidomain;
 mod blas1;
+mod block;
 mod cubature;
 mod foreign;
 mod fused;

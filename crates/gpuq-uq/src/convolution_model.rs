@@ -18,6 +18,7 @@
 
 use crate::convolution::{ConvolutionKernels, ConvolutionResult, Dense, Kernels};
 use crate::eigen::ModeOptions;
+use crate::lobpcg::EigenBackend;
 use crate::modal::{modal_basis, ModalSummary};
 use crate::model::Model;
 use crate::psd::Ar1;
@@ -86,7 +87,7 @@ pub fn mode_kernel(w: f64, z: f64, gamma: f64, dt: f64, nt: usize) -> Vec<f64> {
 /// convolution on `backend` (see the module docs); histories of samples
 /// 0..keep. Errors on a bad problem (sizes, outputs, no mass or damping,
 /// fewer than 2 steps, no modes), and as the eigensolver does.
-pub fn model_convolution<B: ConvolutionKernels>(
+pub fn model_convolution<B: ConvolutionKernels + EigenBackend>(
     backend: &B,
     problem: &ModelConvolution<'_>,
     samples: usize,
@@ -132,7 +133,7 @@ pub fn model_convolution<B: ConvolutionKernels>(
         .iter()
         .map(|&d| model.reduced_dof(d))
         .collect::<Result<_>>()?;
-    let basis = modal_basis(model, &problem.load_shape, &out, &problem.modes)?;
+    let basis = modal_basis(backend, model, &problem.load_shape, &out, &problem.modes)?;
     let s = &basis.summary;
     let dt = problem.load.dt;
     let kappas: Vec<Vec<f64>> = (0..s.omega.len())
@@ -207,7 +208,14 @@ mod tests {
             sigma: 1.0,
             dt: 0.01,
         };
-        let basis = modal_basis(&model, &shape, &[beam.tip()], &ModeOptions::every(n)).unwrap();
+        let basis = modal_basis(
+            &gpuq_cpu::CpuBackend::new(),
+            &model,
+            &shape,
+            &[beam.tip()],
+            &ModeOptions::every(n),
+        )
+        .unwrap();
         let s = &basis.summary;
         assert_eq!(s.omega.len(), n);
         assert!((s.mass_captured - 1.0).abs() < 1e-9);

@@ -13,27 +13,19 @@
 //!   the modes are then as accurate as double precision makes them (the
 //!   cantilever's first eigenvalue to 1e-6 at 1000 DOFs, where its relative
 //!   residual stays at 5e-4).
-//! * [`lobpcg`]: Knyazev's locally optimal block preconditioned conjugate
-//!   gradient method on the host. A block of b = m + g vectors (g guard vectors
-//!   speed the last wanted ones) is improved from its preconditioned residuals
-//!   W = T R (T = K^-1 by the sparse Cholesky factor of K: an excellent
-//!   preconditioner for the low end of the spectrum) and the previous
-//!   directions P; each step B-orthonormalises W and P against X and
-//!   themselves (SVQB: an eigendecomposition of the Gram matrix, dropping
-//!   directions below round-off), then a Rayleigh-Ritz step on [X W P] picks
-//!   the new block (a dense symmetric eigenproblem of order at most 3b). Block
-//!   products K X, M X run column by column in parallel; the dense algebra is
-//!   `faer`'s. A mode is converged when |K x - lambda M x| <= tol lambda |M x|.
+//! * [`crate::lobpcg`]: LOBPCG on the backend ([`modes_on`]'s backend: the
+//!   CPU or the GPU), preconditioned by one AMG cycle of K per column; no
+//!   factorisation, so it serves models whose Cholesky factor would not fit
+//!   (3D meshes) and runs where the model is.
 //! * [`dense_modes`]: the dense generalized eigensolver (Cholesky of M, the
 //!   symmetric eigenproblem of L^-1 K L^-T): small models, and the tests'
 //!   reference.
 //!
-//! Cost of LOBPCG per iteration: 3b SpMVs with K and M, one block solve with
-//! the factor of K, O(n b^2) dense products and an O(b^3) eigenproblem.
-
 use crate::cholesky::SparseCholesky;
+use crate::lobpcg::{lobpcg_on, EigenBackend};
 use faer::{Mat, MatRef, Side};
 use gpuq_core::{Error, Result};
+use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::key_from_seed;
 use gpuq_kernels::uq::gauss::NormalStream;
 use gpuq_sparse::Csr;
@@ -67,6 +59,9 @@ pub struct ModeOptions {
     pub seed: u64,
     /// The method above `dense_below` DOFs.
     pub method: EigenMethod,
+    /// Unknowns per node of K for LOBPCG's AMG preconditioner (default 1; 2
+    /// or 3 for elasticity numbered node by node).
+    pub block: usize,
 }
 
 /// How [`modes`] finds the modes of a large model.
@@ -76,7 +71,8 @@ pub enum EigenMethod {
     /// solves when K is factored: [`lanczos`]).
     #[default]
     Lanczos,
-    /// LOBPCG preconditioned by the Cholesky factor of K ([`lobpcg`]).
+    /// LOBPCG on the backend, preconditioned by AMG cycles of K
+    /// ([`crate::lobpcg::lobpcg_on`]): no factorisation.
     Lobpcg,
 }
 
@@ -102,6 +98,7 @@ impl Default for ModeOptions {
             dense_below: 400,
             seed: 1,
             method: EigenMethod::default(),
+            block: 1,
         }
     }
 }
@@ -137,65 +134,16 @@ fn block_spmv(a: &Csr<f64>, x: MatRef<'_, f64>) -> Mat<f64> {
     Mat::from_fn(n, x.ncols(), |i, j| cols[j * n + i])
 }
 
-/// The columns of `a` followed by those of `b`.
-fn hcat(a: MatRef<'_, f64>, b: MatRef<'_, f64>) -> Mat<f64> {
-    let k = a.ncols();
-    let mut out = Mat::zeros(a.nrows(), k + b.ncols());
-    out.as_mut().subcols_mut(0, k).copy_from(a);
-    out.as_mut().subcols_mut(k, b.ncols()).copy_from(b);
-    out
-}
-
-/// B-orthonormalises the columns of `w` (with `bw` = B w, and `aw` = A w when
-/// known) by SVQB: the eigendecomposition V D V^T of w^T B w, keeping the
-/// directions with d > eps max d, w <- w V D^-1/2 (and bw, aw alike). Returns
-/// the transformed matrices, possibly with fewer columns; `None` when
-/// nothing is left.
-#[allow(clippy::type_complexity)]
-fn svqb(
-    w: Mat<f64>,
-    bw: Mat<f64>,
-    aw: Option<Mat<f64>>,
-) -> Result<Option<(Mat<f64>, Mat<f64>, Option<Mat<f64>>)>> {
-    if w.ncols() == 0 {
-        return Ok(None);
-    }
-    let g = w.transpose() * &bw;
-    let g = Mat::from_fn(g.nrows(), g.ncols(), |i, j| 0.5 * (g[(i, j)] + g[(j, i)]));
-    let e = g
-        .self_adjoint_eigen(Side::Lower)
-        .map_err(|e| Error::Device(format!("LOBPCG: Gram eigenproblem: {e:?}")))?;
-    let d = e.S().column_vector();
-    let top = (0..d.nrows()).map(|i| d[i]).fold(0.0f64, f64::max);
-    let keep: Vec<usize> = (0..d.nrows())
-        .filter(|&i| d[i] > 1e-12 * top && d[i] > 0.0)
-        .collect();
-    if keep.is_empty() {
-        return Ok(None);
-    }
-    let u = e.U();
-    let t = Mat::from_fn(w.ncols(), keep.len(), |i, j| {
-        u[(i, keep[j])] / d[keep[j]].sqrt()
-    });
-    Ok(Some((&w * &t, &bw * &t, aw.map(|a| &a * &t))))
-}
-
-/// x - X (X^T B x) for every column of `w` (X B-orthonormal, `bx` = B X).
-fn b_orthogonalise(w: &Mat<f64>, x: MatRef<'_, f64>, bx: MatRef<'_, f64>) -> Mat<f64> {
-    let c = bx.transpose() * w;
-    w - x * &c
-}
-
-/// The m lowest modes of K phi = lambda M phi (see the module docs): the dense
-/// solver below `opts.dense_below` DOFs, LOBPCG preconditioned by `precond`
-/// (the factor of K) above. Errors when m is 0 or above n, when a Ritz
-/// value is not positive (K or M not positive definite, naming the step), or
-/// when LOBPCG does not converge in `opts.max_iterations` (naming the worst
-/// residual).
-pub fn modes(
+/// The m lowest modes of K phi = lambda M phi (see the module docs) with
+/// `opts.method`: the dense solver below `opts.dense_below` DOFs, above it
+/// shift-invert Lanczos with the Cholesky factor of K (host), or LOBPCG with
+/// AMG on `backend`. Errors when m is 0 or above n, when K (or M) is not
+/// positive definite (naming the pivot or the step), or when the method does
+/// not converge in `opts.max_iterations` (naming the worst residual).
+pub fn modes_on<B: EigenBackend>(
+    backend: &B,
     k: &Csr<f64>,
     m: &Csr<f64>,
-    precond: &SparseCholesky,
     opts: &ModeOptions,
 ) -> Result<Modes> {
     let n = k.nrows();
@@ -205,14 +153,30 @@ pub fn modes(
             opts.count
         )));
     }
-    if n <= opts.dense_below {
-        dense_modes(k, m, opts.count)
-    } else {
-        match opts.method {
-            EigenMethod::Lanczos => lanczos(k, m, precond, opts),
-            EigenMethod::Lobpcg => lobpcg(k, m, precond, opts),
-        }
+    if m.nrows() != n || m.ncols() != n || k.ncols() != n {
+        return Err(Error::InvalidArgument(format!(
+            "modes: K is {} x {} and M {} x {}: both must be square of one order",
+            k.nrows(),
+            k.ncols(),
+            m.nrows(),
+            m.ncols()
+        )));
     }
+    if n <= opts.dense_below {
+        return dense_modes(k, m, opts.count);
+    }
+    match opts.method {
+        EigenMethod::Lanczos => {
+            let factor = SparseCholesky::new(k, "the stiffness matrix K")?;
+            lanczos(k, m, &factor, opts)
+        }
+        EigenMethod::Lobpcg => lobpcg_on(backend, k, m, opts),
+    }
+}
+
+/// [`modes_on`] on the CPU backend.
+pub fn modes(k: &Csr<f64>, m: &Csr<f64>, opts: &ModeOptions) -> Result<Modes> {
+    modes_on(&CpuBackend::new(), k, m, opts)
 }
 
 /// The m lowest modes by shift-invert Lanczos at 0: Lanczos on K^-1 M in the
@@ -368,21 +332,24 @@ fn tridiagonal_eigen(alpha: &[f64], beta: &[f64]) -> Result<(Vec<f64>, Mat<f64>)
     ))
 }
 
-/// The m lowest modes by the dense generalized eigensolver. O(n^3).
-pub fn dense_modes(k: &Csr<f64>, m: &Csr<f64>, count: usize) -> Result<Modes> {
-    let n = k.nrows();
-    let dense = |a: &Csr<f64>| {
-        let d = a.to_dense();
-        Mat::from_fn(n, n, |i, j| d[i * n + j])
+/// The `count` lowest eigenpairs of the dense symmetric pencil (a, b) (each
+/// taken as its symmetric part): with b = L L^T, the symmetric eigenproblem
+/// of L^-1 a L^-T, the vectors y = L^-T u (b-orthonormal), the values
+/// increasing. `None` when b is not positive definite (its Cholesky
+/// factorisation fails). O(k^3) for order k.
+pub(crate) fn dense_pencil(
+    a: MatRef<'_, f64>,
+    b: MatRef<'_, f64>,
+    count: usize,
+) -> Result<Option<(Vec<f64>, Mat<f64>)>> {
+    let k = a.nrows();
+    let sym = |m: MatRef<'_, f64>| Mat::from_fn(k, k, |i, j| 0.5 * (m[(i, j)] + m[(j, i)]));
+    let Ok(l) = sym(b).llt(Side::Lower) else {
+        return Ok(None);
     };
-    let (kd, md) = (dense(k), dense(m));
-    let l = md.llt(Side::Lower).map_err(|e| Error::Precondition {
-        method: "modes",
-        reason: format!("the mass matrix M is not positive definite ({e:?})"),
-    })?;
     let lf = l.L().to_owned();
-    // C = L^-1 K L^-T by two triangular solves.
-    let mut c = kd.clone();
+    // C = L^-1 a L^-T by two triangular solves.
+    let mut c = sym(a);
     faer::linalg::triangular_solve::solve_lower_triangular_in_place(
         lf.as_ref(),
         c.as_mut(),
@@ -394,32 +361,43 @@ pub fn dense_modes(k: &Csr<f64>, m: &Csr<f64>, count: usize) -> Result<Modes> {
         ct.as_mut(),
         faer::Par::rayon(0),
     );
-    let sym = Mat::from_fn(n, n, |i, j| 0.5 * (ct[(i, j)] + ct[(j, i)]));
-    let e = sym
+    let e = sym(ct.as_ref())
         .self_adjoint_eigen(Side::Lower)
-        .map_err(|e| Error::Device(format!("modes: dense eigenproblem: {e:?}")))?;
+        .map_err(|e| Error::Device(format!("dense eigenproblem: {e:?}")))?;
     let s = e.S().column_vector();
-    let mut order: Vec<usize> = (0..n).collect();
+    let mut order: Vec<usize> = (0..k).collect();
     order.sort_by(|&a, &b| s[a].total_cmp(&s[b]));
-    let order = &order[..count];
-    if let Some(&i) = order.iter().find(|&&i| s[i] <= 0.0) {
-        return Err(Error::Precondition {
-            method: "modes",
-            reason: format!(
-                "the stiffness matrix K is not positive definite (eigenvalue {:e})",
-                s[i]
-            ),
-        });
-    }
-    // phi = L^-T y.
-    let y = Mat::from_fn(n, count, |i, j| e.U()[(i, order[j])]);
-    let mut phi = y;
+    let order = &order[..count.min(k)];
+    let mut y = Mat::from_fn(k, order.len(), |i, j| e.U()[(i, order[j])]);
     faer::linalg::triangular_solve::solve_upper_triangular_in_place(
         lf.transpose(),
-        phi.as_mut(),
+        y.as_mut(),
         faer::Par::rayon(0),
     );
-    let values: Vec<f64> = order.iter().map(|&i| s[i]).collect();
+    Ok(Some((order.iter().map(|&i| s[i]).collect(), y)))
+}
+
+/// The m lowest modes by the dense generalized eigensolver. O(n^3).
+pub fn dense_modes(k: &Csr<f64>, m: &Csr<f64>, count: usize) -> Result<Modes> {
+    let n = k.nrows();
+    let dense = |a: &Csr<f64>| {
+        let d = a.to_dense();
+        Mat::from_fn(n, n, |i, j| d[i * n + j])
+    };
+    let Some((values, phi)) = dense_pencil(dense(k).as_ref(), dense(m).as_ref(), count)? else {
+        return Err(Error::Precondition {
+            method: "modes",
+            reason:
+                "the mass matrix M is not positive definite (its Cholesky factorisation failed)"
+                    .into(),
+        });
+    };
+    if let Some(l) = values.iter().find(|&&l| l <= 0.0) {
+        return Err(Error::Precondition {
+            method: "modes",
+            reason: format!("the stiffness matrix K is not positive definite (eigenvalue {l:e})"),
+        });
+    }
     let residuals = residuals(k, m, phi.as_ref(), &values);
     Ok(Modes {
         values,
@@ -449,144 +427,10 @@ fn relative_residuals(ax: &Mat<f64>, bx: &Mat<f64>, values: &[f64]) -> Vec<f64> 
         .collect()
 }
 
-/// The m lowest modes by LOBPCG (see the module docs).
-pub fn lobpcg(
-    k: &Csr<f64>,
-    m: &Csr<f64>,
-    precond: &SparseCholesky,
-    opts: &ModeOptions,
-) -> Result<Modes> {
-    let n = k.nrows();
-    let want = opts.count;
-    let b = (want + want.div_ceil(4).clamp(2, 16)).min(n / 3);
-    if b < want {
-        return Err(Error::InvalidArgument(format!(
-            "LOBPCG needs at least 3 (modes + 2) DOFs: {n} DOFs for {want} modes (use the dense solver)"
-        )));
-    }
-    // A random start, B-orthonormalised.
-    let key = key_from_seed(opts.seed);
-    let mut start = Mat::zeros(n, b);
-    for j in 0..b {
-        let mut z = NormalStream::<f64>::new(key, j as u64);
-        for i in 0..n {
-            start[(i, j)] = z.next_normal();
-        }
-    }
-    let bs = block_spmv(m, start.as_ref());
-    let Some((mut x, mut bx, _)) = svqb(start, bs, None)? else {
-        return Err(Error::Device(
-            "LOBPCG: the starting block has no directions".into(),
-        ));
-    };
-    let mut ax = block_spmv(k, x.as_ref());
-    // Rayleigh-Ritz on the starting block.
-    let (mut lambda, y) = ritz(&(x.transpose() * &ax), x.ncols(), 0)?;
-    x = &x * &y;
-    bx = &bx * &y;
-    ax = &ax * &y;
-    // The previous directions P with A P and B P (tracked, not recomputed).
-    let mut p: Option<(Mat<f64>, Mat<f64>, Mat<f64>)> = None;
-    let mut worst = f64::INFINITY;
-    for it in 1..=opts.max_iterations {
-        // Residuals and convergence of the wanted modes.
-        let norms = relative_residuals(&ax, &bx, &lambda);
-        worst = norms[..want].iter().cloned().fold(0.0, f64::max);
-        if worst <= opts.tol {
-            return Ok(Modes {
-                values: lambda[..want].to_vec(),
-                residuals: norms[..want].to_vec(),
-                vectors: x.as_ref().subcols(0, want).to_owned(),
-                iterations: it - 1,
-            });
-        }
-        // Preconditioned residuals of the unconverged columns.
-        let active: Vec<usize> = (0..x.ncols()).filter(|&j| norms[j] > opts.tol).collect();
-        let mut w = Mat::from_fn(n, active.len(), |i, j| {
-            let c = active[j];
-            ax[(i, c)] - lambda[c] * bx[(i, c)]
-        });
-        precond.solve_block(w.as_mut());
-        let w = b_orthogonalise(&w, x.as_ref(), bx.as_ref());
-        let bw = block_spmv(m, w.as_ref());
-        let Some((w, bw, _)) = svqb(w, bw, None)? else {
-            return Err(Error::Device(format!(
-                "LOBPCG lost its search directions at step {it}"
-            )));
-        };
-        let aw = block_spmv(k, w.as_ref());
-        let mut s = hcat(x.as_ref(), w.as_ref());
-        let mut bsm = hcat(bx.as_ref(), bw.as_ref());
-        let mut asm = hcat(ax.as_ref(), aw.as_ref());
-        // P orthogonalised against X and W: q = P - S c, c = (B S)^T P, and
-        // A q, B q by the same combination.
-        if let Some((pp, bp, ap)) = &p {
-            let c = bsm.transpose() * pp;
-            let q = pp - &s * &c;
-            let bq = bp - &bsm * &c;
-            let aq = ap - &asm * &c;
-            if let Some((q, bq, Some(aq))) = svqb(q, bq, Some(aq))? {
-                s = hcat(s.as_ref(), q.as_ref());
-                bsm = hcat(bsm.as_ref(), bq.as_ref());
-                asm = hcat(asm.as_ref(), aq.as_ref());
-            }
-        }
-        // Rayleigh-Ritz on [X W P] (B-orthonormal up to round-off).
-        let g = s.transpose() * &asm;
-        let (vals, y) = ritz(&g, x.ncols(), it)?;
-        let nx = x.ncols();
-        let rest = s.ncols() - nx;
-        let yp = y.as_ref().subrows(nx, rest);
-        p = Some((
-            s.as_ref().subcols(nx, rest) * yp,
-            bsm.as_ref().subcols(nx, rest) * yp,
-            asm.as_ref().subcols(nx, rest) * yp,
-        ));
-        x = &s * &y;
-        bx = &bsm * &y;
-        ax = &asm * &y;
-        lambda = vals;
-    }
-    Err(Error::Precondition {
-        method: "LOBPCG",
-        reason: format!(
-            "{want} modes did not converge in {} iterations (worst relative residual {worst:.2e}, tolerance {:.1e})",
-            opts.max_iterations, opts.tol
-        ),
-    })
-}
-
-/// The `count` smallest eigenpairs of the symmetric Gram matrix `g` (Ritz
-/// values increasing, vectors as columns); errors when one is not positive
-/// (K or M not positive definite), naming LOBPCG step `it`.
-fn ritz(g: &Mat<f64>, count: usize, it: usize) -> Result<(Vec<f64>, Mat<f64>)> {
-    let h = Mat::from_fn(g.nrows(), g.ncols(), |i, j| 0.5 * (g[(i, j)] + g[(j, i)]));
-    let e = h
-        .self_adjoint_eigen(Side::Lower)
-        .map_err(|e| Error::Device(format!("LOBPCG: Rayleigh-Ritz: {e:?}")))?;
-    let s = e.S().column_vector();
-    let mut order: Vec<usize> = (0..s.nrows()).collect();
-    order.sort_by(|&a, &b| s[a].total_cmp(&s[b]));
-    let order = &order[..count.min(order.len())];
-    if let Some(&i) = order.iter().find(|&&i| s[i] <= 0.0) {
-        return Err(Error::Precondition {
-            method: "LOBPCG",
-            reason: format!(
-                "a Ritz value {:e} is not positive at step {it}: K (or M) is not positive definite, or the basis lost its M-orthogonality (a badly conditioned model, such as a finely meshed beam: use the Lanczos eigensolver)",
-                s[i]
-            ),
-        });
-    }
-    let u = e.U();
-    Ok((
-        order.iter().map(|&i| s[i]).collect(),
-        Mat::from_fn(g.nrows(), order.len(), |i, j| u[(i, order[j])]),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lobpcg::lobpcg_on;
     use crate::test_matrices::diag;
     use gpuq_sparse::generators::{laplace1d, laplace2d};
 
@@ -599,13 +443,12 @@ mod tests {
         let beam = crate::Beam::unit(1000).unwrap();
         let model = beam.model().unwrap();
         let (k, m) = (&model.k, model.m.as_ref().unwrap());
-        let chol = SparseCholesky::new(k, "K").unwrap();
         let opts = ModeOptions {
             count: 20,
             dense_below: 0,
             ..ModeOptions::default()
         };
-        let r = modes(k, m, &chol, &opts).unwrap();
+        let r = modes(k, m, &opts).unwrap();
         for (got, bl) in r.values.iter().zip([1.875104068711961, 4.694091132974175]) {
             let want = f64::powi(bl, 4);
             assert!((got - want).abs() <= 1e-6 * want, "{got} vs {want}");
@@ -629,7 +472,6 @@ mod tests {
         let n = 200;
         let k = laplace1d::<f64>(n, 0.0);
         let m = Csr::identity(n);
-        let chol = SparseCholesky::new(&k, "K").unwrap();
         for (dense_below, method) in [
             (1000, EigenMethod::Lanczos),
             (0, EigenMethod::Lanczos),
@@ -642,7 +484,7 @@ mod tests {
                 method,
                 ..ModeOptions::default()
             };
-            let r = modes(&k, &m, &chol, &opts).unwrap();
+            let r = modes(&k, &m, &opts).unwrap();
             for (j, &l) in r.values.iter().enumerate() {
                 let want = 4.0
                     * ((j + 1) as f64 * std::f64::consts::PI / (2.0 * (n + 1) as f64))
@@ -672,7 +514,7 @@ mod tests {
             dense_below: 0,
             ..ModeOptions::default()
         };
-        let a = lobpcg(&k, &m, &chol, &opts).unwrap();
+        let a = lobpcg_on(&CpuBackend::new(), &k, &m, &opts).unwrap();
         let d = dense_modes(&k, &m, 8).unwrap();
         let l = lanczos(&k, &m, &chol, &opts).unwrap();
         assert!(a.iterations > 0 && l.iterations > 0);
@@ -695,30 +537,11 @@ mod tests {
     #[test]
     fn bad_pencils_are_refused() {
         let k = laplace1d::<f64>(50, 0.0);
-        let chol = SparseCholesky::new(&k, "K").unwrap();
         let opts = ModeOptions::default();
-        assert!(modes(
-            &k,
-            &Csr::identity(50),
-            &chol,
-            &ModeOptions { count: 0, ..opts }
-        )
-        .is_err());
-        assert!(modes(
-            &k,
-            &Csr::identity(50),
-            &chol,
-            &ModeOptions { count: 51, ..opts }
-        )
-        .is_err());
+        assert!(modes(&k, &Csr::identity(50), &ModeOptions { count: 0, ..opts }).is_err());
+        assert!(modes(&k, &Csr::identity(50), &ModeOptions { count: 51, ..opts }).is_err());
         // All 50 from the dense solver.
-        let all = modes(
-            &k,
-            &Csr::identity(50),
-            &chol,
-            &ModeOptions { count: 50, ..opts },
-        )
-        .unwrap();
+        let all = modes(&k, &Csr::identity(50), &ModeOptions { count: 50, ..opts }).unwrap();
         assert_eq!(all.values.len(), 50);
         let mut neg = vec![1.0; 50];
         neg[7] = -1.0;
@@ -728,10 +551,10 @@ mod tests {
                 .contains("mass matrix M is not positive definite"),
             "{e}"
         );
-        let e = lobpcg(
+        let e = lobpcg_on(
+            &CpuBackend::new(),
             &k,
             &Csr::identity(50),
-            &chol,
             &ModeOptions {
                 count: 3,
                 max_iterations: 2,

@@ -153,6 +153,7 @@ pub mod design;
 pub mod eigen;
 pub mod expectation;
 pub mod linear_samples;
+pub mod lobpcg;
 pub mod modal;
 pub mod model;
 #[cfg(feature = "plot")]
@@ -173,6 +174,7 @@ pub use convolution::{ConvolutionKernels, ConvolutionResult, ConvolutionSums};
 pub use design::Design;
 pub use expectation::{smolyak_expectation, tensor_expectation, Expectation, SmolyakRule};
 pub use linear_samples::LinearSampleKernels;
+pub use lobpcg::EigenKernels;
 pub use psd::{Ar1, PsdKernels};
 pub use sdof::{
     sdof_monte_carlo, BoucWen, HistogramSpec, Initial, Precision, SdofKernels, SdofProblem,

@@ -6,7 +6,8 @@
 //! (1 for all modes). Shared by the modal PSD and the modal convolution.
 
 use crate::cholesky::SparseCholesky;
-use crate::eigen::{modes, ModeOptions};
+use crate::eigen::{modes_on, ModeOptions};
+use crate::lobpcg::EigenBackend;
 use crate::model::{Damping, Model};
 use gpuq_core::{Error, Result};
 use serde::Serialize;
@@ -52,10 +53,13 @@ fn spmv(a: &gpuq_sparse::Csr<f64>, x: &[f64]) -> Vec<f64> {
 }
 
 /// The modal basis of `model` (which needs M and damping) under the load
-/// shape `p` on its free DOFs, with the mode shapes at the free DOFs `outputs`.
-/// Errors as [`crate::eigen::modes`] does, and when K or M is not positive
-/// definite (naming the pivot).
-pub fn modal_basis(
+/// shape `p` on its free DOFs, with the mode shapes at the free DOFs `outputs`,
+/// the modes found on `backend` ([`crate::eigen::modes_on`]: LOBPCG runs
+/// there; Lanczos and the dense solver on the host). Errors as
+/// [`crate::eigen::modes_on`] does, and when M is not positive definite
+/// (naming the pivot).
+pub fn modal_basis<B: EigenBackend>(
+    backend: &B,
     model: &Model,
     p: &[f64],
     outputs: &[usize],
@@ -66,8 +70,7 @@ pub fn modal_basis(
         .as_ref()
         .ok_or_else(|| Error::InvalidArgument("modes need the mass matrix (Model::m)".into()))?;
     let t = Instant::now();
-    let kf = SparseCholesky::new(&model.k, "the stiffness matrix K")?;
-    let modes = modes(&model.k, mass, &kf, opts)?;
+    let modes = modes_on(backend, &model.k, mass, opts)?;
     let eig_s = t.elapsed().as_secs_f64();
     let n = model.dofs();
     let omega: Vec<f64> = modes.values.iter().map(|l| l.sqrt()).collect();

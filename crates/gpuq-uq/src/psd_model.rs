@@ -31,6 +31,7 @@
 //! eigensolver and the per-frequency sparse LU (the host's).
 
 use crate::eigen::ModeOptions;
+use crate::lobpcg::EigenBackend;
 use crate::modal::{modal_basis, ModalSummary};
 use crate::model::{Damping, Model};
 use crate::psd::{Ar1, PsdKernels};
@@ -327,11 +328,15 @@ pub fn model_psd(problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
 /// The response PSD of `problem` with the outputs' cross-PSD matrices formed
 /// on `backend` ([`PsdKernels::rank1_hermitian`] over the outputs' transfer
 /// values, then read back: the same bits on every backend). The transfer
-/// values come from the host's modal basis or per-frequency LU (not done on
-/// a device: the eigensolver and the sparse LU run on the host). Errors as
+/// values come from the modal basis (its modes found on `backend` when the
+/// method is LOBPCG, on the host by Lanczos) or per-frequency LU (host).
+/// Errors as
 /// [`model_psd`]. Cost: the transfer values, then 16 o^2 nf bytes formed
 /// and read back for o outputs and nf frequencies.
-pub fn model_psd_on<B: PsdKernels>(backend: &B, problem: &ModelPsd<'_>) -> Result<ModelPsdResult> {
+pub fn model_psd_on<B: PsdKernels + EigenBackend>(
+    backend: &B,
+    problem: &ModelPsd<'_>,
+) -> Result<ModelPsdResult> {
     problem.validate()?;
     let start = Instant::now();
     let out: Vec<usize> = problem
@@ -347,7 +352,7 @@ pub fn model_psd_on<B: PsdKernels>(backend: &B, problem: &ModelPsd<'_>) -> Resul
     let (h, modal, eig_s) = if problem.modes.count == 0 {
         (direct(problem, &out)?, None, 0.0)
     } else {
-        let (h, summary, eig_s) = modal(problem, &out)?;
+        let (h, summary, eig_s) = modal(backend, problem, &out)?;
         (h, Some(summary), eig_s)
     };
     let outputs = out
@@ -431,11 +436,18 @@ pub fn response_psd_full<B: PsdKernels>(
 
 /// H_o(w) per frequency (rows) and output (columns) by the modes.
 #[allow(clippy::type_complexity)]
-fn modal(
+fn modal<B: EigenBackend>(
+    backend: &B,
     problem: &ModelPsd<'_>,
     out: &[usize],
 ) -> Result<(Vec<Vec<Complex64>>, ModalSummary, f64)> {
-    let basis = modal_basis(problem.model, &problem.load_shape, out, &problem.modes)?;
+    let basis = modal_basis(
+        backend,
+        problem.model,
+        &problem.load_shape,
+        out,
+        &problem.modes,
+    )?;
     let s = &basis.summary;
     let (omega, zeta) = (&s.omega, &s.damping);
     // phi_i(o) Gamma_i per output and mode.

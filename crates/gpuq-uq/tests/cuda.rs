@@ -597,3 +597,94 @@ fn linear_samples_on_the_gpu_are_the_cpus() {
         assert!(worst <= 1e-13, "{len}: {worst:e}");
     }
 }
+
+#[test]
+fn block_products_on_the_gpu_are_the_cpus() {
+    let Some(g) = gpu("block_products_on_the_gpu_are_the_cpus") else {
+        return;
+    };
+    use gpuq_core::Backend;
+    use gpuq_uq::EigenKernels;
+    // Tiles and column groups cut: p = 70 (> 64), q = 17 (> 16), n not a
+    // multiple of the staged rows.
+    let n = 10_007;
+    let col = |j: usize, s: f64| -> Vec<f64> {
+        (0..n)
+            .map(|i| ((i * 7 + j * 13) as f64 * 0.37 + s).sin())
+            .collect()
+    };
+    let x: Vec<Vec<f64>> = (0..70).map(|j| col(j, 0.0)).collect();
+    let y: Vec<Vec<f64>> = (0..17).map(|j| col(j, 1.0)).collect();
+    let cpu = CpuBackend::new();
+    let (xc, yc): (Vec<_>, Vec<_>) = (
+        x.iter().map(|v| cpu.upload(v).unwrap()).collect(),
+        y.iter().map(|v| cpu.upload(v).unwrap()).collect(),
+    );
+    let (xg, yg): (Vec<_>, Vec<_>) = (
+        x.iter().map(|v| g.upload(v).unwrap()).collect(),
+        y.iter().map(|v| g.upload(v).unwrap()).collect(),
+    );
+    let a = cpu.block_gram(&xc, &yc).unwrap();
+    let b = EigenKernels::block_gram(g, &xg, &yg).unwrap();
+    let mut worst = 0.0f64;
+    for i in 0..70 {
+        for j in 0..17 {
+            worst = worst.max((a[(i, j)] - b[(i, j)]).abs());
+        }
+    }
+    println!("block_gram: largest difference {worst:e}");
+    assert!(worst <= 1e-10);
+    // Z = -0.5 Z + X C and Z = X C.
+    let c = faer::Mat::from_fn(70, 17, |i, j| ((i + 3 * j) as f64 * 0.11).cos());
+    for beta in [-0.5, 0.0] {
+        let mut zc: Vec<_> = y.iter().map(|v| cpu.upload(v).unwrap()).collect();
+        let mut zg: Vec<_> = y.iter().map(|v| g.upload(v).unwrap()).collect();
+        cpu.block_combine(&xc, c.as_ref(), beta, &mut zc).unwrap();
+        EigenKernels::block_combine(g, &xg, c.as_ref(), beta, &mut zg).unwrap();
+        for (u, v) in zc.iter().zip(&zg) {
+            let (u, v) = (cpu.download(u).unwrap(), g.download(v).unwrap());
+            let d = u
+                .iter()
+                .zip(&v)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0, f64::max);
+            assert!(d <= 1e-12, "beta {beta}: {d:e}");
+        }
+    }
+}
+
+#[test]
+fn lobpcg_on_the_gpu_is_the_cpus() {
+    let Some(g) = gpu("lobpcg_on_the_gpu_is_the_cpus") else {
+        return;
+    };
+    use gpuq_uq::eigen::ModeOptions;
+    use gpuq_uq::lobpcg::lobpcg_on;
+    let k = gpuq_sparse::generators::laplace3d::<f64>(20);
+    let n = k.nrows();
+    let masses: Vec<f64> = (0..n).map(|i| 1.0 + 0.3 * (i as f64 * 0.7).sin()).collect();
+    let m = gpuq_sparse::Csr::try_from(&{
+        let mut c = gpuq_sparse::Coo::new(n, n);
+        for (i, &v) in masses.iter().enumerate() {
+            c.push(i, i, v).unwrap();
+        }
+        c
+    })
+    .unwrap();
+    let opts = ModeOptions {
+        count: 12,
+        tol: 1e-9,
+        dense_below: 0,
+        ..ModeOptions::default()
+    };
+    let c = lobpcg_on(&CpuBackend::new(), &k, &m, &opts).unwrap();
+    let d = lobpcg_on(g, &k, &m, &opts).unwrap();
+    println!(
+        "lobpcg: {} iterations on the CPU, {} on the GPU; lambda_1 {} / {}",
+        c.iterations, d.iterations, c.values[0], d.values[0]
+    );
+    for (a, b) in c.values.iter().zip(&d.values) {
+        assert!((a - b).abs() <= 1e-9 * a, "{a} vs {b}");
+    }
+    assert!(d.residuals.iter().all(|&r| r <= 1e-9));
+}

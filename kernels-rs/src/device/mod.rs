@@ -19,6 +19,7 @@ main_module!(
     bicgstabl,
     bidomain,
     blas1,
+    block,
     gram_schmidt,
     halo,
     krylov,
