@@ -801,7 +801,9 @@ fn lobpcg_modes_on_every_backend_are_lanczos_modes() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut masses = gpuq_sparse::Coo::<f64>::new(900, 900);
     for i in 0..900 {
-        masses.push(i, i, 1.0 + 0.3 * (0.7 * i as f64).sin()).unwrap();
+        masses
+            .push(i, i, 1.0 + 0.3 * (0.7 * i as f64).sin())
+            .unwrap();
     }
     let m = gpuq_sparse::Csr::try_from(&masses).unwrap();
     gpuq_sparse::matrix_market::save_csr(&m, p("M.mtx")).unwrap();

@@ -164,6 +164,23 @@ fn bsr_spmv<T: Scalar>(alpha: T, a: &Bsr<T>, x: &[T], beta: T, y: &mut [T]) {
 impl SparseBackend for CpuBackend {
     type Matrix<T: Scalar> = CpuMatrix<T>;
 
+    /// Copies `values` over the CSR's values, in parallel. O(nnz).
+    fn set_csr_values<T: Scalar>(&self, a: &mut CpuMatrix<T>, values: &CpuVector<T>) -> Result<()> {
+        let CpuMatrix::Csr(csr) = a else {
+            return Err(Error::InvalidArgument(
+                "set_csr_values: the matrix is not stored as CSR".into(),
+            ));
+        };
+        let dst = csr.values_mut();
+        gpuq_core::check_same_len("set_csr_values", dst.len(), values.as_slice().len())?;
+        self.run("set_csr_values", || {
+            dst.par_chunks_mut(1 << 16)
+                .zip(values.as_slice().par_chunks(1 << 16))
+                .for_each(|(d, v)| d.copy_from_slice(v))
+        });
+        Ok(())
+    }
+
     fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<CpuMatrix<T>> {
         let m = match layout {
             Layout::Csr => CpuMatrix::Csr(a.clone()),

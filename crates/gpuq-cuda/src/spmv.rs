@@ -123,6 +123,35 @@ impl CudaBackend {
 impl SparseBackend for CudaBackend {
     type Matrix<T: Scalar> = CudaMatrix<T>;
 
+    /// One device-to-device copy of nnz values over the CSR's values.
+    fn set_csr_values<T: Scalar>(
+        &self,
+        a: &mut CudaMatrix<T>,
+        values: &CudaVector<T>,
+    ) -> Result<()> {
+        let Arrays::Csr { val, .. } = &mut a.arrays else {
+            return Err(Error::InvalidArgument(
+                "set_csr_values: the matrix is not stored as CSR".into(),
+            ));
+        };
+        gpuq_core::check_same_len("set_csr_values", a.nnz, values.len)?;
+        let bytes = a.nnz * std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        if val.len() < bytes || values.buf.len() < bytes {
+            return Err(Error::Device(
+                "set_csr_values: a buffer is shorter than nnz values".into(),
+            ));
+        }
+        self.inner
+            .stream
+            .memcpy_dtod(&values.buf.slice(0..bytes), &mut val.slice_mut(0..bytes))
+            .map_err(dev("set_csr_values"))?;
+        self.inner.stats.launch("memcpy_dtod");
+        Ok(())
+    }
+
     fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<CudaMatrix<T>> {
         let arrays = match layout {
             Layout::Csr => Arrays::Csr {

@@ -161,6 +161,23 @@ pub trait SparseBackend: Backend {
         y: &mut Self::Vector<T>,
     ) -> Result<()>;
 
+    /// Replaces the values of `a`, stored in [`Layout::Csr`], by `values`
+    /// (nnz of them, in the CSR order of the matrix uploaded; the pattern
+    /// stays), on the backend: a matrix whose values change per sample
+    /// (K(theta) = K0 + sum theta_k K_k on one pattern) without a transfer.
+    /// Default: an error (the backend keeps no CSR it can rewrite). O(nnz).
+    fn set_csr_values<T: Scalar>(
+        &self,
+        a: &mut Self::Matrix<T>,
+        values: &Self::Vector<T>,
+    ) -> Result<()> {
+        let _ = (a, values);
+        Err(gpuq_core::Error::InvalidArgument(format!(
+            "the {} backend cannot rewrite a resident matrix's values",
+            self.name()
+        )))
+    }
+
     /// y = A x and returns x^H y, in one pass where the backend can fuse them
     /// (the default is an SpMV followed by a dot product).
     fn spmv_dotc<T: Scalar>(
@@ -255,6 +272,18 @@ impl<B: SparseBackend, T: Scalar> MatrixOperator<B, T> {
     /// The backend holding it.
     pub fn backend(&self) -> &B {
         &self.backend
+    }
+
+    /// Replaces the matrix's values ([`SparseBackend::set_csr_values`]: a
+    /// [`Layout::Csr`] matrix, the same pattern). Errors when A^T is stored
+    /// apart (it would go stale), and as the backend does. O(nnz).
+    pub fn set_csr_values(&mut self, values: &B::Vector<T>) -> Result<()> {
+        if matches!(self.transpose, Transpose::Stored(_)) {
+            return Err(gpuq_core::Error::InvalidArgument(
+                "set_csr_values: the operator stores A^T apart".into(),
+            ));
+        }
+        self.backend.set_csr_values(&mut self.matrix, values)
     }
 }
 

@@ -542,6 +542,11 @@ impl<T: Scalar> Csr<T> {
         &self.vals
     }
 
+    /// Values, row by row, to rewrite in place (the pattern stays).
+    pub fn values_mut(&mut self) -> &mut [T] {
+        &mut self.vals
+    }
+
     /// Column indices and values of row `i`. Panics if `i >= nrows` (an internal
     /// accessor; callers iterate over `0..nrows`).
     pub fn row(&self, i: usize) -> (&[u32], &[T]) {

@@ -77,8 +77,8 @@
 //!   GPU, the same `gpuq_kernels::uq::band` function and bits); a deterministic
 //!   K otherwise by sparse Cholesky ([`cholesky`], by `faer`); or
 //!   conjugate gradients on the backend (`gpuq-krylov`) preconditioned by AMG
-//!   of the mean stiffness (`gpuq-amg`, built once), K(theta) applied term by
-//!   term; the seed's dense LU per sample for comparison. Deterministic K:
+//!   of the mean stiffness (`gpuq-amg`, built once), K(theta) formed on the
+//!   backend per sample; the seed's dense LU per sample for comparison. Deterministic K:
 //!   the outputs' adjoints (no solve per sample; the exact moments as a
 //!   check). Mean, std and quantiles per output DOF.
 //! * (i) on the beam, [`mod@static_response`]: a Gaussian tip load and

@@ -26,8 +26,10 @@
 //!   sample on the host's threads (CPU backend) or one device thread per
 //!   sample (CUDA backend), the same bits;
 //! * K random otherwise: each sample is solved by `gpuq-krylov`'s conjugate
-//!   gradients on the backend, K(theta_s) applied term by term (K0 p +
-//!   sum_k theta_sk K_k p: m + 1 SpMVs, no per-sample assembly), preconditioned
+//!   gradients on the backend, K(theta_s) formed there per sample (K0 and the
+//!   K_k stored on the union of their patterns, the values K0 + sum_k
+//!   theta_sk K_k by a copy and m axpys over nnz, written into the resident
+//!   matrix: one SpMV per iteration whatever m), preconditioned
 //!   by `gpuq-amg`'s hierarchy of the mean stiffness K0 + sum_k E\[theta_k\] K_k,
 //!   built once on the backend; only the load goes up and the solution comes
 //!   down per sample;
@@ -57,7 +59,7 @@ use crate::linear_samples::LinearSampleKernels;
 use crate::model::Model;
 use crate::stats::describe;
 use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy, SetupKernels};
-use gpuq_core::{Backend, Error, LinearOperator, Result};
+use gpuq_core::{Backend, Error, Result};
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::key_from_seed;
 use gpuq_kernels::uq::band::{
@@ -69,7 +71,7 @@ use gpuq_kernels::uq::dense::{lu_solve, DenseSlices};
 use gpuq_kernels::uq::gauss::NormalStream;
 use gpuq_kernels::uq::sampling::{LhsNormals, Normals, SobolFirst};
 use gpuq_krylov::{cg, KrylovBackend, KrylovOptions};
-use gpuq_sparse::{Csr, Layout, MatrixOperator, SparseBackend};
+use gpuq_sparse::{Csr, Layout, MatrixOperator};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::time::Instant;
@@ -1013,55 +1015,104 @@ impl HostAssembly {
     }
 }
 
-/// K(theta) = K0 + sum_k theta_k K_k on the backend, applied term by term
-/// (m + 1 SpMVs).
-struct Affine<'a, B: SparseBackend> {
-    backend: &'a B,
-    k0: &'a MatrixOperator<B, f64>,
-    terms: &'a [MatrixOperator<B, f64>],
-    theta: &'a [f64],
+/// K0 and the K_k on the union of their patterns: the pattern with K0's
+/// values, and each term's values on it (zero where it has no entry).
+/// O(total nnz log) on the host, rows in parallel.
+fn on_union(k0: &Csr<f64>, terms: &[&Csr<f64>]) -> Result<(Csr<f64>, Vec<Vec<f64>>)> {
+    let n = k0.nrows();
+    type Row = (Vec<u32>, Vec<f64>, Vec<Vec<f64>>);
+    let rows: Vec<Row> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let mut cols: Vec<u32> = k0.row(i).0.to_vec();
+            for t in terms {
+                cols.extend_from_slice(t.row(i).0);
+            }
+            cols.sort_unstable();
+            cols.dedup();
+            let scatter = |a: &Csr<f64>| {
+                let mut v = vec![0.0; cols.len()];
+                let (c, x) = a.row(i);
+                for (j, &w) in c.iter().zip(x) {
+                    if let Ok(p) = cols.binary_search(j) {
+                        v[p] += w;
+                    }
+                }
+                v
+            };
+            let base = scatter(k0);
+            let parts = terms.iter().map(|t| scatter(t)).collect();
+            (cols, base, parts)
+        })
+        .collect();
+    let mut row_ptr = Vec::with_capacity(n + 1);
+    row_ptr.push(0);
+    for (c, _, _) in &rows {
+        row_ptr.push(row_ptr.last().copied().unwrap_or(0) + c.len());
+    }
+    let nnz = row_ptr[n];
+    let mut col_idx = Vec::with_capacity(nnz);
+    let mut vals = Vec::with_capacity(nnz);
+    let mut parts = vec![Vec::with_capacity(nnz); terms.len()];
+    for (c, v, t) in rows {
+        col_idx.extend(c);
+        vals.extend(v);
+        for (dst, src) in parts.iter_mut().zip(t) {
+            dst.extend(src);
+        }
+    }
+    Ok((Csr::try_new(n, n, row_ptr, col_idx, vals)?, parts))
 }
 
-impl<B: SparseBackend> LinearOperator<B, f64> for Affine<'_, B> {
-    fn shape(&self) -> (usize, usize) {
-        self.k0.shape()
-    }
-
-    fn apply(&self, x: &B::Vector<f64>, y: &mut B::Vector<f64>) -> Result<()> {
-        self.k0.apply(x, y)?;
-        for (k, &t) in self.terms.iter().zip(self.theta) {
-            self.backend.spmv(t, k.matrix(), x, 1.0, y)?;
-        }
-        Ok(())
-    }
-
-    fn name(&self) -> &str {
-        "K(theta)"
-    }
+/// K(theta) = K0 + sum_k theta_k K_k resident on the backend on the union
+/// of the patterns: per sample its values are formed there (a copy and m
+/// axpys over nnz) and written into the matrix, so a PCG iteration costs one
+/// SpMV whatever the number of terms.
+struct RandomStiffness<B: StaticBackend> {
+    base: B::Vector<f64>,
+    terms: Vec<B::Vector<f64>>,
+    values: B::Vector<f64>,
 }
 
 /// The matrices and the AMG cycle of [`StaticSolver::Pcg`] on the backend.
 struct DeviceSolver<B: StaticBackend> {
-    k0: MatrixOperator<B, f64>,
-    terms: Vec<MatrixOperator<B, f64>>,
+    k: MatrixOperator<B, f64>,
+    random: Option<RandomStiffness<B>>,
     amg: Amg<B, f64>,
     options: KrylovOptions,
 }
 
 impl<B: StaticBackend> DeviceSolver<B> {
-    /// Uploads K0 and the K_k and builds the AMG hierarchy of the mean
-    /// stiffness on `backend`. O(total nnz) transfer plus the AMG setup.
+    /// Uploads K0 (with the K_k: their values on the union pattern) and
+    /// builds the AMG hierarchy of the mean stiffness on `backend`. O(total
+    /// nnz) transfer plus the AMG setup.
     fn new(backend: &B, problem: &ModelStatic<'_>) -> Result<Self> {
-        let up = |a: &Csr<f64>| MatrixOperator::new(backend, a, Layout::Csr);
         let hierarchy =
             Hierarchy::build_on(backend, &problem.mean_stiffness()?, &AmgOptions::default())?;
+        let (k, random) = if problem.terms.is_empty() {
+            (
+                MatrixOperator::new(backend, &problem.model.k, Layout::Csr)?,
+                None,
+            )
+        } else {
+            let terms: Vec<&Csr<f64>> = problem.terms.iter().map(|(k, _)| k).collect();
+            let (k0, parts) = on_union(&problem.model.k, &terms)?;
+            let random = RandomStiffness {
+                base: backend.upload(k0.values())?,
+                terms: parts
+                    .iter()
+                    .map(|v| backend.upload(v))
+                    .collect::<Result<_>>()?,
+                values: backend.zeros::<f64>(k0.nnz())?,
+            };
+            (
+                MatrixOperator::new(backend, &k0, Layout::Csr)?,
+                Some(random),
+            )
+        };
         Ok(DeviceSolver {
-            k0: up(&problem.model.k)?,
-            terms: problem
-                .terms
-                .iter()
-                .map(|(k, _)| up(k))
-                .collect::<Result<_>>()?,
+            k,
+            random,
             amg: Amg::new(
                 backend,
                 &hierarchy,
@@ -1077,23 +1128,25 @@ impl<B: StaticBackend> DeviceSolver<B> {
         })
     }
 
-    /// K(theta)^-1 f on the backend from x = 0: the solution, iterations,
-    /// true relative residual and whether it met the tolerance.
-    fn solve(&self, backend: &B, theta: &[f64], f: &[f64]) -> Result<(Vec<f64>, usize, f64, bool)> {
-        let affine = Affine {
-            backend,
-            k0: &self.k0,
-            terms: &self.terms,
-            theta,
-        };
-        let op: &dyn LinearOperator<B, f64> = if self.terms.is_empty() {
-            &self.k0
-        } else {
-            &affine
-        };
+    /// K(theta)^-1 f on the backend from x = 0 (K(theta) formed there first
+    /// when K is random): the solution, iterations, true relative residual
+    /// and whether it met the tolerance.
+    fn solve(
+        &mut self,
+        backend: &B,
+        theta: &[f64],
+        f: &[f64],
+    ) -> Result<(Vec<f64>, usize, f64, bool)> {
+        if let Some(r) = &mut self.random {
+            backend.copy(&r.base, &mut r.values)?;
+            for (t, &th) in r.terms.iter().zip(theta) {
+                backend.axpy(th, t, &mut r.values)?;
+            }
+            self.k.set_csr_values(&r.values)?;
+        }
         let b = backend.upload(f)?;
         let mut x = backend.zeros::<f64>(f.len())?;
-        let report = cg(backend, op, Some(&self.amg), &b, &mut x, &self.options)?;
+        let report = cg(backend, &self.k, Some(&self.amg), &b, &mut x, &self.options)?;
         Ok((
             backend.download(&x)?,
             report.iterations,
@@ -1160,7 +1213,7 @@ fn adjoints<B: StaticBackend>(
             Ok((g.chunks(n).map(<[f64]>::to_vec).collect(), Vec::new(), true))
         }
         _ => {
-            let device = DeviceSolver::new(backend, problem)?;
+            let mut device = DeviceSolver::new(backend, problem)?;
             let mut g = Vec::with_capacity(out.len());
             let (mut its, mut met) = (Vec::with_capacity(out.len()), true);
             for &o in out {
