@@ -2,7 +2,8 @@
 # The lowest modes of a 10^6-DOF pencil on the GPU (issue 51): the device driver of one
 # system, run from the repository root on the device machine after packing the release
 # CLI here (gpu-pack/gpuq.xz, benches/lib.sh) and any test binaries (gpu-pack/t-*.xz):
-#   bash benches/uq_modes.sh gpuq    # the carried tests, then gpuq's LOBPCG (GPU, host)
+#   bash benches/uq_modes.sh gpuq    # the carried tests, gpuq's LOBPCG on the GPU (and
+#                                    # MODES_HOST=1: Lanczos on the host's cores)
 #   bash benches/uq_modes.sh cupy    # gpuq on the GPU, then CuPy's lobpcg (Jacobi)
 #   bash benches/uq_modes.sh eigsh   # SciPy's eigsh shift-invert (several minutes)
 # The pencil: MODES_SYSTEM (default elasticity2d:707, 1,001,112 DOFs, 2 unknowns per
@@ -42,14 +43,15 @@ with open('$W/M.mtx', 'w') as f:
     f.write('%d %d %d\n' % (n, n, n))
     f.write(''.join('%d %d 1\n' % (i, i) for i in range(1, n + 1)))"
 row "pencil" "$SYS, $N DOFs, M = I, $MODES modes"
-psd() {  # backend label
+psd() {  # backend eigensolver
   timeout "${MODES_STEP_S:-240}" "$G" uq psd --stiffness "$W/K.mtx" --mass "$W/M.mtx" --modal-damping 0.02 \
-    --modes "$MODES" --eigensolver lobpcg --block "$BLOCK" --load-dofs "$((N / 2))" --outputs "$((N / 2)),$((N - 1))" \
+    --modes "$MODES" --eigensolver "$2" --block "$BLOCK" --load-dofs "$((N / 2))" --outputs "$((N / 2)),$((N - 1))" \
     --freq-range 0:0.1:1000 --backend "$1" --json >"$W/psd-$1.json" 2>"$W/psd-$1.err"
-  row "gpuq lobpcg + PSD ($1)" "rc=$? $(field "$W/psd-$1.json" eig_s time_s modes.iterations modes.max_residual modes.omega.0 modes.omega.$((MODES - 1)))"
+  row "gpuq $2 + PSD ($1)" "rc=$? $(field "$W/psd-$1.json" eig_s time_s modes.iterations modes.max_residual modes.omega.0 modes.omega.$((MODES - 1)))"
 }
-psd cuda
-[ "$WHAT" = gpuq ] && [ "${MODES_HOST:-0}" = 1 ] && psd cpu
+psd cuda lobpcg
+# The host's own method (MODES_HOST=1): shift-invert Lanczos with the Cholesky factor.
+[ "$WHAT" = gpuq ] && [ "${MODES_HOST:-0}" = 1 ] && psd cpu lanczos
 if [ "$WHAT" = cupy ]; then
   timeout "${MODES_PEER_S:-300}" python3 benches/anchors/eigen_peers.py "$W/K.mtx" "$W/M.mtx" --modes "$MODES" --cupy \
     --maxiter "${CUPY_MAXITER:-500}" >"$W/cupy.json" 2>"$W/cupy.err"

@@ -130,9 +130,10 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 20)]
     pub modes: usize,
     /// The eigensolver for models above 400 DOFs: lanczos (shift-invert, with
-    /// the Cholesky factor of K, on the host) or lobpcg (preconditioned by
-    /// AMG cycles of K, on --backend: no factorisation).
-    #[arg(long, default_value = "lanczos", value_parser = ["lanczos", "lobpcg"])]
+    /// the Cholesky factor of K, on the host), lobpcg (preconditioned by AMG
+    /// cycles of K, on --backend: no factorisation), or auto: lobpcg on a GPU,
+    /// lanczos on the CPU.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "lanczos", "lobpcg"])]
     pub eigensolver: String,
     /// Unknowns per node of K, numbered node by node (LOBPCG's AMG: 2 or 3
     /// for elasticity).
