@@ -23,7 +23,8 @@
 //! ```
 
 use crate::backend::{AnyBackend, FullBackend};
-use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy, MixedAmg};
+pub use gpuq_amg::{amg_cycle, default_cycle_precision, f64_cycle};
+use gpuq_amg::{AmgKernels, AmgOptions, Hierarchy};
 use gpuq_core::{
     Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind, SolveReport, SolveStatus,
 };
@@ -82,20 +83,6 @@ impl AmgSpec {
     pub fn cycle_for(&self, solve: ScalarKind) -> ScalarKind {
         self.cycle_precision
             .unwrap_or_else(|| default_cycle_precision(solve, self.options.block))
-    }
-}
-
-/// The cycle precision AMG takes by default for a solve in `solve` precision with
-/// `block`-sized unknowns, on every backend: f32 for scalar unknowns in an f64 solve (an
-/// f32 cycle reads about two thirds of the bytes for the same iterations: the fastest
-/// configuration measured on the H100 and H200, and on the host's cores; see
-/// `docs/benchmarks.md`), else the solve's. The same on both backends, so that the CPU
-/// runs what the GPU runs. O(1).
-pub fn default_cycle_precision(solve: ScalarKind, block: usize) -> ScalarKind {
-    if solve == ScalarKind::F64 && block == 1 {
-        ScalarKind::F32
-    } else {
-        solve
     }
 }
 
@@ -200,7 +187,7 @@ pub fn solve<B: FullBackend, T: Scalar>(
 
 /// The AMG-preconditioned solve of A x = b, A the finest level of `h`, in precision `T`
 /// with the cycle in precision `S` (the cycle itself when they agree, else
-/// [`MixedAmg`]). b and x lose their component in the hierarchy's projected null space, if
+/// [`gpuq_amg::MixedAmg`]). b and x lose their component in the hierarchy's projected null space, if
 /// it has one (a singular A). Cost: the cycle's setup on the backend (the level matrices in
 /// its layout and precision), then the iterations.
 pub fn amg_solve<B, T, S>(
@@ -246,28 +233,6 @@ where
         summary.setup_s = cycle_setup_s;
     }
     Ok(s)
-}
-
-/// The AMG cycle of `h` on `backend` in precision `S` for vectors of precision `T` (the
-/// cycle itself when they agree, else [`MixedAmg`]), its matrices in `layout`. Cost: the
-/// level matrices converted to the layout and precision on the backend (uploaded on a
-/// device when the setup ran on the host).
-pub fn amg_cycle<B, T, S>(
-    backend: &B,
-    h: &Hierarchy,
-    layout: Layout,
-) -> Result<Box<dyn LinearOperator<B, T> + Send + Sync>>
-where
-    B: AmgKernels,
-    T: Scalar,
-    S: Scalar,
-{
-    let co = CycleOptions { layout };
-    Ok(if S::KIND == T::KIND {
-        Box::new(Amg::<B, T>::new(backend, h, &co)?)
-    } else {
-        Box::new(MixedAmg::<B, T, S>::new(backend, h, &co)?)
-    })
 }
 
 /// [`amg_solve`] with a cycle already built ([`amg_cycle`]), reused across solves. The
@@ -349,25 +314,6 @@ enum AnyCycle {
     Cpu(Box<dyn LinearOperator<gpuq_cpu::CpuBackend, f64> + Send + Sync>),
     #[cfg(feature = "cuda")]
     Cuda(Box<dyn LinearOperator<gpuq_cuda::CudaBackend, f64> + Send + Sync>),
-}
-
-/// The cycle of `h` on `backend` for f64 vectors in precision `precision`
-/// ([`amg_cycle`] in f32 or f64; an error for a complex precision), its
-/// matrices in `layout`.
-pub fn f64_cycle<B: AmgKernels>(
-    backend: &B,
-    h: &Hierarchy,
-    layout: Layout,
-    precision: ScalarKind,
-) -> Result<Box<dyn LinearOperator<B, f64> + Send + Sync>> {
-    match precision {
-        ScalarKind::F32 => amg_cycle::<B, f64, f32>(backend, h, layout),
-        ScalarKind::F64 => amg_cycle::<B, f64, f64>(backend, h, layout),
-        other => Err(Error::InvalidArgument(format!(
-            "AMG cycle precision {}: f32 or f64",
-            other.name()
-        ))),
-    }
 }
 
 /// z = M^-1 r for one cycle on `backend`.

@@ -265,6 +265,7 @@ mod host_checks;
 pub mod kernels;
 mod mixed;
 mod options;
+mod precision;
 pub mod prolong;
 mod resident;
 mod rigid;
@@ -284,6 +285,7 @@ pub use options::{
     default_jacobi_damping, device_defaults, AmgOptions, CoarseSolver, Coarsening, CycleKind,
     CycleOptions, Smoother, DEVICE_JACOBI_DAMPING, MAX_BLOCK,
 };
+pub use precision::{amg_cycle, default_cycle_precision, f64_cycle};
 pub use resident::{LevelMatrix, ResidentMatrix};
 pub use rigid::rigid_body_modes;
 #[cfg(feature = "cuda")]

@@ -27,8 +27,10 @@
 
 use crate::eigen::{dense_pencil, ModeOptions, Modes};
 use faer::{Mat, MatRef, Side};
-use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy, SetupKernels};
-use gpuq_core::{Backend, DeviceVector, Error, LinearOperator, Result};
+use gpuq_amg::{
+    default_cycle_precision, f64_cycle, AmgKernels, AmgOptions, Hierarchy, SetupKernels,
+};
+use gpuq_core::{Backend, DeviceVector, Error, LinearOperator, Result, ScalarKind};
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::key_from_seed;
 use gpuq_kernels::uq::gauss::NormalStream;
@@ -207,7 +209,9 @@ type Block<B> = Vec<<B as Backend>::Vector<f64>>;
 
 /// The m lowest modes of K phi = lambda M phi by LOBPCG on `backend`,
 /// preconditioned by one AMG cycle of K (smoothed aggregation with
-/// `opts.block` unknowns per node) per column: uploads K and M, sets up the
+/// `opts.block` unknowns per node; the cycle in the precision
+/// [`gpuq_amg::default_cycle_precision`] gives, f32 for scalar unknowns) per
+/// column: uploads K and M, sets up the
 /// hierarchy on the backend, then [`lobpcg_with`]. The modes come back to
 /// the host. Errors as [`lobpcg_with`], and when the AMG setup does (K not
 /// square, a NaN).
@@ -224,14 +228,9 @@ pub fn lobpcg_on<B: EigenBackend>(
         ..AmgOptions::default()
     };
     let h = Hierarchy::build_on(backend, k, &amg_options)?;
-    let t = Amg::new(
-        backend,
-        &h,
-        &CycleOptions {
-            layout: Layout::Csr,
-        },
-    )?;
-    lobpcg_with(backend, &kop, &mop, &t, opts)
+    let precision = default_cycle_precision(ScalarKind::F64, opts.block);
+    let t = f64_cycle(backend, &h, Layout::Csr, precision)?;
+    lobpcg_with(backend, &kop, &mop, &*t, opts)
 }
 
 /// Applies `op` to every column of `x`.

@@ -58,8 +58,10 @@ use crate::design::Design;
 use crate::linear_samples::LinearSampleKernels;
 use crate::model::Model;
 use crate::stats::describe;
-use gpuq_amg::{Amg, AmgKernels, AmgOptions, CycleOptions, Hierarchy, SetupKernels};
-use gpuq_core::{Backend, Error, Result};
+use gpuq_amg::{
+    default_cycle_precision, f64_cycle, AmgKernels, AmgOptions, Hierarchy, SetupKernels,
+};
+use gpuq_core::{Backend, Error, LinearOperator, Result, ScalarKind};
 use gpuq_cpu::CpuBackend;
 use gpuq_kernels::chacha::key_from_seed;
 use gpuq_kernels::uq::band::{
@@ -1081,7 +1083,7 @@ struct DeviceSolver<B: StaticBackend> {
     /// The last right-hand side on the backend, reused by a solve with
     /// `same_load`.
     load: Option<B::Vector<f64>>,
-    amg: Amg<B, f64>,
+    amg: Box<dyn LinearOperator<B, f64> + Send + Sync>,
     options: KrylovOptions,
 }
 
@@ -1117,12 +1119,11 @@ impl<B: StaticBackend> DeviceSolver<B> {
             k,
             random,
             load: None,
-            amg: Amg::new(
+            amg: f64_cycle(
                 backend,
                 &hierarchy,
-                &CycleOptions {
-                    layout: Layout::Csr,
-                },
+                Layout::Csr,
+                default_cycle_precision(ScalarKind::F64, 1),
             )?,
             options: KrylovOptions {
                 rtol: problem.tol,
@@ -1155,7 +1156,14 @@ impl<B: StaticBackend> DeviceSolver<B> {
             _ => backend.upload(f)?,
         };
         let mut x = backend.zeros::<f64>(f.len())?;
-        let report = cg(backend, &self.k, Some(&self.amg), &b, &mut x, &self.options);
+        let report = cg(
+            backend,
+            &self.k,
+            Some(&*self.amg),
+            &b,
+            &mut x,
+            &self.options,
+        );
         self.load = Some(b);
         let report = report?;
         Ok((
