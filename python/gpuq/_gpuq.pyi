@@ -134,11 +134,13 @@ def uq_psd(
     modal_damping: Optional[float] = None,
     load_psd: str = "white:1",
     modes: int = 20,
-    eigensolver: str = "lanczos",
+    eigensolver: str = "auto",
     fixed: List[int] = ...,
     seed: int = 1,
+    block: int = 1,
+    backend: str = "auto",
 ) -> str:
-    """The response PSD of a model (CSR tuples); the result as JSON text."""
+    """The response PSD of a model (CSR tuples) on a backend; the result as JSON text."""
 
 def uq_sdof(
     m: float,
@@ -176,10 +178,11 @@ def uq_convolution(
     rayleigh: Optional[Tuple[float, float]] = None,
     modal_damping: Optional[float] = None,
     modes: int = 20,
-    eigensolver: str = "lanczos",
+    eigensolver: str = "auto",
     fixed: List[int] = ...,
     seed: int = 1,
     keep: int = 0,
+    block: int = 1,
     backend: str = "auto",
 ) -> str:
     """A model's random response to an AR(1) load by FFT convolution; JSON text."""

@@ -194,9 +194,11 @@ def psd(
     modal_damping: Union[float, None] = None,
     load_psd: str = "white:1",
     modes: int = 20,
-    eigensolver: str = "lanczos",
+    eigensolver: str = "auto",
     fixed_dofs: Sequence[int] = (),
     seed: int = 1,
+    block: int = 1,
+    backend: str = "auto",
 ) -> PsdResult:
     """The response PSD S_yy(w) of your model's ``outputs`` under a load ``p f(t)``.
 
@@ -206,9 +208,10 @@ def psd(
     ``kanai-tajimi:S0:WG:ZG``. Damping: one of a matrix ``damping`` (C), ``rayleigh=(a, b)``
     (a M + b K) or ``modal_damping`` (one ratio in every mode). ``modes``: modes kept (the
     lowest of (K, M) by ``eigensolver``: ``lanczos``, shift-invert with the Cholesky factor
-    of K, or ``lobpcg``, preconditioned by AMG cycles of K), 0 for a direct solve at each
-    frequency. On the host (the CLI's ``gpuq uq psd --backend cuda`` runs LOBPCG and the
-    cross-PSDs on the GPU).
+    of K on the host; ``lobpcg``, preconditioned by AMG cycles of K (``block`` unknowns per
+    node: 2 or 3 for elasticity) on the backend; ``auto``, LOBPCG on a GPU and Lanczos on
+    the CPU), 0 for a direct solve at each frequency. ``backend``: ``auto``, ``cpu`` or
+    ``cuda`` (the modes by LOBPCG and the cross-PSDs run there).
     """
     from ._sparse import csr_arrays
 
@@ -231,6 +234,8 @@ def psd(
         eigensolver,
         [int(d) for d in fixed_dofs],
         int(seed),
+        int(block),
+        backend,
     )
     return PsdResult._from_json(text)
 
@@ -331,16 +336,18 @@ def convolution(
     rayleigh=None,
     modal_damping: Union[float, None] = None,
     modes: int = 20,
-    eigensolver: str = "lanczos",
+    eigensolver: str = "auto",
     fixed_dofs: Sequence[int] = (),
     seed: int = 1,
     keep: int = 0,
+    block: int = 1,
     backend: str = "auto",
 ) -> ConvolutionResult:
     """The response of your model's ``outputs`` to the load ``p f(t)`` in time, f the AR(1)
     process f_j = phi f_(j-1) + sigma e_j with time step ``dt``: ``samples`` load samples
     over ``steps`` steps, each output the convolution of the load with ``modes`` modal
-    kernels (FFTs on the backend). Matrices and damping as :func:`psd` takes them.
+    kernels (FFTs on the backend). Matrices, damping, ``eigensolver`` and ``block`` as
+    :func:`psd` takes them.
     """
     from ._sparse import csr_arrays
 
@@ -366,6 +373,7 @@ def convolution(
         [int(d) for d in fixed_dofs],
         int(seed),
         int(keep),
+        int(block),
         backend,
     )
     return ConvolutionResult._from_json(text)

@@ -88,6 +88,29 @@ def test_the_modal_psd_agrees_with_the_direct_solve():
         gpuq.uq.psd(K, M, shape, [1], w, eigensolver="arpack")
 
 
+def test_lobpcg_on_the_backend_finds_lanczos_modes(backend):
+    # A membrane of 25 x 25 nodes (625 DOFs: above the dense solver's 400) with uneven
+    # masses, so that no eigenvalue repeats: LOBPCG with AMG on the backend against
+    # shift-invert Lanczos on the host, the same modes and the same PSDs.
+    m = 25
+    lap = sp.diags([-np.ones(m - 1), 2 * np.ones(m), -np.ones(m - 1)], [-1, 0, 1])
+    K = (sp.kron(lap, sp.eye(m)) + sp.kron(sp.eye(m), lap)).tocsr()
+    M = sp.diags(1.0 + 0.3 * np.sin(0.7 * np.arange(m * m))).tocsr()
+    shape = np.zeros(m * m)
+    shape[m * m // 2] = 1.0
+    w = np.linspace(0.0, 1.0, 41)
+    args = dict(modal_damping=0.02, modes=10, load_psd="white:1")
+    lanczos = gpuq.uq.psd(K, M, shape, [m * m // 2, 30], w, eigensolver="lanczos", **args)
+    lobpcg = gpuq.uq.psd(K, M, shape, [m * m // 2, 30], w, eigensolver="lobpcg",
+                         backend=backend, **args)
+    np.testing.assert_allclose(lobpcg.modal["omega"], lanczos.modal["omega"], rtol=1e-8)
+    assert lobpcg.modal["max_residual"] <= 1e-8 and lobpcg.modal["iterations"] > 0
+    np.testing.assert_allclose(lobpcg.psd(30), lanczos.psd(30), rtol=1e-6)
+    with pytest.raises(ValueError, match="block"):
+        gpuq.uq.psd(K, M, shape, [1], w, eigensolver="lobpcg", block=2, backend=backend,
+                    **args)
+
+
 def test_the_linear_oscillator_reaches_its_stationary_variance(backend):
     m, c, k = 1.0, 2.0, 10.0
     r = gpuq.uq.sdof(m, c, k, samples=2000, steps=1000, dt=0.01, backend=backend)

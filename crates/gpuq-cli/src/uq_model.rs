@@ -260,21 +260,10 @@ fn dynamic_model(o: &ModelArgs, what: &str) -> Result<(Model, Vec<f64>, Vec<usiz
     Ok((model, load_shape, parse_dofs(outputs)?))
 }
 
-/// The mode options the arguments give for the backend `chosen`: `auto` is
-/// LOBPCG with AMG on a GPU and shift-invert Lanczos with the Cholesky factor
-/// on the host (the faster of the two on each, as measured in
-/// `docs/benchmarks.md`: 50 modes of a 10^6-DOF pencil in 11 s by LOBPCG on
-/// an H200; at 20,200 DOFs on two cores Lanczos 0.84 s, LOBPCG 67 s).
-fn mode_options(o: &ModelArgs, seed: u64, chosen: &Chosen) -> Result<ModeOptions> {
-    let method = match (o.eigensolver.as_str(), chosen) {
-        ("lanczos", _) | ("auto", Chosen::Cpu(_)) => EigenMethod::Lanczos,
-        ("lobpcg", _) | ("auto", Chosen::Cuda(_)) => EigenMethod::Lobpcg,
-        (other, _) => {
-            return Err(Error::InvalidArgument(format!(
-                "unknown eigensolver {other:?} (available: auto, lanczos, lobpcg)"
-            )))
-        }
-    };
+/// The mode options the arguments give (`auto`: the backend's choice,
+/// [`gpuq_uq::EigenKernels::auto_eigen_method`]).
+fn mode_options(o: &ModelArgs, seed: u64) -> Result<ModeOptions> {
+    let method = EigenMethod::parse(&o.eigensolver)?;
     Ok(ModeOptions {
         count: o.modes,
         seed,
@@ -282,6 +271,14 @@ fn mode_options(o: &ModelArgs, seed: u64, chosen: &Chosen) -> Result<ModeOptions
         block: o.block,
         ..ModeOptions::default()
     })
+}
+
+/// The name of the eigensolver `method` is on `backend` (`auto` resolved).
+fn resolved<B: gpuq_uq::EigenKernels>(method: EigenMethod, backend: &B) -> &'static str {
+    match method {
+        EigenMethod::Auto => backend.auto_eigen_method().name(),
+        other => other.name(),
+    }
 }
 
 /// Runs the response PSD of the model the arguments name over `frequencies`.
@@ -309,7 +306,7 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
         outputs,
         frequencies,
         load,
-        modes: mode_options(o, a.common.seed, &chosen)?,
+        modes: mode_options(o, a.common.seed)?,
     };
     let r = match &chosen {
         Chosen::Cpu(b) => model_psd_on(b, &problem)?,
@@ -345,10 +342,10 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
                 m.omega.len(),
                 100.0 * m.mass_captured,
                 m.iterations,
-                match (m.iterations, problem.modes.method) {
+                match (m.iterations, &chosen) {
                     (0, _) => "dense eigensolver",
-                    (_, EigenMethod::Lanczos) => "lanczos",
-                    (_, EigenMethod::Lobpcg) => "lobpcg",
+                    (_, Chosen::Cpu(b)) => resolved(problem.modes.method, b),
+                    (_, Chosen::Cuda(b)) => resolved(problem.modes.method, b),
                 }
             ),
             None => "the direct per-frequency solve".into(),
@@ -386,7 +383,7 @@ pub fn run_convolution_model(a: &ConvolutionArgs) -> Result<ExitCode> {
         model: &model,
         load_shape,
         outputs,
-        modes: mode_options(o, a.common.seed, &chosen)?,
+        modes: mode_options(o, a.common.seed)?,
         load: Ar1 {
             phi: a.load.phi,
             sigma: a.load.sigma,

@@ -9,7 +9,7 @@ use gpuq::uq::design::Design;
 use gpuq::uq::eigen::{EigenMethod, ModeOptions};
 use gpuq::uq::model::{Damping, Model};
 use gpuq::uq::psd::Ar1;
-use gpuq::uq::psd_model::{model_psd, LoadPsd, ModelPsd};
+use gpuq::uq::psd_model::{model_psd_on, LoadPsd, ModelPsd};
 use gpuq::uq::sdof::{Initial, Precision, SdofProblem};
 use gpuq::uq::static_model::{model_static_response, ModelStatic, Theta};
 use gpuq::{BackendChoice, FullBackend, OnBackend};
@@ -104,13 +104,16 @@ pub fn uq_static_response(
 /// The response PSD S_yy(w) of the outputs of the model (K, M, damping; the DOFs `fixed`
 /// eliminated) under a load p f(t), p = `load_shape` (on all DOFs) and f of PSD `load_psd`
 /// (`white:S0`, `ar1:PHI:SIGMA:DT`, `kanai-tajimi:S0:WG:ZG`): by `modes` modes (the lowest of
-/// (K, M) by `eigensolver`), or by a direct solve per frequency with `modes` = 0. Damping: a
+/// (K, M) by `eigensolver`: `auto`, the backend's choice, `lanczos` on the host or `lobpcg`
+/// with AMG of `block` unknowns per node on the backend), or by a direct solve per frequency
+/// with `modes` = 0; the cross-PSDs formed on the backend. Damping: a
 /// matrix C, `rayleigh` (a, b) for a M + b K, or `modal_damping` (one ratio for every mode).
 /// The result (frequencies, per output its PSD and RMS, the modes' summary) as JSON text.
 #[pyfunction]
 #[pyo3(signature = (
     k, m, load_shape, outputs, frequencies, damping=None, rayleigh=None, modal_damping=None,
-    load_psd="white:1", modes=20, eigensolver="lanczos", fixed=vec![], seed=1
+    load_psd="white:1", modes=20, eigensolver="auto", fixed=vec![], seed=1, block=1,
+    backend="auto"
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn uq_psd(
@@ -128,11 +131,21 @@ pub fn uq_psd(
     eigensolver: &str,
     fixed: Vec<usize>,
     seed: u64,
+    block: usize,
+    backend: &str,
 ) -> PyResult<String> {
+    struct Run<'a>(&'a ModelPsd<'a>);
+    impl OnBackend for Run<'_> {
+        type Output = Result<gpuq::uq::psd_model::ModelPsdResult>;
+        fn run<B: FullBackend>(self, backend: &B) -> Self::Output {
+            model_psd_on(backend, self.0)
+        }
+    }
     let (k, m) = (matrix(&k)?, matrix(&m)?);
     let damping = damping_of(damping, rayleigh, modal_damping)?;
     let load = LoadPsd::parse(load_psd).py()?;
     let method = EigenMethod::parse(eigensolver).py()?;
+    let choice: BackendChoice = backend.parse().py()?;
     let result = crate::interruptible::run(py, || -> Result<_> {
         let model = Model::new(k, Some(m), damping, &fixed)?;
         let problem = ModelPsd {
@@ -144,11 +157,12 @@ pub fn uq_psd(
                 count: modes,
                 seed,
                 method,
+                block,
                 ..ModeOptions::default()
             },
             model: &model,
         };
-        model_psd(&problem)
+        crate::opened::open(choice)?.run(Run(&problem))
     })?
     .py()?;
     json(&result)
@@ -267,8 +281,8 @@ fn damping_of(
 #[pyfunction]
 #[pyo3(signature = (
     k, m, load_shape, outputs, phi, sigma, dt, steps=1024, samples=100, damping=None,
-    rayleigh=None, modal_damping=None, modes=20, eigensolver="lanczos", fixed=vec![], seed=1,
-    keep=0, backend="auto"
+    rayleigh=None, modal_damping=None, modes=20, eigensolver="auto", fixed=vec![], seed=1,
+    keep=0, block=1, backend="auto"
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn uq_convolution(
@@ -290,6 +304,7 @@ pub fn uq_convolution(
     fixed: Vec<usize>,
     seed: u64,
     keep: usize,
+    block: usize,
     backend: &str,
 ) -> PyResult<String> {
     struct Run<'a>(&'a ModelConvolution<'a>, usize, u64, usize);
@@ -312,6 +327,7 @@ pub fn uq_convolution(
                 count: modes,
                 seed,
                 method,
+                block,
                 ..ModeOptions::default()
             },
             load: Ar1 { phi, sigma, dt },

@@ -67,9 +67,13 @@ pub struct ModeOptions {
 /// How [`modes`] finds the modes of a large model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum EigenMethod {
-    /// Shift-invert Lanczos at 0 with the Cholesky factor of K (the fewest
-    /// solves when K is factored: [`lanczos`]).
+    /// The backend's choice ([`crate::lobpcg::EigenKernels::auto_eigen_method`]):
+    /// LOBPCG on a GPU, Lanczos on the CPU, the faster of the two on each as
+    /// measured (`docs/benchmarks.md`).
     #[default]
+    Auto,
+    /// Shift-invert Lanczos at 0 with the Cholesky factor of K (the fewest
+    /// solves when K is factored: [`lanczos`]), on the host.
     Lanczos,
     /// LOBPCG on the backend, preconditioned by AMG cycles of K
     /// ([`crate::lobpcg::lobpcg_on`]): no factorisation.
@@ -77,14 +81,24 @@ pub enum EigenMethod {
 }
 
 impl EigenMethod {
-    /// Parses `lanczos` or `lobpcg`. O(1).
+    /// Parses `auto`, `lanczos` or `lobpcg`. O(1).
     pub fn parse(name: &str) -> Result<Self> {
         match name {
+            "auto" => Ok(EigenMethod::Auto),
             "lanczos" => Ok(EigenMethod::Lanczos),
             "lobpcg" => Ok(EigenMethod::Lobpcg),
             other => Err(Error::InvalidArgument(format!(
-                "unknown eigensolver {other:?} (available: lanczos, lobpcg)"
+                "unknown eigensolver {other:?} (available: auto, lanczos, lobpcg)"
             ))),
+        }
+    }
+
+    /// The method's name as [`EigenMethod::parse`] reads it. O(1).
+    pub fn name(self) -> &'static str {
+        match self {
+            EigenMethod::Auto => "auto",
+            EigenMethod::Lanczos => "lanczos",
+            EigenMethod::Lobpcg => "lobpcg",
         }
     }
 }
@@ -137,7 +151,7 @@ fn block_spmv(a: &Csr<f64>, x: MatRef<'_, f64>) -> Mat<f64> {
 /// The m lowest modes of K phi = lambda M phi (see the module docs) with
 /// `opts.method`: the dense solver below `opts.dense_below` DOFs, above it
 /// shift-invert Lanczos with the Cholesky factor of K (host), or LOBPCG with
-/// AMG on `backend`. Errors when m is 0 or above n, when K (or M) is not
+/// AMG on `backend` (`Auto`: the backend's choice). Errors when m is 0 or above n, when K (or M) is not
 /// positive definite (naming the pivot or the step), or when the method does
 /// not converge in `opts.max_iterations` (naming the worst residual).
 pub fn modes_on<B: EigenBackend>(
@@ -165,12 +179,16 @@ pub fn modes_on<B: EigenBackend>(
     if n <= opts.dense_below {
         return dense_modes(k, m, opts.count);
     }
-    match opts.method {
-        EigenMethod::Lanczos => {
+    let method = match opts.method {
+        EigenMethod::Auto => backend.auto_eigen_method(),
+        chosen => chosen,
+    };
+    match method {
+        EigenMethod::Lobpcg => lobpcg_on(backend, k, m, opts),
+        _ => {
             let factor = SparseCholesky::new(k, "the stiffness matrix K")?;
             lanczos(k, m, &factor, opts)
         }
-        EigenMethod::Lobpcg => lobpcg_on(backend, k, m, opts),
     }
 }
 

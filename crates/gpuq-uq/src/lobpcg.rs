@@ -25,7 +25,7 @@
 //! Gram matrices and combinations of O(n b^2) flops, and host eigenproblems
 //! of order at most 3b.
 
-use crate::eigen::{dense_pencil, ModeOptions, Modes};
+use crate::eigen::{dense_pencil, EigenMethod, ModeOptions, Modes};
 use faer::{Mat, MatRef, Side};
 use gpuq_amg::{
     default_cycle_precision, f64_cycle, AmgKernels, AmgOptions, Hierarchy, SetupKernels,
@@ -44,6 +44,14 @@ const CPU_ROWS: usize = 4096;
 /// The dense block products of a block eigensolver, on a backend's vectors
 /// (a block is a slice of vectors of one length n, its columns).
 pub trait EigenKernels: Backend {
+    /// The eigensolver [`EigenMethod::Auto`] stands for on this backend.
+    /// Default: shift-invert Lanczos with the host's Cholesky factor (on the
+    /// host's cores it is the faster by far: 0.84 s against LOBPCG's 67 s for
+    /// 50 modes of 20,200 DOFs on two cores). O(1).
+    fn auto_eigen_method(&self) -> EigenMethod {
+        EigenMethod::Lanczos
+    }
+
     /// G = X^T Y (p x q, p = `x.len()`, q = `y.len()`). Default: one `dotu`
     /// per entry (p q passes over two vectors). O(n p q).
     fn block_gram(&self, x: &[Self::Vector<f64>], y: &[Self::Vector<f64>]) -> Result<Mat<f64>> {
@@ -177,6 +185,12 @@ impl EigenKernels for CpuBackend {
 /// The CUDA backend: tiled kernels (`block_gram_f64`, `block_combine_f64`).
 #[cfg(feature = "cuda")]
 impl EigenKernels for gpuq_cuda::CudaBackend {
+    /// LOBPCG: 50 modes of a 10^6-DOF pencil in 11.6 s on an H200 against
+    /// 86.4 s by Lanczos on its host's 16 cores.
+    fn auto_eigen_method(&self) -> EigenMethod {
+        EigenMethod::Lobpcg
+    }
+
     fn block_gram(&self, x: &[Self::Vector<f64>], y: &[Self::Vector<f64>]) -> Result<Mat<f64>> {
         let (p, q) = (x.len(), y.len());
         let g = gpuq_cuda::CudaBackend::block_gram(self, x, y)?;
@@ -715,6 +729,7 @@ mod tests {
             &Csr::identity(49),
             &bad,
         );
-        assert!(e.is_err());
+        let e = e.unwrap_err().to_string();
+        assert!(e.contains("block size 3 does not divide"), "{e}");
     }
 }
