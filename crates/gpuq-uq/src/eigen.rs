@@ -69,7 +69,8 @@ pub struct ModeOptions {
 pub enum EigenMethod {
     /// The backend's choice ([`crate::lobpcg::EigenKernels::auto_eigen_method`]):
     /// LOBPCG on a GPU, Lanczos on the CPU, the faster of the two on each as
-    /// measured (`docs/benchmarks.md`).
+    /// measured (`docs/benchmarks.md`); should LOBPCG break down or not
+    /// converge (a badly conditioned model), Lanczos.
     #[default]
     Auto,
     /// Shift-invert Lanczos at 0 with the Cholesky factor of K (the fewest
@@ -151,7 +152,8 @@ fn block_spmv(a: &Csr<f64>, x: MatRef<'_, f64>) -> Mat<f64> {
 /// The m lowest modes of K phi = lambda M phi (see the module docs) with
 /// `opts.method`: the dense solver below `opts.dense_below` DOFs, above it
 /// shift-invert Lanczos with the Cholesky factor of K (host), or LOBPCG with
-/// AMG on `backend` (`Auto`: the backend's choice). Errors when m is 0 or above n, when K (or M) is not
+/// AMG on `backend` (`Auto`: the backend's choice; should LOBPCG break down
+/// or not converge, Lanczos). Errors when m is 0 or above n, when K (or M) is not
 /// positive definite (naming the pivot or the step), or when the method does
 /// not converge in `opts.max_iterations` (naming the worst residual).
 pub fn modes_on<B: EigenBackend>(
@@ -179,16 +181,23 @@ pub fn modes_on<B: EigenBackend>(
     if n <= opts.dense_below {
         return dense_modes(k, m, opts.count);
     }
-    let method = match opts.method {
-        EigenMethod::Auto => backend.auto_eigen_method(),
-        chosen => chosen,
+    let lanczos_on_host = || {
+        let factor = SparseCholesky::new(k, "the stiffness matrix K")?;
+        lanczos(k, m, &factor, opts)
     };
-    match method {
+    match opts.method {
+        EigenMethod::Lanczos => lanczos_on_host(),
         EigenMethod::Lobpcg => lobpcg_on(backend, k, m, opts),
-        _ => {
-            let factor = SparseCholesky::new(k, "the stiffness matrix K")?;
-            lanczos(k, m, &factor, opts)
-        }
+        EigenMethod::Auto => match backend.auto_eigen_method() {
+            // A model LOBPCG cannot resolve (a badly conditioned one, such as
+            // a finely meshed beam, whose residuals stall above tol) falls
+            // back to Lanczos, which stops at the rounding floor.
+            EigenMethod::Lobpcg => match lobpcg_on(backend, k, m, opts) {
+                Err(Error::Precondition { .. }) => lanczos_on_host(),
+                done => done,
+            },
+            _ => lanczos_on_host(),
+        },
     }
 }
 

@@ -344,7 +344,7 @@ fn ritz(
         return Err(Error::Precondition {
             method: "LOBPCG",
             reason: format!(
-                "a Ritz value {l:e} is not positive at step {it}: K (or M) is not positive definite"
+                "a Ritz value {l:e} is not positive at step {it}: K (or M) is not positive definite, or the basis lost its M-orthogonality on a badly conditioned model (a finely meshed beam: use the Lanczos eigensolver)"
             ),
         });
     }

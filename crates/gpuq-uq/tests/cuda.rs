@@ -688,3 +688,35 @@ fn lobpcg_on_the_gpu_is_the_cpus() {
     }
     assert!(d.residuals.iter().all(|&r| r <= 1e-9));
 }
+
+#[test]
+fn auto_modes_of_a_fine_beam_fall_back_to_lanczos_on_the_gpu() {
+    let Some(g) = gpu("auto_modes_of_a_fine_beam_fall_back_to_lanczos_on_the_gpu") else {
+        return;
+    };
+    use gpuq_uq::eigen::{modes, modes_on, EigenMethod, ModeOptions};
+    // The unit cantilever at 1000 DOFs: LOBPCG breaks down on it (its
+    // residuals stall far above 1e-8); `Auto` on the GPU then runs Lanczos.
+    let beam = gpuq_uq::Beam::unit(500).unwrap();
+    let model = beam.model().unwrap();
+    let (k, m) = (&model.k, model.m.as_ref().unwrap());
+    let opts = ModeOptions {
+        count: 8,
+        dense_below: 0,
+        ..ModeOptions::default()
+    };
+    assert_eq!(opts.method, EigenMethod::Auto);
+    let on_gpu = modes_on(g, k, m, &opts).unwrap();
+    let lanczos = modes(
+        k,
+        m,
+        &ModeOptions {
+            method: EigenMethod::Lanczos,
+            ..opts
+        },
+    )
+    .unwrap();
+    for (a, b) in on_gpu.values.iter().zip(&lanczos.values) {
+        assert!((a - b).abs() <= 1e-9 * b, "{a} vs {b}");
+    }
+}
