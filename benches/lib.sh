@@ -44,3 +44,27 @@ except Exception as e:
 s = d.get('amg_setup_s', d.get('setup_time_s', 0))
 print('$2 %s it %d rel %.2e setup %.3f solve %.3f total %.3f' % (d['status'], d['iterations'], d['relative_residual'], s, d['time_s'], s + d['time_s']))"
 }
+
+# The summary table a driver prints last: `row LABEL TEXT` prints "ROW label text" now and
+# keeps the line for `printf "$TABLE"` at the end.
+TABLE=""
+row() { TABLE="$TABLE$(printf '%-40s %s' "$1" "$2")\n"; printf 'ROW %-40s %s\n' "$1" "$2"; }
+
+# Fields of a gpuq JSON report: `json_fields FILE KEY...`, each KEY dotted (list indices as
+# numbers, e.g. modes.omega.0); prints key=value pairs on one line.
+json_fields() {
+  python3 - "$@" <<'PY'
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("(no json)", e); sys.exit()
+out = []
+for k in sys.argv[2:]:
+    v = d
+    for p in k.split("."):
+        v = v[int(p)] if isinstance(v, list) else (v or {}).get(p)
+    out.append(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}")
+print(" ".join(out))
+PY
+}

@@ -18,20 +18,6 @@ echo "host: $(nproc) cores"
 W=/tmp/gpuq-modes; rm -rf "$W"; mkdir -p "$W"
 export LD_LIBRARY_PATH="/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 SYS="${MODES_SYSTEM:-elasticity2d:707}"; BLOCK="${MODES_BLOCK:-2}"; MODES="${MODES:-50}"
-TABLE=""
-row() { TABLE="$TABLE$(printf '%-36s %s' "$1" "$2")\n"; printf 'ROW %-36s %s\n' "$1" "$2"; }
-field() { python3 -c "
-import json, sys
-try:
-    d = json.load(open('$1'))
-except Exception as e:
-    print('(no json)', e); sys.exit()
-for k in sys.argv[1:]:
-    v = d
-    for p in k.split('.'):
-        v = v[int(p)] if isinstance(v, list) else (v or {}).get(p)
-    print(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}', end=' ')
-print()" "${@:2}"; }
 [ "$WHAT" = gpuq ] && run_carried_tests
 "$G" generate "$SYS" --out "$W/K.mtx" 2>"$W/gen.err"
 N=$(grep -v '^%' "$W/K.mtx" | head -1 | awk '{print $1}')
@@ -47,7 +33,7 @@ psd() {  # backend eigensolver
   timeout "${MODES_STEP_S:-240}" "$G" uq psd --stiffness "$W/K.mtx" --mass "$W/M.mtx" --modal-damping 0.02 \
     --modes "$MODES" --eigensolver "$2" --block "$BLOCK" --load-dofs "$((N / 2))" --outputs "$((N / 2)),$((N - 1))" \
     --freq-range 0:0.1:1000 --backend "$1" --json >"$W/psd-$1.json" 2>"$W/psd-$1.err"
-  row "gpuq $2 + PSD ($1)" "rc=$? $(field "$W/psd-$1.json" eig_s time_s modes.iterations modes.max_residual modes.omega.0 modes.omega.$((MODES - 1)))"
+  row "gpuq $2 + PSD ($1)" "rc=$? $(json_fields "$W/psd-$1.json" eig_s time_s modes.iterations modes.max_residual modes.omega.0 modes.omega.$((MODES - 1)))"
 }
 psd cuda lobpcg
 # The host's own method (MODES_HOST=1): shift-invert Lanczos with the Cholesky factor.
@@ -55,12 +41,12 @@ psd cuda lobpcg
 if [ "$WHAT" = cupy ]; then
   timeout "${MODES_PEER_S:-300}" python3 benches/anchors/eigen_peers.py "$W/K.mtx" "$W/M.mtx" --modes "$MODES" --cupy \
     --maxiter "${CUPY_MAXITER:-500}" >"$W/cupy.json" 2>"$W/cupy.err"
-  row "cupy lobpcg (jacobi)" "rc=$? $(field "$W/cupy.json" cupy_lobpcg.time_s cupy_lobpcg.iterations cupy_lobpcg.max_rel_residual cupy_lobpcg.lowest cupy_lobpcg.highest cupy_lobpcg.failed)"
+  row "cupy lobpcg (jacobi)" "rc=$? $(json_fields "$W/cupy.json" cupy_lobpcg.time_s cupy_lobpcg.iterations cupy_lobpcg.max_rel_residual cupy_lobpcg.lowest cupy_lobpcg.highest cupy_lobpcg.failed)"
 fi
 if [ "$WHAT" = eigsh ]; then
   timeout "${MODES_PEER_S:-540}" python3 benches/anchors/eigen_peers.py "$W/K.mtx" "$W/M.mtx" --modes "$MODES" --eigsh \
     >"$W/eigsh.json" 2>"$W/eigsh.err"
-  row "scipy eigsh (shift-invert)" "rc=$? $(field "$W/eigsh.json" scipy_eigsh.time_s scipy_eigsh.max_rel_residual scipy_eigsh.lowest scipy_eigsh.highest)"
+  row "scipy eigsh (shift-invert)" "rc=$? $(json_fields "$W/eigsh.json" scipy_eigsh.time_s scipy_eigsh.max_rel_residual scipy_eigsh.lowest scipy_eigsh.highest)"
 fi
 tail -n 3 "$W"/*.err | grep -v '^$' | head -30
 printf '\n== summary\n'

@@ -15,20 +15,6 @@ echo "host: $(nproc) cores"
 W=/tmp/gpuq-rs; rm -rf "$W"; mkdir -p "$W"
 export LD_LIBRARY_PATH="/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 N="${RS_N:-100}"; T="${RS_TERMS:-10}"
-TABLE=""
-row() { TABLE="$TABLE$(printf '%-40s %s' "$1" "$2")\n"; printf 'ROW %-40s %s\n' "$1" "$2"; }
-field() { python3 -c "
-import json, sys
-try:
-    d = json.load(open('$1'))
-except Exception as e:
-    print('(no json)', e); sys.exit()
-for k in sys.argv[1:]:
-    v = d
-    for p in k.split('.'):
-        v = v[int(p)] if isinstance(v, list) else (v or {}).get(p)
-    print(f'{k}={v:.6g}' if isinstance(v, float) else f'{k}={v}', end=' ')
-print()" "${@:2}"; }
 "$G" generate "laplace3d:$N" --out "$W/K.mtx" 2>"$W/gen.err"
 python3 - "$W" "$T" <<'PY'
 import sys
@@ -50,7 +36,7 @@ row "model" "laplace3d:$N, $DOFS DOFs, $T slab terms, outputs $OUTS"
 static() {  # binary label backend samples
   timeout "${RS_STEP_S:-200}" "$1" uq static --stiffness "$W/K.mtx" --stiffness-terms "$TERMS" --theta uniform:0:1 \
     --load-mean 1 --load-std 0 --outputs "$OUTS" --samples "$4" --solver pcg --backend "$3" --json >"$W/$2.json" 2>"$W/$2.err"
-  row "$2 ($4 samples)" "rc=$? $(field "$W/$2.json" time_s setup_s solve_s iterations.1 outputs.0.mean outputs.0.std max_residual)"
+  row "$2 ($4 samples)" "rc=$? $(json_fields "$W/$2.json" time_s setup_s solve_s iterations.1 outputs.0.mean outputs.0.std max_residual)"
 }
 static "$G" "gpuq cuda" cuda "${RS_SAMPLES:-1000}"
 static "$G" "gpuq cuda, same samples as host" cuda "${RS_HOST_SAMPLES:-50}"
@@ -61,7 +47,7 @@ fi
 static "$G" "gpuq cpu (16 cores)" cpu "${RS_HOST_SAMPLES:-50}"
 timeout "${RS_PEER_S:-240}" python3 benches/anchors/random_stiffness_peers.py "$W/K.mtx" "$TERMS" \
   --samples "${RS_SCIPY_SAMPLES:-2}" >"$W/scipy.json" 2>"$W/scipy.err"
-row "scipy cg + jacobi per sample" "rc=$? $(field "$W/scipy.json" per_sample_s iterations.0)"
+row "scipy cg + jacobi per sample" "rc=$? $(json_fields "$W/scipy.json" per_sample_s iterations.0)"
 tail -n 2 "$W"/*.err | grep -v '^$' | head -30
 printf '\n== summary\n'
 printf "$TABLE"
