@@ -273,14 +273,6 @@ fn mode_options(o: &ModelArgs, seed: u64) -> Result<ModeOptions> {
     })
 }
 
-/// The name of the eigensolver `method` is on `backend` (`auto` resolved).
-fn resolved<B: gpuq_uq::EigenKernels>(method: EigenMethod, backend: &B) -> &'static str {
-    match method {
-        EigenMethod::Auto => backend.auto_eigen_method().name(),
-        other => other.name(),
-    }
-}
-
 /// Runs the response PSD of the model the arguments name over `frequencies`.
 pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
     let o = &a.model;
@@ -342,10 +334,9 @@ pub fn run_psd_model(a: &PsdArgs, frequencies: Vec<f64>) -> Result<ExitCode> {
                 m.omega.len(),
                 100.0 * m.mass_captured,
                 m.iterations,
-                match (m.iterations, &chosen) {
-                    (0, _) => "dense eigensolver",
-                    (_, Chosen::Cpu(b)) => resolved(problem.modes.method, b),
-                    (_, Chosen::Cuda(b)) => resolved(problem.modes.method, b),
+                match m.eigensolver {
+                    "dense" => "dense eigensolver",
+                    other => other,
                 }
             ),
             None => "the direct per-frequency solve".into(),

@@ -831,8 +831,10 @@ fn lobpcg_modes_on_every_backend_are_lanczos_modes() {
         ])
     };
     let lanczos = run("lanczos", "cpu");
+    assert_eq!(lanczos["modes"]["eigensolver"], "lanczos");
     for b in backends() {
         let lobpcg = run("lobpcg", b);
+        assert_eq!(lobpcg["modes"]["eigensolver"], "lobpcg", "{b}");
         assert!(num(&lobpcg["modes"], "max_residual") <= 1e-8, "{b}");
         assert!(num(&lobpcg["modes"], "iterations") > 0.0, "{b}");
         let (w, v) = (&lobpcg["modes"]["omega"], &lanczos["modes"]["omega"]);

@@ -40,6 +40,9 @@ pub struct Modes {
     pub vectors: Mat<f64>,
     /// Iterations taken (0 for the dense solver).
     pub iterations: usize,
+    /// The method that found them: `dense`, `lanczos` or `lobpcg` (with
+    /// [`EigenMethod::Auto`], the one that ran, a fallback included).
+    pub solver: &'static str,
     /// Relative residuals |K x - lambda M x| / (lambda |M x|) at the end.
     pub residuals: Vec<f64>,
 }
@@ -308,6 +311,7 @@ pub fn lanczos(
                             vectors,
                             iterations: steps,
                             residuals,
+                            solver: "lanczos",
                         });
                     }
                     worst = true_worst;
@@ -431,6 +435,7 @@ pub fn dense_modes(k: &Csr<f64>, m: &Csr<f64>, count: usize) -> Result<Modes> {
         vectors: phi,
         iterations: 0,
         residuals,
+        solver: "dense",
     })
 }
 

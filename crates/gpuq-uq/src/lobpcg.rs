@@ -503,6 +503,7 @@ pub fn lobpcg_with<B: EigenKernels>(
                 residuals: norms[..want].to_vec(),
                 vectors: Mat::from_fn(n, want, |i, j| vectors[j][i]),
                 iterations: it - 1,
+                solver: "lobpcg",
             });
         }
         // Preconditioned residuals of the unconverged columns, made

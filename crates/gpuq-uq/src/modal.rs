@@ -23,8 +23,10 @@ pub struct ModalSummary {
     /// sum_i (phi_i^T p)^2 / (p^T M^-1 p): the share of the load's modal mass
     /// the modes carry.
     pub mass_captured: f64,
-    /// LOBPCG iterations (0: dense solver).
+    /// The eigensolver's iterations (0: dense solver).
     pub iterations: usize,
+    /// The eigensolver that found the modes: `dense`, `lanczos` or `lobpcg`.
+    pub eigensolver: &'static str,
     /// Largest relative residual of a mode.
     pub max_residual: f64,
     /// Seconds of the eigensolver.
@@ -103,6 +105,7 @@ pub fn modal_basis<B: EigenBackend>(
             damping,
             mass_captured,
             iterations: modes.iterations,
+            eigensolver: modes.solver,
             max_residual: modes.residuals.iter().cloned().fold(0.0, f64::max),
             eig_s,
         },

@@ -707,6 +707,7 @@ fn auto_modes_of_a_fine_beam_fall_back_to_lanczos_on_the_gpu() {
     };
     assert_eq!(opts.method, EigenMethod::Auto);
     let on_gpu = modes_on(g, k, m, &opts).unwrap();
+    assert_eq!(on_gpu.solver, "lanczos");
     let lanczos = modes(
         k,
         m,
