@@ -8,21 +8,29 @@
 # gpuq-amg device tests; the wheels of pyamg 5.4.1 and scikit-fem 12.0.2 in .whl.
 # There (carry gpu-pack and .whl): bash benches/fem.sh [SCALE] (default 1: about 2e5
 # unknowns per system). Prints one line per run; the peers' table last.
-# On a machine without a GPU: PYTHON=venv/bin/python3 bash benches/fem.sh cpu DIR runs
-# gpuq's CPU backend (target/release/gpuq, defaults) and PyAMG on the systems in DIR.
+# On a machine without a GPU: PYTHON=venv/bin/python3 [ROUNDS=3] bash benches/fem.sh cpu DIR
+# runs gpuq's CPU backend (GPUQ, default target/release/gpuq; its defaults) and PyAMG on the systems in DIR,
+# alternating, and prints the medians over the rounds.
 set -u
 . benches/lib.sh
 if [ "${1:-}" = cpu ]; then
-  D=$2; PY=${PYTHON:-python3}
-  for s in $($PY -c "import json; print(' '.join(json.load(open('$D/manifest.json'))['systems']))"); do
-    bs=$($PY -c "import json; print(json.load(open('$D/manifest.json'))['systems']['$s']['block_size'])")
-    extra=""
-    [ "$bs" -gt 1 ] && extra="--block $bs --coords $D/$s/X.mtx"
-    target/release/gpuq solve $D/$s/A.mtx --rhs $D/$s/b.mtx --method cg --precond amg --tol 1e-8 \
-      --json $extra > /tmp/r.json
-    report /tmp/r.json "$s | cpu default |"
+  # ROUNDS rounds (default 3), each running every system once with gpuq and once with
+  # PyAMG, so both meet the same load; the table of medians last (fem/cpu_table.py).
+  D=$2; PY=${PYTHON:-python3}; ROUNDS=${ROUNDS:-3}; O=$(mktemp -d)
+  systems=$($PY -c "import json; print(' '.join(json.load(open('$D/manifest.json'))['systems']))")
+  for r in $(seq "$ROUNDS"); do
+    for s in $systems; do
+      bs=$($PY -c "import json; print(json.load(open('$D/manifest.json'))['systems']['$s']['block_size'])")
+      extra=""
+      [ "$bs" -gt 1 ] && extra="--block $bs --coords $D/$s/X.mtx"
+      ${GPUQ:-target/release/gpuq} solve $D/$s/A.mtx --rhs $D/$s/b.mtx --method cg --precond amg \
+        --tol 1e-8 --json $extra > $O/$s-gpuq-$r.json
+      report $O/$s-gpuq-$r.json "$s | cpu default | round $r |"
+      $PY benches/fem/peers.py $D --only $s --json $O/$s-pyamg-$r.json > $O/$s-pyamg-$r.log
+      head -1 $O/$s-pyamg-$r.log
+    done
   done
-  $PY benches/fem/peers.py $D --json /tmp/peers-cpu.json | tail -9
+  $PY benches/fem/cpu_table.py $O "$ROUNDS" $systems
   exit
 fi
 SCALE=${1:-1}

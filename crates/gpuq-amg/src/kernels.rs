@@ -404,6 +404,59 @@ impl<'a, T: Scalar> Rows<'a, T> {
     }
 }
 
+/// Row i of a CPU matrix times x, for one layout: the fused kernels pick the
+/// layout once per call ([`with_rows`]) so their row loops are compiled for it.
+trait RowDot<T>: Sync {
+    /// Row i times x, each row's products summed in its stored order. O(row).
+    fn row_dot(&self, i: usize, x: &[T]) -> T;
+}
+
+impl<T: Scalar> RowDot<T> for Csr<T> {
+    #[inline(always)]
+    fn row_dot(&self, i: usize, x: &[T]) -> T {
+        Rows::Csr(self).dot(i, x)
+    }
+}
+
+impl<T: Scalar> RowDot<T> for Bsr<T> {
+    #[inline(always)]
+    fn row_dot(&self, i: usize, x: &[T]) -> T {
+        Rows::Bsr(self).dot(i, x)
+    }
+}
+
+/// Evaluates `$body` with `$a` bound to the CSR or BSR matrix of `$rows`
+/// (a [`Rows`]), the body compiled once per layout.
+macro_rules! with_rows {
+    ($rows:expr, $a:ident => $body:expr) => {
+        match $rows {
+            Rows::Csr($a) => $body,
+            Rows::Bsr($a) => $body,
+        }
+    };
+}
+
+/// Calls `f(first, chunks)` for each task of [`TASK_ROWS`] rows, in
+/// parallel: `chunks` the task's rows of each of the `N` vectors (of equal
+/// length, checked by the caller), `first` its first row. The kernels' loops
+/// then index plain slices.
+fn par_row_chunks<T: Scalar, const N: usize>(
+    vectors: [&mut [T]; N],
+    f: impl Fn(usize, [&mut [T]; N]) + Sync + Send,
+) {
+    let len = vectors.first().map_or(0, |v| v.len());
+    let mut chunks = vectors.map(|v| v.chunks_mut(TASK_ROWS));
+    let tasks: Vec<(usize, [&mut [T]; N])> = (0..len.div_ceil(TASK_ROWS))
+        .map(|c| {
+            let task = std::array::from_fn(|k| chunks[k].next().unwrap_or_default());
+            (c * TASK_ROWS, task)
+        })
+        .collect();
+    tasks
+        .into_par_iter()
+        .for_each(|(first, task)| f(first, task));
+}
+
 /// Largest block the fused CPU Jacobi sweep keeps on the stack.
 const MAX_BLOCK: usize = 8;
 
@@ -443,15 +496,12 @@ impl AmgKernels for CpuBackend {
         check_same_len("amg_residual (r vs rows)", m, r.len())?;
         let (b, x) = (b.as_slice(), x.as_slice());
         self.run("amg_residual", || {
-            r.as_mut_slice()
-                .par_chunks_mut(TASK_ROWS)
-                .enumerate()
-                .for_each(|(c, rc)| {
-                    for (k, ri) in rc.iter_mut().enumerate() {
-                        let i = c * TASK_ROWS + k;
-                        *ri = b[i] - rows.dot(i, x);
-                    }
-                })
+            with_rows!(rows, a => par_row_chunks([r.as_mut_slice()], |first, [rc]| {
+                let bc = &b[first..first + rc.len()];
+                for (k, (ri, &bi)) in rc.iter_mut().zip(bc).enumerate() {
+                    *ri = bi - a.row_dot(first + k, x);
+                }
+            }))
         });
         Ok(())
     }
@@ -485,16 +535,16 @@ impl AmgKernels for CpuBackend {
         check_same_len("amg_chebyshev_start (A square, diag)", m, dg.len())?;
         let (bs, xs, dg) = (b.as_slice(), x.as_slice(), dg.as_slice());
         self.run("amg_chebyshev_start", || {
-            r.as_mut_slice()
-                .par_iter_mut()
-                .zip(d.as_mut_slice().par_iter_mut())
-                .enumerate()
-                .with_min_len(TASK_ROWS)
-                .for_each(|(i, (ri, di))| {
-                    let s = if zero { T::zero() } else { rows.dot(i, xs) };
-                    *ri = bs[i] - s;
-                    *di = alpha * (dg[i] * *ri);
-                })
+            let vectors = [r.as_mut_slice(), d.as_mut_slice()];
+            with_rows!(rows, a => par_row_chunks(vectors, |first, [rc, dc]| {
+                let rows = first..first + rc.len();
+                let (bc, gc) = (&bs[rows.clone()], &dg[rows]);
+                for k in 0..rc.len() {
+                    let s = if zero { T::zero() } else { a.row_dot(first + k, xs) };
+                    rc[k] = bc[k] - s;
+                    dc[k] = alpha * (gc[k] * rc[k]);
+                }
+            }))
         });
         Ok(())
     }
@@ -529,21 +579,20 @@ impl AmgKernels for CpuBackend {
         check_same_len("amg_chebyshev_step (A square, diag)", m, dg.len())?;
         let (old, dg) = (d_old.as_slice(), dg.as_slice());
         self.run("amg_chebyshev_step", || {
-            r.as_mut_slice()
-                .par_iter_mut()
-                .zip(d_new.as_mut_slice().par_iter_mut())
-                .zip(x.as_mut_slice().par_iter_mut())
-                .enumerate()
-                .with_min_len(TASK_ROWS)
-                .for_each(|(i, ((ri, dn), xi))| {
-                    *ri -= rows.dot(i, old);
-                    *dn = alpha * (dg[i] * *ri) + beta * old[i];
-                    let mut v = if zero { T::zero() } else { *xi };
+            let vectors = [r.as_mut_slice(), d_new.as_mut_slice(), x.as_mut_slice()];
+            with_rows!(rows, a => par_row_chunks(vectors, |first, [rc, nc, xc]| {
+                let rows = first..first + rc.len();
+                let (oc, gc) = (&old[rows.clone()], &dg[rows]);
+                for k in 0..rc.len() {
+                    rc[k] -= a.row_dot(first + k, old);
+                    nc[k] = alpha * (gc[k] * rc[k]) + beta * oc[k];
+                    let mut v = if zero { T::zero() } else { xc[k] };
                     if pending {
-                        v += old[i];
+                        v += oc[k];
                     }
-                    *xi = v + *dn;
-                })
+                    xc[k] = v + nc[k];
+                }
+            }))
         });
         Ok(())
     }
@@ -694,11 +743,12 @@ impl AmgKernels for CpuBackend {
         check_same_len("amg_jacobi_into (out vs rows)", m, out.len())?;
         let (ds, bs, xs) = (d.as_slice(), b.as_slice(), x.as_slice());
         self.run("amg_jacobi_into", || {
-            out.as_mut_slice()
-                .par_iter_mut()
-                .enumerate()
-                .with_min_len(TASK_ROWS)
-                .for_each(|(i, o)| *o = xs[i] + ds[i] * (bs[i] - rows.dot(i, xs)));
+            with_rows!(rows, a => par_row_chunks([out.as_mut_slice()], |first, [oc]| {
+                for (k, o) in oc.iter_mut().enumerate() {
+                    let i = first + k;
+                    *o = xs[i] + ds[i] * (bs[i] - a.row_dot(i, xs));
+                }
+            }))
         });
         Ok(())
     }
