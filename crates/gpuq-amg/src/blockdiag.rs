@@ -68,7 +68,9 @@ impl BlockDiagonal {
 
     /// The bs x bs diagonal blocks of `a` (n divisible by bs). With `l1`, each
     /// row's sum of |a_ij| over the columns outside its block is added to the
-    /// block's diagonal entry (the l1-Jacobi matrix). O(nnz).
+    /// block's diagonal entry (the l1-Jacobi matrix). O(nnz) with `l1`;
+    /// without, a binary search per row for the block's first column (a
+    /// row's columns are increasing), O(n (log(row length) + bs)).
     pub fn of(a: &Csr<f64>, bs: usize, l1: bool) -> Self {
         let nodes = a.nrows() / bs;
         let mut blocks = vec![0.0; nodes * bs * bs];
@@ -80,10 +82,20 @@ impl BlockDiagonal {
                 let (lo, hi) = ((bs * k) as u32, (bs * (k + 1)) as u32);
                 for r in 0..bs {
                     let (c, v) = a.row(bs * k + r);
+                    if !l1 {
+                        let first = c.partition_point(|&j| j < lo);
+                        for (&j, &x) in c[first..].iter().zip(&v[first..]) {
+                            if j >= hi {
+                                break;
+                            }
+                            blk[r * bs + (j - lo) as usize] += x;
+                        }
+                        continue;
+                    }
                     for (&j, &x) in c.iter().zip(v) {
                         if (lo..hi).contains(&j) {
                             blk[r * bs + (j - lo) as usize] += x;
-                        } else if l1 {
+                        } else {
                             blk[r * bs + r] += x.abs();
                         }
                     }
@@ -277,5 +289,45 @@ mod tests {
         }
         let zero = Csr::<f64>::try_new(2, 2, vec![0, 1, 1], vec![1], vec![1.0]).unwrap();
         assert!(BlockDiagonal::of(&zero, 1, false).inverse().is_err());
+    }
+
+    #[test]
+    fn blocks_are_the_dense_diagonal_blocks_and_l1_adds_the_rest() {
+        // 12 rows, 15 columns (ghost columns past the square part, as a
+        // rank's extended block has), some rows empty or without diagonal.
+        let (n, m) = (12usize, 15usize);
+        let mut coo = gpuq_sparse::Coo::new(n, m);
+        for i in 0..n {
+            for j in 0..m {
+                if (i * 7 + j * 3) % 5 < 2 && i % 4 != 3 {
+                    coo.push(i, j, (i as f64 + 1.0) * 0.5 - j as f64 * 0.25)
+                        .unwrap();
+                }
+            }
+        }
+        let a = Csr::from_coo(&coo).unwrap();
+        let dense = a.to_dense();
+        for bs in [1, 2, 3, 4] {
+            for l1 in [false, true] {
+                let got = BlockDiagonal::of(&a, bs, l1);
+                for k in 0..n / bs {
+                    for r in 0..bs {
+                        let i = bs * k + r;
+                        let outside: f64 = (0..m)
+                            .filter(|&j| j / bs != k)
+                            .map(|j| dense[i * m + j].abs())
+                            .sum();
+                        for c in 0..bs {
+                            let mut want = dense[i * m + bs * k + c];
+                            if l1 && c == r {
+                                want += outside;
+                            }
+                            let have = got.blocks()[(k * bs + r) * bs + c];
+                            assert!((have - want).abs() < 1e-14, "bs {bs}, l1 {l1}, ({i}, {c})");
+                        }
+                    }
+                }
+            }
+        }
     }
 }
