@@ -150,15 +150,18 @@ pub(crate) const MAX_GROUP: usize = 8;
 /// Gustavson's accumulator for a group of g rows (1 to [`MAX_GROUP`]) of the
 /// same pattern: a dense value array holding the g values of each column
 /// side by side, a bit per column marking those of the group's pattern, the
-/// columns touched (and their range, in words of bits); once drained, the
-/// sorted pattern and the g rows' values. Grouping rows changes no value:
-/// each entry is summed in its own row's order.
+/// columns touched in the order first reached (`touched[..len]`, written
+/// without a branch: every column is stored at `len`, which advances only for
+/// a new one) and their range in words of bits; once drained, the sorted
+/// pattern and the g rows' values. Grouping rows changes no value: each entry
+/// is summed in its own row's order.
 pub(crate) struct Accumulator {
     ncols: usize,
     value: Vec<f64>,
     group: usize,
     seen: Vec<u64>,
     touched: Vec<u32>,
+    len: usize,
     words: (usize, usize),
     pattern: Vec<u32>,
     rows: Vec<f64>,
@@ -172,7 +175,8 @@ impl Accumulator {
             value: vec![0.0; ncols],
             group: 1,
             seen: vec![0; ncols.div_ceil(64)],
-            touched: Vec::new(),
+            touched: vec![0; ncols + 1],
+            len: 0,
             words: (usize::MAX, 0),
             pattern: Vec::new(),
             rows: Vec::new(),
@@ -188,16 +192,21 @@ impl Accumulator {
         self.group = g;
     }
 
-    /// Marks column j as in the group's pattern.
+    /// Marks column j as in the group's pattern, without a branch on
+    /// whether it already is (which a product's columns make unpredictable):
+    /// j is written at `touched[len]` and `len` advances when its bit was
+    /// clear; the word range widens to j's word either way. `touched` has a
+    /// slot past the ncols distinct columns for the write that does not
+    /// count.
     #[inline]
     fn mark(&mut self, j: u32) {
         let k = j as usize;
         let (w, bit) = (k / 64, 1u64 << (k % 64));
-        if self.seen[w] & bit == 0 {
-            self.seen[w] |= bit;
-            self.touched.push(j);
-            self.words = (self.words.0.min(w), self.words.1.max(w));
-        }
+        let new = usize::from(self.seen[w] & bit == 0);
+        self.seen[w] |= bit;
+        self.touched[self.len] = j;
+        self.len += new;
+        self.words = (self.words.0.min(w), self.words.1.max(w));
     }
 
     /// Adds `v[r]` to column j of row r of the group, for each of its `G`
@@ -236,14 +245,15 @@ impl Accumulator {
     /// or sort: for rows that are only read by a further product, whose sums
     /// do not depend on the order of a row's columns). O(touched g).
     fn drain_in(&mut self, sorted: bool) {
-        let n = self.touched.len();
+        let n = self.len;
+        let touched = &mut self.touched[..n];
         let (lo, hi) = self.words;
         self.pattern.clear();
         if !sorted {
-            for &j in &self.touched {
+            for &j in touched.iter() {
                 self.seen[j as usize / 64] = 0;
             }
-            self.pattern.extend_from_slice(&self.touched);
+            self.pattern.extend_from_slice(touched);
         } else if n > 0 && hi - lo < 4 * n {
             for w in lo..=hi {
                 let mut bits = std::mem::take(&mut self.seen[w]);
@@ -253,13 +263,13 @@ impl Accumulator {
                 }
             }
         } else {
-            self.touched.sort_unstable();
-            for &j in &self.touched {
+            touched.sort_unstable();
+            for &j in touched.iter() {
                 self.seen[j as usize / 64] = 0;
             }
-            self.pattern.extend_from_slice(&self.touched);
+            self.pattern.extend_from_slice(touched);
         }
-        self.touched.clear();
+        self.len = 0;
         self.words = (usize::MAX, 0);
         let g = self.group;
         self.rows.clear();
