@@ -998,6 +998,20 @@ mod tests {
     use gpuq_sparse::Layout;
     use proptest::prelude::*;
 
+    /// A test system with `bs` unknowns per node: 3D or 2D elasticity, or a
+    /// 3D Laplacian, of a size growing with `k`.
+    fn block_system(k: usize, bs: usize) -> Csr<f64> {
+        match bs {
+            3 => gpuq_sparse::elasticity3d::elasticity3d::<f64>(k).unwrap().0,
+            2 => {
+                gpuq_sparse::elasticity::elasticity2d::<f64>(k + 2)
+                    .unwrap()
+                    .0
+            }
+            _ => laplace3d::<f64>(k + 1),
+        }
+    }
+
     fn vector(n: usize, seed: f64) -> Vec<f64> {
         (0..n).map(|i| ((i as f64 + seed) * 0.7548).sin()).collect()
     }
@@ -1080,11 +1094,7 @@ mod tests {
         #[test]
         fn fused_block_jacobi_matches_the_default(k in 2usize..5, bs in 1usize..4, bsr: bool) {
             let be = CpuBackend::new();
-            let a = match bs {
-                3 => gpuq_sparse::elasticity3d::elasticity3d::<f64>(k).unwrap().0,
-                2 => gpuq_sparse::elasticity::elasticity2d::<f64>(k + 2).unwrap().0,
-                _ => laplace3d::<f64>(k + 1),
-            };
+            let a = block_system(k, bs);
             let n = a.nrows();
             let layout = if bsr { Layout::Bsr { b: bs } } else { Layout::Csr };
             let am = be.upload_matrix(&a, layout).unwrap();
@@ -1107,11 +1117,7 @@ mod tests {
         fn fused_gs_color_matches_the_default(k in 2usize..5, bs in 1usize..4, zero: bool) {
             use crate::coloring::{color_sweeps, greedy};
             let be = CpuBackend::new();
-            let a = match bs {
-                3 => gpuq_sparse::elasticity3d::elasticity3d::<f64>(k).unwrap().0,
-                2 => gpuq_sparse::elasticity::elasticity2d::<f64>(k + 2).unwrap().0,
-                _ => laplace3d::<f64>(k + 1),
-            };
+            let a = block_system(k, bs);
             let n = a.nrows();
             let dinv = BlockDiagonal::of(&a, bs, false).inverse().unwrap();
             let sweeps = color_sweeps(&a, bs, &dinv, &greedy(&a, bs)).unwrap();
