@@ -131,10 +131,10 @@ const SELL_MIN_LONG_ROWS: usize = 1 << 19;
 /// was asked for: the aggregation operators' rows vary (laplace3d:200's finest
 /// prolongator: 1 to 6 entries, 1.48 stored per nonzero with 32-row slices
 /// unsorted, 1.10 sorted within 256 rows).
-const MAX_PADDING: f64 = 1.1;
+pub(crate) const MAX_PADDING: f64 = 1.1;
 
 /// Slices per sorting window where [`MAX_PADDING`] is exceeded.
-const SORT_SLICES: usize = 8;
+pub(crate) const SORT_SLICES: usize = 8;
 
 /// The requested layout for a matrix of `shape` and `nnz` stored entries
 /// whose SELL-c-sigma storage `stored(c, sigma)` counts (asked only for
@@ -224,6 +224,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                 |c, sigma| m.sell_stored(c, sigma),
                 blocks,
             )?;
+            let layout = backend.amg_cycle_layout(layout, m, blocks[0].max(blocks[1]))?;
             backend.amg_level_matrix(m, layout)
         };
         let up_host = |m: &Csr<f64>, blocks: [usize; 2]| -> Result<B::Matrix<T>> {
