@@ -126,6 +126,19 @@ proptest! {
         check_round_trips(&random_csr::<Complex64>(m, n, d, seed), c, sigma);
     }
 
+    /// SELL built from f64 CSR with the values converted as they are placed
+    /// is the SELL of the converted CSR, entry for entry.
+    #[test]
+    fn sell_from_converted_values((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
+        let a = random_csr::<f64>(m, n, d, seed);
+        let direct = Sell::from_csr_map(&a, c, sigma, |v| v as f32).unwrap();
+        let copied = Sell::from_csr(&a.map_values(|v| v as f32).unwrap(), c, sigma).unwrap();
+        prop_assert_eq!(direct.values(), copied.values());
+        prop_assert_eq!(direct.col_idx(), copied.col_idx());
+        prop_assert_eq!(direct.perm(), copied.perm());
+        prop_assert_eq!(direct.slice_ptr(), copied.slice_ptr());
+    }
+
     #[test]
     fn spmv_f64((m, n, d, seed) in shapes(), (c, sigma) in sell_params()) {
         check_products(&random_csr::<f64>(m, n, d, seed), c, sigma, seed, 64.0 * f64::EPSILON * (n as f64 + 1.0));

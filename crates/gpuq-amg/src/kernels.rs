@@ -619,6 +619,15 @@ impl AmgKernels for CpuBackend {
         })
     }
 
+    /// SELL built from the host copy with the values converted as they are
+    /// placed (one pass); other layouts as the default does. O(nnz).
+    fn amg_level_matrix<T: Scalar>(&self, m: &LevelMatrix, layout: Layout) -> Result<CpuMatrix<T>> {
+        let Layout::Sell { c, sigma } = layout else {
+            return self.upload_matrix_owned(convert::<T>(m.host()?)?, layout);
+        };
+        self.sell_from(m.host()?, c, sigma, T::from_f64)
+    }
+
     /// One Rayon pass.
     fn amg_convert<S: Scalar, T: Scalar>(
         &self,

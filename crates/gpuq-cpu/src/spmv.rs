@@ -161,6 +161,34 @@ fn bsr_spmv<T: Scalar>(alpha: T, a: &Bsr<T>, x: &[T], beta: T, y: &mut [T]) {
     }
 }
 
+impl CpuBackend {
+    /// `a` stored as SELL-`c`-`sigma` with values of `T`, each converted by
+    /// `map` as it is placed (one pass: what [`SparseBackend::upload_matrix`]
+    /// does for SELL, and what a caller holding the matrix in another
+    /// precision uses to skip the converted copy). Errors for a slice height
+    /// above the CPU SELL kernel's largest (64) and as [`Sell::from_csr`].
+    /// O(nnz + padding).
+    pub fn sell_from<S: Scalar, T: Scalar>(
+        &self,
+        a: &Csr<S>,
+        c: usize,
+        sigma: usize,
+        map: impl Fn(S) -> T + Sync,
+    ) -> Result<CpuMatrix<T>> {
+        if c > MAX_SLICE {
+            return Err(Error::InvalidArgument(format!(
+                "the CPU SELL kernel supports slice heights up to {MAX_SLICE}, got {c}"
+            )));
+        }
+        let m = CpuMatrix::Sell(Sell::from_csr_map(a, c, sigma, map)?, a.nnz());
+        self.stats.upload(
+            a.nnz() * (std::mem::size_of::<T>() + 4)
+                + (a.nrows() + 1) * std::mem::size_of::<usize>(),
+        );
+        Ok(m)
+    }
+}
+
 impl SparseBackend for CpuBackend {
     type Matrix<T: Scalar> = CpuMatrix<T>;
 
@@ -184,14 +212,7 @@ impl SparseBackend for CpuBackend {
     fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<CpuMatrix<T>> {
         let m = match layout {
             Layout::Csr => CpuMatrix::Csr(a.clone()),
-            Layout::Sell { c, sigma } => {
-                if c > MAX_SLICE {
-                    return Err(Error::InvalidArgument(format!(
-                        "the CPU SELL kernel supports slice heights up to {MAX_SLICE}, got {c}"
-                    )));
-                }
-                CpuMatrix::Sell(Sell::from_csr(a, c, sigma)?, a.nnz())
-            }
+            Layout::Sell { c, sigma } => return self.sell_from(a, c, sigma, |v| v),
             Layout::Bsr { b } => CpuMatrix::Bsr(Bsr::from_csr(a, b)?, a.nnz()),
         };
         self.stats.upload(

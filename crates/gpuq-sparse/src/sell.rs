@@ -69,6 +69,18 @@ impl<T: Scalar> Sell<T> {
     /// (1 or a multiple of `c`). O(nnz + padding + nrows log sigma), the
     /// slices filled in parallel.
     pub fn from_csr(a: &Csr<T>, c: usize, sigma: usize) -> Result<Self> {
+        Self::from_csr_map(a, c, sigma, |v| v)
+    }
+
+    /// [`Self::from_csr`] of a CSR matrix of another scalar type, each value
+    /// converted by `map` as it is placed (one pass, no intermediate copy).
+    /// Same cost.
+    pub fn from_csr_map<S: Scalar>(
+        a: &Csr<S>,
+        c: usize,
+        sigma: usize,
+        map: impl Fn(S) -> T + Sync,
+    ) -> Result<Self> {
         if c == 0 || sigma == 0 || (sigma != 1 && sigma % c != 0) {
             return Err(Error::InvalidArgument(format!(
                 "SELL-C-sigma needs c >= 1 and sigma = 1 or a multiple of c (got c = {c}, sigma = {sigma})"
@@ -104,7 +116,7 @@ impl<T: Scalar> Sell<T> {
                     let (cols, v) = a.row(i as usize);
                     for k in 0..cols.len() {
                         cs[k * c + r] = cols[k];
-                        vs[k * c + r] = v[k];
+                        vs[k * c + r] = map(v[k]);
                     }
                 }
             });
