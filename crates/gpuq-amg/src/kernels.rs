@@ -592,10 +592,17 @@ const TASK_ROWS: usize = 1680;
 /// ([`CpuBackend`]'s `amg_cycle_layout`).
 pub const CPU_SLICE: usize = 8;
 
+/// Stored entries (padding included) per nonzero above which the CPU cycle
+/// keeps a scalar level's matrix in CSR even with rows sorted within
+/// windows: rows of wildly different lengths (a few dense rows) would make
+/// SELL read and hold mostly padding.
+pub const CPU_MAX_SORTED_PADDING: f64 = 1.25;
+
 impl AmgKernels for CpuBackend {
     /// CSR becomes SELL-[`CPU_SLICE`] for the matrices of scalar levels
     /// (sigma 1, or rows sorted within windows of 8 slices where slices of
-    /// rows in order would pad by more than 10%): the fused kernels and the
+    /// rows in order would pad by more than 10%; CSR still where sorted
+    /// slices would pad by more than [`CPU_MAX_SORTED_PADDING`]): the fused kernels and the
     /// SpMV then sum a slice's rows in lockstep, with no branch where a row
     /// ends and no chain of dependent additions along it, and each sum is
     /// CSR's bit for bit (the padding adds exact zeros). On two cores this
@@ -606,16 +613,22 @@ impl AmgKernels for CpuBackend {
         if layout != Layout::Csr || block != 1 || m.nnz() == 0 {
             return Ok(layout);
         }
-        let even =
-            m.sell_stored(CPU_SLICE, 1)? as f64 <= crate::cycle::MAX_PADDING * m.nnz() as f64;
-        let sigma = if even {
-            1
-        } else {
-            crate::cycle::SORT_SLICES * CPU_SLICE
+        let pads = |sigma: usize| -> Result<f64> {
+            Ok(m.sell_stored(CPU_SLICE, sigma)? as f64 / m.nnz() as f64)
         };
-        Ok(Layout::Sell {
-            c: CPU_SLICE,
-            sigma,
+        let sorted = crate::cycle::SORT_SLICES * CPU_SLICE;
+        Ok(if pads(1)? <= crate::cycle::MAX_PADDING {
+            Layout::Sell {
+                c: CPU_SLICE,
+                sigma: 1,
+            }
+        } else if pads(sorted)? <= CPU_MAX_SORTED_PADDING {
+            Layout::Sell {
+                c: CPU_SLICE,
+                sigma: sorted,
+            }
+        } else {
+            Layout::Csr
         })
     }
 
@@ -1345,6 +1358,47 @@ mod tests {
             for i in 0..n {
                 prop_assert!((want[0][i] - (b.as_slice()[i] - ax[i])).abs() <= 1e-12 * (1.0 + ax[i].abs()));
             }
+        }
+
+        /// The CPU cycle's layout of a scalar level: SELL-8 in order for even
+        /// rows, sorted within windows for varied rows, CSR for a few dense
+        /// rows; block levels and other requests as asked.
+        #[test]
+        fn cpu_cycle_layouts_follow_padding(k in 3usize..6, seed in 0u64..50) {
+            let be = CpuBackend::new();
+            let layout = |a: Csr<f64>, block: usize| {
+                be.amg_cycle_layout(Layout::Csr, &LevelMatrix::from_host(a), block).unwrap()
+            };
+            let sell = |sigma| Layout::Sell { c: CPU_SLICE, sigma };
+            // rows of three entries each (a periodic chain)
+            let n = 100 * k;
+            let mut cols: Vec<u32> = Vec::new();
+            for i in 0..n {
+                let mut r = [(i + n - 1) % n, i, (i + 1) % n].map(|j| j as u32);
+                r.sort_unstable();
+                cols.extend(r);
+            }
+            let chain = Csr::try_new(n, n, (0..=n).map(|i| 3 * i).collect(), cols, vec![1.0; 3 * n]);
+            prop_assert_eq!(layout(chain.unwrap(), 1), sell(1));
+            prop_assert_eq!(layout(laplace3d::<f64>(k), 3), Layout::Csr);
+            prop_assert_eq!(layout(varied_rows(3000, seed), 1), sell(64));
+            // one dense row per 64: sorted slices still mostly padding
+            let n = 1024;
+            let mut ptr = vec![0];
+            let mut col = Vec::new();
+            for i in 0..n {
+                if i % 64 == 0 {
+                    col.extend(0..n as u32);
+                } else {
+                    col.push(i as u32);
+                }
+                ptr.push(col.len());
+            }
+            let val = vec![1.0; col.len()];
+            prop_assert_eq!(layout(Csr::try_new(n, n, ptr, col, val).unwrap(), 1), Layout::Csr);
+            let other = Layout::Bsr { b: 2 };
+            let fine = LevelMatrix::from_host(laplace3d::<f64>(k));
+            prop_assert_eq!(be.amg_cycle_layout(other, &fine, 1).unwrap(), other);
         }
 
         /// The fused CPU colour update gives the default's iterate to
