@@ -144,6 +144,14 @@ fn assemble(nrows: usize, rows: &Rows) -> Result<Csr<f64>> {
     Csr::try_new(nrows, ncols, row_ptr, col_idx, values)
 }
 
+/// Whether two rows have the same columns: their lengths and end columns
+/// compared inline first (rows of a scalar problem usually differ there),
+/// then the whole slices. O(len) at most.
+#[inline]
+pub(crate) fn same_columns(x: &[u32], y: &[u32]) -> bool {
+    x.len() == y.len() && x.first() == y.first() && x.last() == y.last() && x == y
+}
+
 /// Most rows a product accumulates together ([`Accumulator`]).
 pub(crate) const MAX_GROUP: usize = 8;
 
@@ -394,7 +402,7 @@ fn product_rows<'b>(
             s.row(i, out, |i, acc| {
                 let cols = a.row(i).0;
                 let g = (1..MAX_GROUP.min(a.nrows() - i))
-                    .find(|&r| a.row(i + r).0 != cols)
+                    .find(|&r| !same_columns(a.row(i + r).0, cols))
                     .unwrap_or(MAX_GROUP.min(a.nrows() - i));
                 for_group!(g, product_group, a, &b_row, i, acc, sorted);
                 g

@@ -234,20 +234,41 @@ pub(crate) mod cuda {
     use gpuq_cuda::{CudaBackend, SetupCsr, SetupVec};
     use gpuq_sparse::Csr;
     use std::any::Any;
+    use std::cell::{Cell, RefCell};
     use std::sync::Arc;
 
     /// [`LanczosOps`] on the device: the level matrix, block size and the
-    /// blocks of D and D^-1 uploaded once.
+    /// blocks of D and D^-1 uploaded once; the recurrence's scalars in slots
+    /// of a device vector (`scalars`, taken in turn: `next`), the inner
+    /// products' chunk partials in `partial`, so no step waits for the host.
     struct DeviceLanczos<'a> {
         g: &'a CudaBackend,
         a: &'a SetupCsr,
         bs: usize,
         d: Arc<SetupVec>,
         dinv: Arc<SetupVec>,
+        scalars: RefCell<SetupVec>,
+        next: Cell<usize>,
+        partial: RefCell<SetupVec>,
+    }
+
+    impl DeviceLanczos<'_> {
+        /// The next free slot of `scalars` (each holds 0 until written).
+        fn slot(&self) -> Result<usize> {
+            let at = self.next.get();
+            if at >= self.scalars.borrow().len() {
+                return Err(gpuq_core::Error::InvalidArgument(format!(
+                    "device Lanczos: more than {at} scalars"
+                )));
+            }
+            self.next.set(at + 1);
+            Ok(at)
+        }
     }
 
     impl LanczosOps for DeviceLanczos<'_> {
         type V = SetupVec;
+        type S = usize;
 
         fn start(&self) -> Result<SetupVec> {
             self.g.setup_lanczos_start(self.a.shape().0)
@@ -266,23 +287,41 @@ pub(crate) mod cuda {
             self.g.setup_block_mul(self.bs, blocks, x, y)
         }
 
-        fn dot_partials(&self, x: &SetupVec, y: &SetupVec) -> Result<Vec<f64>> {
-            self.g.setup_dot_partials(x, y)
+        fn dot(&self, x: &SetupVec, y: &SetupVec, root: bool) -> Result<usize> {
+            let at = self.slot()?;
+            let (mut partial, mut scalars) = (self.partial.borrow_mut(), self.scalars.borrow_mut());
+            self.g
+                .setup_dot_into((x, y), &mut partial, root, (&mut scalars, at))?;
+            Ok(at)
+        }
+
+        fn zero(&self) -> Result<usize> {
+            self.slot()
         }
 
         fn update(
             &self,
             w: &mut SetupVec,
-            al: f64,
+            al: usize,
             v: &SetupVec,
-            b: f64,
+            b: usize,
             u: &SetupVec,
         ) -> Result<()> {
-            self.g.setup_lanczos_update(w, al, v, b, u)
+            self.g
+                .setup_lanczos_update(w, (&self.scalars.borrow(), al, b), v, u)
         }
 
-        fn divide(&self, w: &mut SetupVec, b: f64) -> Result<()> {
-            self.g.setup_divide(w, b)
+        fn divide(&self, w: &mut SetupVec, b: usize) -> Result<()> {
+            self.g.setup_divide(w, (&self.scalars.borrow(), b))
+        }
+
+        fn peek(&self, _: usize) -> Option<f64> {
+            None
+        }
+
+        fn values(&self, s: &[usize]) -> Result<Vec<f64>> {
+            let all = self.g.setup_vec_download(&self.scalars.borrow())?;
+            Ok(s.iter().map(|&at| all[at]).collect())
         }
     }
 
@@ -493,7 +532,8 @@ pub(crate) mod cuda {
         }
 
         /// The Lanczos estimate with the device's vector operations (the
-        /// host's order of operations: the same estimate bit for bit).
+        /// host's order of operations: the same estimate bit for bit), its
+        /// scalars kept on the device and read once.
         fn rho_dinv_a(
             &self,
             a: &LevelMatrix,
@@ -502,14 +542,21 @@ pub(crate) mod cuda {
             dinv: &BlockDiagonal,
             steps: usize,
         ) -> Result<f64> {
+            let n = a.nrows();
             let ops = DeviceLanczos {
                 g: self,
                 a: level,
                 bs: d.block(),
                 d: device_blocks(self, d)?,
                 dinv: device_blocks(self, dinv)?,
+                // The start's norm, 0, and two per step.
+                scalars: RefCell::new(self.setup_vec_zeros(2 * steps.min(n) + 2)?),
+                next: Cell::new(0),
+                partial: RefCell::new(
+                    self.setup_vec_zeros(n.div_ceil(gpuq_kernels::amg::DOT_CHUNK))?,
+                ),
             };
-            lanczos_rho(&ops, a.nrows(), steps)
+            lanczos_rho(&ops, n, steps)
         }
 
         /// On the device, kept there, the host's values bit for bit: one

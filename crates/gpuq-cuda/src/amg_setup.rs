@@ -1344,48 +1344,90 @@ impl CudaBackend {
         })
     }
 
-    /// The partial sums of x^T y over chunks of
-    /// `gpuq_kernels::amg::DOT_CHUNK` entries, each in the order of
-    /// `gpuq_kernels::amg::chunk_dot`: one launch (a warp per chunk) and one
-    /// download of 8 bytes per chunk.
-    pub fn setup_dot_partials(&self, x: &SetupVec, y: &SetupVec) -> Result<Vec<f64>> {
-        self.setup_check("setup_dot_partials", x.len, y.len)?;
+    /// `scalars[at]` = x^T y, or sqrt(|x^T y|) when `root`, kept on the device:
+    /// the partials of chunks of `DOT_CHUNK` entries (`chunk_dot`'s order, a
+    /// warp each) into `partial` (at least that many values), then summed in
+    /// chunk order by one thread, as the host folds them. Two launches, no
+    /// read back. Errors on mismatched lengths or a short `partial` or
+    /// `scalars`.
+    pub fn setup_dot_into(
+        &self,
+        (x, y): (&SetupVec, &SetupVec),
+        partial: &mut SetupVec,
+        root: bool,
+        (scalars, at): (&mut SetupVec, usize),
+    ) -> Result<()> {
+        self.setup_check("setup_dot_into", x.len, y.len)?;
         let chunks = x.len.div_ceil(gpuq_kernels::amg::DOT_CHUNK);
-        let mut partial = self.setup_zeros::<f64>(chunks)?;
+        if partial.len < chunks || at >= scalars.len {
+            return Err(Error::InvalidArgument(format!(
+                "setup_dot_into: {} partials for {chunks} chunks, slot {at} of {}",
+                partial.len, scalars.len
+            )));
+        }
         // one warp per chunk
         setup_launch!(self, "setup_dot_chunks", chunks * 32, l => {
-            l.arg(&x.len).arg(&x.buf).arg(&y.buf).arg(&mut partial);
+            l.arg(&x.len).arg(&x.buf).arg(&y.buf).arg(&mut partial.buf);
         })?;
-        self.setup_get(&partial, chunks)
+        let root = u32::from(root);
+        // SAFETY (both launches): partial holds `chunks` values, `at` is a
+        // slot of scalars.
+        setup_launch!(self, "setup_fold_partials", 1, l => {
+            l.arg(&chunks)
+                .arg(&partial.buf)
+                .arg(&root)
+                .arg(&at)
+                .arg(&mut scalars.buf);
+        })
     }
 
-    /// w_i -= al v_i + b u_i. Errors on mismatched lengths.
+    /// w_i -= al v_i + b u_i with al = `scalars[al_at]`, b = `scalars[b_at]`
+    /// (device scalars, [`CudaBackend::setup_dot_into`]). Errors on
+    /// mismatched lengths or a slot out of range.
     pub fn setup_lanczos_update(
         &self,
         w: &mut SetupVec,
-        al: f64,
+        (scalars, al_at, b_at): (&SetupVec, usize, usize),
         v: &SetupVec,
-        b: f64,
         u: &SetupVec,
     ) -> Result<()> {
         self.setup_check("setup_lanczos_update (v)", w.len, v.len)?;
         self.setup_check("setup_lanczos_update (u)", w.len, u.len)?;
+        check_slot("setup_lanczos_update", scalars, al_at.max(b_at))?;
         setup_launch!(self, "setup_lanczos_update", w.len, l => {
             l.arg(&w.len)
-                .arg(&al)
+                .arg(&scalars.buf)
+                .arg(&al_at)
                 .arg(&v.buf)
-                .arg(&b)
+                .arg(&b_at)
                 .arg(&u.buf)
                 .arg(&mut w.buf);
         })
     }
 
-    /// w_i /= b.
-    pub fn setup_divide(&self, w: &mut SetupVec, b: f64) -> Result<()> {
+    /// w_i /= b with b = `scalars[b_at]` (a device scalar). Errors on a slot
+    /// out of range.
+    pub fn setup_divide(
+        &self,
+        w: &mut SetupVec,
+        (scalars, b_at): (&SetupVec, usize),
+    ) -> Result<()> {
+        check_slot("setup_divide", scalars, b_at)?;
         setup_launch!(self, "setup_divide", w.len, l => {
-            l.arg(&w.len).arg(&b).arg(&mut w.buf);
+            l.arg(&w.len).arg(&scalars.buf).arg(&b_at).arg(&mut w.buf);
         })
     }
+}
+
+/// Errors unless `at` is a slot of `scalars`.
+fn check_slot(what: &str, scalars: &SetupVec, at: usize) -> Result<()> {
+    if at >= scalars.len {
+        return Err(Error::InvalidArgument(format!(
+            "{what}: scalar slot {at} of {}",
+            scalars.len
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

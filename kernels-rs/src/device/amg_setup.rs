@@ -1473,16 +1473,40 @@ pub unsafe extern "ptx-kernel" fn setup_lanczos_start(n: usize, v: *mut f64) {
     }
 }
 
-/// w_i -= al v_i + b u_i.
+/// scalars[at] = the sum of partial[0..m] in order, from 0 (the host's
+/// fold of `setup_dot_chunks`' partials), or the square root of its
+/// absolute value when `root` != 0: a Lanczos scalar kept on the device. One
+/// thread, O(m).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_fold_partials(
+    m: usize,
+    partial: *const f64,
+    root: u32,
+    at: usize,
+    scalars: *mut f64,
+) {
+    if global_id() != 0 {
+        return;
+    }
+    let mut s = 0.0f64;
+    for c in 0..m {
+        s += *partial.add(c);
+    }
+    *scalars.add(at) = if root != 0 { abs(s).sqrt_rn() } else { s };
+}
+
+/// w_i -= al v_i + b u_i, with al = scalars[al_at] and b = scalars[b_at].
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn setup_lanczos_update(
     n: usize,
-    al: f64,
+    scalars: *const f64,
+    al_at: usize,
     v: *const f64,
-    b: f64,
+    b_at: usize,
     u: *const f64,
     w: *mut f64,
 ) {
+    let (al, b) = (*scalars.add(al_at), *scalars.add(b_at));
     let mut i = global_id();
     while i < n {
         *w.add(i) -= al * *v.add(i) + b * *u.add(i);
@@ -1490,9 +1514,15 @@ pub unsafe extern "ptx-kernel" fn setup_lanczos_update(
     }
 }
 
-/// w_i /= b.
+/// w_i /= b, with b = scalars[b_at].
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn setup_divide(n: usize, b: f64, w: *mut f64) {
+pub unsafe extern "ptx-kernel" fn setup_divide(
+    n: usize,
+    scalars: *const f64,
+    b_at: usize,
+    w: *mut f64,
+) {
+    let b = *scalars.add(b_at);
     let mut i = global_id();
     while i < n {
         *w.add(i) /= b;

@@ -4,7 +4,7 @@
 
 use crate::comm::Communicator;
 use crate::halo::HaloPlan;
-use gpuq_amg::spectral::{HostLanczos, LanczosOps};
+use gpuq_amg::spectral::{dot_sum, host_root, HostLanczos, LanczosOps};
 use gpuq_core::Result;
 use gpuq_kernels::amg::lanczos_start;
 use rayon::prelude::*;
@@ -26,6 +26,7 @@ pub(crate) struct DistLanczos<'a> {
 
 impl LanczosOps for DistLanczos<'_> {
     type V = Vec<f64>;
+    type S = f64;
 
     fn start(&self) -> Result<Vec<f64>> {
         Ok((0..self.host.a.nrows())
@@ -57,11 +58,15 @@ impl LanczosOps for DistLanczos<'_> {
         self.host.d_mul(inverse, x, y)
     }
 
-    /// The rank's chunk partials summed in order, then summed over ranks:
-    /// one value.
-    fn dot_partials(&self, x: &Vec<f64>, y: &Vec<f64>) -> Result<Vec<f64>> {
-        let local = self.host.dot_partials(x, y)?.iter().fold(0.0, |s, p| s + p);
-        self.comm.allreduce_sum(&[local])
+    /// The rank's chunk partials summed in order, then summed over ranks
+    /// (and its root taken there).
+    fn dot(&self, x: &Vec<f64>, y: &Vec<f64>, root: bool) -> Result<f64> {
+        let local = dot_sum(x, y);
+        Ok(host_root(self.comm.allreduce_sum(&[local])?[0], root))
+    }
+
+    fn zero(&self) -> Result<f64> {
+        Ok(0.0)
     }
 
     fn update(&self, w: &mut Vec<f64>, al: f64, v: &Vec<f64>, b: f64, u: &Vec<f64>) -> Result<()> {
@@ -70,5 +75,13 @@ impl LanczosOps for DistLanczos<'_> {
 
     fn divide(&self, w: &mut Vec<f64>, b: f64) -> Result<()> {
         self.host.divide(w, b)
+    }
+
+    fn peek(&self, s: f64) -> Option<f64> {
+        Some(s)
+    }
+
+    fn values(&self, s: &[f64]) -> Result<Vec<f64>> {
+        Ok(s.to_vec())
     }
 }
