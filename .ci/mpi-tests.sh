@@ -16,6 +16,8 @@ fi
 echo "== clippy and build: gpuq-dist --features mpi"
 cargo clippy -p gpuq-dist --features mpi --all-targets -- -D warnings
 cargo build -p gpuq-dist --features mpi --example mpi_solve
+echo "== the launch's share of the node's CPUs (gpuq-dist --features mpi, unit tests)"
+cargo test -q -p gpuq-dist --features mpi --lib affinity
 target_dir="${CARGO_TARGET_DIR:-target}"
 binary="$target_dir/debug/examples/mpi_solve"
 

@@ -481,28 +481,32 @@ pub fn split_columns<T: Scalar>(
     }
     let (mut ocol, mut oval) = (vec![0u32; optr[n]], vec![T::zero(); optr[n]]);
     let (mut gcol, mut gval) = (vec![0u32; gptr[n]], vec![T::zero(); gptr[n]]);
-    let (oc, ov) = (row_slices(&mut ocol, &optr), row_slices(&mut oval, &optr));
-    let (gc, gv) = (row_slices(&mut gcol, &gptr), row_slices(&mut gval, &gptr));
+    let (oc, ov) = (task_slices(&mut ocol, &optr), task_slices(&mut oval, &optr));
+    let (gc, gv) = (task_slices(&mut gcol, &gptr), task_slices(&mut gval, &gptr));
     oc.into_par_iter()
         .zip(ov)
         .zip(gc.into_par_iter().zip(gv))
         .enumerate()
-        .for_each(|(i, ((oc, ov), (gc, gv)))| {
-            let (cols, vals) = rows.row(i);
-            let (mut o, mut g) = (0, 0);
-            for (&c, &v) in cols.iter().zip(vals) {
-                let c = c as usize;
-                if own.contains(&c) {
-                    oc[o] = (c - own.start) as u32;
-                    ov[o] = v;
-                    o += 1;
-                } else {
-                    let k = ghost_cols
-                        .binary_search(&c)
-                        .expect("every ghost was listed");
-                    gc[g] = k as u32;
-                    gv[g] = v;
-                    g += 1;
+        .for_each(|(t, ((oc, ov), (gc, gv)))| {
+            let first = t * TASK_ROWS;
+            let (ob, gb) = (optr[first], gptr[first]);
+            for i in first..(first + TASK_ROWS).min(n) {
+                let (cols, vals) = rows.row(i);
+                let (mut o, mut g) = (optr[i] - ob, gptr[i] - gb);
+                for (&c, &v) in cols.iter().zip(vals) {
+                    let c = c as usize;
+                    if own.contains(&c) {
+                        oc[o] = (c - own.start) as u32;
+                        ov[o] = v;
+                        o += 1;
+                    } else {
+                        let k = ghost_cols
+                            .binary_search(&c)
+                            .expect("every ghost was listed");
+                        gc[g] = k as u32;
+                        gv[g] = v;
+                        g += 1;
+                    }
                 }
             }
         });
@@ -513,14 +517,21 @@ pub fn split_columns<T: Scalar>(
     })
 }
 
-/// `data` cut into one mutable slice per row of the row pointers `ptr`
-/// (`data.len()` must be `ptr`'s last entry). O(rows).
-pub(crate) fn row_slices<'a, X>(data: &'a mut [X], ptr: &[usize]) -> Vec<&'a mut [X]> {
+/// Rows per task of the row-parallel loops that write a CSR matrix's arrays
+/// ([`task_slices`]).
+pub(crate) const TASK_ROWS: usize = 4096;
+
+/// `data` (laid out by the row pointers `ptr`; `data.len()` its last entry)
+/// cut into one mutable slice per task of [`TASK_ROWS`] rows: task t holds
+/// rows t TASK_ROWS.. from `ptr[t TASK_ROWS]` on. O(rows / TASK_ROWS).
+pub(crate) fn task_slices<'a, X>(data: &'a mut [X], ptr: &[usize]) -> Vec<&'a mut [X]> {
+    let n = ptr.len().saturating_sub(1);
     let mut rest = data;
-    let mut out = Vec::with_capacity(ptr.len().saturating_sub(1));
-    for w in ptr.windows(2) {
-        let (row, tail) = std::mem::take(&mut rest).split_at_mut(w[1] - w[0]);
-        out.push(row);
+    let mut out = Vec::with_capacity(n.div_ceil(TASK_ROWS));
+    for first in (0..n).step_by(TASK_ROWS) {
+        let end = (first + TASK_ROWS).min(n);
+        let (task, tail) = std::mem::take(&mut rest).split_at_mut(ptr[end] - ptr[first]);
+        out.push(task);
         rest = tail;
     }
     out

@@ -29,21 +29,26 @@ pub fn under_mpi() -> bool {
 /// distributed AMG's, the input's reading) gets the node's cores divided
 /// among its ranks, so ranks sharing a node do not oversubscribe it. Errors
 /// when MPI is already initialised or lacks the threading level gpuq needs.
+///
+/// A launcher that binds each rank to fewer CPUs than that share (OpenMPI's
+/// default for up to two ranks binds each to one core) would leave the
+/// rank's threads on those CPUs: the rank's affinity is then widened to its
+/// share ([`crate::affinity::take_share`]; `GPUQ_KEEP_AFFINITY=1` keeps the
+/// launcher's binding), with a note on rank 0's standard error.
 pub fn init_mpi() -> Result<(Arc<dyn Communicator>, (usize, usize))> {
     let mpi = MpiComm::init()?;
     let node = mpi.node_rank();
-    if node.1 > 1 && std::env::var_os("RAYON_NUM_THREADS").is_none() {
+    let taken = crate::affinity::take_share(node);
+    if let (Some(note), 0) = (&taken.note, mpi.rank()) {
+        eprintln!("gpuq: {note}");
+    }
+    if (node.1 > 1 || taken.note.is_some()) && std::env::var_os("RAYON_NUM_THREADS").is_none() {
         // An error means the pool already runs (built earlier): keep it.
         let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads((cores() / node.1).max(1))
+            .num_threads(taken.threads)
             .build_global();
     }
     Ok((Arc::new(mpi), node))
-}
-
-/// The host's cores (1 when unknown).
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// How the GPUs of a run exchange halos and reductions.
@@ -142,7 +147,10 @@ fn cpu_for_rank(ranks_on_node: usize) -> Result<CpuBackend> {
     if std::env::var_os("RAYON_NUM_THREADS").is_some() {
         return Ok(CpuBackend::new());
     }
-    CpuBackend::with_threads((cores() / ranks_on_node.max(1)).max(1))
+    CpuBackend::with_threads(crate::affinity::share_len(
+        ranks_on_node,
+        crate::affinity::node_cpus(),
+    ))
 }
 
 /// Joins the ranks' GPUs in one NCCL communicator (rank 0 makes the id and

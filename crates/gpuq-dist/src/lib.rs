@@ -137,6 +137,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "mpi")]
+mod affinity;
 pub mod amg;
 mod backend;
 mod comm;

@@ -3,7 +3,7 @@
 
 use crate::backend::{Dist, DistMatrix};
 use crate::comm::{comm_error, Communicator};
-use crate::halo::{split_rows, HaloBackend, SplitRows};
+use crate::halo::{split_rows, task_slices, HaloBackend, SplitRows, TASK_ROWS};
 use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, Error, FusedDot, LinearOperator, Result, Scalar,
@@ -64,42 +64,54 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
 
 /// This rank's rows of A^T (global columns), from every rank's rows of A:
 /// A's rows split by `rows_part`, its columns (A^T's rows) by `cols_part`.
-/// Every entry (i, j) goes to the owner of row j of A^T (one exchange among
-/// all ranks, 16 bytes plus one scalar an entry). The entries are placed by
-/// a counting sort over A^T's rows taking the ranks' entries in rank order,
-/// each rank's in its row order, so each row of A^T lists its columns in
-/// increasing order with no sort. Collective. O(nnz).
+/// An entry (i, j) whose column this rank owns stays here; every other goes
+/// to the owner of row j of A^T (one exchange among all ranks, 16 bytes plus
+/// one scalar an entry, encoded by tasks of rows in parallel). Entries are
+/// counted and placed into A^T's rows in parallel, then each row is sorted
+/// by column: the ranks' rows, and so A^T's columns, are unique and
+/// increase from rank to rank, so the rows are those of a sequential pass
+/// in rank order. Collective. O(nnz log(row length)).
 pub(crate) fn transpose_rows<T: Scalar>(
     comm: &dyn Communicator,
     rows_part: &RowPartition,
     cols_part: &RowPartition,
     rows: &Csr<T>,
 ) -> Result<Csr<T>> {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     let (rank, size, n) = (comm.rank(), comm.size(), cols_part.rows());
     let first = rows_part.range(rank).start;
     let mine = cols_part.range(rank);
     let entry_bytes = 16 + std::mem::size_of::<T>();
-    let mut outgoing: Vec<Vec<u8>> = vec![Vec::new(); size];
-    // (row of A^T on this rank, column, value), this rank's own entries.
-    let mut local: Vec<(usize, u32, T)> = Vec::new();
-    for i in 0..rows.nrows() {
-        let (cols, vals) = rows.row(i);
-        for (&j, &v) in cols.iter().zip(vals) {
-            let (j, gi) = (j as usize, first + i);
-            let q = cols_part
-                .owner(j)
-                .ok_or_else(|| Error::InvalidArgument(format!("column {j} of {n}")))?;
-            if q == rank {
-                local.push((j - mine.start, gi as u32, v));
-            } else {
-                let buf = &mut outgoing[q];
-                buf.extend_from_slice(&(j as u64).to_le_bytes());
-                buf.extend_from_slice(&(gi as u64).to_le_bytes());
-                buf.extend_from_slice(scalars_as_bytes(&[v]));
+    // Each task's entries for the other ranks, encoded in row order.
+    let tasks: Vec<Vec<Vec<u8>>> = (0..rows.nrows().div_ceil(TASK_ROWS))
+        .into_par_iter()
+        .map(|t| -> Result<Vec<Vec<u8>>> {
+            let mut out = vec![Vec::new(); size];
+            for i in t * TASK_ROWS..((t + 1) * TASK_ROWS).min(rows.nrows()) {
+                let (cols, vals) = rows.row(i);
+                for (&j, &v) in cols.iter().zip(vals) {
+                    let j = j as usize;
+                    if mine.contains(&j) {
+                        continue;
+                    }
+                    let q = cols_part
+                        .owner(j)
+                        .ok_or_else(|| Error::InvalidArgument(format!("column {j} of {n}")))?;
+                    let buf = &mut out[q];
+                    buf.extend_from_slice(&(j as u64).to_le_bytes());
+                    buf.extend_from_slice(&((first + i) as u64).to_le_bytes());
+                    buf.extend_from_slice(scalars_as_bytes(&[v]));
+                }
             }
-        }
-    }
+            Ok(out)
+        })
+        .collect::<Result<_>>()?;
     let others: Vec<usize> = (0..size).filter(|&q| q != rank).collect();
+    let outgoing: Vec<Vec<u8>> = (0..size)
+        .map(|q| tasks.iter().map(|t| &t[q][..]).collect::<Vec<_>>().concat())
+        .collect();
+    drop(tasks);
     let sends: Vec<(usize, &[u8])> = others.iter().map(|&q| (q, &outgoing[q][..])).collect();
     let arrived = comm.exchange(TRANSPOSE_TAG, &sends, &others, &mut || Ok(()))?;
     let decode = |bytes: &[u8]| -> Result<Vec<(usize, u32, T)>> {
@@ -126,37 +138,98 @@ pub(crate) fn transpose_rows<T: Scalar>(
             })
             .collect()
     };
-    // The ranks' entries in rank order: columns (A's global rows) increase
-    // from one rank to the next, and within a rank's entries per row.
-    let mut parts: Vec<Vec<(usize, u32, T)>> = Vec::with_capacity(size);
-    let mut arrived = arrived.iter();
-    for q in 0..size {
-        if q == rank {
-            parts.push(std::mem::take(&mut local));
-        } else {
-            let bytes = arrived
-                .next()
-                .ok_or_else(|| comm_error("transpose: a rank sent nothing"))?;
-            parts.push(decode(bytes)?);
-        }
+    let remote: Vec<(usize, u32, T)> = arrived
+        .iter()
+        .map(|bytes| decode(bytes))
+        .collect::<Result<Vec<_>>>()?
+        .concat();
+    let own = |f: &(dyn Fn(usize, u32, T) + Sync)| {
+        (0..rows.nrows()).into_par_iter().for_each(|i| {
+            let (cols, vals) = rows.row(i);
+            for (&j, &v) in cols.iter().zip(vals) {
+                if mine.contains(&(j as usize)) {
+                    f(j as usize - mine.start, (first + i) as u32, v);
+                }
+            }
+        })
+    };
+    let next: Vec<AtomicUsize> = (0..mine.len()).map(|_| AtomicUsize::new(0)).collect();
+    own(&|r, _, _| {
+        next[r].fetch_add(1, Relaxed);
+    });
+    for &(r, _, _) in &remote {
+        next[r].fetch_add(1, Relaxed);
     }
-    let mut ptr = vec![0usize; mine.len() + 1];
-    for &(r, _, _) in parts.iter().flatten() {
-        ptr[r + 1] += 1;
-    }
-    for r in 0..mine.len() {
-        ptr[r + 1] += ptr[r];
+    let mut ptr = Vec::with_capacity(mine.len() + 1);
+    ptr.push(0);
+    for (r, c) in next.iter().enumerate() {
+        ptr.push(ptr[r] + c.load(Relaxed));
+        c.store(ptr[r], Relaxed);
     }
     let nnz = ptr[mine.len()];
-    let mut next = ptr.clone();
     let (mut cols, mut vals) = (vec![0u32; nnz], vec![T::zero(); nnz]);
-    for &(r, c, v) in parts.iter().flatten() {
-        let at = next[r];
-        cols[at] = c;
-        vals[at] = v;
-        next[r] += 1;
+    {
+        let (col_slots, val_slots) = (
+            SharedSlots(cols.as_mut_ptr()),
+            SharedSlots(vals.as_mut_ptr()),
+        );
+        let place = |r: usize, c: u32, v: T| {
+            let at = next[r].fetch_add(1, Relaxed);
+            // SAFETY: `at` is taken once, from row r's slots (counted above).
+            unsafe {
+                col_slots.write(at, c);
+                val_slots.write(at, v);
+            }
+        };
+        own(&place);
+        remote.iter().for_each(|&(r, c, v)| place(r, c, v));
     }
+    sort_rows(&ptr, &mut cols, &mut vals);
     Csr::try_new_allow_nonfinite(mine.len(), rows_part.rows(), ptr, cols, vals)
+}
+
+/// The slots of a vector written through a shared reference, each once.
+struct SharedSlots<T>(*mut T);
+
+// SAFETY: writers write distinct slots.
+unsafe impl<T: Send> Sync for SharedSlots<T> {}
+
+impl<T> SharedSlots<T> {
+    /// Writes slot `at`.
+    ///
+    /// # Safety
+    /// `at` is in bounds and written by no other thread.
+    unsafe fn write(&self, at: usize, v: T) {
+        self.0.add(at).write(v);
+    }
+}
+
+/// Sorts each row of a CSR matrix's arrays by column, in parallel tasks of
+/// rows. O(nnz log(row length)).
+fn sort_rows<T: Scalar>(ptr: &[usize], cols: &mut [u32], vals: &mut [T]) {
+    use rayon::prelude::*;
+    let nrows = ptr.len() - 1;
+    let (c_tasks, v_tasks) = (task_slices(cols, ptr), task_slices(vals, ptr));
+    c_tasks
+        .into_par_iter()
+        .zip(v_tasks)
+        .enumerate()
+        .for_each_init(Vec::new, |pairs, (t, (c, v))| {
+            let first = t * TASK_ROWS;
+            for i in first..(first + TASK_ROWS).min(nrows) {
+                let at = ptr[i] - ptr[first]..ptr[i + 1] - ptr[first];
+                let (c, v) = (&mut c[at.clone()], &mut v[at]);
+                if c.windows(2).all(|w| w[0] < w[1]) {
+                    continue;
+                }
+                pairs.clear();
+                pairs.extend(c.iter().copied().zip(v.iter().copied()));
+                pairs.sort_unstable_by_key(|&(j, _)| j);
+                for ((cj, vj), &(j, x)) in c.iter_mut().zip(v.iter_mut()).zip(pairs.iter()) {
+                    (*cj, *vj) = (j, x);
+                }
+            }
+        });
 }
 
 impl<B: HaloBackend, T: Scalar> LinearOperator<Dist<B>, T> for DistOperator<B, T> {

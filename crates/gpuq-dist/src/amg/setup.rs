@@ -383,21 +383,29 @@ fn extended(split: &SplitRows<f64>) -> Result<Csr<f64>> {
     }
     let nnz = ptr[o.nrows()];
     let (mut cols, mut vals) = (vec![0u32; nnz], vec![0.0; nnz]);
-    // Rows in parallel, each written into its own slice.
-    let col_rows = crate::halo::row_slices(&mut cols, &ptr);
-    let val_rows = crate::halo::row_slices(&mut vals, &ptr);
-    col_rows
+    // Tasks of rows in parallel, each writing its own slices.
+    let col_tasks = crate::halo::task_slices(&mut cols, &ptr);
+    let val_tasks = crate::halo::task_slices(&mut vals, &ptr);
+    col_tasks
         .into_par_iter()
-        .zip(val_rows)
+        .zip(val_tasks)
         .enumerate()
-        .for_each(|(i, (c, v))| {
-            let ((oc, ov), (gc, gv)) = (o.row(i), g.row(i));
-            c[..oc.len()].copy_from_slice(oc);
-            v[..ov.len()].copy_from_slice(ov);
-            for (d, &j) in c[oc.len()..].iter_mut().zip(gc) {
-                *d = j + n_own;
+        .for_each(|(t, (c, v))| {
+            let first = t * crate::halo::TASK_ROWS;
+            for i in first..(first + crate::halo::TASK_ROWS).min(o.nrows()) {
+                let at = ptr[i] - ptr[first];
+                let ((oc, ov), (gc, gv)) = (o.row(i), g.row(i));
+                let (c, v) = (
+                    &mut c[at..at + oc.len() + gc.len()],
+                    &mut v[at..at + ov.len() + gv.len()],
+                );
+                c[..oc.len()].copy_from_slice(oc);
+                v[..ov.len()].copy_from_slice(ov);
+                for (d, &j) in c[oc.len()..].iter_mut().zip(gc) {
+                    *d = j + n_own;
+                }
+                v[ov.len()..].copy_from_slice(gv);
             }
-            v[ov.len()..].copy_from_slice(gv);
         });
     Csr::try_new_allow_nonfinite(o.nrows(), o.ncols() + g.ncols(), ptr, cols, vals)
 }
@@ -407,9 +415,9 @@ fn shift_columns(a: &Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> 
     Csr::try_new_allow_nonfinite(
         a.nrows(),
         ncols,
-        a.row_ptr().to_vec(),
-        a.col_idx().iter().map(|&c| c + offset as u32).collect(),
-        a.values().to_vec(),
+        a.row_ptr().par_iter().copied().collect(),
+        a.col_idx().par_iter().map(|&c| c + offset as u32).collect(),
+        a.values().par_iter().copied().collect(),
     )
 }
 
