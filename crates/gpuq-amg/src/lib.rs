@@ -278,7 +278,7 @@ mod setup;
 pub mod spectral;
 pub mod strength;
 mod symmetry;
-mod trace;
+pub mod trace;
 
 pub use cycle::{chebyshev_interval, cycle_layout, Amg, Coarsest, CycleLevel};
 pub use hierarchy::{

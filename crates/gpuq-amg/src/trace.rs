@@ -7,20 +7,35 @@
 use std::time::Instant;
 
 /// The steps' clock: `mark` prints the time since the previous mark.
-pub(crate) struct Trace {
+pub struct Trace {
     last: Option<Instant>,
+}
+
+impl Default for Trace {
+    /// [`Trace::new`].
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Trace {
     /// On when `GPUQ_AMG_TRACE` is set.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
+        Self::when(true)
+    }
+
+    /// On when `on` and `GPUQ_AMG_TRACE` is set (one rank of a distributed
+    /// setup prints, the others stay quiet).
+    pub fn when(on: bool) -> Self {
         Trace {
-            last: std::env::var_os("GPUQ_AMG_TRACE").map(|_| Instant::now()),
+            last: std::env::var_os("GPUQ_AMG_TRACE")
+                .filter(|_| on)
+                .map(|_| Instant::now()),
         }
     }
 
     /// Prints `what` and the milliseconds since the previous mark (when on).
-    pub(crate) fn mark(&mut self, what: std::fmt::Arguments<'_>) {
+    pub fn mark(&mut self, what: std::fmt::Arguments<'_>) {
         if let Some(last) = self.last.as_mut() {
             let now = Instant::now();
             eprintln!(

@@ -171,16 +171,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
     let start = std::time::Instant::now();
     let nccl = gpu && dist.transport().between_devices();
     let options = dist_amg_options(&run.args.amg, run.source, (gpu, nccl), p.range(comm.rank()))?;
-    let rows = Csr::try_new(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().to_vec(),
-        a.col_idx().to_vec(),
-        a.values()
-            .iter()
-            .map(|v| v.re().to_f64_lossless())
-            .collect(),
-    );
+    let rows = a.map_values(|v| v.re().to_f64_lossless());
     let h = DistHierarchy::build_on(dist.local(), comm, p, &dist.agree(rows)?, &options)?;
     let precision = run.args.amg.cycle_precision(&run.args.precision);
     let layout = config.layout;

@@ -799,24 +799,34 @@ pub(crate) fn select_rows<T: Scalar>(a: &Csr<T>, idx: &[usize]) -> Result<Csr<T>
 }
 
 /// The matrices of `parts` (each with `ncols` columns) one below the other.
-/// O(nnz).
+/// O(nnz), the arrays copied in parallel.
 pub(crate) fn stack_rows<T: Scalar, M: std::borrow::Borrow<Csr<T>>>(
     parts: &[M],
     ncols: usize,
 ) -> Result<Csr<T>> {
+    const PIECE: usize = 1 << 16;
     let nrows = parts.iter().map(|p| p.borrow().nrows()).sum();
+    let nnz = parts.iter().map(|p| p.borrow().nnz()).sum();
     let mut ptr = Vec::with_capacity(nrows + 1);
     ptr.push(0);
-    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    let (mut cols, mut vals) = (vec![0u32; nnz], vec![T::zero(); nnz]);
+    let mut at = 0;
     for p in parts {
         let p = p.borrow();
         if p.ncols() != ncols {
             return Err(Error::shape("stack_rows", ncols, p.ncols()));
         }
-        let base = cols.len();
-        ptr.extend(p.row_ptr()[1..].iter().map(|&e| base + e));
-        cols.extend_from_slice(p.col_idx());
-        vals.extend_from_slice(p.values());
+        ptr.par_extend(p.row_ptr()[1..].par_iter().map(|&e| at + e));
+        let end = at + p.nnz();
+        cols[at..end]
+            .par_chunks_mut(PIECE)
+            .zip(p.col_idx().par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        vals[at..end]
+            .par_chunks_mut(PIECE)
+            .zip(p.values().par_chunks(PIECE))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        at = end;
     }
     Csr::try_new_allow_nonfinite(nrows, ncols, ptr, cols, vals)
 }

@@ -6,11 +6,13 @@ use super::setup::DistHierarchy;
 use crate::backend::{Dist, DistMatrix};
 use crate::halo::{split_columns, HaloBackend, SplitRows};
 use crate::partition::RowPartition;
+use gpuq_amg::trace::Trace;
 use gpuq_amg::{
     chebyshev_interval, cycle_layout, Amg, AmgKernels, Coarsest, CycleLevel, CycleOptions, Smoother,
 };
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, Layout, SparseBackend};
+use rayon::prelude::*;
 use std::sync::Mutex;
 
 /// The AMG cycle across ranks, M ~ A^-1, as a [`LinearOperator`] of
@@ -44,6 +46,7 @@ fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
 fn point_diagonal(dinv: &Csr<f64>, omega: f64) -> Option<Vec<f64>> {
     let (ptr, col, val) = (dinv.row_ptr(), dinv.col_idx(), dinv.values());
     (0..dinv.nrows())
+        .into_par_iter()
         .map(|i| match ptr[i + 1] - ptr[i] {
             1 if col[ptr[i]] as usize == i => Some(omega * val[ptr[i]]),
             _ => None,
@@ -54,17 +57,18 @@ fn point_diagonal(dinv: &Csr<f64>, omega: f64) -> Option<Vec<f64>> {
 /// `ghost` with row i scaled by `d[i]`.
 fn scale_rows<T: Scalar>(ghost: &Csr<T>, d: &[f64]) -> Result<Csr<T>> {
     let ptr = ghost.row_ptr();
-    let mut values = ghost.values().to_vec();
-    for (i, &di) in d.iter().enumerate() {
-        for v in &mut values[ptr[i]..ptr[i + 1]] {
-            *v *= T::from_f64(di);
-        }
-    }
+    let values = (0..ghost.nrows())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let di = T::from_f64(d[i]);
+            ghost.row(i).1.iter().map(move |&v| v * di)
+        })
+        .collect();
     Csr::try_new(
         ghost.nrows(),
         ghost.ncols(),
-        ptr.to_vec(),
-        ghost.col_idx().to_vec(),
+        ptr.par_iter().copied().collect(),
+        ghost.col_idx().par_iter().copied().collect(),
         values,
     )
 }
@@ -142,8 +146,10 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
 ) -> Result<DistAmg<B, T>> {
     let rank = dist.comm().rank();
     let o = &h.options().amg;
+    let mut trace = Trace::when(rank == 0);
     let mut levels = Vec::with_capacity(h.levels().len());
     for (i, l) in h.levels().iter().enumerate() {
+        trace.mark(format_args!("cycle level {i}: begin"));
         let (fine, coarse) = (&l.partition, &l.coarse);
         // The coarse node blocks where the next level is distributed too
         // (0 otherwise: its transfer operators are not node-blocked).
@@ -153,11 +159,13 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         let r_split = dist.agree(convert_split::<T>(&l.r_split))?;
         let p_split =
             dist.agree(split_columns(coarse, rank, &l.p).and_then(|s| convert_split::<T>(&s)))?;
+        trace.mark(format_args!("  A, R converted, P split and converted"));
         // Each owned block in the layout the one-process cycle would give it.
         let owned = |m: &Csr<T>, blocks| dist.agree(cycle_layout(layout, m, blocks));
         let smoother = o.smoother_of(i);
         let chebyshev = matches!(smoother, Smoother::Chebyshev { .. });
         let mut a = DistMatrix::from_split(dist, fine, &a_split, owned(&a_split.owned, [fb, fb])?)?;
+        trace.mark(format_args!("  A's layout and upload"));
         // A point diagonal (times omega for the Jacobi sweeps, as is for
         // Chebyshev's steps) where every rank has one (a rank without rows
         // has one whatever the blocks), so that every rank takes the same
@@ -171,11 +179,12 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
                     let ghost = dist.agree(scale_rows(&a_split.ghost, &d))?;
                     a = dist.agree(a.with_point_sweep(dist.local(), &ghost))?;
                 }
-                let values: Vec<T> = d.iter().map(|&v| T::from_f64(v)).collect();
+                let values: Vec<T> = d.par_iter().map(|&v| T::from_f64(v)).collect();
                 Some(dist.upload(&values)?)
             }
             None => None,
         };
+        trace.mark(format_args!("  the sweep's diagonal"));
         let (theta, delta) = chebyshev_interval(l.rho);
         levels.push(CycleLevel {
             smoother,
@@ -204,8 +213,10 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             delta,
             colors: Vec::new(),
         });
+        trace.mark(format_args!("  P, R and D^-1 laid out and uploaded"));
     }
     let tail = dist.agree(Amg::new(dist.local(), h.tail(), &CycleOptions { layout }))?;
+    trace.mark(format_args!("the gathered levels' cycle"));
     let whole = h.gathered_partition().rows();
     let gathered = GatheredCycle {
         dist: dist.clone(),

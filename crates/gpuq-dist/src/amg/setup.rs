@@ -13,6 +13,7 @@ use gpuq_amg::galerkin::spgemm_rows;
 use gpuq_amg::prolong::{smooth, tentative};
 use gpuq_amg::spectral::{lanczos_rho, HostLanczos};
 use gpuq_amg::strength::{norm_matrix, strong_graph};
+use gpuq_amg::trace::Trace;
 use gpuq_amg::{coarsening_accepted, AmgOptions, Coarsening, Hierarchy, Smoother};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
@@ -193,10 +194,15 @@ pub(crate) fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<
     if m < n || (m - n) % bs != 0 || dinv.blocks().len() != n * bs {
         return Ok(None);
     }
-    let mut ptr = a.row_ptr().to_vec();
+    let mut ptr: Vec<usize> = a.row_ptr().par_iter().copied().collect();
     ptr.resize(m + 1, a.nnz());
-    let square =
-        Csr::try_new_allow_nonfinite(m, m, ptr, a.col_idx().to_vec(), a.values().to_vec())?;
+    let square = Csr::try_new_allow_nonfinite(
+        m,
+        m,
+        ptr,
+        a.col_idx().par_iter().copied().collect(),
+        a.values().par_iter().copied().collect(),
+    )?;
     let mut blocks = dinv.blocks().to_vec();
     blocks.resize(m * bs, 0.0);
     Ok(Some((square, blocks)))
@@ -209,9 +215,9 @@ pub(crate) fn first_rows(p: &Csr<f64>, n: usize) -> Result<Csr<f64>> {
     Csr::try_new_allow_nonfinite(
         n,
         p.ncols(),
-        p.row_ptr()[..=n].to_vec(),
-        p.col_idx()[..nnz].to_vec(),
-        p.values()[..nnz].to_vec(),
+        p.row_ptr()[..=n].par_iter().copied().collect(),
+        p.col_idx()[..nnz].par_iter().copied().collect(),
+        p.values()[..nnz].par_iter().copied().collect(),
     )
 }
 
@@ -364,10 +370,26 @@ fn check_input(
     Ok(())
 }
 
+/// A copy of `a`, its arrays copied in parallel. O(nnz).
+fn par_clone(a: &Csr<f64>) -> Result<Csr<f64>> {
+    Csr::try_new_allow_nonfinite(
+        a.nrows(),
+        a.ncols(),
+        a.row_ptr().par_iter().copied().collect(),
+        a.col_idx().par_iter().copied().collect(),
+        a.values().par_iter().copied().collect(),
+    )
+}
+
 /// The constant of each block component on `n` local rows.
 fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
     (0..bs)
-        .map(|c| (0..n).map(|i| f64::from(i % bs == c)).collect())
+        .map(|c| {
+            (0..n)
+                .into_par_iter()
+                .map(|i| f64::from(i % bs == c))
+                .collect()
+        })
         .collect()
 }
 
@@ -523,13 +545,14 @@ impl DistHierarchy {
     ) -> Result<Self> {
         let t0 = Instant::now();
         let mut t = DistSetupTimings::default();
+        let mut trace = Trace::when(comm.rank() == 0);
         time(&mut t.split_s, || {
             agree(comm, check_input(comm, partition, rows, options))
         })?;
         let o = &options.amg;
         let rank = comm.rank();
         let mut part = partition.clone();
-        let mut a = rows.clone();
+        let mut a = par_clone(rows)?;
         let mut bs = o.block;
         let mut nns = o
             .near_null_space
@@ -550,7 +573,7 @@ impl DistHierarchy {
                     (bs, &nns),
                     levels.len(),
                     options,
-                    &mut t,
+                    (&mut t, &mut trace),
                 )?
             };
             let Some((level, ac, next_nns)) = next else {
@@ -563,6 +586,7 @@ impl DistHierarchy {
                         options,
                     )
                 })?;
+                trace.mark(format_args!("gathered levels"));
                 t.total_s = t0.elapsed().as_secs_f64();
                 return Ok(DistHierarchy {
                     levels,
@@ -574,8 +598,9 @@ impl DistHierarchy {
             };
             part = level.coarse.clone();
             bs = nns.len();
+            let mut level = level;
+            level.a = std::mem::replace(&mut a, ac);
             levels.push(level);
-            a = ac;
             nns = next_nns;
             debug_assert_eq!(a.nrows(), part.range(rank).len());
         }
@@ -669,22 +694,30 @@ fn coarsen(
     (bs, nns): (usize, &[Vec<f64>]),
     index: usize,
     options: &DistAmgOptions,
-    t: &mut DistSetupTimings,
+    (t, trace): (&mut DistSetupTimings, &mut Trace),
 ) -> Result<Option<Coarsened>> {
     let o = &options.amg;
+    trace.mark(format_args!(
+        "level {index} ({} rows on this rank): begin",
+        a.nrows()
+    ));
     let rank = comm.rank();
     let own = part.range(rank);
     let n = part.rows();
     let (split, plan, a_ext) = time(&mut t.split_s, || -> Result<_> {
         let split = agree(comm, split_rows(part, rank, a))?;
+        trace.mark(format_args!("  split"));
         let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
+        trace.mark(format_args!("  halo plan"));
         let a_ext = agree(comm, extended(&split))?;
+        trace.mark(format_args!("  extended"));
         Ok((split, plan, a_ext))
     })?;
     // Smoother data: D from the rank's rows (its blocks lie in its columns).
     let (dinv, rho, smoother_dinv, omega) = time(&mut t.smoother_s, || -> Result<_> {
         let d = BlockDiagonal::of(&a_ext, bs, false);
         let dinv = agree(comm, d.inverse())?;
+        trace.mark(format_args!("  block diagonal and inverse"));
         let ops = DistLanczos {
             comm,
             plan: &plan,
@@ -696,6 +729,7 @@ fn coarsen(
             first: own.start,
         };
         let rho = lanczos_rho(&ops, n, o.lanczos_steps)?;
+        trace.mark(format_args!("  Lanczos"));
         if !(rho > 0.0 && rho.is_finite()) {
             return Err(Error::InvalidArgument(format!(
                 "AMG: rho(D^-1 A) estimated as {rho}: is A positive definite?"
@@ -716,7 +750,7 @@ fn coarsen(
     // ([`gpuq_amg::coarsening_accepted`]), as on one process.
     let k = nns.len();
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
-    let project = |eps: f64, t: &mut DistSetupTimings| -> Result<Option<Projected>> {
+    let mut project = |eps: f64, t: &mut DistSetupTimings| -> Result<Option<Projected>> {
         let mine = time(&mut t.aggregation_s, || {
             match local.owned_aggregates(&split.owned, bs, eps)? {
                 Some(found) => Ok(found),
@@ -733,6 +767,7 @@ fn coarsen(
         let (agg, naggs) = without_isolated(agree(comm, mine)?, |i| {
             (i * bs..(i + 1) * bs).any(|r| !split.ghost.row(r).0.is_empty())
         });
+        trace.mark(format_args!("  aggregates"));
         let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
         // The rows' part of the rule before the products (no entries yet).
         if !coarsening_accepted((n, nnz), (coarse_rows, 0), true) {
@@ -743,18 +778,25 @@ fn coarsen(
             RowPartition::from_counts(&counts.iter().map(|&c| c as usize).collect::<Vec<_>>())?;
         let cfirst = coarse.range(rank).start;
         let nc = coarse.rows();
+        trace.mark(format_args!("  coarse partition"));
         // P_T with global coarse columns, its ghost rows, then P.
         let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
             let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
+            trace.mark(format_args!("  tentative"));
             let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
+            trace.mark(format_args!("  its columns shifted"));
             let pt_ghosts = plan.exchange_rows(comm, &pt)?;
-            let smoothed = stack_rows(&[pt, pt_ghosts], nc).and_then(|pt_ext| {
+            trace.mark(format_args!("  its ghost rows exchanged"));
+            let stacked = stack_rows(&[pt, pt_ghosts], nc);
+            trace.mark(format_args!("  stacked"));
+            let smoothed = stacked.and_then(|pt_ext| {
                 match local.smoothed_prolongator(&a_ext, &dinv, rho, &pt_ext)? {
                     Some(p) => Ok(p),
                     None => smooth(&a_ext, &dinv, rho, &pt_ext),
                 }
             });
             let p = agree(comm, smoothed)?;
+            trace.mark(format_args!("  smoothed prolongator"));
             Ok((p, tent.coarse_null))
         })?;
         // R = P^T, and R (A P) with the ghost rows of P, then of A P.
@@ -762,16 +804,22 @@ fn coarsen(
             let r = time(&mut t.transpose_s, || {
                 transpose_rows(comm, part, &coarse, &p)
             })?;
+            trace.mark(format_args!("  R = P^T"));
             let ap = time(&mut t.products_s, || {
                 product((comm, local), (&split, &a_ext), &plan, &p)
             })?;
+            trace.mark(format_args!("  A P"));
             let r_split = agree(comm, split_columns(part, rank, &r))?;
             let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
             let r_ext = agree(comm, extended(&r_split))?;
+            trace.mark(format_args!("  R split, planned, extended"));
             let ac = time(&mut t.products_s, || {
                 product((comm, local), (&r_split, &r_ext), &r_plan, &ap)
             })?;
-            Ok((r, r_split, agree(comm, fix_empty_rows(ac, cfirst))?))
+            trace.mark(format_args!("  R (A P)"));
+            let ac = agree(comm, fix_empty_rows(ac, cfirst))?;
+            trace.mark(format_args!("  rows of zeros"));
+            Ok((r, r_split, ac))
         })?;
         Ok(Some(Projected {
             coarse,
@@ -806,7 +854,8 @@ fn coarsen(
     let level = DistLevel {
         partition: part.clone(),
         coarse,
-        a: a.clone(),
+        // moved in by the caller (`build_on`), which owns the level's rows
+        a: Csr::try_new(0, 0, vec![0], Vec::new(), Vec::new())?,
         p,
         r,
         block: bs,
@@ -817,6 +866,7 @@ fn coarsen(
         a_split: split,
         r_split,
     };
+    trace.mark(format_args!("  the level's data"));
     Ok(Some((level, ac, coarse_null)))
 }
 
