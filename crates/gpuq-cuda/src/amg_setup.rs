@@ -1296,6 +1296,59 @@ impl CudaBackend {
         self.setup_get(&v.buf, v.len)
     }
 
+    /// Entries `range` of a device vector, copied to the host. Errors on a
+    /// range past its end. O(range) transfer.
+    pub fn setup_vec_read(&self, v: &SetupVec, range: std::ops::Range<usize>) -> Result<Vec<f64>> {
+        if range.start > range.end || range.end > v.len {
+            return Err(Error::InvalidArgument(format!(
+                "setup_vec_read: entries {range:?} of a vector of {}",
+                v.len
+            )));
+        }
+        self.inner.stats.download(8 * range.len());
+        let mut out = vec![0.0; range.len()];
+        if !out.is_empty() {
+            self.inner
+                .stream
+                .memcpy_dtoh(&v.buf.slice(range), &mut out)
+                .map_err(dev("download"))?;
+        }
+        Ok(out)
+    }
+
+    /// Writes `host` into a device vector from entry `at` on. Errors when it
+    /// does not fit. O(host) transfer.
+    pub fn setup_vec_write(&self, v: &mut SetupVec, at: usize, host: &[f64]) -> Result<()> {
+        if at + host.len() > v.len {
+            return Err(Error::InvalidArgument(format!(
+                "setup_vec_write: {} values at {at} into a vector of {}",
+                host.len(),
+                v.len
+            )));
+        }
+        self.inner.stats.upload(8 * host.len());
+        if !host.is_empty() {
+            self.inner
+                .stream
+                .memcpy_htod(host, &mut v.buf.slice_mut(at..at + host.len()))
+                .map_err(dev("upload"))?;
+        }
+        Ok(())
+    }
+
+    /// y = x, on the device. Errors on mismatched lengths. O(n) on the
+    /// device.
+    pub fn setup_vec_copy(&self, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
+        self.setup_check("setup_vec_copy", x.len, y.len)?;
+        if x.len > 0 {
+            self.inner
+                .stream
+                .memcpy_dtod(&x.buf.slice(..x.len), &mut y.buf.slice_mut(..x.len))
+                .map_err(dev("device copy"))?;
+        }
+        Ok(())
+    }
+
     /// The Lanczos start vector of length n
     /// (`gpuq_kernels::amg::lanczos_start` per entry).
     pub fn setup_lanczos_start(&self, n: usize) -> Result<SetupVec> {

@@ -717,6 +717,24 @@ impl HaloPlan {
         self.exchange_packed(comm, &values, &mut || Ok(()))
     }
 
+    /// [`HaloPlan::exchange_host`] of a vector held elsewhere (a device's):
+    /// `read(range)` returns its owned entries `range`, called once per
+    /// range of the plan's packed entries (runs of the sent indices, gaps of
+    /// at most [`Pack::GAP`] included). Collective among neighbours.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn exchange_read<T: Scalar>(
+        &self,
+        comm: &dyn Communicator,
+        read: &mut dyn FnMut(Range<usize>) -> Result<Vec<T>>,
+    ) -> Result<Vec<T>> {
+        let mut window = Vec::new();
+        for r in &self.packed.ranges {
+            window.extend(read(r.clone())?);
+        }
+        let values: Vec<T> = self.packed.positions.iter().map(|&p| window[p]).collect();
+        self.exchange_packed(comm, &values, &mut || Ok(()))
+    }
+
     /// Sends `values` (the packed entries, in the order of the sends) and
     /// returns the ghosts that arrive, running `overlap` meanwhile.
     fn exchange_packed<T: Scalar>(

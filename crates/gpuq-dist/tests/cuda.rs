@@ -279,15 +279,15 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
             ..DistAmgOptions::default()
         };
         let h = DistHierarchy::build(dist.comm(), &partition, &rows, &o).unwrap();
-        // The aggregation and the products on each rank's GPU: the same
-        // distributed levels; the gathered levels built on the GPU too (the
+        // The Lanczos estimates, the aggregation and the products on each
+        // rank's GPU: the same distributed levels (rho too, bit for bit); the gathered levels built on the GPU too (the
         // one-process device setup: the host's matrices to rounding).
         let hg = DistHierarchy::build_on(dist.local(), dist.comm(), &partition, &rows, &o).unwrap();
         let same = h.levels().len() == hg.levels().len()
             && h.levels()
                 .iter()
                 .zip(hg.levels())
-                .all(|(x, y)| x.a == y.a && x.p == y.p && x.r == y.r);
+                .all(|(x, y)| x.rho == y.rho && x.a == y.a && x.p == y.p && x.r == y.r);
         assert!(same, "the GPU-built hierarchy differs from the host's");
         let (ct, dev) = (h.tail().coarse_solve(), hg.tail().coarse_solve());
         let scale = ct.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));

@@ -1,6 +1,8 @@
 //! The Lanczos estimate of rho(D^-1 A) across ranks: `gpuq-amg`'s
 //! [`LanczosOps`] on the rank's rows, with a halo exchange per product with
-//! A and one collective per inner product.
+//! A and one collective per inner product; on the host ([`DistLanczos`]) or
+//! on the rank's GPU (`DeviceDistLanczos`, feature `cuda`: the same values
+//! bit for bit).
 
 use crate::comm::Communicator;
 use crate::halo::HaloPlan;
@@ -83,5 +85,171 @@ impl LanczosOps for DistLanczos<'_> {
 
     fn values(&self, s: &[f64]) -> Result<Vec<f64>> {
         Ok(s.to_vec())
+    }
+}
+
+#[cfg(feature = "cuda")]
+pub(crate) use device::DeviceDistLanczos;
+
+#[cfg(feature = "cuda")]
+mod device {
+    use super::super::setup::squared;
+    use crate::comm::Communicator;
+    use crate::halo::HaloPlan;
+    use gpuq_amg::blockdiag::BlockDiagonal;
+    use gpuq_amg::spectral::{host_root, LanczosOps};
+    use gpuq_core::Result;
+    use gpuq_cuda::{CudaBackend, SetupCsr, SetupVec};
+    use gpuq_kernels::amg::{lanczos_start, DOT_CHUNK};
+    use gpuq_sparse::Csr;
+    use rayon::prelude::*;
+    use std::cell::RefCell;
+
+    /// [`LanczosOps`] over the rank's rows of a level on its GPU, the steps
+    /// and values of [`super::DistLanczos`] bit for bit: the rank's rows made
+    /// square by empty rows for the ghost columns ([`squared`]) and the
+    /// blocks of D and D^-1 (zero for the ghost nodes) uploaded once; every
+    /// vector has the ghost columns' entries after the rank's, zero (a
+    /// product with A or D leaves them zero, the recurrence keeps them so),
+    /// so an inner product over the whole vector is the rank's. A product
+    /// with A reads the entries the neighbours need from the device (the
+    /// plan's ranges), exchanges them through the hosts and writes the
+    /// ghosts into a scratch copy of the vector; an inner product reads the
+    /// rank's sum back and adds the ranks' (one collective, as on the host).
+    pub(crate) struct DeviceDistLanczos<'a> {
+        g: &'a CudaBackend,
+        comm: &'a dyn Communicator,
+        plan: &'a HaloPlan,
+        a: SetupCsr,
+        own: usize,
+        first: usize,
+        bs: usize,
+        d: SetupVec,
+        dinv: SetupVec,
+        scratch: RefCell<SetupVec>,
+        partial: RefCell<SetupVec>,
+        /// Slot 0: the rank's inner product; 1, 2: an update's scalars; 3: a
+        /// divisor.
+        scalars: RefCell<SetupVec>,
+    }
+
+    impl<'a> DeviceDistLanczos<'a> {
+        /// The operations for the rank's rows `a` (owned then ghost columns,
+        /// `first` the global index of its first row) and blocks `d`,
+        /// `dinv`; `None` where the ghost columns do not make whole blocks.
+        /// Uploads the squared rows and the blocks. O(nnz).
+        pub(crate) fn new(
+            g: &'a CudaBackend,
+            (comm, plan): (&'a dyn Communicator, &'a HaloPlan),
+            (a, first): (&Csr<f64>, usize),
+            (d, dinv): (&BlockDiagonal, &BlockDiagonal),
+        ) -> Result<Option<Self>> {
+            let Some((square, dinv_blocks)) = squared(a, dinv)? else {
+                return Ok(None);
+            };
+            let m = square.nrows();
+            // D's blocks followed by zero blocks for the ghost nodes, as
+            // `squared` gives D^-1's.
+            let mut d_blocks = d.blocks().to_vec();
+            d_blocks.resize(m * d.block(), 0.0);
+            Ok(Some(DeviceDistLanczos {
+                g,
+                comm,
+                plan,
+                a: g.setup_upload(&square)?,
+                own: a.nrows(),
+                first,
+                bs: dinv.block(),
+                d: g.setup_vec_upload(&d_blocks)?,
+                dinv: g.setup_vec_upload(&dinv_blocks)?,
+                scratch: RefCell::new(g.setup_vec_zeros(m)?),
+                partial: RefCell::new(g.setup_vec_zeros(m.div_ceil(DOT_CHUNK))?),
+                scalars: RefCell::new(g.setup_vec_zeros(4)?),
+            }))
+        }
+    }
+
+    impl LanczosOps for DeviceDistLanczos<'_> {
+        type V = SetupVec;
+        type S = f64;
+
+        fn start(&self) -> Result<SetupVec> {
+            let (m, own, first) = (self.a.shape().0, self.own, self.first);
+            let host: Vec<f64> = (0..m)
+                .into_par_iter()
+                .map(|i| {
+                    if i < own {
+                        lanczos_start((first + i) as u32)
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            self.g.setup_vec_upload(&host)
+        }
+
+        fn zeros(&self) -> Result<SetupVec> {
+            self.g.setup_vec_zeros(self.a.shape().0)
+        }
+
+        fn a_mul(&self, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
+            let ghosts: Vec<f64> = self
+                .plan
+                .exchange_read(self.comm, &mut |r| self.g.setup_vec_read(x, r))?;
+            let mut scratch = self.scratch.borrow_mut();
+            self.g.setup_vec_copy(x, &mut scratch)?;
+            self.g.setup_vec_write(&mut scratch, self.own, &ghosts)?;
+            self.g.setup_spmv(&self.a, &scratch, y)
+        }
+
+        fn d_mul(&self, inverse: bool, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
+            let blocks = if inverse { &self.dinv } else { &self.d };
+            self.g.setup_block_mul(self.bs, blocks, x, y)
+        }
+
+        /// The rank's chunk partials summed in order on the device, read
+        /// back, then summed over ranks (and its root taken there).
+        fn dot(&self, x: &SetupVec, y: &SetupVec, root: bool) -> Result<f64> {
+            let mut scalars = self.scalars.borrow_mut();
+            self.g.setup_dot_into(
+                (x, y),
+                &mut self.partial.borrow_mut(),
+                false,
+                (&mut scalars, 0),
+            )?;
+            let local = self.g.setup_vec_read(&scalars, 0..1)?[0];
+            Ok(host_root(self.comm.allreduce_sum(&[local])?[0], root))
+        }
+
+        fn zero(&self) -> Result<f64> {
+            Ok(0.0)
+        }
+
+        fn update(
+            &self,
+            w: &mut SetupVec,
+            al: f64,
+            v: &SetupVec,
+            b: f64,
+            u: &SetupVec,
+        ) -> Result<()> {
+            let mut scalars = self.scalars.borrow_mut();
+            self.g.setup_vec_write(&mut scalars, 1, &[al, b])?;
+            self.g.setup_lanczos_update(w, (&scalars, 1, 2), v, u)
+        }
+
+        fn divide(&self, w: &mut SetupVec, b: f64) -> Result<()> {
+            let mut scalars = self.scalars.borrow_mut();
+            self.g.setup_vec_write(&mut scalars, 3, &[b])?;
+            self.g.setup_divide(w, (&scalars, 3))
+        }
+
+        fn peek(&self, s: f64) -> Option<f64> {
+            Some(s)
+        }
+
+        fn values(&self, s: &[f64]) -> Result<Vec<f64>> {
+            Ok(s.to_vec())
+        }
     }
 }

@@ -119,9 +119,9 @@ pub struct DistSetupTimings {
 }
 
 /// Where the distributed setup runs the local steps that cost it most: the
-/// aggregation of the rank's owned block, the smoothed prolongator and the
-/// sparse products (A P and R (A P), each over the rank's rows with the
-/// ghost rows fetched). Every method returns `Ok(None)` by default, and the
+/// Lanczos estimates, the aggregation of the rank's owned block, the
+/// smoothed prolongator and the sparse products (A P and R (A P), each over
+/// the rank's rows with the ghost rows fetched). Every method returns `Ok(None)` by default, and the
 /// caller computes on the host (Rayon); the CUDA backend runs them on the
 /// rank's GPU with the one-GPU setup's kernels, which give the host's
 /// results bit for bit, so the hierarchy is the same wherever it was built.
@@ -164,6 +164,24 @@ pub trait DistSetupKernels: Sync {
         _rho: f64,
         _pt: &Csr<f64>,
     ) -> Result<Option<Csr<f64>>> {
+        Ok(None)
+    }
+
+    /// The Lanczos estimate of rho(D^-1 A) over the ranks' rows (the host's
+    /// distributed Lanczos steps and values, bit for bit): `rows` = (the
+    /// rank's rows over owned then ghost columns, `plan` bringing the
+    /// ghosts; the global index of its first row), `blocks` = (D, D^-1) of
+    /// its rows, `size` = (global rows, Lanczos steps); or `None` to run it
+    /// on the host (the default). Every rank makes the same exchanges and
+    /// collectives either way. Collective.
+    fn lanczos_rho(
+        &self,
+        _comm: &dyn Communicator,
+        _plan: &HaloPlan,
+        _rows: (&Csr<f64>, usize),
+        _blocks: (&BlockDiagonal, &BlockDiagonal),
+        _size: (usize, usize),
+    ) -> Result<Option<f64>> {
         Ok(None)
     }
 
@@ -272,6 +290,26 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let blocks = self.setup_vec_upload(&blocks)?;
         let p = self.setup_smoothed_prolongator(&sa, dinv.block(), omega, &blocks, &spt)?;
         first_rows(&self.setup_download(&p)?, a.nrows()).map(Some)
+    }
+
+    /// On the device (`DeviceDistLanczos`): A squared by
+    /// empty rows for the ghost columns and the blocks uploaded once, the
+    /// halo read from the device by the plan's ranges; `None` where the
+    /// ghost columns do not make whole blocks.
+    fn lanczos_rho(
+        &self,
+        comm: &dyn Communicator,
+        plan: &HaloPlan,
+        (a, first): (&Csr<f64>, usize),
+        (d, dinv): (&BlockDiagonal, &BlockDiagonal),
+        (n, steps): (usize, usize),
+    ) -> Result<Option<f64>> {
+        let Some(ops) =
+            super::lanczos::DeviceDistLanczos::new(self, (comm, plan), (a, first), (d, dinv))?
+        else {
+            return Ok(None);
+        };
+        lanczos_rho(&ops, n, steps).map(Some)
     }
 
     fn gathered_hierarchy(&self, a: &Csr<f64>, options: &AmgOptions) -> Result<Hierarchy> {
@@ -515,8 +553,8 @@ impl DistHierarchy {
     ///
     /// Every step runs on the host; on GPU ranks,
     /// [`DistHierarchy::build_on`] with the rank's backend moves the
-    /// aggregation, the prolongator and the products to its GPU (the same
-    /// hierarchy).
+    /// Lanczos estimates, the aggregation, the prolongator and the products
+    /// to its GPU (the same hierarchy).
     ///
     /// Errors on every rank when any rank's input is wrong: a partition that
     /// does not match the communicator or the rows, blocks split between
@@ -531,11 +569,13 @@ impl DistHierarchy {
         Self::build_on(&gpuq_cpu::CpuBackend::new(), comm, partition, rows, options)
     }
 
-    /// [`DistHierarchy::build`] with the aggregation of each rank's block
-    /// and the Galerkin products where `local` runs them (the rank's GPU for
-    /// a CUDA backend; the same hierarchy, bit for bit). The rest (splits,
-    /// halo plans, block diagonals, the Lanczos estimates, the smoothed
-    /// prolongator, the gathered levels) stays on the host. Collective.
+    /// [`DistHierarchy::build`] with the steps of [`DistSetupKernels`] (the
+    /// Lanczos estimates, the aggregation of each rank's block, the smoothed
+    /// prolongator, the Galerkin products, the gathered levels' one-process
+    /// setup) where `local` runs them (the rank's GPU for a CUDA backend; the
+    /// same hierarchy, bit for bit). The rest (splits, halo plans, block
+    /// diagonals, the tentative prolongator, R = P^T, the exchanges) stays
+    /// on the host. Collective.
     pub fn build_on(
         local: &dyn DistSetupKernels,
         comm: &dyn Communicator,
@@ -718,17 +758,24 @@ fn coarsen(
         let d = BlockDiagonal::of(&a_ext, bs, false);
         let dinv = agree(comm, d.inverse())?;
         trace.mark(format_args!("  block diagonal and inverse"));
-        let ops = DistLanczos {
-            comm,
-            plan: &plan,
-            host: HostLanczos {
-                a: &a_ext,
-                d: &d,
-                dinv: &dinv,
-            },
-            first: own.start,
-        };
-        let rho = lanczos_rho(&ops, n, o.lanczos_steps)?;
+        let steps = o.lanczos_steps;
+        let rho =
+            match local.lanczos_rho(comm, &plan, (&a_ext, own.start), (&d, &dinv), (n, steps))? {
+                Some(rho) => rho,
+                None => {
+                    let ops = DistLanczos {
+                        comm,
+                        plan: &plan,
+                        host: HostLanczos {
+                            a: &a_ext,
+                            d: &d,
+                            dinv: &dinv,
+                        },
+                        first: own.start,
+                    };
+                    lanczos_rho(&ops, n, steps)?
+                }
+            };
         trace.mark(format_args!("  Lanczos"));
         if !(rho > 0.0 && rho.is_finite()) {
             return Err(Error::InvalidArgument(format!(
