@@ -1,9 +1,11 @@
-//! A rank's share of its node's CPUs under `mpirun`: the node's online CPUs
-//! split into equal contiguous blocks, one per rank on the node, the rank's
-//! thread pool sized to its block, and its affinity widened to the block when
-//! the launcher bound it to fewer CPUs (OpenMPI binds each of up to two
-//! ranks to one core by default, which would run every host step of a GPU
-//! rank's setup, and a CPU rank's whole solve, on that core).
+//! A rank's share of its node's CPUs under `mpirun`: the CPUs the job may
+//! use on the node (its launcher's, the rank's parent process: OpenMPI's
+//! daemon, Slurm's step) split into equal contiguous blocks, one per rank on
+//! the node, the rank's thread pool sized to its block, and its affinity
+//! widened to the block when the launcher bound it to fewer CPUs (OpenMPI
+//! binds each of up to two ranks to one core by default, which would run
+//! every host step of a GPU rank's setup, and a CPU rank's whole solve, on
+//! that core).
 
 use std::ops::Range;
 
@@ -13,9 +15,9 @@ pub(crate) fn share_len(ranks: usize, cpus: usize) -> usize {
     (cpus / ranks.max(1)).max(1)
 }
 
-/// The CPUs of rank `index` of `ranks` on a node of `cpus` CPUs: the
-/// `index`-th block of [`share_len`] CPUs, wrapping round when there are
-/// more ranks than CPUs. O(1).
+/// The positions (in the node's CPU list of `cpus` entries) of rank `index`
+/// of `ranks`: the `index`-th block of [`share_len`] CPUs, wrapping round
+/// when there are more ranks than CPUs. O(1).
 pub(crate) fn share(index: usize, ranks: usize, cpus: usize) -> Range<usize> {
     let len = share_len(ranks, cpus);
     let blocks = (cpus.max(1) / len).max(1);
@@ -23,21 +25,48 @@ pub(crate) fn share(index: usize, ranks: usize, cpus: usize) -> Range<usize> {
     start..start + len
 }
 
-/// The node's online CPUs (`sysconf`), else what this process may use, at
-/// least 1. O(1).
-pub(crate) fn node_cpus() -> usize {
+/// The CPUs the job may use on this node: the launcher's (the parent
+/// process's affinity, which binds only the ranks), else this process's;
+/// never empty. O(CPUs).
+pub(crate) fn node_cpu_list() -> Vec<usize> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: sysconf reads a system constant.
-        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        if online > 0 {
-            return online as usize;
+        // SAFETY: getppid has no preconditions.
+        let parent = unsafe { libc::getppid() };
+        for pid in [parent, 0] {
+            let cpus = affinity_of(pid);
+            if !cpus.is_empty() {
+                return cpus;
+            }
         }
     }
-    allowed_cpus()
+    (0..allowed_cpus()).collect()
 }
 
-/// The CPUs this thread may run on now (its affinity mask), at least 1.
+/// The number of CPUs of [`node_cpu_list`]. O(CPUs).
+pub(crate) fn node_cpus() -> usize {
+    node_cpu_list().len()
+}
+
+/// The CPUs in process `pid`'s affinity mask (0: this thread), empty when
+/// it cannot be read.
+#[cfg(target_os = "linux")]
+fn affinity_of(pid: libc::pid_t) -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is an empty set; sched_getaffinity writes
+    // at most its size; CPU_ISSET reads bits below CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// The CPUs this thread may run on now (its affinity mask, and a cgroup's
+/// quota), at least 1.
 fn allowed_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -58,15 +87,16 @@ pub(crate) struct Taken {
 /// pools) is moved onto the share's CPUs (Linux; elsewhere nothing is
 /// changed). Call before the thread pools start. O(CPUs).
 pub(crate) fn take_share(node: (usize, usize)) -> Taken {
-    let cpus = node_cpus();
-    let mine = share(node.0, node.1, cpus);
+    let list = node_cpu_list();
+    let mine = &list[share(node.0, node.1, list.len())];
     let (threads, allowed) = (mine.len(), allowed_cpus());
     let keep = std::env::var_os("GPUQ_KEEP_AFFINITY").is_some_and(|v| v != "0");
-    let note = (allowed < threads && !keep && widen(&mine)).then(|| {
+    let note = (allowed < threads && !keep && widen(mine)).then(|| {
         format!(
             "the MPI launcher bound each rank to {allowed} CPU(s); the ranks now run on their \
-             shares of their node's {cpus} CPUs ({threads} each; GPUQ_KEEP_AFFINITY=1 keeps the \
-             launcher's binding)"
+             shares of the {} CPUs the job has on their node ({threads} each; \
+             GPUQ_KEEP_AFFINITY=1 keeps the launcher's binding)",
+            list.len()
         )
     });
     Taken { threads, note }
@@ -75,12 +105,12 @@ pub(crate) fn take_share(node: (usize, usize)) -> Taken {
 /// Moves the calling thread onto the CPUs `cpus`; whether the system
 /// accepted it. O(CPUs).
 #[cfg(target_os = "linux")]
-fn widen(cpus: &Range<usize>) -> bool {
+fn widen(cpus: &[usize]) -> bool {
     // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes bits below
     // CPU_SETSIZE only (checked); sched_setaffinity reads the set.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for c in cpus.clone().filter(|&c| c < libc::CPU_SETSIZE as usize) {
+        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
             libc::CPU_SET(c, &mut set);
         }
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
@@ -89,7 +119,7 @@ fn widen(cpus: &Range<usize>) -> bool {
 
 /// Elsewhere the binding is kept.
 #[cfg(not(target_os = "linux"))]
-fn widen(_cpus: &Range<usize>) -> bool {
+fn widen(_cpus: &[usize]) -> bool {
     false
 }
 
@@ -122,6 +152,18 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn the_node_list_holds_this_threads_cpus() {
+        let list = node_cpu_list();
+        assert!(!list.is_empty() && list.windows(2).all(|w| w[0] < w[1]));
+        #[cfg(target_os = "linux")]
+        for c in affinity_of(0) {
+            // the parent's mask, read here, holds the child's CPUs unless the
+            // parent narrowed itself after starting this process
+            assert!(list.contains(&c) || affinity_of(unsafe { libc::getppid() }).is_empty());
         }
     }
 }
