@@ -121,10 +121,11 @@ pub struct DistSetupTimings {
 /// Where the distributed setup runs the local steps that cost it most: the
 /// Lanczos estimates, the aggregation of the rank's owned block, the
 /// smoothed prolongator and the sparse products (A P and R (A P), each over
-/// the rank's rows with the ghost rows fetched). Every method returns `Ok(None)` by default, and the
-/// caller computes on the host (Rayon); the CUDA backend runs them on the
-/// rank's GPU with the one-GPU setup's kernels, which give the host's
-/// results bit for bit, so the hierarchy is the same wherever it was built.
+/// the rank's rows with the ghost rows fetched). Every method returns
+/// `Ok(None)` by default, and the caller computes on the host (Rayon); the
+/// CUDA backend runs them on the rank's GPU with the one-GPU setup's
+/// kernels, which give the host's results bit for bit, so the hierarchy is
+/// the same wherever it was built.
 pub trait DistSetupKernels: Sync {
     /// The aggregates of the square block `owned` (the rank's rows and
     /// columns; strong graph of its bs x bs block norms with threshold `eps`,
