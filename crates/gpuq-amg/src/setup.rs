@@ -38,14 +38,7 @@ pub trait SetupKernels {
     /// device only (one upload; [`LevelMatrix::host`] then copies it back
     /// when a host step asks).
     fn finest(&self, a: &Csr<f64>) -> Result<LevelMatrix> {
-        use rayon::prelude::*;
-        Ok(LevelMatrix::from_host(Csr::try_new_allow_nonfinite(
-            a.nrows(),
-            a.ncols(),
-            a.row_ptr().par_iter().copied().collect(),
-            a.col_idx().par_iter().copied().collect(),
-            a.values().par_iter().copied().collect(),
-        )?))
+        Ok(LevelMatrix::from_host(a.par_clone()))
     }
 
     /// The finest level's matrix from `a`, a host matrix the caller hands

@@ -409,17 +409,6 @@ fn check_input(
     Ok(())
 }
 
-/// A copy of `a`, its arrays copied in parallel. O(nnz).
-fn par_clone(a: &Csr<f64>) -> Result<Csr<f64>> {
-    Csr::try_new_allow_nonfinite(
-        a.nrows(),
-        a.ncols(),
-        a.row_ptr().par_iter().copied().collect(),
-        a.col_idx().par_iter().copied().collect(),
-        a.values().par_iter().copied().collect(),
-    )
-}
-
 /// The constant of each block component on `n` local rows.
 fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
     (0..bs)
@@ -593,7 +582,7 @@ impl DistHierarchy {
         let o = &options.amg;
         let rank = comm.rank();
         let mut part = partition.clone();
-        let mut a = par_clone(rows)?;
+        let mut a = rows.par_clone();
         let mut bs = o.block;
         let mut nns = o
             .near_null_space
