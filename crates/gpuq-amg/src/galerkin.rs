@@ -155,114 +155,166 @@ pub(crate) fn same_columns(x: &[u32], y: &[u32]) -> bool {
 /// Most rows a product accumulates together ([`Accumulator`]).
 pub(crate) const MAX_GROUP: usize = 8;
 
+/// A column's slot in [`Accumulator`] while the column is not in the
+/// group's pattern.
+const NO_SLOT: u32 = u32::MAX;
+
 /// Gustavson's accumulator for a group of g rows (1 to [`MAX_GROUP`]) of the
-/// same pattern: a dense value array holding the g values of each column
-/// side by side, a bit per column marking those of the group's pattern, the
-/// columns touched in the order first reached (`touched[..len]`, written
-/// without a branch: every column is stored at `len`, which advances only for
-/// a new one) and their range in words of bits; once drained, the sorted
-/// pattern and the g rows' values. Grouping rows changes no value: each entry
-/// is summed in its own row's order.
+/// same pattern: each column's slot in the group's pattern (its rank in the
+/// order first reached, or [`NO_SLOT`]), the columns in that order and the g
+/// sums of each slot side by side, contiguous; once drained, the pattern (in
+/// increasing column order, or as first reached) and the g rows' values.
+/// A column's slot is looked up per entry, so distinct columns never wait on
+/// one another (a bit per column in shared words made every entry of a row
+/// depend on the one before). Grouping rows changes no value: each entry is
+/// summed in its own row's order.
 pub(crate) struct Accumulator {
-    ncols: usize,
-    value: Vec<f64>,
+    slot: Vec<u32>,
     group: usize,
-    seen: Vec<u64>,
     touched: Vec<u32>,
+    sums: Vec<f64>,
     len: usize,
-    words: (usize, usize),
+    seen: Vec<u64>,
+    sorted: bool,
     pattern: Vec<u32>,
     rows: Vec<f64>,
+}
+
+/// Column j's slot, given the next one (`len`, its `G` sums zeroed) when the
+/// group has not reached j yet. O(G).
+#[inline(always)]
+fn slot_of<const G: usize>(
+    slot: &mut [u32],
+    touched: &mut [u32],
+    sums: &mut [f64],
+    len: &mut usize,
+    j: u32,
+) -> usize {
+    let s = &mut slot[j as usize];
+    if *s == NO_SLOT {
+        *s = *len as u32;
+        touched[*len] = j;
+        sums[*len * G..*len * G + G].fill(0.0);
+        *len += 1;
+    }
+    *s as usize * G
 }
 
 impl Accumulator {
     /// An empty accumulator for rows of `ncols` columns. O(ncols).
     pub(crate) fn new(ncols: usize) -> Self {
         Accumulator {
-            ncols,
-            value: vec![0.0; ncols],
+            slot: vec![NO_SLOT; ncols],
             group: 1,
-            seen: vec![0; ncols.div_ceil(64)],
-            touched: vec![0; ncols + 1],
+            touched: vec![0; ncols],
+            sums: vec![0.0; ncols],
             len: 0,
-            words: (usize::MAX, 0),
+            seen: vec![0; ncols.div_ceil(64)],
+            sorted: true,
             pattern: Vec::new(),
             rows: Vec::new(),
         }
     }
 
-    /// Starts a group of `g` rows (the value array grows to g per column on
+    /// Starts a group of `g` rows, empty (the sums grow to g per column on
     /// the first such group: O(ncols g) once).
     pub(crate) fn start(&mut self, g: usize) {
-        if self.value.len() < self.ncols * g {
-            self.value.resize(self.ncols * g, 0.0);
+        let need = self.slot.len() * g;
+        if self.sums.len() < need {
+            self.sums.resize(need, 0.0);
         }
         self.group = g;
-    }
-
-    /// Marks column j as in the group's pattern, without a branch on
-    /// whether it already is (which a product's columns make unpredictable):
-    /// j is written at `touched[len]` and `len` advances when its bit was
-    /// clear; the word range widens to j's word either way. `touched` has a
-    /// slot past the ncols distinct columns for the write that does not
-    /// count.
-    #[inline]
-    fn mark(&mut self, j: u32) {
-        let k = j as usize;
-        let (w, bit) = (k / 64, 1u64 << (k % 64));
-        let new = usize::from(self.seen[w] & bit == 0);
-        self.seen[w] |= bit;
-        self.touched[self.len] = j;
-        self.len += new;
-        self.words = (self.words.0.min(w), self.words.1.max(w));
+        self.len = 0;
     }
 
     /// Adds `v[r]` to column j of row r of the group, for each of its `G`
     /// rows (`G` as started). O(G).
     #[inline]
     pub(crate) fn add<const G: usize>(&mut self, j: u32, v: [f64; G]) {
-        self.mark(j);
-        let at = j as usize * G;
-        for (x, y) in self.value[at..at + G].iter_mut().zip(v) {
+        let at = slot_of::<G>(
+            &mut self.slot,
+            &mut self.touched,
+            &mut self.sums,
+            &mut self.len,
+            j,
+        );
+        for (x, y) in self.sums[at..at + G].iter_mut().zip(v) {
             *x += y;
         }
     }
 
-    /// Adds `coef[r] * b` to column j of row r of the group, for each of its
-    /// `G` rows (`G` as started). O(G).
-    #[inline]
-    pub(crate) fn add_scaled<const G: usize>(&mut self, j: u32, coef: &[f64; G], b: f64) {
-        self.mark(j);
-        let at = j as usize * G;
-        for (x, c) in self.value[at..at + G].iter_mut().zip(coef) {
-            *x += c * b;
+    /// For each `(coef, cols, vals)` of `terms`, in order, adds `coef[r] *
+    /// vals[e]` to column `cols[e]` of row r of the group (`G` rows as
+    /// started), entry by entry. The arrays are held as local slices for the
+    /// whole loop, so nothing is reloaded per entry. O(entries G).
+    #[inline(always)]
+    pub(crate) fn add_scaled_rows<'x, const G: usize>(
+        &mut self,
+        terms: impl Iterator<Item = ([f64; G], &'x [u32], &'x [f64])>,
+    ) {
+        let (slot, touched, sums) = (
+            &mut self.slot[..],
+            &mut self.touched[..],
+            &mut self.sums[..],
+        );
+        let mut len = self.len;
+        for (coef, cols, vals) in terms {
+            for (&j, &b) in cols.iter().zip(vals) {
+                let at = slot_of::<G>(slot, touched, sums, &mut len, j);
+                for (x, c) in sums[at..at + G].iter_mut().zip(&coef) {
+                    *x += c * b;
+                }
+            }
         }
+        self.len = len;
     }
 
     /// Ends the group: its pattern in increasing column order (by a scan of
-    /// the marked bits when their range spans few words for their count,
-    /// else by a sort) and its rows' values, moved out of the value array,
-    /// which is left clear. O(touched g + min(words spanned, touched log
+    /// bits set for its columns when their range spans few words for their
+    /// count, else by a sort) and its rows' values in that order; the slots
+    /// are left clear. O(touched g + min(words spanned, touched log
     /// touched)).
     pub(crate) fn drain(&mut self) {
         self.drain_in(true);
     }
 
     /// [`Accumulator::drain`], the pattern in increasing column order when
-    /// `sorted`, else in the order the columns were first touched (no scan
-    /// or sort: for rows that are only read by a further product, whose sums
-    /// do not depend on the order of a row's columns). O(touched g).
+    /// `sorted`, else in the order the columns were first reached (no scan,
+    /// sort or copy: [`Accumulator::emit`] reads the sums where they are; for
+    /// rows that are only read by a further product, whose sums do not
+    /// depend on the order of a row's columns). O(touched g).
     fn drain_in(&mut self, sorted: bool) {
-        let n = self.len;
-        let touched = &mut self.touched[..n];
-        let (lo, hi) = self.words;
-        self.pattern.clear();
-        if !sorted {
-            for &j in touched.iter() {
-                self.seen[j as usize / 64] = 0;
+        let (g, n) = (self.group, self.len);
+        self.sorted = sorted;
+        if sorted {
+            self.sorted_pattern();
+            self.rows.clear();
+            for &j in &self.pattern {
+                let at = self.slot[j as usize] as usize * g;
+                self.rows.extend_from_slice(&self.sums[at..at + g]);
             }
-            self.pattern.extend_from_slice(touched);
-        } else if n > 0 && hi - lo < 4 * n {
+        }
+        for &j in &self.touched[..n] {
+            self.slot[j as usize] = NO_SLOT;
+        }
+    }
+
+    /// The touched columns in increasing order into `pattern`: through the
+    /// bits (set, then scanned and cleared) when their range spans fewer
+    /// than 4 words per column, else by a sort. O(touched + min(words
+    /// spanned, touched log touched)).
+    fn sorted_pattern(&mut self) {
+        self.pattern.clear();
+        let touched = &self.touched[..self.len];
+        let (lo, hi) = touched.iter().fold((usize::MAX, 0), |(lo, hi), &j| {
+            let w = j as usize / 64;
+            (lo.min(w), hi.max(w))
+        });
+        let n = touched.len();
+        if n > 0 && hi - lo < 4 * n {
+            for &j in touched {
+                self.seen[j as usize / 64] |= 1u64 << (j % 64);
+            }
             for w in lo..=hi {
                 let mut bits = std::mem::take(&mut self.seen[w]);
                 while bits != 0 {
@@ -271,29 +323,25 @@ impl Accumulator {
                 }
             }
         } else {
-            touched.sort_unstable();
-            for &j in touched.iter() {
-                self.seen[j as usize / 64] = 0;
-            }
             self.pattern.extend_from_slice(touched);
-        }
-        self.len = 0;
-        self.words = (usize::MAX, 0);
-        let g = self.group;
-        self.rows.clear();
-        for &j in &self.pattern {
-            let at = j as usize * g;
-            for x in &mut self.value[at..at + g] {
-                self.rows.push(std::mem::take(x));
-            }
+            self.pattern.sort_unstable();
         }
     }
 
     /// Writes row r of the group drained last. O(pattern).
     pub(crate) fn emit(&self, r: usize, out: &mut RowWriter<'_>) {
         let g = self.group;
-        for (p, &j) in self.pattern.iter().enumerate() {
-            out.push(j, self.rows[p * g + r]);
+        let (cols, vals) = if self.sorted {
+            (&self.pattern[..], &self.rows[..])
+        } else {
+            (&self.touched[..self.len], &self.sums[..self.len * g])
+        };
+        if g == 1 {
+            out.extend(cols, vals);
+            return;
+        }
+        for (p, &j) in cols.iter().enumerate() {
+            out.push(j, vals[p * g + r]);
         }
     }
 }
@@ -423,13 +471,10 @@ fn product_group<'b, const G: usize>(
     acc.start(G);
     let cols = a.row(i).0;
     let vals: [&[f64]; G] = std::array::from_fn(|r| a.row(i + r).1);
-    for (p, &k) in cols.iter().enumerate() {
-        let coef: [f64; G] = std::array::from_fn(|r| vals[r][p]);
+    acc.add_scaled_rows::<G>(cols.iter().enumerate().map(|(p, &k)| {
         let (bc, bv) = b_row(k as usize);
-        for (&j, &b) in bc.iter().zip(bv) {
-            acc.add_scaled::<G>(j, &coef, b);
-        }
-    }
+        (std::array::from_fn(|r| vals[r][p]), bc, bv)
+    }));
     acc.drain_in(sorted);
 }
 
@@ -620,6 +665,85 @@ mod tests {
             assert!((x - y).abs() < 1e-12);
         }
         assert!(spgemm(&a, &gpuq_sparse::generators::laplace2d::<f64>(4)).is_err());
+    }
+
+    /// A product summed entry by entry in the order of A's row and then of
+    /// B's rows (the order the accumulator keeps), in a sorted map.
+    fn reference_product(a: &Csr<f64>, b: &Csr<f64>) -> Csr<f64> {
+        let rows: Vec<std::collections::BTreeMap<u32, f64>> = (0..a.nrows())
+            .map(|i| {
+                let mut row = std::collections::BTreeMap::new();
+                let (ac, av) = a.row(i);
+                for (&k, &x) in ac.iter().zip(av) {
+                    let (bc, bv) = b.row(k as usize);
+                    for (&j, &y) in bc.iter().zip(bv) {
+                        *row.entry(j).or_insert(0.0) += x * y;
+                    }
+                }
+                row
+            })
+            .collect();
+        let mut row_ptr = vec![0];
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for row in &rows {
+            cols.extend(row.keys());
+            vals.extend(row.values());
+            row_ptr.push(cols.len());
+        }
+        Csr::try_new(a.nrows(), b.ncols(), row_ptr, cols, vals).unwrap()
+    }
+
+    /// An m x n matrix of pseudo-random rows of 1 to `per_row` entries, runs
+    /// of up to 9 consecutive rows sharing one pattern (as a node's rows
+    /// do, so the products group them) with their own values.
+    fn scattered(m: usize, n: usize, per_row: usize, seed: u64) -> Csr<f64> {
+        let mut state = seed;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let (mut row_ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+        let mut pattern: Vec<u32> = Vec::new();
+        let mut left = 0;
+        for _ in 0..m {
+            if left == 0 {
+                left = 1 + next() % 9;
+                let mut p: Vec<u32> = (0..1 + next() % per_row)
+                    .map(|_| (next() % n) as u32)
+                    .collect();
+                p.sort_unstable();
+                p.dedup();
+                pattern = p;
+            }
+            left -= 1;
+            cols.extend(&pattern);
+            vals.extend(pattern.iter().map(|_| (next() % 1000) as f64 / 97.0 - 5.0));
+            row_ptr.push(cols.len());
+        }
+        Csr::try_new(m, n, row_ptr, cols, vals).unwrap()
+    }
+
+    #[test]
+    fn products_match_the_entrywise_sums_bit_for_bit() {
+        // Narrow column ranges (the pattern sorted through bits) and wide
+        // ones (sorted by a sort), groups of 1 to 8 rows, empty rows of B.
+        for (m, k, n, per_row, seed) in [
+            (40, 30, 20, 6, 1),
+            (300, 200, 150, 12, 2),
+            (100, 80, 5000, 4, 3),
+            (1200, 700, 64, 20, 4),
+        ] {
+            let a = scattered(m, k, per_row, seed);
+            let b = scattered(k, n, per_row, seed + 10);
+            assert_eq!(spgemm(&a, &b).unwrap(), reference_product(&a, &b));
+            // R (A B) with R = A^T: the unsorted rows of A B read by the
+            // second product.
+            let r = transpose(&a).unwrap();
+            let want = reference_product(&r, &reference_product(&a, &b));
+            assert_eq!(galerkin(&r, &a, &b).unwrap(), want);
+        }
     }
 
     #[test]

@@ -287,13 +287,10 @@ fn smooth_group<const G: usize>(s: &Smoothing<'_>, i: usize, acc: &mut Accumulat
             continue;
         }
         let (ac, av) = s.a.row(k * bs + c);
-        for (&m, &amv) in ac.iter().zip(av) {
-            let coef = w.map(|w| w * amv);
+        acc.add_scaled_rows::<G>(ac.iter().zip(av).map(|(&m, &amv)| {
             let (tc, tv) = s.pt.row(m as usize);
-            for (&j, &t) in tc.iter().zip(tv) {
-                acc.add_scaled::<G>(j, &coef, t);
-            }
-        }
+            (w.map(|w| w * amv), tc, tv)
+        }));
     }
     acc.drain();
 }
