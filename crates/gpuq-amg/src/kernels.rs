@@ -113,15 +113,25 @@ pub trait AmgKernels: SparseBackend {
 
     /// The hierarchy's level matrix `m` on this backend in `layout`, its
     /// values converted to `T`. Default: the host copy ([`LevelMatrix::host`])
-    /// converted and uploaded, O(nnz) host work and a transfer; the CUDA
-    /// backend converts a matrix its setup left on the device in place
-    /// (CSR or SELL, no transfer but 8 bytes per row of row lengths for SELL).
+    /// through [`AmgKernels::amg_host_matrix`]; the CUDA backend converts a
+    /// matrix its setup left on the device in place (CSR or SELL, no
+    /// transfer but 8 bytes per row of row lengths for SELL).
     fn amg_level_matrix<T: Scalar>(
         &self,
         m: &LevelMatrix,
         layout: Layout,
     ) -> Result<Self::Matrix<T>> {
-        self.upload_matrix_owned(convert::<T>(m.host()?)?, layout)
+        self.amg_host_matrix(m.host()?, layout)
+    }
+
+    /// The host matrix `m` (a level's operator, transfer or inverse
+    /// diagonal, or a rank's block of one) on this backend in `layout`, its
+    /// values converted to `T`. Default: converted on the host and uploaded,
+    /// O(nnz) host work and a transfer; the CPU backend builds SELL with the
+    /// values converted as they are placed; the CUDA backend uploads the f64
+    /// CSR arrays and converts and lays them out on the device.
+    fn amg_host_matrix<T: Scalar>(&self, m: &Csr<f64>, layout: Layout) -> Result<Self::Matrix<T>> {
+        self.upload_matrix_owned(convert::<T>(m)?, layout)
     }
 
     /// The smoother's inverse block diagonal `d` as a matrix of this backend
@@ -632,13 +642,13 @@ impl AmgKernels for CpuBackend {
         })
     }
 
-    /// SELL built from the host copy with the values converted as they are
-    /// placed (one pass); other layouts as the default does. O(nnz).
-    fn amg_level_matrix<T: Scalar>(&self, m: &LevelMatrix, layout: Layout) -> Result<CpuMatrix<T>> {
+    /// SELL built with the values converted as they are placed (one pass);
+    /// other layouts as the default does. O(nnz).
+    fn amg_host_matrix<T: Scalar>(&self, m: &Csr<f64>, layout: Layout) -> Result<CpuMatrix<T>> {
         let Layout::Sell { c, sigma } = layout else {
-            return self.upload_matrix_owned(convert::<T>(m.host()?)?, layout);
+            return self.upload_matrix_owned(convert::<T>(m)?, layout);
         };
-        self.sell_from(m.host()?, c, sigma, T::from_f64)
+        self.sell_from(m, c, sigma, T::from_f64)
     }
 
     /// One Rayon pass.
@@ -965,9 +975,9 @@ mod cuda {
     };
     use crate::blockdiag::BlockDiagonal;
     use crate::resident::LevelMatrix;
-    use gpuq_core::{Backend, Result, Scalar};
+    use gpuq_core::{Backend, Result, Scalar, ScalarKind};
     use gpuq_cuda::{ChebPass, CudaBackend, CudaMatrix, CudaVector};
-    use gpuq_sparse::{Layout, SparseBackend};
+    use gpuq_sparse::{Csr, Layout, SparseBackend};
 
     impl AmgKernels for CudaBackend {
         /// CSR built on the device from the uploaded blocks
@@ -1008,7 +1018,7 @@ mod cuda {
 
         /// A matrix this backend's setup left on the device, in CSR or SELL:
         /// converted there ([`CudaBackend::setup_to_matrix`]); anything else
-        /// the default (the host copy converted and uploaded).
+        /// from the host copy ([`AmgKernels::amg_host_matrix`]).
         fn amg_level_matrix<T: Scalar>(
             &self,
             m: &LevelMatrix,
@@ -1019,7 +1029,27 @@ mod cuda {
                     return Ok(out);
                 }
             }
-            self.upload_matrix(&super::convert::<T>(m.host()?)?, layout)
+            self.amg_host_matrix(m.host()?, layout)
+        }
+
+        /// CSR or SELL in f32 or f64: the f64 CSR arrays uploaded as they are
+        /// ([`CudaBackend::setup_upload`], 12 bytes per entry and 8 per row),
+        /// then converted and laid out on the device
+        /// ([`CudaBackend::setup_to_matrix`]; the f64 copy freed), so the host
+        /// makes no converted copy and no SELL layout. Other layouts and
+        /// scalars: the default.
+        fn amg_host_matrix<T: Scalar>(
+            &self,
+            m: &Csr<f64>,
+            layout: Layout,
+        ) -> Result<CudaMatrix<T>> {
+            let real = matches!(T::KIND, ScalarKind::F32 | ScalarKind::F64);
+            if real && matches!(layout, Layout::Csr | Layout::Sell { .. }) {
+                if let Some(out) = self.setup_to_matrix::<T>(&self.setup_upload(m)?, layout)? {
+                    return Ok(out);
+                }
+            }
+            self.upload_matrix(&super::convert::<T>(m)?, layout)
         }
 
         /// One fused pass over a CSR or SELL matrix; BSR takes the default.

@@ -461,7 +461,27 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
         split: &SplitRows<T>,
         layout: Layout,
     ) -> Result<Self> {
+        let owned = dist.agree(dist.local().upload_matrix(&split.owned, layout))?;
+        Self::from_parts(
+            dist,
+            (rows, columns),
+            owned,
+            (&split.ghost, &split.ghost_cols),
+        )
+    }
+
+    /// [`DistMatrix::from_split_rect`] with the owned block already on the
+    /// rank's backend (made there as the caller chose: an AMG cycle converts
+    /// and lays it out on the device) and the ghost block `ghost` with its
+    /// global columns `ghost_cols`. Collective; the same errors.
+    pub fn from_parts(
+        dist: &Dist<B>,
+        (rows, columns): (&RowPartition, &RowPartition),
+        owned: B::Matrix<T>,
+        (ghost, ghost_cols): (&Csr<T>, &[usize]),
+    ) -> Result<Self> {
         let comm = dist.comm();
+        let (nrows, ncols) = owned.shape();
         dist.agree(
             rows.check(rows.rows(), comm.size())
                 .and_then(|_| columns.check(columns.rows(), comm.size()))
@@ -469,14 +489,28 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
                     gpuq_core::check_same_len(
                         "DistMatrix (split rows vs partition)",
                         rows.range(comm.rank()).len(),
-                        split.owned.nrows(),
+                        nrows,
                     )
                 })
                 .and_then(|_| {
                     gpuq_core::check_same_len(
                         "DistMatrix (split columns vs partition)",
                         columns.range(comm.rank()).len(),
-                        split.owned.ncols(),
+                        ncols,
+                    )
+                })
+                .and_then(|_| {
+                    gpuq_core::check_same_len(
+                        "DistMatrix (ghost block vs owned rows)",
+                        nrows,
+                        ghost.nrows(),
+                    )
+                })
+                .and_then(|_| {
+                    gpuq_core::check_same_len(
+                        "DistMatrix (ghost columns)",
+                        ghost_cols.len(),
+                        ghost.ncols(),
                     )
                 }),
         )?;
@@ -496,14 +530,13 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
                 "the ranks were given different partitions".into(),
             ))
         })?;
-        let plan = HaloPlan::build(comm, columns, &split.ghost_cols)?;
+        let plan = HaloPlan::build(comm, columns, ghost_cols)?;
         let local = dist.local();
-        let uploaded = local.upload_matrix(&split.owned, layout).and_then(|owned| {
-            let matrix = local.upload_matrix(&split.ghost, Layout::Csr)?;
+        let uploaded = local.upload_matrix(ghost, Layout::Csr).and_then(|matrix| {
             let values = local.zeros(plan.ghosts())?;
-            Ok((owned, matrix, values))
+            Ok((matrix, values))
         });
-        let (owned, matrix, values) = dist.agree(uploaded)?;
+        let (matrix, values) = dist.agree(uploaded)?;
         let halo = dist.agree(dist.transport.prepare_halo(local, &plan))?;
         // Every rank exchanges the same way, or none could pair its messages.
         let between = dist.transport.between_devices();
@@ -517,7 +550,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
             owned,
             ghost: Some(Ghosts {
                 matrix,
-                runs: crate::halo::ghost_row_runs(&split.ghost),
+                runs: crate::halo::ghost_row_runs(ghost),
                 plan,
                 values: Mutex::new(values),
                 halo,
@@ -554,6 +587,17 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
         self.sweep.as_ref()
     }
 
+    /// `owned` (of shape `shape`) as a matrix local to the rank: no ghost
+    /// block, no exchange. O(1).
+    pub(crate) fn local(owned: B::Matrix<T>, shape: (usize, usize)) -> Self {
+        DistMatrix {
+            owned,
+            ghost: None,
+            global: shape,
+            sweep: None,
+        }
+    }
+
     /// The halo plan (`None` for a matrix local to the rank).
     pub fn plan(&self) -> Option<&HaloPlan> {
         self.ghost.as_ref().map(|g| &g.plan)
@@ -588,12 +632,10 @@ impl<B: HaloBackend> SparseBackend for Dist<B> {
     /// rank's own; no exchange). Use [`DistMatrix::new`] for a matrix with
     /// couplings between ranks.
     fn upload_matrix<T: Scalar>(&self, a: &Csr<T>, layout: Layout) -> Result<Self::Matrix<T>> {
-        Ok(DistMatrix {
-            owned: self.local.upload_matrix(a, layout)?,
-            ghost: None,
-            global: a.shape(),
-            sweep: None,
-        })
+        Ok(DistMatrix::local(
+            self.local.upload_matrix(a, layout)?,
+            a.shape(),
+        ))
     }
 
     /// y = alpha A x + beta y: the halo exchange overlapped with the owned

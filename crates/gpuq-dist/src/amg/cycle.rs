@@ -11,7 +11,7 @@ use gpuq_amg::{
     chebyshev_interval, cycle_layout, Amg, AmgKernels, Coarsest, CycleLevel, CycleOptions, Smoother,
 };
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
-use gpuq_sparse::{Csr, Layout, SparseBackend};
+use gpuq_sparse::{Csr, Layout};
 use rayon::prelude::*;
 use std::sync::Mutex;
 
@@ -71,15 +71,6 @@ fn scale_rows<T: Scalar>(ghost: &Csr<T>, d: &[f64]) -> Result<Csr<T>> {
         ghost.col_idx().par_iter().copied().collect(),
         values,
     )
-}
-
-/// `split` with its values converted to `T`.
-fn convert_split<T: Scalar>(split: &SplitRows<f64>) -> Result<SplitRows<T>> {
-    Ok(SplitRows {
-        owned: convert(&split.owned)?,
-        ghost: convert(&split.ghost)?,
-        ghost_cols: split.ghost_cols.clone(),
-    })
 }
 
 /// The gathered levels as the coarsest solve of a [`DistAmg`]: b
@@ -155,17 +146,31 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         // (0 otherwise: its transfer operators are not node-blocked).
         let (fb, cb) = (l.block, h.levels().get(i + 1).map_or(0, |n| n.block));
         // A and R were split by the setup; P (split by coarse columns) here.
-        let a_split = dist.agree(convert_split::<T>(&l.a_split))?;
-        let r_split = dist.agree(convert_split::<T>(&l.r_split))?;
-        let p_split =
-            dist.agree(split_columns(coarse, rank, &l.p).and_then(|s| convert_split::<T>(&s)))?;
-        trace.mark(format_args!("  A, R converted, P split and converted"));
-        // Each owned block in the layout the one-process cycle would give it.
-        let owned = |m: &Csr<T>, blocks| dist.agree(cycle_layout(layout, m, blocks));
+        // The ghost blocks (the halo's rows) are converted on the host; each
+        // owned block is converted and laid out by the local backend
+        // ([`AmgKernels::amg_host_matrix`]: on the device for a GPU rank) in
+        // the layout the one-process cycle would give it.
+        let p_split = dist.agree(split_columns(coarse, rank, &l.p))?;
+        let ghost_of = |s: &SplitRows<f64>| dist.agree(convert::<T>(&s.ghost));
+        let (a_ghost, p_ghost, r_ghost) = (
+            ghost_of(&l.a_split)?,
+            ghost_of(&p_split)?,
+            ghost_of(&l.r_split)?,
+        );
+        trace.mark(format_args!("  P split, the ghost blocks converted"));
+        let owned = |m: &Csr<f64>, blocks| -> Result<B::Matrix<T>> {
+            let layout = dist.agree(cycle_layout(layout, m, blocks))?;
+            dist.agree(dist.local().amg_host_matrix::<T>(m, layout))
+        };
         let smoother = o.smoother_of(i);
         let chebyshev = matches!(smoother, Smoother::Chebyshev { .. });
-        let mut a = DistMatrix::from_split(dist, fine, &a_split, owned(&a_split.owned, [fb, fb])?)?;
-        trace.mark(format_args!("  A's layout and upload"));
+        let mut a = DistMatrix::from_parts(
+            dist,
+            (fine, fine),
+            owned(&l.a_split.owned, [fb, fb])?,
+            (&a_ghost, &l.a_split.ghost_cols),
+        )?;
+        trace.mark(format_args!("  A laid out and uploaded"));
         // A point diagonal (times omega for the Jacobi sweeps, as is for
         // Chebyshev's steps) where every rank has one (a rank without rows
         // has one whatever the blocks), so that every rank takes the same
@@ -176,7 +181,7 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         let diag = match point.filter(|_| all_point) {
             Some(d) => {
                 if one_pass && !chebyshev {
-                    let ghost = dist.agree(scale_rows(&a_split.ghost, &d))?;
+                    let ghost = dist.agree(scale_rows(&a_ghost, &d))?;
                     a = dist.agree(a.with_point_sweep(dist.local(), &ghost))?;
                 }
                 let values: Vec<T> = d.par_iter().map(|&v| T::from_f64(v)).collect();
@@ -190,22 +195,19 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             smoother,
             sweeps: o.sweeps_of(i),
             a,
-            p: DistMatrix::from_split_rect(
+            p: DistMatrix::from_parts(
                 dist,
-                fine,
-                coarse,
-                &p_split,
+                (fine, coarse),
                 owned(&p_split.owned, [fb, cb])?,
+                (&p_ghost, &p_split.ghost_cols),
             )?,
-            r: DistMatrix::from_split_rect(
+            r: DistMatrix::from_parts(
                 dist,
-                coarse,
-                fine,
-                &r_split,
-                owned(&r_split.owned, [cb, fb])?,
+                (coarse, fine),
+                owned(&l.r_split.owned, [cb, fb])?,
+                (&r_ghost, &l.r_split.ghost_cols),
             )?,
-            dinv: dist
-                .agree(convert::<T>(&l.dinv).and_then(|d| dist.upload_matrix(&d, Layout::Csr)))?,
+            dinv: dist.agree(dist.amg_host_matrix::<T>(&l.dinv, Layout::Csr))?,
             diag,
             block: l.block,
             omega: T::from_f64(l.omega),

@@ -6,11 +6,11 @@
 //! the out-of-place sweep) take the trait's defaults, made of the
 //! distributed SpMV and BLAS-1 operations.
 
-use crate::backend::Dist;
+use crate::backend::{Dist, DistMatrix};
 use crate::halo::HaloBackend;
 use gpuq_amg::{AmgKernels, LevelMatrix};
 use gpuq_core::{Error, Result, Scalar};
-use gpuq_sparse::{Layout, SparseBackend};
+use gpuq_sparse::{Csr, Layout, SparseBackend};
 
 impl<B: HaloBackend + AmgKernels> AmgKernels for Dist<B> {
     /// r = b - A x: the local backend's fused residual over the owned block
@@ -75,6 +75,16 @@ impl<B: HaloBackend + AmgKernels> AmgKernels for Dist<B> {
         let _ = (m, layout);
         Err(Error::InvalidArgument(
             "a distributed AMG cycle is built from a DistHierarchy (DistHierarchy::cycle), not from a one-process hierarchy".into(),
+        ))
+    }
+
+    /// `m` as a matrix local to the rank (its rows and columns the rank's
+    /// own, as [`SparseBackend::upload_matrix`] for [`Dist`]), made by the
+    /// local backend's [`AmgKernels::amg_host_matrix`]. No communication.
+    fn amg_host_matrix<T: Scalar>(&self, m: &Csr<f64>, layout: Layout) -> Result<Self::Matrix<T>> {
+        Ok(DistMatrix::local(
+            self.local().amg_host_matrix(m, layout)?,
+            m.shape(),
         ))
     }
 
