@@ -220,7 +220,13 @@ impl BlockDiagonal {
                 (i / bs * bs + c) as u32
             })
             .collect();
-        Csr::try_new(n, n, row_ptr, col_idx, self.blocks.to_vec())
+        Csr::try_new(
+            n,
+            n,
+            row_ptr,
+            col_idx,
+            self.blocks.par_iter().copied().collect(),
+        )
     }
 }
 

@@ -179,13 +179,23 @@ fn tentative_single(agg: &[u32], naggs: usize, bs: usize, b: &[f64]) -> Result<T
         }
     }
     norm.par_iter_mut().for_each(|s| *s = s.sqrt());
-    // Rows of nodes in no aggregate stay empty.
-    let rows: Vec<usize> = (0..nrows)
-        .filter(|r| agg[r / bs] != NOT_AGGREGATED)
-        .collect();
-    let row_ptr = if rows.len() == nrows {
-        (0..=nrows).collect()
+    // Rows of nodes in no aggregate stay empty; where every node is in one,
+    // row r holds entry r (no list of rows).
+    let value = |r: usize| match norm[agg[r / bs] as usize] {
+        0.0 => 0.0,
+        nrm => b[r] / nrm,
+    };
+    let (row_ptr, cols, vals) = if agg.par_iter().all(|&a| a != NOT_AGGREGATED) {
+        (
+            (0..=nrows).into_par_iter().collect(),
+            (0..nrows).into_par_iter().map(|r| agg[r / bs]).collect(),
+            (0..nrows).into_par_iter().map(value).collect(),
+        )
     } else {
+        let rows: Vec<usize> = (0..nrows)
+            .into_par_iter()
+            .filter(|r| agg[r / bs] != NOT_AGGREGATED)
+            .collect();
         let mut ptr = vec![0; nrows + 1];
         for (k, &r) in rows.iter().enumerate() {
             ptr[r + 1] = k + 1;
@@ -193,16 +203,12 @@ fn tentative_single(agg: &[u32], naggs: usize, bs: usize, b: &[f64]) -> Result<T
         for r in 0..nrows {
             ptr[r + 1] = ptr[r + 1].max(ptr[r]);
         }
-        ptr
+        (
+            ptr,
+            rows.par_iter().map(|&r| agg[r / bs]).collect(),
+            rows.par_iter().map(|&r| value(r)).collect(),
+        )
     };
-    let cols = rows.par_iter().map(|&r| agg[r / bs]).collect();
-    let vals = rows
-        .par_iter()
-        .map(|&r| match norm[agg[r / bs] as usize] {
-            0.0 => 0.0,
-            nrm => b[r] / nrm,
-        })
-        .collect();
     let p = Csr::try_new(nrows, naggs, row_ptr, cols, vals)?;
     let zero_columns = norm.iter().filter(|&&x| x == 0.0).count();
     Ok(Tentative {

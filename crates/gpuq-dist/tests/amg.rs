@@ -8,7 +8,7 @@ use gpuq_core::{Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_rows_with_precond, Communicator, Dist, DistAmgOptions,
-    DistHierarchy, DistSetupKernels, DistWalk, RowPartition, ThreadComm,
+    DistHierarchy, DistSetupKernels, DistWalk, KeptRows, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -475,9 +475,22 @@ struct CountingSetup {
     products: std::sync::atomic::AtomicUsize,
     aggregations: std::sync::atomic::AtomicUsize,
     prolongators: std::sync::atomic::AtomicUsize,
+    /// Products and smoothings handed the rows kept for their A.
+    given_kept: std::sync::atomic::AtomicUsize,
 }
 
+/// What [`CountingSetup`] keeps of a level: its rows and D^-1's blocks.
+type Kept = (Csr<f64>, Vec<f64>);
+
 impl DistSetupKernels for CountingSetup {
+    fn keep_rows(
+        &self,
+        a: &Csr<f64>,
+        dinv: &gpuq_amg::blockdiag::BlockDiagonal,
+    ) -> Result<KeptRows, Error> {
+        Ok(KeptRows::new((a.clone(), dinv.blocks().to_vec())))
+    }
+
     fn owned_aggregates(
         &self,
         owned: &Csr<f64>,
@@ -495,11 +508,17 @@ impl DistSetupKernels for CountingSetup {
     fn stacked_product(
         &self,
         a: &Csr<f64>,
+        kept: &KeptRows,
         parts: &[&Csr<f64>],
         ncols: usize,
     ) -> Result<Option<Csr<f64>>, Error> {
         self.products
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some((rows, _)) = kept.get::<Kept>() {
+            assert_eq!(rows, a, "the rows kept are not the product's A");
+            self.given_kept
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let rows: Vec<(&[u32], &[f64])> = parts
             .iter()
             .flat_map(|p| (0..p.nrows()).map(move |i| p.row(i)))
@@ -514,10 +533,15 @@ impl DistSetupKernels for CountingSetup {
         &self,
         a: &Csr<f64>,
         dinv: &gpuq_amg::blockdiag::BlockDiagonal,
+        kept: &KeptRows,
         rho: f64,
         pt: &Csr<f64>,
     ) -> Result<Option<Csr<f64>>, Error> {
         self.prolongators
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (rows, blocks) = kept.get::<Kept>().expect("the level's rows kept");
+        assert_eq!((rows, &blocks[..]), (a, dinv.blocks()));
+        self.given_kept
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         gpuq_amg::prolong::smooth(a, dinv, rho, pt).map(Some)
     }
@@ -539,6 +563,7 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
                 products: Default::default(),
                 aggregations: Default::default(),
                 prolongators: Default::default(),
+                given_kept: Default::default(),
             };
             let hooked = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
             (host, hooked, local)
@@ -564,6 +589,10 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
                 .prolongators
                 .load(std::sync::atomic::Ordering::Relaxed);
             assert_eq!(smoothed, levels);
+            // Each level's smoothing and A P (not R (A P)) were handed its
+            // kept rows.
+            let given = local.given_kept.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(given, 2 * levels);
             for (x, y) in host.levels().iter().zip(hooked.levels()) {
                 assert_eq!(x.a, y.a);
                 assert_eq!(x.p, y.p);

@@ -674,6 +674,24 @@ impl<T: Scalar> Csr<T> {
         }
     }
 
+    /// The first `n` rows (all columns kept): the arrays truncated in place,
+    /// nothing copied. Errors when the matrix has fewer rows. O(1).
+    pub fn into_first_rows(mut self, n: usize) -> Result<Self> {
+        if n > self.nrows {
+            return Err(Error::shape(
+                "Csr::into_first_rows",
+                format!("at most {} rows", self.nrows),
+                n,
+            ));
+        }
+        let nnz = self.row_ptr[n];
+        self.row_ptr.truncate(n + 1);
+        self.col_idx.truncate(nnz);
+        self.vals.truncate(nnz);
+        self.nrows = n;
+        Ok(self)
+    }
+
     /// The same pattern with every value mapped by `f` (a change of scalar
     /// type, a scaling), the results required finite. The pattern is copied,
     /// not checked again. O(nnz), in parallel.
@@ -813,6 +831,20 @@ mod tests {
         assert_eq!(a.par_clone(), a);
         let empty = Csr::<f64>::try_new(0, 3, vec![0], Vec::new(), Vec::new()).unwrap();
         assert_eq!(empty.par_clone(), empty);
+    }
+
+    #[test]
+    fn the_first_rows_are_the_rows_of_the_matrix() {
+        let a = crate::generators::laplace2d::<f64>(6);
+        for n in [0, 1, 17, 36] {
+            let first = a.clone().into_first_rows(n).unwrap();
+            assert_eq!(first.shape(), (n, 36));
+            assert_eq!(first.nnz(), a.row_ptr()[n]);
+            for i in 0..n {
+                assert_eq!(first.row(i), a.row(i));
+            }
+        }
+        assert!(a.into_first_rows(37).is_err());
     }
 
     #[test]

@@ -93,7 +93,7 @@ pub(crate) use device::DeviceDistLanczos;
 
 #[cfg(feature = "cuda")]
 mod device {
-    use super::super::setup::squared;
+    use super::super::setup::SquaredRows;
     use crate::comm::Communicator;
     use crate::halo::HaloPlan;
     use gpuq_amg::blockdiag::BlockDiagonal;
@@ -101,7 +101,6 @@ mod device {
     use gpuq_core::Result;
     use gpuq_cuda::{CudaBackend, SetupCsr, SetupVec};
     use gpuq_kernels::amg::{lanczos_start, DOT_CHUNK};
-    use gpuq_sparse::Csr;
     use rayon::prelude::*;
     use std::cell::RefCell;
 
@@ -120,12 +119,12 @@ mod device {
         g: &'a CudaBackend,
         comm: &'a dyn Communicator,
         plan: &'a HaloPlan,
-        a: SetupCsr,
+        a: &'a SetupCsr,
         own: usize,
         first: usize,
         bs: usize,
         d: SetupVec,
-        dinv: SetupVec,
+        dinv: &'a SetupVec,
         scratch: RefCell<SetupVec>,
         partial: RefCell<SetupVec>,
         /// Slot 0: the rank's inner product; 1, 2: an update's scalars; 3: a
@@ -134,38 +133,33 @@ mod device {
     }
 
     impl<'a> DeviceDistLanczos<'a> {
-        /// The operations for the rank's rows `a` (owned then ghost columns,
-        /// `first` the global index of its first row) and blocks `d`,
-        /// `dinv`; `None` where the ghost columns do not make whole blocks.
-        /// Uploads the squared rows and the blocks. O(nnz).
+        /// The operations for the rank's rows squared on the device with
+        /// D^-1's blocks (`rows`; `first` the global index of its first row)
+        /// and D's blocks `d`. Uploads D's blocks (zero blocks for the ghost
+        /// nodes, as D^-1's). O(n bs^2).
         pub(crate) fn new(
             g: &'a CudaBackend,
             (comm, plan): (&'a dyn Communicator, &'a HaloPlan),
-            (a, first): (&Csr<f64>, usize),
-            (d, dinv): (&BlockDiagonal, &BlockDiagonal),
-        ) -> Result<Option<Self>> {
-            let Some((square, dinv_blocks)) = squared(a, dinv)? else {
-                return Ok(None);
-            };
-            let m = square.nrows();
-            // D's blocks followed by zero blocks for the ghost nodes, as
-            // `squared` gives D^-1's.
+            (rows, first): (&'a SquaredRows, usize),
+            d: &BlockDiagonal,
+        ) -> Result<Self> {
+            let m = rows.a.shape().0;
             let mut d_blocks = d.blocks().to_vec();
             d_blocks.resize(m * d.block(), 0.0);
-            Ok(Some(DeviceDistLanczos {
+            Ok(DeviceDistLanczos {
                 g,
                 comm,
                 plan,
-                a: g.setup_upload(&square)?,
-                own: a.nrows(),
+                a: &rows.a,
+                own: rows.own,
                 first,
-                bs: dinv.block(),
+                bs: d.block(),
                 d: g.setup_vec_upload(&d_blocks)?,
-                dinv: g.setup_vec_upload(&dinv_blocks)?,
+                dinv: &rows.dinv,
                 scratch: RefCell::new(g.setup_vec_zeros(m)?),
                 partial: RefCell::new(g.setup_vec_zeros(m.div_ceil(DOT_CHUNK))?),
                 scalars: RefCell::new(g.setup_vec_zeros(4)?),
-            }))
+            })
         }
     }
 
@@ -199,11 +193,11 @@ mod device {
             let mut scratch = self.scratch.borrow_mut();
             self.g.setup_vec_copy(x, &mut scratch)?;
             self.g.setup_vec_write(&mut scratch, self.own, &ghosts)?;
-            self.g.setup_spmv(&self.a, &scratch, y)
+            self.g.setup_spmv(self.a, &scratch, y)
         }
 
         fn d_mul(&self, inverse: bool, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
-            let blocks = if inverse { &self.dinv } else { &self.d };
+            let blocks = if inverse { self.dinv } else { &self.d };
             self.g.setup_block_mul(self.bs, blocks, x, y)
         }
 

@@ -37,14 +37,19 @@
 //! iterations without waiting for the host.
 //!
 //! With [`DistHierarchy::build_on`] and a GPU rank's backend, the
-//! aggregation of each rank's block, the smoothed prolongator and the
-//! products A P and R (A P) run on its GPU ([`DistSetupKernels`]; the
-//! host's hierarchy bit for bit).
+//! aggregation of each rank's block, the Lanczos estimates, the smoothed
+//! prolongator and the products A P and R (A P) run on its GPU
+//! ([`DistSetupKernels`]; the host's hierarchy bit for bit), a level's rows
+//! uploaded once for its Lanczos estimate, smoothing and A P
+//! ([`DistSetupKernels::keep_rows`]); the cycle's owned blocks are
+//! converted and laid out on the device
+//! ([`gpuq_amg::AmgKernels::amg_host_matrix`]).
 //!
 //! Not done: the rest of the setup runs on the host of every rank (R = P^T,
-//! the Lanczos estimates, the splits and exchanges: laplace3d:300's
-//! hierarchy takes 10.9-16.6 s on four H100 ranks and 15.3 s on two against
-//! 0.7 s on one GPU, no step above a third of it, [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
+//! the splits and exchanges, the tentative prolongator, the transfers
+//! around each device step: laplace3d:300's setup takes about 7 s on two
+//! H200 ranks against 0.8-0.9 s on one GPU, no step above a tenth of it,
+//! [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
 //! gathered levels are solved on every rank, so in weak scaling they grow
 //! with the rank count); Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);
@@ -58,4 +63,6 @@ mod setup;
 
 pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
-pub use setup::{DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings};
+pub use setup::{
+    DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptRows,
+};
