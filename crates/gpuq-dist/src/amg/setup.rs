@@ -514,11 +514,10 @@ fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
 fn extended(split: &SplitRows<f64>) -> Result<Csr<f64>> {
     let (o, g) = (&split.owned, &split.ghost);
     let n_own = o.ncols() as u32;
-    let mut ptr = Vec::with_capacity(o.nrows() + 1);
-    ptr.push(0);
-    for i in 0..o.nrows() {
-        ptr.push(ptr[i] + o.row(i).0.len() + g.row(i).0.len());
-    }
+    let ptr: Vec<usize> = (o.row_ptr().par_iter())
+        .zip(g.row_ptr())
+        .map(|(a, b)| a + b)
+        .collect();
     let nnz = ptr[o.nrows()];
     let (mut cols, mut vals) = (vec![0u32; nnz], vec![0.0; nnz]);
     // Tasks of rows in parallel, each writing its own slices.
