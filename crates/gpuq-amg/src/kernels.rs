@@ -978,6 +978,7 @@ mod cuda {
     use gpuq_core::{Backend, Result, Scalar, ScalarKind};
     use gpuq_cuda::{ChebPass, CudaBackend, CudaMatrix, CudaVector};
     use gpuq_sparse::{Csr, Layout, SparseBackend};
+    use rayon::prelude::*;
 
     impl AmgKernels for CudaBackend {
         /// CSR built on the device from the uploaded blocks
@@ -1036,15 +1037,20 @@ mod cuda {
         /// ([`CudaBackend::setup_upload`], 12 bytes per entry and 8 per row),
         /// then converted and laid out on the device
         /// ([`CudaBackend::setup_to_matrix`]; the f64 copy freed), so the host
-        /// makes no converted copy and no SELL layout. Other layouts and
-        /// scalars: the default.
+        /// makes no converted copy and no SELL layout (for f32, one parallel
+        /// pass checks that every value fits). Other layouts and scalars, and
+        /// a value beyond f32's range: the default (which reports that value).
         fn amg_host_matrix<T: Scalar>(
             &self,
             m: &Csr<f64>,
             layout: Layout,
         ) -> Result<CudaMatrix<T>> {
-            let real = matches!(T::KIND, ScalarKind::F32 | ScalarKind::F64);
-            if real && matches!(layout, Layout::Csr | Layout::Sell { .. }) {
+            let fits = match T::KIND {
+                ScalarKind::F64 => true,
+                ScalarKind::F32 => m.values().par_iter().all(|&v| (v as f32).is_finite()),
+                _ => false,
+            };
+            if fits && matches!(layout, Layout::Csr | Layout::Sell { .. }) {
                 if let Some(out) = self.setup_to_matrix::<T>(&self.setup_upload(m)?, layout)? {
                     return Ok(out);
                 }
