@@ -3,11 +3,9 @@
 //! e_kl^2 >= eps e_kk e_ll, which marks node l strongly connected to node k.
 
 use crate::galerkin::{add, par_build, RowWriter};
-use crate::symmetry::is_symmetric;
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The node graph of strong connections: symmetric, without self loops, each
 /// node's neighbours sorted.
@@ -112,15 +110,14 @@ fn block_norms(
 /// The strong-connection graph of the norm matrix E: l is a neighbour of k
 /// (k != l) when e_kl^2 >= eps e_kk e_ll and e_kl > 0 (a stored zero block is
 /// never strong); the graph is then made symmetric (an edge of either
-/// direction counts, which changes nothing for symmetric A). When E is
-/// exactly symmetric (A itself for bs = 1, the usual case), row k keeps the
-/// strong e_kl of its own row, after one sequential pass that checks the
-/// symmetry (O(nnz(E))); else, when E's pattern is symmetric, row k is built
-/// from both tests on each stored e_kl, finding e_lk by binary search (the
-/// device's kernel does the same, and builds the same graph in every case);
-/// otherwise the directed graph is added to its transpose. O(nnz(E)
-/// log(row length)) at most, parallel over rows. Errors when a diagonal block
-/// is zero (e_kk = 0).
+/// direction counts, which changes nothing for symmetric A). The directed
+/// graph is built in one filtering pass; where it is symmetric already (the
+/// usual case: E symmetric and no test decided differently in its two
+/// directions by rounding) it is the result, checked by a binary search per
+/// edge below the diagonal; otherwise it is added to its transpose. The
+/// device's kernel builds the same graph in every case. O(nnz(E) + edges
+/// log(degree)), parallel over rows. Errors when a diagonal block is zero
+/// (e_kk = 0).
 pub fn strong_graph(e: &Csr<f64>, eps: f64) -> Result<Graph> {
     graph_of(e, false, eps)
 }
@@ -182,18 +179,15 @@ fn filtered_graph(e: &Csr<f64>, keep: impl Fn(usize, usize, f64) -> bool + Sync)
 }
 
 /// [`strong_graph`] of E, or with `abs` of the matrix of E's absolute
-/// values. The symmetric build runs first and notes any e_kl whose e_lk is
-/// not stored; then the directed graph is added to its transpose instead.
+/// values.
 fn graph_of(e: &Csr<f64>, abs: bool, eps: f64) -> Result<Graph> {
     let value = |x: f64| if abs { x.abs() } else { x };
-    // e_lk, or None when row l does not store column k.
-    let entry = |l: usize, k: usize| {
-        let (c, v) = e.row(l);
-        c.binary_search(&(k as u32)).ok().map(|p| value(v[p]))
-    };
     let diag: Vec<f64> = (0..e.nrows())
         .into_par_iter()
-        .map(|k| entry(k, k).unwrap_or(0.0))
+        .map(|k| {
+            let (c, v) = e.row(k);
+            c.binary_search(&(k as u32)).map_or(0.0, |p| value(v[p]))
+        })
         .collect();
     if let Some(k) = diag.iter().position(|&d| d <= 0.0) {
         return Err(Error::Precondition {
@@ -202,60 +196,45 @@ fn graph_of(e: &Csr<f64>, abs: bool, eps: f64) -> Result<Graph> {
         });
     }
     let strong = |k: usize, l: usize, x: f64| l != k && x > 0.0 && x * x >= eps * diag[k] * diag[l];
-    if is_symmetric(e, 0.0) {
-        // e_lk is e_kl (or a missing partner of a stored zero, never strong):
-        // the same graph without a search per entry. Both tests, as the
-        // search's: their thresholds can differ in the last bit.
-        return Ok(filtered_graph(e, |k, l, x| {
-            strong(k, l, value(x)) || strong(l, k, value(x))
-        }));
+    let directed = filtered_graph(e, |k, l, x| strong(k, l, value(x)));
+    if is_structurally_symmetric(&directed) {
+        return Ok(directed);
     }
-    let asymmetric = AtomicBool::new(false);
-    let symmetric = par_build(
-        e.nrows(),
-        e.ncols(),
-        || (),
-        |k, _, out| {
-            let (c, v) = e.row(k);
-            for (&l, &x) in c.iter().zip(v) {
-                let l = l as usize;
-                if l == k {
-                    continue;
-                }
-                match entry(l, k) {
-                    Some(y) if strong(k, l, value(x)) || strong(l, k, y) => out.push(l as u32, 1.0),
-                    Some(_) => {}
-                    None => asymmetric.store(true, Ordering::Relaxed),
-                }
-            }
-        },
-    )?;
-    let graph = if asymmetric.into_inner() {
-        let directed = par_build(
-            e.nrows(),
-            e.ncols(),
-            || (),
-            |k, _, out| {
-                let (c, v) = e.row(k);
-                for (&l, &x) in c.iter().zip(v) {
-                    if strong(k, l as usize, value(x)) {
-                        out.push(l, 1.0);
-                    }
-                }
-            },
-        )?;
-        let transposed = directed.transpose(false);
-        add(1.0, &directed, 1.0, &transposed)?
-    } else {
-        symmetric
-    };
-    let (_, _, ptr, adj, _) = graph.into_parts();
+    let n = e.nrows();
+    let edges = directed.adj.len();
+    let d = Csr::try_new(n, n, directed.ptr, directed.adj, vec![1.0; edges])?;
+    let (_, _, ptr, adj, _) = add(1.0, &d, 1.0, &d.transpose(false))?.into_parts();
     Ok(Graph { ptr, adj })
+}
+
+/// Whether every edge of `g` has its reverse: each edge below the diagonal
+/// (l < k) finds k among l's neighbours by binary search, and the edges
+/// below and above the diagonal are as many (so the map from the ones to the
+/// others is onto). O(edges log(degree)), parallel over nodes.
+fn is_structurally_symmetric(g: &Graph) -> bool {
+    let (lower, upper) = (0..g.len())
+        .into_par_iter()
+        .with_min_len(1024)
+        .map(|k| {
+            let adj = g.neighbours(k);
+            let below = adj.partition_point(|&l| (l as usize) < k);
+            let above = adj.len() - adj[below..].partition_point(|&l| l as usize <= k) - below;
+            (below, above)
+        })
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    lower == upper
+        && (0..g.len()).into_par_iter().with_min_len(1024).all(|k| {
+            let adj = g.neighbours(k);
+            adj[..adj.partition_point(|&l| (l as usize) < k)]
+                .iter()
+                .all(|&l| g.neighbours(l as usize).binary_search(&(k as u32)).is_ok())
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::symmetry::is_symmetric;
 
     #[test]
     fn norm_matrix_of_blocks() {
@@ -292,10 +271,10 @@ mod tests {
     }
 
     #[test]
-    fn the_symmetric_shortcut_builds_the_searched_graph() {
-        // convdiff2d is not symmetric: the search builds its graph; its
-        // symmetric part, exactly symmetric, takes the shortcut; the same
-        // part with one pair of entries a rounding apart takes the search.
+    fn a_rounding_apart_from_symmetric_builds_the_symmetric_graph() {
+        // convdiff2d's symmetric part, exactly symmetric, keeps its directed
+        // graph; the same part with one pair of entries a rounding apart
+        // builds the same graph (here no test decides differently).
         let a = gpuq_sparse::generators::convdiff2d::<f64>(9, 0.4);
         let sym = add(0.5, &a, 0.5, &a.transpose(false)).unwrap();
         assert!(is_symmetric(&sym, 0.0) && !is_symmetric(&a, 0.0));
@@ -325,6 +304,57 @@ mod tests {
                 assert_eq!(shortcut.neighbours(k), &strong[..]);
             }
         }
+    }
+
+    /// The definition: l is k's neighbour when either stored direction is
+    /// strong, each found by search.
+    fn union_by_search(e: &Csr<f64>, eps: f64) -> Vec<Vec<u32>> {
+        let entry = |l: usize, k: usize| {
+            let (c, v) = e.row(l);
+            c.binary_search(&(k as u32)).ok().map(|p| v[p].abs())
+        };
+        let d = |k: usize| entry(k, k).unwrap();
+        let strong = |k: usize, l: usize| {
+            entry(k, l).is_some_and(|x| l != k && x > 0.0 && x * x >= eps * d(k) * d(l))
+        };
+        (0..e.nrows())
+            .map(|k| {
+                (0..e.nrows() as u32)
+                    .filter(|&l| strong(k, l as usize) || strong(l as usize, k))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_graph_is_the_union_of_both_directions_on_any_pattern() {
+        let values = gpuq_sparse::generators::convdiff2d::<f64>(8, 0.7);
+        let sym = add(0.5, &values, 0.5, &values.transpose(false)).unwrap();
+        // convdiff2d's pattern with every third entry off the diagonal dropped.
+        let mut coo = gpuq_sparse::Coo::new(values.nrows(), values.ncols());
+        for k in 0..values.nrows() {
+            let (c, v) = values.row(k);
+            for (p, (&l, &x)) in c.iter().zip(v).enumerate() {
+                if l as usize == k || (k + p) % 3 != 0 {
+                    coo.push(k, l as usize, x).unwrap();
+                }
+            }
+        }
+        let pattern = Csr::from_coo(&coo).unwrap();
+        for a in [&sym, &values, &pattern] {
+            for eps in [0.0, 0.05, 0.3, 0.6] {
+                let g = strength_graph(a, 1, eps).unwrap();
+                let want = union_by_search(a, eps);
+                for (k, w) in want.iter().enumerate() {
+                    assert_eq!(g.neighbours(k), &w[..], "row {k}, eps {eps}");
+                }
+            }
+        }
+        assert!(!is_symmetric(&values, 0.0));
+        let asymmetric = strength_graph(&pattern, 1, 0.0).unwrap();
+        assert!(is_structurally_symmetric(&asymmetric));
+        let directed = filtered_graph(&pattern, |k, l, _| l != k);
+        assert!(!is_structurally_symmetric(&directed));
     }
 
     #[test]

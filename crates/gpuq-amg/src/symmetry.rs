@@ -1,6 +1,5 @@
 //! Whether a matrix equals its transpose, in one sequential pass without
-//! searches: the input check of the AMG setup, and the strength graph's test
-//! for its shortcut on exactly symmetric matrices.
+//! searches: the input check of the AMG setup.
 
 use gpuq_sparse::Csr;
 
