@@ -668,3 +668,35 @@ fn large_transfers_through_the_staging_buffers_round_trip() {
         assert_eq!(g.setup_vec_download(&d).unwrap(), v, "{n} values");
     }
 }
+
+#[test]
+fn squared_and_padded_uploads_equal_the_joined_host_arrays() {
+    let Some(g) = gpu("squared_and_padded_uploads_equal_the_joined_host_arrays") else {
+        return;
+    };
+    // 1,000,000 rows over 1,000,003 columns (row pointers 8 MB: staged, then
+    // three copies of nnz), and a small matrix (copied straight).
+    for (n, ghosts) in [(1_000_000usize, 3usize), (7, 5), (4, 0)] {
+        let m = n + ghosts;
+        let mut coo = Coo::new(n, m);
+        for i in 0..n {
+            coo.push(i, i, 2.0 + i as f64).unwrap();
+            coo.push(i, (i * 7 + 3) % m, -1.0).unwrap();
+        }
+        let a = Csr::from_coo(&coo).unwrap();
+        let mut ptr = a.row_ptr().to_vec();
+        ptr.resize(m + 1, a.nnz());
+        let want = Csr::try_new(m, m, ptr, a.col_idx().to_vec(), a.values().to_vec()).unwrap();
+        let got = g
+            .setup_download(&g.setup_upload_squared(&a).unwrap())
+            .unwrap();
+        assert_eq!(got, want, "{n} rows, {ghosts} ghost columns");
+        let head: Vec<f64> = (0..n).map(|i| i as f64 - 0.5).collect();
+        let mut joined = head.clone();
+        joined.resize(m, 0.0);
+        let v = g.setup_vec_upload_padded(&head, ghosts).unwrap();
+        assert_eq!(g.setup_vec_download(&v).unwrap(), joined);
+    }
+    let wide = Csr::try_new(2, 1, vec![0, 1, 1], vec![0], vec![1.0]).unwrap();
+    assert!(g.setup_upload_squared(&wide).is_err());
+}

@@ -149,24 +149,55 @@ impl CudaBackend {
 
     fn setup_put<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>> {
         let bytes = std::mem::size_of_val(host);
-        self.inner.stats.upload(bytes);
-        if host.is_empty() {
-            // SAFETY: one element of a plain type, never read (length 0).
-            return unsafe { self.inner.stream.alloc::<T>(1) }.map_err(dev("upload"));
-        }
         if bytes < crate::staging::STAGED_FROM {
+            self.inner.stats.upload(bytes);
+            if host.is_empty() {
+                // SAFETY: one element of a plain type, never read (length 0).
+                return unsafe { self.inner.stream.alloc::<T>(1) }.map_err(dev("upload"));
+            }
             return self.inner.stream.clone_htod(host).map_err(dev("upload"));
         }
-        // SAFETY: every element is written by the staged copy below before
-        // any kernel reads it (the stream orders them).
-        let mut buf = unsafe { self.inner.stream.alloc::<T>(host.len()) }
-            .map_err(|e| self.alloc_error("an AMG setup upload", bytes, e))?;
+        self.setup_put_padded(host, &[])
+    }
+
+    /// `head` then `tail` in one new buffer: `head` staged through pinned
+    /// memory where it is large (as [`CudaBackend::setup_put`]), `tail`
+    /// copied straight; no host copy of the two joined. O(len) across.
+    fn setup_put_padded<T: DeviceRepr>(&self, head: &[T], tail: &[T]) -> Result<CudaSlice<T>> {
+        let (first, bytes) = (
+            std::mem::size_of_val(head),
+            std::mem::size_of_val(head) + std::mem::size_of_val(tail),
+        );
+        self.inner.stats.upload(bytes);
+        // SAFETY: every element is written by the copies below before any
+        // kernel reads it (the stream orders them); at least one element.
+        let mut buf = unsafe {
+            self.inner
+                .stream
+                .alloc::<T>((head.len() + tail.len()).max(1))
+        }
+        .map_err(|e| self.alloc_error("an AMG setup upload", bytes, e))?;
         // SAFETY: T is a plain device type (DeviceRepr): its bytes are
-        // initialised, u8 has alignment 1, and the view covers the buffer.
-        let src = unsafe { std::slice::from_raw_parts(host.as_ptr().cast::<u8>(), bytes) };
+        // initialised, u8 has alignment 1, and the views cover the buffer.
+        let as_bytes = |h: &[T]| unsafe {
+            std::slice::from_raw_parts(h.as_ptr().cast::<u8>(), std::mem::size_of_val(h))
+        };
         let mut view = unsafe { buf.transmute_mut::<u8>(bytes) }
             .ok_or_else(|| Error::InvalidArgument("staged upload: buffer too small".into()))?;
-        self.staged_upload(src, &mut view)?;
+        if first >= crate::staging::STAGED_FROM {
+            self.staged_upload(as_bytes(head), &mut view.slice_mut(..first))?;
+        } else if first > 0 {
+            self.inner
+                .stream
+                .memcpy_htod(as_bytes(head), &mut view.slice_mut(..first))
+                .map_err(dev("upload"))?;
+        }
+        if !tail.is_empty() {
+            self.inner
+                .stream
+                .memcpy_htod(as_bytes(tail), &mut view.slice_mut(first..))
+                .map_err(dev("upload"))?;
+        }
         Ok(buf)
     }
 
@@ -292,6 +323,30 @@ impl CudaBackend {
             ncols: a.ncols(),
             nnz: a.nnz(),
             ptr: self.setup_put(&row_pointers(a))?,
+            col: self.setup_put(a.col_idx())?,
+            val: self.setup_put(a.values())?,
+        })
+    }
+
+    /// The n x m matrix `a` (m >= n) made square by m - n empty rows after
+    /// its own, uploaded: its arrays as they are and the row pointers' tail
+    /// (m - n copies of nnz), with no host copy of the matrix. The rows of a
+    /// rank's level, owned then ghost columns, for kernels written for a
+    /// square matrix (a product with it gives the rank's rows first, then
+    /// empty rows). Errors when m < n. O(m + nnz) across.
+    pub fn setup_upload_squared(&self, a: &Csr<f64>) -> Result<SetupCsr> {
+        let (n, m) = a.shape();
+        if m < n {
+            return Err(Error::InvalidArgument(format!(
+                "a {n} x {m} matrix has fewer columns than rows: it cannot be made square by empty rows"
+            )));
+        }
+        let tail = vec![a.nnz() as u64; m - n];
+        Ok(SetupCsr {
+            nrows: m,
+            ncols: m,
+            nnz: a.nnz(),
+            ptr: self.setup_put_padded(&row_pointers(a), &tail)?,
             col: self.setup_put(a.col_idx())?,
             val: self.setup_put(a.values())?,
         })
@@ -1288,6 +1343,15 @@ impl CudaBackend {
         Ok(SetupVec {
             len: host.len(),
             buf: self.setup_put(host)?,
+        })
+    }
+
+    /// `host` followed by `zeros` zeros, uploaded as one device vector
+    /// without a host copy of the two joined. O(len) across.
+    pub fn setup_vec_upload_padded(&self, host: &[f64], zeros: usize) -> Result<SetupVec> {
+        Ok(SetupVec {
+            len: host.len() + zeros,
+            buf: self.setup_put_padded(host, &vec![0.0; zeros])?,
         })
     }
 

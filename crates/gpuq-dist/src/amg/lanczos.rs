@@ -106,7 +106,7 @@ mod device {
 
     /// [`LanczosOps`] over the rank's rows of a level on its GPU, the steps
     /// and values of [`super::DistLanczos`] bit for bit: the rank's rows made
-    /// square by empty rows for the ghost columns ([`squared`]) and the
+    /// square by empty rows for the ghost columns (`SquaredRows`) and the
     /// blocks of D and D^-1 (zero for the ghost nodes) uploaded once; every
     /// vector has the ghost columns' entries after the rank's, zero (a
     /// product with A or D leaves them zero, the recurrence keeps them so),
@@ -144,8 +144,7 @@ mod device {
             d: &BlockDiagonal,
         ) -> Result<Self> {
             let m = rows.a.shape().0;
-            let mut d_blocks = d.blocks().to_vec();
-            d_blocks.resize(m * d.block(), 0.0);
+            let padding = (m - rows.own) * d.block();
             Ok(DeviceDistLanczos {
                 g,
                 comm,
@@ -154,7 +153,7 @@ mod device {
                 own: rows.own,
                 first,
                 bs: d.block(),
-                d: g.setup_vec_upload(&d_blocks)?,
+                d: g.setup_vec_upload_padded(d.blocks(), padding)?,
                 dinv: &rows.dinv,
                 scratch: RefCell::new(g.setup_vec_zeros(m)?),
                 partial: RefCell::new(g.setup_vec_zeros(m.div_ceil(DOT_CHUNK))?),

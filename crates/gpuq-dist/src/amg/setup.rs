@@ -241,38 +241,48 @@ pub trait DistSetupKernels: Sync {
     }
 }
 
-/// `a` (rows over owned then ghost columns) made square by empty rows for
-/// the ghost columns, and `dinv`'s blocks followed by zero blocks for them:
-/// the smoothed prolongator of these has the rank's rows of P first and the
-/// tentative prolongator's ghost rows after them (an empty row of A adds
-/// nothing), so a kernel written for a square A computes the rank's rows.
-/// `None` where the ghost columns do not make whole blocks. O(nnz).
+/// How many empty rows make `a` (rows over owned then ghost columns) square
+/// with whole blocks of `dinv` for them: its ghost columns, `None` where they
+/// do not make whole blocks or `dinv` is not `a`'s rows' (a kernel written
+/// for a square A then cannot take it). O(1).
 #[cfg(any(feature = "cuda", test))]
-pub(crate) fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f64>)>> {
+fn padding_rows(a: &Csr<f64>, dinv: &BlockDiagonal) -> Option<usize> {
     let (n, m, bs) = (a.nrows(), a.ncols(), dinv.block());
-    if m < n || (m - n) % bs != 0 || dinv.blocks().len() != n * bs {
+    (m >= n && (m - n) % bs == 0 && dinv.blocks().len() == n * bs).then_some(m - n)
+}
+
+/// `a` (rows over owned then ghost columns) made square by empty rows for
+/// the ghost columns, and `dinv`'s blocks followed by zero blocks for them
+/// (what [`SquaredRows`] holds on the device): the smoothed prolongator of
+/// these has the rank's rows of P first and the tentative prolongator's
+/// ghost rows after them (an empty row of A adds nothing), so a kernel
+/// written for a square A computes the rank's rows. `None` where
+/// [`padding_rows`] finds none. O(nnz).
+#[cfg(test)]
+fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f64>)>> {
+    let Some(ghosts) = padding_rows(a, dinv) else {
         return Ok(None);
-    }
-    let mut ptr: Vec<usize> = a.row_ptr().par_iter().copied().collect();
-    ptr.resize(m + 1, a.nnz());
+    };
+    let mut ptr = a.row_ptr().to_vec();
+    ptr.resize(a.ncols() + 1, a.nnz());
     let square = Csr::try_new_allow_nonfinite(
-        m,
-        m,
+        a.ncols(),
+        a.ncols(),
         ptr,
-        a.col_idx().par_iter().copied().collect(),
-        a.values().par_iter().copied().collect(),
+        a.col_idx().to_vec(),
+        a.values().to_vec(),
     )?;
     let mut blocks = dinv.blocks().to_vec();
-    blocks.resize(m * bs, 0.0);
+    blocks.resize(blocks.len() + ghosts * dinv.block(), 0.0);
     Ok(Some((square, blocks)))
 }
 
 /// The CPU backend: every step on the host.
 impl DistSetupKernels for gpuq_cpu::CpuBackend {}
 
-/// A rank's rows of a level on its GPU ([`squared`] and uploaded) with
-/// D^-1's blocks (zero blocks for the ghost nodes): what the CUDA backend's
-/// [`DistSetupKernels::keep_rows`] keeps.
+/// A rank's rows of a level on its GPU, made square by an empty row per
+/// ghost column, with D^-1's blocks (zero blocks for the ghost nodes): what
+/// the CUDA backend's [`DistSetupKernels::keep_rows`] keeps.
 #[cfg(feature = "cuda")]
 pub(crate) struct SquaredRows {
     /// The rank's rows, then an empty row per ghost column.
@@ -285,19 +295,20 @@ pub(crate) struct SquaredRows {
 
 #[cfg(feature = "cuda")]
 impl SquaredRows {
-    /// `a` squared and uploaded with `dinv`'s blocks; `None` where the ghost
-    /// columns do not make whole blocks. O(nnz) on the host and across.
+    /// `a` squared and uploaded with `dinv`'s blocks, the padding added on
+    /// the way (no host copy); `None` where the ghost columns do not make
+    /// whole blocks ([`padding_rows`]). O(nnz) across.
     fn upload(
         g: &gpuq_cuda::CudaBackend,
         a: &Csr<f64>,
         dinv: &BlockDiagonal,
     ) -> Result<Option<Self>> {
-        let Some((square, blocks)) = squared(a, dinv)? else {
+        let Some(ghosts) = padding_rows(a, dinv) else {
             return Ok(None);
         };
         Ok(Some(SquaredRows {
-            a: g.setup_upload(&square)?,
-            dinv: g.setup_vec_upload(&blocks)?,
+            a: g.setup_upload_squared(a)?,
+            dinv: g.setup_vec_upload_padded(dinv.blocks(), ghosts * dinv.block())?,
             own: a.nrows(),
         }))
     }
