@@ -670,7 +670,7 @@ fn large_transfers_through_the_staging_buffers_round_trip() {
 }
 
 #[test]
-fn squared_and_padded_uploads_equal_the_joined_host_arrays() {
+fn squared_stacked_and_padded_uploads_equal_the_joined_host_arrays() {
     let Some(g) = gpu("squared_and_padded_uploads_equal_the_joined_host_arrays") else {
         return;
     };
@@ -699,4 +699,24 @@ fn squared_and_padded_uploads_equal_the_joined_host_arrays() {
     }
     let wide = Csr::try_new(2, 1, vec![0, 1, 1], vec![0], vec![1.0]).unwrap();
     assert!(g.setup_upload_squared(&wide).is_err());
+    // Stacked: a large part (staged), an empty one, a small one.
+    // (600,001 row pointers: 4.8 MB, staged; about 2.4 x 10^6 entries.)
+    let big = random_csr(600_000, 8, 11);
+    let empty = Csr::<f64>::try_new(0, 8, vec![0], vec![], vec![]).unwrap();
+    let small = random_csr(9, 8, 12);
+    let mut coo = Coo::new(big.nrows() + small.nrows(), 8);
+    for (first, p) in [(0, &big), (big.nrows(), &small)] {
+        for i in 0..p.nrows() {
+            let (c, v) = p.row(i);
+            for (&j, &x) in c.iter().zip(v) {
+                coo.push(first + i, j as usize, x).unwrap();
+            }
+        }
+    }
+    let want = Csr::from_coo(&coo).unwrap();
+    let got = g.setup_upload_stacked(&[&big, &empty, &small], 8).unwrap();
+    assert_eq!(g.setup_download(&got).unwrap(), want);
+    assert!(g.setup_upload_stacked(&[&big, &wide], 8).is_err());
+    let none = g.setup_upload_stacked(&[], 7).unwrap();
+    assert_eq!(g.setup_download(&none).unwrap().shape(), (0, 7));
 }

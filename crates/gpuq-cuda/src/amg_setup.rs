@@ -157,46 +157,39 @@ impl CudaBackend {
             }
             return self.inner.stream.clone_htod(host).map_err(dev("upload"));
         }
-        self.setup_put_padded(host, &[])
+        self.setup_put_parts(&[host])
     }
 
-    /// `head` then `tail` in one new buffer: `head` staged through pinned
-    /// memory where it is large (as [`CudaBackend::setup_put`]), `tail`
-    /// copied straight; no host copy of the two joined. O(len) across.
-    fn setup_put_padded<T: DeviceRepr>(&self, head: &[T], tail: &[T]) -> Result<CudaSlice<T>> {
-        let (first, bytes) = (
-            std::mem::size_of_val(head),
-            std::mem::size_of_val(head) + std::mem::size_of_val(tail),
-        );
+    /// `parts` one after the other in one new buffer: each large part staged
+    /// through pinned memory (as [`CudaBackend::setup_put`]), each small one
+    /// copied straight; no host copy of the parts joined. O(total) across.
+    fn setup_put_parts<T: DeviceRepr>(&self, parts: &[&[T]]) -> Result<CudaSlice<T>> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let bytes = len * std::mem::size_of::<T>();
         self.inner.stats.upload(bytes);
         // SAFETY: every element is written by the copies below before any
         // kernel reads it (the stream orders them); at least one element.
-        let mut buf = unsafe {
-            self.inner
-                .stream
-                .alloc::<T>((head.len() + tail.len()).max(1))
-        }
-        .map_err(|e| self.alloc_error("an AMG setup upload", bytes, e))?;
+        let mut buf = unsafe { self.inner.stream.alloc::<T>(len.max(1)) }
+            .map_err(|e| self.alloc_error("an AMG setup upload", bytes, e))?;
         // SAFETY: T is a plain device type (DeviceRepr): its bytes are
         // initialised, u8 has alignment 1, and the views cover the buffer.
-        let as_bytes = |h: &[T]| unsafe {
-            std::slice::from_raw_parts(h.as_ptr().cast::<u8>(), std::mem::size_of_val(h))
-        };
         let mut view = unsafe { buf.transmute_mut::<u8>(bytes) }
             .ok_or_else(|| Error::InvalidArgument("staged upload: buffer too small".into()))?;
-        if first >= crate::staging::STAGED_FROM {
-            self.staged_upload(as_bytes(head), &mut view.slice_mut(..first))?;
-        } else if first > 0 {
-            self.inner
-                .stream
-                .memcpy_htod(as_bytes(head), &mut view.slice_mut(..first))
-                .map_err(dev("upload"))?;
-        }
-        if !tail.is_empty() {
-            self.inner
-                .stream
-                .memcpy_htod(as_bytes(tail), &mut view.slice_mut(first..))
-                .map_err(dev("upload"))?;
+        let mut at = 0;
+        for part in parts {
+            let size = std::mem::size_of_val(*part);
+            // SAFETY: as above, the part's bytes are initialised.
+            let src = unsafe { std::slice::from_raw_parts(part.as_ptr().cast::<u8>(), size) };
+            let mut dst = view.slice_mut(at..at + size);
+            if size >= crate::staging::STAGED_FROM {
+                self.staged_upload(src, &mut dst)?;
+            } else if size > 0 {
+                self.inner
+                    .stream
+                    .memcpy_htod(src, &mut dst)
+                    .map_err(dev("upload"))?;
+            }
+            at += size;
         }
         Ok(buf)
     }
@@ -346,9 +339,48 @@ impl CudaBackend {
             nrows: m,
             ncols: m,
             nnz: a.nnz(),
-            ptr: self.setup_put_padded(&row_pointers(a), &tail)?,
+            ptr: self.setup_put_parts(&[&row_pointers(a), &tail])?,
             col: self.setup_put(a.col_idx())?,
             val: self.setup_put(a.values())?,
+        })
+    }
+
+    /// The rows of `parts` (each of `ncols` columns) stacked in order,
+    /// uploaded part by part into the device arrays (the first part's row
+    /// pointers as they are, the others' shifted by the entries before them
+    /// on the host), with no host copy of the stacked matrix. Errors when a
+    /// part has another column count. O(rows + nnz) across, O(rows of the
+    /// parts after the first) on the host.
+    pub fn setup_upload_stacked(&self, parts: &[&Csr<f64>], ncols: usize) -> Result<SetupCsr> {
+        if let Some(p) = parts.iter().find(|p| p.ncols() != ncols) {
+            return Err(Error::shape("stacked rows (columns)", ncols, p.ncols()));
+        }
+        let (mut at, mut shifted) = (0, Vec::with_capacity(parts.len()));
+        for (k, p) in parts.iter().enumerate() {
+            if k > 0 {
+                shifted.push(
+                    p.row_ptr()[1..]
+                        .iter()
+                        .map(|&e| (at + e) as u64)
+                        .collect::<Vec<u64>>(),
+                );
+            }
+            at += p.nnz();
+        }
+        let first = parts.first().map(|p| row_pointers(p));
+        let zero = [0u64];
+        let ptr_parts: Vec<&[u64]> = std::iter::once(first.as_deref().unwrap_or(&zero))
+            .chain(shifted.iter().map(|v| &v[..]))
+            .collect();
+        let cols: Vec<&[u32]> = parts.iter().map(|p| p.col_idx()).collect();
+        let vals: Vec<&[f64]> = parts.iter().map(|p| p.values()).collect();
+        Ok(SetupCsr {
+            nrows: parts.iter().map(|p| p.nrows()).sum(),
+            ncols,
+            nnz: at,
+            ptr: self.setup_put_parts(&ptr_parts)?,
+            col: self.setup_put_parts(&cols)?,
+            val: self.setup_put_parts(&vals)?,
         })
     }
 
@@ -1351,7 +1383,7 @@ impl CudaBackend {
     pub fn setup_vec_upload_padded(&self, host: &[f64], zeros: usize) -> Result<SetupVec> {
         Ok(SetupVec {
             len: host.len() + zeros,
-            buf: self.setup_put_padded(host, &vec![0.0; zeros])?,
+            buf: self.setup_put_parts(&[host, &vec![0.0; zeros]])?,
         })
     }
 

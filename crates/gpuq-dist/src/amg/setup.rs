@@ -352,8 +352,10 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         self.setup_aggregates(&a, bs, eps)
     }
 
-    /// With A's rows kept (squared): that matrix times the stacked B, the
-    /// rank's rows of the result back; else A uploaded as it is.
+    /// B's parts uploaded one after the other into one device matrix (no
+    /// stacked copy on the host); with A's rows kept (squared): that matrix
+    /// times B, the rank's rows of the result back; else A uploaded as it
+    /// is.
     fn stacked_product(
         &self,
         a: &Csr<f64>,
@@ -361,7 +363,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         parts: &[&Csr<f64>],
         ncols: usize,
     ) -> Result<Option<Csr<f64>>> {
-        let b = self.setup_upload(&stack_rows(parts, ncols)?)?;
+        let b = self.setup_upload_stacked(parts, ncols)?;
         if let Some(sq) = kept.get::<SquaredRows>() {
             let c = self.setup_spgemm(&sq.a, &b)?;
             return self.setup_download(&c)?.into_first_rows(sq.own).map(Some);
