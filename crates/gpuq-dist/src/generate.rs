@@ -1,7 +1,7 @@
 //! Each rank's rows of a generated stencil problem, built in place: no rank
 //! holds the whole matrix.
 
-use crate::halo::{task_slices, TASK_ROWS};
+use crate::halo::{par_row_pointers, task_slices, TASK_ROWS};
 use crate::partition::RowPartition;
 use gpuq_core::{Error, RealScalar, Result, Scalar};
 use gpuq_sparse::generators::ProblemSpec;
@@ -79,24 +79,16 @@ impl<T: Scalar> Stencil<T> {
         // Row lengths, their prefix sums, then the rows written by tasks of
         // rows in parallel (each task its own slices).
         let point = |i: usize| (i % mx, (i / mx) % my, i / sz);
-        let lens: Vec<usize> = range
-            .clone()
-            .into_par_iter()
-            .map(|i| {
-                let (x, y, z) = point(i);
-                1 + usize::from(z > 0)
-                    + usize::from(y > 0)
-                    + usize::from(x > 0)
-                    + usize::from(x + 1 < mx)
-                    + usize::from(y + 1 < my)
-                    + usize::from(z + 1 < mz)
-            })
-            .collect();
-        let mut ptr = Vec::with_capacity(range.len() + 1);
-        ptr.push(0);
-        for (k, l) in lens.iter().enumerate() {
-            ptr.push(ptr[k] + l);
-        }
+        let first_row = range.start;
+        let ptr = par_row_pointers(range.len(), |k| {
+            let (x, y, z) = point(first_row + k);
+            1 + usize::from(z > 0)
+                + usize::from(y > 0)
+                + usize::from(x > 0)
+                + usize::from(x + 1 < mx)
+                + usize::from(y + 1 < my)
+                + usize::from(z + 1 < mz)
+        });
         let nnz = ptr[range.len()];
         let (mut cols, mut vals) = (vec![0u32; nnz], vec![T::zero(); nnz]);
         let (col_tasks, val_tasks) = (task_slices(&mut cols, &ptr), task_slices(&mut vals, &ptr));

@@ -204,14 +204,16 @@ pub fn ghost_row_runs<T: Scalar>(ghost: &Csr<T>) -> Vec<Range<usize>> {
     row_runs(ghost, GHOST_JOIN_GAP)
 }
 
-/// [`ghost_row_runs`] joining across gaps of fewer than `join_gap` rows.
+/// [`ghost_row_runs`] joining across gaps of fewer than `join_gap` rows (the
+/// non-empty rows found in parallel, then walked in order).
 fn row_runs<T: Scalar>(ghost: &Csr<T>, join_gap: usize) -> Vec<Range<usize>> {
     let ptr = ghost.row_ptr();
+    let filled: Vec<usize> = (0..ghost.nrows())
+        .into_par_iter()
+        .filter(|&i| ptr[i + 1] != ptr[i])
+        .collect();
     let mut runs: Vec<Range<usize>> = Vec::new();
-    for i in 0..ghost.nrows() {
-        if ptr[i + 1] == ptr[i] {
-            continue;
-        }
+    for i in filled {
         match runs.last_mut() {
             Some(r) if i - r.end < join_gap => r.end = i + 1,
             _ => runs.push(i..i + 1),

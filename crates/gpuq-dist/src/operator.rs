@@ -3,7 +3,7 @@
 
 use crate::backend::{Dist, DistMatrix};
 use crate::comm::{comm_error, Communicator};
-use crate::halo::{split_rows, task_slices, HaloBackend, SplitRows, TASK_ROWS};
+use crate::halo::{par_row_pointers, split_rows, task_slices, HaloBackend, SplitRows, TASK_ROWS};
 use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, Error, FusedDot, LinearOperator, Result, Scalar,
@@ -153,19 +153,20 @@ pub(crate) fn transpose_rows<T: Scalar>(
             }
         })
     };
-    let next: Vec<AtomicUsize> = (0..mine.len()).map(|_| AtomicUsize::new(0)).collect();
+    let next: Vec<AtomicUsize> = (0..mine.len())
+        .into_par_iter()
+        .map(|_| AtomicUsize::new(0))
+        .collect();
     own(&|r, _, _| {
         next[r].fetch_add(1, Relaxed);
     });
     for &(r, _, _) in &remote {
         next[r].fetch_add(1, Relaxed);
     }
-    let mut ptr = Vec::with_capacity(mine.len() + 1);
-    ptr.push(0);
-    for (r, c) in next.iter().enumerate() {
-        ptr.push(ptr[r] + c.load(Relaxed));
-        c.store(ptr[r], Relaxed);
-    }
+    let ptr = par_row_pointers(mine.len(), |r| next[r].load(Relaxed));
+    next.par_iter()
+        .zip(&ptr[..mine.len()])
+        .for_each(|(c, &start)| c.store(start, Relaxed));
     let nnz = ptr[mine.len()];
     let (mut cols, mut vals) = (vec![0u32; nnz], vec![T::zero(); nnz]);
     {

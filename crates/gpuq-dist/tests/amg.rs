@@ -535,7 +535,7 @@ impl DistSetupKernels for CountingSetup {
         dinv: &gpuq_amg::blockdiag::BlockDiagonal,
         kept: &KeptRows,
         rho: f64,
-        pt: &Csr<f64>,
+        [own, ghost]: [&Csr<f64>; 2],
     ) -> Result<Option<Csr<f64>>, Error> {
         self.prolongators
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -543,7 +543,23 @@ impl DistSetupKernels for CountingSetup {
         assert_eq!((rows, &blocks[..]), (a, dinv.blocks()));
         self.given_kept
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        gpuq_amg::prolong::smooth(a, dinv, rho, pt).map(Some)
+        assert_eq!(
+            (own.ncols(), own.nrows() + ghost.nrows()),
+            (ghost.ncols(), a.ncols())
+        );
+        let ptr: Vec<usize> = own.row_ptr()[..own.nrows()]
+            .iter()
+            .copied()
+            .chain(ghost.row_ptr().iter().map(|&e| e + own.nnz()))
+            .collect();
+        let pt = Csr::try_new(
+            a.ncols(),
+            own.ncols(),
+            ptr,
+            [own.col_idx(), ghost.col_idx()].concat(),
+            [own.values(), ghost.values()].concat(),
+        )?;
+        gpuq_amg::prolong::smooth(a, dinv, rho, &pt).map(Some)
     }
 }
 

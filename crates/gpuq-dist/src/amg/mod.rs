@@ -47,7 +47,7 @@
 //!
 //! Not done: the rest of the setup runs on the host of every rank (R = P^T,
 //! the splits and exchanges, the tentative prolongator, the transfers
-//! around each device step: laplace3d:300's setup takes 5.8-7.3 s on two
+//! around each device step: laplace3d:300's setup takes about 5 s on two
 //! H200 ranks against 0.9-1.1 s on one GPU, no step above a tenth of it,
 //! [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
 //! gathered levels are solved on every rank, so in weak scaling they grow

@@ -192,7 +192,8 @@ pub trait DistSetupKernels: Sync {
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T of the rank's
     /// rows (`gpuq_amg::prolong::smooth`): `a` the rank's rows over owned
     /// then ghost columns, `dinv` the inverse blocks of its rows, `pt` the
-    /// tentative prolongator's owned then ghost rows, `kept` what
+    /// tentative prolongator's owned rows and its ghost rows (stacked in that
+    /// order, the same columns), `kept` what
     /// [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`; or `None` to
     /// smooth on the host (the default).
     fn smoothed_prolongator(
@@ -201,7 +202,7 @@ pub trait DistSetupKernels: Sync {
         _dinv: &BlockDiagonal,
         _kept: &KeptRows,
         _rho: f64,
-        _pt: &Csr<f64>,
+        _pt: [&Csr<f64>; 2],
     ) -> Result<Option<Csr<f64>>> {
         Ok(None)
     }
@@ -373,22 +374,22 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     }
 
     /// On the device, A squared by empty rows for the ghost columns (the
-    /// one-GPU kernel takes a square A; kept, or uploaded here), P_T
-    /// uploaded, the kernel, the rank's rows back.
+    /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's two
+    /// parts uploaded into one matrix, the kernel, the rank's rows back.
     fn smoothed_prolongator(
         &self,
         a: &Csr<f64>,
         dinv: &BlockDiagonal,
         kept: &KeptRows,
         rho: f64,
-        pt: &Csr<f64>,
+        [own, ghost]: [&Csr<f64>; 2],
     ) -> Result<Option<Csr<f64>>> {
         let mut fresh = None;
         let Some(sq) = SquaredRows::of(self, kept, (a, dinv), &mut fresh)? else {
             return Ok(None);
         };
         let omega = 4.0 / (3.0 * rho);
-        let spt = self.setup_upload(pt)?;
+        let spt = self.setup_upload_stacked(&[own, ghost], own.ncols())?;
         let p = self.setup_smoothed_prolongator(&sq.a, dinv.block(), omega, &sq.dinv, &spt)?;
         self.setup_download(&p)?.into_first_rows(sq.own).map(Some)
     }
@@ -560,15 +561,14 @@ fn extended(split: &SplitRows<f64>) -> Result<Csr<f64>> {
     Csr::try_new_allow_nonfinite(o.nrows(), o.ncols() + g.ncols(), ptr, cols, vals)
 }
 
-/// `a` with its column indices shifted by `offset` and `ncols` columns.
-fn shift_columns(a: &Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> {
-    Csr::try_new_allow_nonfinite(
-        a.nrows(),
-        ncols,
-        a.row_ptr().par_iter().copied().collect(),
-        a.col_idx().par_iter().map(|&c| c + offset as u32).collect(),
-        a.values().par_iter().copied().collect(),
-    )
+/// `a` with its column indices shifted by `offset` and `ncols` columns, in
+/// place (its arrays kept). O(nnz), parallel.
+fn shift_columns(a: Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> {
+    let (nrows, _, ptr, mut cols, vals) = a.into_parts();
+    let offset = u32::try_from(offset)
+        .map_err(|_| Error::InvalidArgument(format!("column offset {offset} beyond u32")))?;
+    cols.par_iter_mut().for_each(|c| *c += offset);
+    Csr::try_new_allow_nonfinite(nrows, ncols, ptr, cols, vals)
 }
 
 /// The product C = A B of a matrix whose rank's rows are `split` (columns
@@ -611,7 +611,7 @@ fn product(
 /// whose stored entries are all zero, as the one-process setup does.
 fn fix_empty_rows(ac: Csr<f64>, first: usize) -> Result<Csr<f64>> {
     let empty = |i: usize| ac.row(i).1.iter().all(|&v| v == 0.0);
-    if !(0..ac.nrows()).any(empty) {
+    if !(0..ac.nrows()).into_par_iter().any(empty) {
         return Ok(ac);
     }
     let mut ptr = vec![0];
@@ -927,18 +927,16 @@ fn coarsen(
         let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
             let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
             trace.mark(format_args!("  tentative"));
-            let pt = agree(comm, shift_columns(&tent.p, cfirst, nc))?;
+            let pt = agree(comm, shift_columns(tent.p, cfirst, nc))?;
             trace.mark(format_args!("  its columns shifted"));
             let pt_ghosts = plan.exchange_rows(comm, &pt)?;
             trace.mark(format_args!("  its ghost rows exchanged"));
-            let stacked = stack_rows(&[pt, pt_ghosts], nc);
-            trace.mark(format_args!("  stacked"));
-            let smoothed = stacked.and_then(|pt_ext| {
-                match local.smoothed_prolongator(&a_ext, &dinv, &kept, rho, &pt_ext)? {
+            let smoothed = local
+                .smoothed_prolongator(&a_ext, &dinv, &kept, rho, [&pt, &pt_ghosts])
+                .and_then(|p| match p {
                     Some(p) => Ok(p),
-                    None => smooth(&a_ext, &dinv, rho, &pt_ext),
-                }
-            });
+                    None => smooth(&a_ext, &dinv, rho, &stack_rows(&[pt, pt_ghosts], nc)?),
+                });
             let p = agree(comm, smoothed)?;
             trace.mark(format_args!("  smoothed prolongator"));
             Ok((p, tent.coarse_null))
