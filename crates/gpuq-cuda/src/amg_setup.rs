@@ -321,30 +321,6 @@ impl CudaBackend {
         })
     }
 
-    /// The n x m matrix `a` (m >= n) made square by m - n empty rows after
-    /// its own, uploaded: its arrays as they are and the row pointers' tail
-    /// (m - n copies of nnz), with no host copy of the matrix. The rows of a
-    /// rank's level, owned then ghost columns, for kernels written for a
-    /// square matrix (a product with it gives the rank's rows first, then
-    /// empty rows). Errors when m < n. O(m + nnz) across.
-    pub fn setup_upload_squared(&self, a: &Csr<f64>) -> Result<SetupCsr> {
-        let (n, m) = a.shape();
-        if m < n {
-            return Err(Error::InvalidArgument(format!(
-                "a {n} x {m} matrix has fewer columns than rows: it cannot be made square by empty rows"
-            )));
-        }
-        let tail = vec![a.nnz() as u64; m - n];
-        Ok(SetupCsr {
-            nrows: m,
-            ncols: m,
-            nnz: a.nnz(),
-            ptr: self.setup_put_parts(&[&row_pointers(a), &tail])?,
-            col: self.setup_put(a.col_idx())?,
-            val: self.setup_put(a.values())?,
-        })
-    }
-
     /// The rows of `parts` (each of `ncols` columns) stacked in order,
     /// uploaded part by part into the device arrays (the first part's row
     /// pointers as they are, the others' shifted by the entries before them

@@ -296,9 +296,10 @@ pub(crate) struct SquaredRows {
 
 #[cfg(feature = "cuda")]
 impl SquaredRows {
-    /// `a` squared and uploaded with `dinv`'s blocks, the padding added on
-    /// the way (no host copy); `None` where the ghost columns do not make
-    /// whole blocks ([`padding_rows`]). O(nnz) across.
+    /// `a` squared (stacked on an empty row per ghost column) and uploaded
+    /// with `dinv`'s blocks, the padding added on the way (no host copy of
+    /// the rows); `None` where the ghost columns do not make whole blocks
+    /// ([`padding_rows`]). O(nnz) across.
     fn upload(
         g: &gpuq_cuda::CudaBackend,
         a: &Csr<f64>,
@@ -307,8 +308,15 @@ impl SquaredRows {
         let Some(ghosts) = padding_rows(a, dinv) else {
             return Ok(None);
         };
+        let empty = Csr::try_new(
+            ghosts,
+            a.ncols(),
+            vec![0; ghosts + 1],
+            Vec::new(),
+            Vec::new(),
+        )?;
         Ok(Some(SquaredRows {
-            a: g.setup_upload_squared(a)?,
+            a: g.setup_upload_stacked(&[a, &empty], a.ncols())?,
             dinv: g.setup_vec_upload_padded(dinv.blocks(), ghosts * dinv.block())?,
             own: a.nrows(),
         }))
