@@ -7,7 +7,7 @@ use crate::coloring::symmetric_order;
 use crate::hierarchy::Hierarchy;
 use crate::kernels::{convert, AmgKernels};
 use crate::options::{CycleKind, CycleOptions, Smoother};
-use crate::resident::{sell_stored, LevelMatrix};
+use crate::resident::{host_row_lengths, sell_stored, LevelMatrix};
 use crate::trace::Trace;
 use gpuq_core::{Backend, Error, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, DeviceMatrix, Layout, MAX_BSR_BLOCK};
@@ -195,17 +195,9 @@ pub fn cycle_layout<T: Scalar>(
     layout_for(
         requested,
         (a.shape(), a.nnz()),
-        |c, sigma| Ok(sell_stored(&host_lengths(a), c, sigma)),
+        |c, sigma| Ok(sell_stored(host_row_lengths(a), c, sigma)),
         blocks,
     )
-}
-
-/// The row lengths of a host matrix.
-fn host_lengths<T: Scalar>(a: &Csr<T>) -> Vec<u32> {
-    a.row_ptr()
-        .windows(2)
-        .map(|w| (w[1] - w[0]) as u32)
-        .collect()
 }
 
 impl<B: AmgKernels, T: Scalar> Amg<B, T> {
@@ -231,7 +223,7 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
             let layout = layout_for(
                 options.layout,
                 (m.shape(), m.nnz()),
-                |c, sigma| Ok(sell_stored(&host_lengths(m), c, sigma)),
+                |c, sigma| Ok(sell_stored(host_row_lengths(m), c, sigma)),
                 blocks,
             )?;
             backend.upload_matrix_owned(convert::<T>(m)?, layout)
@@ -602,20 +594,23 @@ mod tests {
             layout_for(
                 req,
                 (a.shape(), a.nnz()),
-                |c, sigma| Ok(sell_stored(&host_lengths(a), c, sigma)),
+                |c, sigma| Ok(sell_stored(host_row_lengths(a), c, sigma)),
                 blocks,
             )
             .unwrap()
         };
         assert_eq!(layout(sell, &uniform, [1, 1]), sell);
-        assert_eq!(sell_stored(&host_lengths(&uniform), 32, 1), uniform.nnz());
+        assert_eq!(
+            sell_stored(host_row_lengths(&uniform), 32, 1),
+            uniform.nnz()
+        );
         // rows of 1 to 6 entries in a repeating pattern pad by far more than
         // 10% unsorted: sorted within 8 slices
         let varied = rows_of(4096, |i| 1 + (i * 7) % 6);
         let sorted = Layout::Sell { c: 32, sigma: 256 };
         assert_eq!(layout(sell, &varied, [1, 1]), sorted);
-        let lens = host_lengths(&varied);
-        assert!(sell_stored(&lens, 32, 256) <= sell_stored(&lens, 32, 1));
+        let lens = host_row_lengths(&varied);
+        assert!(sell_stored(lens.clone(), 32, 256) <= sell_stored(lens, 32, 1));
         // few long rows: CSR
         assert_eq!(layout(sell, &rows_of(1000, |_| 40), [1, 1]), Layout::Csr);
         // BSR: the matrix's own node blocks where rows and columns agree,

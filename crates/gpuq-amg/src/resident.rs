@@ -4,7 +4,7 @@
 //! them there ([`crate::AmgKernels::amg_level_matrix`]) and the host copy is
 //! made only when something asks for it ([`LevelMatrix::host`]).
 
-use gpuq_core::{Error, Result};
+use gpuq_core::{Error, Result, Scalar};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 use std::any::Any;
@@ -27,7 +27,7 @@ pub trait ResidentMatrix: Send + Sync {
     /// [`ResidentMatrix::row_lengths`]; a backend may count where the matrix
     /// lives.
     fn sell_stored(&self, c: usize, sigma: usize) -> Result<usize> {
-        Ok(sell_stored(&self.row_lengths()?, c, sigma))
+        Ok(sell_stored(self.row_lengths()?, c, sigma))
     }
 
     /// The backend's own type, for the backend that made it to find its data.
@@ -138,7 +138,7 @@ impl LevelMatrix {
     pub fn sell_stored(&self, c: usize, sigma: usize) -> Result<usize> {
         match (self.0.host.get(), self.0.resident.get()) {
             (None, Some(r)) => r.sell_stored(c, sigma),
-            _ => Ok(sell_stored(&self.row_lengths()?, c, sigma)),
+            _ => Ok(sell_stored(self.row_lengths()?, c, sigma)),
         }
     }
 
@@ -146,28 +146,26 @@ impl LevelMatrix {
     /// one, else from the resident copy. O(nrows).
     pub fn row_lengths(&self) -> Result<Vec<u32>> {
         match (self.0.host.get(), self.0.resident.get()) {
-            (Some(h), _) => Ok(h
-                .row_ptr()
-                .windows(2)
-                .map(|w| (w[1] - w[0]) as u32)
-                .collect()),
             (None, Some(r)) => r.row_lengths(),
-            (None, None) => self.host().map(|h| {
-                h.row_ptr()
-                    .windows(2)
-                    .map(|w| (w[1] - w[0]) as u32)
-                    .collect()
-            }),
+            _ => self.host().map(host_row_lengths),
         }
     }
 }
 
+/// The stored entries of each row of the host matrix `a`. O(nrows),
+/// parallel.
+pub(crate) fn host_row_lengths<T: Scalar>(a: &Csr<T>) -> Vec<u32> {
+    a.row_ptr()
+        .par_windows(2)
+        .map(|w| (w[1] - w[0]) as u32)
+        .collect()
+}
+
 /// Stored entries in SELL-`c`-`sigma` of a matrix whose rows hold `lens`
-/// entries: per slice of c consecutive rows (after sorting each window of
-/// sigma rows by length, longest first), c times its longest row.
-/// O(nrows log sigma).
-pub(crate) fn sell_stored(lens: &[u32], c: usize, sigma: usize) -> usize {
-    let mut lens = lens.to_vec();
+/// entries (sorted in place by windows when sigma > 1): per slice of c
+/// consecutive rows (after sorting each window of sigma rows by length,
+/// longest first), c times its longest row. O(nrows log sigma), parallel.
+pub(crate) fn sell_stored(mut lens: Vec<u32>, c: usize, sigma: usize) -> usize {
     if sigma > 1 {
         lens.par_chunks_mut(sigma)
             .for_each(|w| w.sort_unstable_by(|x, y| y.cmp(x)));
