@@ -47,8 +47,8 @@
 //!
 //! Not done: the rest of the setup runs on the host of every rank (R = P^T,
 //! the splits and exchanges, the tentative prolongator, the transfers
-//! around each device step: laplace3d:300's setup takes about 5 s on two
-//! H200 ranks against 0.9-1.1 s on one GPU, no step above a tenth of it,
+//! around each device step: laplace3d:300's setup takes 4.2-5 s on two
+//! H200 ranks against 0.8-1.1 s on one GPU, no step above a tenth of it,
 //! [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
 //! gathered levels are solved on every rank, so in weak scaling they grow
 //! with the rank count); Gauss-Seidel (its colouring is per process) and
