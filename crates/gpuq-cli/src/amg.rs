@@ -87,10 +87,17 @@ pub struct AmgArgs {
     pub setup: String,
     /// Under mpirun: a level with fewer rows per rank than this is gathered onto every rank
     /// and coarsened further there by the one-process setup (each rank then solves it
-    /// redundantly). Default: 2000, and 50000 on GPU ranks that exchange over NCCL
-    /// (measured: fewer exchanges of small levels).
+    /// redundantly; with --amg-agglomerate, per rank holding rows). Default: 2000, and 50000
+    /// on GPU ranks that exchange over NCCL (measured: fewer exchanges of small levels).
     #[arg(long = "amg-gather-below")]
     pub gather_below: Option<usize>,
+    /// Under mpirun: coarse levels move onto fewer ranks as they shrink (a power-of-two
+    /// fraction of the ranks holding rows, each group's rows on its first rank) so that each
+    /// rank holding rows keeps at least --amg-gather-below of them; only a level of fewer
+    /// rows than that in all is gathered onto every rank. Without it every rank holds a share
+    /// of each level until the gathered levels, which then grow with the rank count.
+    #[arg(long = "amg-agglomerate")]
+    pub agglomerate: bool,
 }
 
 /// Builds the hierarchy of `a` (handed over: on the host it becomes the

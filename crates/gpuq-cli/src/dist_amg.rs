@@ -89,6 +89,7 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
                 levels,
                 distributed_levels: h.levels().len(),
                 gather_below: options.gather_below,
+                agglomerate: options.agglomerate,
                 operator_complexity: h.operator_complexity(),
                 setup_s: h.setup_seconds(),
                 setup_on,
@@ -148,6 +149,7 @@ fn dist_amg_options(
         } else {
             DistAmgOptions::default().gather_below
         }),
+        agglomerate: args.agglomerate,
     })
 }
 
@@ -199,6 +201,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
         cycle_precision: precision,
         distributed_levels: h.levels().len(),
         gather_below: options.gather_below,
+        agglomerate: options.agglomerate,
         operator_complexity: h.operator_complexity(),
         setup_s: start.elapsed().as_secs_f64(),
         setup_on: dist.local().dist_setup_name(),
@@ -229,8 +232,11 @@ struct InfoReport {
     levels: Vec<InfoLevel>,
     /// Number of distributed levels.
     distributed_levels: usize,
-    /// Rows below which a level is gathered.
+    /// Rows below which a level is gathered (per rank holding rows, with
+    /// agglomeration: in all).
     gather_below: usize,
+    /// Whether coarse levels moved onto fewer ranks (`--amg-agglomerate`).
+    agglomerate: bool,
     /// Operator complexity of the hierarchy.
     operator_complexity: f64,
     /// Seconds of the setup.
@@ -259,8 +265,11 @@ pub(crate) struct SolveAmgReport<'a> {
     cycle_precision: &'a str,
     /// Number of distributed levels.
     distributed_levels: usize,
-    /// Rows below which a level is gathered.
+    /// Rows below which a level is gathered (per rank holding rows, with
+    /// agglomeration: in all).
     gather_below: usize,
+    /// Whether coarse levels moved onto fewer ranks (`--amg-agglomerate`).
+    agglomerate: bool,
     /// Operator complexity of the hierarchy.
     operator_complexity: f64,
     /// Seconds of the setup (the hierarchy and the cycle).

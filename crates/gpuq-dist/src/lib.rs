@@ -127,10 +127,10 @@
 //! blocks).
 //!
 //! Not done yet: most of the distributed AMG setup on the device (each rank
-//! aggregates and multiplies on its GPU, the rest on its host); one V-cycle
-//! for one process and many (the distributed levels have their own cycle;
-//! the mixed-precision wrapper is already `gpuq-amg`'s) and coarse levels
-//! agglomerated onto fewer ranks; a rank's Matrix Market rows built straight
+//! aggregates, estimates rho and multiplies on its GPU, the rest on its
+//! host); the last gathered levels solved on one rank rather than on every
+//! rank (the levels above them can be agglomerated onto fewer ranks,
+//! [`DistAmgOptions::agglomerate`]); a rank's Matrix Market rows built straight
 //! into CSR (they go through triplets); distributed walk data for Monte Carlo
 //! (every rank holds the whole matrix); a CLI option for the bisection
 //! partition.
@@ -183,7 +183,9 @@ pub use mpi_comm::MpiComm;
 pub use operator::DistOperator;
 pub use partition::RowPartition;
 pub use reorder::Reordering;
-pub use scatter::{allgather_matrix, broadcast_rows, gather_rows, scatter_rows, scatter_vector};
+pub use scatter::{
+    allgather_matrix, broadcast_rows, gather_rows, move_rows, scatter_rows, scatter_vector,
+};
 pub use solve::{allgather_rows, rows_of, solve_rows, solve_rows_with_precond};
 pub use thread_comm::ThreadComm;
 pub use walks::DistWalk;

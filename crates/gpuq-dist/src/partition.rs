@@ -136,6 +136,37 @@ impl RowPartition {
     pub fn starts(&self) -> &[usize] {
         &self.starts
     }
+
+    /// How many ranks own at least one row. O(ranks).
+    pub fn active_ranks(&self) -> usize {
+        self.starts.windows(2).filter(|w| w[1] > w[0]).count()
+    }
+
+    /// The same rows agglomerated onto fewer ranks so that each rank holding
+    /// rows keeps at least `per_rank` of them: the ranks in consecutive
+    /// groups of s (s the least power of two for which rows >= ceil(ranks /
+    /// s) per_rank, at most the first power of two >= ranks), each group's
+    /// rows (consecutive, so no row is renumbered) owned by its first rank,
+    /// the others left empty. A partition already agglomerated by a smaller
+    /// s (its empty ranks those of its groups) stays consistent: its groups
+    /// merge. `per_rank` 0 changes nothing. O(ranks).
+    pub fn agglomerated(&self, per_rank: usize) -> RowPartition {
+        let (ranks, rows) = (self.ranks(), self.rows());
+        let mut s = 1;
+        while s < ranks && rows < ranks.div_ceil(s) * per_rank {
+            s *= 2;
+        }
+        let counts: Vec<usize> = (0..ranks)
+            .map(|r| {
+                if r % s == 0 {
+                    self.starts[(r + s).min(ranks)] - self.starts[r]
+                } else {
+                    0
+                }
+            })
+            .collect();
+        RowPartition::from_counts(&counts).expect("at least one rank")
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +194,32 @@ mod tests {
         assert_eq!(p.owner(2), Some(3));
         assert_eq!(p.range(1), 2..2);
         assert!(RowPartition::from_counts(&[]).is_err());
+    }
+
+    #[test]
+    fn agglomeration_keeps_the_rows_and_their_order_on_fewer_ranks() {
+        let p = RowPartition::from_counts(&[30, 25, 20, 25, 10]).unwrap();
+        // 110 rows keep 22 a rank on five ranks: nothing moves.
+        assert_eq!(p.agglomerated(22), p);
+        assert_eq!(p.agglomerated(0), p);
+        assert_eq!(p.active_ranks(), 5);
+        // 35 a rank: three groups of two (the last of one rank).
+        let q = p.agglomerated(35);
+        assert_eq!(q.starts(), &[0, 55, 55, 100, 100, 110]);
+        assert_eq!(q.active_ranks(), 3);
+        // 50 a rank: groups of four; 1000: everything on rank 0; agglomerating
+        // again merges groups.
+        let g = p.agglomerated(50);
+        assert_eq!(g.starts(), &[0, 100, 100, 100, 100, 110]);
+        assert_eq!(q.agglomerated(50), g);
+        let one = p.agglomerated(1000);
+        assert_eq!(one.starts(), &[0, 110, 110, 110, 110, 110]);
+        assert_eq!(one.active_ranks(), 1);
+        assert_eq!(g.agglomerated(1000), one);
+        for part in [&q, &g, &one] {
+            assert_eq!(part.rows(), p.rows());
+            assert_eq!(part.ranks(), p.ranks());
+        }
     }
 
     #[test]

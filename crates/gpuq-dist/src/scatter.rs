@@ -10,6 +10,8 @@ use gpuq_sparse::Csr;
 const SCATTER_TAG: u16 = 4;
 /// The tag of gathered rows.
 const GATHER_TAG: u16 = 5;
+/// The tag of rows moved between two partitions.
+const MOVE_TAG: u16 = 8;
 
 /// Rank `root` holds A and b whole (`whole`, ignored elsewhere); every rank
 /// gets its rows of A (global columns) and of b as `partition` gives them.
@@ -174,6 +176,52 @@ pub fn gather_rows<T: Scalar>(
     Ok(Some(whole))
 }
 
+/// This rank's part, under the partition `to`, of a vector of which it holds
+/// its part under `from` (`local`; the same rows in the same order): each
+/// row sent to its owner under `to`, the arrived parts placed in rank order.
+/// Collective; one message to and from each rank whose blocks overlap this
+/// rank's. Errors when `local` does not match `from` or the partitions cover
+/// different rows.
+pub fn move_rows<T: Scalar>(
+    comm: &dyn Communicator,
+    (from, to): (&RowPartition, &RowPartition),
+    local: &[T],
+) -> Result<Vec<T>> {
+    let (rank, size) = (comm.rank(), comm.size());
+    let (mine, target) = (from.range(rank), to.range(rank));
+    gpuq_core::check_same_len("move_rows (the rank's part)", mine.len(), local.len())?;
+    gpuq_core::check_same_len("move_rows (the partitions' rows)", from.rows(), to.rows())?;
+    let overlap = |a: std::ops::Range<usize>, b: std::ops::Range<usize>| {
+        a.start.max(b.start)..a.end.min(b.end).max(a.start.max(b.start))
+    };
+    let base = mine.start;
+    let sends: Vec<(usize, &[u8])> = (0..size)
+        .filter(|&q| q != rank)
+        .map(|q| (q, overlap(mine.clone(), to.range(q))))
+        .filter(|(_, o)| !o.is_empty())
+        .map(|(q, o)| (q, scalars_as_bytes(&local[o.start - base..o.end - base])))
+        .collect();
+    let senders: Vec<usize> = (0..size)
+        .filter(|&q| q != rank && !overlap(from.range(q), target.clone()).is_empty())
+        .collect();
+    let arrived = comm.exchange(MOVE_TAG, &sends, &senders, &mut || Ok(()))?;
+    let mut out = vec![T::zero(); target.len()];
+    for q in 0..size {
+        let o = overlap(from.range(q), target.clone());
+        if o.is_empty() {
+            continue;
+        }
+        let dst = &mut out[o.start - target.start..o.end - target.start];
+        if q == rank {
+            dst.copy_from_slice(&local[o.start - base..o.end - base]);
+        } else {
+            let k = senders.iter().position(|&s| s == q).unwrap_or(0);
+            fill_from(&arrived[k], dst, "move_rows", q)?;
+        }
+    }
+    Ok(out)
+}
+
 /// Overwrites `dst` with the values in `bytes` (a message from rank `from`
 /// for `op`); errors when the lengths differ.
 fn fill_from<T: Scalar>(bytes: &[u8], dst: &mut [T], op: &str, from: usize) -> Result<()> {
@@ -286,6 +334,31 @@ mod tests {
         let one = RowPartition::contiguous(5, 1).unwrap();
         assert!(scatter_vector(&c, &one, 0, Some(&b[..4])).is_err());
         assert!(scatter_vector::<f64>(&c, &one, 0, None).is_err());
+    }
+
+    #[test]
+    fn rows_move_between_any_two_partitions_in_order() {
+        let v: Vec<f64> = (0..40).map(|i| i as f64 * 0.5).collect();
+        let from = RowPartition::from_counts(&[10, 0, 13, 17]).unwrap();
+        for to in [
+            from.agglomerated(15),
+            RowPartition::from_counts(&[0, 40, 0, 0]).unwrap(),
+            RowPartition::from_counts(&[5, 20, 5, 10]).unwrap(),
+            from.clone(),
+        ] {
+            let out = ThreadComm::run(4, |c| {
+                move_rows(&c, (&from, &to), &v[from.range(c.rank())]).unwrap()
+            })
+            .unwrap();
+            for (r, part) in out.iter().enumerate() {
+                assert_eq!(part, &v[to.range(r)].to_vec(), "{:?}", to.starts());
+            }
+        }
+        let c = crate::SingleRank;
+        let one = RowPartition::contiguous(5, 1).unwrap();
+        assert!(move_rows(&c, (&one, &one), &v[..4]).is_err());
+        let other = RowPartition::contiguous(6, 1).unwrap();
+        assert!(move_rows(&c, (&one, &other), &v[..5]).is_err());
     }
 
     #[test]

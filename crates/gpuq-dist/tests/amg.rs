@@ -92,6 +92,7 @@ fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
     let a = laplace3d::<f64>(18);
     let o = DistAmgOptions {
         gather_below: 1,
+        agglomerate: false,
         amg: AmgOptions {
             coarse_size: 40,
             ..DistAmgOptions::default().amg
@@ -143,6 +144,7 @@ fn distributed_levels_follow_the_one_process_coarsening_rule() {
     let a = gpuq_sparse::generators::chain_with_far_couplings(1500).unwrap();
     let o = DistAmgOptions {
         gather_below: 10,
+        agglomerate: false,
         amg: AmgOptions {
             strength: 0.01,
             coarse_size: 50,
@@ -176,6 +178,99 @@ fn distributed_levels_follow_the_one_process_coarsening_rule() {
     }
 }
 
+/// A rank's distributed levels (their partitions and its rows of A) and the
+/// gathered levels' finest matrix.
+type RankLevels = (Vec<(RowPartition, Csr<f64>)>, Csr<f64>);
+
+/// Every rank's [`RankLevels`], built over `ranks` ranks.
+fn levels_over(a: &Csr<f64>, ranks: usize, o: &DistAmgOptions) -> Vec<RankLevels> {
+    let p = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+    ThreadComm::run(ranks, |comm| {
+        let rows = rows_of(a, &p, comm.rank()).unwrap();
+        let h = DistHierarchy::build(&comm, &p, &rows, o).unwrap();
+        let levels = h
+            .levels()
+            .iter()
+            .map(|l| (l.partition.clone(), l.a.clone()))
+            .collect();
+        (levels, h.tail().levels()[0].a.host().unwrap().clone())
+    })
+    .unwrap()
+}
+
+#[test]
+fn agglomerated_levels_hold_the_same_coarse_operator_on_fewer_ranks() {
+    // Without agglomeration the first coarse level of fewer than ranks x 150
+    // rows is gathered onto every rank; with it, that level stays
+    // distributed on fewer ranks, its rows those of the gathered matrix (the
+    // same aggregates, P and numbering; R and R (A P) on the groups' first
+    // ranks: the same pattern, the values to rounding, as a rank sums its
+    // own columns first), and the levels above it are the same.
+    // laplace3d(22): about 1050 rows on level 1, 80-100 on level 2; with
+    // 600 rows a rank, level 1 goes onto rank 0; with 300, onto two of four.
+    let a = laplace3d::<f64>(22);
+    for (ranks, per_rank) in [(2, 600), (3, 600), (4, 300), (4, 600)] {
+        let o = DistAmgOptions {
+            gather_below: per_rank,
+            ..DistAmgOptions::default()
+        };
+        let on = DistAmgOptions {
+            agglomerate: true,
+            ..o.clone()
+        };
+        let gathered = levels_over(&a, ranks, &o);
+        let agglomerated = levels_over(&a, ranks, &on);
+        // Level j, gathered without agglomeration, is the first agglomerated.
+        let (j, whole) = (gathered[0].0.len(), &gathered[0].1);
+        let levels = &agglomerated[0].0;
+        assert!(
+            levels.len() > j,
+            "{ranks} ranks: {} distributed levels",
+            levels.len()
+        );
+        for (l, (part, _)) in levels.iter().enumerate() {
+            assert_eq!(
+                part.active_ranks() < ranks,
+                l >= j,
+                "{ranks} ranks, level {l}"
+            );
+        }
+        let part = &levels[j].0;
+        assert_eq!(part.rows(), whole.nrows());
+        assert_eq!(part.active_ranks(), if per_rank == 300 { 2 } else { 1 });
+        for (r, (mine, _)) in agglomerated.iter().enumerate() {
+            let (x, y) = (&mine[j].1, rows_of(whole, part, r).unwrap());
+            assert_eq!(x.shape(), y.shape());
+            assert_eq!((x.row_ptr(), x.col_idx()), (y.row_ptr(), y.col_idx()));
+            let scale = y.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            for (u, v) in x.values().iter().zip(y.values()) {
+                assert!(
+                    (u - v).abs() <= 1e-14 * scale,
+                    "{ranks} ranks, rank {r}: {u} vs {v}"
+                );
+            }
+        }
+        // The gathered levels below are at most gather_below rows.
+        assert!(agglomerated[0].1.nrows() < on.gather_below);
+    }
+}
+
+#[test]
+fn pcg_with_agglomerated_levels_on_1_to_4_ranks_reaches_the_tolerance() {
+    // Level 1 (about 1050 rows) onto two of four ranks (300 a rank), or
+    // onto rank 0 (600).
+    let a = laplace3d::<f64>(22);
+    let b = rhs(a.nrows());
+    for per_rank in [300, 600] {
+        let o = DistAmgOptions {
+            gather_below: per_rank,
+            agglomerate: true,
+            ..DistAmgOptions::default()
+        };
+        pcg_on_1_to_4_ranks(&a, &b, &o);
+    }
+}
+
 /// With the one-process cycle's smoothers across ranks: damped Jacobi (the
 /// distributed default) and Chebyshev (the one-process default).
 #[test]
@@ -185,6 +280,7 @@ fn pcg_with_distributed_amg_on_1_to_4_ranks_reaches_the_tolerance() {
     for smoother in [Smoother::Jacobi, Smoother::Chebyshev { degree: 3 }] {
         let o = DistAmgOptions {
             gather_below: 150,
+            agglomerate: false,
             amg: AmgOptions {
                 smoother: Some(smoother),
                 ..DistAmgOptions::default().amg
@@ -339,6 +435,7 @@ fn block_systems_and_l1_jacobi_run_distributed() {
     let (a, b) = (g.matrix, g.rhs.unwrap());
     let o = DistAmgOptions {
         gather_below: 100,
+        agglomerate: false,
         amg: AmgOptions {
             block: 2,
             smoother: Some(Smoother::L1Jacobi),
@@ -358,6 +455,7 @@ fn block3_elasticity_with_rigid_body_modes_runs_distributed() {
     let modes = gpuq_amg::rigid_body_modes(&e.free_coordinates()).unwrap();
     let o = DistAmgOptions {
         gather_below: 300,
+        agglomerate: false,
         amg: AmgOptions {
             block: 3,
             near_null_space: Some(modes),

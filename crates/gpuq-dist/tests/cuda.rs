@@ -150,6 +150,23 @@ fn nccl_pair(test: &str) -> Option<()> {
     Some(())
 }
 
+/// Whether two distributed hierarchies have the same levels: rho, A, P and R
+/// bit for bit.
+fn same_levels(h: &gpuq_dist::DistHierarchy, g: &gpuq_dist::DistHierarchy) -> bool {
+    h.levels().len() == g.levels().len()
+        && h.levels()
+            .iter()
+            .zip(g.levels())
+            .all(|(x, y)| x.rho == y.rho && x.a == y.a && x.p == y.p && x.r == y.r)
+}
+
+/// ||b - A x|| / ||b||.
+fn true_residual(a: &gpuq_sparse::Csr<f64>, x: &[f64], b: &[f64]) -> f64 {
+    let ax = a.mul_vec(x).unwrap();
+    let r: f64 = ax.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum();
+    (r / b.iter().map(|v| v * v).sum::<f64>()).sqrt()
+}
+
 /// Runs `f` on two thread ranks, rank r on GPU r with NCCL attached.
 fn on_two_gpus<R: Send>(f: impl Fn(Dist<CudaBackend>) -> R + Sync) -> Vec<R> {
     let id = CudaBackend::nccl_unique_id().unwrap();
@@ -283,12 +300,10 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
         // rank's GPU: the same distributed levels (rho too, bit for bit); the gathered levels built on the GPU too (the
         // one-process device setup: the host's matrices to rounding).
         let hg = DistHierarchy::build_on(dist.local(), dist.comm(), &partition, &rows, &o).unwrap();
-        let same = h.levels().len() == hg.levels().len()
-            && h.levels()
-                .iter()
-                .zip(hg.levels())
-                .all(|(x, y)| x.rho == y.rho && x.a == y.a && x.p == y.p && x.r == y.r);
-        assert!(same, "the GPU-built hierarchy differs from the host's");
+        assert!(
+            same_levels(&h, &hg),
+            "the GPU-built hierarchy differs from the host's"
+        );
         let (ct, dev) = (h.tail().coarse_solve(), hg.tail().coarse_solve());
         let scale = ct.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
         assert!(
@@ -326,13 +341,57 @@ fn cg_and_amg_over_nccl_match_one_gpu() {
     let ra = &runs[0].1 .1;
     assert!(ra.converged && ra.relative_residual <= 1e-9);
     assert!(runs[0].2 >= 1 && 3 * ra.iterations < r1.iterations);
-    let ax = a.mul_vec(&xa).unwrap();
-    let res = ax
-        .iter()
-        .zip(&b)
-        .map(|(p, q)| (p - q) * (p - q))
-        .sum::<f64>()
-        .sqrt()
-        / b.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let res = true_residual(&a, &xa, &b);
     assert!(res <= 1.5e-9, "true residual {res:e}");
+}
+
+/// Agglomeration on two GPUs: level 1 of laplace3d(22) (about 1050 rows, under
+/// 2 x 600) goes onto rank 0, rank 1 holding no row of it: the hierarchy built
+/// on the GPUs is the host's (rho, A, P and R), and the cycle on the GPUs
+/// (rank 1 idle on level 1) preconditions CG to the tolerance.
+#[test]
+fn agglomerated_levels_on_two_gpus_match_the_host() {
+    if nccl_pair("agglomerated_levels_on_two_gpus_match_the_host").is_none() {
+        return;
+    }
+    use gpuq_core::LinearOperator;
+    use gpuq_dist::{solve_rows_with_precond, DistAmgOptions, DistHierarchy};
+    let a = generators::laplace3d::<f64>(22);
+    let n = a.nrows();
+    let b: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64).collect();
+    let config = SolverConfig {
+        method: Method::Cg,
+        precond: Preconditioner::None,
+        options: KrylovOptions {
+            rtol: 1e-10,
+            ..KrylovOptions::default()
+        },
+        layout: Layout::Csr,
+    };
+    let partition = RowPartition::contiguous(n, 2).unwrap();
+    let o = DistAmgOptions {
+        gather_below: 600,
+        agglomerate: true,
+        ..DistAmgOptions::default()
+    };
+    let runs = on_two_gpus(|dist| {
+        let rank = dist.comm().rank();
+        let rows = rows_of(&a, &partition, rank).unwrap();
+        let h = DistHierarchy::build(dist.comm(), &partition, &rows, &o).unwrap();
+        let hg = DistHierarchy::build_on(dist.local(), dist.comm(), &partition, &rows, &o).unwrap();
+        assert!(h.levels().len() >= 2);
+        assert_eq!(h.levels()[1].partition.active_ranks(), 1);
+        assert!(
+            same_levels(&h, &hg),
+            "rank {rank}: the GPU-built hierarchy differs from the host's"
+        );
+        let m = hg.cycle::<CudaBackend, f64>(&dist, Layout::Csr).unwrap();
+        let m: &dyn LinearOperator<Dist<CudaBackend>, f64> = &m;
+        let range = partition.range(rank);
+        solve_rows_with_precond(&dist, &partition, &rows, &b[range], &config, Some(m)).unwrap()
+    });
+    let x: Vec<f64> = runs.iter().flat_map(|(x, _)| x.clone()).collect();
+    assert!(runs.iter().all(|(_, r)| r.converged && r.iterations < 40));
+    let res = true_residual(&a, &x, &b);
+    assert!(res <= 1.5e-10, "true residual {res:e}");
 }

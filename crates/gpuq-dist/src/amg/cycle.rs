@@ -318,6 +318,7 @@ mod tests {
                     ..gpuq_amg::AmgOptions::default()
                 },
                 gather_below: 100,
+                ..DistAmgOptions::default()
             };
             let (dist_x, one_x) = ThreadComm::run(1, |comm| {
                 let dist = Dist::new(CpuBackend::new(), Arc::new(comm));

@@ -16,7 +16,15 @@
 //!   would make the coarsest) is gathered whole onto every rank, where the
 //!   one-process [`gpuq_amg::Hierarchy`] coarsens it further; each rank then
 //!   solves that part redundantly (one allgather of the level's vector per
-//!   cycle, no other communication below it).
+//!   cycle, no other communication below it). With
+//!   [`DistAmgOptions::agglomerate`], a coarse level below `gather_below`
+//!   rows per rank holding rows first moves onto a power-of-two fraction of
+//!   those ranks (each consecutive group's coarse rows owned by its first
+//!   rank, numbered as before: R = P^T and R (A P) land there, the coarse
+//!   near-null-space rows are moved, [`crate::RowPartition::agglomerated`]),
+//!   level by level down to one rank, and only a level of fewer than
+//!   `gather_below` rows in all is gathered: the redundant levels stay
+//!   bounded whatever the rank count.
 //! * [`DistAmg`] ([`DistHierarchy::cycle`]): the one-process cycle of
 //!   `gpuq-amg` ([`gpuq_amg::Amg`]: its V- and W-cycles, damped and l1
 //!   Jacobi and Chebyshev smoothing, its mixed-precision wrapper) over levels
@@ -49,9 +57,9 @@
 //! the splits and exchanges, the tentative prolongator, the transfers
 //! around each device step: laplace3d:300's setup takes 4.2-5 s on two
 //! H200 ranks against 0.8-1.1 s on one GPU, no step above a tenth of it,
-//! [`DistSetupTimings`]); agglomeration onto a subset of the ranks level by level (the
-//! gathered levels are solved on every rank, so in weak scaling they grow
-//! with the rank count); Gauss-Seidel (its colouring is per process) and
+//! [`DistSetupTimings`]); the last, gathered levels are still solved
+//! redundantly on every rank (gathered onto one rank and scattered back is
+//! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);
 //! a singular system's null space is not projected.
 

@@ -5,7 +5,7 @@ use crate::comm::{agree, Communicator};
 use crate::halo::{split_columns, split_rows, stack_rows, HaloPlan, SplitRows};
 use crate::operator::transpose_rows;
 use crate::partition::RowPartition;
-use crate::scatter::allgather_matrix;
+use crate::scatter::{allgather_matrix, move_rows};
 use crate::solve::allgather_rows;
 use gpuq_amg::aggregate::{isolated_nodes, mis2_aggregates, without_isolated};
 use gpuq_amg::blockdiag::BlockDiagonal;
@@ -35,6 +35,16 @@ pub struct DistAmgOptions {
     /// below a few thousand rows a rank's SpMV on a CPU costs less than the
     /// messages around it; on GPUs [`DistAmgOptions::GPU_GATHER_BELOW`]).
     pub gather_below: usize,
+    /// Whether coarse levels move onto fewer ranks as they shrink: a coarse
+    /// level with fewer than `gather_below` rows per rank holding rows is
+    /// agglomerated onto a power-of-two fraction of those ranks (consecutive
+    /// groups, each group's rows on its first rank,
+    /// [`RowPartition::agglomerated`]) so that each keeps at least
+    /// `gather_below`, and only a level of fewer than `gather_below` rows in
+    /// all is gathered onto every rank. Without it (the default) a level of
+    /// fewer than `gather_below` rows per rank is gathered whole onto every
+    /// rank, so the redundant levels grow with the rank count.
+    pub agglomerate: bool,
 }
 
 impl DistAmgOptions {
@@ -51,7 +61,7 @@ impl Default for DistAmgOptions {
     /// [`AmgOptions::default`] with one damped-Jacobi sweep (the smoother
     /// whose distributed solves were measured on GPUs; Chebyshev, the
     /// one-process default for block 1, runs across ranks too but has not
-    /// been measured there), `gather_below` 2000.
+    /// been measured there), `gather_below` 2000, no agglomeration.
     fn default() -> Self {
         DistAmgOptions {
             amg: AmgOptions {
@@ -59,6 +69,7 @@ impl Default for DistAmgOptions {
                 ..AmgOptions::default()
             },
             gather_below: 2000,
+            agglomerate: false,
         }
     }
 }
@@ -699,9 +710,15 @@ impl DistHierarchy {
         let mut levels = Vec::new();
         loop {
             let n = part.rows();
+            // Rows per rank holding rows (all ranks without agglomeration).
+            let holders = if options.agglomerate {
+                part.active_ranks().max(1)
+            } else {
+                comm.size()
+            };
             let small = n <= o.coarse_size
                 || levels.len() + 1 >= o.max_levels
-                || n < comm.size() * options.gather_below;
+                || n < holders * options.gather_below;
             let next = if small {
                 None
             } else {
@@ -925,11 +942,19 @@ fn coarsen(
         if !coarsening_accepted((n, nnz), (coarse_rows, 0), true) {
             return Ok(None);
         }
+        // Each rank numbers its aggregates after those of the ranks before it
+        // (`numbering`); with agglomeration the coarse rows of a group of ranks
+        // belong to its first rank (`coarse`), numbered the same.
         let counts = comm.allgather(&[(naggs * k) as f64])?;
-        let coarse =
+        let numbering =
             RowPartition::from_counts(&counts.iter().map(|&c| c as usize).collect::<Vec<_>>())?;
-        let cfirst = coarse.range(rank).start;
-        let nc = coarse.rows();
+        let coarse = if options.agglomerate {
+            numbering.agglomerated(options.gather_below)
+        } else {
+            numbering.clone()
+        };
+        let cfirst = numbering.range(rank).start;
+        let nc = numbering.rows();
         trace.mark(format_args!("  coarse partition"));
         // P_T with global coarse columns, its ghost rows, then P.
         let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
@@ -947,7 +972,16 @@ fn coarsen(
                 });
             let p = agree(comm, smoothed)?;
             trace.mark(format_args!("  smoothed prolongator"));
-            Ok((p, tent.coarse_null))
+            // The coarse near-null-space rows go where their coarse rows are.
+            let coarse_null = if coarse == numbering {
+                tent.coarse_null
+            } else {
+                tent.coarse_null
+                    .iter()
+                    .map(|v| move_rows(comm, (&numbering, &coarse), v))
+                    .collect::<Result<_>>()?
+            };
+            Ok((p, coarse_null))
         })?;
         // R = P^T, and R (A P) with the ghost rows of P, then of A P.
         let (r, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
@@ -972,7 +1006,7 @@ fn coarsen(
                 )
             })?;
             trace.mark(format_args!("  R (A P)"));
-            let ac = agree(comm, fix_empty_rows(ac, cfirst))?;
+            let ac = agree(comm, fix_empty_rows(ac, coarse.range(rank).start))?;
             trace.mark(format_args!("  rows of zeros"));
             Ok((r, r_split, ac))
         })?;
