@@ -22,8 +22,8 @@
 //!   those ranks (each consecutive group's coarse rows owned by its first
 //!   rank, numbered as before: R = P^T and R (A P) land there, the coarse
 //!   near-null-space rows are moved, [`crate::RowPartition::agglomerated`]),
-//!   level by level down to one rank, and only a level of fewer than
-//!   `gather_below` rows in all is gathered: the redundant levels stay
+//!   level by level down to two ranks; a level that would go to one rank is
+//!   gathered (fewer than 2 `gather_below` rows): the redundant levels stay
 //!   bounded whatever the rank count.
 //! * [`DistAmg`] ([`DistHierarchy::cycle`]): the one-process cycle of
 //!   `gpuq-amg` ([`gpuq_amg::Amg`]: its V- and W-cycles, damped and l1

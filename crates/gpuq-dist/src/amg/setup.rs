@@ -40,10 +40,12 @@ pub struct DistAmgOptions {
     /// agglomerated onto a power-of-two fraction of those ranks (consecutive
     /// groups, each group's rows on its first rank,
     /// [`RowPartition::agglomerated`]) so that each keeps at least
-    /// `gather_below`, and only a level of fewer than `gather_below` rows in
-    /// all is gathered onto every rank. Without it (the default) a level of
-    /// fewer than `gather_below` rows per rank is gathered whole onto every
-    /// rank, so the redundant levels grow with the rank count.
+    /// `gather_below`; a level that would go to a single rank (fewer than
+    /// 2 `gather_below` rows) stays where it is and is gathered onto every
+    /// rank, so the gathered levels stay below 2 `gather_below` rows
+    /// whatever the rank count (on two ranks nothing moves). Without it (the default) a level of fewer than `gather_below`
+    /// rows per rank is gathered whole onto every rank, so the redundant
+    /// levels grow with the rank count.
     pub agglomerate: bool,
 }
 
@@ -944,14 +946,17 @@ fn coarsen(
         }
         // Each rank numbers its aggregates after those of the ranks before it
         // (`numbering`); with agglomeration the coarse rows of a group of ranks
-        // belong to its first rank (`coarse`), numbered the same.
+        // belong to its first rank (`coarse`), numbered the same, unless that
+        // leaves one rank of several: such a level (fewer than 2 gather_below
+        // rows) is gathered instead, as without agglomeration (held by one rank
+        // it would cost exchanges with idle ranks and the distributed setup's
+        // host steps, where the gathered level runs the one-process setup).
         let counts = comm.allgather(&[(naggs * k) as f64])?;
         let numbering =
             RowPartition::from_counts(&counts.iter().map(|&c| c as usize).collect::<Vec<_>>())?;
-        let coarse = if options.agglomerate {
-            numbering.agglomerated(options.gather_below)
-        } else {
-            numbering.clone()
+        let coarse = match numbering.agglomerated(options.gather_below) {
+            grouped if options.agglomerate && grouped.active_ranks() > 1 => grouped,
+            _ => numbering.clone(),
         };
         let cfirst = numbering.range(rank).start;
         let nc = numbering.rows();
