@@ -43,9 +43,10 @@ pub struct DistAmgOptions {
     /// `gather_below`; a level that would go to a single rank (fewer than
     /// 2 `gather_below` rows) stays where it is and is gathered onto every
     /// rank, so the gathered levels stay below 2 `gather_below` rows
-    /// whatever the rank count (on two ranks nothing moves). Without it (the default) a level of fewer than `gather_below`
-    /// rows per rank is gathered whole onto every rank, so the redundant
-    /// levels grow with the rank count.
+    /// whatever the rank count (on two ranks nothing moves). Without it (the
+    /// default) a level of fewer than `gather_below` rows per rank is
+    /// gathered whole onto every rank, so the redundant levels grow with the
+    /// rank count.
     pub agglomerate: bool,
 }
 
