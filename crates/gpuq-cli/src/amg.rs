@@ -92,9 +92,9 @@ pub struct AmgArgs {
     #[arg(long = "amg-gather-below")]
     pub gather_below: Option<usize>,
     /// Under mpirun: coarse levels move onto fewer ranks as they shrink (a power-of-two
-    /// fraction of the ranks holding rows, each group's rows on its first rank, down to two)
-    /// so that each rank holding rows keeps at least --amg-gather-below of them; a level that
-    /// would go to one rank is gathered onto every rank. Without it every rank holds a share
+    /// fraction of the ranks, each group's rows on its first rank, down to two) so that the
+    /// ranks holding rows keep about --amg-gather-below of them or more; a level that would go
+    /// to one rank is gathered onto every rank. Without it every rank holds a share
     /// of each level until the gathered levels, which then grow with the rank count.
     #[arg(long = "amg-agglomerate")]
     pub agglomerate: bool,

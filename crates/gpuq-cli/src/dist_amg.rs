@@ -232,8 +232,8 @@ struct InfoReport {
     levels: Vec<InfoLevel>,
     /// Number of distributed levels.
     distributed_levels: usize,
-    /// Rows below which a level is gathered (per rank holding rows, with
-    /// agglomeration: in all).
+    /// Rows per rank below which a level is gathered (per rank holding rows
+    /// with agglomeration).
     gather_below: usize,
     /// Whether coarse levels moved onto fewer ranks (`--amg-agglomerate`).
     agglomerate: bool,
@@ -265,8 +265,8 @@ pub(crate) struct SolveAmgReport<'a> {
     cycle_precision: &'a str,
     /// Number of distributed levels.
     distributed_levels: usize,
-    /// Rows below which a level is gathered (per rank holding rows, with
-    /// agglomeration: in all).
+    /// Rows per rank below which a level is gathered (per rank holding rows
+    /// with agglomeration).
     gather_below: usize,
     /// Whether coarse levels moved onto fewer ranks (`--amg-agglomerate`).
     agglomerate: bool,

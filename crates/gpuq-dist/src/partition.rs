@@ -142,18 +142,19 @@ impl RowPartition {
         self.starts.windows(2).filter(|w| w[1] > w[0]).count()
     }
 
-    /// The same rows agglomerated onto fewer ranks so that each rank holding
-    /// rows keeps at least `per_rank` of them: the ranks in consecutive
-    /// groups of s (s the least power of two for which rows >= ceil(ranks /
-    /// s) per_rank, at most the first power of two >= ranks), each group's
-    /// rows (consecutive, so no row is renumbered) owned by its first rank,
-    /// the others left empty. A partition already agglomerated by a smaller
-    /// s (its empty ranks those of its groups) stays consistent: its groups
-    /// merge. `per_rank` 0 changes nothing. O(ranks).
+    /// The same rows agglomerated onto fewer ranks, about `per_rank` or more
+    /// on each rank holding rows: the ranks in consecutive groups of s (s the
+    /// least power of two for which rows >= ceil(ranks / s) per_rank, at most
+    /// the first power of two >= ranks), each group's rows (consecutive, so
+    /// no row is renumbered) owned by its first rank, the others left empty;
+    /// the groups hold per_rank rows on average, the last (of fewer ranks)
+    /// possibly fewer. A partition already agglomerated by a smaller s (its
+    /// empty ranks those of its groups) stays consistent: its groups merge.
+    /// `per_rank` 0 changes nothing. O(ranks).
     pub fn agglomerated(&self, per_rank: usize) -> RowPartition {
         let (ranks, rows) = (self.ranks(), self.rows());
         let mut s = 1;
-        while s < ranks && rows < ranks.div_ceil(s) * per_rank {
+        while s < ranks && rows < ranks.div_ceil(s).saturating_mul(per_rank) {
             s *= 2;
         }
         let counts: Vec<usize> = (0..ranks)

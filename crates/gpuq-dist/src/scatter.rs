@@ -180,8 +180,8 @@ pub fn gather_rows<T: Scalar>(
 /// its part under `from` (`local`; the same rows in the same order): each
 /// row sent to its owner under `to`, the arrived parts placed in rank order.
 /// Collective; one message to and from each rank whose blocks overlap this
-/// rank's. Errors when `local` does not match `from` or the partitions cover
-/// different rows.
+/// rank's. Errors on every rank when `local` does not match `from` on some
+/// rank or the partitions cover different rows.
 pub fn move_rows<T: Scalar>(
     comm: &dyn Communicator,
     (from, to): (&RowPartition, &RowPartition),
@@ -189,8 +189,11 @@ pub fn move_rows<T: Scalar>(
 ) -> Result<Vec<T>> {
     let (rank, size) = (comm.rank(), comm.size());
     let (mine, target) = (from.range(rank), to.range(rank));
-    gpuq_core::check_same_len("move_rows (the rank's part)", mine.len(), local.len())?;
-    gpuq_core::check_same_len("move_rows (the partitions' rows)", from.rows(), to.rows())?;
+    let checked = gpuq_core::check_same_len("move_rows (the rank's part)", mine.len(), local.len())
+        .and_then(|()| {
+            gpuq_core::check_same_len("move_rows (the partitions' rows)", from.rows(), to.rows())
+        });
+    crate::comm::agree(comm, checked)?;
     let overlap = |a: std::ops::Range<usize>, b: std::ops::Range<usize>| {
         a.start.max(b.start)..a.end.min(b.end).max(a.start.max(b.start))
     };

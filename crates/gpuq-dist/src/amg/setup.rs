@@ -37,13 +37,15 @@ pub struct DistAmgOptions {
     pub gather_below: usize,
     /// Whether coarse levels move onto fewer ranks as they shrink: a coarse
     /// level with fewer than `gather_below` rows per rank holding rows is
-    /// agglomerated onto a power-of-two fraction of those ranks (consecutive
+    /// agglomerated onto a power-of-two fraction of the ranks (consecutive
     /// groups, each group's rows on its first rank,
-    /// [`RowPartition::agglomerated`]) so that each keeps at least
-    /// `gather_below`; a level that would go to a single rank (fewer than
-    /// 2 `gather_below` rows) stays where it is and is gathered onto every
-    /// rank, so the gathered levels stay below 2 `gather_below` rows
-    /// whatever the rank count (on two ranks nothing moves). Without it (the
+    /// [`RowPartition::agglomerated`]), about `gather_below` rows or more on
+    /// each; a level that grouping would leave on a single rank of several
+    /// (fewer than 2 `gather_below` rows) stays where it is and is gathered
+    /// onto every rank, so the gathered levels stay below 2 `gather_below`
+    /// rows whatever the rank count (on two ranks nothing moves; a partition
+    /// that already holds all rows on one rank stays so until its levels
+    /// fall below `gather_below`). Without it (the
     /// default) a level of fewer than `gather_below` rows per rank is
     /// gathered whole onto every rank, so the redundant levels grow with the
     /// rank count.
@@ -721,7 +723,7 @@ impl DistHierarchy {
             };
             let small = n <= o.coarse_size
                 || levels.len() + 1 >= o.max_levels
-                || n < holders * options.gather_below;
+                || n < holders.saturating_mul(options.gather_below);
             let next = if small {
                 None
             } else {
