@@ -550,43 +550,62 @@ pub fn add(alpha: f64, a: &Csr<f64>, beta: f64, b: &Csr<f64>) -> Result<Csr<f64>
 }
 
 /// A^T, the matrix `Csr::transpose(false)` builds (each row's entries in
-/// increasing column order), built in parallel: the column counts by tasks
-/// of rows, then the rows of A^T in ranges of about equal entries, each
-/// range filled by one pass over A's rows that finds, by binary search,
-/// each row's entries in its columns. O(nnz + ncols tasks + nrows ranges
-/// log(row length)).
+/// increasing column order), built in parallel: A's rows cut into tasks of
+/// about equal entries, each task transposing its rows into arrays of its own
+/// (a count per column, a prefix sum, the entries placed in row order), then
+/// the rows of A^T filled in ranges of about equal entries, each row the
+/// tasks' pieces of it in task order. O(nnz + tasks ncols); nnz more memory
+/// while it runs.
 pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
     let (n, m) = (a.nrows(), a.ncols());
-    let threads = rayon::current_num_threads();
-    let counts = (0..n)
-        .into_par_iter()
-        .with_min_len(n.div_ceil(2 * threads).max(1))
-        .fold(
-            || vec![0usize; m],
-            |mut counts, i| {
-                for &j in a.row(i).0 {
-                    counts[j as usize] += 1;
-                }
-                counts
-            },
-        )
-        .reduce_with(|mut x, y| {
-            x.iter_mut().zip(&y).for_each(|(x, y)| *x += y);
-            x
-        })
-        .unwrap_or_else(|| vec![0; m]);
-    let mut row_ptr = Vec::with_capacity(m + 1);
-    row_ptr.push(0);
-    for c in &counts {
-        row_ptr.push(row_ptr.last().copied().unwrap_or(0) + c);
-    }
     let nnz = a.nnz();
-    let ranges = 4 * threads;
-    // Range q holds the rows of A^T from bounds[q], the first row whose
-    // entries start at or after q nnz / ranges.
+    let tasks = 2 * rayon::current_num_threads();
+    let a_ptr = a.row_ptr();
+    // Task t holds A's rows from the first row whose entries start at or after
+    // t nnz / tasks.
+    let mut row_bounds: Vec<usize> = (0..tasks)
+        .map(|t| a_ptr.partition_point(|&p| p * tasks < t * nnz).min(n))
+        .collect();
+    row_bounds[0] = 0;
+    row_bounds.push(n);
+    row_bounds.dedup();
+    // Each task's rows transposed: its entries per column (pointers of m + 1).
+    let pieces: Vec<(Vec<usize>, Vec<u32>, Vec<f64>)> = row_bounds
+        .par_windows(2)
+        .map(|w| {
+            let rows = w[0]..w[1];
+            let mut ptr = vec![0usize; m + 1];
+            for i in rows.clone() {
+                for &j in a.row(i).0 {
+                    ptr[j as usize + 1] += 1;
+                }
+            }
+            for j in 0..m {
+                ptr[j + 1] += ptr[j];
+            }
+            let len = ptr[m];
+            let (mut cols, mut vals) = (vec![0u32; len], vec![0.0f64; len]);
+            let mut next = ptr[..m].to_vec();
+            for i in rows {
+                let (c, v) = a.row(i);
+                for (&j, &x) in c.iter().zip(v) {
+                    let at = &mut next[j as usize];
+                    cols[*at] = i as u32;
+                    vals[*at] = x;
+                    *at += 1;
+                }
+            }
+            (ptr, cols, vals)
+        })
+        .collect();
+    let row_ptr = par_sum_pointers(m, |j| pieces.iter().map(|(p, _, _)| p[j + 1] - p[j]).sum());
+    let ranges = 4 * rayon::current_num_threads();
+    // Range q holds the rows of A^T from the first row whose entries start at
+    // or after q nnz / ranges.
     let mut bounds: Vec<usize> = (0..ranges)
         .map(|q| row_ptr.partition_point(|&p| p * ranges < q * nnz).min(m))
         .collect();
+    bounds[0] = 0;
     bounds.push(m);
     bounds.dedup();
     let (mut col_idx, mut values) = (vec![0u32; nnz], vec![0.0f64; nnz]);
@@ -600,24 +619,30 @@ pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
         (cols_left, vals_left) = (rest_cols, rest_vals);
     }
     parts.into_par_iter().for_each(|(range, cols, vals)| {
-        let base = row_ptr[range.start];
-        let mut next: Vec<usize> = row_ptr[range.clone()].iter().map(|p| p - base).collect();
-        let (lo, hi) = (range.start as u32, range.end as u32);
-        for i in 0..n {
-            let (c, v) = a.row(i);
-            let first = c.partition_point(|&j| j < lo);
-            for (&j, &x) in c[first..].iter().zip(&v[first..]) {
-                if j >= hi {
-                    break;
-                }
-                let at = &mut next[(j - lo) as usize];
-                cols[*at] = i as u32;
-                vals[*at] = x;
-                *at += 1;
+        let mut at = 0;
+        for j in range {
+            for (ptr, pc, pv) in &pieces {
+                let piece = ptr[j]..ptr[j + 1];
+                let end = at + piece.len();
+                cols[at..end].copy_from_slice(&pc[piece.clone()]);
+                vals[at..end].copy_from_slice(&pv[piece]);
+                at = end;
             }
         }
     });
     Csr::try_new_allow_nonfinite(m, n, row_ptr, col_idx, values)
+}
+
+/// Row pointers of `m` rows of `count(j)` entries each: the counts in
+/// parallel, the prefix sum serial. O(m) plus the counts.
+fn par_sum_pointers(m: usize, count: impl Fn(usize) -> usize + Sync) -> Vec<usize> {
+    let counts: Vec<usize> = (0..m).into_par_iter().map(&count).collect();
+    let mut ptr = Vec::with_capacity(m + 1);
+    ptr.push(0);
+    for c in counts {
+        ptr.push(ptr.last().copied().unwrap_or(0) + c);
+    }
+    ptr
 }
 
 /// The Galerkin coarse operator R A P (with R = P^T in this crate), computed as
@@ -777,6 +802,36 @@ mod tests {
             let r = transpose(&a).unwrap();
             let want = reference_product(&r, &reference_product(&a, &b));
             assert_eq!(galerkin(&r, &a, &b).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn the_parallel_transpose_is_the_serial_one_on_any_pool() {
+        // Tasks of rows and ranges of A^T's rows cut differently on 1, 2 and
+        // 5 threads; empty rows and columns, empty matrices.
+        let mut cases = vec![
+            Csr::try_new(0, 0, vec![0], vec![], vec![]).unwrap(),
+            Csr::try_new(3, 0, vec![0, 0, 0, 0], vec![], vec![]).unwrap(),
+            Csr::try_new(0, 4, vec![0], vec![], vec![]).unwrap(),
+            Csr::try_new(3, 4, vec![0, 0, 0, 0], vec![], vec![]).unwrap(),
+        ];
+        for (m, n, per_row, seed) in [
+            (1, 1, 1, 5),
+            (40, 7, 3, 6),
+            (500, 90, 12, 7),
+            (64, 3000, 5, 8),
+        ] {
+            cases.push(scattered(m, n, per_row, seed));
+        }
+        for a in &cases {
+            let want = a.transpose(false);
+            for threads in [1, 2, 5] {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                assert_eq!(pool.install(|| transpose(a)).unwrap(), want);
+            }
         }
     }
 

@@ -141,12 +141,22 @@ impl LanczosOps for HostLanczos<'_> {
         Ok(vec![0.0; self.a.nrows()])
     }
 
-    /// Rows in tasks of 2048; consecutive rows of the same columns (a node's
-    /// rows) in groups of up to 8 that read the columns and x once.
+    /// Rows in tasks of 2048; with blocks (D's block size above 1),
+    /// consecutive rows of the same columns (a node's rows) in groups of up
+    /// to 8 that read the columns and x once; scalar rows one by one (no
+    /// search for groups, which rows of a scalar problem rarely form: on 2
+    /// cores it made the product half as slow again).
     fn a_mul(&self, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
-        y.par_chunks_mut(SPMV_TASK)
-            .enumerate()
-            .for_each(|(t, ys)| mul_rows(self.a, x, t * SPMV_TASK, ys));
+        let grouped = self.d.block() > 1;
+        y.par_chunks_mut(SPMV_TASK).enumerate().for_each(|(t, ys)| {
+            if grouped {
+                mul_rows(self.a, x, t * SPMV_TASK, ys)
+            } else {
+                for (k, yk) in ys.iter_mut().enumerate() {
+                    *yk = row_dot(self.a, x, t * SPMV_TASK + k);
+                }
+            }
+        });
         Ok(())
     }
 
@@ -212,6 +222,17 @@ const SPMV_TASK: usize = 2048;
 /// Most rows of the same columns [`mul_rows`] computes together.
 const SPMV_GROUP: usize = 8;
 
+/// Row i of A times x, summed in column order from 0. O(row length).
+#[inline(always)]
+fn row_dot(a: &Csr<f64>, x: &[f64], i: usize) -> f64 {
+    let (cols, vals) = a.row(i);
+    let mut s = 0.0;
+    for (&j, &aij) in cols.iter().zip(vals) {
+        s += aij * x[j as usize];
+    }
+    s
+}
+
 /// y_i = sum_j a_ij x_j for the rows `first..` of `y`'s length, each summed
 /// in column order from 0; runs of rows with the same columns are computed
 /// together, their columns and x read once. O(nnz of the rows).
@@ -223,11 +244,7 @@ fn mul_rows(a: &Csr<f64>, x: &[f64], first: usize, y: &mut [f64]) {
             .find(|&q| !same_columns(a.row(first + r + q).0, cols))
             .unwrap_or(SPMV_GROUP.min(y.len() - r));
         if g == 1 {
-            let mut s = 0.0;
-            for (&j, &aij) in cols.iter().zip(a.row(first + r).1) {
-                s += aij * x[j as usize];
-            }
-            y[r] = s;
+            y[r] = row_dot(a, x, first + r);
             r += 1;
             continue;
         }

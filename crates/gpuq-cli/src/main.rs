@@ -72,13 +72,13 @@ fn main() -> ExitCode {
         args::Command::Info => info::run(),
         #[cfg(feature = "mpi")]
         args::Command::Solve(a) if gpuq_dist::under_mpi() => dist_solve::run(&a),
-        args::Command::Solve(a) => solve::run(&a),
+        args::Command::Solve(a) => gpuq_cpu::on_pool_worker(|| solve::run(&a)),
         args::Command::Generate(a) => generate::run(&a),
         args::Command::Bidomain(a) => bidomain::run(&a),
         args::Command::Uq(a) => uq::run(&a),
         #[cfg(feature = "mpi")]
         args::Command::AmgInfo(a) if gpuq_dist::under_mpi() => dist_amg::info(&a),
-        args::Command::AmgInfo(a) => amg::info(&a),
+        args::Command::AmgInfo(a) => gpuq_cpu::on_pool_worker(|| amg::info(&a)),
         args::Command::Integrate(a) => integrate::run(&a),
     };
     match outcome {

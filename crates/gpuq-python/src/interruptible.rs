@@ -19,7 +19,8 @@ pub fn run<R: Send>(py: Python<'_>, work: impl FnOnce() -> R + Send) -> PyResult
         let (sender, receiver) = channel();
         scope.spawn(move || {
             // The receiver outlives the scope's threads: a failed send cannot happen.
-            let _ = sender.send(work());
+            // On a worker of Rayon's pool: the parallel steps fork from it.
+            let _ = sender.send(gpuq::cpu::on_pool_worker(work));
         });
         // Shared with the closures that release the GIL (a receiver alone is not Sync).
         let receiver = Mutex::new(receiver);
