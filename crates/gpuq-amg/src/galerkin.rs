@@ -10,8 +10,18 @@ use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 
-/// Rows per parallel task of the builders.
+/// Most rows per parallel task of the builders.
 const TASK_ROWS: usize = 512;
+
+/// Rows per task for `nrows` rows: [`TASK_ROWS`], or fewer so that there are
+/// at least four tasks per thread (the coarse levels' products have a few
+/// hundred long rows: in one or two tasks a thread would do them alone).
+/// O(1).
+fn task_rows(nrows: usize) -> usize {
+    TASK_ROWS
+        .min(nrows.div_ceil(4 * rayon::current_num_threads()))
+        .max(1)
+}
 
 /// The row a [`par_build`] closure is writing: its entries are appended, in
 /// increasing column order, to the task's arrays after the rows before it.
@@ -46,13 +56,14 @@ struct Chunk {
 /// without being copied into one matrix.
 pub(crate) struct Rows {
     ncols: usize,
+    task: usize,
     chunks: Vec<Chunk>,
 }
 
 impl Rows {
     /// Row i's columns and values. O(1).
     pub(crate) fn row(&self, i: usize) -> (&[u32], &[f64]) {
-        let (c, r) = (&self.chunks[i / TASK_ROWS], i % TASK_ROWS);
+        let (c, r) = (&self.chunks[i / self.task], i % self.task);
         let start = if r == 0 { 0 } else { c.ends[r - 1] };
         (&c.cols[start..c.ends[r]], &c.vals[start..c.ends[r]])
     }
@@ -65,7 +76,7 @@ impl Rows {
             return Ok(());
         };
         let (c, k) = (&self.chunks[t], bad(&self.chunks[t]).unwrap_or(0));
-        let i = t * TASK_ROWS + c.ends.partition_point(|&e| e <= k);
+        let i = t * self.task + c.ends.partition_point(|&e| e <= k);
         Err(Error::InvalidMatrix(format!(
             "non-finite value at ({i}, {}) (0-based)",
             c.cols[k]
@@ -75,7 +86,7 @@ impl Rows {
 
 /// Builds the rows of an `nrows x ncols` matrix: row i is what `row(i,
 /// scratch, writer)` writes (sorted, unique columns); rows are built in
-/// parallel tasks of [`TASK_ROWS`] rows, each with its own scratch `S` from
+/// parallel tasks of [`task_rows`] rows, each with its own scratch `S` from
 /// `init`. O(output).
 pub(crate) fn par_rows<S>(
     nrows: usize,
@@ -83,12 +94,13 @@ pub(crate) fn par_rows<S>(
     init: impl Fn() -> S + Sync,
     row: impl Fn(usize, &mut S, &mut RowWriter<'_>) + Sync,
 ) -> Rows {
-    let chunks = (0..nrows.div_ceil(TASK_ROWS))
+    let task = task_rows(nrows);
+    let chunks = (0..nrows.div_ceil(task))
         .into_par_iter()
         .map_init(
             || (init(), 0),
             |(scratch, last), c| {
-                let rows = c * TASK_ROWS..((c + 1) * TASK_ROWS).min(nrows);
+                let rows = c * task..((c + 1) * task).min(nrows);
                 // Room for as many entries as the worker's previous task wrote.
                 let mut chunk = Chunk {
                     ends: Vec::with_capacity(rows.len()),
@@ -108,7 +120,11 @@ pub(crate) fn par_rows<S>(
             },
         )
         .collect();
-    Rows { ncols, chunks }
+    Rows {
+        ncols,
+        task,
+        chunks,
+    }
 }
 
 /// [`par_rows`] copied into a CSR matrix ([`assemble`]). O(output).
