@@ -7,7 +7,7 @@
 //! the thread count changes nothing.
 
 use gpuq_core::{Error, Result};
-use gpuq_sparse::Csr;
+use gpuq_sparse::{par_row_pointers, Csr};
 use rayon::prelude::*;
 
 /// Most rows per parallel task of the builders.
@@ -614,7 +614,7 @@ pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
             (ptr, cols, vals)
         })
         .collect();
-    let row_ptr = par_sum_pointers(m, |j| pieces.iter().map(|(p, _, _)| p[j + 1] - p[j]).sum());
+    let row_ptr = par_row_pointers(m, |j| pieces.iter().map(|(p, _, _)| p[j + 1] - p[j]).sum());
     let ranges = 4 * rayon::current_num_threads();
     // Range q holds the rows of A^T from the first row whose entries start at
     // or after q nnz / ranges.
@@ -647,18 +647,6 @@ pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
         }
     });
     Csr::try_new_allow_nonfinite(m, n, row_ptr, col_idx, values)
-}
-
-/// Row pointers of `m` rows of `count(j)` entries each: the counts in
-/// parallel, the prefix sum serial. O(m) plus the counts.
-fn par_sum_pointers(m: usize, count: impl Fn(usize) -> usize + Sync) -> Vec<usize> {
-    let counts: Vec<usize> = (0..m).into_par_iter().map(&count).collect();
-    let mut ptr = Vec::with_capacity(m + 1);
-    ptr.push(0);
-    for c in counts {
-        ptr.push(ptr.last().copied().unwrap_or(0) + c);
-    }
-    ptr
 }
 
 /// The Galerkin coarse operator R A P (with R = P^T in this crate), computed as

@@ -1,10 +1,11 @@
 //! Each rank's rows of a generated stencil problem, built in place: no rank
 //! holds the whole matrix.
 
-use crate::halo::{par_row_pointers, task_slices, TASK_ROWS};
+use crate::halo::{task_slices, TASK_ROWS};
 use crate::partition::RowPartition;
 use gpuq_core::{Error, RealScalar, Result, Scalar};
 use gpuq_sparse::generators::ProblemSpec;
+use gpuq_sparse::par_row_pointers;
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 use std::ops::Range;

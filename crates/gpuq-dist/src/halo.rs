@@ -15,7 +15,7 @@ use gpuq_core::{
 };
 use gpuq_cpu::{CpuBackend, CpuVector};
 use gpuq_krylov::KrylovBackend;
-use gpuq_sparse::Csr;
+use gpuq_sparse::{par_row_pointers, Csr};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -518,41 +518,6 @@ pub fn split_columns<T: Scalar>(
 /// ([`task_slices`]).
 pub(crate) const TASK_ROWS: usize = 4096;
 
-/// The row pointers of `n` rows of `count(i)` entries each: `[0, c_0, c_0 +
-/// c_1, ...]` (n + 1 values), summed by tasks of [`TASK_ROWS`] rows in
-/// parallel (each task's total, the totals' running sum, then each task's
-/// rows). O(n).
-pub(crate) fn par_row_pointers(n: usize, count: impl Fn(usize) -> usize + Sync) -> Vec<usize> {
-    let tasks = n.div_ceil(TASK_ROWS);
-    let totals: Vec<usize> = (0..tasks)
-        .into_par_iter()
-        .map(|t| {
-            (t * TASK_ROWS..((t + 1) * TASK_ROWS).min(n))
-                .map(&count)
-                .sum()
-        })
-        .collect();
-    let mut ptr = vec![0usize; n + 1];
-    let mut base = 0;
-    let mut starts = Vec::with_capacity(tasks);
-    for total in &totals {
-        starts.push(base);
-        base += total;
-    }
-    ptr[n] = base;
-    ptr[..n]
-        .par_chunks_mut(TASK_ROWS)
-        .zip(starts)
-        .enumerate()
-        .for_each(|(t, (chunk, mut at))| {
-            for (k, p) in chunk.iter_mut().enumerate() {
-                *p = at;
-                at += count(t * TASK_ROWS + k);
-            }
-        });
-    ptr
-}
-
 /// `data` (laid out by the row pointers `ptr`; `data.len()` its last entry)
 /// cut into one mutable slice per task of [`TASK_ROWS`] rows: task t holds
 /// rows t TASK_ROWS.. from `ptr[t TASK_ROWS]` on. O(rows / TASK_ROWS).
@@ -884,18 +849,6 @@ pub(crate) fn stack_rows<T: Scalar, M: std::borrow::Borrow<Csr<T>>>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parallel_row_pointers_are_the_running_sums() {
-        for n in [0, 1, TASK_ROWS - 1, TASK_ROWS, 3 * TASK_ROWS + 5] {
-            let count = |i: usize| (i * 7 + 3) % 5;
-            let mut want = vec![0];
-            for i in 0..n {
-                want.push(want[i] + count(i));
-            }
-            assert_eq!(par_row_pointers(n, count), want, "{n} rows");
-        }
-    }
 
     /// A ghost block of `n` rows whose row i holds one entry where `full(i)`.
     fn block(n: usize, full: impl Fn(usize) -> bool) -> Csr<f64> {

@@ -3,11 +3,12 @@
 
 use crate::backend::{Dist, DistMatrix};
 use crate::comm::{comm_error, Communicator};
-use crate::halo::{par_row_pointers, split_rows, task_slices, HaloBackend, SplitRows, TASK_ROWS};
+use crate::halo::{split_rows, task_slices, HaloBackend, SplitRows, TASK_ROWS};
 use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, Error, FusedDot, LinearOperator, Result, Scalar,
 };
+use gpuq_sparse::par_row_pointers;
 use gpuq_sparse::{Csr, Layout, SparseBackend};
 
 /// The tag of the transpose's entries.

@@ -719,6 +719,41 @@ impl<T: Scalar> Csr<T> {
     }
 }
 
+/// Rows per task of [`par_row_pointers`].
+const POINTER_TASK_ROWS: usize = 4096;
+
+/// The row pointers of `n` rows of `count(i)` entries each: `[0, c_0, c_0 +
+/// c_1, ...]` (n + 1 values), summed by tasks of 4096 rows in parallel (each
+/// task's total, the totals' running sum, then each task's rows; `count` is
+/// called twice per row). O(n).
+pub fn par_row_pointers(n: usize, count: impl Fn(usize) -> usize + Sync) -> Vec<usize> {
+    const T: usize = POINTER_TASK_ROWS;
+    let tasks = n.div_ceil(T);
+    let totals: Vec<usize> = (0..tasks)
+        .into_par_iter()
+        .map(|t| (t * T..((t + 1) * T).min(n)).map(&count).sum())
+        .collect();
+    let mut ptr = vec![0usize; n + 1];
+    let mut base = 0;
+    let mut starts = Vec::with_capacity(tasks);
+    for total in &totals {
+        starts.push(base);
+        base += total;
+    }
+    ptr[n] = base;
+    ptr[..n]
+        .par_chunks_mut(T)
+        .zip(starts)
+        .enumerate()
+        .for_each(|(t, (chunk, mut at))| {
+            for (k, p) in chunk.iter_mut().enumerate() {
+                *p = at;
+                at += count(t * T + k);
+            }
+        });
+    ptr
+}
+
 impl<T: Scalar> TryFrom<&Coo<T>> for Csr<T> {
     type Error = Error;
     fn try_from(coo: &Coo<T>) -> Result<Self> {
@@ -823,6 +858,19 @@ fn sort_summing_duplicates<T: Scalar>(row: &mut Vec<(u32, T)>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parallel_row_pointers_are_the_running_sums() {
+        let t = POINTER_TASK_ROWS;
+        for n in [0, 1, t - 1, t, 3 * t + 5] {
+            let count = |i: usize| (i * 7 + 3) % 5;
+            let mut want = vec![0];
+            for i in 0..n {
+                want.push(want[i] + count(i));
+            }
+            assert_eq!(par_row_pointers(n, count), want, "{n} rows");
+        }
+    }
     use proptest::prelude::*;
 
     #[test]
