@@ -47,9 +47,10 @@ pub use vector::CpuVector;
 /// global pool called this way forks each parallel step from a worker, which
 /// takes its share of the work, instead of handing every step to the pool from
 /// outside and sleeping until it ends: about 3000 context switches in a
-/// two-core AMG solve of 1.9 x 10^5 unknowns, 400 this way, and its setup 5-10%
-/// faster (docs/benchmarks.md, issue 47). The results are the same bits. O(1)
-/// beyond `f`.
+/// two-core AMG solve of 1.9 x 10^5 unknowns, 400 this way, and its setup
+/// about 5% faster (docs/benchmarks.md, issue 47). The results are the same
+/// bits. The CLI's one-process solves and the Python package call it; a
+/// library user may wrap a solve in it the same way. O(1) beyond `f`.
 pub fn on_pool_worker<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     rayon::scope(|_| f())
 }
