@@ -575,16 +575,7 @@ pub fn add(alpha: f64, a: &Csr<f64>, beta: f64, b: &Csr<f64>) -> Result<Csr<f64>
 pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
     let (n, m) = (a.nrows(), a.ncols());
     let nnz = a.nnz();
-    let tasks = 2 * rayon::current_num_threads();
-    let a_ptr = a.row_ptr();
-    // Task t holds A's rows from the first row whose entries start at or after
-    // t nnz / tasks.
-    let mut row_bounds: Vec<usize> = (0..tasks)
-        .map(|t| a_ptr.partition_point(|&p| p * tasks < t * nnz).min(n))
-        .collect();
-    row_bounds[0] = 0;
-    row_bounds.push(n);
-    row_bounds.dedup();
+    let row_bounds = even_bounds(a.row_ptr(), 2 * rayon::current_num_threads());
     // Each task's rows transposed: its entries per column (pointers of m + 1).
     let pieces: Vec<(Vec<usize>, Vec<u32>, Vec<f64>)> = row_bounds
         .par_windows(2)
@@ -615,15 +606,7 @@ pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
         })
         .collect();
     let row_ptr = par_row_pointers(m, |j| pieces.iter().map(|(p, _, _)| p[j + 1] - p[j]).sum());
-    let ranges = 4 * rayon::current_num_threads();
-    // Range q holds the rows of A^T from the first row whose entries start at
-    // or after q nnz / ranges.
-    let mut bounds: Vec<usize> = (0..ranges)
-        .map(|q| row_ptr.partition_point(|&p| p * ranges < q * nnz).min(m))
-        .collect();
-    bounds[0] = 0;
-    bounds.push(m);
-    bounds.dedup();
+    let bounds = even_bounds(&row_ptr, 4 * rayon::current_num_threads());
     let (mut col_idx, mut values) = (vec![0u32; nnz], vec![0.0f64; nnz]);
     let mut parts = Vec::with_capacity(bounds.len());
     let (mut cols_left, mut vals_left) = (&mut col_idx[..], &mut values[..]);
@@ -647,6 +630,22 @@ pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
         }
     });
     Csr::try_new_allow_nonfinite(m, n, row_ptr, col_idx, values)
+}
+
+/// The rows of a matrix with row pointers `ptr` cut into at most `parts`
+/// ranges of about equal entries: part q starts at the first row whose
+/// entries start at or after q nnz / parts; the bounds increasing from 0 to
+/// the row count, repeats removed. O(parts log rows).
+fn even_bounds(ptr: &[usize], parts: usize) -> Vec<usize> {
+    let rows = ptr.len() - 1;
+    let nnz = ptr[rows];
+    let mut bounds: Vec<usize> = (0..parts)
+        .map(|q| ptr.partition_point(|&p| p * parts < q * nnz).min(rows))
+        .collect();
+    bounds[0] = 0;
+    bounds.push(rows);
+    bounds.dedup();
+    bounds
 }
 
 /// The Galerkin coarse operator R A P (with R = P^T in this crate), computed as
