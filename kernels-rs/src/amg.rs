@@ -101,7 +101,42 @@ pub fn chunk_dot(x: &[f64], y: &[f64]) -> f64 {
     for (i, (a, b)) in x.iter().zip(y).enumerate() {
         lanes[i % DOT_LANES] += a * b;
     }
-    let mut d = DOT_LANES / 2;
+    lanes_total(lanes)
+}
+
+/// Lanes of the setup's row sums ([`row_sum`]): a device sums a row with
+/// this many lanes.
+pub const ROW_LANES: usize = 8;
+
+/// The sum of `term(p)` over a row's entries p = 0..len in the order of
+/// [`ROW_LANES`] lanes, so a device sums a row with coalesced loads (a group
+/// of lanes per row) and the host gets the same bits: lane l adds entries
+/// l, l + 8, l + 16, .. in turn, then the lanes' sums combine by halving
+/// (lane l adds lane l + d for d = 4, 2, 1) and lane 0's is the result.
+/// The setup's products with A in its Lanczos estimates sum rows this way.
+#[inline(always)]
+pub fn row_sum(len: usize, term: impl Fn(usize) -> f64) -> f64 {
+    let mut lanes = [0.0f64; ROW_LANES];
+    let full = len - len % ROW_LANES;
+    let mut p = 0;
+    while p < full {
+        for (l, s) in lanes.iter_mut().enumerate() {
+            *s += term(p + l);
+        }
+        p += ROW_LANES;
+    }
+    for (l, s) in lanes.iter_mut().enumerate().take(len - full) {
+        *s += term(full + l);
+    }
+    lanes_total(lanes)
+}
+
+/// N lanes' sums (N a power of two) combined by halving, as a warp's
+/// shuffle tree combines them: lane l adds lane l + d for d = N / 2, ..,
+/// 2, 1, and lane 0's is the result ([`chunk_dot`], [`row_sum`]).
+#[inline(always)]
+pub fn lanes_total<const N: usize>(mut lanes: [f64; N]) -> f64 {
+    let mut d = N / 2;
     while d > 0 {
         for l in 0..d {
             lanes[l] += lanes[l + d];
@@ -118,6 +153,25 @@ pub fn lanczos_start(i: u32) -> f64 {
     f64::from(hash(i)) / f64::from(u32::MAX) - 0.5
 }
 
+/// Words of one operation that `setup_replay` runs: its opcode, then up to
+/// seven arguments (lengths, slots, device addresses), unused words zero.
+pub const REPLAY_WORDS: usize = 8;
+/// `setup_replay`: y = A x, rows summed in column order: `[op, nrows, ptr,
+/// col, val, x, y]`.
+pub const REPLAY_SPMV: u64 = 1;
+/// `setup_replay`: y = D x for a block diagonal: `[op, n, bs, blocks, x, y]`.
+pub const REPLAY_BLOCK_MUL: u64 = 2;
+/// `setup_replay`: scalars[at] = x^T y (its root's absolute value when
+/// `root` != 0) in [`chunk_dot`]'s chunks: `[op, n, x, y, partial, root, at,
+/// scalars]`.
+pub const REPLAY_DOT: u64 = 3;
+/// `setup_replay`: w_i -= al v_i + b u_i with al, b scalars of the device:
+/// `[op, n, scalars, al_at, v, b_at, u, w]`.
+pub const REPLAY_UPDATE: u64 = 4;
+/// `setup_replay`: w_i /= b with b a scalar of the device: `[op, n, scalars,
+/// b_at, w]`.
+pub const REPLAY_DIVIDE: u64 = 5;
+
 /// Flag of `amg_cheb_*`: a step (r -= A d_old, ...) rather than a start.
 pub const CHEB_STEP: u32 = 1;
 /// Flag of `amg_cheb_*`: a start from x = 0 (no product: r = b).
@@ -130,6 +184,23 @@ pub const CHEB_X_ZERO: u32 = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_sum_is_the_lanes_order() {
+        let t = |p: usize| 1.0 / (p as f64 + 1.0) - 0.3;
+        for len in [0, 1, 7, 8, 9, 27, 64, 300] {
+            // the lanes' sums by hand, then the halving tree
+            let mut lanes = [0.0f64; ROW_LANES];
+            for p in 0..len {
+                lanes[p % ROW_LANES] += t(p);
+            }
+            let want = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6]))
+                + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+            assert_eq!(row_sum(len, t).to_bits(), want.to_bits(), "len {len}");
+            let exact: f64 = (0..len).map(t).sum();
+            assert!((row_sum(len, t) - exact).abs() < 1e-12);
+        }
+    }
 
     #[test]
     fn keys_order_by_state_then_hash() {

@@ -224,7 +224,15 @@ pub(crate) mod cuda {
     use crate::resident::{LevelMatrix, ResidentMatrix};
     use crate::spectral::{lanczos_rho, LanczosOps};
     use gpuq_core::Result;
-    use gpuq_cuda::{CudaBackend, SetupCsr, SetupVec};
+    use gpuq_cuda::{CudaBackend, SetupCsr, SetupOps, SetupVec};
+
+    /// Levels of at most this many rows run their Lanczos steps in one
+    /// launch ([`CudaBackend::setup_replay`]). Measured on the H200 machine
+    /// (P2 Poisson and jumping coefficients, `docs/benchmarks.md`): the
+    /// levels of 316 to 15490 rows took 0.46-0.62 ms instead of 0.75-0.86
+    /// ms; on the finest level of 185193 rows the grid barriers cost more
+    /// than the launches they save (1.81 against 1.49 ms).
+    const REPLAY_ROWS: usize = 50_000;
     use gpuq_sparse::Csr;
     use std::any::Any;
     use std::cell::{Cell, RefCell};
@@ -234,6 +242,9 @@ pub(crate) mod cuda {
     /// blocks of D and D^-1 uploaded once; the recurrence's scalars in slots
     /// of a device vector (`scalars`, taken in turn: `next`), the inner
     /// products' chunk partials in `partial`, so no step waits for the host.
+    /// With `recorded`, the steps' operations are recorded and run by one
+    /// launch when the scalars are read ([`CudaBackend::setup_replay`]),
+    /// instead of a launch each.
     struct DeviceLanczos<'a> {
         g: &'a CudaBackend,
         a: &'a SetupCsr,
@@ -243,6 +254,7 @@ pub(crate) mod cuda {
         scalars: RefCell<SetupVec>,
         next: Cell<usize>,
         partial: RefCell<SetupVec>,
+        recorded: Option<RefCell<SetupOps>>,
     }
 
     impl DeviceLanczos<'_> {
@@ -272,19 +284,35 @@ pub(crate) mod cuda {
         }
 
         fn a_mul(&self, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
-            self.g.setup_spmv(self.a, x, y)
+            match &self.recorded {
+                Some(ops) => self.g.record_spmv(&mut ops.borrow_mut(), self.a, x, y),
+                None => self.g.setup_spmv(self.a, x, y),
+            }
         }
 
         fn d_mul(&self, inverse: bool, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
             let blocks = if inverse { &self.dinv } else { &self.d };
-            self.g.setup_block_mul(self.bs, blocks, x, y)
+            match &self.recorded {
+                Some(ops) => {
+                    let mut ops = ops.borrow_mut();
+                    self.g.record_block_mul(&mut ops, self.bs, blocks, x, y)
+                }
+                None => self.g.setup_block_mul(self.bs, blocks, x, y),
+            }
         }
 
         fn dot(&self, x: &SetupVec, y: &SetupVec, root: bool) -> Result<usize> {
             let at = self.slot()?;
             let (mut partial, mut scalars) = (self.partial.borrow_mut(), self.scalars.borrow_mut());
-            self.g
-                .setup_dot_into((x, y), &mut partial, root, (&mut scalars, at))?;
+            let slot = (&mut *scalars, at);
+            match &self.recorded {
+                Some(ops) => {
+                    let mut ops = ops.borrow_mut();
+                    self.g
+                        .record_dot(&mut ops, (x, y), &mut partial, root, slot)?
+                }
+                None => self.g.setup_dot_into((x, y), &mut partial, root, slot)?,
+            }
             Ok(at)
         }
 
@@ -300,19 +328,36 @@ pub(crate) mod cuda {
             b: usize,
             u: &SetupVec,
         ) -> Result<()> {
-            self.g
-                .setup_lanczos_update(w, (&self.scalars.borrow(), al, b), v, u)
+            let at = (&*self.scalars.borrow(), al, b);
+            match &self.recorded {
+                Some(ops) => {
+                    let mut ops = ops.borrow_mut();
+                    self.g.record_lanczos_update(&mut ops, w, at, v, u)
+                }
+                None => self.g.setup_lanczos_update(w, at, v, u),
+            }
         }
 
         fn divide(&self, w: &mut SetupVec, b: usize) -> Result<()> {
-            self.g.setup_divide(w, (&self.scalars.borrow(), b))
+            let at = (&*self.scalars.borrow(), b);
+            match &self.recorded {
+                Some(ops) => self.g.record_divide(&mut ops.borrow_mut(), w, at),
+                None => self.g.setup_divide(w, at),
+            }
         }
 
         fn peek(&self, _: usize) -> Option<f64> {
             None
         }
 
+        /// Runs the recorded steps first (every vector they name is alive:
+        /// `lanczos_rho` reads the values before it drops its vectors).
         fn values(&self, s: &[usize]) -> Result<Vec<f64>> {
+            if let Some(ops) = &self.recorded {
+                // SAFETY: the operations name the vectors of the estimate in
+                // progress, all still allocated, and `scalars` and `partial`.
+                unsafe { self.g.setup_replay(&ops.borrow())? };
+            }
             let all = self.g.setup_vec_download(&self.scalars.borrow())?;
             Ok(s.iter().map(|&at| all[at]).collect())
         }
@@ -548,6 +593,7 @@ pub(crate) mod cuda {
                 partial: RefCell::new(
                     self.setup_vec_zeros(n.div_ceil(gpuq_kernels::amg::DOT_CHUNK))?,
                 ),
+                recorded: (n <= REPLAY_ROWS).then(|| RefCell::new(SetupOps::new())),
             };
             lanczos_rho(&ops, n, steps)
         }

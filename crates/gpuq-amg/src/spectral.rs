@@ -6,13 +6,13 @@
 use crate::blockdiag::BlockDiagonal;
 use crate::galerkin::same_columns;
 use gpuq_core::Result;
-use gpuq_kernels::amg::{chunk_dot, lanczos_start, DOT_CHUNK};
+use gpuq_kernels::amg::{chunk_dot, lanczos_start, lanes_total, row_sum, DOT_CHUNK, ROW_LANES};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 
 /// The vector operations of the Lanczos estimate, on the host or a device:
 /// [`lanczos_rho`] is written once over them. Each backend computes every
-/// entry in the same order (rows of A in column order, blocks of D row by row,
+/// entry in the same order (rows of A in `row_sum`'s lanes, blocks of D row by row,
 /// inner products in chunks of [`DOT_CHUNK`] in [`chunk_dot`]'s order, the
 /// chunks' sums added in chunk order), so the estimates agree bit for bit.
 /// The recurrence's scalars stay where the vectors are (a device keeps them
@@ -222,19 +222,16 @@ const SPMV_TASK: usize = 2048;
 /// Most rows of the same columns [`mul_rows`] computes together.
 const SPMV_GROUP: usize = 8;
 
-/// Row i of A times x, summed in column order from 0. O(row length).
+/// Row i of A times x, summed in [`row_sum`]'s order (as a device sums
+/// it). O(row length).
 #[inline(always)]
 fn row_dot(a: &Csr<f64>, x: &[f64], i: usize) -> f64 {
     let (cols, vals) = a.row(i);
-    let mut s = 0.0;
-    for (&j, &aij) in cols.iter().zip(vals) {
-        s += aij * x[j as usize];
-    }
-    s
+    row_sum(cols.len(), |p| vals[p] * x[cols[p] as usize])
 }
 
 /// y_i = sum_j a_ij x_j for the rows `first..` of `y`'s length, each summed
-/// in column order from 0; runs of rows with the same columns are computed
+/// in [`row_sum`]'s order; runs of rows with the same columns are computed
 /// together, their columns and x read once. O(nnz of the rows).
 fn mul_rows(a: &Csr<f64>, x: &[f64], first: usize, y: &mut [f64]) {
     let mut r = 0;
@@ -250,14 +247,17 @@ fn mul_rows(a: &Csr<f64>, x: &[f64], first: usize, y: &mut [f64]) {
         }
         let vals: [&[f64]; SPMV_GROUP] =
             std::array::from_fn(|q| if q < g { a.row(first + r + q).1 } else { &[] });
-        let mut s = [0.0f64; SPMV_GROUP];
+        // each row's lanes, as row_sum keeps them
+        let mut s = [[0.0f64; ROW_LANES]; SPMV_GROUP];
         for (p, &j) in cols.iter().enumerate() {
             let xj = x[j as usize];
             for (sq, v) in s.iter_mut().zip(&vals).take(g) {
-                *sq += v[p] * xj;
+                sq[p % ROW_LANES] += v[p] * xj;
             }
         }
-        y[r..r + g].copy_from_slice(&s[..g]);
+        for (yq, sq) in y[r..r + g].iter_mut().zip(s) {
+            *yq = lanes_total(sq);
+        }
         r += g;
     }
 }

@@ -8,7 +8,7 @@
 use crate::backend::{dev, CudaBackend, THREADS};
 use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use gpuq_core::{Error, Result};
-use gpuq_kernels::amg::{table_slots, MAX_SETUP_BLOCK};
+use gpuq_kernels::amg::{table_slots, MAX_SETUP_BLOCK, ROW_LANES};
 use gpuq_sparse::Csr;
 
 /// Hash-table slots one product pass may use at once (12 bytes each): rows are
@@ -104,8 +104,8 @@ fn row_pointers(a: &Csr<f64>) -> std::borrow::Cow<'_, [u64]> {
 /// A real CSR matrix on the device, as the setup kernels read it: u64 row
 /// pointers, u32 columns (sorted, unique in each row), f64 values.
 pub struct SetupCsr {
-    nrows: usize,
-    ncols: usize,
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
     nnz: usize,
     pub(crate) ptr: CudaSlice<u64>,
     pub(crate) col: CudaSlice<u32>,
@@ -147,7 +147,7 @@ impl CudaBackend {
             .map_err(dev("allocating AMG setup buffers"))
     }
 
-    fn setup_put<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>> {
+    pub(crate) fn setup_put<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>> {
         let bytes = std::mem::size_of_val(host);
         if bytes < crate::staging::STAGED_FROM {
             self.inner.stats.upload(bytes);
@@ -306,6 +306,21 @@ impl CudaBackend {
         items: usize,
     ) -> Result<(cudarc::driver::CudaFunction, cudarc::driver::LaunchConfig)> {
         Ok((self.function(name)?, Self::cfg(self.grid_blocks(items))))
+    }
+
+    /// Kernel `name` and a cooperative launch of it over `items` threads:
+    /// the blocks [`CudaBackend::grid_blocks`] gives, at most as many as
+    /// can be resident on the device at once (its occupancy), so that its
+    /// grid barriers (`sync_grid`) cannot wait for a block that never runs.
+    pub(crate) fn cooperative(
+        &self,
+        name: &'static str,
+        items: usize,
+    ) -> Result<(cudarc::driver::CudaFunction, cudarc::driver::LaunchConfig)> {
+        let f = self.function(name)?;
+        let resident = self.blocks_per_sm(&f)? * self.inner.info.multiprocessors;
+        let blocks = (self.grid_blocks(items) as usize).min(resident.max(1));
+        Ok((f, Self::cfg(blocks as u32)))
     }
 
     /// Copies a host CSR matrix to the device: 16 bytes per row and 12 per
@@ -1160,12 +1175,13 @@ impl CudaBackend {
     /// The aggregates of smoothed aggregation, on the device: the symmetrised
     /// strong-connection graph of the bs x bs block norms of A (test e_kl^2 >=
     /// eps e_kk e_ll), then rounds of the distance-2 maximal-independent-set
-    /// keys (two max-propagations and an update per round, one 8-byte read
-    /// back per round), the roots numbered in node order (a prefix sum on the
-    /// host), and the two assignment passes. Returns each node's aggregate,
+    /// keys (two max-propagations and an update per round, all rounds in
+    /// one cooperative launch: no read back until the last), the roots
+    /// numbered in node order (a prefix sum), and the two assignment passes. Returns each node's aggregate,
     /// the number of aggregates (the same as the host's `mis2_aggregates` of
     /// its `strong_graph`) and the isolated nodes (no strong connection, in
-    /// increasing order: one download of the graph's row offsets).
+    /// increasing order: counted on the device, and found in a download of
+    /// the graph's row offsets only where there are some).
     ///
     /// Returns `Ok(None)` where the host must decide: a block size above
     /// `MAX_SETUP_BLOCK`, a zero diagonal block (the host reports it), or a
@@ -1191,78 +1207,75 @@ impl CudaBackend {
                 .arg(&a.val)
                 .arg(&mut diag);
         })?;
-        let (f, cfg) = self.launch_1d("amg_strength", nodes)?;
+        // Scalar rows: a warp per node (coarse levels' rows are long).
+        let (f, cfg) = match bs {
+            1 => self.launch_1d("amg_strength_rows", nodes * 32)?,
+            _ => self.launch_1d("amg_strength", nodes)?,
+        };
         let mut counts = self.setup_zeros::<u64>(nodes)?;
-        let mut flags = self.setup_zeros::<u64>(2)?;
+        let mut flags = self.setup_zeros::<u64>(3)?;
         let mut adj = self.setup_zeros::<u32>(0)?;
         let null = 0u64;
         let mut gptr: Option<CudaSlice<u64>> = None;
+        let mut isolated_count = 0;
         for pass in 0..2 {
             if pass == 1 {
-                let f = self.setup_get(&flags, 2)?;
-                if f.iter().any(|&x| x != 0) {
+                let f = self.setup_get(&flags, 3)?;
+                if f[0] != 0 || f[1] != 0 {
                     return Ok(None);
                 }
+                isolated_count = f[2];
                 let (p, total) = self.setup_offsets(&counts, nodes)?;
                 adj = self.setup_zeros::<u32>(total as usize)?;
                 gptr = Some(p);
             }
             let mut l = self.inner.stream.launch_builder(&f);
-            l.arg(&nodes)
-                .arg(&bs)
-                .arg(&eps)
-                .arg(&a.ptr)
-                .arg(&a.col)
-                .arg(&a.val)
-                .arg(&diag);
+            l.arg(&nodes);
+            if bs != 1 {
+                l.arg(&bs);
+            }
+            l.arg(&eps).arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&diag);
             match &gptr {
                 Some(p) => l.arg(p),
                 None => l.arg(&null),
             };
             l.arg(&mut counts).arg(&mut adj).arg(&mut flags);
-            // SAFETY: arguments match `amg_strength`; bs <= MAX_SETUP_BLOCK;
+            // SAFETY: arguments match `amg_strength` (`amg_strength_rows`
+            // for bs = 1, which takes no bs); bs <= MAX_SETUP_BLOCK;
             // the fill pass's gptr is the prefix sum of the counts and adj
             // holds its total.
             unsafe { l.launch(cfg) }.map_err(dev("amg_strength"))?;
-            self.inner.stats.launch("amg_strength");
+            self.inner.stats.launch(match bs {
+                1 => "amg_strength_rows",
+                _ => "amg_strength",
+            });
         }
         let gptr = gptr.ok_or_else(|| Error::Device("strength: no graph".into()))?;
         // Rounds of the maximal independent set.
         let mut keys = self.setup_zeros::<u64>(nodes)?;
         let mut near = self.setup_zeros::<u64>(nodes)?;
         let mut far = self.setup_zeros::<u64>(nodes)?;
-        let mut left = self.setup_zeros::<u64>(1)?;
         // SAFETY: arguments match `amg_mis2_init`; keys holds `nodes` values.
         setup_launch!(self, "amg_mis2_init", nodes, l => {
             l.arg(&nodes).arg(&mut keys);
         })?;
-        let max = self.function("amg_mis2_max")?;
-        let update = self.function("amg_mis2_update")?;
-        let mut undecided = nodes;
-        while undecided > 0 {
-            let mut l = self.inner.stream.launch_builder(&max);
-            l.arg(&nodes).arg(&gptr).arg(&adj).arg(&keys).arg(&mut near);
-            // SAFETY: arguments match `amg_mis2_max`; the graph has `nodes`
-            // nodes whose neighbours index keys and near (`nodes` values each).
-            unsafe { l.launch(cfg) }.map_err(dev("amg_mis2_max"))?;
-            let mut l = self.inner.stream.launch_builder(&max);
-            l.arg(&nodes).arg(&gptr).arg(&adj).arg(&near).arg(&mut far);
-            // SAFETY: as above, from near into far.
-            unsafe { l.launch(cfg) }.map_err(dev("amg_mis2_max"))?;
-            self.inner
-                .stream
-                .memset_zeros(&mut left)
-                .map_err(dev("memset"))?;
-            let mut l = self.inner.stream.launch_builder(&update);
-            l.arg(&nodes).arg(&mut keys).arg(&far).arg(&mut left);
-            // SAFETY: arguments match `amg_mis2_update`; keys and far hold
-            // `nodes` values, left one.
-            unsafe { l.launch(cfg) }.map_err(dev("amg_mis2_update"))?;
-            self.inner.stats.launch("amg_mis2_max");
-            self.inner.stats.launch("amg_mis2_max");
-            self.inner.stats.launch("amg_mis2_update");
-            undecided = self.setup_get(&left, 1)?[0] as usize;
-        }
+        let mut left = self.setup_zeros::<u64>(2)?;
+        let mut bar = self.setup_zeros::<u32>(2)?;
+        let (f, cfg) = self.cooperative("amg_mis2_rounds", nodes)?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&nodes)
+            .arg(&gptr)
+            .arg(&adj)
+            .arg(&mut keys)
+            .arg(&mut near)
+            .arg(&mut far)
+            .arg(&mut left)
+            .arg(&mut bar);
+        // SAFETY: arguments match `amg_mis2_rounds`; keys, near and far hold
+        // `nodes` values, left and bar two zeros; the graph's neighbours
+        // index the nodes; a cooperative launch of co-resident blocks.
+        unsafe { l.launch_cooperative(cfg) }.map_err(dev("amg_mis2_rounds"))?;
+        self.inner.stats.launch("amg_mis2_rounds");
         // Number the roots in node order: a prefix sum of the root flags.
         let mut roots = self.setup_zeros::<u64>(nodes)?;
         // SAFETY: arguments match `amg_mis2_roots`; both hold `nodes` values.
@@ -1298,11 +1311,17 @@ impl CudaBackend {
                 "AMG aggregation left a node without an aggregate".into(),
             ));
         }
-        let offsets = self.setup_get(&gptr, nodes + 1)?;
-        let isolated = (0..nodes)
-            .filter(|&i| offsets[i + 1] == offsets[i])
-            .map(|i| i as u32)
-            .collect();
+        // the graph's row offsets come back only where some row is empty
+        let isolated = match isolated_count {
+            0 => Vec::new(),
+            _ => {
+                let offsets = self.setup_get(&gptr, nodes + 1)?;
+                (0..nodes)
+                    .filter(|&i| offsets[i + 1] == offsets[i])
+                    .map(|i| i as u32)
+                    .collect()
+            }
+        };
         Ok(Some((agg, count as usize, isolated)))
     }
 }
@@ -1317,7 +1336,7 @@ pub type Aggregation = (Vec<u32>, usize, Vec<u32>);
 
 /// A vector of f64 on the device for the setup's Lanczos estimates.
 pub struct SetupVec {
-    len: usize,
+    pub(crate) len: usize,
     pub(crate) buf: CudaSlice<f64>,
 }
 
@@ -1334,10 +1353,6 @@ impl SetupVec {
 }
 
 impl CudaBackend {
-    fn setup_check(&self, what: &'static str, want: usize, got: usize) -> Result<()> {
-        gpuq_core::check_same_len(what, want, got)
-    }
-
     /// A zero vector of length n.
     pub fn setup_vec_zeros(&self, n: usize) -> Result<SetupVec> {
         Ok(SetupVec {
@@ -1411,7 +1426,7 @@ impl CudaBackend {
     /// y = x, on the device. Errors on mismatched lengths. O(n) on the
     /// device.
     pub fn setup_vec_copy(&self, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
-        self.setup_check("setup_vec_copy", x.len, y.len)?;
+        gpuq_core::check_same_len("setup_vec_copy", x.len, y.len)?;
         if x.len > 0 {
             self.inner
                 .stream
@@ -1431,11 +1446,12 @@ impl CudaBackend {
         Ok(v)
     }
 
-    /// y = A x, each row summed in column order. Errors on mismatched sizes.
+    /// y = A x, each row summed in `gpuq_kernels::amg::row_sum`'s order
+    /// (a group of lanes per row). Errors on mismatched sizes.
     pub fn setup_spmv(&self, a: &SetupCsr, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
-        self.setup_check("setup_spmv (x)", a.ncols, x.len)?;
-        self.setup_check("setup_spmv (y)", a.nrows, y.len)?;
-        setup_launch!(self, "setup_spmv", a.nrows, l => {
+        check_spmv(a, x, y)?;
+        // a group of ROW_LANES lanes per row
+        setup_launch!(self, "setup_spmv", a.nrows * ROW_LANES, l => {
             l.arg(&a.nrows)
                 .arg(&a.ptr)
                 .arg(&a.col)
@@ -1455,11 +1471,7 @@ impl CudaBackend {
         x: &SetupVec,
         y: &mut SetupVec,
     ) -> Result<()> {
-        self.setup_check("setup_block_mul (y)", x.len, y.len)?;
-        if bs == 0 || x.len % bs != 0 {
-            return Err(Error::shape("setup_block_mul", "a multiple of bs", x.len));
-        }
-        self.setup_check("setup_block_mul (blocks)", x.len * bs, blocks.len)?;
+        check_block_mul(bs, blocks, x, y)?;
         setup_launch!(self, "setup_block_mul", x.len, l => {
             l.arg(&x.len)
                 .arg(&bs)
@@ -1482,14 +1494,7 @@ impl CudaBackend {
         root: bool,
         (scalars, at): (&mut SetupVec, usize),
     ) -> Result<()> {
-        self.setup_check("setup_dot_into", x.len, y.len)?;
-        let chunks = x.len.div_ceil(gpuq_kernels::amg::DOT_CHUNK);
-        if partial.len < chunks || at >= scalars.len {
-            return Err(Error::InvalidArgument(format!(
-                "setup_dot_into: {} partials for {chunks} chunks, slot {at} of {}",
-                partial.len, scalars.len
-            )));
-        }
+        let chunks = check_dot((x, y), partial, (scalars, at))?;
         // one warp per chunk
         setup_launch!(self, "setup_dot_chunks", chunks * 32, l => {
             l.arg(&x.len).arg(&x.buf).arg(&y.buf).arg(&mut partial.buf);
@@ -1516,9 +1521,7 @@ impl CudaBackend {
         v: &SetupVec,
         u: &SetupVec,
     ) -> Result<()> {
-        self.setup_check("setup_lanczos_update (v)", w.len, v.len)?;
-        self.setup_check("setup_lanczos_update (u)", w.len, u.len)?;
-        check_slot("setup_lanczos_update", scalars, al_at.max(b_at))?;
+        check_update(w, (scalars, al_at, b_at), v, u)?;
         setup_launch!(self, "setup_lanczos_update", w.len, l => {
             l.arg(&w.len)
                 .arg(&scalars.buf)
@@ -1544,8 +1547,60 @@ impl CudaBackend {
     }
 }
 
+/// Errors unless y = A x fits: x of A's columns, y of its rows.
+pub(crate) fn check_spmv(a: &SetupCsr, x: &SetupVec, y: &SetupVec) -> Result<()> {
+    gpuq_core::check_same_len("setup_spmv (x)", a.ncols, x.len)?;
+    gpuq_core::check_same_len("setup_spmv (y)", a.nrows, y.len)
+}
+
+/// Errors unless y = D x fits: x and y of one length, a multiple of `bs`,
+/// and bs^2 values of `blocks` per node.
+pub(crate) fn check_block_mul(
+    bs: usize,
+    blocks: &SetupVec,
+    x: &SetupVec,
+    y: &SetupVec,
+) -> Result<()> {
+    gpuq_core::check_same_len("setup_block_mul (y)", x.len, y.len)?;
+    if bs == 0 || x.len % bs != 0 {
+        return Err(Error::shape("setup_block_mul", "a multiple of bs", x.len));
+    }
+    gpuq_core::check_same_len("setup_block_mul (blocks)", x.len * bs, blocks.len)
+}
+
+/// The chunks of x^T y, after checking that x and y have one length,
+/// `partial` room for a partial per chunk and `at` is a slot of `scalars`.
+pub(crate) fn check_dot(
+    (x, y): (&SetupVec, &SetupVec),
+    partial: &SetupVec,
+    (scalars, at): (&SetupVec, usize),
+) -> Result<usize> {
+    gpuq_core::check_same_len("setup_dot_into", x.len, y.len)?;
+    let chunks = x.len.div_ceil(gpuq_kernels::amg::DOT_CHUNK);
+    if partial.len < chunks || at >= scalars.len {
+        return Err(Error::InvalidArgument(format!(
+            "setup_dot_into: {} partials for {chunks} chunks, slot {at} of {}",
+            partial.len, scalars.len
+        )));
+    }
+    Ok(chunks)
+}
+
+/// Errors unless w -= al v + b u fits: v and u of w's length, both slots
+/// in `scalars`.
+pub(crate) fn check_update(
+    w: &SetupVec,
+    (scalars, al_at, b_at): (&SetupVec, usize, usize),
+    v: &SetupVec,
+    u: &SetupVec,
+) -> Result<()> {
+    gpuq_core::check_same_len("setup_lanczos_update (v)", w.len, v.len)?;
+    gpuq_core::check_same_len("setup_lanczos_update (u)", w.len, u.len)?;
+    check_slot("setup_lanczos_update", scalars, al_at.max(b_at))
+}
+
 /// Errors unless `at` is a slot of `scalars`.
-fn check_slot(what: &str, scalars: &SetupVec, at: usize) -> Result<()> {
+pub(crate) fn check_slot(what: &str, scalars: &SetupVec, at: usize) -> Result<()> {
     if at >= scalars.len {
         return Err(Error::InvalidArgument(format!(
             "{what}: scalar slot {at} of {}",

@@ -14,10 +14,14 @@
 //! below the column count), output arrays hold the sizes named in each
 //! kernel's comment, and no output aliases an input.
 
-use super::prelude::{atomic_add_u64, global_id, grid_threads, lane, warp_sum, DeviceReal};
+use super::prelude::{
+    atomic_add_u64, global_id, grid_threads, lane, ld_volatile_u64, sync_grid, warp_sum,
+    DeviceReal, DeviceScalar,
+};
 use crate::amg::{
     fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
-    DOT_CHUNK, MAX_SETUP_BLOCK, ROOT, UNDECIDED,
+    DOT_CHUNK, MAX_SETUP_BLOCK, REPLAY_BLOCK_MUL, ROW_LANES, REPLAY_DIVIDE, REPLAY_DOT, REPLAY_SPMV,
+    REPLAY_UPDATE, REPLAY_WORDS, ROOT, UNDECIDED,
 };
 use core::arch::asm;
 
@@ -91,6 +95,88 @@ pub unsafe extern "ptx-kernel" fn amg_block_diag_norm(
     }
 }
 
+/// Whether nodes k and l (l != k) are strongly connected, given e_kl and
+/// e_kk: e_kl^2 >= eps e_kk e_ll or e_lk^2 >= eps e_ll e_kk (each with e >
+/// 0), e_lk found in node l's rows; counts in `flags[0]` a block (l, k)
+/// that is not stored.
+#[inline(always)]
+unsafe fn strong(
+    (k, l): (usize, usize),
+    (e_kl, dk): (f64, f64),
+    eps: f64,
+    bs: usize,
+    (ptr, col, val): (*const u64, *const u32, *const f64),
+    diag: *const f64,
+    flags: *mut u64,
+) -> bool {
+    let dl = *diag.add(l);
+    let forward = e_kl > 0.0 && e_kl * e_kl >= eps * dk * dl;
+    let (e_lk, stored) = block_norm(l, k, bs, ptr, col, val);
+    if !stored {
+        atomic_add_u64(flags, 1);
+    }
+    let backward = e_lk > 0.0 && e_lk * e_lk >= eps * dl * dk;
+    forward || backward
+}
+
+/// `amg_strength` for scalar rows (bs = 1), one warp per node: the lanes
+/// test entries l, l + 32, .. of the row at once (the same test as
+/// `amg_strength`'s), and the strong ones are written in column order by
+/// their ranks among the lanes (`vote.ballot`). Arguments and results as
+/// `amg_strength`'s.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn amg_strength_rows(
+    nodes: usize,
+    eps: f64,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    diag: *const f64,
+    gptr: *const u64,
+    counts: *mut u64,
+    adj: *mut u32,
+    flags: *mut u64,
+) {
+    let lane = lane();
+    let below = (1u32 << lane) - 1;
+    let mut k = global_id() / 32;
+    while k < nodes {
+        let dk = *diag.add(k);
+        if dk <= 0.0 && lane == 0 {
+            atomic_add_u64(flags.add(1), 1);
+        }
+        let (lo, hi) = (*ptr.add(k) as usize, *ptr.add(k + 1) as usize);
+        let out = if gptr.is_null() { 0 } else { *gptr.add(k) as usize };
+        let mut found = 0usize;
+        let mut base = lo;
+        while base < hi {
+            let p = base + lane as usize;
+            let mut l = k;
+            if p < hi {
+                l = *col.add(p) as usize;
+            }
+            let keep = l != k && {
+                let e_kl = abs(*val.add(p));
+                strong((k, l), (e_kl, dk), eps, 1, (ptr, col, val), diag, flags)
+            };
+            let mask = warp_ballot(keep);
+            if keep && !gptr.is_null() {
+                *adj.add(out + found + (mask & below).count_ones() as usize) = l as u32;
+            }
+            found += mask.count_ones() as usize;
+            base += 32;
+        }
+        if gptr.is_null() && lane == 0 {
+            *counts.add(k) = found as u64;
+            if found == 0 {
+                atomic_add_u64(flags.add(2), 1);
+            }
+        }
+        k += grid_threads() / 32;
+    }
+}
+
 /// The strong-connection graph, symmetrised: node l (l != k) is a neighbour of
 /// node k when block (k, l) is stored and e_kl^2 >= eps e_kk e_ll or e_lk^2 >=
 /// eps e_ll e_kk (each with e > 0), neighbours in increasing order. With a
@@ -98,7 +184,8 @@ pub unsafe extern "ptx-kernel" fn amg_block_diag_norm(
 /// values); otherwise it writes them to `adj` from `gptr[k]`. `flags[0]`
 /// counts stored blocks (k, l) whose transpose (l, k) is not stored (the
 /// host then takes its own path, which symmetrises any pattern), `flags[1]`
-/// nodes whose diagonal block is zero. bs <= `MAX_SETUP_BLOCK`.
+/// nodes whose diagonal block is zero, and the counting pass `flags[2]`
+/// the isolated nodes (no neighbour). bs <= `MAX_SETUP_BLOCK`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn amg_strength(
@@ -168,14 +255,7 @@ pub unsafe extern "ptx-kernel" fn amg_strength(
                 continue;
             }
             let e_kl = if bs == 1 { abs(last) } else { s.sqrt_rn() };
-            let dl = *diag.add(l);
-            let forward = e_kl > 0.0 && e_kl * e_kl >= eps * dk * dl;
-            let (e_lk, stored) = block_norm(l, k, bs, ptr, col, val);
-            if !stored {
-                atomic_add_u64(flags, 1);
-            }
-            let backward = e_lk > 0.0 && e_lk * e_lk >= eps * dl * dk;
-            if forward || backward {
+            if strong((k, l), (e_kl, dk), eps, bs, (ptr, col, val), diag, flags) {
                 if !gptr.is_null() {
                     *adj.add(out) = l as u32;
                 }
@@ -184,6 +264,9 @@ pub unsafe extern "ptx-kernel" fn amg_strength(
         }
         if gptr.is_null() {
             *counts.add(k) = (out - start) as u64;
+            if out == start {
+                atomic_add_u64(flags.add(2), 1);
+            }
         }
         k += grid_threads();
     }
@@ -199,16 +282,17 @@ pub unsafe extern "ptx-kernel" fn amg_mis2_init(n: usize, keys: *mut u64) {
     }
 }
 
-/// out[i] = the largest of `keys` over node i and its graph neighbours.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn amg_mis2_max(
+/// out[i] = the largest of `keys` over node i and its graph neighbours, for
+/// the nodes `first, first + stride, ..` below n.
+#[inline(always)]
+unsafe fn mis2_max_nodes(
+    (first, stride): (usize, usize),
     n: usize,
-    gptr: *const u64,
-    adj: *const u32,
+    (gptr, adj): (*const u64, *const u32),
     keys: *const u64,
     out: *mut u64,
 ) {
-    let mut i = global_id();
+    let mut i = first;
     while i < n {
         let mut m = *keys.add(i);
         for e in *gptr.add(i) as usize..*gptr.add(i + 1) as usize {
@@ -218,29 +302,61 @@ pub unsafe extern "ptx-kernel" fn amg_mis2_max(
             }
         }
         *out.add(i) = m;
-        i += grid_threads();
+        i += stride;
     }
 }
 
-/// One round's update of every key in place from `far` (the largest key
-/// within distance 2); adds to `*undecided` the nodes still undecided after it.
+/// The rounds of the distance-2 maximal independent set in one launch, until
+/// no node is undecided: per round, `near` = the largest key around each
+/// node, `far` = the largest `near` around it (the largest key within
+/// distance 2), then each key's update (`mis2_next`) in place, the nodes
+/// still undecided counted in `left[round % 2]`; a grid barrier between the
+/// steps. `keys` hold the start keys (`amg_mis2_init`) and end as roots and
+/// nodes out.
+///
+/// # Safety
+/// A cooperative launch (every block resident at once); `near` and `far`
+/// hold `n` values; `left` two zeros; `bar` as `sync_grid` asks; the graph's
+/// neighbours index the n nodes.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn amg_mis2_update(
+pub unsafe extern "ptx-kernel" fn amg_mis2_rounds(
     n: usize,
+    gptr: *const u64,
+    adj: *const u32,
     keys: *mut u64,
-    far: *const u64,
-    undecided: *mut u64,
+    near: *mut u64,
+    far: *mut u64,
+    left: *mut u64,
+    bar: *mut u32,
 ) {
-    let mut i = global_id();
-    let mut left = 0u64;
-    while i < n {
-        let k = mis2_next(*keys.add(i), *far.add(i), i as u32);
-        *keys.add(i) = k;
-        left += u64::from(state_of(k) == UNDECIDED);
-        i += grid_threads();
-    }
-    if left > 0 {
-        atomic_add_u64(undecided, left);
+    let all = (global_id(), grid_threads());
+    let mut round = 0usize;
+    loop {
+        mis2_max_nodes(all, n, (gptr, adj), keys, near);
+        sync_grid(bar);
+        // the count of the round before last has been read by every thread
+        if all.0 == 0 {
+            *left.add((round + 1) % 2) = 0;
+        }
+        mis2_max_nodes(all, n, (gptr, adj), near, far);
+        sync_grid(bar);
+        let count = left.add(round % 2);
+        let mut undecided = 0u64;
+        let mut i = all.0;
+        while i < n {
+            let k = mis2_next(*keys.add(i), *far.add(i), i as u32);
+            *keys.add(i) = k;
+            undecided += u64::from(state_of(k) == UNDECIDED);
+            i += all.1;
+        }
+        if undecided > 0 {
+            atomic_add_u64(count, undecided);
+        }
+        sync_grid(bar);
+        if ld_volatile_u64(count) == 0 {
+            return;
+        }
+        round += 1;
     }
 }
 
@@ -1388,8 +1504,47 @@ pub unsafe extern "ptx-kernel" fn csr_rank_rows(
     }
 }
 
-/// y = A x, one thread per row, each row summed in column order (as the
-/// host's Lanczos products).
+/// Rows of y = A x, `ROW_LANES` lanes per row in `row_sum`'s order (lane l
+/// of a row's group adds entries l, l + 8, .., then the halving tree by
+/// shuffles): the warps `first, first + stride, ..` each take the next
+/// 32 / `ROW_LANES` rows. Every lane of the warp calls it.
+#[inline(always)]
+unsafe fn spmv_rows(
+    (first, stride): (usize, usize),
+    nrows: usize,
+    (ptr, col, val): (*const u64, *const u32, *const f64),
+    x: *const f64,
+    y: *mut f64,
+) {
+    const ROWS: usize = 32 / ROW_LANES;
+    let lane = lane() as usize;
+    let (g, l) = (lane / ROW_LANES, lane % ROW_LANES);
+    let mut w = first;
+    while w * ROWS < nrows {
+        let i = w * ROWS + g;
+        let mut s = 0.0f64;
+        if i < nrows {
+            let (lo, hi) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
+            let mut p = lo + l;
+            while p < hi {
+                s += *val.add(p) * *x.add(*col.add(p) as usize);
+                p += ROW_LANES;
+            }
+        }
+        let mut d = ROW_LANES as u32 / 2;
+        while d > 0 {
+            s = s + s.shfl_down(d);
+            d /= 2;
+        }
+        if i < nrows && l == 0 {
+            *y.add(i) = s;
+        }
+        w += stride;
+    }
+}
+
+/// y = A x, `ROW_LANES` lanes per row, each row summed in `row_sum`'s order
+/// (as the host's Lanczos products).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn setup_spmv(
     nrows: usize,
@@ -1399,14 +1554,32 @@ pub unsafe extern "ptx-kernel" fn setup_spmv(
     x: *const f64,
     y: *mut f64,
 ) {
-    let mut i = global_id();
-    while i < nrows {
+    let warps = (global_id() / 32, grid_threads() / 32);
+    spmv_rows(warps, nrows, (ptr, col, val), x, y);
+}
+
+/// Entries `first, first + stride, ..` (below `n`) of y = D x for the block
+/// diagonal D (`blocks` row-major, bs^2 per node), each summed over its
+/// block row in column order.
+#[inline(always)]
+unsafe fn block_mul_rows(
+    (first, stride): (usize, usize),
+    n: usize,
+    bs: usize,
+    blocks: *const f64,
+    x: *const f64,
+    y: *mut f64,
+) {
+    let bs = bs.max(1);
+    let mut i = first;
+    while i < n {
+        let (k, r) = (i / bs, i % bs);
         let mut s = 0.0;
-        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
-            s += *val.add(p) * *x.add(*col.add(p) as usize);
+        for c in 0..bs {
+            s += *blocks.add((k * bs + r) * bs + c) * *x.add(k * bs + c);
         }
         *y.add(i) = s;
-        i += grid_threads();
+        i += stride;
     }
 }
 
@@ -1420,24 +1593,15 @@ pub unsafe extern "ptx-kernel" fn setup_block_mul(
     x: *const f64,
     y: *mut f64,
 ) {
-    let bs = bs.max(1);
-    let mut i = global_id();
-    while i < n {
-        let (k, r) = (i / bs, i % bs);
-        let mut s = 0.0;
-        for c in 0..bs {
-            s += *blocks.add((k * bs + r) * bs + c) * *x.add(k * bs + c);
-        }
-        *y.add(i) = s;
-        i += grid_threads();
-    }
+    block_mul_rows((global_id(), grid_threads()), n, bs, blocks, x, y);
 }
 
-/// partial[c] = the sum of x_i y_i over chunk c of `DOT_CHUNK` entries in
-/// `chunk_dot`'s order, one warp per chunk (lane l adds entries l, l + 32,
-/// .., then the fixed shuffle tree of `warp_sum`).
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
+/// partial[c] for the chunks c = `first, first + stride, ..` of
+/// `setup_dot_chunks`, one warp per chunk (`first` and `stride` count warps;
+/// every lane of the warp calls it).
+#[inline(always)]
+unsafe fn dot_chunks(
+    (first, stride): (usize, usize),
     n: usize,
     x: *const f64,
     y: *const f64,
@@ -1445,7 +1609,7 @@ pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
 ) {
     let chunks = n.div_ceil(DOT_CHUNK);
     let lane = lane() as usize;
-    let mut c = global_id() / 32;
+    let mut c = first;
     while c < chunks {
         let lo = c * DOT_CHUNK;
         let hi = if n - lo < DOT_CHUNK { n } else { lo + DOT_CHUNK };
@@ -1459,8 +1623,21 @@ pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
         if lane == 0 {
             *partial.add(c) = s;
         }
-        c += grid_threads() / 32;
+        c += stride;
     }
+}
+
+/// partial[c] = the sum of x_i y_i over chunk c of `DOT_CHUNK` entries in
+/// `chunk_dot`'s order, one warp per chunk (lane l adds entries l, l + 32,
+/// .., then the fixed shuffle tree of `warp_sum`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
+    n: usize,
+    x: *const f64,
+    y: *const f64,
+    partial: *mut f64,
+) {
+    dot_chunks((global_id() / 32, grid_threads() / 32), n, x, y, partial);
 }
 
 /// v[i] = `lanczos_start(i)`.
@@ -1471,6 +1648,18 @@ pub unsafe extern "ptx-kernel" fn setup_lanczos_start(n: usize, v: *mut f64) {
         *v.add(i) = lanczos_start(i as u32);
         i += grid_threads();
     }
+}
+
+/// scalars[at] = the sum of partial[0..m] in order from 0, or the square
+/// root of its absolute value when `root`: one thread's fold of the chunk
+/// partials, as the host folds them.
+#[inline(always)]
+unsafe fn fold_partials(m: usize, partial: *const f64, root: bool, at: usize, scalars: *mut f64) {
+    let mut s = 0.0f64;
+    for c in 0..m {
+        s += *partial.add(c);
+    }
+    *scalars.add(at) = if root { abs(s).sqrt_rn() } else { s };
 }
 
 /// scalars[at] = the sum of partial[0..m] in order, from 0 (the host's
@@ -1485,14 +1674,28 @@ pub unsafe extern "ptx-kernel" fn setup_fold_partials(
     at: usize,
     scalars: *mut f64,
 ) {
-    if global_id() != 0 {
-        return;
+    if global_id() == 0 {
+        fold_partials(m, partial, root != 0, at, scalars);
     }
-    let mut s = 0.0f64;
-    for c in 0..m {
-        s += *partial.add(c);
+}
+
+/// Entries `first, first + stride, ..` of w -= al v + b u, with al =
+/// scalars[al_at] and b = scalars[b_at].
+#[inline(always)]
+unsafe fn lanczos_update_rows(
+    (first, stride): (usize, usize),
+    n: usize,
+    (scalars, al_at, b_at): (*const f64, usize, usize),
+    v: *const f64,
+    u: *const f64,
+    w: *mut f64,
+) {
+    let (al, b) = (*scalars.add(al_at), *scalars.add(b_at));
+    let mut i = first;
+    while i < n {
+        *w.add(i) -= al * *v.add(i) + b * *u.add(i);
+        i += stride;
     }
-    *scalars.add(at) = if root != 0 { abs(s).sqrt_rn() } else { s };
 }
 
 /// w_i -= al v_i + b u_i, with al = scalars[al_at] and b = scalars[b_at].
@@ -1506,11 +1709,17 @@ pub unsafe extern "ptx-kernel" fn setup_lanczos_update(
     u: *const f64,
     w: *mut f64,
 ) {
-    let (al, b) = (*scalars.add(al_at), *scalars.add(b_at));
-    let mut i = global_id();
+    let at = (scalars, al_at, b_at);
+    lanczos_update_rows((global_id(), grid_threads()), n, at, v, u, w);
+}
+
+/// Entries `first, first + stride, ..` of w /= b, with b = scalars[b_at].
+#[inline(always)]
+unsafe fn divide_rows((first, stride): (usize, usize), n: usize, b: f64, w: *mut f64) {
+    let mut i = first;
     while i < n {
-        *w.add(i) -= al * *v.add(i) + b * *u.add(i);
-        i += grid_threads();
+        *w.add(i) /= b;
+        i += stride;
     }
 }
 
@@ -1522,11 +1731,48 @@ pub unsafe extern "ptx-kernel" fn setup_divide(
     b_at: usize,
     w: *mut f64,
 ) {
-    let b = *scalars.add(b_at);
-    let mut i = global_id();
-    while i < n {
-        *w.add(i) /= b;
-        i += grid_threads();
+    divide_rows((global_id(), grid_threads()), n, *scalars.add(b_at), w);
+}
+
+/// Runs `count` recorded operations (`ops`, `REPLAY_WORDS` words each; the
+/// opcodes `REPLAY_*` of `crate::amg` name them and their words) in order,
+/// each over the whole grid with the per-item code of its own kernel above
+/// (`setup_spmv`, `setup_block_mul`, `setup_dot_chunks` then
+/// `setup_fold_partials` by thread 0, `setup_lanczos_update`,
+/// `setup_divide`), a grid barrier after each: a sequence of small launches
+/// (a Lanczos estimate's steps) in one, with the same results bit for bit.
+///
+/// # Safety
+/// A cooperative launch (every block resident at once); `bar` as
+/// `sync_grid` asks; each operation's addresses and lengths as its kernel
+/// asks.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn setup_replay(ops: *const u64, count: usize, bar: *mut u32) {
+    let all = (global_id(), grid_threads());
+    for k in 0..count {
+        let w = |j: usize| *ops.add(k * REPLAY_WORDS + j);
+        let (n, f) = (w(1) as usize, |j: usize| w(j) as *mut f64);
+        match w(0) {
+            REPLAY_SPMV => {
+                let a = (w(2) as *const u64, w(3) as *const u32, f(4) as *const f64);
+                spmv_rows((all.0 / 32, all.1 / 32), n, a, f(5), f(6));
+            }
+            REPLAY_BLOCK_MUL => block_mul_rows(all, n, w(2) as usize, f(3), f(4), f(5)),
+            REPLAY_DOT => {
+                dot_chunks((all.0 / 32, all.1 / 32), n, f(2), f(3), f(4));
+                sync_grid(bar);
+                if all.0 == 0 {
+                    fold_partials(n.div_ceil(DOT_CHUNK), f(4), w(5) != 0, w(6) as usize, f(7));
+                }
+            }
+            REPLAY_UPDATE => {
+                let at = (f(2) as *const f64, w(3) as usize, w(5) as usize);
+                lanczos_update_rows(all, n, at, f(4), f(6), f(7));
+            }
+            REPLAY_DIVIDE => divide_rows(all, n, *f(2).add(w(3) as usize), f(4)),
+            _ => {}
+        }
+        sync_grid(bar);
     }
 }
 

@@ -510,6 +510,61 @@ unsafe fn atomic_inc_u32(p: *mut u32) -> u32 {
     r
 }
 
+/// `ld.volatile.global.u32`: the value at `p` as the device holds it now
+/// (not a copy in this SM's L1 cache).
+///
+/// # Safety
+/// `p` must point to device global memory valid for reads.
+#[inline(always)]
+pub unsafe fn ld_volatile_u32(p: *const u32) -> u32 {
+    let r: u32;
+    asm!("ld.volatile.global.u32 {r}, [{p}];", r = out(reg32) r, p = in(reg64) p);
+    r
+}
+
+/// `ld.volatile.global.u64`, as [`ld_volatile_u32`].
+///
+/// # Safety
+/// `p` must point to device global memory valid for reads.
+#[inline(always)]
+pub unsafe fn ld_volatile_u64(p: *const u64) -> u64 {
+    let r: u64;
+    asm!("ld.volatile.global.u64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p);
+    r
+}
+
+/// Waits until every thread of the grid has arrived, and makes each one's
+/// global-memory writes before it visible to every thread after it (the
+/// pattern of cooperative groups' grid barrier: a block barrier; thread 0
+/// of each block fences, counts its block in `bar[0]` and waits for the
+/// generation `bar[1]` to change, which the last block to arrive does after
+/// resetting the count; a fence and a block barrier). A grid of one block
+/// only takes the block barrier. Every thread of every block must call it.
+///
+/// # Safety
+/// Every block of the grid must be resident at once (a cooperative launch);
+/// `bar` must point to two `u32` of device global memory that no other
+/// kernel uses concurrently, `bar[0]` zero at the launch.
+#[inline(always)]
+pub unsafe fn sync_grid(bar: *mut u32) {
+    let blocks = nvptx::_grid_dim_x() as u32;
+    sync_threads();
+    if blocks > 1 && nvptx::_thread_idx_x() == 0 {
+        let generation = bar.add(1);
+        let seen = ld_volatile_u32(generation);
+        fence_gpu();
+        if atomic_inc_u32(bar) == blocks - 1 {
+            asm!("st.volatile.global.u32 [{p}], 0;", p = in(reg64) bar);
+            fence_gpu();
+            atomic_inc_u32(generation);
+        } else {
+            while ld_volatile_u32(generation) == seen {}
+        }
+        fence_gpu();
+    }
+    sync_threads();
+}
+
 /// The end of a single-launch deterministic reduction of up to four values
 /// per thread: stores the block's sums of `vals` at `partials[j * stride +
 /// block]` (as [`store_block_partials`]), and the last block of the grid to

@@ -8,7 +8,7 @@ use crate::comm::Communicator;
 use crate::halo::HaloPlan;
 use gpuq_amg::spectral::{dot_sum, host_root, HostLanczos, LanczosOps};
 use gpuq_core::Result;
-use gpuq_kernels::amg::lanczos_start;
+use gpuq_kernels::amg::{lanczos_start, row_sum};
 use rayon::prelude::*;
 
 /// [`LanczosOps`] over the rank's rows of a level: `host` holds them
@@ -46,12 +46,11 @@ impl LanczosOps for DistLanczos<'_> {
         let (a, n) = (self.host.a, x.len());
         y.par_iter_mut().enumerate().for_each(|(i, yi)| {
             let (c, v) = a.row(i);
-            let mut s = 0.0;
-            for (&j, &aij) in c.iter().zip(v) {
-                let j = j as usize;
-                s += aij * if j < n { x[j] } else { ghosts[j - n] };
-            }
-            *yi = s;
+            // the order of the device's product (`setup_spmv`)
+            *yi = row_sum(c.len(), |p| {
+                let j = c[p] as usize;
+                v[p] * if j < n { x[j] } else { ghosts[j - n] }
+            });
         });
         Ok(())
     }
