@@ -227,7 +227,7 @@ const SPMV_GROUP: usize = 8;
 #[inline(always)]
 fn row_dot(a: &Csr<f64>, x: &[f64], i: usize) -> f64 {
     let (cols, vals) = a.row(i);
-    row_sum(cols.len(), |p| vals[p] * x[cols[p] as usize])
+    row_sum(cols, vals, |j| x[j])
 }
 
 /// y_i = sum_j a_ij x_j for the rows `first..` of `y`'s length, each summed

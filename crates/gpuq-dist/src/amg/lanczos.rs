@@ -47,10 +47,7 @@ impl LanczosOps for DistLanczos<'_> {
         y.par_iter_mut().enumerate().for_each(|(i, yi)| {
             let (c, v) = a.row(i);
             // the order of the device's product (`setup_spmv`)
-            *yi = row_sum(c.len(), |p| {
-                let j = c[p] as usize;
-                v[p] * if j < n { x[j] } else { ghosts[j - n] }
-            });
+            *yi = row_sum(c, v, |j| if j < n { x[j] } else { ghosts[j - n] });
         });
         Ok(())
     }
