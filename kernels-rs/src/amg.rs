@@ -157,8 +157,8 @@ pub fn lanczos_start(i: u32) -> f64 {
 /// Words of one operation that `setup_replay` runs: its opcode, then up to
 /// seven arguments (lengths, slots, device addresses), unused words zero.
 pub const REPLAY_WORDS: usize = 8;
-/// `setup_replay`: y = A x, rows summed in column order: `[op, nrows, ptr,
-/// col, val, x, y]`.
+/// `setup_replay`: y = A x, rows summed in [`row_sum`]'s order: `[op,
+/// nrows, ptr, col, val, x, y]`.
 pub const REPLAY_SPMV: u64 = 1;
 /// `setup_replay`: y = D x for a block diagonal: `[op, n, bs, blocks, x, y]`.
 pub const REPLAY_BLOCK_MUL: u64 = 2;

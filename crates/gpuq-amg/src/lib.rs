@@ -243,18 +243,17 @@
 //!   finite-element systems, so nothing is done. No energy-minimising
 //!   prolongators.
 //! * On small systems the device setup is dominated by fixed costs: a P2
-//!   Poisson system of 1.85 x 10^5 rows sets up in 25 ms (the upload of A 4.6
-//!   ms through pinned buffers made beforehand) for a 6 ms solve, each of its
-//!   three levels costing 4-7 ms of Lanczos read-backs, aggregation rounds
-//!   and small launches whatever its size: 2.0x CuPy's CG + Jacobi end to end
-//!   where CuPy is fastest. The Lanczos coefficients now stay on the device
-//!   (one read per estimate instead of two per step): 1.4 -> 0.9 ms on a
-//!   small level, what is left is its 135 launches (nine per step; fusing
-//!   D's product into the inner product and the chunk sum into the dot
-//!   kernel is not done). Reading the aggregation's count every second
-//!   round instead of every round changed nothing measurable and was not
-//!   kept; setting small levels up on the host was slower (Rayon's
-//!   fork-join on 16 cores).
+//!   Poisson system of 1.85 x 10^5 rows sets up in 21-25 ms (the upload of A
+//!   3.5-4.2 ms through pinned buffers made beforehand) for a 6 ms solve.
+//!   The coarse levels' rows are long, so the strength graph of scalar rows
+//!   takes a warp per node and the Lanczos products 8 lanes per row; the
+//!   aggregation's rounds run in one cooperative launch, and the Lanczos
+//!   steps of a level of at most 50,000 rows too (a grid barrier costs about
+//!   2.5 us, more than a launch saves on a large level): the levels of 5570
+//!   and 316 rows went from 4.0 and 3.4 ms to 2.3 and 1.5 ms. What is left
+//!   on level 0 is the upload, the Galerkin product (3 ms), the Lanczos
+//!   estimate and the aggregation (1.5-2 ms each). Setting small levels up
+//!   on the host was slower (Rayon's fork-join on 16 cores).
 
 #![warn(missing_docs)]
 

@@ -350,13 +350,14 @@ pub(crate) mod cuda {
             None
         }
 
-        /// Runs the recorded steps first (every vector they name is alive:
-        /// `lanczos_rho` reads the values before it drops its vectors).
+        /// Runs the recorded steps first, once (they are taken), while
+        /// every vector they name is alive (`lanczos_rho` reads the values
+        /// before it drops its vectors).
         fn values(&self, s: &[usize]) -> Result<Vec<f64>> {
             if let Some(ops) = &self.recorded {
                 // SAFETY: the operations name the vectors of the estimate in
                 // progress, all still allocated, and `scalars` and `partial`.
-                unsafe { self.g.setup_replay(&ops.borrow())? };
+                unsafe { self.g.setup_replay(ops.take())? };
             }
             let all = self.g.setup_vec_download(&self.scalars.borrow())?;
             Ok(s.iter().map(|&at| all[at]).collect())

@@ -155,7 +155,7 @@ impl CudaBackend {
         Ok(())
     }
 
-    /// Queues `ops` in one cooperative launch of `setup_replay` (blocks for
+    /// Queues `ops` (taken: each runs once) in one cooperative launch of `setup_replay` (blocks for
     /// the operation with work for the most threads, at most as many as are
     /// resident at once), after an upload of their words; nothing waits. Nothing is
     /// queued for no operations. Cost: one small upload and one launch.
@@ -164,7 +164,7 @@ impl CudaBackend {
     /// Every buffer an operation of `ops` names must still be allocated
     /// (the launch reads and writes it), and none may have been freed and
     /// allocated again since it was recorded.
-    pub unsafe fn setup_replay(&self, ops: &SetupOps) -> Result<()> {
+    pub unsafe fn setup_replay(&self, ops: SetupOps) -> Result<()> {
         if ops.is_empty() {
             return Ok(());
         }

@@ -123,7 +123,7 @@ unsafe fn strong(
 /// test entries l, l + 32, .. of the row at once (the same test as
 /// `amg_strength`'s), and the strong ones are written in column order by
 /// their ranks among the lanes (`vote.ballot`). Arguments and results as
-/// `amg_strength`'s.
+/// `amg_strength`'s, without `bs`.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn amg_strength_rows(
@@ -311,7 +311,7 @@ unsafe fn mis2_max_nodes(
 /// node, `far` = the largest `near` around it (the largest key within
 /// distance 2), then each key's update (`mis2_next`) in place, the nodes
 /// still undecided counted in `left[round % 2]`; a grid barrier between the
-/// steps. `keys` hold the start keys (`amg_mis2_init`) and end as roots and
+/// steps. At most n + 1 rounds. `keys` hold the start keys (`amg_mis2_init`) and end as roots and
 /// nodes out.
 ///
 /// # Safety
@@ -353,7 +353,11 @@ pub unsafe extern "ptx-kernel" fn amg_mis2_rounds(
             atomic_add_u64(count, undecided);
         }
         sync_grid(bar);
-        if ld_volatile_u64(count) == 0 {
+        // Each round decides at least the node of the largest undecided key
+        // (the graph is symmetric); the bound only guards against a graph
+        // that is not: nodes left undecided join no aggregate, which the
+        // host reports.
+        if ld_volatile_u64(count) == 0 || round == n {
             return;
         }
         round += 1;
