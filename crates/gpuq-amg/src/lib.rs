@@ -243,8 +243,9 @@
 //!   finite-element systems, so nothing is done. No energy-minimising
 //!   prolongators.
 //! * On small systems the device setup is dominated by fixed costs: a P2
-//!   Poisson system of 1.85 x 10^5 rows sets up in 21-25 ms (the upload of A
-//!   3.5-4.2 ms through pinned buffers made beforehand) for a 6 ms solve.
+//!   Poisson system of 1.85 x 10^5 rows sets up in 19 ms (the upload of A
+//!   2.4-2.6 ms through pinned buffers made beforehand, filled with
+//!   non-temporal stores) for a 6 ms solve.
 //!   The coarse levels' rows are long, so the strength graph of scalar rows
 //!   takes a warp per node and the Lanczos products 8 lanes per row; the
 //!   aggregation's rounds run in one cooperative launch, and the Lanczos
