@@ -659,7 +659,7 @@ impl DistHierarchy {
     /// rank are `rows` (global columns). Collective: every rank calls it with
     /// the same partition and options.
     ///
-    /// Per distributed level: one halo plan, 15 Lanczos steps (a halo
+    /// Per distributed level: one halo plan, `lanczos_steps` Lanczos steps (a halo
     /// exchange and two collectives each), the aggregation on the rank's
     /// rows (O(nnz) per round, no communication), three exchanges of ghost
     /// rows (P_T's, P's, A P's), one of R's entries; the gathered levels cost
