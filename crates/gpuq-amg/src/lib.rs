@@ -280,7 +280,7 @@ pub mod strength;
 mod symmetry;
 pub mod trace;
 
-pub use cycle::{chebyshev_interval, cycle_layout, Amg, Coarsest, CycleLevel};
+pub use cycle::{chebyshev_interval, cycle_layout, Amg, Coarsest, CycleLevel, CHEBYSHEV_RATIO};
 pub use hierarchy::{
     coarsening_accepted, Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData,
 };
