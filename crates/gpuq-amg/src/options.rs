@@ -51,8 +51,8 @@ pub enum Smoother {
     /// i), undamped; convergent for any symmetric positive definite A.
     L1Jacobi,
     /// Chebyshev polynomial of D^-1 A of the given degree (2 to 4) over
-    /// [lambda_max / 10, lambda_max], lambda_max 1.1 times the Lanczos estimate
-    /// ([`crate::CHEBYSHEV_RATIO`]).
+    /// [lambda_max / [`crate::CHEBYSHEV_RATIO`], lambda_max], lambda_max 1.1
+    /// times the Lanczos estimate ([`crate::chebyshev_interval`]).
     Chebyshev {
         /// Polynomial degree (matrix products per application).
         degree: usize,
