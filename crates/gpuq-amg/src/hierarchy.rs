@@ -726,7 +726,7 @@ fn smoother_data<K: SetupKernels>(
         ),
         Smoother::GaussSeidel => {
             let a = a.host()?;
-            let colors = color_sweeps(a, bs, &dinv, &greedy(a, bs))?;
+            let colors = color_sweeps(a, bs, &dinv, &greedy(a, bs)?)?;
             (dinv.clone(), 1.0, colors)
         }
         _ => (dinv.clone(), o.jacobi_damping / rho, Vec::new()),

@@ -1462,7 +1462,7 @@ mod tests {
             let a = block_system(k, bs);
             let n = a.nrows();
             let dinv = BlockDiagonal::of(&a, bs, false).inverse().unwrap();
-            let sweeps = color_sweeps(&a, bs, &dinv, &greedy(&a, bs)).unwrap();
+            let sweeps = color_sweeps(&a, bs, &dinv, &greedy(&a, bs).unwrap()).unwrap();
             let b = be.upload(&vector(n, 0.3)).unwrap();
             let (mut x1, mut x2) = (be.upload(&vector(n, 1.9)).unwrap(), be.upload(&vector(n, 1.9)).unwrap());
             for s in &sweeps {

@@ -217,7 +217,10 @@
 //!   host matrices, so each level's matrix goes up once and P, R, A_c come
 //!   down; the tentative prolongator (QR per aggregate), the block-diagonal
 //!   inverses, the coarsest inverse, the seed's greedy selection and the
-//!   input checks (symmetry, null space) run on the host. The device's sparse
+//!   input checks (symmetry, null space) run on the host, and so do
+//!   Gauss-Seidel's colouring (one sequential pass) and its colour matrices
+//!   (in parallel): under the device setup each level comes down for them.
+//!   The device's sparse
 //!   product takes one thread per row (no warp-per-row or shared-memory
 //!   tables for long rows).
 //! * On CUDA, the 2x2-block Jacobi, Gauss-Seidel and Chebyshev steps run

@@ -456,35 +456,18 @@ impl<T: Scalar> Csr<T> {
         for l in &lens {
             row_ptr.push(row_ptr[row_ptr.len() - 1] + l);
         }
-        let nnz = row_ptr[nrows];
-        let (mut col_idx, mut values) = (vec![0u32; nnz], vec![T::zero(); nnz]);
-        let mut tasks = Vec::new();
-        let (mut c_left, mut v_left) = (&mut col_idx[..], &mut values[..]);
-        for r0 in (0..nrows).step_by(PARALLEL_TASK_ROWS) {
-            let r1 = (r0 + PARALLEL_TASK_ROWS).min(nrows);
-            let len = row_ptr[r1] - row_ptr[r0];
-            let (c, c_rest) = c_left.split_at_mut(len);
-            let (v, v_rest) = v_left.split_at_mut(len);
-            tasks.push((r0..r1, c, v));
-            (c_left, v_left) = (c_rest, v_rest);
-        }
-        tasks.into_par_iter().for_each(|(range, c, v)| {
-            let (mut buf, mut at) = (Vec::new(), 0);
-            for i in range {
-                if canonical(i) {
-                    for k in start[i]..start[i + 1] {
-                        c[at] = cols[k] as u32;
-                        v[at] = vals[k];
-                        at += 1;
-                    }
-                    continue;
+        let (col_idx, values) = par_fill_rows(&row_ptr, Vec::new, |i, buf, c, v| {
+            if canonical(i) {
+                for (k, (c, v)) in (start[i]..start[i + 1]).zip(c.iter_mut().zip(v)) {
+                    *c = cols[k] as u32;
+                    *v = vals[k];
                 }
-                merged(i, &mut buf);
-                for &(j, x) in &buf {
-                    c[at] = j;
-                    v[at] = x;
-                    at += 1;
-                }
+                return;
+            }
+            merged(i, buf);
+            for (&(j, x), (c, v)) in buf.iter().zip(c.iter_mut().zip(v)) {
+                *c = j;
+                *v = x;
             }
         });
         Csr {
@@ -721,6 +704,39 @@ impl<T: Scalar> Csr<T> {
 
 /// Rows per task of [`par_row_pointers`].
 const POINTER_TASK_ROWS: usize = 4096;
+
+/// The column and value arrays of a CSR matrix whose row pointers are
+/// `row_ptr` (row i holds `row_ptr[i + 1] - row_ptr[i]` entries), row i's
+/// written in place by `fill(i, scratch, cols, vals)`: tasks of
+/// [`PARALLEL_TASK_ROWS`] rows in parallel, each with a scratch from `init`.
+/// O(nnz) plus the fills.
+pub fn par_fill_rows<T: Scalar, S>(
+    row_ptr: &[usize],
+    init: impl Fn() -> S + Sync,
+    fill: impl Fn(usize, &mut S, &mut [u32], &mut [T]) + Sync,
+) -> (Vec<u32>, Vec<T>) {
+    let nrows = row_ptr.len() - 1;
+    let nnz = row_ptr[nrows];
+    let (mut col_idx, mut values) = (vec![0u32; nnz], vec![T::zero(); nnz]);
+    let mut tasks = Vec::with_capacity(nrows.div_ceil(PARALLEL_TASK_ROWS));
+    let (mut c_left, mut v_left) = (&mut col_idx[..], &mut values[..]);
+    for r0 in (0..nrows).step_by(PARALLEL_TASK_ROWS) {
+        let r1 = (r0 + PARALLEL_TASK_ROWS).min(nrows);
+        let len = row_ptr[r1] - row_ptr[r0];
+        let (c, c_rest) = c_left.split_at_mut(len);
+        let (v, v_rest) = v_left.split_at_mut(len);
+        tasks.push((r0..r1, c, v));
+        (c_left, v_left) = (c_rest, v_rest);
+    }
+    tasks.into_par_iter().for_each(|(range, c, v)| {
+        let (mut scratch, base) = (init(), row_ptr[range.start]);
+        for i in range {
+            let span = row_ptr[i] - base..row_ptr[i + 1] - base;
+            fill(i, &mut scratch, &mut c[span.clone()], &mut v[span]);
+        }
+    });
+    (col_idx, values)
+}
 
 /// The row pointers of `n` rows of `count(i)` entries each: `[0, c_0, c_0 +
 /// c_1, ...]` (n + 1 values), summed by tasks of 4096 rows in parallel (each

@@ -73,6 +73,6 @@ pub use backend::{
 };
 pub use bsr::{Bsr, MAX_BSR_BLOCK};
 pub use coo::Coo;
-pub use csr::{par_row_pointers, Csr};
+pub use csr::{par_fill_rows, par_row_pointers, Csr};
 pub use ell::Ell;
 pub use sell::{sell_plan, Sell};
