@@ -1,13 +1,12 @@
 //! End-to-end tests of the `gpuq` binary.
 
 mod common;
-use common::gpuq;
-use std::path::PathBuf;
+use common::{gpuq, scratch_dir};
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
-fn tmp(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+/// `contents` written to the file `name` in `dir`.
+fn tmp(dir: &Path, name: &str, contents: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, contents).unwrap();
     p
@@ -61,17 +60,20 @@ fn solves_a_generated_problem_with_json_report() {
 /// b = A x_true; the solution written by --out must match x_true to the tolerance.
 #[test]
 fn solves_a_matrix_market_file_against_a_known_solution() {
+    let d = scratch_dir();
     // A = [[4, 1, 0], [1, 3, -1], [0, -1, 2]]
     let a = tmp(
+        d.path(),
         "a.mtx",
         "%%MatrixMarket matrix coordinate real symmetric\n% test\n3 3 5\n1 1 4\n2 1 1\n2 2 3\n3 2 -1\n3 3 2\n",
     );
     // b = A (1, -2, 3) = (2, -8, 8)
     let b = tmp(
+        d.path(),
         "b.mtx",
         "%%MatrixMarket matrix array real general\n3 1\n2\n-8\n8\n",
     );
-    let out = std::env::temp_dir().join(format!("gpuq-cli-test-{}/x.mtx", std::process::id()));
+    let out = d.path().join("x.mtx");
     let o = gpuq(&[
         "solve",
         a.to_str().unwrap(),
@@ -94,8 +96,8 @@ fn solves_a_matrix_market_file_against_a_known_solution() {
 
 #[test]
 fn petsc_binary_files_solve_as_their_matrix_market_twins() {
-    let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let d = scratch_dir();
+    let dir = d.path();
     let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
     let mut reports = Vec::new();
     for (spec, complex) in [("convdiff2d:12", false), ("helmholtz3d:5", true)] {
@@ -144,8 +146,10 @@ fn petsc_binary_files_solve_as_their_matrix_market_twins() {
 
 #[test]
 fn complex_hermitian_file_is_detected_and_solved() {
+    let d = scratch_dir();
     // A = [[2, i], [-i, 2]] (Hermitian positive definite), stored lower triangle.
     let a = tmp(
+        d.path(),
         "h.mtx",
         "%%MatrixMarket matrix coordinate complex hermitian\n2 2 3\n1 1 2 0\n2 1 0 -1\n2 2 2 0\n",
     );
@@ -158,20 +162,25 @@ fn complex_hermitian_file_is_detected_and_solved() {
 
 #[test]
 fn bad_input_gives_one_line_and_nonzero_exit() {
+    let d = scratch_dir();
     let truncated = tmp(
+        d.path(),
         "t.mtx",
         "%%MatrixMarket matrix coordinate real general\n3 3 4\n1 1 1\n",
     );
-    let garbage = tmp("g.mtx", "\u{1}\u{2}binary\u{0}junk");
+    let garbage = tmp(d.path(), "g.mtx", "\u{1}\u{2}binary\u{0}junk");
     let rect = tmp(
+        d.path(),
         "r.mtx",
         "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1\n2 2 1\n",
     );
     let sq = tmp(
+        d.path(),
         "s.mtx",
         "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 1\n",
     );
     let short_b = tmp(
+        d.path(),
         "sb.mtx",
         "%%MatrixMarket matrix array real general\n3 1\n1\n1\n1\n",
     );
@@ -250,12 +259,15 @@ fn an_unreachable_tolerance_is_an_accuracy_limit_with_status_3() {
 /// A breakdown is a report too: printed with its status, exit status 3.
 #[test]
 fn a_breakdown_prints_its_report_and_exits_with_status_3() {
+    let d = scratch_dir();
     // [[1, 0], [0, -1]] is indefinite: CG's p^H A p vanishes for b = (1, 1).
     let a = tmp(
+        d.path(),
         "indefinite.mtx",
         "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 -1\n",
     );
     let b = tmp(
+        d.path(),
         "indefinite_b.mtx",
         "%%MatrixMarket matrix array real general\n2 1\n1\n1\n",
     );
@@ -283,8 +295,8 @@ fn a_breakdown_prints_its_report_and_exits_with_status_3() {
 
 #[test]
 fn generated_helmholtz_cylinder_is_solved_from_files_by_every_method() {
-    let dir = std::env::temp_dir().join(format!("gpuq-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let d = scratch_dir();
+    let dir = d.path();
     let (a, b) = (dir.join("cyl0.mtx"), dir.join("cyl0_b.mtx"));
     let o = gpuq(&[
         "generate",

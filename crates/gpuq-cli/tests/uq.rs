@@ -259,17 +259,15 @@ fn user_set_oscillators_run_on_every_backend() {
     }
 }
 
-/// A temporary folder of this test process.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("gpuq-uq-model-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A temporary folder of one test, removed when the guard is dropped.
+fn scratch() -> tempfile::TempDir {
+    common::scratch_dir()
 }
 
 #[test]
 fn static_response_of_a_model_from_files() {
-    let d = scratch("static");
-    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let d = scratch();
+    let p = |f: &str| d.path().join(f).to_string_lossy().to_string();
     let o = gpuq(&[
         "generate",
         "beam:32",
@@ -471,13 +469,12 @@ fn static_response_of_a_model_from_files() {
         assert_eq!(e.trim_end().lines().count(), 1, "{all:?}: {e}");
         assert!(e.contains(says), "{all:?}: {e}");
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn psd_of_a_model_from_files_matches_the_direct_solve() {
-    let d = scratch("psd");
-    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let d = scratch();
+    let p = |f: &str| d.path().join(f).to_string_lossy().to_string();
     let o = gpuq(&[
         "generate",
         "beam:30",
@@ -686,13 +683,12 @@ fn psd_of_a_model_from_files_matches_the_direct_solve() {
         assert_eq!(e.trim_end().lines().count(), 1, "{all:?}: {e}");
         assert!(e.contains(says), "{all:?}: {e}");
     }
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn convolution_of_a_model_matches_the_beams_own() {
-    let d = scratch("conv");
-    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let d = scratch();
+    let p = |f: &str| d.path().join(f).to_string_lossy().to_string();
     let o = gpuq(&[
         "generate",
         "beam:8",
@@ -786,7 +782,6 @@ fn convolution_of_a_model_matches_the_beams_own() {
         "14",
     ]);
     assert_eq!(o.status.code(), Some(1));
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -795,8 +790,8 @@ fn lobpcg_modes_on_every_backend_are_lanczos_modes() {
     // dense solver's 400) with uneven lumped masses (no repeated
     // eigenvalues, so the modes are unique): LOBPCG with AMG on each backend
     // against shift-invert Lanczos with the Cholesky factor on the host.
-    let d = scratch("lobpcg");
-    let p = |f: &str| d.join(f).to_string_lossy().to_string();
+    let d = scratch();
+    let p = |f: &str| d.path().join(f).to_string_lossy().to_string();
     let o = gpuq(&["generate", "laplace2d:30", "--out", &p("K.mtx")]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut masses = gpuq_sparse::Coo::<f64>::new(900, 900);

@@ -12,6 +12,15 @@ pub fn bin() -> OsString {
     std::env::var_os("GPUQ_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_gpuq").into())
 }
 
+/// A scratch folder for one test, under the system's temporary folder,
+/// removed with everything in it when the returned guard is dropped.
+pub fn scratch_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("gpuq-test-")
+        .tempdir()
+        .expect("a temporary folder")
+}
+
 /// Runs `gpuq ARGS` to its end.
 pub fn gpuq(args: &[&str]) -> Output {
     Command::new(bin())
