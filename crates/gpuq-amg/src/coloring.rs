@@ -35,7 +35,7 @@ pub struct Coloring {
 /// already coloured neighbours has. Deterministic; at most the largest
 /// degree plus one colours, two for a 5- or 7-point Laplacian numbered
 /// lexicographically. The node pattern (for bs > 1) is built in parallel,
-/// the colouring in one sequential pass over it ([`greedy_marks`]), again
+/// the colouring in one sequential pass over it (bit masks of the colours taken), again
 /// with twice the colour masks when the colours outgrow them. O(nnz) time and
 /// memory.
 pub fn greedy(a: &Csr<f64>, bs: usize) -> Result<Coloring> {

@@ -708,7 +708,7 @@ const POINTER_TASK_ROWS: usize = 4096;
 /// The column and value arrays of a CSR matrix whose row pointers are
 /// `row_ptr` (row i holds `row_ptr[i + 1] - row_ptr[i]` entries), row i's
 /// written in place by `fill(i, scratch, cols, vals)`: tasks of
-/// [`PARALLEL_TASK_ROWS`] rows in parallel, each with a scratch from `init`.
+/// 4096 rows in parallel, each with a scratch from `init`.
 /// O(nnz) plus the fills.
 pub fn par_fill_rows<T: Scalar, S>(
     row_ptr: &[usize],
