@@ -6,7 +6,11 @@
 //! ranges' ends, each range parsed by the rank's threads); the entries then
 //! travel to the ranks that own their rows, arriving in file order, so each
 //! rank's rows are exactly what the serial reader gives for them (duplicates
-//! summed in the same order). At any problem in any part every rank reads
+//! summed in the same order). They stay in the parsed pieces' 32-bit arrays
+//! throughout: split by owner piece by piece in parallel, sent as one message
+//! per rank, and turned into the rank's CSR rows by
+//! [`Csr::from_triplet_list`] (a file written by rows goes straight into the
+//! CSR arrays, as in the one-process reader). At any problem in any part every rank reads
 //! the file serially, which reports the error with its line (or, for a file
 //! only the serial reader takes, gives the rows). A PETSc binary file is
 //! read by row blocks: each rank reads the header, the row lengths and its
@@ -18,7 +22,7 @@ use crate::solve::rows_of;
 use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, Error, Result, Scalar};
 use gpuq_sparse::file::{self, FileFormat};
 use gpuq_sparse::matrix_market::{self as mm, read_part, MmPart, MmPartData};
-use gpuq_sparse::{petsc, Coo, Csr};
+use gpuq_sparse::{petsc, Csr, Triplets32};
 use rayon::prelude::*;
 use std::path::Path;
 
@@ -58,42 +62,73 @@ pub fn read_matrix_rows<T: Scalar>(
     }
     let Some(MmPart {
         size,
-        data: MmPartData::Coordinate { triplets, .. },
+        data: MmPartData::Coordinate {
+            triplets: pieces, ..
+        },
         ..
     }) = part
     else {
         unreachable!("every rank read a coordinate part")
     };
     let p = agree(comm, partition_of(size[0]))?;
-    let own = p.range(comm.rank());
-    // Most files list rows in order, so a rank's part holds mostly its own
-    // rows: when it holds only those they stay where they are.
-    let mine = triplets.row_indices().par_iter().all(|i| own.contains(i));
-    let mut sends: Vec<Entries<T>> = (0..comm.size()).map(|_| Entries::default()).collect();
-    if !mine {
-        for (i, j, v) in triplets.triplets() {
-            let owner = p
-                .owner(i)
-                .ok_or_else(|| comm_error("a row past the partition"))?;
-            sends[owner].push(i, j, v);
+    let (rank, own) = (comm.rank(), p.range(comm.rank()));
+    // Each piece's triplets split by the ranks owning their rows, pieces in
+    // parallel, file order kept (most files list rows in order, so most of
+    // a part is the rank's own rows, kept where they are).
+    let split = pieces
+        .into_par_iter()
+        .map(|piece| split_by_owner(piece, &p, rank))
+        .collect::<Result<Vec<_>>>()?;
+    let mut sends: Vec<Vec<Triplets32<T>>> = (0..comm.size()).map(|_| Vec::new()).collect();
+    for per_owner in split {
+        for (r, t) in per_owner.into_iter().enumerate() {
+            if !t.is_empty() {
+                sends[r].push(t);
+            }
         }
     }
-    let received = exchange_entries(comm, sends)?;
-    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-    for (r, entries) in received.iter().enumerate() {
-        if r == comm.rank() && mine {
-            rows.par_extend(triplets.row_indices().par_iter().map(|&i| i - own.start));
-            cols.par_extend(triplets.col_indices().par_iter().copied());
-            vals.par_extend(triplets.values().par_iter().copied());
-        } else {
-            rows.par_extend(entries.rows.par_iter().map(|&i| i as usize - own.start));
-            cols.par_extend(entries.cols.par_iter().map(|&j| j as usize));
-            vals.par_extend(entries.values.par_iter().copied());
-        }
+    // Rank order is file order: the ranks before this one sent the rows of
+    // theirs that precede its part, the ones after it the rest.
+    let mut parts: Vec<Triplets32<T>> = exchange_entries(comm, sends)?
+        .into_iter()
+        .flatten()
+        .collect();
+    // Local rows (a row outside the range wraps around to one past every
+    // row, which the conversion rejects).
+    let first = own.start as u32;
+    parts.par_iter_mut().for_each(|t| {
+        t.rows
+            .par_iter_mut()
+            .for_each(|i| *i = i.wrapping_sub(first))
+    });
+    let rows = Csr::from_triplet_list(own.len(), size[1], parts).map_err(|e| e.in_file(path))?;
+    Ok((p, rows))
+}
+
+/// `piece`'s triplets by the rank owning their rows under `p` (one list
+/// per rank, each in the piece's order); a piece of `rank`'s rows alone is
+/// moved, not copied. Errors at a row past the partition. O(piece).
+fn split_by_owner<T: Scalar>(
+    piece: Triplets32<T>,
+    p: &RowPartition,
+    rank: usize,
+) -> Result<Vec<Triplets32<T>>> {
+    let mut out: Vec<Triplets32<T>> = (0..p.ranks()).map(|_| Triplets32::default()).collect();
+    let own = p.range(rank);
+    if piece.rows.iter().all(|&i| own.contains(&(i as usize))) {
+        out[rank] = piece;
+        return Ok(out);
     }
-    drop(triplets);
-    let coo = Coo::try_from_triplets(own.len(), size[1], rows, cols, vals)?;
-    Ok((p, Csr::from_coo(&coo).map_err(|e| e.in_file(path))?))
+    for (i, j, v) in piece.iter() {
+        let owner = p
+            .owner(i)
+            .ok_or_else(|| comm_error("a row past the partition"))?;
+        let t = &mut out[owner];
+        t.rows.push(i as u32);
+        t.cols.push(j as u32);
+        t.vals.push(v);
+    }
+    Ok(out)
 }
 
 /// This rank's entries of the vector in the file at `path` (a Matrix Market
@@ -136,32 +171,49 @@ pub fn read_vector_rows<T: Scalar>(
     let part = part.expect("every rank read a part");
     let [m, n, _] = part.size;
     check_length(path, if m == 0 || n == 0 { 0 } else { m.max(n) }, p.rows())?;
-    let mut sends: Vec<Entries<T>> = (0..comm.size()).map(|_| Entries::default()).collect();
+    let mut sends: Vec<Vec<Triplets32<T>>> = (0..comm.size()).map(|_| Vec::new()).collect();
     match part.data {
         MmPartData::Array(values) => {
             let counts = comm.allgather(&[values.len() as f64])?;
             let first: usize = counts[..comm.rank()].iter().map(|&c| c as usize).sum();
-            for (k, v) in values.into_iter().enumerate() {
-                let i = first + k;
-                let owner = p
-                    .owner(i)
-                    .ok_or_else(|| comm_error("an entry past the vector"))?;
-                sends[owner].push(i, 0, v);
+            let end = first + values.len();
+            if end > p.rows() {
+                return Err(comm_error("an entry past the vector"));
+            }
+            // The part's entries are consecutive: each owner's share is one run.
+            for (r, to) in sends.iter_mut().enumerate() {
+                let rows = p.range(r);
+                let (lo, hi) = (rows.start.max(first), rows.end.min(end));
+                if lo < hi {
+                    to.push(Triplets32 {
+                        rows: (lo..hi).into_par_iter().map(|i| i as u32).collect(),
+                        cols: vec![0; hi - lo],
+                        vals: values[lo - first..hi - first].to_vec(),
+                    });
+                }
             }
         }
         MmPartData::Coordinate { triplets, .. } => {
-            for (i, j, v) in triplets.triplets() {
+            let mut by_owner: Vec<Triplets32<T>> =
+                (0..comm.size()).map(|_| Triplets32::default()).collect();
+            for (i, j, v) in triplets.iter().flat_map(|t| t.iter()) {
                 let i = i.max(j);
                 let owner = p
                     .owner(i)
                     .ok_or_else(|| comm_error("an entry past the vector"))?;
-                sends[owner].push(i, 0, v);
+                let t = &mut by_owner[owner];
+                t.rows.push(i as u32);
+                t.cols.push(0);
+                t.vals.push(v);
+            }
+            for (to, t) in sends.iter_mut().zip(by_owner) {
+                to.push(t);
             }
         }
     }
     let mut mine = vec![T::zero(); own.len()];
-    for entries in exchange_entries(comm, sends)? {
-        for (i, _, v) in entries.iter() {
+    for t in exchange_entries(comm, sends)?.iter().flatten() {
+        for (i, _, v) in t.iter() {
             mine[i - own.start] += v;
         }
     }
@@ -200,90 +252,73 @@ fn check_length(path: &Path, found: usize, n: usize) -> Result<()> {
     ))
 }
 
-/// Entries on their way to the rank owning their rows: global row and
-/// column (u32, as CSR's columns), value.
-struct Entries<T> {
-    rows: Vec<u32>,
-    cols: Vec<u32>,
-    values: Vec<T>,
+/// Triplets on their way to the rank owning their rows, as one message: the
+/// count (u64), the rows, the columns (u32, global), then the values.
+/// O(triplets).
+fn encode<T: Scalar>(parts: &[Triplets32<T>]) -> Vec<u8> {
+    let k: usize = parts.iter().map(Triplets32::len).sum();
+    let mut out = Vec::with_capacity(8 + 8 * k + k * std::mem::size_of::<T>());
+    out.extend_from_slice(&(k as u64).to_le_bytes());
+    for t in parts {
+        out.extend(t.rows.iter().flat_map(|x| x.to_le_bytes()));
+    }
+    for t in parts {
+        out.extend(t.cols.iter().flat_map(|x| x.to_le_bytes()));
+    }
+    for t in parts {
+        out.extend_from_slice(scalars_as_bytes(&t.vals));
+    }
+    out
 }
 
-impl<T> Default for Entries<T> {
-    fn default() -> Self {
-        Entries {
-            rows: Vec::new(),
-            cols: Vec::new(),
-            values: Vec::new(),
-        }
+/// The triplets of a message [`encode`] wrote. Errors when it is malformed.
+/// O(triplets).
+fn decode<T: Scalar>(bytes: &[u8]) -> Result<Triplets32<T>> {
+    let bad = || comm_error("read_matrix_rows: a malformed message of entries");
+    let k = u64::from_le_bytes(
+        bytes
+            .get(..8)
+            .ok_or_else(bad)?
+            .try_into()
+            .map_err(|_| bad())?,
+    ) as usize;
+    let size = std::mem::size_of::<T>();
+    if bytes.len() != 8 + k * (8 + size) {
+        return Err(bad());
     }
-}
-
-impl<T: Scalar> Entries<T> {
-    fn push(&mut self, i: usize, j: usize, v: T) {
-        self.rows.push(i as u32);
-        self.cols.push(j as u32);
-        self.values.push(v);
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (usize, usize, T)> + '_ {
-        self.rows
-            .iter()
-            .zip(&self.cols)
-            .zip(&self.values)
-            .map(|((&i, &j), &v)| (i as usize, j as usize, v))
-    }
-
-    /// The count (u64), the rows, the columns, then the values.
-    fn encode(&self) -> Vec<u8> {
-        let k = self.rows.len();
-        let mut out = Vec::with_capacity(8 + 8 * k + k * std::mem::size_of::<T>());
-        out.extend_from_slice(&(k as u64).to_le_bytes());
-        for x in self.rows.iter().chain(&self.cols) {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
-        out.extend_from_slice(scalars_as_bytes(&self.values));
-        out
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Self> {
-        let bad = || comm_error("read_matrix_rows: a malformed message of entries");
-        let k = u64::from_le_bytes(
-            bytes
-                .get(..8)
-                .ok_or_else(bad)?
-                .try_into()
-                .map_err(|_| bad())?,
-        ) as usize;
-        let size = std::mem::size_of::<T>();
-        if bytes.len() != 8 + k * (8 + size) {
-            return Err(bad());
-        }
-        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
-        let rows = (0..k).map(|e| word(8 + 4 * e)).collect();
-        let cols = (0..k).map(|e| word(8 + 4 * (k + e))).collect();
-        let mut values = vec![T::zero(); k];
-        scalars_as_bytes_mut(&mut values).copy_from_slice(&bytes[8 + 8 * k..]);
-        Ok(Entries { rows, cols, values })
-    }
+    let words = |at: usize| -> Vec<u32> {
+        bytes[at..at + 4 * k]
+            .par_chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect()
+    };
+    let mut vals = vec![T::zero(); k];
+    scalars_as_bytes_mut(&mut vals).copy_from_slice(&bytes[8 + 8 * k..]);
+    Ok(Triplets32 {
+        rows: words(8),
+        cols: words(8 + 4 * k),
+        vals,
+    })
 }
 
 /// `sends[r]` delivered to rank r for every r; returns what each rank sent
-/// here, in rank order (this rank's own kept, not sent). Collective.
+/// here, in rank order (this rank's own kept as it is, the others' one list
+/// each). Collective.
 fn exchange_entries<T: Scalar>(
     comm: &dyn Communicator,
-    mut sends: Vec<Entries<T>>,
-) -> Result<Vec<Entries<T>>> {
+    mut sends: Vec<Vec<Triplets32<T>>>,
+) -> Result<Vec<Vec<Triplets32<T>>>> {
     let rank = comm.rank();
     let own = std::mem::take(&mut sends[rank]);
-    let bytes: Vec<Vec<u8>> = sends.iter().map(Entries::encode).collect();
+    let bytes: Vec<Vec<u8>> = sends.par_iter().map(|s| encode(s)).collect();
     drop(sends);
     let mut received = all_to_all(comm, ENTRIES_TAG, bytes)?;
     let mut out = Vec::with_capacity(received.len());
     for (r, msg) in received.iter_mut().enumerate() {
         if r == rank {
-            out.push(Entries::default());
+            out.push(Vec::new());
         } else {
-            out.push(Entries::decode(&std::mem::take(msg))?);
+            out.push(vec![decode(&std::mem::take(msg))?]);
         }
     }
     out[rank] = own;
@@ -364,8 +399,25 @@ mod tests {
 
     #[test]
     fn every_rank_reads_the_serial_readers_rows() {
-        let text = matrix_text(200);
-        let path = temp("a.mtx", &text);
+        // An unordered symmetric file, and a general one written by rows
+        // (its parts' triplets go straight into the rows' CSR arrays), large
+        // enough for several pieces per part.
+        let mut ordered = Vec::new();
+        mm::write_csr(
+            &gpuq_sparse::generators::laplace2d::<f64>(120),
+            &mut ordered,
+        )
+        .unwrap();
+        for (name, text) in [
+            ("a.mtx", matrix_text(200)),
+            ("ordered.mtx", String::from_utf8(ordered).unwrap()),
+        ] {
+            every_rank_reads_rows_of(name, &text);
+        }
+    }
+
+    fn every_rank_reads_rows_of(name: &str, text: &str) {
+        let path = temp(name, text);
         let whole = mm::read_csr::<f64>(&path).unwrap();
         for ranks in 1..=4 {
             let got = on_ranks(ranks, |c| {

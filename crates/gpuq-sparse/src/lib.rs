@@ -66,6 +66,7 @@ mod nalgebra_interop;
 pub mod petsc;
 pub mod reference;
 mod sell;
+mod triplets;
 
 pub use backend::{
     DeviceMatrix, Layout, MatrixOperator, SparseBackend, AUTO_SELL_MAX_MEAN_ROW,
@@ -76,3 +77,4 @@ pub use coo::Coo;
 pub use csr::{par_fill_rows, par_row_pointers, Csr};
 pub use ell::Ell;
 pub use sell::{sell_plan, Sell};
+pub use triplets::Triplets32;

@@ -50,6 +50,7 @@ mod parallel;
 #[cfg(unix)]
 mod part;
 mod scan;
+pub(crate) use parallel::csr_of_ordered;
 #[cfg(unix)]
 pub use part::{read_part, MmPart, MmPartData};
 

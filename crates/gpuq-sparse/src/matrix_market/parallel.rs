@@ -16,8 +16,8 @@
 use super::scan::{self, Entries};
 use super::{check_field, store, stored_array_len, ArrayCursor, Lines, MAX_IMPLIED};
 use super::{MmFormat, MmHeader, MmSymmetry};
-use crate::csr::TripletPart;
-use crate::{Coo, Csr};
+use crate::triplets::csr_of_parts;
+use crate::{Coo, Csr, Triplets32};
 use gpuq_core::Scalar;
 use rayon::prelude::*;
 
@@ -323,17 +323,18 @@ impl<'a> Sections<'a> {
         Ok(parts.map(|parts| concat(parts, T::zero())))
     }
 
-    /// The triplets of a `coordinate` data section in file order and the
-    /// number of entry lines read, without the check against the size line
-    /// (a part of the file read by one of several readers), or `None` at
-    /// any problem (or for an `array` file). O(section) on all threads,
-    /// then one copy of the triplets.
+    /// The triplets of a `coordinate` data section in file order, one part
+    /// per piece, and the number of entry lines read, without the check
+    /// against the size line (a part of the file read by one of several
+    /// readers), or `None` at any problem (or for an `array` file).
+    /// O(section) on all threads.
     #[cfg(unix)]
-    pub(super) fn triplets<T: Scalar>(&self) -> std::io::Result<Option<(Coo<T>, usize)>> {
-        let (nrows, ncols) = (self.size[0], self.size[1]);
+    pub(super) fn triplet_parts<T: Scalar>(
+        &self,
+    ) -> std::io::Result<Option<(Vec<Triplets32<T>>, usize)>> {
         Ok(self.entries::<T>()?.map(|parts| {
             let lines = parts.iter().map(|p| p.lines).sum();
-            (coo_of(nrows, ncols, parts), lines)
+            (into_parts(parts).0, lines)
         }))
     }
 
@@ -389,20 +390,10 @@ impl<'a> Sections<'a> {
             return None;
         }
         let a = match self.header.format {
-            MmFormat::Coordinate => match csr_of_ordered(nrows, ncols, self.declared_entries()?) {
-                Ok(a) => return Some(a),
-                Err(parts) => {
-                    let parts: Vec<TripletPart<'_, u32, T>> = parts
-                        .iter()
-                        .map(|p| TripletPart {
-                            rows: &p.rows,
-                            cols: &p.cols,
-                            vals: &p.vals,
-                        })
-                        .collect();
-                    Csr::from_triplet_parts(nrows, ncols, &parts)
-                }
-            },
+            MmFormat::Coordinate => {
+                let (parts, ordered) = into_parts(self.declared_entries()?);
+                csr_of_parts(nrows, ncols, parts, &ordered)
+            }
             MmFormat::Array => Csr::from_coo_allow_nonfinite(&self.coo()?).ok()?,
         };
         a.check_finite().ok()?;
@@ -561,28 +552,30 @@ fn coo_of<T: Scalar>(nrows: usize, ncols: usize, mut parts: Vec<Entries<T>>) -> 
 }
 
 /// The `nrows x ncols` [`Csr`] of `parts` when their triplets, taken in
-/// order, strictly increase in (row, column): already the CSR order, with
+/// order, strictly increase in (row, column) (`ordered[k]`: whether they do
+/// within part k; the indices within the shape): already the CSR order, with
 /// no duplicates to sum, so the column indices and values are the parts'
 /// concatenated and each part writes the row pointers of its rows.
 /// `Err(parts)` when they do not. O(nnz + nrows) on all threads.
-fn csr_of_ordered<T: Scalar>(
+pub(crate) fn csr_of_ordered<T: Scalar>(
     nrows: usize,
     ncols: usize,
-    mut parts: Vec<Entries<T>>,
-) -> std::result::Result<Csr<T>, Vec<Entries<T>>> {
+    mut parts: Vec<Triplets32<T>>,
+    ordered: &[bool],
+) -> std::result::Result<Csr<T>, Vec<Triplets32<T>>> {
     // Ordered within every part and across each part's ends; `ends[k]`:
     // one past the last row of parts 0..=k.
     let mut last: Option<(u32, u32)> = None;
     let mut ends = Vec::with_capacity(parts.len());
-    for p in &parts {
-        if !p.ordered {
+    for (p, &in_order) in parts.iter().zip(ordered) {
+        if !in_order {
             return Err(parts);
         }
-        if let Some((first, end)) = p.ends() {
-            if last.is_some_and(|l| l >= first) {
+        if let Some(first) = p.len().checked_sub(1) {
+            if last.is_some_and(|l| l >= (p.rows[0], p.cols[0])) {
                 return Err(parts);
             }
-            last = Some(end);
+            last = Some((p.rows[first], p.cols[first]));
         }
         ends.push(last.map_or(0, |(i, _)| i as usize + 1));
     }
@@ -617,6 +610,25 @@ fn csr_of_ordered<T: Scalar>(
     let col_idx = concat_taken(&mut parts, |p| &mut p.cols, 0);
     let vals = concat_taken(&mut parts, |p| &mut p.vals, T::zero());
     Ok(Csr::from_canonical(nrows, ncols, row_ptr, col_idx, vals))
+}
+
+/// The pieces' triplets as [`Triplets32`] parts (moved, not copied) and
+/// whether each piece's triplets strictly increase.
+fn into_parts<T: Scalar>(pieces: Vec<Entries<T>>) -> (Vec<Triplets32<T>>, Vec<bool>) {
+    pieces
+        .into_iter()
+        .map(|e| {
+            let ordered = e.ordered;
+            (
+                Triplets32 {
+                    rows: e.rows,
+                    cols: e.cols,
+                    vals: e.vals,
+                },
+                ordered,
+            )
+        })
+        .unzip()
 }
 
 /// The byte offset where the line after 1-based line `line_no` starts (the
@@ -745,7 +757,8 @@ mod tests {
             let want = parse_csr_serial::<f64>(&t).unwrap();
             for piece in [1, 7, 64, 1 << 20] {
                 let parts = on_threads(|| sections::<f64>(&t, piece).declared_entries::<f64>());
-                let got = csr_of_ordered(n, n, parts.unwrap());
+                let (parts, ordered) = into_parts(parts.unwrap());
+                let got = csr_of_ordered(n, n, parts, &ordered);
                 assert_eq!(got.ok().as_ref(), Some(&want), "n {n}, pieces of {piece}");
             }
         }
@@ -768,7 +781,8 @@ mod tests {
         let want = parse_csr_serial::<f64>(t).unwrap();
         for piece in [1, 8, 100] {
             let parts = sections::<f64>(t, piece).declared_entries::<f64>().unwrap();
-            assert!(csr_of_ordered(3, 3, parts).is_err());
+            let (parts, ordered) = into_parts(parts);
+            assert!(csr_of_ordered(3, 3, parts, &ordered).is_err());
             let got = on_threads(|| sections::<f64>(t, piece).csr::<f64>());
             assert_eq!(got.as_ref(), Some(&want));
         }

@@ -14,7 +14,7 @@
 
 use super::parallel::{file_head, piece_bytes, readable, Sections, Source};
 use super::{MmFormat, MmHeader, MAX_IMPLIED};
-use crate::Coo;
+use crate::Triplets32;
 use gpuq_core::{Error, Result, Scalar};
 use std::fs::File;
 use std::path::Path;
@@ -23,11 +23,12 @@ use std::path::Path;
 #[derive(Clone, Debug)]
 pub enum MmPartData<T> {
     /// A `coordinate` file: the part's triplets in file order (symmetric
-    /// storage mirrored, each mirror right after its entry), 0-based, and
-    /// the number of entries (lines) read before mirroring.
+    /// storage mirrored, each mirror right after its entry), 0-based, in
+    /// pieces of the part (as the threads parsed them), and the number of
+    /// entries (lines) read before mirroring.
     Coordinate {
-        /// The triplets, in the whole matrix's shape.
-        triplets: Coo<T>,
+        /// The triplets, in the whole matrix's shape, piece by piece.
+        triplets: Vec<Triplets32<T>>,
         /// The part's entry lines.
         entries: usize,
     },
@@ -97,7 +98,7 @@ pub fn read_part<T: Scalar>(
     };
     let data = match header.format {
         MmFormat::Coordinate => sections
-            .triplets::<T>()
+            .triplet_parts::<T>()
             .map_err(io)?
             .map(|(triplets, entries)| MmPartData::Coordinate { triplets, entries }),
         MmFormat::Array => sections.values::<T>().map_err(io)?.map(MmPartData::Array),
@@ -178,7 +179,7 @@ mod tests {
                     triplets,
                     entries: e,
                 } => {
-                    all.extend(triplets.triplets());
+                    all.extend(triplets.iter().flat_map(|p| p.iter()));
                     entries += e;
                 }
                 MmPartData::Array(_) => panic!("a coordinate file"),

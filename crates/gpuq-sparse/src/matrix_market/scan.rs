@@ -343,16 +343,6 @@ impl<T: Scalar> Entries<T> {
     pub fn len(&self) -> usize {
         self.vals.len()
     }
-
-    /// `(row, column)` of the first and of the last triplet, `None` when
-    /// there are none.
-    pub fn ends(&self) -> Option<((u32, u32), (u32, u32))> {
-        let last = self.len().checked_sub(1)?;
-        Some((
-            (self.rows[0], self.cols[0]),
-            (self.rows[last], self.cols[last]),
-        ))
-    }
 }
 
 /// The triplets of the data lines of `piece` (whole lines of a `coordinate`
@@ -551,8 +541,8 @@ mod tests {
         assert!(!ordered("2 1 1\n1 5 1\n")); // rows out of order
         assert!(!ordered("1 1 1\n1 1 2\n")); // a duplicate
         let e = coordinate_entries::<f64>("3 4 1\n% x\n5 6 2\n", h, 9, 9).unwrap();
-        assert_eq!(e.ends(), Some(((2, 3), (4, 5))));
-        assert_eq!(coordinate_entries::<f64>("", h, 9, 9).unwrap().ends(), None);
+        assert_eq!((e.rows, e.cols), (vec![2, 4], vec![3, 5]));
+        assert_eq!(coordinate_entries::<f64>("", h, 9, 9).unwrap().len(), 0);
     }
 
     proptest! {
