@@ -172,6 +172,34 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Random triplets (sorted by row and column or not, duplicates
+        /// possible) cut into random parts, on 3 threads: the matrix
+        /// `Csr::from_coo` makes of the same triplets.
+        #[test]
+        fn any_list_in_any_parts_is_the_coo_conversion(
+            entries in proptest::collection::vec((0u32..40, 0u32..30, -4.0f64..4.0), 0..400),
+            sorted in proptest::bool::ANY,
+            cuts in proptest::collection::vec(0usize..400, 0..12),
+        ) {
+            let mut entries = entries;
+            if sorted {
+                entries.sort_by_key(|e| (e.0, e.1));
+                entries.dedup_by_key(|e| (e.0, e.1));
+            }
+            let mut bounds: Vec<usize> = cuts.into_iter().map(|c| c.min(entries.len())).collect();
+            bounds.extend([0, entries.len()]);
+            bounds.sort_unstable();
+            let parts: Vec<Triplets32<f64>> =
+                bounds.windows(2).map(|w| part(&entries[w[0]..w[1]])).collect();
+            let want = by_coo(40, 30, &parts);
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+            let got = pool.install(|| Csr::from_triplet_list(40, 30, parts)).unwrap();
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
     #[test]
     fn bad_indices_and_values_are_errors() {
         let e = Csr::from_triplet_list(2, 2, vec![part(&[(0, 0, 1.0), (2, 0, 1.0)])]);
