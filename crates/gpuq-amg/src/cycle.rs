@@ -302,6 +302,9 @@ impl<B: AmgKernels, T: Scalar> Amg<B, T> {
                     })
                     .collect::<Result<_>>()?,
             });
+            if s.kind == Smoother::GaussSeidel {
+                trace.mark(format_args!("cycle level {k}: Gauss-Seidel colours"));
+            }
         }
         let coarse = backend.upload_matrix_owned(convert::<T>(h.coarse_solve())?, Layout::Csr)?;
         trace.mark(format_args!("cycle: coarsest inverse"));

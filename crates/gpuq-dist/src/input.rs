@@ -172,6 +172,7 @@ pub fn read_vector_rows<T: Scalar>(
     let [m, n, _] = part.size;
     check_length(path, if m == 0 || n == 0 { 0 } else { m.max(n) }, p.rows())?;
     let mut sends: Vec<Vec<Triplets32<T>>> = (0..comm.size()).map(|_| Vec::new()).collect();
+    let mut mine = vec![T::zero(); own.len()];
     match part.data {
         MmPartData::Array(values) => {
             let counts = comm.allgather(&[values.len() as f64])?;
@@ -180,11 +181,16 @@ pub fn read_vector_rows<T: Scalar>(
             if end > p.rows() {
                 return Err(comm_error("an entry past the vector"));
             }
-            // The part's entries are consecutive: each owner's share is one run.
+            // The part's entries are consecutive: each owner's share is one
+            // run, this rank's copied into place (each entry of an array
+            // file is stored once).
             for (r, to) in sends.iter_mut().enumerate() {
                 let rows = p.range(r);
                 let (lo, hi) = (rows.start.max(first), rows.end.min(end));
-                if lo < hi {
+                if lo < hi && r == comm.rank() {
+                    mine[lo - own.start..hi - own.start]
+                        .copy_from_slice(&values[lo - first..hi - first]);
+                } else if lo < hi {
                     to.push(Triplets32 {
                         rows: (lo..hi).into_par_iter().map(|i| i as u32).collect(),
                         cols: vec![0; hi - lo],
@@ -211,7 +217,6 @@ pub fn read_vector_rows<T: Scalar>(
             }
         }
     }
-    let mut mine = vec![T::zero(); own.len()];
     for t in exchange_entries(comm, sends)?.iter().flatten() {
         for (i, _, v) in t.iter() {
             mine[i - own.start] += v;
