@@ -193,9 +193,11 @@
 //! systems it is the fastest on the GPU: elasticity2d:1414 0.094 s against
 //! 0.098 s, bidomain3d:200 0.047 s against 0.083 s), scalar ones now take
 //! Chebyshev of degree 3 ([`Smoother::default_for`]; on laplace3d:200 on an
-//! H200, 14 iterations and 0.228 s with the setup against 19 and 0.225 s).
-//! Gauss-Seidel on every level also takes 14 iterations, but the coarse
-//! levels need 18-64 colours, each a launch per sweep.
+//! H200, over the upper tenth of the spectrum ([`CHEBYSHEV_RATIO`]), 8
+//! iterations and 0.23-0.30 s with the setup against one Jacobi sweep's 13
+//! and 0.27-0.29 s). Gauss-Seidel on every level takes 9 iterations, but its
+//! setup takes 1.1-1.4 s (the colouring on the host) and the coarse levels
+//! need 18-64 colours, each a launch per sweep.
 //!
 //! ## The setup on the GPU, measured
 //!
@@ -213,16 +215,13 @@
 //!
 //! ## Not done
 //!
-//! * The setup is not device-resident: [`SetupKernels`] takes and returns
-//!   host matrices, so each level's matrix goes up once and P, R, A_c come
-//!   down; the tentative prolongator (QR per aggregate), the block-diagonal
-//!   inverses, the coarsest inverse, the seed's greedy selection and the
-//!   input checks (symmetry, null space) run on the host, and so do
-//!   Gauss-Seidel's colouring (one sequential pass) and its colour matrices
-//!   (in parallel): under the device setup each level comes down for them.
-//!   The device's sparse
-//!   product takes one thread per row (no warp-per-row or shared-memory
-//!   tables for long rows).
+//! * The device setup ([`SetupKernels`] on CUDA) keeps each level's A, P, R
+//!   and A_c on the device, but the aggregates and block diagonals come back
+//!   to the host, and these run on the host: the block-diagonal inverses,
+//!   the coarsest inverse, the seed's greedy selection, and Gauss-Seidel's
+//!   colouring (one sequential pass) and colour matrices (in parallel), for
+//!   which each level comes down. The device's sparse product takes one
+//!   thread per row (no warp-per-row or shared-memory tables for long rows).
 //! * On CUDA, the 2x2-block Jacobi, Gauss-Seidel and Chebyshev steps run
 //!   the default bodies (separate SpMV and BLAS-1 launches), so on the 2x2
 //!   systems Gauss-Seidel / Chebyshev-3 takes fewer iterations than block
