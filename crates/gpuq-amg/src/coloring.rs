@@ -36,8 +36,10 @@ pub struct Coloring {
 /// degree plus one colours, two for a 5- or 7-point Laplacian numbered
 /// lexicographically. The node pattern (for bs > 1) is built in parallel,
 /// the colouring in one sequential pass over it (bit masks of the colours taken), again
-/// with twice the colour masks when the colours outgrow them. O(nnz) time and
-/// memory.
+/// with twice the colour masks when the colours outgrow them. O(nnz) time
+/// and O(nnz) memory while the colours stay below 64; c colours take
+/// O(nnz c / 64) time and O(n c / 64) memory for the masks, plus the passes
+/// whose masks proved too narrow (log2(c / 64) of them).
 pub fn greedy(a: &Csr<f64>, bs: usize) -> Result<Coloring> {
     let owned;
     let pattern = if bs <= 1 {
@@ -131,11 +133,12 @@ pub struct ColorSweep {
 
 /// The per-colour sweeps of `a` with bs x bs diagonal blocks `dinv` (the
 /// inverse block diagonal; bs at most [`MAX_BLOCK`]) under `coloring`.
-/// The colours' node lists by one sequential counting pass, then each
+/// The colours' node lists in one sequential pass over the nodes, then each
 /// colour's rows in parallel. O(nnz bs) time; together the colours store
 /// A's entries (bs = 1; up to bs times for larger blocks, where a node's
 /// rows share one pattern) plus O(n colours) row pointers. Errors when bs
-/// exceeds [`MAX_BLOCK`].
+/// exceeds [`MAX_BLOCK`], when A is not square or bs does not divide its
+/// size, or when `dinv` or `coloring` does not fit A's nodes.
 pub fn color_sweeps(
     a: &Csr<f64>,
     bs: usize,
@@ -146,6 +149,34 @@ pub fn color_sweeps(
         return Err(gpuq_core::Error::InvalidArgument(format!(
             "Gauss-Seidel colour sweeps of blocks of {bs} (at most {MAX_BLOCK})"
         )));
+    }
+    let n = a.nrows();
+    let bad = |what: String| Err(gpuq_core::Error::InvalidArgument(what));
+    if a.ncols() != n || n % bs != 0 {
+        return bad(format!(
+            "Gauss-Seidel colour sweeps of a {n} x {} matrix in blocks of {bs}",
+            a.ncols()
+        ));
+    }
+    if dinv.block() != bs || dinv.blocks().len() != n * bs {
+        return bad(format!(
+            "Gauss-Seidel colour sweeps: inverse diagonal blocks of {} ({} values) for {n} rows in blocks of {bs}",
+            dinv.block(),
+            dinv.blocks().len()
+        ));
+    }
+    let colored_right = coloring.color_of.len() == n / bs
+        && coloring
+            .color_of
+            .iter()
+            .all(|&c| (c as usize) < coloring.colors);
+    if !colored_right {
+        return bad(format!(
+            "Gauss-Seidel colour sweeps: a colouring of {} nodes in {} colours for {} nodes",
+            coloring.color_of.len(),
+            coloring.colors,
+            n / bs
+        ));
     }
     let mut nodes_of: Vec<Vec<u32>> = vec![Vec::new(); coloring.colors];
     for (u, &c) in coloring.color_of.iter().enumerate() {
@@ -416,6 +447,43 @@ mod tests {
         let (a, _) = gpuq_sparse::elasticity3d::elasticity3d::<f64>(1).unwrap();
         let d = BlockDiagonal::of(&a, 12, false);
         assert!(color_sweeps(&a, 12, &d, &greedy(&a, 12).unwrap()).is_err());
+    }
+
+    #[test]
+    fn colour_sweeps_are_the_selected_rows_scaled_on_many_tasks() {
+        // Over 4096 rows per colour matrix (several fill tasks): scaled =
+        // select A, select = the colour's rows of D^-1, scatter = select's
+        // rows placed back at their nodes.
+        let (e3, _) = gpuq_sparse::elasticity3d::elasticity3d::<f64>(24).unwrap();
+        for (a, bs) in [(laplace3d::<f64>(26), 1), (e3, 3)] {
+            let n = a.nrows();
+            let d = BlockDiagonal::of(&a, bs, false).inverse().unwrap();
+            let col = greedy(&a, bs).unwrap();
+            for (c, s) in color_sweeps(&a, bs, &d, &col).unwrap().iter().enumerate() {
+                let want = crate::galerkin::spgemm(&s.select, &a).unwrap();
+                assert_eq!(s.scaled.row_ptr(), want.row_ptr(), "bs {bs} colour {c}");
+                assert_eq!(s.scaled.col_idx(), want.col_idx());
+                for (x, y) in s.scaled.values().iter().zip(want.values()) {
+                    assert!((x - y).abs() <= 1e-14 * y.abs().max(1.0), "{x} {y}");
+                }
+                let nodes: Vec<usize> = (0..n / bs)
+                    .filter(|&u| col.color_of[u] as usize == c)
+                    .collect();
+                assert_eq!(s.select.nrows(), nodes.len() * bs);
+                let rows_of = s.scatter.transpose(false);
+                for (k, &u) in nodes.iter().enumerate() {
+                    for r in 0..bs {
+                        let row = k * bs + r;
+                        let (cols, vals) = s.select.row(row);
+                        let want_cols: Vec<u32> = (0..bs).map(|t| (bs * u + t) as u32).collect();
+                        assert_eq!(cols, &want_cols[..]);
+                        let blk = &d.blocks()[u * bs * bs + r * bs..u * bs * bs + (r + 1) * bs];
+                        assert_eq!(vals, blk);
+                        assert_eq!(rows_of.row(row).0, &[(bs * u + r) as u32]);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub fn read_matrix_rows<T: Scalar>(
 ) -> Result<(RowPartition, Csr<T>)> {
     if agree(comm, file::format_of(path))? == FileFormat::PetscMatrix {
         let header = agree(comm, petsc::read_mat_header(path))?;
-        let p = agree(comm, partition_of(header.rows))?;
+        let p = agreed_partition(comm, header.rows, partition_of)?;
         let rows = agree(comm, petsc::read_csr_rows::<T>(path, p.range(comm.rank())))?;
         return Ok((p, rows));
     }
@@ -56,7 +56,7 @@ pub fn read_matrix_rows<T: Scalar>(
     let declared = part.as_ref().map(|p| p.size[2]);
     if !whole_file_read(comm, usable, declared)? {
         let a = file::read_csr::<T>(path)?;
-        let p = agree(comm, partition_of(a.nrows()))?;
+        let p = agreed_partition(comm, a.nrows(), partition_of)?;
         let rows = rows_of(&a, &p, comm.rank())?;
         return Ok((p, rows));
     }
@@ -70,7 +70,7 @@ pub fn read_matrix_rows<T: Scalar>(
     else {
         unreachable!("every rank read a coordinate part")
     };
-    let p = agree(comm, partition_of(size[0]))?;
+    let p = agreed_partition(comm, size[0], partition_of)?;
     let (rank, own) = (comm.rank(), p.range(comm.rank()));
     // Each piece's triplets split by the ranks owning their rows, pieces in
     // parallel, file order kept (most files list rows in order, so most of
@@ -78,7 +78,8 @@ pub fn read_matrix_rows<T: Scalar>(
     let split = pieces
         .into_par_iter()
         .map(|piece| split_by_owner(piece, &p, rank))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>>>();
+    let split = agree(comm, split)?;
     let mut sends: Vec<Vec<Triplets32<T>>> = (0..comm.size()).map(|_| Vec::new()).collect();
     for per_owner in split {
         for (r, t) in per_owner.into_iter().enumerate() {
@@ -101,8 +102,23 @@ pub fn read_matrix_rows<T: Scalar>(
             .par_iter_mut()
             .for_each(|i| *i = i.wrapping_sub(first))
     });
-    let rows = Csr::from_triplet_list(own.len(), size[1], parts).map_err(|e| e.in_file(path))?;
+    // A sum of duplicates may overflow on one rank: every rank errs then.
+    let rows = agree(
+        comm,
+        Csr::from_triplet_list(own.len(), size[1], parts).map_err(|e| e.in_file(path)),
+    )?;
     Ok((p, rows))
+}
+
+/// `partition_of(n)` when it covers `n` rows on the communicator's ranks,
+/// on every rank, else the same error on every rank. Collective.
+fn agreed_partition(
+    comm: &dyn Communicator,
+    n: usize,
+    partition_of: impl FnOnce(usize) -> Result<RowPartition>,
+) -> Result<RowPartition> {
+    let p = partition_of(n).and_then(|p| p.check(n, comm.size()).map(|_| p));
+    agree(comm, p)
 }
 
 /// `piece`'s triplets by the rank owning their rows under `p` (one list
@@ -134,12 +150,14 @@ fn split_by_owner<T: Scalar>(
 /// This rank's entries of the vector in the file at `path` (a Matrix Market
 /// vector, `n x 1` or `1 x n`, or a PETSc binary vector) as `p` splits it.
 /// Collective. Errors, the same on every rank, as the serial reader's, and
-/// when the length is not `p.rows()`. Reads O(file / ranks) per rank.
+/// when the length is not `p.rows()` or `p` is not of the communicator's
+/// ranks. Reads O(file / ranks) per rank.
 pub fn read_vector_rows<T: Scalar>(
     comm: &dyn Communicator,
     path: &Path,
     p: &RowPartition,
 ) -> Result<Vec<T>> {
+    agree(comm, p.check(p.rows(), comm.size()))?;
     let own = p.range(comm.rank());
     if agree(comm, file::format_of(path))? == FileFormat::PetscVector {
         let n = agree(comm, petsc::read_vec_header(path))?.len;
@@ -173,50 +191,59 @@ pub fn read_vector_rows<T: Scalar>(
     check_length(path, if m == 0 || n == 0 { 0 } else { m.max(n) }, p.rows())?;
     let mut sends: Vec<Vec<Triplets32<T>>> = (0..comm.size()).map(|_| Vec::new()).collect();
     let mut mine = vec![T::zero(); own.len()];
-    match part.data {
-        MmPartData::Array(values) => {
-            let counts = comm.allgather(&[values.len() as f64])?;
-            let first: usize = counts[..comm.rank()].iter().map(|&c| c as usize).sum();
-            let end = first + values.len();
-            if end > p.rows() {
-                return Err(comm_error("an entry past the vector"));
+    // The part split by owner; an error on any rank is every rank's.
+    let counts = match &part.data {
+        MmPartData::Array(values) => Some(comm.allgather(&[values.len() as f64])?),
+        MmPartData::Coordinate { .. } => None,
+    };
+    let split = (|| -> Result<()> {
+        match part.data {
+            MmPartData::Array(values) => {
+                let counts = counts.unwrap_or_default();
+                let first: usize = counts[..comm.rank()].iter().map(|&c| c as usize).sum();
+                let end = first + values.len();
+                if end > p.rows() {
+                    return Err(comm_error("an entry past the vector"));
+                }
+                // The part's entries are consecutive: each owner's share is one
+                // run, this rank's copied into place (each entry of an array
+                // file is stored once).
+                for (r, to) in sends.iter_mut().enumerate() {
+                    let rows = p.range(r);
+                    let (lo, hi) = (rows.start.max(first), rows.end.min(end));
+                    if lo < hi && r == comm.rank() {
+                        mine[lo - own.start..hi - own.start]
+                            .copy_from_slice(&values[lo - first..hi - first]);
+                    } else if lo < hi {
+                        to.push(Triplets32 {
+                            rows: (lo..hi).into_par_iter().map(|i| i as u32).collect(),
+                            cols: vec![0; hi - lo],
+                            vals: values[lo - first..hi - first].to_vec(),
+                        });
+                    }
+                }
             }
-            // The part's entries are consecutive: each owner's share is one
-            // run, this rank's copied into place (each entry of an array
-            // file is stored once).
-            for (r, to) in sends.iter_mut().enumerate() {
-                let rows = p.range(r);
-                let (lo, hi) = (rows.start.max(first), rows.end.min(end));
-                if lo < hi && r == comm.rank() {
-                    mine[lo - own.start..hi - own.start]
-                        .copy_from_slice(&values[lo - first..hi - first]);
-                } else if lo < hi {
-                    to.push(Triplets32 {
-                        rows: (lo..hi).into_par_iter().map(|i| i as u32).collect(),
-                        cols: vec![0; hi - lo],
-                        vals: values[lo - first..hi - first].to_vec(),
-                    });
+            MmPartData::Coordinate { triplets, .. } => {
+                let mut by_owner: Vec<Triplets32<T>> =
+                    (0..comm.size()).map(|_| Triplets32::default()).collect();
+                for (i, j, v) in triplets.iter().flat_map(|t| t.iter()) {
+                    let i = i.max(j);
+                    let owner = p
+                        .owner(i)
+                        .ok_or_else(|| comm_error("an entry past the vector"))?;
+                    let t = &mut by_owner[owner];
+                    t.rows.push(i as u32);
+                    t.cols.push(0);
+                    t.vals.push(v);
+                }
+                for (to, t) in sends.iter_mut().zip(by_owner) {
+                    to.push(t);
                 }
             }
         }
-        MmPartData::Coordinate { triplets, .. } => {
-            let mut by_owner: Vec<Triplets32<T>> =
-                (0..comm.size()).map(|_| Triplets32::default()).collect();
-            for (i, j, v) in triplets.iter().flat_map(|t| t.iter()) {
-                let i = i.max(j);
-                let owner = p
-                    .owner(i)
-                    .ok_or_else(|| comm_error("an entry past the vector"))?;
-                let t = &mut by_owner[owner];
-                t.rows.push(i as u32);
-                t.cols.push(0);
-                t.vals.push(v);
-            }
-            for (to, t) in sends.iter_mut().zip(by_owner) {
-                to.push(t);
-            }
-        }
-    }
+        Ok(())
+    })();
+    agree(comm, split)?;
     for t in exchange_entries(comm, sends)?.iter().flatten() {
         for (i, _, v) in t.iter() {
             mine[i - own.start] += v;
@@ -288,7 +315,11 @@ fn decode<T: Scalar>(bytes: &[u8]) -> Result<Triplets32<T>> {
             .map_err(|_| bad())?,
     ) as usize;
     let size = std::mem::size_of::<T>();
-    if bytes.len() != 8 + k * (8 + size) {
+    let expected = k
+        .checked_mul(8 + size)
+        .and_then(|b| b.checked_add(8))
+        .ok_or_else(bad)?;
+    if bytes.len() != expected {
         return Err(bad());
     }
     let words = |at: usize| -> Vec<u32> {
@@ -416,17 +447,58 @@ mod tests {
         for (name, text) in [
             ("a.mtx", matrix_text(200)),
             ("ordered.mtx", String::from_utf8(ordered).unwrap()),
+            ("spread.mtx", spread_duplicates(300)),
         ] {
-            every_rank_reads_rows_of(name, &text);
+            every_rank_reads_rows_of(name, &text, &|n, ranks| RowPartition::blocks(n, ranks, 2));
         }
+        // A rank without rows, first or last.
+        let text = spread_duplicates(50);
+        every_rank_reads_rows_of("empty-first.mtx", &text, &|n, ranks| {
+            let mut counts = vec![0; ranks];
+            let others = (ranks - 1).max(1);
+            for (r, c) in counts.iter_mut().enumerate().skip(ranks - others) {
+                *c = n / others + usize::from(r == ranks - 1) * (n % others);
+            }
+            RowPartition::from_counts(&counts)
+        });
+        every_rank_reads_rows_of("empty-last.mtx", &text, &|n, ranks| {
+            let mut counts = vec![0; ranks];
+            counts[0] = n;
+            RowPartition::from_counts(&counts)
+        });
     }
 
-    fn every_rank_reads_rows_of(name: &str, text: &str) {
+    /// Each row's diagonal stored three times, far apart in the file (so on
+    /// different ranks' parts): 1e16 in the first third, 0.1 in the second,
+    /// -1e16 in the last. Summed in file order it is 0, in any other order
+    /// possibly 0.1 or 2: the rows tell whether the order was kept.
+    fn spread_duplicates(n: usize) -> String {
+        let mut lines = Vec::new();
+        for v in ["1e16", "0.1", "-1e16"] {
+            for i in 1..=n {
+                lines.push(format!("{i} {i} {v}"));
+                if i > 1 && v == "0.1" {
+                    lines.push(format!("{i} {} -0.5", i - 1));
+                }
+            }
+        }
+        format!(
+            "%%MatrixMarket matrix coordinate real general\n{n} {n} {}\n{}\n",
+            lines.len(),
+            lines.join("\n")
+        )
+    }
+
+    fn every_rank_reads_rows_of(
+        name: &str,
+        text: &str,
+        partition: &(dyn Fn(usize, usize) -> Result<RowPartition> + Sync),
+    ) {
         let path = temp(name, text);
         let whole = mm::read_csr::<f64>(&path).unwrap();
         for ranks in 1..=4 {
             let got = on_ranks(ranks, |c| {
-                read_matrix_rows::<f64>(c, &path, |n| RowPartition::blocks(n, c.size(), 2)).unwrap()
+                read_matrix_rows::<f64>(c, &path, |n| partition(n, c.size())).unwrap()
             });
             for (r, (p, rows)) in got.iter().enumerate() {
                 let want = rows_of(&whole, p, r).unwrap();

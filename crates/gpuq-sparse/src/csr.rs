@@ -709,7 +709,8 @@ const POINTER_TASK_ROWS: usize = 4096;
 /// `row_ptr` (row i holds `row_ptr[i + 1] - row_ptr[i]` entries), row i's
 /// written in place by `fill(i, scratch, cols, vals)`: tasks of
 /// 4096 rows in parallel, each with a scratch from `init`.
-/// O(nnz) plus the fills.
+/// O(nnz) plus the fills. `row_ptr` must be valid row pointers (at least one
+/// entry, starting at 0, never decreasing); otherwise this panics.
 pub fn par_fill_rows<T: Scalar, S>(
     row_ptr: &[usize],
     init: impl Fn() -> S + Sync,

@@ -71,8 +71,10 @@ impl<T: Scalar> Csr<T> {
     /// the triplets already strictly increase in (row, column), as a file
     /// written by rows stores them, the parts' columns and values become the
     /// CSR arrays as they are (one copy; none for a single part); otherwise
-    /// they are converted by blocks of rows on all threads. Errors when an
-    /// index is out of the shape or a value is not finite. O(nnz + nrows) on
+    /// they are converted by blocks of rows on all threads. Errors when a
+    /// part's three arrays differ in length, an index is out of the shape, a
+    /// value is not finite, or a dimension exceeds `u32::MAX` (which
+    /// [`Csr::from_coo`] allows for rows). O(nnz + nrows) on
     /// all threads (O(nnz log(row length)) when unordered).
     pub fn from_triplet_list(
         nrows: usize,
@@ -84,6 +86,16 @@ impl<T: Scalar> Csr<T> {
                 "a {nrows} x {ncols} matrix exceeds the 32-bit index range"
             )));
         }
+        if let Some(p) = parts
+            .iter()
+            .find(|p| p.rows.len() != p.vals.len() || p.cols.len() != p.vals.len())
+        {
+            return Err(Error::shape(
+                "Csr::from_triplet_list (a part's rows and columns)",
+                format!("{} of each", p.vals.len()),
+                format!("{} rows and {} columns", p.rows.len(), p.cols.len()),
+            ));
+        }
         // Parts in parallel too: a file's pieces are many and short.
         let bad = parts
             .par_iter()
@@ -93,8 +105,20 @@ impl<T: Scalar> Csr<T> {
                 "entry ({i}, {j}) (0-based) outside a {nrows} x {ncols} matrix"
             )));
         }
+        // Before the conversion, whose ordered path takes the arrays as
+        // canonical (finite values among them).
+        let bad_value = parts.par_iter().find_map_first(|p| {
+            let k = p.vals.par_iter().position_first(|v| !v.is_finite_value())?;
+            Some((p.rows[k], p.cols[k]))
+        });
+        if let Some((i, j)) = bad_value {
+            return Err(Error::InvalidMatrix(format!(
+                "non-finite value at ({i}, {j}) (0-based)"
+            )));
+        }
         let ordered: Vec<bool> = parts.par_iter().map(Triplets32::ordered).collect();
         let a = csr_of_parts(nrows, ncols, parts, &ordered);
+        // Duplicates summed (the unordered path) may overflow.
         a.check_finite()?;
         Ok(a)
     }
@@ -206,5 +230,10 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("(2, 0)"));
         assert!(Csr::from_triplet_list(2, 2, vec![part(&[(0, 2, 1.0)])]).is_err());
         assert!(Csr::from_triplet_list(2, 2, vec![part(&[(0, 0, f64::NAN)])]).is_err());
+        let overflow = part(&[(0, 0, 1e308), (0, 0, 1e308)]);
+        assert!(Csr::from_triplet_list(2, 2, vec![overflow]).is_err());
+        let mut short = part(&[(0, 0, 1.0), (1, 1, 1.0)]);
+        short.cols.pop();
+        assert!(Csr::from_triplet_list(2, 2, vec![short]).is_err());
     }
 }

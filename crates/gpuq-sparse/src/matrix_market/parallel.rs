@@ -563,6 +563,7 @@ pub(crate) fn csr_of_ordered<T: Scalar>(
     mut parts: Vec<Triplets32<T>>,
     ordered: &[bool],
 ) -> std::result::Result<Csr<T>, Vec<Triplets32<T>>> {
+    debug_assert_eq!(parts.len(), ordered.len());
     // Ordered within every part and across each part's ends; `ends[k]`:
     // one past the last row of parts 0..=k.
     let mut last: Option<(u32, u32)> = None;
