@@ -224,20 +224,32 @@ pub fn read_vector_rows<T: Scalar>(
                 }
             }
             MmPartData::Coordinate { triplets, .. } => {
-                let mut by_owner: Vec<Triplets32<T>> =
-                    (0..comm.size()).map(|_| Triplets32::default()).collect();
-                for (i, j, v) in triplets.iter().flat_map(|t| t.iter()) {
-                    let i = i.max(j);
-                    let owner = p
-                        .owner(i)
-                        .ok_or_else(|| comm_error("an entry past the vector"))?;
-                    let t = &mut by_owner[owner];
-                    t.rows.push(i as u32);
-                    t.cols.push(0);
-                    t.vals.push(v);
-                }
-                for (to, t) in sends.iter_mut().zip(by_owner) {
-                    to.push(t);
+                // Each entry at its row (or column, for a 1 x n vector),
+                // then the pieces split by owner as a matrix's are.
+                let split = triplets
+                    .into_par_iter()
+                    .map(|t| {
+                        let rows = t
+                            .rows
+                            .iter()
+                            .zip(&t.cols)
+                            .map(|(&i, &j)| i.max(j))
+                            .collect();
+                        let cols = vec![0; t.len()];
+                        let at_rows = Triplets32 {
+                            rows,
+                            cols,
+                            vals: t.vals,
+                        };
+                        split_by_owner(at_rows, p, comm.rank())
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                for per_owner in split {
+                    for (to, t) in sends.iter_mut().zip(per_owner) {
+                        if !t.is_empty() {
+                            to.push(t);
+                        }
+                    }
                 }
             }
         }
