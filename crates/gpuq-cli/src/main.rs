@@ -38,6 +38,11 @@ mod uq_model;
 use clap::Parser;
 use std::process::ExitCode;
 
+/// Large blocks on transparent huge pages: the setups and readers of tens of
+/// millions of rows fault and miss the TLB less (docs/benchmarks.md).
+#[global_allocator]
+static ALLOC: gpuq_core::alloc::HugePageAlloc = gpuq_core::alloc::HugePageAlloc;
+
 fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,

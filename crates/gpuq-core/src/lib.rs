@@ -58,6 +58,7 @@
 
 #![warn(missing_docs)]
 
+pub mod alloc;
 mod backend;
 mod error;
 pub mod files;

@@ -17,6 +17,11 @@ mod uq;
 
 use pyo3::prelude::*;
 
+/// The Rust side's large blocks on transparent huge pages, as in the CLI
+/// (`gpuq::core::alloc`).
+#[global_allocator]
+static ALLOC: gpuq::core::alloc::HugePageAlloc = gpuq::core::alloc::HugePageAlloc;
+
 /// The backends this build can open: `cpu` always, `cuda` when a device is present.
 #[pyfunction]
 fn backends(py: Python<'_>) -> Vec<&'static str> {
