@@ -1,13 +1,13 @@
 //! Sparse products on the host: the row-parallel CSR builder, the sparse
 //! matrix-matrix product (Gustavson), a sparse sum, and the Galerkin triple
-//! product R A P.
+//! product R A P (R = P^T by [`gpuq_sparse::par_transpose`]).
 //!
 //! Every result is deterministic: rows are built independently, each row's
 //! entries are summed in a fixed order (the order of the operands' entries), so
 //! the thread count changes nothing.
 
 use gpuq_core::{Error, Result};
-use gpuq_sparse::{par_row_pointers, Csr};
+use gpuq_sparse::Csr;
 use rayon::prelude::*;
 
 /// Most rows per parallel task of the builders.
@@ -565,89 +565,6 @@ pub fn add(alpha: f64, a: &Csr<f64>, beta: f64, b: &Csr<f64>) -> Result<Csr<f64>
     )
 }
 
-/// A^T, the matrix `Csr::transpose(false)` builds (each row's entries in
-/// increasing column order), built in parallel: A's rows cut into tasks of
-/// about equal entries, each task transposing its rows into arrays of its own
-/// (a count per column, a prefix sum, the entries placed in row order), then
-/// the rows of A^T filled in ranges of about equal entries, each row the
-/// tasks' pieces of it in task order. O(nnz + tasks ncols); nnz more memory
-/// while it runs.
-pub fn transpose(a: &Csr<f64>) -> Result<Csr<f64>> {
-    let (n, m) = (a.nrows(), a.ncols());
-    let nnz = a.nnz();
-    let row_bounds = even_bounds(a.row_ptr(), 2 * rayon::current_num_threads());
-    // Each task's rows transposed: its entries per column (pointers of m + 1).
-    let pieces: Vec<(Vec<usize>, Vec<u32>, Vec<f64>)> = row_bounds
-        .par_windows(2)
-        .map(|w| {
-            let rows = w[0]..w[1];
-            let mut ptr = vec![0usize; m + 1];
-            for i in rows.clone() {
-                for &j in a.row(i).0 {
-                    ptr[j as usize + 1] += 1;
-                }
-            }
-            for j in 0..m {
-                ptr[j + 1] += ptr[j];
-            }
-            let len = ptr[m];
-            let (mut cols, mut vals) = (vec![0u32; len], vec![0.0f64; len]);
-            let mut next = ptr[..m].to_vec();
-            for i in rows {
-                let (c, v) = a.row(i);
-                for (&j, &x) in c.iter().zip(v) {
-                    let at = &mut next[j as usize];
-                    cols[*at] = i as u32;
-                    vals[*at] = x;
-                    *at += 1;
-                }
-            }
-            (ptr, cols, vals)
-        })
-        .collect();
-    let row_ptr = par_row_pointers(m, |j| pieces.iter().map(|(p, _, _)| p[j + 1] - p[j]).sum());
-    let bounds = even_bounds(&row_ptr, 4 * rayon::current_num_threads());
-    let (mut col_idx, mut values) = (vec![0u32; nnz], vec![0.0f64; nnz]);
-    let mut parts = Vec::with_capacity(bounds.len());
-    let (mut cols_left, mut vals_left) = (&mut col_idx[..], &mut values[..]);
-    for w in bounds.windows(2) {
-        let len = row_ptr[w[1]] - row_ptr[w[0]];
-        let (cols, rest_cols) = cols_left.split_at_mut(len);
-        let (vals, rest_vals) = vals_left.split_at_mut(len);
-        parts.push((w[0]..w[1], cols, vals));
-        (cols_left, vals_left) = (rest_cols, rest_vals);
-    }
-    parts.into_par_iter().for_each(|(range, cols, vals)| {
-        let mut at = 0;
-        for j in range {
-            for (ptr, pc, pv) in &pieces {
-                let piece = ptr[j]..ptr[j + 1];
-                let end = at + piece.len();
-                cols[at..end].copy_from_slice(&pc[piece.clone()]);
-                vals[at..end].copy_from_slice(&pv[piece]);
-                at = end;
-            }
-        }
-    });
-    Csr::try_new_allow_nonfinite(m, n, row_ptr, col_idx, values)
-}
-
-/// The rows of a matrix with row pointers `ptr` cut into at most `parts`
-/// ranges of about equal entries: part q starts at the first row whose
-/// entries start at or after q nnz / parts; the bounds increasing from 0 to
-/// the row count, repeats removed. O(parts log rows).
-fn even_bounds(ptr: &[usize], parts: usize) -> Vec<usize> {
-    let rows = ptr.len() - 1;
-    let nnz = ptr[rows];
-    let mut bounds: Vec<usize> = (0..parts)
-        .map(|q| ptr.partition_point(|&p| p * parts < q * nnz).min(rows))
-        .collect();
-    bounds[0] = 0;
-    bounds.push(rows);
-    bounds.dedup();
-    bounds
-}
-
 /// The Galerkin coarse operator R A P (with R = P^T in this crate), computed as
 /// R (A P), A P's rows read where their tasks built them (their columns left
 /// unsorted: R (A P) sums each entry in R's order either way). Errors when the
@@ -802,39 +719,9 @@ mod tests {
             assert_eq!(spgemm(&a, &b).unwrap(), reference_product(&a, &b));
             // R (A B) with R = A^T: the unsorted rows of A B read by the
             // second product.
-            let r = transpose(&a).unwrap();
+            let r = a.transpose(false);
             let want = reference_product(&r, &reference_product(&a, &b));
             assert_eq!(galerkin(&r, &a, &b).unwrap(), want);
-        }
-    }
-
-    #[test]
-    fn the_parallel_transpose_is_the_serial_one_on_any_pool() {
-        // Tasks of rows and ranges of A^T's rows cut differently on 1, 2 and
-        // 5 threads; empty rows and columns, empty matrices.
-        let mut cases = vec![
-            Csr::try_new(0, 0, vec![0], vec![], vec![]).unwrap(),
-            Csr::try_new(3, 0, vec![0, 0, 0, 0], vec![], vec![]).unwrap(),
-            Csr::try_new(0, 4, vec![0], vec![], vec![]).unwrap(),
-            Csr::try_new(3, 4, vec![0, 0, 0, 0], vec![], vec![]).unwrap(),
-        ];
-        for (m, n, per_row, seed) in [
-            (1, 1, 1, 5),
-            (40, 7, 3, 6),
-            (500, 90, 12, 7),
-            (64, 3000, 5, 8),
-        ] {
-            cases.push(scattered(m, n, per_row, seed));
-        }
-        for a in &cases {
-            let want = a.transpose(false);
-            for threads in [1, 2, 5] {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .unwrap();
-                assert_eq!(pool.install(|| transpose(a)).unwrap(), want);
-            }
         }
     }
 

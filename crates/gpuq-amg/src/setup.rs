@@ -10,7 +10,7 @@
 
 use crate::aggregate::aggregates;
 use crate::blockdiag::BlockDiagonal;
-use crate::galerkin::{galerkin, transpose};
+use crate::galerkin::galerkin;
 use crate::prolong::{smooth, tentative};
 use crate::resident::LevelMatrix;
 use crate::spectral::rho_dinv_a;
@@ -147,7 +147,7 @@ pub trait SetupKernels {
     }
 
     /// R = P^T and the Galerkin product R (A P). Default: the host's
-    /// parallel transpose ([`transpose`]) and two Gustavson products,
+    /// parallel transpose ([`gpuq_sparse::par_transpose`]) and two Gustavson products,
     /// O(flops(A P) + flops(R A P)).
     fn galerkin(
         &self,
@@ -156,7 +156,7 @@ pub trait SetupKernels {
         p: &LevelMatrix,
     ) -> Result<(LevelMatrix, LevelMatrix)> {
         let p = p.host()?;
-        let r = transpose(p)?;
+        let r = gpuq_sparse::par_transpose(p)?;
         let ac = galerkin(&r, a.host()?, p)?;
         Ok((r.into(), ac.into()))
     }

@@ -3,13 +3,12 @@
 
 use crate::backend::{Dist, DistMatrix};
 use crate::comm::{comm_error, Communicator};
-use crate::halo::{split_rows, task_slices, HaloBackend, SplitRows, TASK_ROWS};
+use crate::halo::{split_rows, HaloBackend, SplitRows, TASK_ROWS};
 use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, Error, FusedDot, LinearOperator, Result, Scalar,
 };
-use gpuq_sparse::par_row_pointers;
-use gpuq_sparse::{Csr, Layout, SparseBackend};
+use gpuq_sparse::{even_row_bounds, join_pieces, Csr, Layout, RowPiece, SparseBackend};
 
 /// The tag of the transpose's entries.
 const TRANSPOSE_TAG: u16 = 3;
@@ -67,11 +66,13 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
 /// A's rows split by `rows_part`, its columns (A^T's rows) by `cols_part`.
 /// An entry (i, j) whose column this rank owns stays here; every other goes
 /// to the owner of row j of A^T (one exchange among all ranks, 16 bytes plus
-/// one scalar an entry, encoded by tasks of rows in parallel). Entries are
-/// counted and placed into A^T's rows in parallel, then each row is sorted
-/// by column: the ranks' rows, and so A^T's columns, are unique and
-/// increase from rank to rank, so the rows are those of a sequential pass
-/// in rank order. Collective. O(nnz log(row length)).
+/// one scalar an entry, encoded by tasks of rows in parallel). The rank's own
+/// entries are transposed by tasks of rows into pieces ([`RowPiece`]), each
+/// other rank's arrive as a piece in its row order, and the pieces are joined
+/// in rank order ([`join_pieces`]): the ranks' rows, and so A^T's columns, are
+/// unique and increase from rank to rank, so each row comes out sorted, as a
+/// sequential pass in rank order would give it, with no sort and no atomic.
+/// Collective. O(nnz + tasks m), m the rank's rows of A^T.
 pub(crate) fn transpose_rows<T: Scalar>(
     comm: &dyn Communicator,
     rows_part: &RowPartition,
@@ -79,7 +80,6 @@ pub(crate) fn transpose_rows<T: Scalar>(
     rows: &Csr<T>,
 ) -> Result<Csr<T>> {
     use rayon::prelude::*;
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     let (rank, size, n) = (comm.rank(), comm.size(), cols_part.rows());
     let first = rows_part.range(rank).start;
     let mine = cols_part.range(rank);
@@ -115,6 +115,8 @@ pub(crate) fn transpose_rows<T: Scalar>(
     drop(tasks);
     let sends: Vec<(usize, &[u8])> = others.iter().map(|&q| (q, &outgoing[q][..])).collect();
     let arrived = comm.exchange(TRANSPOSE_TAG, &sends, &others, &mut || Ok(()))?;
+    drop(sends);
+    drop(outgoing);
     let decode = |bytes: &[u8]| -> Result<Vec<(usize, u32, T)>> {
         if bytes.len() % entry_bytes != 0 {
             return Err(comm_error("transpose: a truncated entry"));
@@ -139,99 +141,33 @@ pub(crate) fn transpose_rows<T: Scalar>(
             })
             .collect()
     };
-    let remote: Vec<(usize, u32, T)> = arrived
-        .iter()
-        .map(|bytes| decode(bytes))
-        .collect::<Result<Vec<_>>>()?
-        .concat();
-    let own = |f: &(dyn Fn(usize, u32, T) + Sync)| {
-        (0..rows.nrows()).into_par_iter().for_each(|i| {
-            let (cols, vals) = rows.row(i);
-            for (&j, &v) in cols.iter().zip(vals) {
-                if mine.contains(&(j as usize)) {
-                    f(j as usize - mine.start, (first + i) as u32, v);
-                }
-            }
+    // Each other rank's entries as a piece, in its (increasing) row order.
+    let remote: Vec<RowPiece<T>> = arrived
+        .par_iter()
+        .map(|bytes| RowPiece::of_entries(mine.len(), &decode(bytes)?))
+        .collect::<Result<_>>()?;
+    drop(arrived);
+    let bounds = even_row_bounds(rows.row_ptr(), 2 * rayon::current_num_threads());
+    let own: Vec<RowPiece<T>> = bounds
+        .par_windows(2)
+        .map(|w| {
+            RowPiece::transposed(
+                rows,
+                w[0]..w[1],
+                mine.len(),
+                |j| {
+                    let j = j as usize;
+                    mine.contains(&j).then(|| j - mine.start)
+                },
+                |i| (first + i) as u32,
+            )
         })
-    };
-    let next: Vec<AtomicUsize> = (0..mine.len())
-        .into_par_iter()
-        .map(|_| AtomicUsize::new(0))
         .collect();
-    own(&|r, _, _| {
-        next[r].fetch_add(1, Relaxed);
-    });
-    for &(r, _, _) in &remote {
-        next[r].fetch_add(1, Relaxed);
-    }
-    let ptr = par_row_pointers(mine.len(), |r| next[r].load(Relaxed));
-    next.par_iter()
-        .zip(&ptr[..mine.len()])
-        .for_each(|(c, &start)| c.store(start, Relaxed));
-    let nnz = ptr[mine.len()];
-    let (mut cols, mut vals) = (vec![0u32; nnz], vec![T::zero(); nnz]);
-    {
-        let (col_slots, val_slots) = (
-            SharedSlots(cols.as_mut_ptr()),
-            SharedSlots(vals.as_mut_ptr()),
-        );
-        let place = |r: usize, c: u32, v: T| {
-            let at = next[r].fetch_add(1, Relaxed);
-            // SAFETY: `at` is taken once, from row r's slots (counted above).
-            unsafe {
-                col_slots.write(at, c);
-                val_slots.write(at, v);
-            }
-        };
-        own(&place);
-        remote.iter().for_each(|&(r, c, v)| place(r, c, v));
-    }
-    sort_rows(&ptr, &mut cols, &mut vals);
-    Csr::try_new_allow_nonfinite(mine.len(), rows_part.rows(), ptr, cols, vals)
-}
-
-/// The slots of a vector written through a shared reference, each once.
-struct SharedSlots<T>(*mut T);
-
-// SAFETY: writers write distinct slots.
-unsafe impl<T: Send> Sync for SharedSlots<T> {}
-
-impl<T> SharedSlots<T> {
-    /// Writes slot `at`.
-    ///
-    /// # Safety
-    /// `at` is in bounds and written by no other thread.
-    unsafe fn write(&self, at: usize, v: T) {
-        self.0.add(at).write(v);
-    }
-}
-
-/// Sorts each row of a CSR matrix's arrays by column, in parallel tasks of
-/// rows. O(nnz log(row length)).
-fn sort_rows<T: Scalar>(ptr: &[usize], cols: &mut [u32], vals: &mut [T]) {
-    use rayon::prelude::*;
-    let nrows = ptr.len() - 1;
-    let (c_tasks, v_tasks) = (task_slices(cols, ptr), task_slices(vals, ptr));
-    c_tasks
-        .into_par_iter()
-        .zip(v_tasks)
-        .enumerate()
-        .for_each_init(Vec::new, |pairs, (t, (c, v))| {
-            let first = t * TASK_ROWS;
-            for i in first..(first + TASK_ROWS).min(nrows) {
-                let at = ptr[i] - ptr[first]..ptr[i + 1] - ptr[first];
-                let (c, v) = (&mut c[at.clone()], &mut v[at]);
-                if c.windows(2).all(|w| w[0] < w[1]) {
-                    continue;
-                }
-                pairs.clear();
-                pairs.extend(c.iter().copied().zip(v.iter().copied()));
-                pairs.sort_unstable_by_key(|&(j, _)| j);
-                for ((cj, vj), &(j, x)) in c.iter_mut().zip(v.iter_mut()).zip(pairs.iter()) {
-                    (*cj, *vj) = (j, x);
-                }
-            }
-        });
+    // The lower ranks' pieces, this rank's, then the higher ranks'.
+    let mut pieces = remote;
+    let below = others.partition_point(|&q| q < rank);
+    pieces.splice(below..below, own);
+    join_pieces(mine.len(), rows_part.rows(), &pieces)
 }
 
 impl<B: HaloBackend, T: Scalar> LinearOperator<Dist<B>, T> for DistOperator<B, T> {
