@@ -424,6 +424,25 @@ pub fn split_rows<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<SplitRows<T>> {
+    check_rows(partition, rank, rows)?;
+    split_columns(partition, rank, rows)
+}
+
+/// [`split_rows`], with the rank's rows over (its columns, then the ghosts)
+/// as one matrix too (the owned block followed by the ghost block, its
+/// columns shifted by the owned count), written in the same pass.
+pub(crate) fn split_rows_extended<T: Scalar>(
+    partition: &RowPartition,
+    rank: usize,
+    rows: &Csr<T>,
+) -> Result<(SplitRows<T>, Csr<T>)> {
+    check_rows(partition, rank, rows)?;
+    split_columns_extended(partition, rank, rows)
+}
+
+/// Errors unless `rows` has the rows `partition` gives `rank` and one
+/// column per row of the partition. O(1).
+fn check_rows<T: Scalar>(partition: &RowPartition, rank: usize, rows: &Csr<T>) -> Result<()> {
     let n = partition.range(rank).len();
     if rows.nrows() != n || rows.ncols() != partition.rows() {
         return Err(Error::shape(
@@ -432,7 +451,7 @@ pub fn split_rows<T: Scalar>(
             format!("{} x {}", rows.nrows(), rows.ncols()),
         ));
     }
-    split_columns(partition, rank, rows)
+    Ok(())
 }
 
 /// [`split_rows`] for a rectangular matrix: `rows` (any number, global
@@ -446,6 +465,33 @@ pub fn split_columns<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<SplitRows<T>> {
+    Ok(split_parts(columns, rank, rows, false)?.0)
+}
+
+/// [`split_columns`], with the extended matrix of [`split_rows_extended`]
+/// written in the same pass.
+pub(crate) fn split_columns_extended<T: Scalar>(
+    columns: &RowPartition,
+    rank: usize,
+    rows: &Csr<T>,
+) -> Result<(SplitRows<T>, Csr<T>)> {
+    match split_parts(columns, rank, rows, true)? {
+        (split, Some(ext)) => Ok((split, ext)),
+        (_, None) => Err(Error::InvalidArgument(
+            "split_columns_extended: no extended matrix was written".into(),
+        )),
+    }
+}
+
+/// The split of [`split_columns`] and, when `extend`, the extended matrix
+/// (each row's owned entries, then its ghost entries numbered after the
+/// owned columns), every array written in one parallel pass over the rows.
+fn split_parts<T: Scalar>(
+    columns: &RowPartition,
+    rank: usize,
+    rows: &Csr<T>,
+    extend: bool,
+) -> Result<(SplitRows<T>, Option<Csr<T>>)> {
     let own = columns.range(rank);
     let n = rows.nrows();
     if rows.ncols() != columns.rows() {
@@ -464,7 +510,8 @@ pub fn split_columns<T: Scalar>(
     ghost_cols.par_sort_unstable();
     ghost_cols.dedup();
     // Each row's owned and ghost entries counted, then written in parallel,
-    // each row into its own slices of the two blocks.
+    // each row into its own slices of the blocks (and of the extended rows,
+    // laid out as `rows`).
     let counts: Vec<usize> = (0..n)
         .into_par_iter()
         .map(|i| {
@@ -476,42 +523,84 @@ pub fn split_columns<T: Scalar>(
         .collect();
     let optr = par_row_pointers(n, |i| counts[i]);
     let gptr = par_row_pointers(n, |i| rows.row(i).0.len() - counts[i]);
+    let eptr = rows.row_ptr();
     let (mut ocol, mut oval) = (vec![0u32; optr[n]], vec![T::zero(); optr[n]]);
     let (mut gcol, mut gval) = (vec![0u32; gptr[n]], vec![T::zero(); gptr[n]]);
+    let ext_len = if extend { rows.nnz() } else { 0 };
+    let (mut ecol, mut eval) = (vec![0u32; ext_len], vec![T::zero(); ext_len]);
     let (oc, ov) = (task_slices(&mut ocol, &optr), task_slices(&mut oval, &optr));
     let (gc, gv) = (task_slices(&mut gcol, &gptr), task_slices(&mut gval, &gptr));
+    let tasks = oc.len();
+    let (ec, ev): (Vec<&mut [u32]>, Vec<&mut [T]>) = if extend {
+        (task_slices(&mut ecol, eptr), task_slices(&mut eval, eptr))
+    } else {
+        (
+            (0..tasks).map(|_| Default::default()).collect(),
+            (0..tasks).map(|_| Default::default()).collect(),
+        )
+    };
+    let n_own = own.len() as u32;
     oc.into_par_iter()
         .zip(ov)
         .zip(gc.into_par_iter().zip(gv))
+        .zip(ec.into_par_iter().zip(ev))
         .enumerate()
-        .for_each(|(t, ((oc, ov), (gc, gv)))| {
+        .for_each(|(t, (((oc, ov), (gc, gv)), (ec, ev)))| {
             let first = t * TASK_ROWS;
-            let (ob, gb) = (optr[first], gptr[first]);
+            let (ob, gb, eb) = (optr[first], gptr[first], eptr[first]);
             for i in first..(first + TASK_ROWS).min(n) {
                 let (cols, vals) = rows.row(i);
                 let (mut o, mut g) = (optr[i] - ob, gptr[i] - gb);
+                // the extended row: owned entries from its start, ghosts after them
+                let (mut eo, mut eg) = (eptr[i] - eb, eptr[i] - eb + counts[i]);
                 for (&c, &v) in cols.iter().zip(vals) {
                     let c = c as usize;
                     if own.contains(&c) {
-                        oc[o] = (c - own.start) as u32;
+                        let local = (c - own.start) as u32;
+                        oc[o] = local;
                         ov[o] = v;
                         o += 1;
+                        if extend {
+                            ec[eo] = local;
+                            ev[eo] = v;
+                            eo += 1;
+                        }
                     } else {
                         let k = ghost_cols
                             .binary_search(&c)
-                            .expect("every ghost was listed");
-                        gc[g] = k as u32;
+                            .expect("every ghost was listed")
+                            as u32;
+                        gc[g] = k;
                         gv[g] = v;
                         g += 1;
+                        if extend {
+                            ec[eg] = n_own + k;
+                            ev[eg] = v;
+                            eg += 1;
+                        }
                     }
                 }
             }
         });
-    Ok(SplitRows {
-        owned: Csr::try_new_allow_nonfinite(n, own.len(), optr, ocol, oval)?,
-        ghost: Csr::try_new_allow_nonfinite(n, ghost_cols.len(), gptr, gcol, gval)?,
-        ghost_cols,
-    })
+    let ext = if extend {
+        Some(Csr::try_new_allow_nonfinite(
+            n,
+            own.len() + ghost_cols.len(),
+            eptr.to_vec(),
+            ecol,
+            eval,
+        )?)
+    } else {
+        None
+    };
+    Ok((
+        SplitRows {
+            owned: Csr::try_new_allow_nonfinite(n, own.len(), optr, ocol, oval)?,
+            ghost: Csr::try_new_allow_nonfinite(n, ghost_cols.len(), gptr, gcol, gval)?,
+            ghost_cols,
+        },
+        ext,
+    ))
 }
 
 /// Rows per task of the row-parallel loops that write a CSR matrix's arrays
@@ -906,6 +995,40 @@ mod tests {
                 .zip(v.iter().copied())
                 .collect();
             assert_eq!(got, want, "row {i}");
+        }
+        // The extended rows written in the same pass: each row's owned
+        // entries, then its ghost entries numbered after the owned columns;
+        // the split itself is the one split_rows gives. On every rank of
+        // three, and over the columns of a rectangular partition.
+        for r in 0..3 {
+            let rows = select_rows(&a, &part.range(r).collect::<Vec<_>>()).unwrap();
+            let (split, ext) = split_rows_extended(&part, r, &rows).unwrap();
+            let plain = split_rows(&part, r, &rows).unwrap();
+            assert_eq!(
+                (&split.owned, &split.ghost, &split.ghost_cols),
+                (&plain.owned, &plain.ghost, &plain.ghost_cols)
+            );
+            let n_own = split.owned.ncols() as u32;
+            assert_eq!(
+                ext.shape(),
+                (rows.nrows(), split.owned.ncols() + split.ghost.ncols())
+            );
+            for i in 0..rows.nrows() {
+                let ((oc, ov), (gc, gv)) = (split.owned.row(i), split.ghost.row(i));
+                let want_c: Vec<u32> = oc
+                    .iter()
+                    .copied()
+                    .chain(gc.iter().map(|&g| g + n_own))
+                    .collect();
+                let want_v: Vec<f64> = ov.iter().chain(gv).copied().collect();
+                assert_eq!(ext.row(i), (&want_c[..], &want_v[..]), "rank {r}, row {i}");
+            }
+        }
+        let wide = RowPartition::from_counts(&[100, 0, n - 100]).unwrap();
+        for r in 0..3 {
+            let (split, ext) = split_columns_extended(&wide, r, &a).unwrap();
+            assert_eq!(split.owned, split_columns(&wide, r, &a).unwrap().owned);
+            assert_eq!(ext.nnz(), a.nnz());
         }
     }
 

@@ -2,7 +2,7 @@
 
 use super::lanczos::DistLanczos;
 use crate::comm::{agree, Communicator};
-use crate::halo::{split_columns, split_rows, stack_rows, HaloPlan, SplitRows};
+use crate::halo::{split_columns_extended, split_rows_extended, stack_rows, HaloPlan, SplitRows};
 use crate::operator::transpose_rows;
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
@@ -547,44 +547,6 @@ fn component_constants(n: usize, bs: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// `split`'s owned block followed by its ghost block, as one matrix of the
-/// rank's rows over (owned columns, then ghosts). O(nnz).
-fn extended(split: &SplitRows<f64>) -> Result<Csr<f64>> {
-    let (o, g) = (&split.owned, &split.ghost);
-    let n_own = o.ncols() as u32;
-    let ptr: Vec<usize> = (o.row_ptr().par_iter())
-        .zip(g.row_ptr())
-        .map(|(a, b)| a + b)
-        .collect();
-    let nnz = ptr[o.nrows()];
-    let (mut cols, mut vals) = (vec![0u32; nnz], vec![0.0; nnz]);
-    // Tasks of rows in parallel, each writing its own slices.
-    let col_tasks = crate::halo::task_slices(&mut cols, &ptr);
-    let val_tasks = crate::halo::task_slices(&mut vals, &ptr);
-    col_tasks
-        .into_par_iter()
-        .zip(val_tasks)
-        .enumerate()
-        .for_each(|(t, (c, v))| {
-            let first = t * crate::halo::TASK_ROWS;
-            for i in first..(first + crate::halo::TASK_ROWS).min(o.nrows()) {
-                let at = ptr[i] - ptr[first];
-                let ((oc, ov), (gc, gv)) = (o.row(i), g.row(i));
-                let (c, v) = (
-                    &mut c[at..at + oc.len() + gc.len()],
-                    &mut v[at..at + ov.len() + gv.len()],
-                );
-                c[..oc.len()].copy_from_slice(oc);
-                v[..ov.len()].copy_from_slice(ov);
-                for (d, &j) in c[oc.len()..].iter_mut().zip(gc) {
-                    *d = j + n_own;
-                }
-                v[ov.len()..].copy_from_slice(gv);
-            }
-        });
-    Csr::try_new_allow_nonfinite(o.nrows(), o.ncols() + g.ncols(), ptr, cols, vals)
-}
-
 /// `a` with its column indices shifted by `offset` and `ncols` columns, in
 /// place (its arrays kept). O(nnz), parallel.
 fn shift_columns(a: Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> {
@@ -597,7 +559,7 @@ fn shift_columns(a: Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> {
 
 /// The product C = A B of a matrix whose rank's rows are `split` (columns
 /// split as B's rows, with `plan` bringing the ghosts; `a` its
-/// [`extended`] form, `kept` what the backend kept of it) and B (this
+/// extended form ([`split_rows_extended`]), `kept` what the backend kept of it) and B (this
 /// rank's rows `b`, global columns): B's ghost rows fetched once through the
 /// plan, then one local Gustavson product. Collective among neighbours.
 fn product(
@@ -865,12 +827,10 @@ fn coarsen(
     let own = part.range(rank);
     let n = part.rows();
     let (split, plan, a_ext) = time(&mut t.split_s, || -> Result<_> {
-        let split = agree(comm, split_rows(part, rank, a))?;
-        trace.mark(format_args!("  split"));
+        let (split, a_ext) = agree(comm, split_rows_extended(part, rank, a))?;
+        trace.mark(format_args!("  split and extended"));
         let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
         trace.mark(format_args!("  halo plan"));
-        let a_ext = agree(comm, extended(&split))?;
-        trace.mark(format_args!("  extended"));
         Ok((split, plan, a_ext))
     })?;
     // Smoother data: D from the rank's rows (its blocks lie in its columns).
@@ -1001,9 +961,8 @@ fn coarsen(
                 product((comm, local), (&split, &a_ext, &kept), &plan, &p)
             })?;
             trace.mark(format_args!("  A P"));
-            let r_split = agree(comm, split_columns(part, rank, &r))?;
+            let (r_split, r_ext) = agree(comm, split_columns_extended(part, rank, &r))?;
             let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
-            let r_ext = agree(comm, extended(&r_split))?;
             trace.mark(format_args!("  R split, planned, extended"));
             let ac = time(&mut t.products_s, || {
                 product(
