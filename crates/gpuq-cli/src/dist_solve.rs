@@ -308,6 +308,7 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
         halo_bytes: column(1).sum::<f64>() as u64,
         collective_s: column(2).fold(0.0, f64::max),
         comm: dist.comm_kind(),
+        amg_setup_s: amg.as_ref().map(|(_, info)| info.setup_s),
         amg: amg.map(|(_, info)| info),
     };
     // x on rank 0, for --out and the error against x* (rank 0 alone knows
@@ -353,6 +354,10 @@ struct Extra<'a> {
     /// distributed levels' count, the operator complexity, the setup time.
     #[serde(skip_serializing_if = "Option::is_none")]
     amg: Option<SolveAmgReport<'a>>,
+    /// With `--precond amg`: seconds of the AMG setup (hierarchy and cycle,
+    /// as `amg.setup_s`), under the one-process report's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    amg_setup_s: Option<f64>,
 }
 
 /// The JSON report of a distributed solve.
