@@ -44,6 +44,7 @@ use std::process::ExitCode;
 static ALLOC: gpuq_core::alloc::HugePageAlloc = gpuq_core::alloc::HugePageAlloc;
 
 fn main() -> ExitCode {
+    gpuq_core::alloc::HugePageAlloc::configure_from_env();
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

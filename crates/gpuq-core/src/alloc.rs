@@ -7,21 +7,30 @@
 //! the TLB. Linux backs a region with 2 MiB pages where the process asks for
 //! them (`madvise(MADV_HUGEPAGE)`; the default `enabled` setting of
 //! `/sys/kernel/mm/transparent_hugepage` is `madvise`), which is what this
-//! allocator does for every block of at least [`HUGE_BLOCK`] bytes, before
-//! the block is first touched. Where the kernel has no transparent huge
-//! pages, or on another system, the advice is not given or is ignored and
-//! the allocator is the system's. `GPUQ_HUGE_PAGES=0` in the environment
-//! turns the advice off (read once, at the first large allocation): on a
-//! virtual machine whose host backs its memory with small pages the huge
-//! pages only cost their zeroing (docs/benchmarks.md measures both).
+//! allocator does for every block of at least [`HUGE_BLOCK`] bytes as it hands
+//! it out: before the first touch of a fresh block (a grown block's copied
+//! part and a reused, zeroed heap block were touched already; they stay as
+//! they are and the rest of the block follows the advice). Where the kernel
+//! has no transparent huge pages, or on another system, the advice is not
+//! given or is ignored and the allocator is the system's. Costs: with the
+//! kernel's `defrag` setting `madvise` (its default) a first touch may wait
+//! for the kernel to compact memory into a huge page; unused capacity of an
+//! advised block may take memory a page of 2 MiB at a time; a heap range
+//! advised keeps the flag when smaller blocks reuse it.
+//!
+//! [`HugePageAlloc::configure_from_env`] reads `GPUQ_HUGE_PAGES`; `0` turns
+//! the advice off (on a virtual machine whose host backs its memory with
+//! small pages the huge pages only cost their zeroing; docs/benchmarks.md
+//! measures both). The allocator never reads the environment itself (no
+//! lock-free `getenv` racing a `setenv`): until that call the advice is on.
 //!
 //! A program opts in with
 //! `#[global_allocator] static ALLOC: gpuq_core::alloc::HugePageAlloc = gpuq_core::alloc::HugePageAlloc;`
-//! (the `gpuq` CLI and the Python module do).
+//! and calls [`HugePageAlloc::configure_from_env`] first thing (the `gpuq`
+//! CLI and the Python module do both).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-#[cfg(target_os = "linux")]
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The size from which a block is advised to use huge pages: 8 MiB, four
 /// huge pages (a smaller block gains little and could leave most of a huge
@@ -37,38 +46,28 @@ const HUGE_PAGE: usize = 2 << 20;
 /// smaller ones.
 pub struct HugePageAlloc;
 
-/// Whether the advice is given: 0 not read yet, 1 yes, 2 no
-/// (`GPUQ_HUGE_PAGES=0`).
-#[cfg(target_os = "linux")]
-static ADVICE: AtomicU8 = AtomicU8::new(0);
+/// Whether the advice is off (`GPUQ_HUGE_PAGES=0`, read by
+/// [`HugePageAlloc::configure_from_env`]).
+static OFF: AtomicBool = AtomicBool::new(false);
 
-/// Whether `GPUQ_HUGE_PAGES` leaves the advice on (anything but a value
-/// starting with `0`), read once without allocating.
-#[cfg(target_os = "linux")]
-fn advice_on() -> bool {
-    match ADVICE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => {
-            // SAFETY: getenv reads the environment without allocating; the
-            // name is a NUL-terminated literal, and a non-null result points
-            // to a NUL-terminated value (whose first byte is read).
-            let off = unsafe {
-                let v = libc::getenv(c"GPUQ_HUGE_PAGES".as_ptr());
-                !v.is_null() && *v == b'0' as libc::c_char
-            };
-            ADVICE.store(if off { 2 } else { 1 }, Ordering::Relaxed);
-            !off
-        }
+impl HugePageAlloc {
+    /// Reads `GPUQ_HUGE_PAGES` (through `std::env`, under its lock): a value
+    /// starting with `0` turns the advice off for the rest of the process,
+    /// anything else (or nothing) leaves it on. O(1); call it before the
+    /// large allocations, first thing in `main`.
+    pub fn configure_from_env() {
+        let off = std::env::var_os("GPUQ_HUGE_PAGES")
+            .is_some_and(|v| v.as_encoded_bytes().first() == Some(&b'0'));
+        OFF.store(off, Ordering::Relaxed);
     }
 }
 
 /// Advises the whole huge pages inside `size` bytes at `ptr` to be huge
-/// pages (Linux, unless `GPUQ_HUGE_PAGES=0`); nothing for a null or small
-/// block, or elsewhere.
+/// pages (Linux, unless turned off); nothing for a null or small block, or
+/// elsewhere.
 #[cfg(target_os = "linux")]
 fn advise(ptr: *mut u8, size: usize) {
-    if ptr.is_null() || size < HUGE_BLOCK || !advice_on() {
+    if ptr.is_null() || size < HUGE_BLOCK || OFF.load(Ordering::Relaxed) {
         return;
     }
     let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
@@ -144,6 +143,7 @@ mod tests {
                 }
                 let big = Layout::from_size_align(2 * size, 64).unwrap();
                 let shrunk = a.realloc(grown, big, size / 2 + 1);
+                assert!(!shrunk.is_null());
                 for i in (0..size / 2 + 1).step_by(4093) {
                     assert_eq!(*shrunk.add(i), (i % 251) as u8);
                 }

@@ -475,12 +475,10 @@ pub(crate) fn split_columns_extended<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<(SplitRows<T>, Csr<T>)> {
-    match split_parts(columns, rank, rows, true)? {
-        (split, Some(ext)) => Ok((split, ext)),
-        (_, None) => Err(Error::InvalidArgument(
-            "split_columns_extended: no extended matrix was written".into(),
-        )),
-    }
+    let (split, Some(ext)) = split_parts(columns, rank, rows, true)? else {
+        unreachable!("split_parts writes the extended rows when asked to")
+    };
+    Ok((split, ext))
 }
 
 /// The split of [`split_columns`] and, when `extend`, the extended matrix

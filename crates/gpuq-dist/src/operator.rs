@@ -8,7 +8,7 @@ use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, Error, FusedDot, LinearOperator, Result, Scalar,
 };
-use gpuq_sparse::{even_row_bounds, join_pieces, Csr, Layout, RowPiece, SparseBackend};
+use gpuq_sparse::{join_pieces, transposed_pieces, Csr, Layout, RowPiece, SparseBackend};
 
 /// The tag of the transpose's entries.
 const TRANSPOSE_TAG: u16 = 3;
@@ -67,12 +67,14 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
 /// An entry (i, j) whose column this rank owns stays here; every other goes
 /// to the owner of row j of A^T (one exchange among all ranks, 16 bytes plus
 /// one scalar an entry, encoded by tasks of rows in parallel). The rank's own
-/// entries are transposed by tasks of rows into pieces ([`RowPiece`]), each
-/// other rank's arrive as a piece in its row order, and the pieces are joined
+/// entries are transposed by tasks of rows into pieces ([`RowPiece`]), the
+/// lower and the higher ranks' entries arrive as a piece each (in rank order,
+/// then row order), and the pieces are joined
 /// in rank order ([`join_pieces`]): the ranks' rows, and so A^T's columns, are
 /// unique and increase from rank to rank, so each row comes out sorted, as a
 /// sequential pass in rank order would give it, with no sort and no atomic.
-/// Collective. O(nnz + tasks m), m the rank's rows of A^T.
+/// Collective. O(nnz + tasks m), m the rank's rows of A^T, tasks m at most
+/// nnz / 4 ([`transposed_pieces`]).
 pub(crate) fn transpose_rows<T: Scalar>(
     comm: &dyn Communicator,
     rows_part: &RowPartition,
@@ -141,32 +143,38 @@ pub(crate) fn transpose_rows<T: Scalar>(
             })
             .collect()
     };
-    // Each other rank's entries as a piece, in its (increasing) row order.
-    let remote: Vec<RowPiece<T>> = arrived
+    // The lower ranks' entries as one piece and the higher ranks' as another,
+    // each in rank order, then in each rank's (increasing) row order: two
+    // pieces whatever the rank count.
+    if arrived.len() != others.len() {
+        return Err(comm_error("transpose: a message per other rank expected"));
+    }
+    let below = others.partition_point(|&q| q < rank);
+    let entries: Vec<Vec<(usize, u32, T)>> = arrived
         .par_iter()
-        .map(|bytes| RowPiece::of_entries(mine.len(), &decode(bytes)?))
+        .map(|bytes| decode(bytes))
         .collect::<Result<_>>()?;
     drop(arrived);
-    let bounds = even_row_bounds(rows.row_ptr(), 2 * rayon::current_num_threads());
-    let own: Vec<RowPiece<T>> = bounds
-        .par_windows(2)
-        .map(|w| {
-            RowPiece::transposed(
-                rows,
-                w[0]..w[1],
-                mine.len(),
-                |j| {
-                    let j = j as usize;
-                    mine.contains(&j).then(|| j - mine.start)
-                },
-                |i| (first + i) as u32,
-            )
-        })
-        .collect();
-    // The lower ranks' pieces, this rank's, then the higher ranks'.
-    let mut pieces = remote;
-    let below = others.partition_point(|&q| q < rank);
-    pieces.splice(below..below, own);
+    let (lower, higher) = entries.split_at(below);
+    let (lower, higher) = rayon::join(
+        || RowPiece::of_entries(mine.len(), &lower.concat()),
+        || RowPiece::of_entries(mine.len(), &higher.concat()),
+    );
+    drop(entries);
+    let own = transposed_pieces(
+        rows,
+        mine.len(),
+        |j| {
+            let j = j as usize;
+            mine.contains(&j).then(|| j - mine.start)
+        },
+        |i| (first + i) as u32,
+    );
+    // The lower ranks' piece, this rank's, then the higher ranks'.
+    let mut pieces = Vec::with_capacity(own.len() + 2);
+    pieces.push(lower?);
+    pieces.extend(own);
+    pieces.push(higher?);
     join_pieces(mine.len(), rows_part.rows(), &pieces)
 }
 

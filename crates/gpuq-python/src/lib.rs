@@ -18,7 +18,7 @@ mod uq;
 use pyo3::prelude::*;
 
 /// The Rust side's large blocks on transparent huge pages, as in the CLI
-/// (`gpuq::core::alloc`).
+/// (`gpuq::core::alloc`; `GPUQ_HUGE_PAGES` read when the module loads).
 #[global_allocator]
 static ALLOC: gpuq::core::alloc::HugePageAlloc = gpuq::core::alloc::HugePageAlloc;
 
@@ -53,6 +53,7 @@ fn rigid_body_modes<'py>(
 /// The module's contents.
 #[pymodule]
 fn _gpuq(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    gpuq::core::alloc::HugePageAlloc::configure_from_env();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BUILTINS", gpuq::cubature::func::NAMES.to_vec())?;
     m.add("METHODS", gpuq::krylov::Method::NAMES.to_vec())?;

@@ -77,6 +77,6 @@ pub use bsr::{Bsr, MAX_BSR_BLOCK};
 pub use coo::Coo;
 pub use csr::{par_fill_rows, par_row_pointers, Csr};
 pub use ell::Ell;
-pub use pieces::{even_row_bounds, join_pieces, par_transpose, RowPiece};
+pub use pieces::{join_pieces, par_transpose, transposed_pieces, RowPiece};
 pub use sell::{sell_plan, Sell};
 pub use triplets::Triplets32;

@@ -8,16 +8,18 @@ use gpuq_core::{Result, Scalar};
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Part of every row of a matrix of `ptr.len() - 1` rows, in CSR arrays:
-/// row i's part is `cols[ptr[i]..ptr[i + 1]]` with its values.
+/// Part of every row of a matrix, in CSR arrays: row i's part is
+/// `cols[ptr[i]..ptr[i + 1]]` with its values. Made by
+/// [`RowPiece::transposed`] or [`RowPiece::of_entries`], which keep the
+/// arrays consistent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowPiece<T> {
     /// Row pointers (one more than the rows, starting at 0).
-    pub ptr: Vec<usize>,
+    ptr: Vec<usize>,
     /// The entries' columns, row after row.
-    pub cols: Vec<u32>,
+    cols: Vec<u32>,
     /// The entries' values, as `cols`.
-    pub vals: Vec<T>,
+    vals: Vec<T>,
 }
 
 impl<T: Scalar> RowPiece<T> {
@@ -26,6 +28,10 @@ impl<T: Scalar> RowPiece<T> {
     /// (target(j), col_of(i)) of the piece, in the order of `a`'s rows, so
     /// each row's columns increase where `col_of` does. A count per row, a
     /// running sum, a placing pass. O(entries of the rows + m), one thread.
+    ///
+    /// # Panics
+    /// Where `target` gives a row not below `m`, or `rows` is not a range of
+    /// `a`'s rows.
     pub fn transposed(
         a: &Csr<T>,
         rows: Range<usize>,
@@ -133,7 +139,7 @@ pub fn join_pieces<T: Scalar>(
 /// ranges of about equal entries: part q starts at the first row whose
 /// entries start at or after q nnz / parts; the bounds increase from 0 to the
 /// row count, repeats removed. O(parts log rows).
-pub fn even_row_bounds(ptr: &[usize], parts: usize) -> Vec<usize> {
+fn even_row_bounds(ptr: &[usize], parts: usize) -> Vec<usize> {
     let rows = ptr.len() - 1;
     let nnz = ptr[rows];
     let mut bounds: Vec<usize> = (0..parts)
@@ -145,18 +151,47 @@ pub fn even_row_bounds(ptr: &[usize], parts: usize) -> Vec<usize> {
     bounds
 }
 
+/// The transposes of `a`'s rows in tasks of about equal entries, each a
+/// [`RowPiece`] of `m` rows ([`RowPiece::transposed`] with `target` and
+/// `col_of`), in row order: joined in this order ([`join_pieces`]) they give
+/// each row's entries in the order of `a`'s rows. Two tasks per thread, or
+/// fewer where the tasks' row pointers (16 bytes per row of the piece each,
+/// while they run) would exceed a quarter of the entries' 12 bytes: O(nnz +
+/// tasks m) time, tasks m <= nnz / 4 extra memory.
+pub fn transposed_pieces<T: Scalar>(
+    a: &Csr<T>,
+    m: usize,
+    target: impl Fn(u32) -> Option<usize> + Sync,
+    col_of: impl Fn(usize) -> u32 + Sync,
+) -> Vec<RowPiece<T>> {
+    let tasks = (2 * rayon::current_num_threads())
+        .min(a.nnz() / (4 * m.max(1)))
+        .max(1);
+    pieces_in_tasks(a, m, tasks, target, col_of)
+}
+
+/// [`transposed_pieces`] in at most `tasks` tasks (cut by
+/// [`even_row_bounds`]).
+fn pieces_in_tasks<T: Scalar>(
+    a: &Csr<T>,
+    m: usize,
+    tasks: usize,
+    target: impl Fn(u32) -> Option<usize> + Sync,
+    col_of: impl Fn(usize) -> u32 + Sync,
+) -> Vec<RowPiece<T>> {
+    even_row_bounds(a.row_ptr(), tasks)
+        .par_windows(2)
+        .map(|w| RowPiece::transposed(a, w[0]..w[1], m, &target, &col_of))
+        .collect()
+}
+
 /// A^T (each row's entries in increasing column order, as
-/// `Csr::transpose(false)` builds it), in parallel: A's rows cut into tasks
-/// of about equal entries ([`even_row_bounds`], two per thread), each
-/// transposed into a [`RowPiece`], then joined ([`join_pieces`]). O(nnz +
-/// tasks ncols); nnz more memory while it runs.
+/// `Csr::transpose(false)` builds it), in parallel: A's rows transposed by
+/// tasks into pieces ([`transposed_pieces`]), then joined ([`join_pieces`]).
+/// O(nnz + tasks ncols), at most nnz / 4 more memory than A^T while it runs.
 pub fn par_transpose<T: Scalar>(a: &Csr<T>) -> Result<Csr<T>> {
     let (n, m) = a.shape();
-    let bounds = even_row_bounds(a.row_ptr(), 2 * rayon::current_num_threads());
-    let pieces: Vec<RowPiece<T>> = bounds
-        .par_windows(2)
-        .map(|w| RowPiece::transposed(a, w[0]..w[1], m, |j| Some(j as usize), |i| i as u32))
-        .collect();
+    let pieces = transposed_pieces(a, m, |j| Some(j as usize), |i| i as u32);
     join_pieces(m, n, &pieces)
 }
 
@@ -185,6 +220,35 @@ mod tests {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
             prop_assert_eq!(&pool.install(|| par_transpose(&a)).unwrap(), &a.transpose(false));
             prop_assert_eq!(&par_transpose(&a).unwrap(), &a.transpose(false));
+        }
+
+        /// The transpose in 1 to 9 tasks (whatever the memory cap would
+        /// choose), restricted to a range of target rows and with shifted
+        /// columns, is the serial transpose's rows of that range.
+        #[test]
+        fn pieces_in_any_number_of_tasks_join_into_the_transpose(
+            n in 1usize..60,
+            m in 1usize..60,
+            entries in prop::collection::vec((0usize..60, 0usize..60, -5.0f64..5.0), 0..300),
+            tasks in 1usize..10,
+            cut in 0usize..60,
+        ) {
+            let a = matrix(n, m, &entries);
+            let at = a.transpose(false);
+            let lo = cut % m;
+            let pieces = pieces_in_tasks(
+                &a,
+                m - lo,
+                tasks,
+                |j| (j as usize).checked_sub(lo),
+                |i| (i + 7) as u32,
+            );
+            let joined = join_pieces(m - lo, n + 7, &pieces).unwrap();
+            for r in 0..m - lo {
+                let (c, v) = at.row(r + lo);
+                let shifted: Vec<u32> = c.iter().map(|&i| i + 7).collect();
+                prop_assert_eq!(joined.row(r), (&shifted[..], v));
+            }
         }
 
         /// Pieces of entries in row order joined give the rows of the
