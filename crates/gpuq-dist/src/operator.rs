@@ -74,7 +74,7 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
 /// unique and increase from rank to rank, so each row comes out sorted, as a
 /// sequential pass in rank order would give it, with no sort and no atomic.
 /// Collective. O(nnz + tasks m), m the rank's rows of A^T, tasks m at most
-/// nnz / 4 ([`transposed_pieces`]).
+/// 3 nnz / 4 ([`transposed_pieces`]).
 pub(crate) fn transpose_rows<T: Scalar>(
     comm: &dyn Communicator,
     rows_part: &RowPartition,

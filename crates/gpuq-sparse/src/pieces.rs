@@ -154,19 +154,25 @@ fn even_row_bounds(ptr: &[usize], parts: usize) -> Vec<usize> {
 /// The transposes of `a`'s rows in tasks of about equal entries, each a
 /// [`RowPiece`] of `m` rows ([`RowPiece::transposed`] with `target` and
 /// `col_of`), in row order: joined in this order ([`join_pieces`]) they give
-/// each row's entries in the order of `a`'s rows. Two tasks per thread, or
-/// fewer where the tasks' row pointers (16 bytes per row of the piece each,
-/// while they run) would exceed a quarter of the entries' 12 bytes: O(nnz +
-/// tasks m) time, tasks m <= nnz / 4 extra memory.
+/// each row's entries in the order of `a`'s rows. Two tasks per thread, one,
+/// or fewer than the threads: the most whose row pointers (16 bytes per row
+/// of the piece each, while they run) stay within the entries' 12 bytes.
+/// O(nnz + tasks m) time, tasks m <= 3 nnz / 4 extra memory.
 pub fn transposed_pieces<T: Scalar>(
     a: &Csr<T>,
     m: usize,
     target: impl Fn(u32) -> Option<usize> + Sync,
     col_of: impl Fn(usize) -> u32 + Sync,
 ) -> Vec<RowPiece<T>> {
-    let tasks = (2 * rayon::current_num_threads())
-        .min(a.nnz() / (4 * m.max(1)))
-        .max(1);
+    let threads = rayon::current_num_threads();
+    let cap = 3 * a.nnz() / (4 * m.max(1));
+    let tasks = if cap >= 2 * threads {
+        2 * threads
+    } else if cap >= threads {
+        threads
+    } else {
+        cap.max(1)
+    };
     pieces_in_tasks(a, m, tasks, target, col_of)
 }
 
@@ -188,7 +194,8 @@ fn pieces_in_tasks<T: Scalar>(
 /// A^T (each row's entries in increasing column order, as
 /// `Csr::transpose(false)` builds it), in parallel: A's rows transposed by
 /// tasks into pieces ([`transposed_pieces`]), then joined ([`join_pieces`]).
-/// O(nnz + tasks ncols), at most nnz / 4 more memory than A^T while it runs.
+/// O(nnz + tasks ncols), at most 3 nnz / 4 more memory than A^T while it
+/// runs.
 pub fn par_transpose<T: Scalar>(a: &Csr<T>) -> Result<Csr<T>> {
     let (n, m) = a.shape();
     let pieces = transposed_pieces(a, m, |j| Some(j as usize), |i| i as u32);
