@@ -164,18 +164,38 @@ impl CudaBackend {
     /// through pinned memory (as [`CudaBackend::setup_put`]), each small one
     /// copied straight; no host copy of the parts joined. O(total) across.
     fn setup_put_parts<T: DeviceRepr>(&self, parts: &[&[T]]) -> Result<CudaSlice<T>> {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.setup_put_below(None, parts)
+    }
+
+    /// The first `top.1` elements of the device buffer `top.0` (copied on
+    /// the device), then `parts` (host, as [`CudaBackend::setup_put_parts`])
+    /// in one new buffer. O(total) across, the parts' bytes over PCIe.
+    fn setup_put_below<T: DeviceRepr>(
+        &self,
+        top: Option<(&CudaSlice<T>, usize)>,
+        parts: &[&[T]],
+    ) -> Result<CudaSlice<T>> {
+        let above = top.map_or(0, |(_, n)| n);
+        let len: usize = above + parts.iter().map(|p| p.len()).sum::<usize>();
         let bytes = len * std::mem::size_of::<T>();
-        self.inner.stats.upload(bytes);
+        self.inner
+            .stats
+            .upload(bytes - above * std::mem::size_of::<T>());
         // SAFETY: every element is written by the copies below before any
         // kernel reads it (the stream orders them); at least one element.
         let mut buf = unsafe { self.inner.stream.alloc::<T>(len.max(1)) }
             .map_err(|e| self.alloc_error("an AMG setup upload", bytes, e))?;
+        if let Some((src, n)) = top.filter(|&(_, n)| n > 0) {
+            self.inner
+                .stream
+                .memcpy_dtod(&src.slice(..n), &mut buf.slice_mut(..n))
+                .map_err(dev("copying rows on the device"))?;
+        }
         // SAFETY: T is a plain device type (DeviceRepr): its bytes are
         // initialised, u8 has alignment 1, and the views cover the buffer.
         let mut view = unsafe { buf.transmute_mut::<u8>(bytes) }
             .ok_or_else(|| Error::InvalidArgument("staged upload: buffer too small".into()))?;
-        let mut at = 0;
+        let mut at = above * std::mem::size_of::<T>();
         for part in parts {
             let size = std::mem::size_of_val(*part);
             // SAFETY: as above, the part's bytes are initialised.
@@ -372,6 +392,55 @@ impl CudaBackend {
             ptr: self.setup_put_parts(&ptr_parts)?,
             col: self.setup_put_parts(&cols)?,
             val: self.setup_put_parts(&vals)?,
+        })
+    }
+
+    /// The first `rows` rows of the device matrix `top`, then the rows of
+    /// the host matrix `below` (the same columns), as one new device matrix:
+    /// `top`'s rows copied on the device, `below` uploaded with its row
+    /// pointers shifted on the host, one 8-byte read back (where `top`'s
+    /// rows end). What a product kept on the device and the ghost rows
+    /// fetched for it make as the right operand of the next product. Errors
+    /// when `rows` exceeds `top`'s rows or the columns differ. O(rows + nnz)
+    /// on the device, O(`below`) over PCIe and on the host.
+    pub fn setup_stack_below(
+        &self,
+        top: &SetupCsr,
+        rows: usize,
+        below: &Csr<f64>,
+    ) -> Result<SetupCsr> {
+        if rows > top.nrows {
+            return Err(Error::shape(
+                "stacked rows (rows kept)",
+                format!("at most {}", top.nrows),
+                rows,
+            ));
+        }
+        if below.ncols() != top.ncols {
+            return Err(Error::shape(
+                "stacked rows (columns)",
+                top.ncols,
+                below.ncols(),
+            ));
+        }
+        let mut end = [0u64];
+        self.inner.stats.download(8);
+        self.inner
+            .stream
+            .memcpy_dtoh(&top.ptr.slice(rows..rows + 1), &mut end)
+            .map_err(dev("download"))?;
+        let above = end[0] as usize;
+        let shifted: Vec<u64> = below.row_ptr()[1..]
+            .iter()
+            .map(|&e| (above + e) as u64)
+            .collect();
+        Ok(SetupCsr {
+            nrows: rows + below.nrows(),
+            ncols: top.ncols,
+            nnz: above + below.nnz(),
+            ptr: self.setup_put_below(Some((&top.ptr, rows + 1)), &[&shifted])?,
+            col: self.setup_put_below(Some((&top.col, above)), &[below.col_idx()])?,
+            val: self.setup_put_below(Some((&top.val, above)), &[below.values()])?,
         })
     }
 

@@ -861,16 +861,29 @@ impl HaloPlan {
         comm: &dyn Communicator,
         owned: &Csr<T>,
     ) -> Result<Csr<T>> {
+        self.exchange_rows_with(comm, owned.ncols(), |idx| select_rows(owned, idx))
+    }
+
+    /// [`HaloPlan::exchange_rows`] for owned rows of `ncols` columns that
+    /// are not held whole on the host: `rows(idx)` gives the owned rows
+    /// `idx` (in that order), once per neighbour that asked for rows.
+    /// Collective among neighbours. O(the rows' nnz) plus what `rows` costs.
+    pub(crate) fn exchange_rows_with<T: Scalar>(
+        &self,
+        comm: &dyn Communicator,
+        ncols: usize,
+        rows: impl Fn(&[usize]) -> Result<Csr<T>>,
+    ) -> Result<Csr<T>> {
         let messages: Vec<(usize, Vec<u8>)> = self
             .sends
             .iter()
-            .map(|(p, idx)| Ok((*p, crate::scatter::encode(&select_rows(owned, idx)?, &[]))))
+            .map(|(p, idx)| Ok((*p, crate::scatter::encode(&rows(idx)?, &[]))))
             .collect::<Result<_>>()?;
         let views: Vec<(usize, &[u8])> = messages.iter().map(|(p, m)| (*p, &m[..])).collect();
         let arrived = comm.exchange(ROWS_TAG, &views, &self.recv_ranks(), &mut || Ok(()))?;
         let mut parts = Vec::with_capacity(arrived.len());
         for ((q, range), bytes) in self.recvs.iter().zip(&arrived) {
-            let (rows, _) = crate::scatter::decode::<T>(bytes, owned.ncols())?;
+            let (rows, _) = crate::scatter::decode::<T>(bytes, ncols)?;
             if rows.nrows() != range.len() {
                 return Err(comm_error(format!(
                     "halo rows: rank {q} sent {} rows for {} ghosts",
@@ -880,7 +893,7 @@ impl HaloPlan {
             }
             parts.push(rows);
         }
-        stack_rows(&parts, owned.ncols())
+        stack_rows(&parts, ncols)
     }
 }
 

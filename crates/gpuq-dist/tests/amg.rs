@@ -8,7 +8,7 @@ use gpuq_core::{Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_rows_with_precond, Communicator, Dist, DistAmgOptions,
-    DistHierarchy, DistSetupKernels, DistWalk, KeptRows, RowPartition, ThreadComm,
+    DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -719,6 +719,105 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
                 assert_eq!(x.r, y.r);
             }
             assert_eq!(host.tail().coarse_solve(), hooked.tail().coarse_solve());
+        }
+    }
+}
+
+/// A [`DistSetupKernels`] that keeps A P "on the backend" as a device
+/// backend does (here: whole, on the host, stored away from the setup),
+/// and counts the products R (A P) made from it.
+#[derive(Default)]
+struct KeepingSetup {
+    left_products: std::sync::atomic::AtomicUsize,
+}
+
+/// A P as [`KeepingSetup`] keeps it, with the counter of its uses.
+struct HostKept<'s> {
+    ap: Csr<f64>,
+    uses: &'s std::sync::atomic::AtomicUsize,
+}
+
+impl KeptProduct for HostKept<'_> {
+    fn left_product(&self, r: &Csr<f64>, below: &Csr<f64>) -> Result<Csr<f64>, Error> {
+        self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(below.ncols(), self.ap.ncols());
+        let n = self.ap.nrows();
+        gpuq_amg::galerkin::spgemm_rows(r, self.ap.ncols(), |k| {
+            if k < n {
+                self.ap.row(k)
+            } else {
+                below.row(k - n)
+            }
+        })
+    }
+}
+
+impl DistSetupKernels for KeepingSetup {
+    fn kept_product(
+        &self,
+        a: &Csr<f64>,
+        _kept: &KeptRows,
+        parts: &[&Csr<f64>],
+        ncols: usize,
+    ) -> Result<Option<Box<dyn KeptProduct + '_>>, Error> {
+        let rows: Vec<(&[u32], &[f64])> = parts
+            .iter()
+            .flat_map(|p| (0..p.nrows()).map(move |i| p.row(i)))
+            .collect();
+        let ap = gpuq_amg::galerkin::spgemm_rows(a, ncols, |k| rows[k])?;
+        Ok(Some(Box::new(HostKept {
+            ap,
+            uses: &self.left_products,
+        })))
+    }
+}
+
+/// A P kept on the backend: the ghost rows other ranks need of it computed
+/// on the host from A's and P's rows, R (A P) from the kept rows and those
+/// fetched. On 1-4 ranks, scalar and 2x2 blocks, the levels are the
+/// host's bit for bit, and every distributed level used its kept product.
+#[test]
+fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
+    for (a, bs) in [
+        (laplace3d::<f64>(16), 1),
+        (
+            ProblemSpec::parse("elasticity2d:24")
+                .unwrap()
+                .build::<f64>()
+                .unwrap()
+                .matrix,
+            2,
+        ),
+    ] {
+        let mut o = DistAmgOptions {
+            gather_below: 150,
+            ..DistAmgOptions::default()
+        };
+        o.amg.block = bs;
+        for ranks in [1, 2, 3, 4] {
+            let p = RowPartition::blocks(a.nrows(), ranks, bs).unwrap();
+            let built = ThreadComm::run(ranks, |comm| {
+                let rows = rows_of(&a, &p, comm.rank()).unwrap();
+                let host = DistHierarchy::build(&comm, &p, &rows, &o).unwrap();
+                let local = KeepingSetup::default();
+                let kept = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
+                let uses = local.left_products.into_inner();
+                (host, kept, uses)
+            })
+            .unwrap();
+            for (host, kept, uses) in &built {
+                let levels = host.levels().len();
+                assert!(
+                    levels >= 1,
+                    "{ranks} ranks, block {bs}: nothing distributed"
+                );
+                assert_eq!(*uses, levels, "{ranks} ranks, block {bs}");
+                assert_eq!(kept.levels().len(), levels);
+                for (x, y) in host.levels().iter().zip(kept.levels()) {
+                    assert_eq!((x.rho, &x.a, &x.p, &x.r), (y.rho, &y.a, &y.p, &y.r));
+                }
+                assert_eq!(host.tail().coarse_solve(), kept.tail().coarse_solve());
+            }
         }
     }
 }

@@ -167,6 +167,49 @@ fn true_residual(a: &gpuq_sparse::Csr<f64>, x: &[f64], b: &[f64]) -> f64 {
     (r / b.iter().map(|v| v * v).sum::<f64>()).sqrt()
 }
 
+/// The distributed setup's device steps on one GPU shared by 2 and 3 thread
+/// ranks (host exchanges, no NCCL): A P kept on the device for R (A P), its
+/// rows other ranks need computed on the host; the levels are the host's
+/// bit for bit (rho, A, P and R), for scalar and 2x2-block systems.
+#[test]
+fn the_setup_on_a_shared_gpu_builds_the_host_levels() {
+    use gpuq_dist::{DistAmgOptions, DistHierarchy};
+    let gpu = match CudaBackend::new(0) {
+        Ok(g) => g,
+        Err(Error::NoCudaDevice(_)) => {
+            println!("the_setup_on_a_shared_gpu_builds_the_host_levels: skipped (no CUDA device)");
+            return;
+        }
+        Err(e) => panic!("the CUDA backend failed to start: {e}"),
+    };
+    let elasticity = gpuq_sparse::generators::ProblemSpec::parse("elasticity2d:40")
+        .unwrap()
+        .build::<f64>()
+        .unwrap()
+        .matrix;
+    for (a, bs) in [(generators::laplace3d::<f64>(24), 1), (elasticity, 2)] {
+        let mut o = DistAmgOptions {
+            gather_below: 300,
+            ..DistAmgOptions::default()
+        };
+        o.amg.block = bs;
+        for ranks in [2, 3] {
+            let partition = RowPartition::blocks(a.nrows(), ranks, bs).unwrap();
+            let same = ThreadComm::run(ranks, |comm| {
+                let rows = rows_of(&a, &partition, comm.rank()).unwrap();
+                let h = DistHierarchy::build(&comm, &partition, &rows, &o).unwrap();
+                let g = DistHierarchy::build_on(&gpu, &comm, &partition, &rows, &o).unwrap();
+                !h.levels().is_empty() && same_levels(&h, &g)
+            })
+            .unwrap();
+            assert!(
+                same.iter().all(|&s| s),
+                "block {bs}, {ranks} ranks: the levels built on the GPU differ from the host's"
+            );
+        }
+    }
+}
+
 /// Runs `f` on two thread ranks, rank r on GPU r with NCCL attached.
 fn on_two_gpus<R: Send>(f: impl Fn(Dist<CudaBackend>) -> R + Sync) -> Vec<R> {
     let id = CudaBackend::nccl_unique_id().unwrap();

@@ -72,5 +72,6 @@ mod setup;
 pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
 pub use setup::{
-    DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptRows,
+    DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptProduct,
+    KeptRows,
 };

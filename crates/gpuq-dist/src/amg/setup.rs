@@ -2,7 +2,9 @@
 
 use super::lanczos::DistLanczos;
 use crate::comm::{agree, Communicator};
-use crate::halo::{split_columns_extended, split_rows_extended, stack_rows, HaloPlan, SplitRows};
+use crate::halo::{
+    select_rows, split_columns_extended, split_rows_extended, stack_rows, HaloPlan, SplitRows,
+};
 use crate::operator::transpose_rows;
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
@@ -205,6 +207,23 @@ pub trait DistSetupKernels: Sync {
         Ok(None)
     }
 
+    /// A P as [`DistSetupKernels::stacked_product`] computes it, left on
+    /// the backend as the top rows of R (A P)'s right operand
+    /// ([`KeptProduct`]), or `None` (the default) to bring it to the host
+    /// (`stacked_product`, else the host's product). The ghost rows other
+    /// ranks need of it are then computed on the host from A's rows and B's
+    /// parts (the same values bit for bit: every backend sums each entry in
+    /// the host's order), so the whole product never crosses to the host.
+    fn kept_product(
+        &self,
+        _a: &Csr<f64>,
+        _kept: &KeptRows,
+        _parts: &[&Csr<f64>],
+        _ncols: usize,
+    ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
+        Ok(None)
+    }
+
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T of the rank's
     /// rows (`gpuq_amg::prolong::smooth`): `a` the rank's rows over owned
     /// then ghost columns, `dinv` the inverse blocks of its rows, `pt` the
@@ -296,6 +315,16 @@ fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f
 
 /// The CPU backend: every step on the host.
 impl DistSetupKernels for gpuq_cpu::CpuBackend {}
+
+/// A rank's rows of A P left on its backend by
+/// [`DistSetupKernels::kept_product`], for one product R (A P).
+pub trait KeptProduct: Send + Sync {
+    /// C = R B, where B is the kept rows (R's first columns) stacked on the
+    /// host rows `below` (R's other columns, the same columns as the kept
+    /// rows): the rows of C, sorted, on the host. Errors when the shapes do
+    /// not chain. O(flops) on the backend, `below` and C over the link.
+    fn left_product(&self, r: &Csr<f64>, below: &Csr<f64>) -> Result<Csr<f64>>;
+}
 
 /// A rank's rows of a level on its GPU, made square by an empty row per
 /// ghost column, with D^-1's blocks (zero blocks for the ghost nodes): what
@@ -397,6 +426,27 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         self.setup_download(&c).map(Some)
     }
 
+    /// With A's rows kept (squared): that matrix times B's parts uploaded
+    /// into one device matrix, left there (a `DeviceProduct`).
+    fn kept_product(
+        &self,
+        _a: &Csr<f64>,
+        kept: &KeptRows,
+        parts: &[&Csr<f64>],
+        ncols: usize,
+    ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
+        let Some(sq) = kept.get::<SquaredRows>() else {
+            return Ok(None);
+        };
+        let b = self.setup_upload_stacked(parts, ncols)?;
+        let c = self.setup_spgemm(&sq.a, &b)?;
+        Ok(Some(Box::new(DeviceProduct {
+            gpu: self,
+            c,
+            rows: sq.own,
+        })))
+    }
+
     /// On the device, A squared by empty rows for the ghost columns (the
     /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's two
     /// parts uploaded into one matrix, the kernel, the rank's rows back.
@@ -445,6 +495,26 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
 
     fn dist_setup_name(&self) -> &'static str {
         "cuda"
+    }
+}
+
+/// A P on a rank's GPU: the product of the squared rows, whose first
+/// `rows` rows are the rank's (the rest, of the padding, empty).
+#[cfg(feature = "cuda")]
+struct DeviceProduct<'g> {
+    gpu: &'g gpuq_cuda::CudaBackend,
+    c: gpuq_cuda::SetupCsr,
+    rows: usize,
+}
+
+#[cfg(feature = "cuda")]
+impl KeptProduct for DeviceProduct<'_> {
+    /// The kept rows and `below` stacked on the device
+    /// (`setup_stack_below`), R uploaded, the device product, C back.
+    fn left_product(&self, r: &Csr<f64>, below: &Csr<f64>) -> Result<Csr<f64>> {
+        let b = self.gpu.setup_stack_below(&self.c, self.rows, below)?;
+        let c = self.gpu.setup_spgemm(&self.gpu.setup_upload(r)?, &b)?;
+        self.gpu.setup_download(&c)
     }
 }
 
@@ -557,6 +627,55 @@ fn shift_columns(a: Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> {
     Csr::try_new_allow_nonfinite(nrows, ncols, ptr, cols, vals)
 }
 
+/// B's ghost rows for a product C = A B whose A has the rank's rows `split`
+/// (columns split as B's rows, `plan` bringing the ghosts; `a` its extended
+/// form, [`split_rows_extended`]), B having `b_rows` rows on this rank and
+/// `ncols` columns, `rows(idx)` giving its rows `idx`. Errors when the
+/// shapes do not chain. Collective among neighbours.
+fn ghost_rows(
+    comm: &dyn Communicator,
+    (split, a): (&SplitRows<f64>, &Csr<f64>),
+    plan: &HaloPlan,
+    (b_rows, ncols): (usize, usize),
+    rows: impl Fn(&[usize]) -> Result<Csr<f64>>,
+) -> Result<Csr<f64>> {
+    let ghosts = plan.exchange_rows_with(comm, ncols, rows)?;
+    let n_own = split.owned.ncols();
+    if b_rows != n_own
+        || ghosts.nrows() != split.ghost.ncols()
+        || a.ncols() != n_own + ghosts.nrows()
+    {
+        return Err(Error::shape(
+            "distributed product (B's rows vs A's columns)",
+            a.ncols(),
+            b_rows + ghosts.nrows(),
+        ));
+    }
+    Ok(ghosts)
+}
+
+/// C = A B on this rank from A's extended rows `a` (`kept` what the backend
+/// kept of them), B's rows `b` and its ghost rows `ghosts`: on the backend
+/// ([`DistSetupKernels::stacked_product`]), else one host Gustavson product.
+fn local_product(
+    local: &dyn DistSetupKernels,
+    (a, kept): (&Csr<f64>, &KeptRows),
+    b: &Csr<f64>,
+    ghosts: &Csr<f64>,
+) -> Result<Csr<f64>> {
+    if let Some(c) = local.stacked_product(a, kept, &[b, ghosts], b.ncols())? {
+        return Ok(c);
+    }
+    let n_own = b.nrows();
+    spgemm_rows(a, b.ncols(), |k| {
+        if k < n_own {
+            b.row(k)
+        } else {
+            ghosts.row(k - n_own)
+        }
+    })
+}
+
 /// The product C = A B of a matrix whose rank's rows are `split` (columns
 /// split as B's rows, with `plan` bringing the ghosts; `a` its
 /// extended form ([`split_rows_extended`]), `kept` what the backend kept of it) and B (this
@@ -568,28 +687,82 @@ fn product(
     plan: &HaloPlan,
     b: &Csr<f64>,
 ) -> Result<Csr<f64>> {
-    let ghosts = plan.exchange_rows(comm, b)?;
-    let n_own = split.owned.ncols();
-    if b.nrows() != n_own
-        || ghosts.nrows() != split.ghost.ncols()
-        || a.ncols() != n_own + ghosts.nrows()
-    {
-        return Err(Error::shape(
-            "distributed product (B's rows vs A's columns)",
-            a.ncols(),
-            b.nrows() + ghosts.nrows(),
-        ));
+    let ghosts = ghost_rows(comm, (split, a), plan, (b.nrows(), b.ncols()), |idx| {
+        select_rows(b, idx)
+    })?;
+    local_product(local, (a, kept), b, &ghosts)
+}
+
+/// A P on this rank: on the host, or kept on the backend
+/// ([`DistSetupKernels::kept_product`]) with P's ghost rows, from which (and
+/// A's and P's host rows) any of its rows is computed on the host.
+enum RankProduct<'k> {
+    Host(Csr<f64>),
+    Kept {
+        product: Box<dyn KeptProduct + 'k>,
+        p_ghosts: Csr<f64>,
+    },
+}
+
+/// A P over the rank's rows (`split`, `a`, `kept` and `plan` as for
+/// [`product`]), kept on the backend where it keeps it. Collective among
+/// neighbours.
+fn a_times_p<'k>(
+    (comm, local): (&dyn Communicator, &'k dyn DistSetupKernels),
+    (split, a, kept): (&SplitRows<f64>, &Csr<f64>, &KeptRows),
+    plan: &HaloPlan,
+    p: &Csr<f64>,
+) -> Result<RankProduct<'k>> {
+    let p_ghosts = ghost_rows(comm, (split, a), plan, (p.nrows(), p.ncols()), |idx| {
+        select_rows(p, idx)
+    })?;
+    if let Some(product) = local.kept_product(a, kept, &[p, &p_ghosts], p.ncols())? {
+        return Ok(RankProduct::Kept { product, p_ghosts });
     }
-    if let Some(c) = local.stacked_product(a, kept, &[b, &ghosts], b.ncols())? {
-        return Ok(c);
-    }
-    spgemm_rows(a, b.ncols(), |k| {
-        if k < n_own {
-            b.row(k)
-        } else {
-            ghosts.row(k - n_own)
+    local_product(local, (a, kept), p, &p_ghosts).map(RankProduct::Host)
+}
+
+/// R (A P) over the rank's rows of R (`r_split` its columns split as A P's
+/// rows, `r_ext` its extended form, `r_plan` bringing the ghosts), A P as
+/// [`a_times_p`] left it (`a` and `p` the host rows it came from): A P's
+/// ghost rows fetched (the rows others need of a kept A P computed on the
+/// host from `a`'s rows), then the product on the backend or the host.
+/// Collective among neighbours.
+fn r_times_ap(
+    (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
+    (r_split, r_ext): (&SplitRows<f64>, &Csr<f64>),
+    r_plan: &HaloPlan,
+    ap: &RankProduct<'_>,
+    (a, p): (&Csr<f64>, &Csr<f64>),
+) -> Result<Csr<f64>> {
+    match ap {
+        RankProduct::Host(ap) => product(
+            (comm, local),
+            (r_split, r_ext, &KeptRows::none()),
+            r_plan,
+            ap,
+        ),
+        RankProduct::Kept { product, p_ghosts } => {
+            let n_own = p.nrows();
+            let rows_of_ap = |idx: &[usize]| {
+                spgemm_rows(&select_rows(a, idx)?, p.ncols(), |k| {
+                    if k < n_own {
+                        p.row(k)
+                    } else {
+                        p_ghosts.row(k - n_own)
+                    }
+                })
+            };
+            let below = ghost_rows(
+                comm,
+                (r_split, r_ext),
+                r_plan,
+                (a.nrows(), p.ncols()),
+                rows_of_ap,
+            )?;
+            product.left_product(r_ext, &below)
         }
-    })
+    }
 }
 
 /// `ac` (this rank's rows of a coarse operator, global columns, the rank's
@@ -958,18 +1131,19 @@ fn coarsen(
             })?;
             trace.mark(format_args!("  R = P^T"));
             let ap = time(&mut t.products_s, || {
-                product((comm, local), (&split, &a_ext, &kept), &plan, &p)
+                a_times_p((comm, local), (&split, &a_ext, &kept), &plan, &p)
             })?;
             trace.mark(format_args!("  A P"));
             let (r_split, r_ext) = agree(comm, split_columns_extended(part, rank, &r))?;
             let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
             trace.mark(format_args!("  R split, planned, extended"));
             let ac = time(&mut t.products_s, || {
-                product(
+                r_times_ap(
                     (comm, local),
-                    (&r_split, &r_ext, &KeptRows::none()),
+                    (&r_split, &r_ext),
                     &r_plan,
                     &ap,
+                    (&a_ext, &p),
                 )
             })?;
             trace.mark(format_args!("  R (A P)"));
