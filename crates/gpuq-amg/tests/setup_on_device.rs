@@ -85,6 +85,36 @@ proptest! {
         prop_assert_eq!(sum, add(0.5, &a, -2.0, &c).unwrap());
         let t = g.setup_download(&g.setup_transpose(&da).unwrap()).unwrap();
         prop_assert_eq!(t, a.transpose(false));
+        // A block of leading rows and a column range, and the rows stacked
+        // on host rows below.
+        let (rows, lo) = ((seed as usize) % (m + 1), (seed as usize >> 8) % (k + 1));
+        let hi = lo + (seed as usize >> 16) % (k - lo + 1);
+        let block = g.setup_download(&g.setup_column_range(&da, rows, lo..hi).unwrap()).unwrap();
+        let (mut ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..rows {
+            for (&j, &v) in a.row(i).0.iter().zip(a.row(i).1) {
+                if (lo..hi).contains(&(j as usize)) {
+                    cols.push(j - lo as u32);
+                    vals.push(v);
+                }
+            }
+            ptr.push(cols.len());
+        }
+        prop_assert_eq!(block, Csr::try_new(rows, hi - lo, ptr, cols, vals).unwrap());
+        prop_assert!(g.setup_column_range(&da, m + 1, 0..k).is_err());
+        prop_assert!(g.setup_column_range(&da, m, 0..k + 1).is_err());
+        let stacked = g.setup_download(&g.setup_stack_below(&da, rows, &c).unwrap()).unwrap();
+        let top = a.clone().into_first_rows(rows).unwrap();
+        let both: Vec<(Vec<u32>, Vec<f64>)> = (0..rows)
+            .map(|i| (top.row(i).0.to_vec(), top.row(i).1.to_vec()))
+            .chain((0..m).map(|i| (c.row(i).0.to_vec(), c.row(i).1.to_vec())))
+            .collect();
+        prop_assert_eq!(stacked.nrows(), rows + m);
+        for (i, (cc, vv)) in both.iter().enumerate() {
+            prop_assert_eq!((stacked.row(i).0, stacked.row(i).1), (&cc[..], &vv[..]));
+        }
+        prop_assert!(g.setup_stack_below(&da, m + 1, &c).is_err());
+        prop_assert!(g.setup_stack_below(&da, rows, &b).is_err() || k == n);
         // Rows in chunks of at most 16 table slots (many chunks, and rows
         // alone that need more): the same product.
         let chunked = g.setup_spgemm_within(&da, &db, 16, None).unwrap();

@@ -124,6 +124,74 @@ impl SetupCsr {
     }
 }
 
+/// The output of a kernel that makes a CSR matrix in two launches: a count
+/// pass (a null `c_ptr`: each row's entries into `counts`) and a fill pass
+/// (`c_ptr` the counts' prefix sum, the entries written into `c_col` and
+/// `c_val`), as `csr_add` and `csr_column_range` take them last.
+struct CountedRows {
+    rows: usize,
+    counts: CudaSlice<u64>,
+    c_ptr: Option<CudaSlice<u64>>,
+    c_col: CudaSlice<u32>,
+    c_val: CudaSlice<f64>,
+    nnz: usize,
+    null: u64,
+}
+
+impl CountedRows {
+    /// Zeroed counts for `rows` rows, empty outputs.
+    fn new(g: &CudaBackend, rows: usize) -> Result<Self> {
+        Ok(CountedRows {
+            rows,
+            counts: g.setup_zeros::<u64>(rows)?,
+            c_ptr: None,
+            c_col: g.setup_zeros::<u32>(0)?,
+            c_val: g.setup_zeros::<f64>(0)?,
+            nnz: 0,
+            null: 0,
+        })
+    }
+
+    /// Before pass 1 (the fill): the counts' prefix sum as row pointers and
+    /// the entry arrays of its total (8 bytes read back).
+    fn prepare(&mut self, g: &CudaBackend, pass: usize) -> Result<()> {
+        if pass == 1 {
+            let (p, total) = g.setup_offsets(&self.counts, self.rows)?;
+            self.nnz = total as usize;
+            self.c_ptr = Some(p);
+            self.c_col = g.setup_zeros::<u32>(self.nnz)?;
+            self.c_val = g.setup_zeros::<f64>(self.nnz)?;
+        }
+        Ok(())
+    }
+
+    /// The pass's last four arguments: c_ptr (null in the count pass),
+    /// counts, c_col, c_val.
+    fn push_args<'a>(&'a mut self, l: &mut cudarc::driver::LaunchArgs<'a>) {
+        match &self.c_ptr {
+            Some(p) => l.arg(p),
+            None => l.arg(&self.null),
+        };
+        l.arg(&mut self.counts)
+            .arg(&mut self.c_col)
+            .arg(&mut self.c_val);
+    }
+
+    /// The matrix of `ncols` columns the fill pass wrote.
+    fn finish(self, ncols: usize) -> Result<SetupCsr> {
+        Ok(SetupCsr {
+            nrows: self.rows,
+            ncols,
+            nnz: self.nnz,
+            ptr: self
+                .c_ptr
+                .ok_or_else(|| Error::Device("a counted matrix without its fill pass".into()))?,
+            col: self.c_col,
+            val: self.c_val,
+        })
+    }
+}
+
 impl CudaBackend {
     pub(crate) fn setup_zeros<T: DeviceRepr + ValidAsZeroBits>(
         &self,
@@ -423,13 +491,7 @@ impl CudaBackend {
                 below.ncols(),
             ));
         }
-        let mut end = [0u64];
-        self.inner.stats.download(8);
-        self.inner
-            .stream
-            .memcpy_dtoh(&top.ptr.slice(rows..rows + 1), &mut end)
-            .map_err(dev("download"))?;
-        let above = end[0] as usize;
+        let above = self.setup_get_at(&top.ptr, rows)? as usize;
         let shifted: Vec<u64> = below.row_ptr()[1..]
             .iter()
             .map(|&e| (above + e) as u64)
@@ -1137,20 +1199,9 @@ impl CudaBackend {
         }
         let m = a.nrows;
         let (f, cfg) = self.launch_1d("csr_add", m)?;
-        let mut counts = self.setup_zeros::<u64>(m)?;
-        let null = 0u64;
-        let mut c_col = self.setup_zeros::<u32>(0)?;
-        let mut c_val = self.setup_zeros::<f64>(0)?;
-        let mut c_ptr: Option<CudaSlice<u64>> = None;
-        let mut nnz = 0u64;
+        let mut out = CountedRows::new(self, m)?;
         for pass in 0..2 {
-            if pass == 1 {
-                let (p, total) = self.setup_offsets(&counts, m)?;
-                nnz = total;
-                c_ptr = Some(p);
-                c_col = self.setup_zeros::<u32>(total as usize)?;
-                c_val = self.setup_zeros::<f64>(total as usize)?;
-            }
+            out.prepare(self, pass)?;
             let mut l = self.inner.stream.launch_builder(&f);
             l.arg(&m)
                 .arg(&alpha)
@@ -1161,25 +1212,56 @@ impl CudaBackend {
                 .arg(&b.ptr)
                 .arg(&b.col)
                 .arg(&b.val);
-            match &c_ptr {
-                Some(p) => l.arg(p),
-                None => l.arg(&null),
-            };
-            l.arg(&mut counts).arg(&mut c_col).arg(&mut c_val);
+            out.push_args(&mut l);
             // SAFETY: arguments match `csr_add`; A and B have m rows; the fill
             // pass's c_ptr is the prefix sum of the counts, c_col and c_val
             // hold its total.
             unsafe { l.launch(cfg) }.map_err(dev("csr_add"))?;
             self.inner.stats.launch("csr_add");
         }
-        Ok(SetupCsr {
-            nrows: m,
-            ncols: a.ncols,
-            nnz: nnz as usize,
-            ptr: c_ptr.ok_or_else(|| Error::Device("add: no row pointers".into()))?,
-            col: c_col,
-            val: c_val,
-        })
+        out.finish(a.ncols)
+    }
+
+    /// The block of `a`'s first `rows` rows on the columns `cols`, its
+    /// columns numbered from `cols.start` (a rank's owned block of its rows
+    /// over owned then ghost columns, or of a prolongator's rows over the
+    /// rank's coarse columns), on the device: a count per row, their prefix
+    /// sum, the entries copied in order (kernel `csr_column_range`, one
+    /// thread per row). Errors when `rows` exceeds `a`'s rows or `cols`
+    /// does not lie within its columns. O(rows + nnz) on the device, 8 bytes
+    /// back.
+    pub fn setup_column_range(
+        &self,
+        a: &SetupCsr,
+        rows: usize,
+        cols: std::ops::Range<usize>,
+    ) -> Result<SetupCsr> {
+        if rows > a.nrows || cols.start > cols.end || cols.end > a.ncols {
+            return Err(Error::InvalidArgument(format!(
+                "column range: rows ..{rows}, columns {cols:?} of a {} x {} matrix",
+                a.nrows, a.ncols
+            )));
+        }
+        let (lo, hi) = (cols.start as u32, cols.end as u32);
+        let (f, cfg) = self.launch_1d("csr_column_range", rows)?;
+        let mut out = CountedRows::new(self, rows)?;
+        for pass in 0..2 {
+            out.prepare(self, pass)?;
+            let mut l = self.inner.stream.launch_builder(&f);
+            l.arg(&rows)
+                .arg(&a.ptr)
+                .arg(&a.col)
+                .arg(&a.val)
+                .arg(&lo)
+                .arg(&hi);
+            out.push_args(&mut l);
+            // SAFETY: arguments match `csr_column_range`; A has at least
+            // `rows` rows; the fill pass's c_ptr is the prefix sum of the
+            // counts, c_col and c_val hold its total.
+            unsafe { l.launch(cfg) }.map_err(dev("csr_column_range"))?;
+            self.inner.stats.launch("csr_column_range");
+        }
+        out.finish(cols.len())
     }
 
     /// A^T on the device: column counts (one atomic per column met in a

@@ -15,7 +15,7 @@ use gpuq_core::{
 };
 use gpuq_cpu::{CpuBackend, CpuVector};
 use gpuq_krylov::KrylovBackend;
-use gpuq_sparse::{par_row_pointers, Csr};
+use gpuq_sparse::{par_row_pointers, Csr, Layout};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -172,6 +172,22 @@ pub trait HaloBackend: KrylovBackend {
         let host = self.download(x)?;
         let block = rows_block("copy_rows_from", host.len(), start, y.len())?;
         self.overwrite(&host[block], y)
+    }
+
+    /// The matrix `kept` holds on this backend (a level's owned block kept
+    /// by the distributed AMG setup, [`crate::DistSetupKernels::cycle_owned`])
+    /// in `layout` with values of `T`; `host` is the same matrix on the host.
+    /// `None` (the default) where nothing usable is kept: the caller lays
+    /// out `host`. The CUDA backend converts and lays out its kept copy on
+    /// the device (no upload).
+    fn kept_matrix<T: Scalar>(
+        &self,
+        kept: &crate::KeptRows,
+        host: &Csr<f64>,
+        layout: Layout,
+    ) -> Result<Option<Self::Matrix<T>>> {
+        let _ = (kept, host, layout);
+        Ok(None)
     }
 }
 
@@ -360,6 +376,15 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
 
     fn synchronize(&self) -> Result<()> {
         gpuq_cuda::CudaBackend::synchronize(self)
+    }
+
+    fn kept_matrix<T: Scalar>(
+        &self,
+        kept: &crate::KeptRows,
+        host: &Csr<f64>,
+        layout: Layout,
+    ) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
+        crate::amg::kept_owned_matrix(self, kept, host, layout)
     }
 
     fn copy_rows_from<T: Scalar>(

@@ -598,6 +598,7 @@ impl DistSetupKernels for CountingSetup {
     fn owned_aggregates(
         &self,
         owned: &Csr<f64>,
+        _kept: &KeptRows,
         bs: usize,
         eps: f64,
     ) -> Result<Option<gpuq_amg::aggregate::Aggregation>, Error> {

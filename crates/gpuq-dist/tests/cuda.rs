@@ -169,10 +169,15 @@ fn true_residual(a: &gpuq_sparse::Csr<f64>, x: &[f64], b: &[f64]) -> f64 {
 
 /// The distributed setup's device steps on one GPU shared by 2 and 3 thread
 /// ranks (host exchanges, no NCCL): A P kept on the device for R (A P), its
-/// rows other ranks need computed on the host; the levels are the host's
-/// bit for bit (rho, A, P and R), for scalar and 2x2-block systems.
+/// rows other ranks need computed on the host; the owned blocks cut from
+/// the kept rows on the device for the aggregation and the cycle. The
+/// levels are the host's bit for bit (rho, A, P and R), for scalar and
+/// 2x2-block systems, and the cycle made from the device's kept blocks
+/// gives the host-built hierarchy's cycle's result bit for bit (f64 CSR,
+/// f32 SELL).
 #[test]
 fn the_setup_on_a_shared_gpu_builds_the_host_levels() {
+    use gpuq_core::{Backend, LinearOperator};
     use gpuq_dist::{DistAmgOptions, DistHierarchy};
     let gpu = match CudaBackend::new(0) {
         Ok(g) => g,
@@ -196,15 +201,36 @@ fn the_setup_on_a_shared_gpu_builds_the_host_levels() {
         for ranks in [2, 3] {
             let partition = RowPartition::blocks(a.nrows(), ranks, bs).unwrap();
             let same = ThreadComm::run(ranks, |comm| {
-                let rows = rows_of(&a, &partition, comm.rank()).unwrap();
+                let rank = comm.rank();
+                let rows = rows_of(&a, &partition, rank).unwrap();
                 let h = DistHierarchy::build(&comm, &partition, &rows, &o).unwrap();
                 let g = DistHierarchy::build_on(&gpu, &comm, &partition, &rows, &o).unwrap();
-                !h.levels().is_empty() && same_levels(&h, &g)
+                let levels = !h.levels().is_empty() && same_levels(&h, &g);
+                let dist = Dist::new(gpu.clone(), Arc::new(comm));
+                let b: Vec<f64> = partition
+                    .range(rank)
+                    .map(|i| 1.0 + (i % 7) as f64)
+                    .collect();
+                let f64_csr = |h: &DistHierarchy| {
+                    let m = h.cycle::<CudaBackend, f64>(&dist, Layout::Csr).unwrap();
+                    let mut x = dist.zeros(b.len()).unwrap();
+                    m.apply(&dist.upload(&b).unwrap(), &mut x).unwrap();
+                    dist.download(&x).unwrap()
+                };
+                let f32_sell = |h: &DistHierarchy| {
+                    let layout = Layout::Sell { c: 32, sigma: 1 };
+                    let m = h.cycle::<CudaBackend, f32>(&dist, layout).unwrap();
+                    let bf: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+                    let mut x = dist.zeros(b.len()).unwrap();
+                    m.apply(&dist.upload(&bf).unwrap(), &mut x).unwrap();
+                    dist.download(&x).unwrap()
+                };
+                levels && f64_csr(&h) == f64_csr(&g) && f32_sell(&h) == f32_sell(&g)
             })
             .unwrap();
             assert!(
                 same.iter().all(|&s| s),
-                "block {bs}, {ranks} ranks: the levels built on the GPU differ from the host's"
+                "block {bs}, {ranks} ranks: the levels or cycles built on the GPU differ from the host's"
             );
         }
     }

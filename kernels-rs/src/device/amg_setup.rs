@@ -1408,6 +1408,50 @@ pub unsafe extern "ptx-kernel" fn csr_add(
     }
 }
 
+/// The entries of rows 0..nrows whose column lies in lo..hi, their columns
+/// less lo (a rank's owned block of its rows, or the block of one column
+/// range), one thread per row. With a null `c_ptr` it counts each row's
+/// entries into `counts`; otherwise it writes them from `c_ptr[i]`, in the
+/// row's order.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn csr_column_range(
+    nrows: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    lo: u32,
+    hi: u32,
+    c_ptr: *const u64,
+    counts: *mut u64,
+    c_col: *mut u32,
+    c_val: *mut f64,
+) {
+    let mut i = global_id();
+    while i < nrows {
+        let mut out = if c_ptr.is_null() {
+            0
+        } else {
+            *c_ptr.add(i) as usize
+        };
+        let start = out;
+        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
+            let j = *col.add(p);
+            if j >= lo && j < hi {
+                if !c_ptr.is_null() {
+                    *c_col.add(out) = j - lo;
+                    *c_val.add(out) = *val.add(p);
+                }
+                out += 1;
+            }
+        }
+        if c_ptr.is_null() {
+            *counts.add(i) = (out - start) as u64;
+        }
+        i += grid_threads();
+    }
+}
+
 /// counts[j] += the entries of column j (`counts` zeroed, one per column),
 /// and pos[p] = a place for entry p among its column's entries, distinct
 /// within the column (in no particular order: `csr_rank_rows` orders the

@@ -2,7 +2,7 @@
 //! [`Dist`], its levels a [`DistHierarchy`]'s, its coarsest solve the
 //! gathered levels' one-process cycle on every rank.
 
-use super::setup::DistHierarchy;
+use super::setup::{DistHierarchy, KeptRows};
 use crate::backend::{Dist, DistMatrix};
 use crate::halo::{split_columns, HaloBackend, SplitRows};
 use crate::partition::RowPartition;
@@ -158,16 +158,24 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             ghost_of(&l.r_split)?,
         );
         trace.mark(format_args!("  P split, the ghost blocks converted"));
-        let owned = |m: &Csr<f64>, blocks| -> Result<B::Matrix<T>> {
+        // A's owned block from the copy the setup kept on the backend where
+        // it kept one (no upload).
+        let owned = |m: &Csr<f64>, blocks, kept: &KeptRows| -> Result<B::Matrix<T>> {
             let layout = dist.agree(cycle_layout(layout, m, blocks))?;
-            dist.agree(dist.local().amg_host_matrix::<T>(m, layout))
+            let made = match dist.local().kept_matrix::<T>(kept, m, layout) {
+                Ok(Some(made)) => Ok(made),
+                Ok(None) => dist.local().amg_host_matrix::<T>(m, layout),
+                Err(e) => Err(e),
+            };
+            dist.agree(made)
         };
+        let none = KeptRows::none();
         let smoother = o.smoother_of(i);
         let chebyshev = matches!(smoother, Smoother::Chebyshev { .. });
         let mut a = DistMatrix::from_parts(
             dist,
             (fine, fine),
-            owned(&l.a_split.owned, [fb, fb])?,
+            owned(&l.a_split.owned, [fb, fb], &l.a_owned_kept)?,
             (&a_ghost, &l.a_split.ghost_cols),
         )?;
         trace.mark(format_args!("  A laid out and uploaded"));
@@ -198,13 +206,13 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             p: DistMatrix::from_parts(
                 dist,
                 (fine, coarse),
-                owned(&p_split.owned, [fb, cb])?,
+                owned(&p_split.owned, [fb, cb], &none)?,
                 (&p_ghost, &p_split.ghost_cols),
             )?,
             r: DistMatrix::from_parts(
                 dist,
                 (coarse, fine),
-                owned(&l.r_split.owned, [cb, fb])?,
+                owned(&l.r_split.owned, [cb, fb], &none)?,
                 (&r_ghost, &l.r_split.ghost_cols),
             )?,
             dinv: dist.agree(dist.amg_host_matrix::<T>(&l.dinv, Layout::Csr))?,

@@ -71,6 +71,8 @@ mod setup;
 
 pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
+#[cfg(feature = "cuda")]
+pub(crate) use setup::kept_owned_matrix;
 pub use setup::{
     DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptProduct,
     KeptRows,

@@ -21,6 +21,7 @@ use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 use std::any::Any;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The choices of a distributed AMG: the one-process options and where the
@@ -110,6 +111,9 @@ pub struct DistLevel {
     pub(crate) a_split: SplitRows<f64>,
     /// `r` split by the level's columns (the cycle's R reuses it).
     pub(crate) r_split: SplitRows<f64>,
+    /// The owned block of `a` as the backend keeps it for the cycle
+    /// ([`DistSetupKernels::cycle_owned`]), or nothing.
+    pub(crate) a_owned_kept: KeptRows,
 }
 
 /// Seconds this rank spent in each phase of [`DistHierarchy::build`],
@@ -140,8 +144,19 @@ pub struct DistSetupTimings {
 /// A rank's rows of a level as its backend keeps them for the level's
 /// steps ([`DistSetupKernels::keep_rows`]): empty where the backend keeps
 /// nothing (the host computes from the host rows).
-#[derive(Default)]
-pub struct KeptRows(Option<Box<dyn Any + Send + Sync>>);
+/// Clones share the kept value.
+#[derive(Clone, Default)]
+pub struct KeptRows(Option<Arc<dyn Any + Send + Sync>>);
+
+impl std::fmt::Debug for KeptRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "KeptRows(kept)"
+        } else {
+            "KeptRows(none)"
+        })
+    }
+}
 
 impl KeptRows {
     /// Nothing kept.
@@ -151,7 +166,7 @@ impl KeptRows {
 
     /// `value` kept (a backend's own type).
     pub fn new(value: impl Any + Send + Sync) -> Self {
-        KeptRows(Some(Box::new(value)))
+        KeptRows(Some(Arc::new(value)))
     }
 
     /// The kept value, if one of type `K` is kept.
@@ -183,14 +198,25 @@ pub trait DistSetupKernels: Sync {
     /// columns; strong graph of its bs x bs block norms with threshold `eps`,
     /// then the distance-2 aggregation): each node's aggregate, the count
     /// and the nodes without strong connections in the block (increasing),
-    /// or `None` to aggregate on the host (the default).
+    /// or `None` to aggregate on the host (the default). `kept` is what
+    /// [`DistSetupKernels::keep_rows`] kept of the level's rows (the
+    /// CUDA backend keeps the owned block there, so it uploads nothing).
     fn owned_aggregates(
         &self,
         _owned: &Csr<f64>,
+        _kept: &KeptRows,
         _bs: usize,
         _eps: f64,
     ) -> Result<Option<gpuq_amg::aggregate::Aggregation>> {
         Ok(None)
+    }
+
+    /// What the level's cycle may take of the rows `kept`
+    /// ([`DistSetupKernels::keep_rows`]): the rank's owned block on the
+    /// backend, which [`crate::HaloBackend::kept_matrix`] lays out for the
+    /// cycle without an upload. Default: nothing.
+    fn cycle_owned(&self, _kept: &KeptRows) -> KeptRows {
+        KeptRows::none()
     }
 
     /// C = A B where B is `parts` stacked (the rank's rows, then the ghost
@@ -337,6 +363,56 @@ pub(crate) struct SquaredRows {
     pub(crate) dinv: gpuq_cuda::SetupVec,
     /// The rank's rows (the first rows of `a`).
     pub(crate) own: usize,
+    /// The owned block of the rank's rows (columns below `own`), made on
+    /// the device where the level's rows are kept
+    /// ([`DistSetupKernels::keep_rows`]): the aggregation's input and the
+    /// cycle's A.
+    pub(crate) owned: Option<Arc<gpuq_cuda::SetupCsr>>,
+}
+
+/// The owned block of a level's rows on the GPU, kept for the cycle
+/// ([`DistSetupKernels::cycle_owned`]).
+#[cfg(feature = "cuda")]
+struct OwnedBlock(Arc<gpuq_cuda::SetupCsr>);
+
+/// The owned block `kept` holds on the GPU ([`OwnedBlock`]) as a cycle
+/// matrix in `layout` with values of `T` (CSR or SELL, f32 or f64,
+/// `CudaBackend::setup_to_matrix`), `host` its copy on the host (the same
+/// shape and entries; for f32 its values are checked to fit); `None` where
+/// nothing is kept or the layout, scalar or a value does not allow it.
+/// O(nnz) on the device, and for f32 one parallel pass over `host`.
+#[cfg(feature = "cuda")]
+pub(crate) fn kept_owned_matrix<T: gpuq_core::Scalar>(
+    g: &gpuq_cuda::CudaBackend,
+    kept: &KeptRows,
+    host: &Csr<f64>,
+    layout: gpuq_sparse::Layout,
+) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
+    use gpuq_core::ScalarKind;
+    let Some(OwnedBlock(block)) = kept.get::<OwnedBlock>() else {
+        return Ok(None);
+    };
+    if block.shape() != host.shape() || block.nnz() != host.nnz() {
+        return Err(Error::shape(
+            "the owned block kept on the device",
+            format!("{:?} with {} entries", host.shape(), host.nnz()),
+            format!("{:?} with {}", block.shape(), block.nnz()),
+        ));
+    }
+    let fits = match T::KIND {
+        ScalarKind::F64 => true,
+        ScalarKind::F32 => host.values().par_iter().all(|&v| (v as f32).is_finite()),
+        _ => false,
+    };
+    if !fits
+        || !matches!(
+            layout,
+            gpuq_sparse::Layout::Csr | gpuq_sparse::Layout::Sell { .. }
+        )
+    {
+        return Ok(None);
+    }
+    g.setup_to_matrix::<T>(block, layout)
 }
 
 #[cfg(feature = "cuda")]
@@ -344,11 +420,13 @@ impl SquaredRows {
     /// `a` squared (stacked on an empty row per ghost column) and uploaded
     /// with `dinv`'s blocks, the padding added on the way (no host copy of
     /// the rows); `None` where the ghost columns do not make whole blocks
-    /// ([`padding_rows`]). O(nnz) across.
+    /// ([`padding_rows`]); with `owned`, the owned block cut from them on
+    /// the device too. O(nnz) across.
     fn upload(
         g: &gpuq_cuda::CudaBackend,
         a: &Csr<f64>,
         dinv: &BlockDiagonal,
+        owned: bool,
     ) -> Result<Option<Self>> {
         let Some(ghosts) = padding_rows(a, dinv) else {
             return Ok(None);
@@ -360,10 +438,16 @@ impl SquaredRows {
             Vec::new(),
             Vec::new(),
         )?;
+        let (own, squared) = (a.nrows(), g.setup_upload_stacked(&[a, &empty], a.ncols())?);
+        let owned = match owned {
+            true => Some(Arc::new(g.setup_column_range(&squared, own, 0..own)?)),
+            false => None,
+        };
         Ok(Some(SquaredRows {
-            a: g.setup_upload_stacked(&[a, &empty], a.ncols())?,
+            a: squared,
             dinv: g.setup_vec_upload_padded(dinv.blocks(), ghosts * dinv.block())?,
-            own: a.nrows(),
+            own,
+            owned,
         }))
     }
 
@@ -378,7 +462,7 @@ impl SquaredRows {
         if let Some(k) = kept.get::<SquaredRows>() {
             return Ok(Some(k));
         }
-        *fresh = Self::upload(g, a, dinv)?;
+        *fresh = Self::upload(g, a, dinv, false)?;
         Ok(fresh.as_ref())
     }
 }
@@ -393,15 +477,28 @@ impl SquaredRows {
 #[cfg(feature = "cuda")]
 impl DistSetupKernels for gpuq_cuda::CudaBackend {
     fn keep_rows(&self, a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<KeptRows> {
-        Ok(SquaredRows::upload(self, a, dinv)?.map_or_else(KeptRows::none, KeptRows::new))
+        Ok(SquaredRows::upload(self, a, dinv, true)?.map_or_else(KeptRows::none, KeptRows::new))
     }
 
+    fn cycle_owned(&self, kept: &KeptRows) -> KeptRows {
+        match kept.get::<SquaredRows>().and_then(|s| s.owned.clone()) {
+            Some(owned) => KeptRows::new(OwnedBlock(owned)),
+            None => KeptRows::none(),
+        }
+    }
+
+    /// The owned block kept on the device (cut from the kept rows), else
+    /// uploaded.
     fn owned_aggregates(
         &self,
         owned: &Csr<f64>,
+        kept: &KeptRows,
         bs: usize,
         eps: f64,
     ) -> Result<Option<gpuq_amg::aggregate::Aggregation>> {
+        if let Some(block) = kept.get::<SquaredRows>().and_then(|s| s.owned.as_ref()) {
+            return self.setup_aggregates(block, bs, eps);
+        }
         let a = self.setup_upload(owned)?;
         self.setup_aggregates(&a, bs, eps)
     }
@@ -1059,7 +1156,7 @@ fn coarsen(
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
     let mut project = |eps: f64, t: &mut DistSetupTimings| -> Result<Option<Projected>> {
         let mine = time(&mut t.aggregation_s, || {
-            match local.owned_aggregates(&split.owned, bs, eps)? {
+            match local.owned_aggregates(&split.owned, &kept, bs, eps)? {
                 Some(found) => Ok(found),
                 None => norm_matrix(&split.owned, bs)
                     .and_then(|e| strong_graph(&e, eps))
@@ -1195,6 +1292,7 @@ fn coarsen(
         nnz,
         a_split: split,
         r_split,
+        a_owned_kept: local.cycle_owned(&kept),
     };
     trace.mark(format_args!("  the level's data"));
     Ok(Some((level, ac, coarse_null)))
