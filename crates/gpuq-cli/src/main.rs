@@ -38,8 +38,10 @@ mod uq_model;
 use clap::Parser;
 use std::process::ExitCode;
 
-/// Large blocks on transparent huge pages: the setups and readers of tens of
-/// millions of rows fault and miss the TLB less (docs/benchmarks.md).
+/// Large blocks on transparent huge pages once a GPU backend is in use: the
+/// host steps of GPU setups over tens of millions of rows fault and miss the
+/// TLB less (docs/benchmarks.md; off on the CPU backend, where it was measured
+/// to cost).
 #[global_allocator]
 static ALLOC: gpuq_core::alloc::HugePageAlloc = gpuq_core::alloc::HugePageAlloc;
 

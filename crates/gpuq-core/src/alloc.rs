@@ -18,11 +18,14 @@
 //! advised block may take memory a page of 2 MiB at a time; a heap range
 //! advised keeps the flag when smaller blocks reuse it.
 //!
-//! [`HugePageAlloc::configure_from_env`] reads `GPUQ_HUGE_PAGES`; `0` turns
-//! the advice off (on a virtual machine whose host backs its memory with
-//! small pages the huge pages only cost their zeroing; docs/benchmarks.md
-//! measures both). The allocator never reads the environment itself (no
-//! lock-free `getenv` racing a `setenv`): until that call the advice is on.
+//! The advice is given where it was measured to pay: once a GPU backend is
+//! in use ([`HugePageAlloc::gpu_in_use`], which the CUDA backend calls when
+//! it starts; the host steps around a GPU setup). Without a GPU it is off:
+//! on a 2-core virtual machine with the kernel's default `defrag` setting a
+//! CPU setup was up to 65% slower with it (3D elasticity, docs/benchmarks.md).
+//! [`HugePageAlloc::configure_from_env`] reads `GPUQ_HUGE_PAGES`: `0` turns
+//! the advice off, `1` on, whatever the backend. The allocator never reads
+//! the environment itself (no lock-free `getenv` racing a `setenv`).
 //!
 //! A program opts in with
 //! `#[global_allocator] static ALLOC: gpuq_core::alloc::HugePageAlloc = gpuq_core::alloc::HugePageAlloc;`
@@ -46,28 +49,54 @@ const HUGE_PAGE: usize = 2 << 20;
 /// smaller ones.
 pub struct HugePageAlloc;
 
-/// Whether the advice is off (`GPUQ_HUGE_PAGES=0`, read by
-/// [`HugePageAlloc::configure_from_env`]).
-static OFF: AtomicBool = AtomicBool::new(false);
+/// Whether blocks are advised now.
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether `GPUQ_HUGE_PAGES` decided (read by
+/// [`HugePageAlloc::configure_from_env`]), so that a GPU backend starting
+/// changes nothing.
+static FORCED: AtomicBool = AtomicBool::new(false);
 
 impl HugePageAlloc {
     /// Reads `GPUQ_HUGE_PAGES` (through `std::env`, under its lock): a value
-    /// starting with `0` turns the advice off for the rest of the process,
-    /// anything else (or nothing) leaves it on. O(1); call it before the
-    /// large allocations, first thing in `main`.
+    /// starting with `0` turns the advice off and one starting with `1` on,
+    /// for the rest of the process; anything else (or nothing) leaves it to
+    /// [`HugePageAlloc::gpu_in_use`]. O(1); call it before the large
+    /// allocations, first thing in `main`.
     pub fn configure_from_env() {
-        let off = std::env::var_os("GPUQ_HUGE_PAGES")
-            .is_some_and(|v| v.as_encoded_bytes().first() == Some(&b'0'));
-        OFF.store(off, Ordering::Relaxed);
+        let forced =
+            std::env::var_os("GPUQ_HUGE_PAGES").and_then(|v| match v.as_encoded_bytes().first() {
+                Some(b'0') => Some(false),
+                Some(b'1') => Some(true),
+                _ => None,
+            });
+        if let Some(on) = forced {
+            ON.store(on, Ordering::Relaxed);
+        }
+        FORCED.store(forced.is_some(), Ordering::Relaxed);
+    }
+
+    /// A GPU backend has started: from now on large blocks are advised,
+    /// unless `GPUQ_HUGE_PAGES` decided otherwise. Called by the CUDA
+    /// backend when it is made. O(1).
+    pub fn gpu_in_use() {
+        if !FORCED.load(Ordering::Relaxed) {
+            ON.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether blocks of [`HUGE_BLOCK`] bytes or more are advised now.
+    pub fn advising() -> bool {
+        ON.load(Ordering::Relaxed)
     }
 }
 
 /// Advises the whole huge pages inside `size` bytes at `ptr` to be huge
-/// pages (Linux, unless turned off); nothing for a null or small block, or
-/// elsewhere.
+/// pages (Linux, while [`HugePageAlloc::advising`]); nothing for a null or
+/// small block, or elsewhere.
 #[cfg(target_os = "linux")]
 fn advise(ptr: *mut u8, size: usize) {
-    if ptr.is_null() || size < HUGE_BLOCK || OFF.load(Ordering::Relaxed) {
+    if ptr.is_null() || size < HUGE_BLOCK || !ON.load(Ordering::Relaxed) {
         return;
     }
     let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
@@ -120,9 +149,11 @@ mod tests {
     use super::*;
 
     /// Large and small blocks, zeroed or not, grown and shrunk: the contents
-    /// are kept as `System` keeps them.
+    /// are kept as `System` keeps them (advised or not).
     #[test]
     fn blocks_keep_their_contents() {
+        HugePageAlloc::gpu_in_use();
+        assert!(HugePageAlloc::advising() || FORCED.load(Ordering::Relaxed));
         let a = HugePageAlloc;
         for size in [64, HUGE_BLOCK - 1, HUGE_BLOCK, 3 * HUGE_BLOCK + 12345] {
             let layout = Layout::from_size_align(size, 64).unwrap();

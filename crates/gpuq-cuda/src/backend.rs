@@ -160,6 +160,9 @@ impl CudaBackend {
             )));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| Error::NoCudaDevice(format!("{e}")))?;
+        // The host steps around a GPU setup gain from huge pages (where the
+        // program's allocator is gpuq's: `gpuq_core::alloc`).
+        gpuq_core::alloc::HugePageAlloc::gpu_in_use();
         if ctx.has_async_alloc() {
             keep_freed_memory(ctx.cu_device())?;
         }

@@ -803,11 +803,14 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 let local = KeepingSetup::default();
                 let kept = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
                 let uses = local.left_products.into_inner();
-                (host, kept, uses)
+                (host, kept, uses, rows)
             })
             .unwrap();
-            for (host, kept, uses) in &built {
+            for (host, kept, uses, rows) in &built {
                 let levels = host.levels().len();
+                // The finest level keeps a copy of the rank's rows.
+                assert_eq!(&host.levels()[0].a, rows);
+                assert_eq!(&kept.levels()[0].a, rows);
                 assert!(
                     levels >= 1,
                     "{ranks} ranks, block {bs}: nothing distributed"

@@ -17,8 +17,9 @@ mod uq;
 
 use pyo3::prelude::*;
 
-/// The Rust side's large blocks on transparent huge pages, as in the CLI
-/// (`gpuq::core::alloc`; `GPUQ_HUGE_PAGES` read when the module loads).
+/// The Rust side's large blocks on transparent huge pages once a GPU backend
+/// is in use, as in the CLI (`gpuq::core::alloc`; `GPUQ_HUGE_PAGES` read when
+/// the module loads).
 #[global_allocator]
 static ALLOC: gpuq::core::alloc::HugePageAlloc = gpuq::core::alloc::HugePageAlloc;
 
