@@ -28,6 +28,20 @@ pub(crate) fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
     a.map_values(T::from_f64)
 }
 
+/// Whether a device can convert and lay out the f64 matrix `m` itself as a
+/// cycle matrix in `layout` with values of `T` (the CUDA backend's
+/// `setup_to_matrix`): CSR or SELL, f32 or f64, and for f32 every value
+/// within its range (a value beyond it is left to the host conversion,
+/// which reports it). O(nnz) for f32 (one parallel pass), O(1) otherwise.
+pub fn device_layout_fits<T: Scalar>(m: &Csr<f64>, layout: Layout) -> bool {
+    let fits = match T::KIND {
+        gpuq_core::ScalarKind::F64 => true,
+        gpuq_core::ScalarKind::F32 => m.values().par_iter().all(|&v| (v as f32).is_finite()),
+        _ => false,
+    };
+    fits && matches!(layout, Layout::Csr | Layout::Sell { .. })
+}
+
 /// The steps of an AMG cycle that a backend can fuse.
 pub trait AmgKernels: SparseBackend {
     /// r = b - A x. Default: a copy and an SpMV (two passes over r); fused: one.
@@ -991,10 +1005,9 @@ mod cuda {
     };
     use crate::blockdiag::BlockDiagonal;
     use crate::resident::LevelMatrix;
-    use gpuq_core::{Backend, Result, Scalar, ScalarKind};
+    use gpuq_core::{Backend, Result, Scalar};
     use gpuq_cuda::{ChebPass, CudaBackend, CudaMatrix, CudaVector};
     use gpuq_sparse::{Csr, Layout, SparseBackend};
-    use rayon::prelude::*;
 
     impl AmgKernels for CudaBackend {
         /// CSR built on the device from the uploaded blocks
@@ -1061,12 +1074,7 @@ mod cuda {
             m: &Csr<f64>,
             layout: Layout,
         ) -> Result<CudaMatrix<T>> {
-            let fits = match T::KIND {
-                ScalarKind::F64 => true,
-                ScalarKind::F32 => m.values().par_iter().all(|&v| (v as f32).is_finite()),
-                _ => false,
-            };
-            if fits && matches!(layout, Layout::Csr | Layout::Sell { .. }) {
+            if super::device_layout_fits::<T>(m, layout) {
                 if let Some(out) = self.setup_to_matrix::<T>(&self.setup_upload(m)?, layout)? {
                     return Ok(out);
                 }

@@ -286,7 +286,7 @@ pub use cycle::{chebyshev_interval, cycle_layout, Amg, Coarsest, CycleLevel, CHE
 pub use hierarchy::{
     coarsening_accepted, Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData,
 };
-pub use kernels::AmgKernels;
+pub use kernels::{device_layout_fits, AmgKernels};
 pub use mixed::MixedAmg;
 pub use options::{
     default_jacobi_damping, device_defaults, AmgOptions, CoarseSolver, Coarsening, CycleKind,

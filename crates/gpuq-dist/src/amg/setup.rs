@@ -388,7 +388,6 @@ pub(crate) fn kept_owned_matrix<T: gpuq_core::Scalar>(
     host: &Csr<f64>,
     layout: gpuq_sparse::Layout,
 ) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
-    use gpuq_core::ScalarKind;
     let Some(OwnedBlock(block)) = kept.get::<OwnedBlock>() else {
         return Ok(None);
     };
@@ -399,17 +398,7 @@ pub(crate) fn kept_owned_matrix<T: gpuq_core::Scalar>(
             format!("{:?} with {}", block.shape(), block.nnz()),
         ));
     }
-    let fits = match T::KIND {
-        ScalarKind::F64 => true,
-        ScalarKind::F32 => host.values().par_iter().all(|&v| (v as f32).is_finite()),
-        _ => false,
-    };
-    if !fits
-        || !matches!(
-            layout,
-            gpuq_sparse::Layout::Csr | gpuq_sparse::Layout::Sell { .. }
-        )
-    {
+    if !gpuq_amg::device_layout_fits::<T>(host, layout) {
         return Ok(None);
     }
     g.setup_to_matrix::<T>(block, layout)
