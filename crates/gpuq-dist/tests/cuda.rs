@@ -11,15 +11,23 @@ use gpuq_krylov::{solve_csr, KrylovOptions, Method, Preconditioner, SolverConfig
 use gpuq_sparse::{generators, Layout};
 use std::sync::Arc;
 
-#[test]
-fn dist_over_cuda_matches_the_serial_cpu_solve() {
-    let gpu = match CudaBackend::new(0) {
-        Ok(g) => g,
+/// GPU 0, or `None` (one line printed for `test`) without a CUDA device.
+/// Panics when a present device fails to start.
+fn gpu_zero(test: &str) -> Option<CudaBackend> {
+    match CudaBackend::new(0) {
+        Ok(g) => Some(g),
         Err(Error::NoCudaDevice(_)) => {
-            println!("dist_over_cuda_matches_the_serial_cpu_solve: skipped (no CUDA device)");
-            return;
+            println!("{test}: skipped (no CUDA device)");
+            None
         }
         Err(e) => panic!("the CUDA backend failed to start: {e}"),
+    }
+}
+
+#[test]
+fn dist_over_cuda_matches_the_serial_cpu_solve() {
+    let Some(gpu) = gpu_zero("dist_over_cuda_matches_the_serial_cpu_solve") else {
+        return;
     };
     let a = generators::convdiff2d::<f64>(24, 0.5);
     let n = a.nrows();
@@ -179,13 +187,8 @@ fn true_residual(a: &gpuq_sparse::Csr<f64>, x: &[f64], b: &[f64]) -> f64 {
 fn the_setup_on_a_shared_gpu_builds_the_host_levels() {
     use gpuq_core::{Backend, LinearOperator};
     use gpuq_dist::{DistAmgOptions, DistHierarchy};
-    let gpu = match CudaBackend::new(0) {
-        Ok(g) => g,
-        Err(Error::NoCudaDevice(_)) => {
-            println!("the_setup_on_a_shared_gpu_builds_the_host_levels: skipped (no CUDA device)");
-            return;
-        }
-        Err(e) => panic!("the CUDA backend failed to start: {e}"),
+    let Some(gpu) = gpu_zero("the_setup_on_a_shared_gpu_builds_the_host_levels") else {
+        return;
     };
     let elasticity = gpuq_sparse::generators::ProblemSpec::parse("elasticity2d:40")
         .unwrap()
