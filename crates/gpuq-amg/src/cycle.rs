@@ -210,6 +210,22 @@ pub fn cycle_layout<T: Scalar>(
     )
 }
 
+/// [`cycle_layout`] for a level matrix wherever it is held: the SELL padding
+/// counted from its host copy, else where the backend keeps it
+/// ([`LevelMatrix::sell_stored`]; no download).
+pub fn level_cycle_layout(
+    requested: Layout,
+    m: &LevelMatrix,
+    blocks: [usize; 2],
+) -> Result<Layout> {
+    layout_for(
+        requested,
+        (m.shape(), m.nnz()),
+        |c, sigma| m.sell_stored(c, sigma),
+        blocks,
+    )
+}
+
 impl<B: AmgKernels, T: Scalar> Amg<B, T> {
     /// Uploads the hierarchy to `backend` in `options.layout` (for a BSR
     /// request each level's operators, and its smoother's block diagonal, in

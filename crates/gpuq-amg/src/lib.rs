@@ -282,7 +282,10 @@ pub mod strength;
 mod symmetry;
 pub mod trace;
 
-pub use cycle::{chebyshev_interval, cycle_layout, Amg, Coarsest, CycleLevel, CHEBYSHEV_RATIO};
+pub use cycle::{
+    chebyshev_interval, cycle_layout, level_cycle_layout, Amg, Coarsest, CycleLevel,
+    CHEBYSHEV_RATIO,
+};
 pub use hierarchy::{
     coarsening_accepted, Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData,
 };
@@ -296,5 +299,5 @@ pub use precision::{amg_cycle, default_cycle_precision, f64_cycle};
 pub use resident::{LevelMatrix, ResidentMatrix};
 pub use rigid::rigid_body_modes;
 #[cfg(feature = "cuda")]
-pub use setup::cuda::resident_finest;
+pub use setup::cuda::{device_copy, device_level, resident_finest};
 pub use setup::{HostSetup, SetupKernels};

@@ -429,8 +429,9 @@ pub(crate) mod cuda {
         Ok(d)
     }
 
-    /// The device copy of `a` made by `g` (the same context), if there is one.
-    pub(crate) fn device_copy(g: &CudaBackend, a: &LevelMatrix) -> Option<Arc<SetupCsr>> {
+    /// The device copy of `a` made by `g` (the same context), if there is
+    /// one: what [`device_level`] or `g`'s setup keeps. O(1).
+    pub fn device_copy(g: &CudaBackend, a: &LevelMatrix) -> Option<Arc<SetupCsr>> {
         a.resident()?
             .as_any()
             .downcast_ref::<DeviceCopy>()
@@ -444,11 +445,13 @@ pub(crate) mod cuda {
     /// the setup's layout ([`CudaBackend::setup_copy`]), nothing through the
     /// host. O(n + nnz) on the device.
     pub fn resident_finest(g: &CudaBackend, m: &gpuq_cuda::CudaMatrix<f64>) -> Result<LevelMatrix> {
-        Ok(keep(g, g.setup_copy(m)?))
+        Ok(device_level(g, g.setup_copy(m)?))
     }
 
-    /// `m` as a level matrix held on the device.
-    fn keep(g: &CudaBackend, m: SetupCsr) -> LevelMatrix {
+    /// `m`, a matrix on `g`'s device, as a level matrix held there (the
+    /// host copy made on first need, [`LevelMatrix::host`]; the cycle
+    /// converts it in place, [`crate::AmgKernels::amg_level_matrix`]). O(1).
+    pub fn device_level(g: &CudaBackend, m: SetupCsr) -> LevelMatrix {
         let (shape, nnz) = (m.shape(), m.nnz());
         LevelMatrix::from_resident(
             shape,
@@ -490,7 +493,7 @@ pub(crate) mod cuda {
 
         /// The upload of `a`, held on the device only.
         fn finest(&self, a: &Csr<f64>) -> Result<LevelMatrix> {
-            Ok(keep(self, self.setup_upload(a)?))
+            Ok(device_level(self, self.setup_upload(a)?))
         }
 
         /// The upload of [`SetupKernels::finest`] (the caller's host copy
@@ -613,11 +616,11 @@ pub(crate) mod cuda {
             match nns {
                 [single] => {
                     let (pt, norm) = self.setup_tentative_single(agg, naggs, bs, single)?;
-                    Ok((keep(self, pt), vec![norm]))
+                    Ok((device_level(self, pt), vec![norm]))
                 }
                 _ => {
                     let (pt, coarse) = self.setup_tentative_qr(agg, naggs, bs, nns)?;
-                    Ok((keep(self, pt), coarse))
+                    Ok((device_level(self, pt), coarse))
                 }
             }
         }
@@ -638,7 +641,7 @@ pub(crate) mod cuda {
             let d_pt = self.level(pt)?;
             let blocks = device_blocks(self, dinv)?;
             let p = self.setup_smoothed_prolongator(level, dinv.block(), omega, &blocks, &d_pt)?;
-            Ok(keep(self, p))
+            Ok(device_level(self, p))
         }
 
         /// R = P^T and R (A P) on the device: a transpose and two products,
@@ -655,7 +658,7 @@ pub(crate) mod cuda {
             let r = self.setup_transpose(&d_p)?;
             let ap = self.setup_spgemm(level, &d_p)?;
             let ac = self.setup_spgemm(&r, &ap)?;
-            Ok((keep(self, r), keep(self, ac)))
+            Ok((device_level(self, r), device_level(self, ac)))
         }
 
         /// The rows of zeros found on the device

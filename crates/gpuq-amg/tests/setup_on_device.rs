@@ -85,6 +85,10 @@ proptest! {
         prop_assert_eq!(sum, add(0.5, &a, -2.0, &c).unwrap());
         let t = g.setup_download(&g.setup_transpose(&da).unwrap()).unwrap();
         prop_assert_eq!(t, a.transpose(false));
+        // A beside C (both m x k), as the host's `beside`.
+        let beside = g.setup_download(&g.setup_beside(&da, &c).unwrap()).unwrap();
+        prop_assert_eq!(beside, a.beside(&c).unwrap());
+        prop_assert!(g.setup_beside(&da, &b).is_err() || k == m);
         // A block of leading rows and a column range, and the rows stacked
         // on host rows below.
         let (rows, lo) = ((seed as usize) % (m + 1), (seed as usize >> 8) % (k + 1));

@@ -1197,6 +1197,49 @@ impl CudaBackend {
                 format!("{:?}", b.shape()),
             ));
         }
+        self.add_rows(alpha, a, beta, b, a.ncols)
+    }
+
+    /// [left | right] on the device: `right` (a host matrix of `left`'s rows,
+    /// a rank's ghost block) uploaded with its columns numbered after
+    /// `left`'s, then the two merged row by row (`csr_add`: disjoint
+    /// columns, so each value is copied; an exact zero keeps its value but
+    /// not its sign). Errors when the row counts differ. O(nnz) on the
+    /// device, `right` over PCIe.
+    pub fn setup_beside(&self, left: &SetupCsr, right: &Csr<f64>) -> Result<SetupCsr> {
+        if right.nrows() != left.nrows {
+            return Err(Error::shape(
+                "matrices side by side (rows)",
+                left.nrows,
+                right.nrows(),
+            ));
+        }
+        let ncols = left.ncols + right.ncols();
+        let shifted = Csr::try_new(
+            right.nrows(),
+            ncols,
+            right.row_ptr().to_vec(),
+            right
+                .col_idx()
+                .iter()
+                .map(|&j| j + left.ncols as u32)
+                .collect(),
+            right.values().to_vec(),
+        )?;
+        self.add_rows(1.0, left, 1.0, &self.setup_upload(&shifted)?, ncols)
+    }
+
+    /// alpha A + beta B row by row (A and B of the same rows, any columns
+    /// below `ncols`), a matrix of `ncols` columns: `csr_add`'s count pass,
+    /// the prefix sum, its fill pass.
+    fn add_rows(
+        &self,
+        alpha: f64,
+        a: &SetupCsr,
+        beta: f64,
+        b: &SetupCsr,
+        ncols: usize,
+    ) -> Result<SetupCsr> {
         let m = a.nrows;
         let (f, cfg) = self.launch_1d("csr_add", m)?;
         let mut out = CountedRows::new(self, m)?;
@@ -1219,7 +1262,7 @@ impl CudaBackend {
             unsafe { l.launch(cfg) }.map_err(dev("csr_add"))?;
             self.inner.stats.launch("csr_add");
         }
-        out.finish(a.ncols)
+        out.finish(ncols)
     }
 
     /// The block of `a`'s first `rows` rows on the columns `cols`, its

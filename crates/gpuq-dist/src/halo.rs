@@ -15,7 +15,7 @@ use gpuq_core::{
 };
 use gpuq_cpu::{CpuBackend, CpuVector};
 use gpuq_krylov::KrylovBackend;
-use gpuq_sparse::{par_row_pointers, Csr, Layout};
+use gpuq_sparse::{par_fill_rows, par_row_pointers, Csr, Layout};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -524,14 +524,7 @@ fn split_parts<T: Scalar>(
             rows.ncols(),
         ));
     }
-    let mut ghost_cols: Vec<usize> = rows
-        .col_idx()
-        .par_iter()
-        .map(|&c| c as usize)
-        .filter(|c| !own.contains(c))
-        .collect();
-    ghost_cols.par_sort_unstable();
-    ghost_cols.dedup();
+    let ghost_cols = ghost_columns(&own, rows);
     // Each row's owned and ghost entries counted, then written in parallel,
     // each row into its own slices of the blocks (and of the extended rows,
     // laid out as `rows`).
@@ -624,6 +617,61 @@ fn split_parts<T: Scalar>(
         },
         ext,
     ))
+}
+
+/// The columns of `rows` outside `own`, increasing, each once. O(nnz log
+/// nnz) in parallel.
+fn ghost_columns<T: Scalar>(own: &Range<usize>, rows: &Csr<T>) -> Vec<usize> {
+    let mut ghost_cols: Vec<usize> = rows
+        .col_idx()
+        .par_iter()
+        .map(|&c| c as usize)
+        .filter(|c| !own.contains(c))
+        .collect();
+    ghost_cols.par_sort_unstable();
+    ghost_cols.dedup();
+    ghost_cols
+}
+
+/// The ghost block of [`split_columns`] and its ghost columns, without the
+/// owned block (where a backend cuts that from its own copy of `rows`):
+/// one parallel pass that writes only the entries outside the rank's
+/// columns. Errors when the column count does not match `columns`.
+/// O(nnz) reads, O(ghost entries log ghosts) writes.
+pub(crate) fn ghost_block<T: Scalar>(
+    columns: &RowPartition,
+    rank: usize,
+    rows: &Csr<T>,
+) -> Result<(Csr<T>, Vec<usize>)> {
+    if rows.ncols() != columns.rows() {
+        return Err(Error::shape(
+            "ghost_block (the rows' columns vs the partition)",
+            columns.rows(),
+            rows.ncols(),
+        ));
+    }
+    let own = columns.range(rank);
+    let ghost_cols = ghost_columns(&own, rows);
+    let outside = |c: &u32| !own.contains(&(*c as usize));
+    let ptr = par_row_pointers(rows.nrows(), |i| {
+        rows.row(i).0.iter().filter(|c| outside(c)).count()
+    });
+    let (cols, vals) = par_fill_rows(
+        &ptr,
+        || (),
+        |i, _, gc, gv| {
+            let (cols, vals) = rows.row(i);
+            let entries = cols.iter().zip(vals).filter(|(c, _)| outside(c));
+            for (g, (c, &v)) in entries.enumerate() {
+                gc[g] = ghost_cols
+                    .binary_search(&(*c as usize))
+                    .expect("every ghost was listed") as u32;
+                gv[g] = v;
+            }
+        },
+    );
+    let ghost = Csr::try_new_allow_nonfinite(rows.nrows(), ghost_cols.len(), ptr, cols, vals)?;
+    Ok((ghost, ghost_cols))
 }
 
 /// Rows per task of the row-parallel loops that write a CSR matrix's arrays

@@ -111,14 +111,7 @@ pub(crate) fn transpose_rows<T: Scalar>(
         })
         .collect::<Result<_>>()?;
     let others: Vec<usize> = (0..size).filter(|&q| q != rank).collect();
-    let outgoing: Vec<Vec<u8>> = (0..size)
-        .map(|q| tasks.iter().map(|t| &t[q][..]).collect::<Vec<_>>().concat())
-        .collect();
-    drop(tasks);
-    let sends: Vec<(usize, &[u8])> = others.iter().map(|&q| (q, &outgoing[q][..])).collect();
-    let arrived = comm.exchange(TRANSPOSE_TAG, &sends, &others, &mut || Ok(()))?;
-    drop(sends);
-    drop(outgoing);
+    let arrived = exchange_tasks(comm, TRANSPOSE_TAG, tasks)?;
     let decode = |bytes: &[u8]| -> Result<Vec<(usize, u32, T)>> {
         if bytes.len() % entry_bytes != 0 {
             return Err(comm_error("transpose: a truncated entry"));
@@ -146,9 +139,6 @@ pub(crate) fn transpose_rows<T: Scalar>(
     // The lower ranks' entries as one piece and the higher ranks' as another,
     // each in rank order, then in each rank's (increasing) row order: two
     // pieces whatever the rank count.
-    if arrived.len() != others.len() {
-        return Err(comm_error("transpose: a message per other rank expected"));
-    }
     let below = others.partition_point(|&q| q < rank);
     let entries: Vec<Vec<(usize, u32, T)>> = arrived
         .par_iter()
@@ -176,6 +166,30 @@ pub(crate) fn transpose_rows<T: Scalar>(
     pieces.extend(own);
     pieces.push(higher?);
     join_pieces(mine.len(), rows_part.rows(), &pieces)
+}
+
+/// Every other rank's message from this rank's `tasks` (task t's bytes for
+/// rank q in `tasks[t][q]`, joined in task order into one message per rank;
+/// nothing to itself), exchanged with every other rank under `tag`: the
+/// messages received, one per other rank in rank order. Errors when a
+/// message is missing. Collective.
+pub(crate) fn exchange_tasks(
+    comm: &dyn Communicator,
+    tag: u16,
+    tasks: Vec<Vec<Vec<u8>>>,
+) -> Result<Vec<Vec<u8>>> {
+    let (rank, size) = (comm.rank(), comm.size());
+    let others: Vec<usize> = (0..size).filter(|&q| q != rank).collect();
+    let outgoing: Vec<Vec<u8>> = (0..size)
+        .map(|q| tasks.iter().map(|t| &t[q][..]).collect::<Vec<_>>().concat())
+        .collect();
+    drop(tasks);
+    let sends: Vec<(usize, &[u8])> = others.iter().map(|&q| (q, &outgoing[q][..])).collect();
+    let arrived = comm.exchange(tag, &sends, &others, &mut || Ok(()))?;
+    if arrived.len() != others.len() {
+        return Err(comm_error("a message per other rank expected"));
+    }
+    Ok(arrived)
 }
 
 impl<B: HaloBackend, T: Scalar> LinearOperator<Dist<B>, T> for DistOperator<B, T> {
@@ -218,12 +232,13 @@ impl<B: HaloBackend, T: Scalar> LinearOperator<Dist<B>, T> for DistOperator<B, T
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{rows_of, ThreadComm};
 
-    /// A 60 x 45 matrix of scattered entries (some rows and columns empty).
-    fn scattered() -> Csr<f64> {
+    /// A 60 x 45 matrix of scattered entries (some rows and columns empty):
+    /// a rank's rows of a prolongator-like operator in the transposes' tests.
+    pub(crate) fn scattered() -> Csr<f64> {
         let mut coo = gpuq_sparse::Coo::new(60, 45);
         for i in 0..60 {
             for k in 0..(i % 7) {

@@ -3,8 +3,8 @@
 //! the tolerance (true residual checked) within 20% of its PCG iterations;
 //! and MCSA over ranks reaches the tolerance as on one rank.
 
-use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy, Smoother};
-use gpuq_core::{Error, LinearOperator, SolveReport};
+use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy, LevelMatrix, Smoother};
+use gpuq_core::{Backend, Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_rows_with_precond, Communicator, Dist, DistAmgOptions,
@@ -120,7 +120,7 @@ fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
             &format!("P{k}"),
         );
         same(
-            &l.r,
+            &l.r().unwrap(),
             s.r.as_ref().unwrap().host().unwrap(),
             &format!("R{k}"),
         );
@@ -641,31 +641,38 @@ impl DistSetupKernels for CountingSetup {
         kept: &KeptRows,
         rho: f64,
         [own, ghost]: [&Csr<f64>; 2],
-    ) -> Result<Option<Csr<f64>>, Error> {
+    ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
         self.prolongators
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (rows, blocks) = kept.get::<Kept>().expect("the level's rows kept");
         assert_eq!((rows, &blocks[..]), (a, dinv.blocks()));
         self.given_kept
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(
-            (own.ncols(), own.nrows() + ghost.nrows()),
-            (ghost.ncols(), a.ncols())
-        );
-        let ptr: Vec<usize> = own.row_ptr()[..own.nrows()]
-            .iter()
-            .copied()
-            .chain(ghost.row_ptr().iter().map(|&e| e + own.nnz()))
-            .collect();
-        let pt = Csr::try_new(
-            a.ncols(),
-            own.ncols(),
-            ptr,
-            [own.col_idx(), ghost.col_idx()].concat(),
-            [own.values(), ghost.values()].concat(),
-        )?;
-        gpuq_amg::prolong::smooth(a, dinv, rho, &pt).map(Some)
+        let pt = stacked(a, own, ghost)?;
+        gpuq_amg::prolong::smooth(a, dinv, rho, &pt).map(|p| Some((p, KeptRows::none())))
     }
+}
+
+/// The tentative prolongator's rows `own` and ghost rows `ghost` stacked
+/// into one matrix, a row per column of `a` (the rank's rows over owned
+/// then ghost columns).
+fn stacked(a: &Csr<f64>, own: &Csr<f64>, ghost: &Csr<f64>) -> Result<Csr<f64>, Error> {
+    assert_eq!(
+        (own.ncols(), own.nrows() + ghost.nrows()),
+        (ghost.ncols(), a.ncols())
+    );
+    let ptr: Vec<usize> = own.row_ptr()[..own.nrows()]
+        .iter()
+        .copied()
+        .chain(ghost.row_ptr().iter().map(|&e| e + own.nnz()))
+        .collect();
+    Csr::try_new(
+        a.ncols(),
+        own.ncols(),
+        ptr,
+        [own.col_idx(), ghost.col_idx()].concat(),
+        [own.values(), ghost.values()].concat(),
+    )
 }
 
 #[test]
@@ -717,7 +724,7 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
             for (x, y) in host.levels().iter().zip(hooked.levels()) {
                 assert_eq!(x.a, y.a);
                 assert_eq!(x.p, y.p);
-                assert_eq!(x.r, y.r);
+                assert_eq!(x.r().unwrap(), y.r().unwrap());
             }
             assert_eq!(host.tail().coarse_solve(), hooked.tail().coarse_solve());
         }
@@ -726,11 +733,17 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
 
 /// A [`DistSetupKernels`] that keeps A P "on the backend" as a device
 /// backend does (here: whole, on the host, stored away from the setup),
-/// and counts the products R (A P) made from it.
+/// and counts the products R (A P) made from it; it keeps P the same way,
+/// takes it for A P and makes the owned blocks of P and R from it, and
+/// counts those.
 #[derive(Default)]
 struct KeepingSetup {
     left_products: std::sync::atomic::AtomicUsize,
+    kept_p_uses: std::sync::atomic::AtomicUsize,
 }
+
+/// P as [`KeepingSetup`] keeps it: the rank's rows.
+struct KeptP(Csr<f64>);
 
 /// A P as [`KeepingSetup`] keeps it, with the counter of its uses.
 struct HostKept<'s> {
@@ -739,8 +752,13 @@ struct HostKept<'s> {
 }
 
 impl KeptProduct for HostKept<'_> {
-    fn left_product(&self, r: &Csr<f64>, below: &Csr<f64>) -> Result<Csr<f64>, Error> {
+    fn left_product(
+        &self,
+        (owned, ghost): (&LevelMatrix, &Csr<f64>),
+        below: &Csr<f64>,
+    ) -> Result<Csr<f64>, Error> {
         self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let r = &owned.host()?.beside(ghost)?;
         assert_eq!(below.ncols(), self.ap.ncols());
         let n = self.ap.nrows();
         gpuq_amg::galerkin::spgemm_rows(r, self.ap.ncols(), |k| {
@@ -754,14 +772,56 @@ impl KeptProduct for HostKept<'_> {
 }
 
 impl DistSetupKernels for KeepingSetup {
+    fn smoothed_prolongator(
+        &self,
+        a: &Csr<f64>,
+        dinv: &gpuq_amg::blockdiag::BlockDiagonal,
+        _kept: &KeptRows,
+        rho: f64,
+        [own, ghost]: [&Csr<f64>; 2],
+    ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
+        let p = gpuq_amg::prolong::smooth(a, dinv, rho, &stacked(a, own, ghost)?)?;
+        Ok(Some((p.clone(), KeptRows::new(KeptP(p)))))
+    }
+
+    fn owned_transfer(
+        &self,
+        kept_p: &KeptRows,
+        cols: std::ops::Range<usize>,
+    ) -> Result<Option<(LevelMatrix, LevelMatrix)>, Error> {
+        let KeptP(p) = kept_p.get::<KeptP>().expect("P kept");
+        self.kept_p_uses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut owned = gpuq_sparse::Coo::new(p.nrows(), cols.len());
+        for i in 0..p.nrows() {
+            let (c, v) = p.row(i);
+            for (&j, &x) in c.iter().zip(v) {
+                if cols.contains(&(j as usize)) {
+                    owned.push(i, j as usize - cols.start, x)?;
+                }
+            }
+        }
+        let owned = Csr::from_coo(&owned)?;
+        let r = owned.transpose(false);
+        Ok(Some((
+            LevelMatrix::from_host(owned),
+            LevelMatrix::from_host(r),
+        )))
+    }
+
     fn kept_product(
         &self,
         a: &Csr<f64>,
         _kept: &KeptRows,
-        parts: &[&Csr<f64>],
+        kept_p: &KeptRows,
+        [p, ghosts]: [&Csr<f64>; 2],
         ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>, Error> {
-        let rows: Vec<(&[u32], &[f64])> = parts
+        let KeptP(top) = kept_p.get::<KeptP>().expect("P kept");
+        assert_eq!(top, p);
+        self.kept_p_uses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let rows: Vec<(&[u32], &[f64])> = [top, ghosts]
             .iter()
             .flat_map(|p| (0..p.nrows()).map(move |i| p.row(i)))
             .collect();
@@ -803,6 +863,17 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 let local = KeepingSetup::default();
                 let kept = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
                 let uses = local.left_products.into_inner();
+                assert_eq!(local.kept_p_uses.into_inner(), 2 * uses);
+                // The cycles (P's and R's owned blocks from the kept P) agree.
+                let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+                let b: Vec<f64> = (0..rows.nrows()).map(|i| 1.0 + (i % 5) as f64).collect();
+                let apply = |h: &DistHierarchy| {
+                    let m = h.cycle::<CpuBackend, f64>(&dist, Layout::Csr).unwrap();
+                    let mut x = dist.zeros(b.len()).unwrap();
+                    m.apply(&dist.upload(&b).unwrap(), &mut x).unwrap();
+                    dist.download(&x).unwrap()
+                };
+                assert_eq!(apply(&host), apply(&kept));
                 (host, kept, uses, rows)
             })
             .unwrap();
@@ -818,7 +889,8 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 assert_eq!(*uses, levels, "{ranks} ranks, block {bs}");
                 assert_eq!(kept.levels().len(), levels);
                 for (x, y) in host.levels().iter().zip(kept.levels()) {
-                    assert_eq!((x.rho, &x.a, &x.p, &x.r), (y.rho, &y.a, &y.p, &y.r));
+                    assert_eq!((x.rho, &x.a, &x.p), (y.rho, &y.a, &y.p));
+                    assert_eq!(x.r().unwrap(), y.r().unwrap());
                 }
                 assert_eq!(host.tail().coarse_solve(), kept.tail().coarse_solve());
             }

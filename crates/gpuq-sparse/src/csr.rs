@@ -675,6 +675,45 @@ impl<T: Scalar> Csr<T> {
         Ok(self)
     }
 
+    /// [self | right]: each row's entries, then `right`'s row with its
+    /// columns numbered after this matrix's (a rank's owned block and its
+    /// ghost block made one matrix over owned then ghost columns). Errors
+    /// when the row counts differ or the columns pass u32. O(nnz), rows in
+    /// parallel.
+    pub fn beside(&self, right: &Csr<T>) -> Result<Csr<T>> {
+        if right.nrows != self.nrows {
+            return Err(Error::shape("Csr::beside (rows)", self.nrows, right.nrows));
+        }
+        let ncols = self.ncols + right.ncols;
+        let shift = u32::try_from(self.ncols)
+            .ok()
+            .filter(|_| u32::try_from(ncols).is_ok())
+            .ok_or_else(|| Error::InvalidArgument(format!("{ncols} columns pass u32")))?;
+        let ptr = par_row_pointers(self.nrows, |i| {
+            self.row_ptr[i + 1] - self.row_ptr[i] + right.row_ptr[i + 1] - right.row_ptr[i]
+        });
+        let (cols, vals) = par_fill_rows(
+            &ptr,
+            || (),
+            |i, _, c, v| {
+                let ((lc, lv), (rc, rv)) = (self.row(i), right.row(i));
+                c[..lc.len()].copy_from_slice(lc);
+                v[..lv.len()].copy_from_slice(lv);
+                for (k, (&j, &x)) in rc.iter().zip(rv).enumerate() {
+                    c[lc.len() + k] = shift + j;
+                    v[lc.len() + k] = x;
+                }
+            },
+        );
+        Ok(Csr {
+            nrows: self.nrows,
+            ncols,
+            row_ptr: ptr,
+            col_idx: cols,
+            vals,
+        })
+    }
+
     /// The same pattern with every value mapped by `f` (a change of scalar
     /// type, a scaling), the results required finite. The pattern is copied,
     /// not checked again. O(nnz), in parallel.
@@ -910,6 +949,56 @@ mod tests {
             }
         }
         assert!(a.into_first_rows(37).is_err());
+    }
+
+    #[test]
+    fn a_matrix_beside_another_holds_both_rows_one_after_the_other() {
+        // A 36 x 36 Laplacian beside its first 20 columns' block (a rank's
+        // owned block beside its ghost block) is the dense concatenation.
+        let a = crate::generators::laplace2d::<f64>(6);
+        let right = Csr::from_coo(&{
+            let mut c = Coo::new(36, 20);
+            for i in 0..36 {
+                let (cols, vals) = a.row(i);
+                for (&j, &v) in cols.iter().zip(vals) {
+                    if (j as usize) < 20 {
+                        c.push(i, j as usize, 2.0 * v).unwrap();
+                    }
+                }
+            }
+            c
+        })
+        .unwrap();
+        let both = a.beside(&right).unwrap();
+        assert_eq!(both.shape(), (36, 56));
+        assert_eq!(both.nnz(), a.nnz() + right.nnz());
+        for i in 0..36 {
+            let mut want: Vec<(u32, f64)> = a
+                .row(i)
+                .0
+                .iter()
+                .copied()
+                .zip(a.row(i).1.iter().copied())
+                .collect();
+            want.extend(
+                right
+                    .row(i)
+                    .0
+                    .iter()
+                    .map(|&j| j + 36)
+                    .zip(right.row(i).1.iter().copied()),
+            );
+            let got: Vec<(u32, f64)> = both
+                .row(i)
+                .0
+                .iter()
+                .copied()
+                .zip(both.row(i).1.iter().copied())
+                .collect();
+            assert_eq!(got, want, "row {i}");
+        }
+        let short = a.clone().into_first_rows(35).unwrap();
+        assert!(a.beside(&short).is_err());
     }
 
     #[test]

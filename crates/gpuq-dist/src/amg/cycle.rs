@@ -4,11 +4,12 @@
 
 use super::setup::{DistHierarchy, KeptRows};
 use crate::backend::{Dist, DistMatrix};
-use crate::halo::{split_columns, HaloBackend, SplitRows};
+use crate::halo::HaloBackend;
 use crate::partition::RowPartition;
 use gpuq_amg::trace::Trace;
 use gpuq_amg::{
-    chebyshev_interval, cycle_layout, Amg, AmgKernels, Coarsest, CycleLevel, CycleOptions, Smoother,
+    chebyshev_interval, cycle_layout, level_cycle_layout, Amg, AmgKernels, Coarsest, CycleLevel,
+    CycleOptions, LevelMatrix, Smoother,
 };
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, Layout};
@@ -145,19 +146,20 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         // The coarse node blocks where the next level is distributed too
         // (0 otherwise: its transfer operators are not node-blocked).
         let (fb, cb) = (l.block, h.levels().get(i + 1).map_or(0, |n| n.block));
-        // A and R were split by the setup; P (split by coarse columns) here.
-        // The ghost blocks (the halo's rows) are converted on the host; each
-        // owned block is converted and laid out by the local backend
-        // ([`AmgKernels::amg_host_matrix`]: on the device for a GPU rank) in
-        // the layout the one-process cycle would give it.
-        let p_split = dist.agree(split_columns(coarse, rank, &l.p))?;
-        let ghost_of = |s: &SplitRows<f64>| dist.agree(convert::<T>(&s.ghost));
+        // A, P and R were split by the setup. The ghost blocks (the halo's
+        // rows) are converted on the host; each owned block is converted and
+        // laid out by the local backend in the layout the one-process cycle
+        // would give it: A's from the host copy or the backend's
+        // ([`AmgKernels::amg_host_matrix`], [`crate::HaloBackend::kept_matrix`]),
+        // P's and R's wherever the setup left them
+        // ([`AmgKernels::amg_level_matrix`]: on the device for a GPU rank).
+        let ghost_of = |g: &Csr<f64>| dist.agree(convert::<T>(g));
         let (a_ghost, p_ghost, r_ghost) = (
-            ghost_of(&l.a_split)?,
-            ghost_of(&p_split)?,
-            ghost_of(&l.r_split)?,
+            ghost_of(&l.a_split.ghost)?,
+            ghost_of(&l.p_split.ghost)?,
+            ghost_of(&l.r_split.ghost)?,
         );
-        trace.mark(format_args!("  P split, the ghost blocks converted"));
+        trace.mark(format_args!("  the ghost blocks converted"));
         // A's owned block from the copy the setup kept on the backend where
         // it kept one (no upload).
         let owned = |m: &Csr<f64>, blocks, kept: &KeptRows| -> Result<B::Matrix<T>> {
@@ -169,7 +171,10 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             };
             dist.agree(made)
         };
-        let none = KeptRows::none();
+        let transfer = |m: &LevelMatrix, blocks| -> Result<B::Matrix<T>> {
+            let layout = dist.agree(level_cycle_layout(layout, m, blocks))?;
+            dist.agree(dist.local().amg_level_matrix::<T>(m, layout))
+        };
         let smoother = o.smoother_of(i);
         let chebyshev = matches!(smoother, Smoother::Chebyshev { .. });
         let mut a = DistMatrix::from_parts(
@@ -206,13 +211,13 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             p: DistMatrix::from_parts(
                 dist,
                 (fine, coarse),
-                owned(&p_split.owned, [fb, cb], &none)?,
-                (&p_ghost, &p_split.ghost_cols),
+                transfer(&l.p_split.owned, [fb, cb])?,
+                (&p_ghost, &l.p_split.ghost_cols),
             )?,
             r: DistMatrix::from_parts(
                 dist,
                 (coarse, fine),
-                owned(&l.r_split.owned, [cb, fb], &none)?,
+                transfer(&l.r_split.owned, [cb, fb])?,
                 (&r_ghost, &l.r_split.ghost_cols),
             )?,
             dinv: dist.agree(dist.amg_host_matrix::<T>(&l.dinv, Layout::Csr))?,

@@ -49,15 +49,19 @@
 //! prolongator and the products A P and R (A P) run on its GPU
 //! ([`DistSetupKernels`]; the host's hierarchy bit for bit), a level's rows
 //! uploaded once for its Lanczos estimate, smoothing and A P
-//! ([`DistSetupKernels::keep_rows`]); the cycle's owned blocks are
-//! converted and laid out on the device
-//! ([`gpuq_amg::AmgKernels::amg_host_matrix`]).
+//! ([`DistSetupKernels::keep_rows`]); P stays there for A P, and the owned
+//! blocks of P and R = P^T are cut and transposed there
+//! ([`DistSetupKernels::owned_transfer`]) for R (A P) and the cycle, which
+//! lays them out where they are ([`gpuq_amg::AmgKernels::amg_level_matrix`]);
+//! A's owned block is cut from the kept rows for the aggregation and the
+//! cycle.
 //!
-//! Not done: the rest of the setup runs on the host of every rank (R = P^T,
-//! the splits and exchanges, the tentative prolongator, the transfers
-//! around each device step: laplace3d:300's setup takes 4.2-5 s on two
-//! H200 ranks against 0.8-1.1 s on one GPU, no step above a tenth of it,
-//! [`DistSetupTimings`]); the last, gathered levels are still solved
+//! Not done: the rest of the setup runs on the host of every rank (the
+//! split of A's rows and of P's ghost columns, the exchanges, the tentative
+//! prolongator, the block diagonals, the copies of P and of the products'
+//! results back: laplace3d:300's hierarchy takes 2.2-2.35 s on two ranks
+//! sharing one H200 against 0.6-0.7 s on one GPU, no step above a sixth of
+//! it, [`DistSetupTimings`]); the last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
 //! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);
@@ -68,6 +72,7 @@ mod kernels;
 mod lanczos;
 mod mixed;
 mod setup;
+mod transfer;
 
 pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};

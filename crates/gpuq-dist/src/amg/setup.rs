@@ -1,11 +1,9 @@
 //! The distributed smoothed-aggregation setup ([`DistHierarchy::build`]).
 
 use super::lanczos::DistLanczos;
+use super::transfer::{transfer_operators, TransferSplit};
 use crate::comm::{agree, Communicator};
-use crate::halo::{
-    select_rows, split_columns_extended, split_rows_extended, stack_rows, HaloPlan, SplitRows,
-};
-use crate::operator::transpose_rows;
+use crate::halo::{select_rows, split_rows_extended, stack_rows, HaloPlan, SplitRows};
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
 use crate::solve::allgather_rows;
@@ -16,11 +14,12 @@ use gpuq_amg::prolong::{smooth, tentative};
 use gpuq_amg::spectral::{lanczos_rho, HostLanczos};
 use gpuq_amg::strength::{norm_matrix, strong_graph};
 use gpuq_amg::trace::Trace;
-use gpuq_amg::{coarsening_accepted, AmgOptions, Coarsening, Hierarchy, Smoother};
+use gpuq_amg::{coarsening_accepted, AmgOptions, Coarsening, Hierarchy, LevelMatrix, Smoother};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 use std::any::Any;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -82,8 +81,9 @@ impl Default for DistAmgOptions {
     }
 }
 
-/// One distributed level: this rank's rows of A, P and R (global columns)
-/// and its smoother data.
+/// One distributed level: this rank's rows of A and P (global columns), of
+/// R split by the level's columns ([`DistLevel::r`] joins them), and its
+/// smoother data.
 #[derive(Clone, Debug)]
 pub struct DistLevel {
     /// The rows of A (and of the level's vectors) per rank.
@@ -94,8 +94,6 @@ pub struct DistLevel {
     pub a: Csr<f64>,
     /// This rank's rows of the prolongator P (global coarse columns).
     pub p: Csr<f64>,
-    /// This rank's rows of R = P^T (global fine columns).
-    pub r: Csr<f64>,
     /// Unknowns per node.
     pub block: usize,
     /// The smoother's inverse block diagonal of the rank's rows (local
@@ -109,11 +107,24 @@ pub struct DistLevel {
     pub nnz: usize,
     /// `a` split by the level's columns (the cycle's A reuses it).
     pub(crate) a_split: SplitRows<f64>,
-    /// `r` split by the level's columns (the cycle's R reuses it).
-    pub(crate) r_split: SplitRows<f64>,
+    /// `p` split by the coarse columns (the cycle's P), its owned block
+    /// where the setup left it.
+    pub(crate) p_split: TransferSplit,
+    /// This rank's rows of R = P^T split by the level's columns (the cycle's
+    /// R), its owned block where the setup left it.
+    pub(crate) r_split: TransferSplit,
     /// The owned block of `a` as the backend keeps it for the cycle
     /// ([`DistSetupKernels::cycle_owned`]), or nothing.
     pub(crate) a_owned_kept: KeptRows,
+}
+
+impl DistLevel {
+    /// This rank's rows of R = P^T (global fine columns), joined from its
+    /// owned and ghost blocks (the owned block downloaded where only the
+    /// rank's GPU holds it). O(nnz).
+    pub fn r(&self) -> Result<Csr<f64>> {
+        self.r_split.global()
+    }
 }
 
 /// Seconds this rank spent in each phase of [`DistHierarchy::build`],
@@ -130,7 +141,8 @@ pub struct DistSetupTimings {
     pub prolongation_s: f64,
     /// R = P^T and the products A P and R (A P) with their ghost rows.
     pub galerkin_s: f64,
-    /// Of `galerkin_s`: R = P^T (an exchange of P's entries by coarse row).
+    /// Of `galerkin_s`: P split by the coarse columns and R = P^T split by
+    /// the fine ones (an exchange of P's ghost-column entries by coarse row).
     pub transpose_s: f64,
     /// Of `galerkin_s`: the products A P and R (A P), each with its ghost
     /// rows' exchange.
@@ -236,17 +248,35 @@ pub trait DistSetupKernels: Sync {
     /// A P as [`DistSetupKernels::stacked_product`] computes it, left on
     /// the backend as the top rows of R (A P)'s right operand
     /// ([`KeptProduct`]), or `None` (the default) to bring it to the host
-    /// (`stacked_product`, else the host's product). The ghost rows other
-    /// ranks need of it are then computed on the host from A's rows and B's
-    /// parts (the same values bit for bit: every backend sums each entry in
-    /// the host's order), so the whole product never crosses to the host.
+    /// (`stacked_product`, else the host's product). `parts` are P's rows
+    /// on this rank and its ghost rows; `kept_p` what the backend kept of
+    /// the former ([`DistSetupKernels::smoothed_prolongator`]), which then
+    /// need not go up again. The ghost rows other ranks need of A P are
+    /// computed on the host from A's rows and P's parts (the same values
+    /// bit for bit: every backend sums each entry in the host's order), so
+    /// the whole product never crosses to the host.
     fn kept_product(
         &self,
         _a: &Csr<f64>,
         _kept: &KeptRows,
-        _parts: &[&Csr<f64>],
+        _kept_p: &KeptRows,
+        _parts: [&Csr<f64>; 2],
         _ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
+        Ok(None)
+    }
+
+    /// The block of the prolongator `kept_p` kept
+    /// ([`DistSetupKernels::smoothed_prolongator`]) on the coarse columns
+    /// `cols` (the rank's rows of P on its own coarse columns, numbered from
+    /// `cols.start`) and its transpose (the owned block of R = P^T), both
+    /// left on the backend for the cycle and R (A P); `None` (the default)
+    /// to split and transpose on the host.
+    fn owned_transfer(
+        &self,
+        _kept_p: &KeptRows,
+        _cols: Range<usize>,
+    ) -> Result<Option<(LevelMatrix, LevelMatrix)>> {
         Ok(None)
     }
 
@@ -255,7 +285,9 @@ pub trait DistSetupKernels: Sync {
     /// then ghost columns, `dinv` the inverse blocks of its rows, `pt` the
     /// tentative prolongator's owned rows and its ghost rows (stacked in that
     /// order, the same columns), `kept` what
-    /// [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`; or `None` to
+    /// [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`: P's rows on
+    /// the host and what the backend keeps of them (for A P and the owned
+    /// blocks of P and R, [`DistSetupKernels::owned_transfer`]), or `None` to
     /// smooth on the host (the default).
     fn smoothed_prolongator(
         &self,
@@ -264,7 +296,7 @@ pub trait DistSetupKernels: Sync {
         _kept: &KeptRows,
         _rho: f64,
         _pt: [&Csr<f64>; 2],
-    ) -> Result<Option<Csr<f64>>> {
+    ) -> Result<Option<(Csr<f64>, KeptRows)>> {
         Ok(None)
     }
 
@@ -345,11 +377,14 @@ impl DistSetupKernels for gpuq_cpu::CpuBackend {}
 /// A rank's rows of A P left on its backend by
 /// [`DistSetupKernels::kept_product`], for one product R (A P).
 pub trait KeptProduct: Send + Sync {
-    /// C = R B, where B is the kept rows (R's first columns) stacked on the
-    /// host rows `below` (R's other columns, the same columns as the kept
-    /// rows): the rows of C, sorted, on the host. Errors when the shapes do
-    /// not chain. O(flops) on the backend, `below` and C over the link.
-    fn left_product(&self, r: &Csr<f64>, below: &Csr<f64>) -> Result<Csr<f64>>;
+    /// C = R B, where R is the rank's rows `owned` beside `ghost` (its block
+    /// on the rank's columns, wherever it is held, and its ghost block) and B
+    /// the kept rows (R's owned columns) stacked on the host rows `below`
+    /// (R's ghost columns, the same columns as the kept rows): the rows of
+    /// C, sorted, on the host. Errors when the shapes do not chain.
+    /// O(flops) on the backend; `ghost`, `below` and C over the link, and
+    /// `owned` where the backend does not hold it.
+    fn left_product(&self, r: (&LevelMatrix, &Csr<f64>), below: &Csr<f64>) -> Result<Csr<f64>>;
 }
 
 /// A rank's rows of a level on its GPU, made square by an empty row per
@@ -456,13 +491,14 @@ impl SquaredRows {
     }
 }
 
-/// The rank's GPU: the owned block's aggregates (one upload, the device
-/// aggregation, the aggregates back), the Lanczos estimates, the smoothed
-/// prolongator and the products (the operands uploaded, the device's hashed
-/// Gustavson product, the result back); a level's rows are uploaded once
-/// (squared, [`DistSetupKernels::keep_rows`]) for its Lanczos estimate,
-/// smoothing and A P. Cost per product: 12 bytes per entry each way over
-/// PCIe, against the host's O(flops) Gustavson product.
+/// The rank's GPU: the owned block's aggregates (cut on the device from the
+/// level's rows, the aggregates back), the Lanczos estimates, the smoothed
+/// prolongator (kept on the device, and a copy back), the owned blocks of P
+/// and R = P^T (cut and transposed on the device, kept there for the cycle)
+/// and the products (the device's hashed Gustavson product; A P kept for
+/// R (A P), only the ghost rows and the result crossing PCIe); a level's
+/// rows are uploaded once (squared, [`DistSetupKernels::keep_rows`]) for its
+/// Lanczos estimate, smoothing and A P.
 #[cfg(feature = "cuda")]
 impl DistSetupKernels for gpuq_cuda::CudaBackend {
     fn keep_rows(&self, a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<KeptRows> {
@@ -518,13 +554,19 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         &self,
         _a: &Csr<f64>,
         kept: &KeptRows,
-        parts: &[&Csr<f64>],
+        kept_p: &KeptRows,
+        [p, ghosts]: [&Csr<f64>; 2],
         ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
         let Some(sq) = kept.get::<SquaredRows>() else {
             return Ok(None);
         };
-        let b = self.setup_upload_stacked(parts, ncols)?;
+        let b = match kept_p.get::<KeptProlongator>() {
+            Some(k) if k.p.shape().1 == ncols && k.rows == p.nrows() => {
+                self.setup_stack_below(&k.p, k.rows, ghosts)?
+            }
+            _ => self.setup_upload_stacked(&[p, ghosts], ncols)?,
+        };
         let c = self.setup_spgemm(&sq.a, &b)?;
         Ok(Some(Box::new(DeviceProduct {
             gpu: self,
@@ -535,7 +577,8 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
 
     /// On the device, A squared by empty rows for the ghost columns (the
     /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's two
-    /// parts uploaded into one matrix, the kernel, the rank's rows back.
+    /// parts uploaded into one matrix, the kernel, the rank's rows back and
+    /// kept on the device (`KeptProlongator`).
     fn smoothed_prolongator(
         &self,
         a: &Csr<f64>,
@@ -543,7 +586,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         kept: &KeptRows,
         rho: f64,
         [own, ghost]: [&Csr<f64>; 2],
-    ) -> Result<Option<Csr<f64>>> {
+    ) -> Result<Option<(Csr<f64>, KeptRows)>> {
         let mut fresh = None;
         let Some(sq) = SquaredRows::of(self, kept, (a, dinv), &mut fresh)? else {
             return Ok(None);
@@ -551,7 +594,28 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let omega = 4.0 / (3.0 * rho);
         let spt = self.setup_upload_stacked(&[own, ghost], own.ncols())?;
         let p = self.setup_smoothed_prolongator(&sq.a, dinv.block(), omega, &sq.dinv, &spt)?;
-        self.setup_download(&p)?.into_first_rows(sq.own).map(Some)
+        let host = self.setup_download(&p)?.into_first_rows(sq.own)?;
+        let rows = sq.own;
+        Ok(Some((host, KeptRows::new(KeptProlongator { p, rows }))))
+    }
+
+    /// P's first rows on the coarse columns `cols` cut on the device
+    /// (`setup_column_range`) and transposed there (`setup_transpose`, the
+    /// host's transpose exactly), both kept as level matrices.
+    fn owned_transfer(
+        &self,
+        kept_p: &KeptRows,
+        cols: Range<usize>,
+    ) -> Result<Option<(LevelMatrix, LevelMatrix)>> {
+        let Some(k) = kept_p.get::<KeptProlongator>() else {
+            return Ok(None);
+        };
+        let owned = self.setup_column_range(&k.p, k.rows, cols)?;
+        let r = self.setup_transpose(&owned)?;
+        Ok(Some((
+            gpuq_amg::device_level(self, owned),
+            gpuq_amg::device_level(self, r),
+        )))
     }
 
     /// On the device (`DeviceDistLanczos`): the squared rows and D^-1
@@ -584,6 +648,15 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     }
 }
 
+/// A rank's smoothed prolongator on its GPU, as the squared rows' kernel
+/// left it: its first `rows` rows are the rank's rows of P (the rest the
+/// tentative prolongator's ghost rows).
+#[cfg(feature = "cuda")]
+struct KeptProlongator {
+    p: gpuq_cuda::SetupCsr,
+    rows: usize,
+}
+
 /// A P on a rank's GPU: the product of the squared rows, whose first
 /// `rows` rows are the rank's (the rest, of the padding, empty).
 #[cfg(feature = "cuda")]
@@ -596,10 +669,21 @@ struct DeviceProduct<'g> {
 #[cfg(feature = "cuda")]
 impl KeptProduct for DeviceProduct<'_> {
     /// The kept rows and `below` stacked on the device
-    /// (`setup_stack_below`), R uploaded, the device product, C back.
-    fn left_product(&self, r: &Csr<f64>, below: &Csr<f64>) -> Result<Csr<f64>> {
+    /// (`setup_stack_below`), R's owned block (kept, else uploaded) and its
+    /// ghost block side by side there (`setup_beside`), the device product,
+    /// C back.
+    fn left_product(
+        &self,
+        (owned, ghost): (&LevelMatrix, &Csr<f64>),
+        below: &Csr<f64>,
+    ) -> Result<Csr<f64>> {
         let b = self.gpu.setup_stack_below(&self.c, self.rows, below)?;
-        let c = self.gpu.setup_spgemm(&self.gpu.setup_upload(r)?, &b)?;
+        let owned = match gpuq_amg::device_copy(self.gpu, owned) {
+            Some(kept) => kept,
+            None => Arc::new(self.gpu.setup_upload(owned.host()?)?),
+        };
+        let r = self.gpu.setup_beside(&owned, ghost)?;
+        let c = self.gpu.setup_spgemm(&r, &b)?;
         self.gpu.setup_download(&c)
     }
 }
@@ -713,31 +797,32 @@ fn shift_columns(a: Csr<f64>, offset: usize, ncols: usize) -> Result<Csr<f64>> {
     Csr::try_new_allow_nonfinite(nrows, ncols, ptr, cols, vals)
 }
 
-/// B's ghost rows for a product C = A B whose A has the rank's rows `split`
-/// (columns split as B's rows, `plan` bringing the ghosts; `a` its extended
-/// form, [`split_rows_extended`]), B having `b_rows` rows on this rank and
-/// `ncols` columns, `rows(idx)` giving its rows `idx`. Errors when the
-/// shapes do not chain. Collective among neighbours.
+/// B's ghost rows for a product C = A B whose A has the rank's rows with
+/// `cols` = (owned, ghost) columns (split as B's rows, `plan` bringing the
+/// ghosts), B having `b_rows` rows on this rank and `ncols` columns,
+/// `rows(idx)` giving its rows `idx`. Errors when the shapes do not chain.
+/// Collective among neighbours.
 fn ghost_rows(
     comm: &dyn Communicator,
-    (split, a): (&SplitRows<f64>, &Csr<f64>),
+    (n_own, n_ghost): (usize, usize),
     plan: &HaloPlan,
     (b_rows, ncols): (usize, usize),
     rows: impl Fn(&[usize]) -> Result<Csr<f64>>,
 ) -> Result<Csr<f64>> {
     let ghosts = plan.exchange_rows_with(comm, ncols, rows)?;
-    let n_own = split.owned.ncols();
-    if b_rows != n_own
-        || ghosts.nrows() != split.ghost.ncols()
-        || a.ncols() != n_own + ghosts.nrows()
-    {
+    if b_rows != n_own || ghosts.nrows() != n_ghost {
         return Err(Error::shape(
             "distributed product (B's rows vs A's columns)",
-            a.ncols(),
+            n_own + n_ghost,
             b_rows + ghosts.nrows(),
         ));
     }
     Ok(ghosts)
+}
+
+/// The (owned, ghost) column counts of a split.
+fn columns_of(split: &SplitRows<f64>) -> (usize, usize) {
+    (split.owned.ncols(), split.ghost.ncols())
 }
 
 /// C = A B on this rank from A's extended rows `a` (`kept` what the backend
@@ -762,23 +847,6 @@ fn local_product(
     })
 }
 
-/// The product C = A B of a matrix whose rank's rows are `split` (columns
-/// split as B's rows, with `plan` bringing the ghosts; `a` its
-/// extended form ([`split_rows_extended`]), `kept` what the backend kept of it) and B (this
-/// rank's rows `b`, global columns): B's ghost rows fetched once through the
-/// plan, then one local Gustavson product. Collective among neighbours.
-fn product(
-    (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
-    (split, a, kept): (&SplitRows<f64>, &Csr<f64>, &KeptRows),
-    plan: &HaloPlan,
-    b: &Csr<f64>,
-) -> Result<Csr<f64>> {
-    let ghosts = ghost_rows(comm, (split, a), plan, (b.nrows(), b.ncols()), |idx| {
-        select_rows(b, idx)
-    })?;
-    local_product(local, (a, kept), b, &ghosts)
-}
-
 /// A P on this rank: on the host, or kept on the backend
 /// ([`DistSetupKernels::kept_product`]) with P's ghost rows, from which (and
 /// A's and P's host rows) any of its rows is computed on the host.
@@ -790,44 +858,50 @@ enum RankProduct<'k> {
     },
 }
 
-/// A P over the rank's rows (`split`, `a`, `kept` and `plan` as for
-/// [`product`]), kept on the backend where it keeps it. Collective among
-/// neighbours.
+/// A P over the rank's rows (`split` its columns split as P's rows, `a` its
+/// extended form ([`split_rows_extended`]), `kept` what the backend kept of
+/// it, `plan` bringing P's ghost rows once; `kept_p` what the backend kept
+/// of P): one local product, kept on the backend where it keeps it.
+/// Collective among neighbours.
 fn a_times_p<'k>(
     (comm, local): (&dyn Communicator, &'k dyn DistSetupKernels),
     (split, a, kept): (&SplitRows<f64>, &Csr<f64>, &KeptRows),
     plan: &HaloPlan,
-    p: &Csr<f64>,
+    (p, kept_p): (&Csr<f64>, &KeptRows),
 ) -> Result<RankProduct<'k>> {
-    let p_ghosts = ghost_rows(comm, (split, a), plan, (p.nrows(), p.ncols()), |idx| {
-        select_rows(p, idx)
-    })?;
-    if let Some(product) = local.kept_product(a, kept, &[p, &p_ghosts], p.ncols())? {
+    let p_ghosts = ghost_rows(
+        comm,
+        columns_of(split),
+        plan,
+        (p.nrows(), p.ncols()),
+        |idx| select_rows(p, idx),
+    )?;
+    if let Some(product) = local.kept_product(a, kept, kept_p, [p, &p_ghosts], p.ncols())? {
         return Ok(RankProduct::Kept { product, p_ghosts });
     }
     local_product(local, (a, kept), p, &p_ghosts).map(RankProduct::Host)
 }
 
-/// R (A P) over the rank's rows of R (`r_split` its columns split as A P's
-/// rows, `r_ext` its extended form, `r_plan` bringing the ghosts), A P as
-/// [`a_times_p`] left it (`a` and `p` the host rows it came from): A P's
-/// ghost rows fetched (the rows others need of a kept A P computed on the
-/// host from `a`'s rows), then the product on the backend or the host.
-/// Collective among neighbours.
+/// R (A P) over the rank's rows of R (`r` split by its columns, A P's
+/// rows, `r_plan` bringing the ghosts), A P as [`a_times_p`] left it (`a`
+/// and `p` the host rows it came from): A P's ghost rows fetched (the rows
+/// others need of a kept A P computed on the host from `a`'s rows), then
+/// the product on the backend or the host. Collective among neighbours.
 fn r_times_ap(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
-    (r_split, r_ext): (&SplitRows<f64>, &Csr<f64>),
+    r: &TransferSplit,
     r_plan: &HaloPlan,
     ap: &RankProduct<'_>,
     (a, p): (&Csr<f64>, &Csr<f64>),
 ) -> Result<Csr<f64>> {
+    let cols = (r.owned.ncols(), r.ghost.ncols());
     match ap {
-        RankProduct::Host(ap) => product(
-            (comm, local),
-            (r_split, r_ext, &KeptRows::none()),
-            r_plan,
-            ap,
-        ),
+        RankProduct::Host(ap) => {
+            let ghosts = ghost_rows(comm, cols, r_plan, (ap.nrows(), ap.ncols()), |idx| {
+                select_rows(ap, idx)
+            })?;
+            local_product(local, (&r.extended()?, &KeptRows::none()), ap, &ghosts)
+        }
         RankProduct::Kept { product, p_ghosts } => {
             let n_own = p.nrows();
             let rows_of_ap = |idx: &[usize]| {
@@ -839,14 +913,8 @@ fn r_times_ap(
                     }
                 })
             };
-            let below = ghost_rows(
-                comm,
-                (r_split, r_ext),
-                r_plan,
-                (a.nrows(), p.ncols()),
-                rows_of_ap,
-            )?;
-            product.left_product(r_ext, &below)
+            let below = ghost_rows(comm, cols, r_plan, (a.nrows(), p.ncols()), rows_of_ap)?;
+            product.left_product((&r.owned, &r.ghost), &below)
         }
     }
 }
@@ -906,11 +974,12 @@ impl DistHierarchy {
 
     /// [`DistHierarchy::build`] with the steps of [`DistSetupKernels`] (the
     /// Lanczos estimates, the aggregation of each rank's block, the smoothed
-    /// prolongator, the Galerkin products, the gathered levels' one-process
-    /// setup) where `local` runs them (the rank's GPU for a CUDA backend; the
-    /// same hierarchy, bit for bit). The rest (splits, halo plans, block
-    /// diagonals, the tentative prolongator, R = P^T, the exchanges) stays
-    /// on the host. Collective.
+    /// prolongator, the owned blocks of P and R = P^T, the Galerkin
+    /// products, the gathered levels' one-process setup) where `local` runs
+    /// them (the rank's GPU for a CUDA backend; the same hierarchy, bit for
+    /// bit). The rest (splits, halo plans, block diagonals, the tentative
+    /// prolongator, the ghost blocks of P and R, the exchanges) stays on the
+    /// host. Collective.
     pub fn build_on(
         local: &dyn DistSetupKernels,
         comm: &dyn Communicator,
@@ -1053,13 +1122,14 @@ impl DistHierarchy {
 type Coarsened = (DistLevel, Csr<f64>, Vec<Vec<f64>>);
 
 /// What one aggregation of a distributed level gives: the coarse level's
-/// partition, this rank's rows of P, R = P^T (and R split by the fine
-/// columns) and the coarse operator, and the coarse near-null-space vectors.
+/// partition, this rank's rows of P (whole, and split by the coarse
+/// columns), of R = P^T split by the fine columns and of the coarse
+/// operator, and the coarse near-null-space vectors.
 struct Projected {
     coarse: RowPartition,
     p: Csr<f64>,
-    r: Csr<f64>,
-    r_split: SplitRows<f64>,
+    p_split: TransferSplit,
+    r_split: TransferSplit,
     ac: Csr<f64>,
     coarse_null: Vec<Vec<f64>>,
 }
@@ -1194,8 +1264,9 @@ fn coarsen(
             let smoothed = local
                 .smoothed_prolongator(&a_ext, &dinv, &kept, rho, [&pt, &pt_ghosts])
                 .and_then(|p| match p {
-                    Some(p) => Ok(p),
-                    None => smooth(&a_ext, &dinv, rho, &stack_rows(&[pt, pt_ghosts], nc)?),
+                    Some(kept_p) => Ok(kept_p),
+                    None => smooth(&a_ext, &dinv, rho, &stack_rows(&[pt, pt_ghosts], nc)?)
+                        .map(|p| (p, KeptRows::none())),
                 });
             let p = agree(comm, smoothed)?;
             trace.mark(format_args!("  smoothed prolongator"));
@@ -1210,37 +1281,32 @@ fn coarsen(
             };
             Ok((p, coarse_null))
         })?;
-        // R = P^T, and R (A P) with the ghost rows of P, then of A P.
-        let (r, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
-            let r = time(&mut t.transpose_s, || {
-                transpose_rows(comm, part, &coarse, &p)
+        // P split, R = P^T split, and R (A P) with the ghost rows of P, then
+        // of A P.
+        let (p, kept_p) = p;
+        let (p_split, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
+            let (p_split, r_split) = time(&mut t.transpose_s, || {
+                transfer_operators((comm, local), (part, &coarse), &p, &kept_p)
             })?;
-            trace.mark(format_args!("  R = P^T"));
+            trace.mark(format_args!("  P split, R = P^T split"));
             let ap = time(&mut t.products_s, || {
-                a_times_p((comm, local), (&split, &a_ext, &kept), &plan, &p)
+                a_times_p((comm, local), (&split, &a_ext, &kept), &plan, (&p, &kept_p))
             })?;
             trace.mark(format_args!("  A P"));
-            let (r_split, r_ext) = agree(comm, split_columns_extended(part, rank, &r))?;
             let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
-            trace.mark(format_args!("  R split, planned, extended"));
+            trace.mark(format_args!("  R planned"));
             let ac = time(&mut t.products_s, || {
-                r_times_ap(
-                    (comm, local),
-                    (&r_split, &r_ext),
-                    &r_plan,
-                    &ap,
-                    (&a_ext, &p),
-                )
+                r_times_ap((comm, local), &r_split, &r_plan, &ap, (&a_ext, &p))
             })?;
             trace.mark(format_args!("  R (A P)"));
             let ac = agree(comm, fix_empty_rows(ac, coarse.range(rank).start))?;
             trace.mark(format_args!("  rows of zeros"));
-            Ok((r, r_split, ac))
+            Ok((p_split, r_split, ac))
         })?;
         Ok(Some(Projected {
             coarse,
             p,
-            r,
+            p_split,
             r_split,
             ac,
             coarse_null,
@@ -1259,7 +1325,7 @@ fn coarsen(
     let Some(Projected {
         coarse,
         p,
-        r,
+        p_split,
         r_split,
         ac,
         coarse_null,
@@ -1273,13 +1339,13 @@ fn coarsen(
         // moved in by the caller (`build_on`), which owns the level's rows
         a: Csr::try_new(0, 0, vec![0], Vec::new(), Vec::new())?,
         p,
-        r,
         block: bs,
         dinv: agree(comm, smoother_dinv.to_csr())?,
         omega,
         rho,
         nnz,
         a_split: split,
+        p_split,
         r_split,
         a_owned_kept: local.cycle_owned(&kept),
     };

@@ -1,0 +1,267 @@
+//! A level's transfer operators on a rank, split for the cycle: P's rows by
+//! the coarse columns the rank owns, and R = P^T's rows by the fine columns,
+//! each owned block held where the setup left it ([`LevelMatrix`]: on the
+//! host, or on the rank's GPU).
+
+use super::setup::{DistSetupKernels, KeptRows};
+use crate::comm::{agree, comm_error, Communicator};
+use crate::halo::{ghost_block, split_columns, TASK_ROWS};
+use crate::operator::exchange_tasks;
+use crate::partition::RowPartition;
+use gpuq_amg::LevelMatrix;
+use gpuq_core::{Error, Result};
+use gpuq_sparse::{join_pieces, par_fill_rows, par_row_pointers, par_transpose, Csr, RowPiece};
+use rayon::prelude::*;
+use std::ops::Range;
+
+/// The tag of the transpose's entries (P's ghost-column entries sent to
+/// the owners of their coarse rows of R).
+const TRANSFER_TAG: u16 = 4;
+
+/// Bytes of one entry on the way: the coarse row, the fine column (8 bytes
+/// each), the value.
+const ENTRY_BYTES: usize = 24;
+
+/// A rank's rows of a transfer operator split by columns: the block on the
+/// columns the rank owns (local column numbers; on the host or kept by the
+/// backend) and the block on the others (`ghost_cols[k]` the global column
+/// of its column k, increasing).
+#[derive(Clone, Debug)]
+pub(crate) struct TransferSplit {
+    /// The rows on the rank's own columns, numbered from `first`.
+    pub(crate) owned: LevelMatrix,
+    /// The rows on the other columns, numbered by `ghost_cols`.
+    pub(crate) ghost: Csr<f64>,
+    /// The global column of each ghost column, increasing.
+    pub(crate) ghost_cols: Vec<usize>,
+    /// The global column of owned column 0.
+    pub(crate) first: usize,
+    /// The operator's global columns.
+    pub(crate) ncols: usize,
+}
+
+impl TransferSplit {
+    /// The rows with global columns (each row's ghosts below `first`, its
+    /// owned entries, then the ghosts above them). The owned block comes
+    /// down from the backend if only it holds one ([`LevelMatrix::host`]).
+    /// O(nnz), rows in parallel.
+    pub(crate) fn global(&self) -> Result<Csr<f64>> {
+        let owned = self.owned.host()?;
+        let below = self.ghost_cols.partition_point(|&c| c < self.first);
+        let first = self.first as u32;
+        let ptr = par_row_pointers(owned.nrows(), |i| {
+            owned.row(i).0.len() + self.ghost.row(i).0.len()
+        });
+        let (cols, vals) = par_fill_rows(
+            &ptr,
+            || (),
+            |i, _, c, v| {
+                let ((oc, ov), (gc, gv)) = (owned.row(i), self.ghost.row(i));
+                let split = gc.partition_point(|&k| (k as usize) < below);
+                let global = |k: u32| self.ghost_cols[k as usize] as u32;
+                let entries = gc[..split]
+                    .iter()
+                    .map(|&k| global(k))
+                    .zip(&gv[..split])
+                    .chain(oc.iter().map(|&j| first + j).zip(ov))
+                    .chain(gc[split..].iter().map(|&k| global(k)).zip(&gv[split..]));
+                for (at, (j, &x)) in entries.enumerate() {
+                    c[at] = j;
+                    v[at] = x;
+                }
+            },
+        );
+        Csr::try_new_allow_nonfinite(owned.nrows(), self.ncols, ptr, cols, vals)
+    }
+
+    /// The rows over the owned then the ghost columns, on the host (the
+    /// owned block downloaded if only the backend holds it). O(nnz).
+    pub(crate) fn extended(&self) -> Result<Csr<f64>> {
+        self.owned.host()?.beside(&self.ghost)
+    }
+}
+
+/// P (this rank's rows `p` of a prolongator from `fine` to `coarse`, global
+/// coarse columns; `kept_p` what the backend kept of them) split by the
+/// coarse columns, and R = P^T's rows for the coarse rows the rank owns
+/// split by the fine columns. The owned blocks come from the backend
+/// ([`DistSetupKernels::owned_transfer`]: P's block cut from its copy and
+/// transposed there), else from the host (P split, its owned block
+/// transposed in parallel). P's ghost-column entries go to the owners of
+/// their coarse rows (one exchange among all ranks, 24 bytes an entry),
+/// and arrive as R's ghost block: in rank order, then in the sender's row
+/// order, so R's ghost columns and each row's entries come out increasing
+/// with no sort. Equal entry for entry to R = P^T split as
+/// [`split_columns`] splits it. Collective. O(nnz) on the host without a
+/// backend's copy, O(ghost entries) with one.
+pub(crate) fn transfer_operators(
+    (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
+    (fine, coarse): (&RowPartition, &RowPartition),
+    p: &Csr<f64>,
+    kept_p: &KeptRows,
+) -> Result<(TransferSplit, TransferSplit)> {
+    let rank = comm.rank();
+    let (own, mine) = (fine.range(rank), coarse.range(rank));
+    let made = local
+        .owned_transfer(kept_p, mine.clone())
+        .and_then(|kept| match kept {
+            Some((p_owned, r_owned)) => {
+                let (ghost, ghost_cols) = ghost_block(coarse, rank, p)?;
+                Ok((p_owned, r_owned, ghost, ghost_cols))
+            }
+            None => {
+                let split = split_columns(coarse, rank, p)?;
+                let r_owned = par_transpose(&split.owned)?;
+                Ok((
+                    LevelMatrix::from_host(split.owned),
+                    LevelMatrix::from_host(r_owned),
+                    split.ghost,
+                    split.ghost_cols,
+                ))
+            }
+        });
+    let (p_owned, r_owned, ghost, ghost_cols) = agree(comm, made)?;
+    if p_owned.shape() != (own.len(), mine.len()) || r_owned.shape() != (mine.len(), own.len()) {
+        return Err(Error::shape(
+            "the owned blocks of P and R",
+            format!("{} x {}", own.len(), mine.len()),
+            format!("{:?} and {:?}", p_owned.shape(), r_owned.shape()),
+        ));
+    }
+    let owners: Vec<usize> = ghost_cols
+        .iter()
+        .map(|&j| {
+            coarse.owner(j).ok_or_else(|| {
+                Error::InvalidArgument(format!("coarse column {j} of {}", coarse.rows()))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let (r_ghost, r_ghost_cols) =
+        exchange_ghost_entries(comm, (own.start, &mine), (&ghost, &ghost_cols, &owners))?;
+    Ok((
+        TransferSplit {
+            owned: p_owned,
+            ghost,
+            ghost_cols,
+            first: mine.start,
+            ncols: coarse.rows(),
+        },
+        TransferSplit {
+            owned: r_owned,
+            ghost: r_ghost,
+            ghost_cols: r_ghost_cols,
+            first: own.start,
+            ncols: fine.rows(),
+        },
+    ))
+}
+
+/// R's ghost block and its ghost columns: every entry (i, k) of P's ghost
+/// block `ghost` (`ghost_cols[k]` its coarse column, owned by `owners[k]`)
+/// sent as (coarse row, fine row `first` + i, value) to that owner; what
+/// arrives (for this rank's coarse rows `mine`) numbered by the fine
+/// columns met, in rank order. Errors on an entry for another rank's row
+/// or out of order. Collective.
+fn exchange_ghost_entries(
+    comm: &dyn Communicator,
+    (first, mine): (usize, &Range<usize>),
+    (ghost, ghost_cols, owners): (&Csr<f64>, &[usize], &[usize]),
+) -> Result<(Csr<f64>, Vec<usize>)> {
+    let size = comm.size();
+    // Each task's entries for the other ranks, encoded in row order.
+    let tasks: Vec<Vec<Vec<u8>>> = (0..ghost.nrows().div_ceil(TASK_ROWS))
+        .into_par_iter()
+        .map(|t| {
+            let mut out = vec![Vec::new(); size];
+            for i in t * TASK_ROWS..((t + 1) * TASK_ROWS).min(ghost.nrows()) {
+                let (cols, vals) = ghost.row(i);
+                for (&k, &v) in cols.iter().zip(vals) {
+                    let buf = &mut out[owners[k as usize]];
+                    buf.extend_from_slice(&(ghost_cols[k as usize] as u64).to_le_bytes());
+                    buf.extend_from_slice(&((first + i) as u64).to_le_bytes());
+                    buf.extend_from_slice(&v.to_le_bytes());
+                }
+            }
+            out
+        })
+        .collect();
+    let arrived = exchange_tasks(comm, TRANSFER_TAG, tasks)?;
+    // In rank order, then each sender's row order: the fine columns never
+    // decrease, so each new one is the next ghost column.
+    let (mut entries, mut cols) = (Vec::new(), Vec::<usize>::new());
+    for bytes in &arrived {
+        if bytes.len() % ENTRY_BYTES != 0 {
+            return Err(comm_error("transpose: a truncated entry"));
+        }
+        for e in bytes.chunks_exact(ENTRY_BYTES) {
+            let word = |k: usize| u64::from_le_bytes(e[k..k + 8].try_into().expect("8 bytes"));
+            let row = (word(0) as usize)
+                .checked_sub(mine.start)
+                .filter(|&r| r < mine.len())
+                .ok_or_else(|| {
+                    comm_error("transpose: an entry for a row this rank does not own")
+                })?;
+            let col = word(8) as usize;
+            match cols.last() {
+                Some(&last) if last > col => {
+                    return Err(comm_error("transpose: entries out of column order"));
+                }
+                Some(&last) if last == col => {}
+                _ => cols.push(col),
+            }
+            entries.push((row, (cols.len() - 1) as u32, f64::from_bits(word(16))));
+        }
+    }
+    drop(arrived);
+    let piece = RowPiece::of_entries(mine.len(), &entries)?;
+    drop(entries);
+    Ok((join_pieces(mine.len(), cols.len(), &[piece])?, cols))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::halo::{split_columns_extended, SplitRows};
+    use crate::{rows_of, ThreadComm};
+
+    /// P split by [`transfer_operators`] is [`split_columns`]' split, and R
+    /// is the serial transpose's rows split the same way, on 1-4 ranks with
+    /// coarse columns split unevenly (one rank owning none, as
+    /// agglomeration leaves some), with the owned blocks made on the host.
+    #[test]
+    fn the_transfer_operators_are_the_split_transpose() {
+        let p = crate::operator::tests::scattered();
+        let whole = p.transpose(false);
+        for ranks in 1..=4 {
+            let fine = RowPartition::contiguous(p.nrows(), ranks).unwrap();
+            let coarse = match ranks {
+                4 => RowPartition::from_counts(&[20, 0, 5, 20]).unwrap(),
+                2 => RowPartition::from_counts(&[45, 0]).unwrap(),
+                r => RowPartition::contiguous(p.ncols(), r).unwrap(),
+            };
+            let ok = ThreadComm::run(ranks, |comm| {
+                let rank = comm.rank();
+                let rows = rows_of(&p, &fine, rank).unwrap();
+                let local = gpuq_cpu::CpuBackend::new();
+                let (ps, rs) =
+                    transfer_operators((&comm, &local), (&fine, &coarse), &rows, &KeptRows::none())
+                        .unwrap();
+                let want_p = split_columns_extended(&coarse, rank, &rows).unwrap();
+                let r_rows = rows_of(&whole, &coarse, rank).unwrap();
+                let want_r = split_columns_extended(&fine, rank, &r_rows).unwrap();
+                let same = |s: &TransferSplit,
+                            (w, ext): &(SplitRows<f64>, Csr<f64>),
+                            global: &Csr<f64>| {
+                    s.owned.host().unwrap() == &w.owned
+                        && s.ghost == w.ghost
+                        && s.ghost_cols == w.ghost_cols
+                        && &s.global().unwrap() == global
+                        && &s.extended().unwrap() == ext
+                };
+                same(&ps, &want_p, &rows) && same(&rs, &want_r, &r_rows)
+            })
+            .unwrap();
+            assert!(ok.iter().all(|&s| s), "{ranks} ranks");
+        }
+    }
+}
