@@ -30,16 +30,38 @@ pub(crate) fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
 
 /// Whether a device can convert and lay out the f64 matrix `m` itself as a
 /// cycle matrix in `layout` with values of `T` (the CUDA backend's
-/// `setup_to_matrix`): CSR or SELL, f32 or f64, and for f32 every value
-/// within its range (a value beyond it is left to the host conversion,
-/// which reports it). O(nnz) for f32 (one parallel pass), O(1) otherwise.
+/// `setup_to_matrix`): [`device_values_fit`] and [`device_lays_out`].
+/// O(nnz) for f32 (one parallel pass), O(1) otherwise.
 pub fn device_layout_fits<T: Scalar>(m: &Csr<f64>, layout: Layout) -> bool {
-    let fits = match T::KIND {
+    device_lays_out(layout) && device_values_fit::<T>(m)
+}
+
+/// Whether a device converts the values of `m` to `T` itself: f32 or f64,
+/// and for f32 every value within its range (a value beyond it is left to
+/// the host conversion, which reports it). O(nnz) for f32 (one parallel
+/// pass), O(1) otherwise.
+pub fn device_values_fit<T: Scalar>(m: &Csr<f64>) -> bool {
+    match T::KIND {
         gpuq_core::ScalarKind::F64 => true,
         gpuq_core::ScalarKind::F32 => m.values().par_iter().all(|&v| (v as f32).is_finite()),
         _ => false,
-    };
-    fits && matches!(layout, Layout::Csr | Layout::Sell { .. })
+    }
+}
+
+/// [`device_values_fit`] for a matrix whose largest magnitude is
+/// `largest` (known from a pass made anyway). O(1).
+pub fn device_largest_fits<T: Scalar>(largest: f64) -> bool {
+    match T::KIND {
+        gpuq_core::ScalarKind::F64 => true,
+        gpuq_core::ScalarKind::F32 => (largest as f32).is_finite(),
+        _ => false,
+    }
+}
+
+/// Whether a device lays out a cycle matrix in `layout` itself (CSR or
+/// SELL). O(1).
+pub fn device_lays_out(layout: Layout) -> bool {
+    matches!(layout, Layout::Csr | Layout::Sell { .. })
 }
 
 /// The steps of an AMG cycle that a backend can fuse.

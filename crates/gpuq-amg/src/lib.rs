@@ -289,7 +289,9 @@ pub use cycle::{
 pub use hierarchy::{
     coarsening_accepted, Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData,
 };
-pub use kernels::{device_layout_fits, AmgKernels};
+pub use kernels::{
+    device_largest_fits, device_layout_fits, device_lays_out, device_values_fit, AmgKernels,
+};
 pub use mixed::MixedAmg;
 pub use options::{
     default_jacobi_damping, device_defaults, AmgOptions, CoarseSolver, Coarsening, CycleKind,

@@ -451,14 +451,15 @@ pub(crate) mod cuda {
     /// `m`, a matrix on `g`'s device, as a level matrix held there (the
     /// host copy made on first need, [`LevelMatrix::host`]; the cycle
     /// converts it in place, [`crate::AmgKernels::amg_level_matrix`]). O(1).
-    pub fn device_level(g: &CudaBackend, m: SetupCsr) -> LevelMatrix {
+    pub fn device_level(g: &CudaBackend, m: impl Into<Arc<SetupCsr>>) -> LevelMatrix {
+        let m = m.into();
         let (shape, nnz) = (m.shape(), m.nnz());
         LevelMatrix::from_resident(
             shape,
             nnz,
             Arc::new(DeviceCopy {
                 backend: g.clone(),
-                m: Arc::new(m),
+                m,
             }),
         )
     }

@@ -11,11 +11,12 @@ use crate::comm::{comm_error, Communicator};
 use crate::device_comm::DeviceComm;
 use crate::partition::RowPartition;
 use gpuq_core::{
-    scalars_as_bytes, scalars_as_bytes_mut, DeviceVector, Error, FusedDot, Result, Scalar,
+    scalars_as_bytes, scalars_as_bytes_mut, DeviceVector, Error, FusedDot, RealScalar, Result,
+    Scalar,
 };
 use gpuq_cpu::{CpuBackend, CpuVector};
 use gpuq_krylov::KrylovBackend;
-use gpuq_sparse::{par_fill_rows, par_row_pointers, Csr, Layout};
+use gpuq_sparse::{par_fill_rows, par_row_pointers, Csr};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -172,22 +173,6 @@ pub trait HaloBackend: KrylovBackend {
         let host = self.download(x)?;
         let block = rows_block("copy_rows_from", host.len(), start, y.len())?;
         self.overwrite(&host[block], y)
-    }
-
-    /// The matrix `kept` holds on this backend (a level's owned block kept
-    /// by the distributed AMG setup, [`crate::DistSetupKernels::cycle_owned`])
-    /// in `layout` with values of `T`; `host` is the same matrix on the host.
-    /// `None` (the default) where nothing usable is kept: the caller lays
-    /// out `host`. The CUDA backend converts and lays out its kept copy on
-    /// the device (no upload).
-    fn kept_matrix<T: Scalar>(
-        &self,
-        kept: &crate::KeptRows,
-        host: &Csr<f64>,
-        layout: Layout,
-    ) -> Result<Option<Self::Matrix<T>>> {
-        let _ = (kept, host, layout);
-        Ok(None)
     }
 }
 
@@ -378,15 +363,6 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
         gpuq_cuda::CudaBackend::synchronize(self)
     }
 
-    fn kept_matrix<T: Scalar>(
-        &self,
-        kept: &crate::KeptRows,
-        host: &Csr<f64>,
-        layout: Layout,
-    ) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
-        crate::amg::kept_owned_matrix(self, kept, host, layout)
-    }
-
     fn copy_rows_from<T: Scalar>(
         &self,
         x: &gpuq_cuda::CudaVector<T>,
@@ -453,16 +429,61 @@ pub fn split_rows<T: Scalar>(
     split_columns(partition, rank, rows)
 }
 
-/// [`split_rows`], with the rank's rows over (its columns, then the ghosts)
-/// as one matrix too (the owned block followed by the ghost block, its
-/// columns shifted by the owned count), written in the same pass.
+/// A rank's rows split for the distributed setup
+/// ([`split_rows_extended`]): the ghost block, the rows over the owned then
+/// the ghost columns, and the owned block where it was asked for.
+pub(crate) struct ExtendedSplit<T> {
+    /// The owned block (n_local x the rank's columns), where asked for.
+    pub(crate) owned: Option<Csr<T>>,
+    /// n_local x ghost_cols.len().
+    pub(crate) ghost: Csr<T>,
+    /// The global column of each ghost, increasing.
+    pub(crate) ghost_cols: Vec<usize>,
+    /// The rows over the rank's columns, then the ghosts (numbered after
+    /// them): each row's owned entries, then its ghost entries.
+    pub(crate) ext: Csr<T>,
+    /// The largest magnitude of an entry (0 without entries).
+    pub(crate) largest: f64,
+}
+
+/// [`split_rows`]' ghost block and, with `owned`, its owned block, with the
+/// rank's rows over (its columns, then the ghosts) as one matrix too (the
+/// owned block followed by the ghost block, its columns shifted by the
+/// owned count), written in the same pass. Errors as [`split_rows`].
 pub(crate) fn split_rows_extended<T: Scalar>(
     partition: &RowPartition,
     rank: usize,
     rows: &Csr<T>,
-) -> Result<(SplitRows<T>, Csr<T>)> {
+    owned: bool,
+) -> Result<ExtendedSplit<T>> {
     check_rows(partition, rank, rows)?;
-    split_columns_extended(partition, rank, rows)
+    let (owned, ghost, ghost_cols, ext, largest) = split_parts(partition, rank, rows, true, owned)?;
+    let ext = ext.expect("split_parts writes the extended rows when asked to");
+    Ok(ExtendedSplit {
+        owned,
+        ghost,
+        ghost_cols,
+        ext,
+        largest,
+    })
+}
+
+/// The first `ncols` columns of each row of `ext` (rows over owned then
+/// ghost columns, [`ExtendedSplit::ext`]): the owned block, each row's
+/// leading entries. O(nnz), rows in parallel.
+pub(crate) fn leading_columns<T: Scalar>(ext: &Csr<T>, ncols: usize) -> Result<Csr<T>> {
+    let below = |i: usize| ext.row(i).0.partition_point(|&c| (c as usize) < ncols);
+    let ptr = par_row_pointers(ext.nrows(), below);
+    let (cols, vals) = par_fill_rows(
+        &ptr,
+        || (),
+        |i, _, c, v| {
+            let (ec, ev) = ext.row(i);
+            c.copy_from_slice(&ec[..c.len()]);
+            v.copy_from_slice(&ev[..v.len()]);
+        },
+    );
+    Csr::try_new_allow_nonfinite(ext.nrows(), ncols, ptr, cols, vals)
 }
 
 /// Errors unless `rows` has the rows `partition` gives `rank` and one
@@ -490,31 +511,49 @@ pub fn split_columns<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<SplitRows<T>> {
-    Ok(split_parts(columns, rank, rows, false)?.0)
+    let (owned, ghost, ghost_cols, _, _) = split_parts(columns, rank, rows, false, true)?;
+    Ok(SplitRows {
+        owned: owned.expect("split_parts writes the owned block when asked to"),
+        ghost,
+        ghost_cols,
+    })
 }
 
 /// [`split_columns`], with the extended matrix of [`split_rows_extended`]
 /// written in the same pass.
+#[cfg(test)]
 pub(crate) fn split_columns_extended<T: Scalar>(
     columns: &RowPartition,
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<(SplitRows<T>, Csr<T>)> {
-    let (split, Some(ext)) = split_parts(columns, rank, rows, true)? else {
-        unreachable!("split_parts writes the extended rows when asked to")
+    let (owned, ghost, ghost_cols, ext, _) = split_parts(columns, rank, rows, true, true)?;
+    let split = SplitRows {
+        owned: owned.expect("split_parts writes the owned block when asked to"),
+        ghost,
+        ghost_cols,
     };
-    Ok((split, ext))
+    Ok((
+        split,
+        ext.expect("split_parts writes the extended rows when asked to"),
+    ))
 }
 
-/// The split of [`split_columns`] and, when `extend`, the extended matrix
-/// (each row's owned entries, then its ghost entries numbered after the
-/// owned columns), every array written in one parallel pass over the rows.
+/// The parts of a split in one parallel pass over the rows: the owned block
+/// (when `owned`), the ghost block and its columns, (when `extend`) the
+/// extended matrix (each row's owned entries, then its ghost entries
+/// numbered after the owned columns), and the largest magnitude of an
+/// entry.
+type SplitParts<T> = (Option<Csr<T>>, Csr<T>, Vec<usize>, Option<Csr<T>>, f64);
+
+/// [`SplitParts`] of `rows` split by `columns` for `rank`.
 fn split_parts<T: Scalar>(
     columns: &RowPartition,
     rank: usize,
     rows: &Csr<T>,
     extend: bool,
-) -> Result<(SplitRows<T>, Option<Csr<T>>)> {
+    owned: bool,
+) -> Result<SplitParts<T>> {
     let own = columns.range(rank);
     let n = rows.nrows();
     if rows.ncols() != columns.rows() {
@@ -537,7 +576,7 @@ fn split_parts<T: Scalar>(
                 .count()
         })
         .collect();
-    let optr = par_row_pointers(n, |i| counts[i]);
+    let optr = par_row_pointers(n, |i| if owned { counts[i] } else { 0 });
     let gptr = par_row_pointers(n, |i| rows.row(i).0.len() - counts[i]);
     let eptr = rows.row_ptr();
     let (mut ocol, mut oval) = (vec![0u32; optr[n]], vec![T::zero(); optr[n]]);
@@ -546,7 +585,7 @@ fn split_parts<T: Scalar>(
     let (mut ecol, mut eval) = (vec![0u32; ext_len], vec![T::zero(); ext_len]);
     let (oc, ov) = (task_slices(&mut ocol, &optr), task_slices(&mut oval, &optr));
     let (gc, gv) = (task_slices(&mut gcol, &gptr), task_slices(&mut gval, &gptr));
-    let tasks = oc.len();
+    let tasks = gc.len();
     let (ec, ev): (Vec<&mut [u32]>, Vec<&mut [T]>) = if extend {
         (task_slices(&mut ecol, eptr), task_slices(&mut eval, eptr))
     } else {
@@ -556,12 +595,14 @@ fn split_parts<T: Scalar>(
         )
     };
     let n_own = own.len() as u32;
-    oc.into_par_iter()
+    let largest = oc
+        .into_par_iter()
         .zip(ov)
         .zip(gc.into_par_iter().zip(gv))
         .zip(ec.into_par_iter().zip(ev))
         .enumerate()
-        .for_each(|(t, (((oc, ov), (gc, gv)), (ec, ev)))| {
+        .map(|(t, (((oc, ov), (gc, gv)), (ec, ev)))| {
+            let mut largest = 0.0f64;
             let first = t * TASK_ROWS;
             let (ob, gb, eb) = (optr[first], gptr[first], eptr[first]);
             for i in first..(first + TASK_ROWS).min(n) {
@@ -571,11 +612,14 @@ fn split_parts<T: Scalar>(
                 let (mut eo, mut eg) = (eptr[i] - eb, eptr[i] - eb + counts[i]);
                 for (&c, &v) in cols.iter().zip(vals) {
                     let c = c as usize;
+                    largest = largest.max(v.magnitude().to_f64_lossless());
                     if own.contains(&c) {
                         let local = (c - own.start) as u32;
-                        oc[o] = local;
-                        ov[o] = v;
-                        o += 1;
+                        if owned {
+                            oc[o] = local;
+                            ov[o] = v;
+                            o += 1;
+                        }
                         if extend {
                             ec[eo] = local;
                             ev[eo] = v;
@@ -597,7 +641,9 @@ fn split_parts<T: Scalar>(
                     }
                 }
             }
-        });
+            largest
+        })
+        .reduce(|| 0.0, f64::max);
     let ext = if extend {
         Some(Csr::try_new_allow_nonfinite(
             n,
@@ -609,14 +655,18 @@ fn split_parts<T: Scalar>(
     } else {
         None
     };
-    Ok((
-        SplitRows {
-            owned: Csr::try_new_allow_nonfinite(n, own.len(), optr, ocol, oval)?,
-            ghost: Csr::try_new_allow_nonfinite(n, ghost_cols.len(), gptr, gcol, gval)?,
-            ghost_cols,
-        },
-        ext,
-    ))
+    let owned_block = match owned {
+        true => Some(Csr::try_new_allow_nonfinite(
+            n,
+            own.len(),
+            optr,
+            ocol,
+            oval,
+        )?),
+        false => None,
+    };
+    let ghost = Csr::try_new_allow_nonfinite(n, ghost_cols.len(), gptr, gcol, gval)?;
+    Ok((owned_block, ghost, ghost_cols, ext, largest))
 }
 
 /// The columns of `rows` outside `own`, increasing, each once. O(nnz log
@@ -1086,8 +1136,22 @@ mod tests {
         // three, and over the columns of a rectangular partition.
         for r in 0..3 {
             let rows = select_rows(&a, &part.range(r).collect::<Vec<_>>()).unwrap();
-            let (split, ext) = split_rows_extended(&part, r, &rows).unwrap();
+            let (split, ext) = split_columns_extended(&part, r, &rows).unwrap();
             let plain = split_rows(&part, r, &rows).unwrap();
+            // Without the owned block: the same ghosts and extended rows,
+            // the owned block their leading columns.
+            let lean = split_rows_extended(&part, r, &rows, false).unwrap();
+            assert!(lean.owned.is_none());
+            assert_eq!(
+                (&lean.ghost, &lean.ghost_cols, &lean.ext),
+                (&split.ghost, &split.ghost_cols, &ext)
+            );
+            assert_eq!(
+                leading_columns(&ext, split.owned.ncols()).unwrap(),
+                split.owned
+            );
+            let full = split_rows_extended(&part, r, &rows, true).unwrap();
+            assert_eq!(full.owned.as_ref(), Some(&split.owned));
             assert_eq!(
                 (&split.owned, &split.ghost, &split.ghost_cols),
                 (&plain.owned, &plain.ghost, &plain.ghost_cols)

@@ -113,7 +113,7 @@ fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
     assert!(h.levels().len() >= 2, "{} levels", h.levels().len());
     for (k, l) in h.levels().iter().enumerate() {
         let s = &levels[k];
-        same(&l.a, s.a.host().unwrap(), &format!("A{k}"));
+        same(&l.a().unwrap(), s.a.host().unwrap(), &format!("A{k}"));
         same(
             &l.p,
             s.p.as_ref().unwrap().host().unwrap(),
@@ -191,7 +191,7 @@ fn levels_over(a: &Csr<f64>, ranks: usize, o: &DistAmgOptions) -> Vec<RankLevels
         let levels = h
             .levels()
             .iter()
-            .map(|l| (l.partition.clone(), l.a.clone()))
+            .map(|l| (l.partition.clone(), l.a().unwrap()))
             .collect();
         (levels, h.tail().levels()[0].a.host().unwrap().clone())
     })
@@ -595,17 +595,36 @@ impl DistSetupKernels for CountingSetup {
         Ok(KeptRows::new((a.clone(), dinv.blocks().to_vec())))
     }
 
+    /// The owned block is cut from the kept rows (the host's split leaves
+    /// it out).
+    fn keeps_owned_block(&self) -> bool {
+        true
+    }
+
+    fn owned_block(&self, kept: &KeptRows) -> Option<LevelMatrix> {
+        let (rows, _) = kept.get::<Kept>()?;
+        let n = rows.nrows();
+        let mut owned = gpuq_sparse::Coo::new(n, n);
+        for i in 0..n {
+            for (&j, &v) in rows.row(i).0.iter().zip(rows.row(i).1) {
+                if (j as usize) < n {
+                    owned.push(i, j as usize, v).unwrap();
+                }
+            }
+        }
+        Some(LevelMatrix::from_host(Csr::from_coo(&owned).unwrap()))
+    }
+
     fn owned_aggregates(
         &self,
-        owned: &Csr<f64>,
-        _kept: &KeptRows,
+        owned: &LevelMatrix,
         bs: usize,
         eps: f64,
     ) -> Result<Option<gpuq_amg::aggregate::Aggregation>, Error> {
         use gpuq_amg::{aggregate, strength};
         self.aggregations
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let s = strength::strong_graph(&strength::norm_matrix(owned, bs)?, eps)?;
+        let s = strength::strong_graph(&strength::norm_matrix(owned.host()?, bs)?, eps)?;
         let (agg, naggs) = aggregate::mis2_aggregates(&s);
         Ok(Some((agg, naggs, aggregate::isolated_nodes(&s))))
     }
@@ -722,7 +741,7 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
             let given = local.given_kept.load(std::sync::atomic::Ordering::Relaxed);
             assert_eq!(given, 2 * levels);
             for (x, y) in host.levels().iter().zip(hooked.levels()) {
-                assert_eq!(x.a, y.a);
+                assert_eq!(x.a().unwrap(), y.a().unwrap());
                 assert_eq!(x.p, y.p);
                 assert_eq!(x.r().unwrap(), y.r().unwrap());
             }
@@ -879,9 +898,9 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
             .unwrap();
             for (host, kept, uses, rows) in &built {
                 let levels = host.levels().len();
-                // The finest level keeps a copy of the rank's rows.
-                assert_eq!(&host.levels()[0].a, rows);
-                assert_eq!(&kept.levels()[0].a, rows);
+                // The finest level holds the rank's rows (joined from its split).
+                assert_eq!(&host.levels()[0].a().unwrap(), rows);
+                assert_eq!(&kept.levels()[0].a().unwrap(), rows);
                 assert!(
                     levels >= 1,
                     "{ranks} ranks, block {bs}: nothing distributed"
@@ -889,7 +908,10 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 assert_eq!(*uses, levels, "{ranks} ranks, block {bs}");
                 assert_eq!(kept.levels().len(), levels);
                 for (x, y) in host.levels().iter().zip(kept.levels()) {
-                    assert_eq!((x.rho, &x.a, &x.p), (y.rho, &y.a, &y.p));
+                    assert_eq!(
+                        (x.rho, &x.a().unwrap(), &x.p),
+                        (y.rho, &y.a().unwrap(), &y.p)
+                    );
                     assert_eq!(x.r().unwrap(), y.r().unwrap());
                 }
                 assert_eq!(host.tail().coarse_solve(), kept.tail().coarse_solve());

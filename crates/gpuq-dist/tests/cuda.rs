@@ -163,7 +163,10 @@ fn nccl_pair(test: &str) -> Option<()> {
 fn same_levels(h: &gpuq_dist::DistHierarchy, g: &gpuq_dist::DistHierarchy) -> bool {
     h.levels().len() == g.levels().len()
         && h.levels().iter().zip(g.levels()).all(|(x, y)| {
-            x.rho == y.rho && x.a == y.a && x.p == y.p && x.r().unwrap() == y.r().unwrap()
+            x.rho == y.rho
+                && x.a().unwrap() == y.a().unwrap()
+                && x.p == y.p
+                && x.r().unwrap() == y.r().unwrap()
         })
 }
 

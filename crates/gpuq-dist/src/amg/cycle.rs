@@ -2,14 +2,15 @@
 //! [`Dist`], its levels a [`DistHierarchy`]'s, its coarsest solve the
 //! gathered levels' one-process cycle on every rank.
 
-use super::setup::{DistHierarchy, KeptRows};
+use super::setup::DistHierarchy;
 use crate::backend::{Dist, DistMatrix};
 use crate::halo::HaloBackend;
 use crate::partition::RowPartition;
+use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::trace::Trace;
 use gpuq_amg::{
-    chebyshev_interval, cycle_layout, level_cycle_layout, Amg, AmgKernels, Coarsest, CycleLevel,
-    CycleOptions, LevelMatrix, Smoother,
+    chebyshev_interval, device_largest_fits, device_lays_out, device_values_fit,
+    level_cycle_layout, Amg, AmgKernels, Coarsest, CycleLevel, CycleOptions, LevelMatrix, Smoother,
 };
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, Layout};
@@ -42,28 +43,22 @@ fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
     a.map_values(T::from_f64)
 }
 
-/// The diagonal of `dinv` times `omega`, where `dinv` is a point diagonal
-/// (one entry per row, on the diagonal); `None` for blocks.
-fn point_diagonal(dinv: &Csr<f64>, omega: f64) -> Option<Vec<f64>> {
-    let (ptr, col, val) = (dinv.row_ptr(), dinv.col_idx(), dinv.values());
-    let point = |i: usize| ptr[i + 1] - ptr[i] == 1 && col[ptr[i]] as usize == i;
-    let rows = 0..dinv.nrows();
-    if !rows.clone().into_par_iter().all(point) {
-        return None;
-    }
-    Some(rows.into_par_iter().map(|i| omega * val[ptr[i]]).collect())
+/// Whether `dinv` is a point diagonal: blocks of 1, or no rows. O(1).
+fn point_diagonal(dinv: &BlockDiagonal) -> bool {
+    dinv.block() == 1 || dinv.blocks().is_empty()
 }
 
-/// `ghost` with row i scaled by `d[i]`: each entry finds its row by binary
-/// search in the row pointers (a ghost block has many rows and few
+/// `ghost` with row i scaled by `omega d[i]`: each entry finds its row by
+/// binary search in the row pointers (a ghost block has many rows and few
 /// entries). O(nnz log rows + rows), parallel.
-fn scale_rows<T: Scalar>(ghost: &Csr<T>, d: &[f64]) -> Result<Csr<T>> {
+fn scale_rows<T: Scalar>(ghost: &Csr<T>, d: &[f64], omega: f64) -> Result<Csr<T>> {
     let ptr = ghost.row_ptr();
+    let row = |k: usize| ptr.partition_point(|&p| p <= k) - 1;
     let values = ghost
         .values()
         .par_iter()
         .enumerate()
-        .map(|(k, &v)| v * T::from_f64(d[ptr.partition_point(|&p| p <= k) - 1]))
+        .map(|(k, &v)| v * T::from_f64(omega * d[row(k)]))
         .collect();
     Csr::try_new(
         ghost.nrows(),
@@ -115,7 +110,7 @@ impl DistHierarchy {
     /// The cycle of this hierarchy on `dist` in precision `T`
     /// ([`DistAmg`]): each distributed level's A, P and R split and planned
     /// (owned blocks in the layout the one-process cycle would give them,
-    /// [`cycle_layout`]; ghost blocks in CSR), the smoother's (block)
+    /// [`level_cycle_layout`], laid out where the setup left them; ghost blocks in CSR), the smoother's (block)
     /// diagonal local to the rank, the gathered levels uploaded whole to the
     /// local backend ([`Amg::new`] with `layout`); about four vectors per
     /// level. Collective.
@@ -146,13 +141,12 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         // The coarse node blocks where the next level is distributed too
         // (0 otherwise: its transfer operators are not node-blocked).
         let (fb, cb) = (l.block, h.levels().get(i + 1).map_or(0, |n| n.block));
+        let fine_rows = fine.range(rank).len();
         // A, P and R were split by the setup. The ghost blocks (the halo's
         // rows) are converted on the host; each owned block is converted and
-        // laid out by the local backend in the layout the one-process cycle
-        // would give it: A's from the host copy or the backend's
-        // ([`AmgKernels::amg_host_matrix`], [`crate::HaloBackend::kept_matrix`]),
-        // P's and R's wherever the setup left them
-        // ([`AmgKernels::amg_level_matrix`]: on the device for a GPU rank).
+        // laid out by the local backend where the setup left it
+        // ([`AmgKernels::amg_level_matrix`]: on the device for a GPU rank),
+        // in the layout the one-process cycle would give it.
         let ghost_of = |g: &Csr<f64>| dist.agree(convert::<T>(g));
         let (a_ghost, p_ghost, r_ghost) = (
             ghost_of(&l.a_split.ghost)?,
@@ -160,27 +154,27 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             ghost_of(&l.r_split.ghost)?,
         );
         trace.mark(format_args!("  the ghost blocks converted"));
-        // A's owned block from the copy the setup kept on the backend where
-        // it kept one (no upload).
-        let owned = |m: &Csr<f64>, blocks, kept: &KeptRows| -> Result<B::Matrix<T>> {
-            let layout = dist.agree(cycle_layout(layout, m, blocks))?;
-            let made = match dist.local().kept_matrix::<T>(kept, m, layout) {
-                Ok(Some(made)) => Ok(made),
-                Ok(None) => dist.local().amg_host_matrix::<T>(m, layout),
-                Err(e) => Err(e),
+        // A value beyond T's range is found in the host rows holding the
+        // block's values (A's for A, P's for P and R): the host path reports
+        // it, as for any layout a device does not lay out itself.
+        let a_fits = device_largest_fits::<T>(l.a_largest);
+        let p_fits = device_values_fit::<T>(&l.p);
+        let owned = |m: &LevelMatrix, blocks, fits: bool| -> Result<B::Matrix<T>> {
+            let layout = dist.agree(level_cycle_layout(layout, m, blocks))?;
+            let made = match fits && device_lays_out(layout) {
+                true => dist.local().amg_level_matrix::<T>(m, layout),
+                false => m
+                    .host()
+                    .and_then(|h| dist.local().amg_host_matrix::<T>(h, layout)),
             };
             dist.agree(made)
-        };
-        let transfer = |m: &LevelMatrix, blocks| -> Result<B::Matrix<T>> {
-            let layout = dist.agree(level_cycle_layout(layout, m, blocks))?;
-            dist.agree(dist.local().amg_level_matrix::<T>(m, layout))
         };
         let smoother = o.smoother_of(i);
         let chebyshev = matches!(smoother, Smoother::Chebyshev { .. });
         let mut a = DistMatrix::from_parts(
             dist,
             (fine, fine),
-            owned(&l.a_split.owned, [fb, fb], &l.a_owned_kept)?,
+            owned(&l.a_split.owned, [fb, fb], a_fits)?,
             (&a_ghost, &l.a_split.ghost_cols),
         )?;
         trace.mark(format_args!("  A laid out and uploaded"));
@@ -189,18 +183,20 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         // has one whatever the blocks), so that every rank takes the same
         // path and the collectives pair up.
         let scale = if chebyshev { 1.0 } else { l.omega };
-        let point = point_diagonal(&l.dinv, scale);
-        let all_point = dist.allreduce(&[f64::from(u8::from(point.is_none()))])?[0] == 0.0;
-        let diag = match point.filter(|_| all_point) {
-            Some(d) => {
+        let point = point_diagonal(&l.dinv);
+        let all_point = dist.allreduce(&[f64::from(u8::from(!point))])?[0] == 0.0;
+        let diag = match all_point {
+            true => {
                 if one_pass && !chebyshev {
-                    let ghost = dist.agree(scale_rows(&a_ghost, &d))?;
+                    let ghost = dist.agree(scale_rows(&a_ghost, l.dinv.blocks(), scale))?;
                     a = dist.agree(a.with_point_sweep(dist.local(), &ghost))?;
                 }
-                let values: Vec<T> = d.par_iter().map(|&v| T::from_f64(v)).collect();
-                Some(dist.upload(&values)?)
+                // omega D^-1 made by the local backend (on the device for a
+                // GPU rank, from the blocks it may already hold).
+                let d = dist.local().amg_scaled_diagonal::<T>(&l.dinv, scale);
+                Some(dist.agree(d)?)
             }
-            None => None,
+            false => None,
         };
         trace.mark(format_args!("  the sweep's diagonal"));
         let (theta, delta) = chebyshev_interval(l.rho);
@@ -211,16 +207,20 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             p: DistMatrix::from_parts(
                 dist,
                 (fine, coarse),
-                transfer(&l.p_split.owned, [fb, cb])?,
+                owned(&l.p_split.owned, [fb, cb], p_fits)?,
                 (&p_ghost, &l.p_split.ghost_cols),
             )?,
             r: DistMatrix::from_parts(
                 dist,
                 (coarse, fine),
-                transfer(&l.r_split.owned, [cb, fb])?,
+                owned(&l.r_split.owned, [cb, fb], p_fits)?,
                 (&r_ghost, &l.r_split.ghost_cols),
             )?,
-            dinv: dist.agree(dist.amg_host_matrix::<T>(&l.dinv, Layout::Csr))?,
+            dinv: dist.agree(
+                dist.local()
+                    .amg_block_diagonal_matrix::<T>(&l.dinv, Layout::Csr)
+                    .map(|m| DistMatrix::local(m, (fine_rows, fine_rows))),
+            )?,
             diag,
             block: l.block,
             omega: T::from_f64(l.omega),
@@ -365,21 +365,15 @@ mod tests {
 
     #[test]
     fn point_diagonals_are_recognised_and_blocks_are_not() {
-        let d = Csr::try_new(3, 3, vec![0, 1, 2, 3], vec![0, 1, 2], vec![2.0, 4.0, 8.0]).unwrap();
-        assert_eq!(point_diagonal(&d, 0.5), Some(vec![1.0, 2.0, 4.0]));
-        let blocks = Csr::try_new(
-            2,
-            2,
-            vec![0, 2, 4],
-            vec![0, 1, 0, 1],
-            vec![1.0, 0.5, 0.5, 1.0],
-        )
-        .unwrap();
-        assert_eq!(point_diagonal(&blocks, 1.0), None);
-        let off = Csr::try_new(2, 2, vec![0, 1, 2], vec![1, 0], vec![1.0, 1.0]).unwrap();
-        assert_eq!(point_diagonal(&off, 1.0), None);
+        let d = BlockDiagonal::from_blocks(1, vec![2.0, 4.0, 8.0]).unwrap();
+        assert!(point_diagonal(&d));
+        let blocks = BlockDiagonal::from_blocks(2, vec![1.0, 0.5, 0.5, 1.0]).unwrap();
+        assert!(!point_diagonal(&blocks));
+        // A rank without rows has a point diagonal whatever its blocks.
+        let none = BlockDiagonal::from_blocks(3, Vec::new()).unwrap();
+        assert!(point_diagonal(&none));
         let g = Csr::try_new(2, 3, vec![0, 2, 3], vec![0, 2, 1], vec![1.0, 2.0, 3.0]).unwrap();
-        let s = scale_rows(&g, &[2.0, -1.0]).unwrap();
+        let s = scale_rows(&g, &[4.0, -2.0], 0.5).unwrap();
         assert_eq!(s.values(), &[2.0, 4.0, -3.0]);
         assert_eq!(s.col_idx(), g.col_idx());
         // Empty rows first, between and last.
@@ -391,7 +385,7 @@ mod tests {
             vec![1.0, 2.0, 3.0],
         )
         .unwrap();
-        let s = scale_rows(&g, &[9.0, 2.0, 9.0, 9.0, -1.0, 9.0]).unwrap();
+        let s = scale_rows(&g, &[9.0, 2.0, 9.0, 9.0, -1.0, 9.0], 1.0).unwrap();
         assert_eq!(s.values(), &[2.0, 4.0, -3.0]);
         assert_eq!(s.row_ptr(), g.row_ptr());
     }

@@ -57,11 +57,11 @@
 //! cycle.
 //!
 //! Not done: the rest of the setup runs on the host of every rank (the
-//! split of A's rows and of P's ghost columns, the exchanges, the tentative
-//! prolongator, the block diagonals, the copies of P and of the products'
-//! results back: laplace3d:300's hierarchy takes 2.2-2.35 s on two ranks
-//! sharing one H200 against 0.6-0.7 s on one GPU, no step above a sixth of
-//! it, [`DistSetupTimings`]); the last, gathered levels are still solved
+//! extended rows and ghost block of A, P's ghost block, the exchanges, the
+//! tentative prolongator, the block diagonals, the copies of P and of the
+//! products' results back: laplace3d:300's hierarchy takes 1.7-1.9 s on two
+//! ranks sharing one H200 against 0.55-0.7 s on one GPU's whole setup, no
+//! step above a sixth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
 //! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);
@@ -76,8 +76,6 @@ mod transfer;
 
 pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
-#[cfg(feature = "cuda")]
-pub(crate) use setup::kept_owned_matrix;
 pub use setup::{
     DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptProduct,
     KeptRows,

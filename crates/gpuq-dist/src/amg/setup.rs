@@ -1,9 +1,11 @@
 //! The distributed smoothed-aggregation setup ([`DistHierarchy::build`]).
 
 use super::lanczos::DistLanczos;
-use super::transfer::{transfer_operators, TransferSplit};
+use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
-use crate::halo::{select_rows, split_rows_extended, stack_rows, HaloPlan, SplitRows};
+use crate::halo::{
+    leading_columns, select_rows, split_rows_extended, stack_rows, ExtendedSplit, HaloPlan,
+};
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
 use crate::solve::allgather_rows;
@@ -81,44 +83,48 @@ impl Default for DistAmgOptions {
     }
 }
 
-/// One distributed level: this rank's rows of A and P (global columns), of
-/// R split by the level's columns ([`DistLevel::r`] joins them), and its
-/// smoother data.
+/// One distributed level: this rank's rows of P (global columns), of A and
+/// R split by the level's columns ([`DistLevel::a`] and [`DistLevel::r`]
+/// join them), and its smoother data.
 #[derive(Clone, Debug)]
 pub struct DistLevel {
     /// The rows of A (and of the level's vectors) per rank.
     pub partition: RowPartition,
     /// The rows of the next coarser level per rank (P's columns, R's rows).
     pub coarse: RowPartition,
-    /// This rank's rows of A.
-    pub a: Csr<f64>,
     /// This rank's rows of the prolongator P (global coarse columns).
     pub p: Csr<f64>,
     /// Unknowns per node.
     pub block: usize,
-    /// The smoother's inverse block diagonal of the rank's rows (local
-    /// columns).
-    pub dinv: Csr<f64>,
+    /// The smoother's inverse blocks of the rank's rows.
+    pub dinv: BlockDiagonal,
     /// The smoother's damping (1 for l1 Jacobi).
     pub omega: f64,
     /// The Lanczos estimate of rho(D^-1 A).
     pub rho: f64,
     /// Stored entries of A over all ranks.
     pub nnz: usize,
-    /// `a` split by the level's columns (the cycle's A reuses it).
-    pub(crate) a_split: SplitRows<f64>,
+    /// The largest magnitude of an entry of this rank's rows of A.
+    pub(crate) a_largest: f64,
+    /// `a` split by the level's columns (the cycle's A), its owned block
+    /// where the setup left it.
+    pub(crate) a_split: LevelSplit,
     /// `p` split by the coarse columns (the cycle's P), its owned block
     /// where the setup left it.
-    pub(crate) p_split: TransferSplit,
+    pub(crate) p_split: LevelSplit,
     /// This rank's rows of R = P^T split by the level's columns (the cycle's
     /// R), its owned block where the setup left it.
-    pub(crate) r_split: TransferSplit,
-    /// The owned block of `a` as the backend keeps it for the cycle
-    /// ([`DistSetupKernels::cycle_owned`]), or nothing.
-    pub(crate) a_owned_kept: KeptRows,
+    pub(crate) r_split: LevelSplit,
 }
 
 impl DistLevel {
+    /// This rank's rows of A (global columns), joined from its owned and
+    /// ghost blocks (the owned block downloaded where only the rank's GPU
+    /// holds it). O(nnz).
+    pub fn a(&self) -> Result<Csr<f64>> {
+        self.a_split.global()
+    }
+
     /// This rank's rows of R = P^T (global fine columns), joined from its
     /// owned and ghost blocks (the owned block downloaded where only the
     /// rank's GPU holds it). O(nnz).
@@ -206,29 +212,33 @@ pub trait DistSetupKernels: Sync {
         Ok(KeptRows::none())
     }
 
+    /// Whether [`DistSetupKernels::keep_rows`] cuts the rank's owned block
+    /// from the rows it keeps ([`DistSetupKernels::owned_block`]), so that
+    /// the host's split need not write it. Default: no.
+    fn keeps_owned_block(&self) -> bool {
+        false
+    }
+
+    /// The rank's owned block (its rows on its own columns) as the backend
+    /// cut it from the rows `kept` ([`DistSetupKernels::keep_rows`]), held
+    /// there for the aggregation and the cycle; `None` (the default) where
+    /// it cut none (the host's split gives it). O(1).
+    fn owned_block(&self, _kept: &KeptRows) -> Option<LevelMatrix> {
+        None
+    }
+
     /// The aggregates of the square block `owned` (the rank's rows and
-    /// columns; strong graph of its bs x bs block norms with threshold `eps`,
-    /// then the distance-2 aggregation): each node's aggregate, the count
-    /// and the nodes without strong connections in the block (increasing),
-    /// or `None` to aggregate on the host (the default). `kept` is what
-    /// [`DistSetupKernels::keep_rows`] kept of the level's rows (the
-    /// CUDA backend keeps the owned block there, so it uploads nothing).
+    /// columns, wherever it is held; strong graph of its bs x bs block norms
+    /// with threshold `eps`, then the distance-2 aggregation): each node's
+    /// aggregate, the count and the nodes without strong connections in the
+    /// block (increasing), or `None` to aggregate on the host (the default).
     fn owned_aggregates(
         &self,
-        _owned: &Csr<f64>,
-        _kept: &KeptRows,
+        _owned: &LevelMatrix,
         _bs: usize,
         _eps: f64,
     ) -> Result<Option<gpuq_amg::aggregate::Aggregation>> {
         Ok(None)
-    }
-
-    /// What the level's cycle may take of the rows `kept`
-    /// ([`DistSetupKernels::keep_rows`]): the rank's owned block on the
-    /// backend, which [`crate::HaloBackend::kept_matrix`] lays out for the
-    /// cycle without an upload. Default: nothing.
-    fn cycle_owned(&self, _kept: &KeptRows) -> KeptRows {
-        KeptRows::none()
     }
 
     /// C = A B where B is `parts` stacked (the rank's rows, then the ghost
@@ -405,40 +415,6 @@ pub(crate) struct SquaredRows {
     pub(crate) owned: Option<Arc<gpuq_cuda::SetupCsr>>,
 }
 
-/// The owned block of a level's rows on the GPU, kept for the cycle
-/// ([`DistSetupKernels::cycle_owned`]).
-#[cfg(feature = "cuda")]
-struct OwnedBlock(Arc<gpuq_cuda::SetupCsr>);
-
-/// The owned block `kept` holds on the GPU ([`OwnedBlock`]) as a cycle
-/// matrix in `layout` with values of `T` (CSR or SELL, f32 or f64,
-/// `CudaBackend::setup_to_matrix`), `host` its copy on the host (the same
-/// shape and entries; for f32 its values are checked to fit); `None` where
-/// nothing is kept or the layout, scalar or a value does not allow it.
-/// O(nnz) on the device, and for f32 one parallel pass over `host`.
-#[cfg(feature = "cuda")]
-pub(crate) fn kept_owned_matrix<T: gpuq_core::Scalar>(
-    g: &gpuq_cuda::CudaBackend,
-    kept: &KeptRows,
-    host: &Csr<f64>,
-    layout: gpuq_sparse::Layout,
-) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
-    let Some(OwnedBlock(block)) = kept.get::<OwnedBlock>() else {
-        return Ok(None);
-    };
-    if block.shape() != host.shape() || block.nnz() != host.nnz() {
-        return Err(Error::shape(
-            "the owned block kept on the device",
-            format!("{:?} with {} entries", host.shape(), host.nnz()),
-            format!("{:?} with {}", block.shape(), block.nnz()),
-        ));
-    }
-    if !gpuq_amg::device_layout_fits::<T>(host, layout) {
-        return Ok(None);
-    }
-    g.setup_to_matrix::<T>(block, layout)
-}
-
 #[cfg(feature = "cuda")]
 impl SquaredRows {
     /// `a` squared (stacked on an empty row per ghost column) and uploaded
@@ -505,26 +481,26 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         Ok(SquaredRows::upload(self, a, dinv, true)?.map_or_else(KeptRows::none, KeptRows::new))
     }
 
-    fn cycle_owned(&self, kept: &KeptRows) -> KeptRows {
-        match kept.get::<SquaredRows>().and_then(|s| s.owned.clone()) {
-            Some(owned) => KeptRows::new(OwnedBlock(owned)),
-            None => KeptRows::none(),
-        }
+    fn keeps_owned_block(&self) -> bool {
+        true
     }
 
-    /// The owned block kept on the device (cut from the kept rows), else
-    /// uploaded.
+    fn owned_block(&self, kept: &KeptRows) -> Option<LevelMatrix> {
+        let owned = kept.get::<SquaredRows>()?.owned.clone()?;
+        Some(gpuq_amg::device_level(self, owned))
+    }
+
+    /// The block's copy on this device, else its host copy uploaded.
     fn owned_aggregates(
         &self,
-        owned: &Csr<f64>,
-        kept: &KeptRows,
+        owned: &LevelMatrix,
         bs: usize,
         eps: f64,
     ) -> Result<Option<gpuq_amg::aggregate::Aggregation>> {
-        if let Some(block) = kept.get::<SquaredRows>().and_then(|s| s.owned.as_ref()) {
-            return self.setup_aggregates(block, bs, eps);
+        if let Some(block) = gpuq_amg::device_copy(self, owned) {
+            return self.setup_aggregates(&block, bs, eps);
         }
-        let a = self.setup_upload(owned)?;
+        let a = self.setup_upload(owned.host()?)?;
         self.setup_aggregates(&a, bs, eps)
     }
 
@@ -820,11 +796,6 @@ fn ghost_rows(
     Ok(ghosts)
 }
 
-/// The (owned, ghost) column counts of a split.
-fn columns_of(split: &SplitRows<f64>) -> (usize, usize) {
-    (split.owned.ncols(), split.ghost.ncols())
-}
-
 /// C = A B on this rank from A's extended rows `a` (`kept` what the backend
 /// kept of them), B's rows `b` and its ghost rows `ghosts`: on the backend
 /// ([`DistSetupKernels::stacked_product`]), else one host Gustavson product.
@@ -865,13 +836,13 @@ enum RankProduct<'k> {
 /// Collective among neighbours.
 fn a_times_p<'k>(
     (comm, local): (&dyn Communicator, &'k dyn DistSetupKernels),
-    (split, a, kept): (&SplitRows<f64>, &Csr<f64>, &KeptRows),
+    (split, a, kept): (&LevelSplit, &Csr<f64>, &KeptRows),
     plan: &HaloPlan,
     (p, kept_p): (&Csr<f64>, &KeptRows),
 ) -> Result<RankProduct<'k>> {
     let p_ghosts = ghost_rows(
         comm,
-        columns_of(split),
+        (split.owned.ncols(), split.ghost.ncols()),
         plan,
         (p.nrows(), p.ncols()),
         |idx| select_rows(p, idx),
@@ -889,7 +860,7 @@ fn a_times_p<'k>(
 /// the product on the backend or the host. Collective among neighbours.
 fn r_times_ap(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
-    r: &TransferSplit,
+    r: &LevelSplit,
     r_plan: &HaloPlan,
     ap: &RankProduct<'_>,
     (a, p): (&Csr<f64>, &Csr<f64>),
@@ -996,7 +967,9 @@ impl DistHierarchy {
         let o = &options.amg;
         let rank = comm.rank();
         let mut part = partition.clone();
-        let mut a = rows.par_clone();
+        // The caller's rows, then each coarse level's (no copy: a level
+        // keeps A only as its split).
+        let mut a = std::borrow::Cow::Borrowed(rows);
         let mut bs = o.block;
         let mut nns = o
             .near_null_space
@@ -1048,8 +1021,7 @@ impl DistHierarchy {
             };
             part = level.coarse.clone();
             bs = nns.len();
-            let mut level = level;
-            level.a = std::mem::replace(&mut a, ac);
+            a = std::borrow::Cow::Owned(ac);
             levels.push(level);
             nns = next_nns;
             debug_assert_eq!(a.nrows(), part.range(rank).len());
@@ -1128,8 +1100,8 @@ type Coarsened = (DistLevel, Csr<f64>, Vec<Vec<f64>>);
 struct Projected {
     coarse: RowPartition,
     p: Csr<f64>,
-    p_split: TransferSplit,
-    r_split: TransferSplit,
+    p_split: LevelSplit,
+    r_split: LevelSplit,
     ac: Csr<f64>,
     coarse_null: Vec<Vec<f64>>,
 }
@@ -1155,13 +1127,23 @@ fn coarsen(
     let rank = comm.rank();
     let own = part.range(rank);
     let n = part.rows();
-    let (split, plan, a_ext) = time(&mut t.split_s, || -> Result<_> {
-        let (split, a_ext) = agree(comm, split_rows_extended(part, rank, a))?;
+    // The owned block is left to the backend where it cuts one from the
+    // rows it keeps.
+    let (split, plan) = time(&mut t.split_s, || -> Result<_> {
+        let owned = !local.keeps_owned_block();
+        let split = agree(comm, split_rows_extended(part, rank, a, owned))?;
         trace.mark(format_args!("  split and extended"));
         let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
         trace.mark(format_args!("  halo plan"));
-        Ok((split, plan, a_ext))
+        Ok((split, plan))
     })?;
+    let ExtendedSplit {
+        owned: host_owned,
+        ghost,
+        ghost_cols,
+        ext: a_ext,
+        largest,
+    } = split;
     // Smoother data: D from the rank's rows (its blocks lie in its columns).
     let (dinv, rho, smoother_dinv, omega, kept) = time(&mut t.smoother_s, || -> Result<_> {
         let d = BlockDiagonal::of(&a_ext, bs, false);
@@ -1207,6 +1189,23 @@ fn coarsen(
         };
         Ok((dinv, rho, smoother_dinv, omega, kept))
     })?;
+    // The owned block: the host's split, or the backend's cut of the kept
+    // rows, else cut from the extended rows here.
+    let owned = agree(
+        comm,
+        match (host_owned, local.owned_block(&kept)) {
+            (Some(host), _) => Ok(LevelMatrix::from_host(host)),
+            (None, Some(kept)) => Ok(kept),
+            (None, None) => leading_columns(&a_ext, own.len()).map(LevelMatrix::from_host),
+        },
+    )?;
+    let split = LevelSplit {
+        owned,
+        ghost,
+        ghost_cols,
+        first: own.start,
+        ncols: n,
+    };
     // Aggregates on the rank's own block, the prolongator and the coarse
     // operator; again with every connection strong where the coarse level
     // breaks the coarsening rule of every setup
@@ -1215,9 +1214,9 @@ fn coarsen(
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
     let mut project = |eps: f64, t: &mut DistSetupTimings| -> Result<Option<Projected>> {
         let mine = time(&mut t.aggregation_s, || {
-            match local.owned_aggregates(&split.owned, &kept, bs, eps)? {
+            match local.owned_aggregates(&split.owned, bs, eps)? {
                 Some(found) => Ok(found),
-                None => norm_matrix(&split.owned, bs)
+                None => norm_matrix(split.owned.host()?, bs)
                     .and_then(|e| strong_graph(&e, eps))
                     .map(|s| {
                         let (agg, naggs) = mis2_aggregates(&s);
@@ -1336,18 +1335,16 @@ fn coarsen(
     let level = DistLevel {
         partition: part.clone(),
         coarse,
-        // moved in by the caller (`build_on`), which owns the level's rows
-        a: Csr::try_new(0, 0, vec![0], Vec::new(), Vec::new())?,
         p,
         block: bs,
-        dinv: agree(comm, smoother_dinv.to_csr())?,
+        dinv: smoother_dinv,
         omega,
         rho,
         nnz,
+        a_largest: largest,
         a_split: split,
         p_split,
         r_split,
-        a_owned_kept: local.cycle_owned(&kept),
     };
     trace.mark(format_args!("  the level's data"));
     Ok(Some((level, ac, coarse_null)))

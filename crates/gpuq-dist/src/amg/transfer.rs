@@ -1,7 +1,8 @@
-//! A level's transfer operators on a rank, split for the cycle: P's rows by
-//! the coarse columns the rank owns, and R = P^T's rows by the fine columns,
-//! each owned block held where the setup left it ([`LevelMatrix`]: on the
-//! host, or on the rank's GPU).
+//! A level's matrices on a rank, split for the cycle ([`LevelSplit`]): A's
+//! and R = P^T's rows by the level's columns, P's by the coarse columns the
+//! rank owns, each owned block held where the setup left it ([`LevelMatrix`]:
+//! on the host, or on the rank's GPU); and the transfer operators made so
+//! ([`transfer_operators`]).
 
 use super::setup::{DistSetupKernels, KeptRows};
 use crate::comm::{agree, comm_error, Communicator};
@@ -22,12 +23,12 @@ const TRANSFER_TAG: u16 = 4;
 /// each), the value.
 const ENTRY_BYTES: usize = 24;
 
-/// A rank's rows of a transfer operator split by columns: the block on the
+/// A rank's rows of a level's matrix split by columns: the block on the
 /// columns the rank owns (local column numbers; on the host or kept by the
 /// backend) and the block on the others (`ghost_cols[k]` the global column
 /// of its column k, increasing).
 #[derive(Clone, Debug)]
-pub(crate) struct TransferSplit {
+pub(crate) struct LevelSplit {
     /// The rows on the rank's own columns, numbered from `first`.
     pub(crate) owned: LevelMatrix,
     /// The rows on the other columns, numbered by `ghost_cols`.
@@ -40,7 +41,7 @@ pub(crate) struct TransferSplit {
     pub(crate) ncols: usize,
 }
 
-impl TransferSplit {
+impl LevelSplit {
     /// The rows with global columns (each row's ghosts below `first`, its
     /// owned entries, then the ghosts above them). The owned block comes
     /// down from the backend if only it holds one ([`LevelMatrix::host`]).
@@ -99,7 +100,7 @@ pub(crate) fn transfer_operators(
     (fine, coarse): (&RowPartition, &RowPartition),
     p: &Csr<f64>,
     kept_p: &KeptRows,
-) -> Result<(TransferSplit, TransferSplit)> {
+) -> Result<(LevelSplit, LevelSplit)> {
     let rank = comm.rank();
     let (own, mine) = (fine.range(rank), coarse.range(rank));
     let made = local
@@ -139,14 +140,14 @@ pub(crate) fn transfer_operators(
     let (r_ghost, r_ghost_cols) =
         exchange_ghost_entries(comm, (own.start, &mine), (&ghost, &ghost_cols, &owners))?;
     Ok((
-        TransferSplit {
+        LevelSplit {
             owned: p_owned,
             ghost,
             ghost_cols,
             first: mine.start,
             ncols: coarse.rows(),
         },
-        TransferSplit {
+        LevelSplit {
             owned: r_owned,
             ghost: r_ghost,
             ghost_cols: r_ghost_cols,
@@ -249,15 +250,14 @@ mod tests {
                 let want_p = split_columns_extended(&coarse, rank, &rows).unwrap();
                 let r_rows = rows_of(&whole, &coarse, rank).unwrap();
                 let want_r = split_columns_extended(&fine, rank, &r_rows).unwrap();
-                let same = |s: &TransferSplit,
-                            (w, ext): &(SplitRows<f64>, Csr<f64>),
-                            global: &Csr<f64>| {
-                    s.owned.host().unwrap() == &w.owned
-                        && s.ghost == w.ghost
-                        && s.ghost_cols == w.ghost_cols
-                        && &s.global().unwrap() == global
-                        && &s.extended().unwrap() == ext
-                };
+                let same =
+                    |s: &LevelSplit, (w, ext): &(SplitRows<f64>, Csr<f64>), global: &Csr<f64>| {
+                        s.owned.host().unwrap() == &w.owned
+                            && s.ghost == w.ghost
+                            && s.ghost_cols == w.ghost_cols
+                            && &s.global().unwrap() == global
+                            && &s.extended().unwrap() == ext
+                    };
                 same(&ps, &want_p, &rows) && same(&rs, &want_r, &r_rows)
             })
             .unwrap();
