@@ -85,6 +85,14 @@ proptest! {
         prop_assert_eq!(sum, add(0.5, &a, -2.0, &c).unwrap());
         let t = g.setup_download(&g.setup_transpose(&da).unwrap()).unwrap();
         prop_assert_eq!(t, a.transpose(false));
+        // A's columns shifted by 0-4 into that many more columns, as on the host; a
+        // shift past the columns is refused.
+        let shift = (seed as usize >> 24) % 5;
+        let shifted = g.setup_download(&g.setup_shift_columns(&da, shift, k + shift).unwrap()).unwrap();
+        let want: Vec<u32> = a.col_idx().iter().map(|&j| j + shift as u32).collect();
+        prop_assert_eq!(shifted.shape(), (m, k + shift));
+        prop_assert_eq!((shifted.row_ptr(), shifted.col_idx(), shifted.values()), (a.row_ptr(), &want[..], a.values()));
+        prop_assert!(g.setup_shift_columns(&da, shift + 1, k + shift).is_err());
         // A beside C (both m x k), as the host's `beside`.
         let beside = g.setup_download(&g.setup_beside(&da, &c).unwrap()).unwrap();
         prop_assert_eq!(beside, a.beside(&c).unwrap());
@@ -105,6 +113,20 @@ proptest! {
             ptr.push(cols.len());
         }
         prop_assert_eq!(block, Csr::try_new(rows, hi - lo, ptr, cols, vals).unwrap());
+        // The entries outside that range, their columns kept.
+        let outside = g.setup_download(&g.setup_outside_columns(&da, rows, lo..hi).unwrap()).unwrap();
+        let (mut ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
+        for i in 0..rows {
+            for (&j, &v) in a.row(i).0.iter().zip(a.row(i).1) {
+                if !(lo..hi).contains(&(j as usize)) {
+                    cols.push(j);
+                    vals.push(v);
+                }
+            }
+            ptr.push(cols.len());
+        }
+        prop_assert_eq!(outside, Csr::try_new(rows, k, ptr, cols, vals).unwrap());
+        prop_assert!(g.setup_outside_columns(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m, 0..k + 1).is_err());
         let stacked = g.setup_download(&g.setup_stack_below(&da, rows, &c).unwrap()).unwrap();

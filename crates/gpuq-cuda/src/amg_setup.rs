@@ -1279,13 +1279,38 @@ impl CudaBackend {
         rows: usize,
         cols: std::ops::Range<usize>,
     ) -> Result<SetupCsr> {
+        self.column_block(a, rows, cols, true)
+    }
+
+    /// The entries of `a`'s first `rows` rows outside the columns `cols`,
+    /// their columns kept (a prolongator's entries on other ranks' coarse
+    /// columns), as [`CudaBackend::setup_column_range`] makes the block
+    /// inside them. Errors as it does. O(rows + nnz) on the device.
+    pub fn setup_outside_columns(
+        &self,
+        a: &SetupCsr,
+        rows: usize,
+        cols: std::ops::Range<usize>,
+    ) -> Result<SetupCsr> {
+        self.column_block(a, rows, cols, false)
+    }
+
+    /// The entries of `a`'s first `rows` rows inside `cols` (`inside`,
+    /// numbered from its start) or outside them (numbered as in `a`).
+    fn column_block(
+        &self,
+        a: &SetupCsr,
+        rows: usize,
+        cols: std::ops::Range<usize>,
+        inside: bool,
+    ) -> Result<SetupCsr> {
         if rows > a.nrows || cols.start > cols.end || cols.end > a.ncols {
             return Err(Error::InvalidArgument(format!(
                 "column range: rows ..{rows}, columns {cols:?} of a {} x {} matrix",
                 a.nrows, a.ncols
             )));
         }
-        let (lo, hi) = (cols.start as u32, cols.end as u32);
+        let (lo, hi, flag) = (cols.start as u32, cols.end as u32, u32::from(inside));
         let (f, cfg) = self.launch_1d("csr_column_range", rows)?;
         let mut out = CountedRows::new(self, rows)?;
         for pass in 0..2 {
@@ -1296,7 +1321,8 @@ impl CudaBackend {
                 .arg(&a.col)
                 .arg(&a.val)
                 .arg(&lo)
-                .arg(&hi);
+                .arg(&hi)
+                .arg(&flag);
             out.push_args(&mut l);
             // SAFETY: arguments match `csr_column_range`; A has at least
             // `rows` rows; the fill pass's c_ptr is the prefix sum of the
@@ -1304,7 +1330,47 @@ impl CudaBackend {
             unsafe { l.launch(cfg) }.map_err(dev("csr_column_range"))?;
             self.inner.stats.launch("csr_column_range");
         }
-        out.finish(cols.len())
+        out.finish(if inside { cols.len() } else { a.ncols })
+    }
+
+    /// `a` with `offset` added to every column index and `ncols` columns
+    /// (a rank's tentative prolongator numbered by the global coarse
+    /// columns): the row pointers and values copied on the device, the
+    /// columns shifted on the way (kernel `csr_shift_columns`). Errors when
+    /// a shifted column would not lie below `ncols`. O(rows + nnz) on the
+    /// device.
+    pub fn setup_shift_columns(
+        &self,
+        a: &SetupCsr,
+        offset: usize,
+        ncols: usize,
+    ) -> Result<SetupCsr> {
+        if offset.saturating_add(a.ncols) > ncols || u32::try_from(ncols).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "columns shifted by {offset}: {} columns do not fit in {ncols}",
+                a.ncols
+            )));
+        }
+        let (nnz, offset32) = (a.nnz, offset as u32);
+        // SAFETY: every entry is written by `csr_shift_columns` below.
+        let mut col = unsafe { self.setup_uninit::<u32>(nnz)? };
+        // SAFETY: arguments match `csr_shift_columns`; a.col and col hold nnz
+        // values, each below a.ncols, so below ncols once shifted (checked
+        // above).
+        setup_launch!(self, "csr_shift_columns", nnz, l => {
+            l.arg(&nnz).arg(&a.col).arg(&offset32).arg(&mut col);
+        })?;
+        let stream = &self.inner.stream;
+        Ok(SetupCsr {
+            nrows: a.nrows,
+            ncols,
+            nnz,
+            ptr: stream
+                .clone_dtod(&a.ptr)
+                .map_err(dev("copy of row pointers"))?,
+            col,
+            val: stream.clone_dtod(&a.val).map_err(dev("copy of values"))?,
+        })
     }
 
     /// A^T on the device: column counts (one atomic per column met in a

@@ -8,7 +8,8 @@ use gpuq_core::{Backend, Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_rows_with_precond, Communicator, Dist, DistAmgOptions,
-    DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows, RowPartition, ThreadComm,
+    DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows, OwnedTransfer, RowPartition,
+    ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -659,8 +660,9 @@ impl DistSetupKernels for CountingSetup {
         dinv: &gpuq_amg::blockdiag::BlockDiagonal,
         kept: &KeptRows,
         rho: f64,
-        [own, ghost]: [&Csr<f64>; 2],
+        (own, ghost): (&LevelMatrix, &Csr<f64>),
     ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
+        let own = own.host()?;
         self.prolongators
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (rows, blocks) = kept.get::<Kept>().expect("the level's rows kept");
@@ -797,8 +799,9 @@ impl DistSetupKernels for KeepingSetup {
         dinv: &gpuq_amg::blockdiag::BlockDiagonal,
         _kept: &KeptRows,
         rho: f64,
-        [own, ghost]: [&Csr<f64>; 2],
+        (own, ghost): (&LevelMatrix, &Csr<f64>),
     ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
+        let own = own.host()?;
         let p = gpuq_amg::prolong::smooth(a, dinv, rho, &stacked(a, own, ghost)?)?;
         Ok(Some((p.clone(), KeptRows::new(KeptP(p)))))
     }
@@ -807,25 +810,28 @@ impl DistSetupKernels for KeepingSetup {
         &self,
         kept_p: &KeptRows,
         cols: std::ops::Range<usize>,
-    ) -> Result<Option<(LevelMatrix, LevelMatrix)>, Error> {
+    ) -> Result<Option<OwnedTransfer>, Error> {
         let KeptP(p) = kept_p.get::<KeptP>().expect("P kept");
         self.kept_p_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut owned = gpuq_sparse::Coo::new(p.nrows(), cols.len());
+        let mut outside = gpuq_sparse::Coo::new(p.nrows(), p.ncols());
         for i in 0..p.nrows() {
             let (c, v) = p.row(i);
             for (&j, &x) in c.iter().zip(v) {
-                if cols.contains(&(j as usize)) {
-                    owned.push(i, j as usize - cols.start, x)?;
+                match cols.contains(&(j as usize)) {
+                    true => owned.push(i, j as usize - cols.start, x)?,
+                    false => outside.push(i, j as usize, x)?,
                 }
             }
         }
         let owned = Csr::from_coo(&owned)?;
         let r = owned.transpose(false);
-        Ok(Some((
-            LevelMatrix::from_host(owned),
-            LevelMatrix::from_host(r),
-        )))
+        Ok(Some(OwnedTransfer {
+            p: LevelMatrix::from_host(owned),
+            r: LevelMatrix::from_host(r),
+            outside: Csr::from_coo(&outside)?,
+        }))
     }
 
     fn kept_product(

@@ -1408,11 +1408,12 @@ pub unsafe extern "ptx-kernel" fn csr_add(
     }
 }
 
-/// The entries of rows 0..nrows whose column lies in lo..hi, their columns
-/// less lo (a rank's owned block of its rows, or the block of one column
-/// range), one thread per row. With a null `c_ptr` it counts each row's
-/// entries into `counts`; otherwise it writes them from `c_ptr[i]`, in the
-/// row's order.
+/// With `inside` 1, the entries of rows 0..nrows whose column lies in
+/// lo..hi, their columns less lo (a rank's owned block of its rows, or the
+/// block of one column range); with `inside` 0, those whose column lies
+/// outside it, their columns kept (the ghost entries of a rank's rows). One
+/// thread per row. With a null `c_ptr` it counts each row's entries into
+/// `counts`; otherwise it writes them from `c_ptr[i]`, in the row's order.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn csr_column_range(
@@ -1422,6 +1423,7 @@ pub unsafe extern "ptx-kernel" fn csr_column_range(
     val: *const f64,
     lo: u32,
     hi: u32,
+    inside: u32,
     c_ptr: *const u64,
     counts: *mut u64,
     c_col: *mut u32,
@@ -1437,9 +1439,9 @@ pub unsafe extern "ptx-kernel" fn csr_column_range(
         let start = out;
         for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
             let j = *col.add(p);
-            if j >= lo && j < hi {
+            if (j >= lo && j < hi) == (inside != 0) {
                 if !c_ptr.is_null() {
-                    *c_col.add(out) = j - lo;
+                    *c_col.add(out) = if inside != 0 { j - lo } else { j };
                     *c_val.add(out) = *val.add(p);
                 }
                 out += 1;
@@ -2353,6 +2355,23 @@ pub unsafe extern "ptx-kernel" fn tentative_scale(
         let nrm = *norm.add(*col.add(r) as usize);
         *val.add(r) = if nrm == 0.0 { 0.0 } else { *val.add(r) / nrm };
         r += grid_threads();
+    }
+}
+
+/// out[e] = col[e] + offset for the `nnz` entries: a rank's tentative
+/// prolongator numbered by the global coarse columns. Grid-stride over the
+/// entries.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn csr_shift_columns(
+    nnz: usize,
+    col: *const u32,
+    offset: u32,
+    out: *mut u32,
+) {
+    let mut e = global_id();
+    while e < nnz {
+        *out.add(e) = *col.add(e) + offset;
+        e += grid_threads();
     }
 }
 

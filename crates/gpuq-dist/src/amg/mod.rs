@@ -78,5 +78,5 @@ pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
 pub use setup::{
     DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptProduct,
-    KeptRows,
+    KeptRows, OwnedTransfer,
 };

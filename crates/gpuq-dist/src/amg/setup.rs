@@ -280,23 +280,43 @@ pub trait DistSetupKernels: Sync {
     /// ([`DistSetupKernels::smoothed_prolongator`]) on the coarse columns
     /// `cols` (the rank's rows of P on its own coarse columns, numbered from
     /// `cols.start`) and its transpose (the owned block of R = P^T), both
-    /// left on the backend for the cycle and R (A P); `None` (the default)
-    /// to split and transpose on the host.
+    /// left on the backend for the cycle and R (A P), and P's entries
+    /// outside `cols` on the host (their global columns: what the host
+    /// sends to the other ranks); `None` (the default) to split and
+    /// transpose on the host.
     fn owned_transfer(
         &self,
         _kept_p: &KeptRows,
         _cols: Range<usize>,
-    ) -> Result<Option<(LevelMatrix, LevelMatrix)>> {
+    ) -> Result<Option<OwnedTransfer>> {
+        Ok(None)
+    }
+
+    /// The tentative prolongator of the rank's nodes (`agg` each node's
+    /// aggregate of `naggs`, `bs` rows a node, `nns` the near-null-space
+    /// vectors' rows), its columns numbered from `cols.0` of `cols.1` (the
+    /// rank's first coarse column, the coarse level's columns), and the
+    /// coarse near-null-space rows: [`gpuq_amg::prolong::tentative`] bit for
+    /// bit, held by the backend (its host copy made when asked for); `None`
+    /// (the default) to build it on the host.
+    fn tentative(
+        &self,
+        _agg: &[u32],
+        _naggs: usize,
+        _bs: usize,
+        _nns: &[Vec<f64>],
+        _cols: (usize, usize),
+    ) -> Result<Option<(LevelMatrix, Vec<Vec<f64>>)>> {
         Ok(None)
     }
 
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T of the rank's
     /// rows (`gpuq_amg::prolong::smooth`): `a` the rank's rows over owned
     /// then ghost columns, `dinv` the inverse blocks of its rows, `pt` the
-    /// tentative prolongator's owned rows and its ghost rows (stacked in that
-    /// order, the same columns), `kept` what
-    /// [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`: P's rows on
-    /// the host and what the backend keeps of them (for A P and the owned
+    /// tentative prolongator's rows on this rank (wherever they are held)
+    /// and its ghost rows (stacked in that order, the same columns), `kept`
+    /// what [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`: P's rows
+    /// on the host and what the backend keeps of them (for A P and the owned
     /// blocks of P and R, [`DistSetupKernels::owned_transfer`]), or `None` to
     /// smooth on the host (the default).
     fn smoothed_prolongator(
@@ -305,7 +325,7 @@ pub trait DistSetupKernels: Sync {
         _dinv: &BlockDiagonal,
         _kept: &KeptRows,
         _rho: f64,
-        _pt: [&Csr<f64>; 2],
+        _pt: (&LevelMatrix, &Csr<f64>),
     ) -> Result<Option<(Csr<f64>, KeptRows)>> {
         Ok(None)
     }
@@ -383,6 +403,18 @@ fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f
 
 /// The CPU backend: every step on the host.
 impl DistSetupKernels for gpuq_cpu::CpuBackend {}
+
+/// What a backend makes of a level's prolongator for its transfer operators
+/// ([`DistSetupKernels::owned_transfer`]).
+pub struct OwnedTransfer {
+    /// The rank's rows of P on its own coarse columns (local numbers).
+    pub p: LevelMatrix,
+    /// Its transpose: the rank's owned block of R = P^T.
+    pub r: LevelMatrix,
+    /// The rank's rows of P with only the entries outside its coarse
+    /// columns (global numbers), on the host.
+    pub outside: Csr<f64>,
+}
 
 /// A rank's rows of A P left on its backend by
 /// [`DistSetupKernels::kept_product`], for one product R (A P).
@@ -551,24 +583,46 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         })))
     }
 
+    /// On the device as the one-GPU setup builds it
+    /// ([`gpuq_amg::SetupKernels::tentative`]), its columns shifted there
+    /// (`setup_shift_columns`).
+    fn tentative(
+        &self,
+        agg: &[u32],
+        naggs: usize,
+        bs: usize,
+        nns: &[Vec<f64>],
+        (first, ncols): (usize, usize),
+    ) -> Result<Option<(LevelMatrix, Vec<Vec<f64>>)>> {
+        let (local, coarse) = gpuq_amg::SetupKernels::tentative(self, agg, naggs, bs, nns)?;
+        let Some(pt) = gpuq_amg::device_copy(self, &local) else {
+            return Ok(None);
+        };
+        let shifted = self.setup_shift_columns(&pt, first, ncols)?;
+        Ok(Some((gpuq_amg::device_level(self, shifted), coarse)))
+    }
+
     /// On the device, A squared by empty rows for the ghost columns (the
-    /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's two
-    /// parts uploaded into one matrix, the kernel, the rank's rows back and
-    /// kept on the device (`KeptProlongator`).
+    /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's rows
+    /// (kept, or uploaded) with its ghost rows below them, the kernel, the
+    /// rank's rows back and kept on the device (`KeptProlongator`).
     fn smoothed_prolongator(
         &self,
         a: &Csr<f64>,
         dinv: &BlockDiagonal,
         kept: &KeptRows,
         rho: f64,
-        [own, ghost]: [&Csr<f64>; 2],
+        (own, ghost): (&LevelMatrix, &Csr<f64>),
     ) -> Result<Option<(Csr<f64>, KeptRows)>> {
         let mut fresh = None;
         let Some(sq) = SquaredRows::of(self, kept, (a, dinv), &mut fresh)? else {
             return Ok(None);
         };
         let omega = 4.0 / (3.0 * rho);
-        let spt = self.setup_upload_stacked(&[own, ghost], own.ncols())?;
+        let spt = match gpuq_amg::device_copy(self, own) {
+            Some(pt) => self.setup_stack_below(&pt, pt.shape().0, ghost)?,
+            None => self.setup_upload_stacked(&[own.host()?, ghost], own.ncols())?,
+        };
         let p = self.setup_smoothed_prolongator(&sq.a, dinv.block(), omega, &sq.dinv, &spt)?;
         let host = self.setup_download(&p)?.into_first_rows(sq.own)?;
         let rows = sq.own;
@@ -577,21 +631,26 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
 
     /// P's first rows on the coarse columns `cols` cut on the device
     /// (`setup_column_range`) and transposed there (`setup_transpose`, the
-    /// host's transpose exactly), both kept as level matrices.
+    /// host's transpose exactly), both kept as level matrices; its entries
+    /// outside them cut there too (`setup_outside_columns`) and brought to
+    /// the host.
     fn owned_transfer(
         &self,
         kept_p: &KeptRows,
         cols: Range<usize>,
-    ) -> Result<Option<(LevelMatrix, LevelMatrix)>> {
+    ) -> Result<Option<OwnedTransfer>> {
         let Some(k) = kept_p.get::<KeptProlongator>() else {
             return Ok(None);
         };
+        let outside =
+            self.setup_download(&self.setup_outside_columns(&k.p, k.rows, cols.clone())?)?;
         let owned = self.setup_column_range(&k.p, k.rows, cols)?;
         let r = self.setup_transpose(&owned)?;
-        Ok(Some((
-            gpuq_amg::device_level(self, owned),
-            gpuq_amg::device_level(self, r),
-        )))
+        Ok(Some(OwnedTransfer {
+            p: gpuq_amg::device_level(self, owned),
+            r: gpuq_amg::device_level(self, r),
+            outside,
+        }))
     }
 
     /// On the device (`DeviceDistLanczos`): the squared rows and D^-1
@@ -1254,26 +1313,39 @@ fn coarsen(
         trace.mark(format_args!("  coarse partition"));
         // P_T with global coarse columns, its ghost rows, then P.
         let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
-            let tent = agree(comm, tentative(&agg, naggs, bs, nns))?;
+            let made = local
+                .tentative(&agg, naggs, bs, nns, (cfirst, nc))
+                .and_then(|found| match found {
+                    Some(found) => Ok(found),
+                    None => {
+                        let tent = tentative(&agg, naggs, bs, nns)?;
+                        let pt = shift_columns(tent.p, cfirst, nc)?;
+                        Ok((LevelMatrix::from_host(pt), tent.coarse_null))
+                    }
+                });
+            let (pt, coarse_null) = agree(comm, made)?;
             trace.mark(format_args!("  tentative"));
-            let pt = agree(comm, shift_columns(tent.p, cfirst, nc))?;
-            trace.mark(format_args!("  its columns shifted"));
-            let pt_ghosts = plan.exchange_rows(comm, &pt)?;
+            let pt_ghosts = plan.exchange_rows(comm, agree(comm, pt.host())?)?;
             trace.mark(format_args!("  its ghost rows exchanged"));
             let smoothed = local
-                .smoothed_prolongator(&a_ext, &dinv, &kept, rho, [&pt, &pt_ghosts])
+                .smoothed_prolongator(&a_ext, &dinv, &kept, rho, (&pt, &pt_ghosts))
                 .and_then(|p| match p {
                     Some(kept_p) => Ok(kept_p),
-                    None => smooth(&a_ext, &dinv, rho, &stack_rows(&[pt, pt_ghosts], nc)?)
-                        .map(|p| (p, KeptRows::none())),
+                    None => smooth(
+                        &a_ext,
+                        &dinv,
+                        rho,
+                        &stack_rows(&[pt.host()?, &pt_ghosts], nc)?,
+                    )
+                    .map(|p| (p, KeptRows::none())),
                 });
             let p = agree(comm, smoothed)?;
             trace.mark(format_args!("  smoothed prolongator"));
             // The coarse near-null-space rows go where their coarse rows are.
             let coarse_null = if coarse == numbering {
-                tent.coarse_null
+                coarse_null
             } else {
-                tent.coarse_null
+                coarse_null
                     .iter()
                     .map(|v| move_rows(comm, (&numbering, &coarse), v))
                     .collect::<Result<_>>()?

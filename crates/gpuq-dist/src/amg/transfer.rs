@@ -4,7 +4,7 @@
 //! on the host, or on the rank's GPU); and the transfer operators made so
 //! ([`transfer_operators`]).
 
-use super::setup::{DistSetupKernels, KeptRows};
+use super::setup::{DistSetupKernels, KeptRows, OwnedTransfer};
 use crate::comm::{agree, comm_error, Communicator};
 use crate::halo::{ghost_block, split_columns, TASK_ROWS};
 use crate::operator::exchange_tasks;
@@ -87,7 +87,8 @@ impl LevelSplit {
 /// coarse columns, and R = P^T's rows for the coarse rows the rank owns
 /// split by the fine columns. The owned blocks come from the backend
 /// ([`DistSetupKernels::owned_transfer`]: P's block cut from its copy and
-/// transposed there), else from the host (P split, its owned block
+/// transposed there, and only P's entries outside the rank's coarse
+/// columns brought to the host), else from the host (P split, its owned block
 /// transposed in parallel). P's ghost-column entries go to the owners of
 /// their coarse rows (one exchange among all ranks, 24 bytes an entry),
 /// and arrive as R's ghost block: in rank order, then in the sender's row
@@ -106,9 +107,9 @@ pub(crate) fn transfer_operators(
     let made = local
         .owned_transfer(kept_p, mine.clone())
         .and_then(|kept| match kept {
-            Some((p_owned, r_owned)) => {
-                let (ghost, ghost_cols) = ghost_block(coarse, rank, p)?;
-                Ok((p_owned, r_owned, ghost, ghost_cols))
+            Some(OwnedTransfer { p, r, outside }) => {
+                let (ghost, ghost_cols) = ghost_block(coarse, rank, &outside)?;
+                Ok((p, r, ghost, ghost_cols))
             }
             None => {
                 let split = split_columns(coarse, rank, p)?;
