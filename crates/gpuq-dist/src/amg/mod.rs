@@ -49,7 +49,8 @@
 //! prolongator and the products A P and R (A P) run on its GPU
 //! ([`DistSetupKernels`]; the host's hierarchy bit for bit), a level's rows
 //! uploaded once for its Lanczos estimate, smoothing and A P
-//! ([`DistSetupKernels::keep_rows`]); P stays there for A P, and the owned
+//! ([`DistSetupKernels::keep_rows`]); the tentative prolongator is built
+//! there ([`DistSetupKernels::tentative`]); P stays there for A P, and the owned
 //! blocks of P and R = P^T are cut and transposed there
 //! ([`DistSetupKernels::owned_transfer`]) for R (A P) and the cycle, which
 //! lays them out where they are ([`gpuq_amg::AmgKernels::amg_level_matrix`]);
@@ -58,8 +59,7 @@
 //!
 //! Not done: the rest of the setup runs on the host of every rank (the
 //! extended rows and ghost block of A, P's ghost block, the exchanges, the
-//! tentative prolongator, the block diagonals, the copies of P and of the
-//! products' results back: laplace3d:300's hierarchy takes 1.7-1.9 s on two
+//! block diagonals, the copies of P and of the products' results back: laplace3d:300's hierarchy takes 1.7-1.9 s on two
 //! ranks sharing one H200 against 0.55-0.7 s on one GPU's whole setup, no
 //! step above a sixth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
