@@ -30,6 +30,13 @@ pub trait ResidentMatrix: Send + Sync {
         Ok(sell_stored(self.row_lengths()?, c, sigma))
     }
 
+    /// The rows `idx` (in that order) on the host. Default: from a download
+    /// ([`ResidentMatrix::download`]); a backend may gather them where the
+    /// matrix lives and bring only them.
+    fn rows(&self, idx: &[usize]) -> Result<Csr<f64>> {
+        self.download()?.select_rows(idx)
+    }
+
     /// The backend's own type, for the backend that made it to find its data.
     fn as_any(&self) -> &dyn Any;
 }
@@ -107,6 +114,17 @@ impl LevelMatrix {
         })?;
         let a = r.download()?;
         Ok(self.0.host.get_or_init(|| a))
+    }
+
+    /// The rows `idx` (in that order) on the host: from the host copy where
+    /// there is one, else gathered by the resident copy
+    /// ([`ResidentMatrix::rows`]: the CUDA backend brings only those rows).
+    /// Errors name an index not below the rows. O(idx + their entries).
+    pub fn rows(&self, idx: &[usize]) -> Result<Csr<f64>> {
+        match (self.0.host.get(), self.0.resident.get()) {
+            (None, Some(r)) => r.rows(idx),
+            _ => self.host()?.select_rows(idx),
+        }
     }
 
     /// Whether a host copy exists (no download needed).
@@ -223,6 +241,19 @@ mod tests {
         let copy = m.clone();
         assert_eq!(m.host().unwrap(), &a);
         assert!(copy.on_host(), "clones share the host copy");
+        let rows_of = |m: &LevelMatrix| m.rows(&[15, 0, 3, 3]).unwrap();
+        let want = a.select_rows(&[15, 0, 3, 3]).unwrap();
+        assert_eq!(
+            rows_of(&LevelMatrix::from_resident(
+                a.shape(),
+                a.nnz(),
+                Arc::new(Fake(a.clone()))
+            )),
+            want,
+            "rows from the resident copy"
+        );
+        assert_eq!(rows_of(&m), want, "rows from the host copy");
+        assert!(m.rows(&[16]).is_err());
         let lens: Vec<u32> = a
             .row_ptr()
             .windows(2)

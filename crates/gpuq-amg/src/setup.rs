@@ -379,6 +379,12 @@ pub(crate) mod cuda {
             self.backend.setup_row_lengths(&self.m)
         }
 
+        /// Gathered on the device, only those rows downloaded
+        /// ([`CudaBackend::setup_select_rows`]).
+        fn rows(&self, idx: &[usize]) -> Result<Csr<f64>> {
+            self.backend.setup_select_rows(&self.m, idx)
+        }
+
         /// Counted on the device ([`CudaBackend::setup_sell_stored`]).
         fn sell_stored(&self, c: usize, sigma: usize) -> Result<usize> {
             self.backend.setup_sell_stored(&self.m, c, sigma)

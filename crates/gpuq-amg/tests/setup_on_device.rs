@@ -93,6 +93,11 @@ proptest! {
         prop_assert_eq!(shifted.shape(), (m, k + shift));
         prop_assert_eq!((shifted.row_ptr(), shifted.col_idx(), shifted.values()), (a.row_ptr(), &want[..], a.values()));
         prop_assert!(g.setup_shift_columns(&da, shift + 1, k + shift).is_err());
+        // Rows gathered on the device (out of order, repeated), as the
+        // host selects them; an index past the rows is refused.
+        let idx: Vec<usize> = (0..m).rev().chain([0, m - 1, m / 2]).collect();
+        prop_assert_eq!(g.setup_select_rows(&da, &idx).unwrap(), a.select_rows(&idx).unwrap());
+        prop_assert!(g.setup_select_rows(&da, &[m]).is_err());
         // A beside C (both m x k), as the host's `beside`.
         let beside = g.setup_download(&g.setup_beside(&da, &c).unwrap()).unwrap();
         prop_assert_eq!(beside, a.beside(&c).unwrap());

@@ -1282,6 +1282,31 @@ impl CudaBackend {
         self.column_block(a, rows, cols, true)
     }
 
+    /// The rows `idx` of `a` (in that order) on the host: gathered on the
+    /// device (kernel `csr_select_rows`: a count per row, their prefix sum,
+    /// the rows copied), only they downloaded. Errors name an index not
+    /// below `a`'s rows. O(idx + their entries) on the device and across.
+    pub fn setup_select_rows(&self, a: &SetupCsr, idx: &[usize]) -> Result<Csr<f64>> {
+        gpuq_core::check_indices("select_rows", a.nrows, idx)?;
+        let n = idx.len();
+        let wide: Vec<u64> = idx.iter().map(|&i| i as u64).collect();
+        let d_idx = self.setup_put(&wide)?;
+        let (f, cfg) = self.launch_1d("csr_select_rows", n)?;
+        let mut out = CountedRows::new(self, n)?;
+        for pass in 0..2 {
+            out.prepare(self, pass)?;
+            let mut l = self.inner.stream.launch_builder(&f);
+            l.arg(&n).arg(&d_idx).arg(&a.ptr).arg(&a.col).arg(&a.val);
+            out.push_args(&mut l);
+            // SAFETY: arguments match `csr_select_rows`; every index is below
+            // a's rows (checked above); the fill pass's c_ptr is the prefix
+            // sum of the counts, c_col and c_val hold its total.
+            unsafe { l.launch(cfg) }.map_err(dev("csr_select_rows"))?;
+            self.inner.stats.launch("csr_select_rows");
+        }
+        self.setup_download(&out.finish(a.ncols)?)
+    }
+
     /// The entries of `a`'s first `rows` rows outside the columns `cols`,
     /// their columns kept (a prolongator's entries on other ranks' coarse
     /// columns), as [`CudaBackend::setup_column_range`] makes the block

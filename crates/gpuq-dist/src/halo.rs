@@ -24,7 +24,7 @@ use std::ops::Range;
 const PLAN_TAG: u16 = 1;
 /// The tag of the halo values.
 const HALO_TAG: u16 = 2;
-/// The tag of ghost rows ([`HaloPlan::exchange_rows`]).
+/// The tag of ghost rows ([`HaloPlan::exchange_rows_with`]).
 const ROWS_TAG: u16 = 6;
 
 /// The owned entries an exchange sends (in the order the neighbours want
@@ -974,34 +974,26 @@ impl HaloPlan {
     }
 
     /// The rows of a matrix B whose rows are split like the columns this plan
-    /// was built for (B's owned rows `owned`, global columns): the rows the
-    /// rank's ghost columns name, in ghost order (the ghost rows an
-    /// aggregation setup needs for A P or R (A P)). Collective among
-    /// neighbours: one message per neighbour with the rows it asked for.
-    /// O(the rows' nnz).
-    pub(crate) fn exchange_rows<T: Scalar>(
-        &self,
-        comm: &dyn Communicator,
-        owned: &Csr<T>,
-    ) -> Result<Csr<T>> {
-        self.exchange_rows_with(comm, owned.ncols(), |idx| select_rows(owned, idx))
-    }
-
-    /// [`HaloPlan::exchange_rows`] for owned rows of `ncols` columns that
-    /// are not held whole on the host: `rows(idx)` gives the owned rows
-    /// `idx` (in that order), once per neighbour that asked for rows.
-    /// Collective among neighbours. O(the rows' nnz) plus what `rows` costs.
+    /// was built for: the rows the rank's ghost columns name, in ghost order
+    /// (the ghost rows an aggregation setup needs for P, A P or R (A P)), B
+    /// having `ncols` columns and `rows(idx)` giving B's owned rows `idx` (in
+    /// that order; from the host, or gathered where a backend holds them),
+    /// once per neighbour that asked for rows: one message each way. An
+    /// error of `rows` on any rank is every rank's error (before the
+    /// exchange, so no rank waits for its rows). Collective: every rank of
+    /// `comm` calls it. O(the rows' nnz) plus what `rows` costs.
     pub(crate) fn exchange_rows_with<T: Scalar>(
         &self,
         comm: &dyn Communicator,
         ncols: usize,
         rows: impl Fn(&[usize]) -> Result<Csr<T>>,
     ) -> Result<Csr<T>> {
-        let messages: Vec<(usize, Vec<u8>)> = self
+        let made = self
             .sends
             .iter()
             .map(|(p, idx)| Ok((*p, crate::scatter::encode(&rows(idx)?, &[]))))
-            .collect::<Result<_>>()?;
+            .collect::<Result<Vec<(usize, Vec<u8>)>>>();
+        let messages = crate::comm::agree(comm, made)?;
         let views: Vec<(usize, &[u8])> = messages.iter().map(|(p, m)| (*p, &m[..])).collect();
         let arrived = comm.exchange(ROWS_TAG, &views, &self.recv_ranks(), &mut || Ok(()))?;
         let mut parts = Vec::with_capacity(arrived.len());
@@ -1018,22 +1010,6 @@ impl HaloPlan {
         }
         stack_rows(&parts, ncols)
     }
-}
-
-/// The rows `idx` of `a`, in that order. Errors on an index out of range.
-/// O(the rows' nnz).
-pub(crate) fn select_rows<T: Scalar>(a: &Csr<T>, idx: &[usize]) -> Result<Csr<T>> {
-    gpuq_core::check_indices("select_rows", a.nrows(), idx)?;
-    let mut ptr = Vec::with_capacity(idx.len() + 1);
-    ptr.push(0);
-    let (mut cols, mut vals) = (Vec::new(), Vec::new());
-    for &i in idx {
-        let (c, v) = a.row(i);
-        cols.extend_from_slice(c);
-        vals.extend_from_slice(v);
-        ptr.push(cols.len());
-    }
-    Csr::try_new_allow_nonfinite(idx.len(), a.ncols(), ptr, cols, vals)
 }
 
 /// The matrices of `parts` (each with `ncols` columns) one below the other.
@@ -1109,7 +1085,7 @@ mod tests {
         let a = Csr::try_new(n, n, ptr, col, val).unwrap();
         let part = RowPartition::contiguous(n, 3).unwrap();
         let own = part.range(1);
-        let rows = select_rows(&a, &own.clone().collect::<Vec<_>>()).unwrap();
+        let rows = a.select_rows(&own.clone().collect::<Vec<_>>()).unwrap();
         let split = split_rows(&part, 1, &rows).unwrap();
         assert!(split.ghost_cols.windows(2).all(|w| w[0] < w[1]));
         for i in 0..rows.nrows() {
@@ -1135,7 +1111,7 @@ mod tests {
         // the split itself is the one split_rows gives. On every rank of
         // three, and over the columns of a rectangular partition.
         for r in 0..3 {
-            let rows = select_rows(&a, &part.range(r).collect::<Vec<_>>()).unwrap();
+            let rows = a.select_rows(&part.range(r).collect::<Vec<_>>()).unwrap();
             let (split, ext) = split_columns_extended(&part, r, &rows).unwrap();
             let plain = split_rows(&part, r, &rows).unwrap();
             // Without the owned block: the same ghosts and extended rows,

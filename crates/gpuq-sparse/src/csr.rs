@@ -675,6 +675,29 @@ impl<T: Scalar> Csr<T> {
         Ok(self)
     }
 
+    /// The rows `idx` (in that order, repeats allowed) as a matrix of the
+    /// same columns. Errors name the first index not below the rows.
+    /// O(idx + their entries).
+    pub fn select_rows(&self, idx: &[usize]) -> Result<Csr<T>> {
+        gpuq_core::check_indices("select_rows", self.nrows, idx)?;
+        let mut ptr = Vec::with_capacity(idx.len() + 1);
+        ptr.push(0);
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for &i in idx {
+            let (c, v) = self.row(i);
+            cols.extend_from_slice(c);
+            vals.extend_from_slice(v);
+            ptr.push(cols.len());
+        }
+        Ok(Csr {
+            nrows: idx.len(),
+            ncols: self.ncols,
+            row_ptr: ptr,
+            col_idx: cols,
+            vals,
+        })
+    }
+
     /// [self | right]: each row's entries, then `right`'s row with its
     /// columns numbered after this matrix's (a rank's owned block and its
     /// ghost block made one matrix over owned then ghost columns). Errors
@@ -948,6 +971,12 @@ mod tests {
                 assert_eq!(first.row(i), a.row(i));
             }
         }
+        let picked = a.select_rows(&[35, 2, 2, 0]).unwrap();
+        assert_eq!(picked.shape(), (4, 36));
+        for (k, &i) in [35, 2, 2, 0].iter().enumerate() {
+            assert_eq!(picked.row(k), a.row(i));
+        }
+        assert!(a.select_rows(&[36]).is_err());
         assert!(a.into_first_rows(37).is_err());
     }
 

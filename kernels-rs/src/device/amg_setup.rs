@@ -2358,6 +2358,39 @@ pub unsafe extern "ptx-kernel" fn tentative_scale(
     }
 }
 
+/// The rows `idx[0..n]` of a CSR matrix, in that order, one thread per
+/// selected row. With a null `c_ptr` it counts each selected row's entries
+/// into `counts`; otherwise it copies them from `c_ptr[i]`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn csr_select_rows(
+    n: usize,
+    idx: *const u64,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    c_ptr: *const u64,
+    counts: *mut u64,
+    c_col: *mut u32,
+    c_val: *mut f64,
+) {
+    let mut i = global_id();
+    while i < n {
+        let r = *idx.add(i) as usize;
+        let (lo, hi) = (*ptr.add(r) as usize, *ptr.add(r + 1) as usize);
+        if c_ptr.is_null() {
+            *counts.add(i) = (hi - lo) as u64;
+        } else {
+            let out = *c_ptr.add(i) as usize;
+            for p in lo..hi {
+                *c_col.add(out + p - lo) = *col.add(p);
+                *c_val.add(out + p - lo) = *val.add(p);
+            }
+        }
+        i += grid_threads();
+    }
+}
+
 /// out[e] = col[e] + offset for the `nnz` entries: a rank's tentative
 /// prolongator numbered by the global coarse columns. Grid-stride over the
 /// entries.

@@ -3,9 +3,7 @@
 use super::lanczos::DistLanczos;
 use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
-use crate::halo::{
-    leading_columns, select_rows, split_rows_extended, stack_rows, ExtendedSplit, HaloPlan,
-};
+use crate::halo::{leading_columns, split_rows_extended, stack_rows, ExtendedSplit, HaloPlan};
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
 use crate::solve::allgather_rows;
@@ -904,7 +902,7 @@ fn a_times_p<'k>(
         (split.owned.ncols(), split.ghost.ncols()),
         plan,
         (p.nrows(), p.ncols()),
-        |idx| select_rows(p, idx),
+        |idx| p.select_rows(idx),
     )?;
     if let Some(product) = local.kept_product(a, kept, kept_p, [p, &p_ghosts], p.ncols())? {
         return Ok(RankProduct::Kept { product, p_ghosts });
@@ -928,14 +926,14 @@ fn r_times_ap(
     match ap {
         RankProduct::Host(ap) => {
             let ghosts = ghost_rows(comm, cols, r_plan, (ap.nrows(), ap.ncols()), |idx| {
-                select_rows(ap, idx)
+                ap.select_rows(idx)
             })?;
             local_product(local, (&r.extended()?, &KeptRows::none()), ap, &ghosts)
         }
         RankProduct::Kept { product, p_ghosts } => {
             let n_own = p.nrows();
             let rows_of_ap = |idx: &[usize]| {
-                spgemm_rows(&select_rows(a, idx)?, p.ncols(), |k| {
+                spgemm_rows(&a.select_rows(idx)?, p.ncols(), |k| {
                     if k < n_own {
                         p.row(k)
                     } else {
@@ -1325,7 +1323,8 @@ fn coarsen(
                 });
             let (pt, coarse_null) = agree(comm, made)?;
             trace.mark(format_args!("  tentative"));
-            let pt_ghosts = plan.exchange_rows(comm, agree(comm, pt.host())?)?;
+            // Only the rows other ranks need come from the backend.
+            let pt_ghosts = plan.exchange_rows_with(comm, pt.ncols(), |idx| pt.rows(idx))?;
             trace.mark(format_args!("  its ghost rows exchanged"));
             let smoothed = local
                 .smoothed_prolongator(&a_ext, &dinv, &kept, rho, (&pt, &pt_ghosts))
@@ -1462,7 +1461,7 @@ mod tests {
         // Rows 0..40 of a 10 x 10 grid's Laplacian over owned columns 0..40
         // and 20 ghost columns (blocks of 2 nodes), as a rank's level holds them.
         let a = laplace2d::<f64>(10);
-        let rows = crate::halo::select_rows(&a, &(0..40).collect::<Vec<_>>()).unwrap();
+        let rows = a.select_rows(&(0..40).collect::<Vec<_>>()).unwrap();
         let ext = Csr::try_new(
             40,
             60,
