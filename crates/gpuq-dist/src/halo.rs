@@ -442,7 +442,8 @@ pub(crate) struct ExtendedSplit<T> {
     /// The rows over the rank's columns, then the ghosts (numbered after
     /// them): each row's owned entries, then its ghost entries.
     pub(crate) ext: Csr<T>,
-    /// The largest magnitude of an entry (0 without entries).
+    /// The largest magnitude of an entry (0 without entries, NaN where an
+    /// entry is NaN).
     pub(crate) largest: f64,
 }
 
@@ -612,7 +613,7 @@ fn split_parts<T: Scalar>(
                 let (mut eo, mut eg) = (eptr[i] - eb, eptr[i] - eb + counts[i]);
                 for (&c, &v) in cols.iter().zip(vals) {
                     let c = c as usize;
-                    largest = largest.max(v.magnitude().to_f64_lossless());
+                    largest = larger(largest, v.magnitude().to_f64_lossless());
                     if own.contains(&c) {
                         let local = (c - own.start) as u32;
                         if owned {
@@ -643,7 +644,7 @@ fn split_parts<T: Scalar>(
             }
             largest
         })
-        .reduce(|| 0.0, f64::max);
+        .reduce(|| 0.0, larger);
     let ext = if extend {
         Some(Csr::try_new_allow_nonfinite(
             n,
@@ -722,6 +723,16 @@ pub(crate) fn ghost_block<T: Scalar>(
     );
     let ghost = Csr::try_new_allow_nonfinite(rows.nrows(), ghost_cols.len(), ptr, cols, vals)?;
     Ok((ghost, ghost_cols))
+}
+
+/// The larger of `a` and `b`, NaN where either is (so a NaN entry is never
+/// taken for a value within a range). O(1).
+fn larger(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 /// Rows per task of the row-parallel loops that write a CSR matrix's arrays

@@ -1001,13 +1001,13 @@ impl DistHierarchy {
     }
 
     /// [`DistHierarchy::build`] with the steps of [`DistSetupKernels`] (the
-    /// Lanczos estimates, the aggregation of each rank's block, the smoothed
-    /// prolongator, the owned blocks of P and R = P^T, the Galerkin
-    /// products, the gathered levels' one-process setup) where `local` runs
-    /// them (the rank's GPU for a CUDA backend; the same hierarchy, bit for
-    /// bit). The rest (splits, halo plans, block diagonals, the tentative
-    /// prolongator, the ghost blocks of P and R, the exchanges) stays on the
-    /// host. Collective.
+    /// Lanczos estimates, the owned block of A and its aggregation, the
+    /// tentative and smoothed prolongators, the owned blocks of P and
+    /// R = P^T, the Galerkin products, the gathered levels' one-process
+    /// setup) where `local` runs them (the rank's GPU for a CUDA backend;
+    /// the same hierarchy, bit for bit). The rest (A's extended rows and
+    /// ghost block, halo plans, block diagonals, the ghost blocks of P and R,
+    /// the exchanges) stays on the host. Collective.
     pub fn build_on(
         local: &dyn DistSetupKernels,
         comm: &dyn Communicator,
@@ -1359,14 +1359,22 @@ fn coarsen(
                 transfer_operators((comm, local), (part, &coarse), &p, &kept_p)
             })?;
             trace.mark(format_args!("  P split, R = P^T split"));
+            // A rank's error after an exchange is every rank's (agreed)
+            // before the next collective.
             let ap = time(&mut t.products_s, || {
-                a_times_p((comm, local), (&split, &a_ext, &kept), &plan, (&p, &kept_p))
+                agree(
+                    comm,
+                    a_times_p((comm, local), (&split, &a_ext, &kept), &plan, (&p, &kept_p)),
+                )
             })?;
             trace.mark(format_args!("  A P"));
             let r_plan = HaloPlan::build(comm, part, &r_split.ghost_cols)?;
             trace.mark(format_args!("  R planned"));
             let ac = time(&mut t.products_s, || {
-                r_times_ap((comm, local), &r_split, &r_plan, &ap, (&a_ext, &p))
+                agree(
+                    comm,
+                    r_times_ap((comm, local), &r_split, &r_plan, &ap, (&a_ext, &p)),
+                )
             })?;
             trace.mark(format_args!("  R (A P)"));
             let ac = agree(comm, fix_empty_rows(ac, coarse.range(rank).start))?;

@@ -122,22 +122,28 @@ pub(crate) fn transfer_operators(
                 ))
             }
         });
-    let (p_owned, r_owned, ghost, ghost_cols) = agree(comm, made)?;
-    if p_owned.shape() != (own.len(), mine.len()) || r_owned.shape() != (mine.len(), own.len()) {
-        return Err(Error::shape(
-            "the owned blocks of P and R",
-            format!("{} x {}", own.len(), mine.len()),
-            format!("{:?} and {:?}", p_owned.shape(), r_owned.shape()),
-        ));
-    }
-    let owners: Vec<usize> = ghost_cols
-        .iter()
-        .map(|&j| {
-            coarse.owner(j).ok_or_else(|| {
-                Error::InvalidArgument(format!("coarse column {j} of {}", coarse.rows()))
+    // Every rank's checks agreed before the exchange, so that no rank waits
+    // for one that left.
+    let checked = made.and_then(|(p_owned, r_owned, ghost, ghost_cols)| {
+        if p_owned.shape() != (own.len(), mine.len()) || r_owned.shape() != (mine.len(), own.len())
+        {
+            return Err(Error::shape(
+                "the owned blocks of P and R",
+                format!("{} x {}", own.len(), mine.len()),
+                format!("{:?} and {:?}", p_owned.shape(), r_owned.shape()),
+            ));
+        }
+        let owners: Vec<usize> = ghost_cols
+            .iter()
+            .map(|&j| {
+                coarse.owner(j).ok_or_else(|| {
+                    Error::InvalidArgument(format!("coarse column {j} of {}", coarse.rows()))
+                })
             })
-        })
-        .collect::<Result<_>>()?;
+            .collect::<Result<_>>()?;
+        Ok((p_owned, r_owned, ghost, ghost_cols, owners))
+    });
+    let (p_owned, r_owned, ghost, ghost_cols, owners) = agree(comm, checked)?;
     let (r_ghost, r_ghost_cols) =
         exchange_ghost_entries(comm, (own.start, &mine), (&ghost, &ghost_cols, &owners))?;
     Ok((
@@ -188,10 +194,18 @@ fn exchange_ghost_entries(
         })
         .collect();
     let arrived = exchange_tasks(comm, TRANSFER_TAG, tasks)?;
+    agree(comm, ghost_entries_of(&arrived, mine))
+}
+
+/// R's ghost block and its columns from the entries that `arrived` (one
+/// message per other rank, in rank order) for this rank's coarse rows
+/// `mine`. Errors on a truncated entry, an entry for another rank's row, or
+/// entries out of column order.
+fn ghost_entries_of(arrived: &[Vec<u8>], mine: &Range<usize>) -> Result<(Csr<f64>, Vec<usize>)> {
     // In rank order, then each sender's row order: the fine columns never
     // decrease, so each new one is the next ghost column.
     let (mut entries, mut cols) = (Vec::new(), Vec::<usize>::new());
-    for bytes in &arrived {
+    for bytes in arrived {
         if bytes.len() % ENTRY_BYTES != 0 {
             return Err(comm_error("transpose: a truncated entry"));
         }
@@ -214,7 +228,6 @@ fn exchange_ghost_entries(
             entries.push((row, (cols.len() - 1) as u32, f64::from_bits(word(16))));
         }
     }
-    drop(arrived);
     let piece = RowPiece::of_entries(mine.len(), &entries)?;
     drop(entries);
     Ok((join_pieces(mine.len(), cols.len(), &[piece])?, cols))
