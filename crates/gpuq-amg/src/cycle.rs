@@ -189,30 +189,16 @@ fn layout_for(
     })
 }
 
-/// The layout [`Amg::new`] stores a host matrix `a` of a level in when
-/// `requested` is asked for, `blocks` the node blocks of its rows and
-/// columns: BSR with those blocks where they are equal and at least 2 (any
-/// BSR request), else CSR; CSR where SELL was asked for a matrix of few long
-/// rows (a thread per row would leave most of a GPU idle), SELL with rows
-/// sorted within windows where the requested window pads by more than 10%,
-/// else as asked. For a caller that stores a level's matrices itself (the
-/// distributed cycle: each rank's block). O(rows) for SELL, O(1) otherwise.
-pub fn cycle_layout<T: Scalar>(
-    requested: Layout,
-    a: &Csr<T>,
-    blocks: [usize; 2],
-) -> Result<Layout> {
-    layout_for(
-        requested,
-        (a.shape(), a.nnz()),
-        |c, sigma| Ok(sell_stored(host_row_lengths(a), c, sigma)),
-        blocks,
-    )
-}
-
-/// [`cycle_layout`] for a level matrix wherever it is held: the SELL padding
-/// counted from its host copy, else where the backend keeps it
-/// ([`LevelMatrix::sell_stored`]; no download).
+/// The layout [`Amg::new`] stores a level matrix `m` in when `requested`
+/// is asked for, `blocks` the node blocks of its rows and columns: BSR with
+/// those blocks where they are equal and at least 2 (any BSR request), else
+/// CSR; CSR where SELL was asked for a matrix of few long rows (a thread per
+/// row would leave most of a GPU idle), SELL with rows sorted within windows
+/// where the requested window pads by more than 10%, else as asked. The
+/// SELL padding is counted from the host copy, else where the backend keeps
+/// the matrix ([`LevelMatrix::sell_stored`]; no download). For a caller that
+/// stores a level's matrices itself (the distributed cycle: each rank's
+/// block). O(rows) for SELL, O(1) otherwise.
 pub fn level_cycle_layout(
     requested: Layout,
     m: &LevelMatrix,

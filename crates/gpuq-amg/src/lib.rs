@@ -283,8 +283,7 @@ mod symmetry;
 pub mod trace;
 
 pub use cycle::{
-    chebyshev_interval, cycle_layout, level_cycle_layout, Amg, Coarsest, CycleLevel,
-    CHEBYSHEV_RATIO,
+    chebyshev_interval, level_cycle_layout, Amg, Coarsest, CycleLevel, CHEBYSHEV_RATIO,
 };
 pub use hierarchy::{
     coarsening_accepted, Hierarchy, HierarchyInfo, Level, LevelInfo, SetupTimings, SmootherData,
