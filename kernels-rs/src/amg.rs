@@ -154,6 +154,45 @@ pub fn lanczos_start(i: u32) -> f64 {
     f64::from(hash(i)) / f64::from(u32::MAX) - 0.5
 }
 
+/// A row of a rank's extended rows: the entries of its row `cols`/`vals`
+/// (global columns) on the rank's own columns `lo..hi` first, numbered
+/// from 0, then those on other ranks' columns, numbered `hi - lo` plus
+/// `ghost(column)` (its index among the rank's ghost columns), each part in
+/// the row's order, into `out_cols` and `out_vals` (the row's length; a
+/// shorter output is cut). What the host's split writes per row and the
+/// device's `csr_extend_columns` writes per thread. O(row length) plus a
+/// `ghost` call per ghost entry.
+#[inline(always)]
+pub fn extend_row<V: Copy>(
+    (cols, vals): (&[u32], &[V]),
+    (lo, hi): (u32, u32),
+    ghost: impl Fn(u32) -> u32,
+    (out_cols, out_vals): (&mut [u32], &mut [V]),
+) {
+    let mut o = 0;
+    for (&c, &v) in cols.iter().zip(vals) {
+        if c >= lo && c < hi {
+            put((out_cols, out_vals), o, (c - lo, v));
+            o += 1;
+        }
+    }
+    for (&c, &v) in cols.iter().zip(vals) {
+        if c < lo || c >= hi {
+            put((out_cols, out_vals), o, (hi - lo + ghost(c), v));
+            o += 1;
+        }
+    }
+}
+
+/// Entry `o` of a row being written (nothing beyond its end: no panic
+/// path in a kernel).
+#[inline(always)]
+fn put<V>((cols, vals): (&mut [u32], &mut [V]), o: usize, (c, v): (u32, V)) {
+    if let (Some(x), Some(y)) = (cols.get_mut(o), vals.get_mut(o)) {
+        (*x, *y) = (c, v);
+    }
+}
+
 /// Words of one operation that `setup_replay` runs: its opcode, then up to
 /// seven arguments (lengths, slots, device addresses), unused words zero.
 pub const REPLAY_WORDS: usize = 8;
@@ -204,6 +243,17 @@ mod tests {
             let exact: f64 = (0..len).map(t).sum();
             assert!((got - exact).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn extended_rows_put_owned_columns_first() {
+        let (cols, vals) = ([1u32, 4, 5, 6, 9], [1.0, 2.0, 3.0, 4.0, 5.0]);
+        let (mut oc, mut ov) = ([0u32; 5], [0.0f64; 5]);
+        let ghosts = [1u32, 3, 9];
+        let at = |c| ghosts.partition_point(|&g| g < c) as u32;
+        extend_row((&cols, &vals), (4, 7), at, (&mut oc, &mut ov));
+        assert_eq!(oc, [0, 1, 2, 3, 5]);
+        assert_eq!(ov, [2.0, 3.0, 4.0, 1.0, 5.0]);
     }
 
     #[test]

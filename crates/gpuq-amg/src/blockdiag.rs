@@ -72,6 +72,22 @@ impl BlockDiagonal {
     /// without, a binary search per row for the block's first column (a
     /// row's columns are increasing), O(n (log(row length) + bs)).
     pub fn of(a: &Csr<f64>, bs: usize, l1: bool) -> Self {
+        Self::of_shifted(a, bs, l1, 0)
+    }
+
+    /// [`BlockDiagonal::of`] without `l1` for rows whose columns are
+    /// numbered from `first` (a rank's rows with the level's global
+    /// columns, `first` its first row's): the blocks on columns `first +
+    /// bs k..`, the same values as `of` of the rows renumbered so that those
+    /// columns come first (each block's entries summed in the row's order
+    /// either way). Cost as `of`'s.
+    pub fn of_rows(a: &Csr<f64>, bs: usize, first: usize) -> Self {
+        Self::of_shifted(a, bs, false, first)
+    }
+
+    /// [`BlockDiagonal::of`] with node k's block on the columns `first + bs
+    /// k..first + bs (k + 1)`.
+    fn of_shifted(a: &Csr<f64>, bs: usize, l1: bool, first: usize) -> Self {
         let nodes = a.nrows() / bs;
         let mut blocks = vec![0.0; nodes * bs * bs];
         blocks
@@ -79,7 +95,7 @@ impl BlockDiagonal {
             .enumerate()
             .with_min_len(1024)
             .for_each(|(k, blk)| {
-                let (lo, hi) = ((bs * k) as u32, (bs * (k + 1)) as u32);
+                let (lo, hi) = ((first + bs * k) as u32, (first + bs * (k + 1)) as u32);
                 for r in 0..bs {
                     let (c, v) = a.row(bs * k + r);
                     if !l1 {
@@ -295,6 +311,38 @@ mod tests {
         }
         let zero = Csr::<f64>::try_new(2, 2, vec![0, 1, 1], vec![1], vec![1.0]).unwrap();
         assert!(BlockDiagonal::of(&zero, 1, false).inverse().is_err());
+    }
+
+    /// Rows whose columns are numbered from `first` (a middle rank's rows
+    /// of a matrix) give the blocks of the same rows with their own
+    /// columns moved to the front.
+    #[test]
+    fn blocks_of_a_ranks_rows_are_those_of_its_extended_rows() {
+        let a = gpuq_sparse::generators::convdiff2d::<f64>(6, 0.3);
+        for bs in [1, 2, 3] {
+            let (first, n) = (6, 18);
+            let idx: Vec<usize> = (first..first + n).collect();
+            let rows = a.select_rows(&idx).unwrap();
+            // own columns first, the others after them in their order
+            let order: Vec<usize> = idx
+                .iter()
+                .copied()
+                .chain((0..a.ncols()).filter(|c| !idx.contains(c)))
+                .collect();
+            let mut coo = gpuq_sparse::Coo::new(n, a.ncols());
+            for i in 0..n {
+                let (c, v) = rows.row(i);
+                for (&j, &x) in c.iter().zip(v) {
+                    let at = order.iter().position(|&o| o == j as usize).unwrap();
+                    coo.push(i, at, x).unwrap();
+                }
+            }
+            let ext = Csr::from_coo(&coo).unwrap();
+            assert_eq!(
+                BlockDiagonal::of_rows(&rows, bs, first).blocks(),
+                BlockDiagonal::of(&ext, bs, false).blocks()
+            );
+        }
     }
 
     #[test]

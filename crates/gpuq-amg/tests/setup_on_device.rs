@@ -131,6 +131,27 @@ proptest! {
             ptr.push(cols.len());
         }
         prop_assert_eq!(outside, Csr::try_new(rows, k, ptr, cols, vals).unwrap());
+        // A's rows extended over the columns lo..hi and the others (A's
+        // columns outside them, increasing), as a rank's split writes them:
+        // each row's entries inside first, then the others numbered after
+        // them; an own range past the columns is refused.
+        let ghosts: Vec<usize> = (0..k).filter(|j| !(lo..hi).contains(j)).filter(|&j| a.col_idx().contains(&(j as u32))).collect();
+        let ext = g.setup_download(&g.setup_extend_columns(g.setup_upload(&a).unwrap(), lo..hi, &ghosts).unwrap()).unwrap();
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        for i in 0..m {
+            let (c, v) = a.row(i);
+            let inside = c.iter().zip(v).filter(|(&j, _)| (lo..hi).contains(&(j as usize)));
+            for (&j, &x) in inside {
+                cols.push(j - lo as u32);
+                vals.push(x);
+            }
+            for (&j, &x) in c.iter().zip(v).filter(|(&j, _)| !(lo..hi).contains(&(j as usize))) {
+                cols.push((hi - lo + ghosts.binary_search(&(j as usize)).unwrap()) as u32);
+                vals.push(x);
+            }
+        }
+        prop_assert_eq!(ext, Csr::try_new(m, hi - lo + ghosts.len(), a.row_ptr().to_vec(), cols, vals).unwrap());
+        prop_assert!(g.setup_extend_columns(g.setup_upload(&a).unwrap(), lo..k + 1, &ghosts).is_err());
         prop_assert!(g.setup_outside_columns(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m, 0..k + 1).is_err());

@@ -1358,6 +1358,66 @@ impl CudaBackend {
         out.finish(if inside { cols.len() } else { a.ncols })
     }
 
+    /// A rank's rows `a` (global columns) as its extended rows: each row's
+    /// entries on the rank's columns `own` first, numbered from 0, then
+    /// those on the sorted columns `ghosts` (every other column of `a`),
+    /// numbered `own.len()` plus their index there; `own.len() +
+    /// ghosts.len()` columns, `a`'s row pointers kept (kernel
+    /// `csr_extend_columns`, per row the host split's
+    /// `gpuq_kernels::amg::extend_row`). Errors when `own` does not lie
+    /// within `a`'s columns or a ghost column does not fit in u32. A
+    /// column of `a` outside `own` and not in `ghosts` gives a wrong index,
+    /// never a write out of bounds. O(rows + nnz log ghosts) on the device,
+    /// the ghost columns across.
+    pub fn setup_extend_columns(
+        &self,
+        a: SetupCsr,
+        own: std::ops::Range<usize>,
+        ghosts: &[usize],
+    ) -> Result<SetupCsr> {
+        if own.start > own.end || own.end > a.ncols || u32::try_from(a.ncols).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "extended rows: own columns {own:?} of a {} x {} matrix",
+                a.nrows, a.ncols
+            )));
+        }
+        let narrow: Vec<u32> = ghosts
+            .iter()
+            .map(|&g| u32::try_from(g))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| Error::InvalidArgument("a ghost column beyond u32".into()))?;
+        let d_ghosts = self.setup_put(&narrow)?;
+        let (nrows, nnz, nghosts) = (a.nrows, a.nnz, narrow.len());
+        let (lo, hi) = (own.start as u32, own.end as u32);
+        // SAFETY: every entry is written by `csr_extend_columns` below (each
+        // row's entries are its own, inside or outside `own`).
+        let mut col = unsafe { self.setup_uninit::<u32>(nnz)? };
+        // SAFETY: as for `col`.
+        let mut val = unsafe { self.setup_uninit::<f64>(nnz)? };
+        // SAFETY: arguments match `csr_extend_columns`; a's arrays hold its
+        // rows, col and val nnz entries, d_ghosts nghosts columns.
+        setup_launch!(self, "csr_extend_columns", nrows, l => {
+            l.arg(&nrows)
+                .arg(&a.ptr)
+                .arg(&a.col)
+                .arg(&a.val)
+                .arg(&lo)
+                .arg(&hi)
+                .arg(&d_ghosts)
+                .arg(&nghosts)
+                .arg(&mut col)
+                .arg(&mut val);
+        })?;
+        Ok(SetupCsr {
+            nrows,
+            ncols: own.len() + nghosts,
+            nnz,
+            ptr: a.ptr,
+            col,
+            val,
+        })
+    }
+
     /// `a` with `offset` added to every column index and `ncols` columns
     /// (a rank's tentative prolongator numbered by the global coarse
     /// columns): the row pointers and values copied on the device, the

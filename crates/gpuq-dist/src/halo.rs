@@ -15,6 +15,7 @@ use gpuq_core::{
     Scalar,
 };
 use gpuq_cpu::{CpuBackend, CpuVector};
+use gpuq_kernels::amg::extend_row;
 use gpuq_krylov::KrylovBackend;
 use gpuq_sparse::{par_fill_rows, par_row_pointers, Csr};
 use rayon::prelude::*;
@@ -430,8 +431,8 @@ pub fn split_rows<T: Scalar>(
 }
 
 /// A rank's rows split for the distributed setup
-/// ([`split_rows_extended`]): the ghost block, the rows over the owned then
-/// the ghost columns, and the owned block where it was asked for.
+/// ([`split_rows_extended`]): the ghost block, and where they were asked
+/// for the rows over the owned then the ghost columns and the owned block.
 pub(crate) struct ExtendedSplit<T> {
     /// The owned block (n_local x the rank's columns), where asked for.
     pub(crate) owned: Option<Csr<T>>,
@@ -440,26 +441,29 @@ pub(crate) struct ExtendedSplit<T> {
     /// The global column of each ghost, increasing.
     pub(crate) ghost_cols: Vec<usize>,
     /// The rows over the rank's columns, then the ghosts (numbered after
-    /// them): each row's owned entries, then its ghost entries.
-    pub(crate) ext: Csr<T>,
+    /// them): each row's owned entries, then its ghost entries; where
+    /// asked for.
+    pub(crate) ext: Option<Csr<T>>,
     /// The largest magnitude of an entry (0 without entries, NaN where an
     /// entry is NaN).
     pub(crate) largest: f64,
 }
 
-/// [`split_rows`]' ghost block and, with `owned`, its owned block, with the
-/// rank's rows over (its columns, then the ghosts) as one matrix too (the
-/// owned block followed by the ghost block, its columns shifted by the
-/// owned count), written in the same pass. Errors as [`split_rows`].
+/// [`split_rows`]' ghost block and, with `owned`, its owned block, with
+/// `extend` the rank's rows over (its columns, then the ghosts) as one
+/// matrix too (the owned block followed by the ghost block, its columns
+/// shifted by the owned count), written in the same pass. Errors as
+/// [`split_rows`].
 pub(crate) fn split_rows_extended<T: Scalar>(
     partition: &RowPartition,
     rank: usize,
     rows: &Csr<T>,
     owned: bool,
+    extend: bool,
 ) -> Result<ExtendedSplit<T>> {
     check_rows(partition, rank, rows)?;
-    let (owned, ghost, ghost_cols, ext, largest) = split_parts(partition, rank, rows, true, owned)?;
-    let ext = ext.expect("split_parts writes the extended rows when asked to");
+    let (owned, ghost, ghost_cols, ext, largest) =
+        split_parts(partition, rank, rows, extend, owned)?;
     Ok(ExtendedSplit {
         owned,
         ghost,
@@ -595,7 +599,12 @@ fn split_parts<T: Scalar>(
             (0..tasks).map(|_| Default::default()).collect(),
         )
     };
-    let n_own = own.len() as u32;
+    let bounds = (own.start as u32, own.end as u32);
+    let ghost_index = |c: u32| {
+        ghost_cols
+            .binary_search(&(c as usize))
+            .expect("every ghost was listed") as u32
+    };
     let largest = oc
         .into_par_iter()
         .zip(ov)
@@ -609,37 +618,26 @@ fn split_parts<T: Scalar>(
             for i in first..(first + TASK_ROWS).min(n) {
                 let (cols, vals) = rows.row(i);
                 let (mut o, mut g) = (optr[i] - ob, gptr[i] - gb);
-                // the extended row: owned entries from its start, ghosts after them
-                let (mut eo, mut eg) = (eptr[i] - eb, eptr[i] - eb + counts[i]);
                 for (&c, &v) in cols.iter().zip(vals) {
                     let c = c as usize;
                     largest = larger(largest, v.magnitude().to_f64_lossless());
                     if own.contains(&c) {
-                        let local = (c - own.start) as u32;
                         if owned {
-                            oc[o] = local;
+                            oc[o] = (c - own.start) as u32;
                             ov[o] = v;
                             o += 1;
                         }
-                        if extend {
-                            ec[eo] = local;
-                            ev[eo] = v;
-                            eo += 1;
-                        }
                     } else {
-                        let k = ghost_cols
-                            .binary_search(&c)
-                            .expect("every ghost was listed")
-                            as u32;
-                        gc[g] = k;
+                        gc[g] = ghost_index(c as u32);
                         gv[g] = v;
                         g += 1;
-                        if extend {
-                            ec[eg] = n_own + k;
-                            ev[eg] = v;
-                            eg += 1;
-                        }
                     }
+                }
+                if extend {
+                    // the extended row: owned entries from its start, ghosts after them
+                    let at = eptr[i] - eb..eptr[i + 1] - eb;
+                    let out = (&mut ec[at.clone()], &mut ev[at]);
+                    extend_row((cols, vals), bounds, ghost_index, out);
                 }
             }
             largest
@@ -1127,17 +1125,24 @@ mod tests {
             let plain = split_rows(&part, r, &rows).unwrap();
             // Without the owned block: the same ghosts and extended rows,
             // the owned block their leading columns.
-            let lean = split_rows_extended(&part, r, &rows, false).unwrap();
+            let lean = split_rows_extended(&part, r, &rows, false, true).unwrap();
             assert!(lean.owned.is_none());
             assert_eq!(
-                (&lean.ghost, &lean.ghost_cols, &lean.ext),
-                (&split.ghost, &split.ghost_cols, &ext)
+                (&lean.ghost, &lean.ghost_cols, lean.ext.as_ref()),
+                (&split.ghost, &split.ghost_cols, Some(&ext))
+            );
+            // Neither: the same ghosts, nothing else written.
+            let ghosts = split_rows_extended(&part, r, &rows, false, false).unwrap();
+            assert!(ghosts.owned.is_none() && ghosts.ext.is_none());
+            assert_eq!(
+                (&ghosts.ghost, &ghosts.ghost_cols, ghosts.largest),
+                (&split.ghost, &split.ghost_cols, lean.largest)
             );
             assert_eq!(
                 leading_columns(&ext, split.owned.ncols()).unwrap(),
                 split.owned
             );
-            let full = split_rows_extended(&part, r, &rows, true).unwrap();
+            let full = split_rows_extended(&part, r, &rows, true, true).unwrap();
             assert_eq!(full.owned.as_ref(), Some(&split.owned));
             assert_eq!(
                 (&split.owned, &split.ghost, &split.ghost_cols),

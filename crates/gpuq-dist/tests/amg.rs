@@ -8,8 +8,8 @@ use gpuq_core::{Backend, Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_rows_with_precond, Communicator, Dist, DistAmgOptions,
-    DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows, OwnedTransfer, RowPartition,
-    ThreadComm,
+    DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows, OwnedTransfer, RankRows,
+    RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -588,12 +588,17 @@ struct CountingSetup {
 type Kept = (Csr<f64>, Vec<f64>);
 
 impl DistSetupKernels for CountingSetup {
+    /// The rows' extended form made on the host when first asked for (the
+    /// split leaves it out, as for the CUDA backend).
     fn keep_rows(
         &self,
-        a: &Csr<f64>,
+        a: &RankRows<'_>,
         dinv: &gpuq_amg::blockdiag::BlockDiagonal,
     ) -> Result<KeptRows, Error> {
-        Ok(KeptRows::new((a.clone(), dinv.blocks().to_vec())))
+        Ok(KeptRows::new((
+            a.extended()?.clone(),
+            dinv.blocks().to_vec(),
+        )))
     }
 
     /// The owned block is cut from the kept rows (the host's split leaves
@@ -656,13 +661,13 @@ impl DistSetupKernels for CountingSetup {
 
     fn smoothed_prolongator(
         &self,
-        a: &Csr<f64>,
+        a: &RankRows<'_>,
         dinv: &gpuq_amg::blockdiag::BlockDiagonal,
         kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
     ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
-        let own = own.host()?;
+        let (own, a) = (own.host()?, a.extended()?);
         self.prolongators
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (rows, blocks) = kept.get::<Kept>().expect("the level's rows kept");
@@ -795,13 +800,13 @@ impl KeptProduct for HostKept<'_> {
 impl DistSetupKernels for KeepingSetup {
     fn smoothed_prolongator(
         &self,
-        a: &Csr<f64>,
+        a: &RankRows<'_>,
         dinv: &gpuq_amg::blockdiag::BlockDiagonal,
         _kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
     ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
-        let own = own.host()?;
+        let (own, a) = (own.host()?, a.extended()?);
         let p = gpuq_amg::prolong::smooth(a, dinv, rho, &stacked(a, own, ghost)?)?;
         Ok(Some((p.clone(), KeptRows::new(KeptP(p)))))
     }
@@ -836,7 +841,7 @@ impl DistSetupKernels for KeepingSetup {
 
     fn kept_product(
         &self,
-        a: &Csr<f64>,
+        a: &RankRows<'_>,
         _kept: &KeptRows,
         kept_p: &KeptRows,
         [p, ghosts]: [&Csr<f64>; 2],
@@ -850,7 +855,7 @@ impl DistSetupKernels for KeepingSetup {
             .iter()
             .flat_map(|p| (0..p.nrows()).map(move |i| p.row(i)))
             .collect();
-        let ap = gpuq_amg::galerkin::spgemm_rows(a, ncols, |k| rows[k])?;
+        let ap = gpuq_amg::galerkin::spgemm_rows(a.extended()?, ncols, |k| rows[k])?;
         Ok(Some(Box::new(HostKept {
             ap,
             uses: &self.left_products,

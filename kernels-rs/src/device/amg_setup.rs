@@ -19,7 +19,7 @@ use super::prelude::{
     DeviceReal, DeviceScalar,
 };
 use crate::amg::{
-    fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
+    extend_row, fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
     DOT_CHUNK, MAX_SETUP_BLOCK, REPLAY_BLOCK_MUL, ROW_LANES, REPLAY_DIVIDE, REPLAY_DOT, REPLAY_SPMV,
     REPLAY_UPDATE, REPLAY_WORDS, ROOT, UNDECIDED,
 };
@@ -2388,6 +2388,47 @@ pub unsafe extern "ptx-kernel" fn csr_select_rows(
             }
         }
         i += grid_threads();
+    }
+}
+
+/// A rank's extended rows (`extend_row`, one thread per row): row r of
+/// the `nrows` rows (`ptr`, `col`, `val`; global columns) into the same
+/// positions of `out_col` and `out_val`, its entries on the columns
+/// `lo..hi` first (numbered from 0), then the others numbered `hi - lo`
+/// plus their index in the `nghosts` increasing columns `ghosts`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn csr_extend_columns(
+    nrows: usize,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    lo: u32,
+    hi: u32,
+    ghosts: *const u32,
+    nghosts: usize,
+    out_col: *mut u32,
+    out_val: *mut f64,
+) {
+    let ghosts = core::slice::from_raw_parts(ghosts, nghosts);
+    let mut r = global_id();
+    while r < nrows {
+        let (start, end) = (*ptr.add(r) as usize, *ptr.add(r + 1) as usize);
+        let len = end - start;
+        extend_row(
+            (
+                core::slice::from_raw_parts(col.add(start), len),
+                core::slice::from_raw_parts(val.add(start), len),
+            ),
+            (lo, hi),
+            // every ghost column is listed: the search ends on it
+            |c| ghosts.partition_point(|&g| g < c) as u32,
+            (
+                core::slice::from_raw_parts_mut(out_col.add(start), len),
+                core::slice::from_raw_parts_mut(out_val.add(start), len),
+            ),
+        );
+        r += grid_threads();
     }
 }
 

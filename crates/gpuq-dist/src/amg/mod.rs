@@ -48,8 +48,10 @@
 //! aggregation of each rank's block, the Lanczos estimates, the smoothed
 //! prolongator and the products A P and R (A P) run on its GPU
 //! ([`DistSetupKernels`]; the host's hierarchy bit for bit), a level's rows
-//! uploaded once for its Lanczos estimate, smoothing and A P
-//! ([`DistSetupKernels::keep_rows`]); the tentative prolongator is built
+//! uploaded once with their global columns and made extended there (own
+//! columns, then ghosts: [`RankRows`]) for its Lanczos estimate, smoothing
+//! and A P ([`DistSetupKernels::keep_rows`]), so the host's split writes
+//! only the ghost block; the tentative prolongator is built
 //! there ([`DistSetupKernels::tentative`]); P stays there for A P, and the owned
 //! blocks of P and R = P^T are cut and transposed there
 //! ([`DistSetupKernels::owned_transfer`]) for R (A P) and the cycle, which
@@ -58,7 +60,7 @@
 //! cycle.
 //!
 //! Not done: the rest of the setup runs on the host of every rank (the
-//! extended rows and ghost block of A, P's ghost block, the exchanges, the
+//! pass over A's rows for its ghost block, P's ghost block, the exchanges, the
 //! block diagonals, the copies of P and of the products' results back: laplace3d:300's hierarchy takes 1.7-1.9 s on two
 //! ranks sharing one H200 against 0.55-0.7 s on one GPU's whole setup, no
 //! step above a sixth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
@@ -71,11 +73,13 @@ mod cycle;
 mod kernels;
 mod lanczos;
 mod mixed;
+mod rows;
 mod setup;
 mod transfer;
 
 pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
+pub use rows::RankRows;
 pub use setup::{
     DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptProduct,
     KeptRows, OwnedTransfer,

@@ -1,6 +1,7 @@
 //! The distributed smoothed-aggregation setup ([`DistHierarchy::build`]).
 
 use super::lanczos::DistLanczos;
+use super::rows::RankRows;
 use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
 use crate::halo::{leading_columns, split_rows_extended, stack_rows, ExtendedSplit, HaloPlan};
@@ -200,19 +201,21 @@ impl KeptRows {
 /// kernels, which give the host's results bit for bit, so the hierarchy is
 /// the same wherever it was built.
 pub trait DistSetupKernels: Sync {
-    /// The rank's rows `a` of a level (owned then ghost columns) and the
-    /// inverse blocks `dinv` of its rows, kept for the level's Lanczos
-    /// estimate, prolongator smoothing and product A P (made once per
-    /// level; each of those takes it). Default: nothing kept. The CUDA
-    /// backend uploads them once, squared by empty rows for the ghost
-    /// columns.
-    fn keep_rows(&self, _a: &Csr<f64>, _dinv: &BlockDiagonal) -> Result<KeptRows> {
+    /// The rank's rows `a` of a level and the inverse blocks `dinv` of its
+    /// rows, kept for the level's Lanczos estimate, prolongator smoothing
+    /// and product A P (made once per level; each of those takes it).
+    /// Default: nothing kept. The CUDA backend uploads the rows with their
+    /// global columns once and makes their extended form on the device,
+    /// squared by empty rows for the ghost columns (the host never makes
+    /// it).
+    fn keep_rows(&self, _a: &RankRows<'_>, _dinv: &BlockDiagonal) -> Result<KeptRows> {
         Ok(KeptRows::none())
     }
 
-    /// Whether [`DistSetupKernels::keep_rows`] cuts the rank's owned block
-    /// from the rows it keeps ([`DistSetupKernels::owned_block`]), so that
-    /// the host's split need not write it. Default: no.
+    /// Whether [`DistSetupKernels::keep_rows`] makes the rank's extended
+    /// rows and cuts its owned block from them ([`DistSetupKernels::owned_block`]),
+    /// so that the host's split writes neither (only the ghost block).
+    /// Default: no.
     fn keeps_owned_block(&self) -> bool {
         false
     }
@@ -265,7 +268,7 @@ pub trait DistSetupKernels: Sync {
     /// the whole product never crosses to the host.
     fn kept_product(
         &self,
-        _a: &Csr<f64>,
+        _a: &RankRows<'_>,
         _kept: &KeptRows,
         _kept_p: &KeptRows,
         _parts: [&Csr<f64>; 2],
@@ -309,8 +312,8 @@ pub trait DistSetupKernels: Sync {
     }
 
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T of the rank's
-    /// rows (`gpuq_amg::prolong::smooth`): `a` the rank's rows over owned
-    /// then ghost columns, `dinv` the inverse blocks of its rows, `pt` the
+    /// rows (`gpuq_amg::prolong::smooth`): `a` the rank's rows (smoothed
+    /// over owned then ghost columns), `dinv` the inverse blocks of its rows, `pt` the
     /// tentative prolongator's rows on this rank (wherever they are held)
     /// and its ghost rows (stacked in that order, the same columns), `kept`
     /// what [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`: P's rows
@@ -319,7 +322,7 @@ pub trait DistSetupKernels: Sync {
     /// smooth on the host (the default).
     fn smoothed_prolongator(
         &self,
-        _a: &Csr<f64>,
+        _a: &RankRows<'_>,
         _dinv: &BlockDiagonal,
         _kept: &KeptRows,
         _rho: f64,
@@ -329,9 +332,9 @@ pub trait DistSetupKernels: Sync {
     }
 
     /// The Lanczos estimate of rho(D^-1 A) over the ranks' rows (the host's
-    /// distributed Lanczos steps and values, bit for bit): `rows` = (the
-    /// rank's rows over owned then ghost columns, `plan` bringing the
-    /// ghosts; the global index of its first row), `blocks` = (D, D^-1) of
+    /// distributed Lanczos steps and values, bit for bit): `rows` the
+    /// rank's rows (multiplied over owned then ghost columns, `plan`
+    /// bringing the ghosts), `blocks` = (D, D^-1) of
     /// its rows, `size` = (global rows, Lanczos steps), `kept` what
     /// [`DistSetupKernels::keep_rows`] kept of the rows and D^-1; or `None`
     /// to run it on the host (the default). Every rank makes the same
@@ -340,7 +343,7 @@ pub trait DistSetupKernels: Sync {
         &self,
         _comm: &dyn Communicator,
         _plan: &HaloPlan,
-        _rows: (&Csr<f64>, usize),
+        _rows: &RankRows<'_>,
         _blocks: (&BlockDiagonal, &BlockDiagonal),
         _kept: &KeptRows,
         _size: (usize, usize),
@@ -363,13 +366,13 @@ pub trait DistSetupKernels: Sync {
     }
 }
 
-/// How many empty rows make `a` (rows over owned then ghost columns) square
-/// with whole blocks of `dinv` for them: its ghost columns, `None` where they
-/// do not make whole blocks or `dinv` is not `a`'s rows' (a kernel written
-/// for a square A then cannot take it). O(1).
+/// How many empty rows make `n` rows over `m` columns (owned then ghost)
+/// square with whole blocks of `dinv` for them: its ghost columns, `None`
+/// where they do not make whole blocks or `dinv` is not of `n` rows (a
+/// kernel written for a square A then cannot take it). O(1).
 #[cfg(any(feature = "cuda", test))]
-fn padding_rows(a: &Csr<f64>, dinv: &BlockDiagonal) -> Option<usize> {
-    let (n, m, bs) = (a.nrows(), a.ncols(), dinv.block());
+fn padding_rows((n, m): (usize, usize), dinv: &BlockDiagonal) -> Option<usize> {
+    let bs = dinv.block();
     (m >= n && (m - n) % bs == 0 && dinv.blocks().len() == n * bs).then_some(m - n)
 }
 
@@ -382,7 +385,7 @@ fn padding_rows(a: &Csr<f64>, dinv: &BlockDiagonal) -> Option<usize> {
 /// [`padding_rows`] finds none. O(nnz).
 #[cfg(test)]
 fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f64>)>> {
-    let Some(ghosts) = padding_rows(a, dinv) else {
+    let Some(ghosts) = padding_rows(a.shape(), dinv) else {
         return Ok(None);
     };
     let mut ptr = a.row_ptr().to_vec();
@@ -447,18 +450,21 @@ pub(crate) struct SquaredRows {
 
 #[cfg(feature = "cuda")]
 impl SquaredRows {
-    /// `a` squared (stacked on an empty row per ghost column) and uploaded
-    /// with `dinv`'s blocks, the padding added on the way (no host copy of
-    /// the rows); `None` where the ghost columns do not make whole blocks
-    /// ([`padding_rows`]); with `owned`, the owned block cut from them on
-    /// the device too. O(nnz) across.
+    /// The rank's rows with their global columns, stacked on an empty row
+    /// per ghost column and uploaded (the padding added on the way: no host
+    /// copy of the rows), then made extended on the device
+    /// (`setup_extend_columns`), with `dinv`'s blocks; `None` where the
+    /// ghost columns do not make whole blocks ([`padding_rows`]); with
+    /// `owned`, the owned block cut from them on the device too. O(nnz)
+    /// across.
     fn upload(
         g: &gpuq_cuda::CudaBackend,
-        a: &Csr<f64>,
+        rows: &RankRows<'_>,
         dinv: &BlockDiagonal,
         owned: bool,
     ) -> Result<Option<Self>> {
-        let Some(ghosts) = padding_rows(a, dinv) else {
+        let a = rows.global();
+        let Some(ghosts) = padding_rows((a.nrows(), rows.extended_cols()), dinv) else {
             return Ok(None);
         };
         let empty = Csr::try_new(
@@ -468,7 +474,9 @@ impl SquaredRows {
             Vec::new(),
             Vec::new(),
         )?;
-        let (own, squared) = (a.nrows(), g.setup_upload_stacked(&[a, &empty], a.ncols())?);
+        let global = g.setup_upload_stacked(&[a, &empty], a.ncols())?;
+        let squared = g.setup_extend_columns(global, rows.own(), rows.ghost_cols())?;
+        let own = a.nrows();
         let owned = match owned {
             true => Some(Arc::new(g.setup_column_range(&squared, own, 0..own)?)),
             false => None,
@@ -486,7 +494,7 @@ impl SquaredRows {
     pub(crate) fn of<'k>(
         g: &gpuq_cuda::CudaBackend,
         kept: &'k KeptRows,
-        (a, dinv): (&Csr<f64>, &BlockDiagonal),
+        (a, dinv): (&RankRows<'_>, &BlockDiagonal),
         fresh: &'k mut Option<SquaredRows>,
     ) -> Result<Option<&'k SquaredRows>> {
         if let Some(k) = kept.get::<SquaredRows>() {
@@ -507,7 +515,7 @@ impl SquaredRows {
 /// Lanczos estimate, smoothing and A P.
 #[cfg(feature = "cuda")]
 impl DistSetupKernels for gpuq_cuda::CudaBackend {
-    fn keep_rows(&self, a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<KeptRows> {
+    fn keep_rows(&self, a: &RankRows<'_>, dinv: &BlockDiagonal) -> Result<KeptRows> {
         Ok(SquaredRows::upload(self, a, dinv, true)?.map_or_else(KeptRows::none, KeptRows::new))
     }
 
@@ -558,7 +566,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     /// into one device matrix, left there (a `DeviceProduct`).
     fn kept_product(
         &self,
-        _a: &Csr<f64>,
+        _a: &RankRows<'_>,
         kept: &KeptRows,
         kept_p: &KeptRows,
         [p, ghosts]: [&Csr<f64>; 2],
@@ -606,7 +614,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     /// rank's rows back and kept on the device (`KeptProlongator`).
     fn smoothed_prolongator(
         &self,
-        a: &Csr<f64>,
+        a: &RankRows<'_>,
         dinv: &BlockDiagonal,
         kept: &KeptRows,
         rho: f64,
@@ -659,7 +667,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         &self,
         comm: &dyn Communicator,
         plan: &HaloPlan,
-        (a, first): (&Csr<f64>, usize),
+        a: &RankRows<'_>,
         (d, dinv): (&BlockDiagonal, &BlockDiagonal),
         kept: &KeptRows,
         (n, steps): (usize, usize),
@@ -668,6 +676,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let Some(sq) = SquaredRows::of(self, kept, (a, dinv), &mut fresh)? else {
             return Ok(None);
         };
+        let first = a.own().start;
         let ops = super::lanczos::DeviceDistLanczos::new(self, (comm, plan), (sq, first), d)?;
         lanczos_rho(&ops, n, steps).map(Some)
     }
@@ -886,14 +895,14 @@ enum RankProduct<'k> {
     },
 }
 
-/// A P over the rank's rows (`split` its columns split as P's rows, `a` its
-/// extended form ([`split_rows_extended`]), `kept` what the backend kept of
-/// it, `plan` bringing P's ghost rows once; `kept_p` what the backend kept
-/// of P): one local product, kept on the backend where it keeps it.
-/// Collective among neighbours.
+/// A P over the rank's rows `a` (`split` its columns split as P's rows,
+/// `kept` what the backend kept of it, `plan` bringing P's ghost rows once;
+/// `kept_p` what the backend kept of P): one local product, kept on the
+/// backend where it keeps it, else over `a`'s extended rows. Collective
+/// among neighbours.
 fn a_times_p<'k>(
     (comm, local): (&dyn Communicator, &'k dyn DistSetupKernels),
-    (split, a, kept): (&LevelSplit, &Csr<f64>, &KeptRows),
+    (split, a, kept): (&LevelSplit, &RankRows<'_>, &KeptRows),
     plan: &HaloPlan,
     (p, kept_p): (&Csr<f64>, &KeptRows),
 ) -> Result<RankProduct<'k>> {
@@ -907,20 +916,21 @@ fn a_times_p<'k>(
     if let Some(product) = local.kept_product(a, kept, kept_p, [p, &p_ghosts], p.ncols())? {
         return Ok(RankProduct::Kept { product, p_ghosts });
     }
-    local_product(local, (a, kept), p, &p_ghosts).map(RankProduct::Host)
+    local_product(local, (a.extended()?, kept), p, &p_ghosts).map(RankProduct::Host)
 }
 
 /// R (A P) over the rank's rows of R (`r` split by its columns, A P's
 /// rows, `r_plan` bringing the ghosts), A P as [`a_times_p`] left it (`a`
 /// and `p` the host rows it came from): A P's ghost rows fetched (the rows
-/// others need of a kept A P computed on the host from `a`'s rows), then
-/// the product on the backend or the host. Collective among neighbours.
+/// others need of a kept A P computed on the host from those of `a`'s
+/// extended rows), then the product on the backend or the host. Collective
+/// among neighbours.
 fn r_times_ap(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     r: &LevelSplit,
     r_plan: &HaloPlan,
     ap: &RankProduct<'_>,
-    (a, p): (&Csr<f64>, &Csr<f64>),
+    (a, p): (&RankRows<'_>, &Csr<f64>),
 ) -> Result<Csr<f64>> {
     let cols = (r.owned.ncols(), r.ghost.ncols());
     match ap {
@@ -933,7 +943,7 @@ fn r_times_ap(
         RankProduct::Kept { product, p_ghosts } => {
             let n_own = p.nrows();
             let rows_of_ap = |idx: &[usize]| {
-                spgemm_rows(&a.select_rows(idx)?, p.ncols(), |k| {
+                spgemm_rows(&a.extended_rows(idx)?, p.ncols(), |k| {
                     if k < n_own {
                         p.row(k)
                     } else {
@@ -941,7 +951,7 @@ fn r_times_ap(
                     }
                 })
             };
-            let below = ghost_rows(comm, cols, r_plan, (a.nrows(), p.ncols()), rows_of_ap)?;
+            let below = ghost_rows(comm, cols, r_plan, (p.nrows(), p.ncols()), rows_of_ap)?;
             product.left_product((&r.owned, &r.ghost), &below)
         }
     }
@@ -1001,12 +1011,12 @@ impl DistHierarchy {
     }
 
     /// [`DistHierarchy::build`] with the steps of [`DistSetupKernels`] (the
-    /// Lanczos estimates, the owned block of A and its aggregation, the
+    /// Lanczos estimates, A's extended rows and owned block, its aggregation, the
     /// tentative and smoothed prolongators, the owned blocks of P and
     /// R = P^T, the Galerkin products, the gathered levels' one-process
     /// setup) where `local` runs them (the rank's GPU for a CUDA backend;
-    /// the same hierarchy, bit for bit). The rest (A's extended rows and
-    /// ghost block, halo plans, block diagonals, the ghost blocks of P and R,
+    /// the same hierarchy, bit for bit). The rest (A's ghost block, halo
+    /// plans, block diagonals, the ghost blocks of P and R,
     /// the exchanges) stays on the host. Collective.
     pub fn build_on(
         local: &dyn DistSetupKernels,
@@ -1184,11 +1194,11 @@ fn coarsen(
     let rank = comm.rank();
     let own = part.range(rank);
     let n = part.rows();
-    // The owned block is left to the backend where it cuts one from the
-    // rows it keeps.
+    // The owned block and the extended rows are left to the backend where
+    // it makes them from the rows it keeps.
     let (split, plan) = time(&mut t.split_s, || -> Result<_> {
-        let owned = !local.keeps_owned_block();
-        let split = agree(comm, split_rows_extended(part, rank, a, owned))?;
+        let host = !local.keeps_owned_block();
+        let split = agree(comm, split_rows_extended(part, rank, a, host, host))?;
         trace.mark(format_args!("  split and extended"));
         let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
         trace.mark(format_args!("  halo plan"));
@@ -1198,31 +1208,25 @@ fn coarsen(
         owned: host_owned,
         ghost,
         ghost_cols,
-        ext: a_ext,
+        ext,
         largest,
     } = split;
+    let rows = RankRows::new(a, own.clone(), ghost_cols.clone(), ext);
     // Smoother data: D from the rank's rows (its blocks lie in its columns).
     let (dinv, rho, smoother_dinv, omega, kept) = time(&mut t.smoother_s, || -> Result<_> {
-        let d = BlockDiagonal::of(&a_ext, bs, false);
+        let d = BlockDiagonal::of_rows(a, bs, own.start);
         let dinv = agree(comm, d.inverse())?;
         trace.mark(format_args!("  block diagonal and inverse"));
         let steps = o.lanczos_steps;
-        let kept = agree(comm, local.keep_rows(&a_ext, &dinv))?;
-        let rho = match local.lanczos_rho(
-            comm,
-            &plan,
-            (&a_ext, own.start),
-            (&d, &dinv),
-            &kept,
-            (n, steps),
-        )? {
+        let kept = agree(comm, local.keep_rows(&rows, &dinv))?;
+        let rho = match local.lanczos_rho(comm, &plan, &rows, (&d, &dinv), &kept, (n, steps))? {
             Some(rho) => rho,
             None => {
                 let ops = DistLanczos {
                     comm,
                     plan: &plan,
                     host: HostLanczos {
-                        a: &a_ext,
+                        a: rows.extended()?,
                         d: &d,
                         dinv: &dinv,
                     },
@@ -1239,7 +1243,11 @@ fn coarsen(
         }
         let (smoother_dinv, omega) = match o.smoother_of(index) {
             Smoother::L1Jacobi => (
-                agree(comm, BlockDiagonal::of(&a_ext, bs, true).inverse())?,
+                agree(
+                    comm,
+                    rows.extended()
+                        .and_then(|ext| BlockDiagonal::of(ext, bs, true).inverse()),
+                )?,
                 1.0,
             ),
             _ => (dinv.clone(), o.jacobi_damping / rho),
@@ -1253,7 +1261,10 @@ fn coarsen(
         match (host_owned, local.owned_block(&kept)) {
             (Some(host), _) => Ok(LevelMatrix::from_host(host)),
             (None, Some(kept)) => Ok(kept),
-            (None, None) => leading_columns(&a_ext, own.len()).map(LevelMatrix::from_host),
+            (None, None) => rows
+                .extended()
+                .and_then(|ext| leading_columns(ext, own.len()))
+                .map(LevelMatrix::from_host),
         },
     )?;
     let split = LevelSplit {
@@ -1327,11 +1338,11 @@ fn coarsen(
             let pt_ghosts = plan.exchange_rows_with(comm, pt.ncols(), |idx| pt.rows(idx))?;
             trace.mark(format_args!("  its ghost rows exchanged"));
             let smoothed = local
-                .smoothed_prolongator(&a_ext, &dinv, &kept, rho, (&pt, &pt_ghosts))
+                .smoothed_prolongator(&rows, &dinv, &kept, rho, (&pt, &pt_ghosts))
                 .and_then(|p| match p {
                     Some(kept_p) => Ok(kept_p),
                     None => smooth(
-                        &a_ext,
+                        rows.extended()?,
                         &dinv,
                         rho,
                         &stack_rows(&[pt.host()?, &pt_ghosts], nc)?,
@@ -1364,7 +1375,7 @@ fn coarsen(
             let ap = time(&mut t.products_s, || {
                 agree(
                     comm,
-                    a_times_p((comm, local), (&split, &a_ext, &kept), &plan, (&p, &kept_p)),
+                    a_times_p((comm, local), (&split, &rows, &kept), &plan, (&p, &kept_p)),
                 )
             })?;
             trace.mark(format_args!("  A P"));
@@ -1373,7 +1384,7 @@ fn coarsen(
             let ac = time(&mut t.products_s, || {
                 agree(
                     comm,
-                    r_times_ap((comm, local), &r_split, &r_plan, &ap, (&a_ext, &p)),
+                    r_times_ap((comm, local), &r_split, &r_plan, &ap, (&rows, &p)),
                 )
             })?;
             trace.mark(format_args!("  R (A P)"));

@@ -1,0 +1,168 @@
+//! A rank's rows of a level as the distributed setup hands them to a
+//! backend ([`RankRows`]): with their global columns, and as its extended
+//! rows (the rank's columns first, then its ghost columns), the latter made
+//! on the host only when a step asks for them.
+
+use gpuq_core::{Error, Result};
+use gpuq_kernels::amg::extend_row;
+use gpuq_sparse::{par_fill_rows, par_row_pointers, Csr};
+use std::ops::Range;
+use std::sync::OnceLock;
+
+/// The rank's rows of a level: `global()` with the level's columns, and
+/// `extended()` over the rank's own columns (numbered from 0) followed by
+/// its ghost columns (numbered after them, in increasing global order), each
+/// row's owned entries first (`gpuq_kernels::amg::extend_row`). The
+/// extended rows are either given (the host's split writes them in its
+/// pass) or made on the first call of [`RankRows::extended`], so a backend
+/// that builds them itself (the CUDA backend, on the device) leaves the host
+/// without them.
+pub struct RankRows<'a> {
+    global: &'a Csr<f64>,
+    own: Range<usize>,
+    ghost_cols: Vec<usize>,
+    ext: OnceLock<Csr<f64>>,
+}
+
+impl<'a> RankRows<'a> {
+    /// The rows `global` of the rank owning the columns `own`, with the
+    /// ghost columns `ghost_cols` (increasing: every column of `global`
+    /// outside `own`) and, when the caller made them, the extended rows
+    /// `ext`. O(1).
+    pub(crate) fn new(
+        global: &'a Csr<f64>,
+        own: Range<usize>,
+        ghost_cols: Vec<usize>,
+        ext: Option<Csr<f64>>,
+    ) -> Self {
+        let made = OnceLock::new();
+        if let Some(ext) = ext {
+            let _ = made.set(ext);
+        }
+        RankRows {
+            global,
+            own,
+            ghost_cols,
+            ext: made,
+        }
+    }
+
+    /// The rank's rows with the level's (global) columns.
+    pub fn global(&self) -> &Csr<f64> {
+        self.global
+    }
+
+    /// The rank's own columns (its rows' global indices).
+    pub fn own(&self) -> Range<usize> {
+        self.own.clone()
+    }
+
+    /// The rank's ghost columns, increasing.
+    pub fn ghost_cols(&self) -> &[usize] {
+        &self.ghost_cols
+    }
+
+    /// The extended rows' column count: own then ghost columns. O(1).
+    pub fn extended_cols(&self) -> usize {
+        self.own.len() + self.ghost_cols.len()
+    }
+
+    /// The extended rows: given, or made now on the host (once; rows in
+    /// parallel). O(nnz log ghosts) the first time.
+    pub fn extended(&self) -> Result<&Csr<f64>> {
+        if let Some(ext) = self.ext.get() {
+            return Ok(ext);
+        }
+        let ext = self.extend(self.global.row_ptr(), |i| i)?;
+        Ok(self.ext.get_or_init(|| ext))
+    }
+
+    /// The extended rows `idx` (in that order): selected from them where
+    /// they are made, else made for these rows alone. Errors name an index
+    /// not below the rank's rows. O(their entries log ghosts).
+    pub fn extended_rows(&self, idx: &[usize]) -> Result<Csr<f64>> {
+        if let Some(ext) = self.ext.get() {
+            return ext.select_rows(idx);
+        }
+        gpuq_core::check_indices("extended rows", self.global.nrows(), idx)?;
+        let ptr = par_row_pointers(idx.len(), |k| self.global.row(idx[k]).0.len());
+        self.extend(&ptr, |k| idx[k])
+    }
+
+    /// The extended form of the global rows `row(k)` for k below the rows
+    /// of `ptr` (their row pointers). O(their entries log ghosts).
+    fn extend(&self, ptr: &[usize], row: impl Fn(usize) -> usize + Sync) -> Result<Csr<f64>> {
+        let bounds = (self.own.start as u32, self.own.end as u32);
+        let ghosts = &self.ghost_cols;
+        let missing = std::sync::atomic::AtomicBool::new(false);
+        let ghost = |c: u32| match ghosts.binary_search(&(c as usize)) {
+            Ok(k) => k as u32,
+            Err(_) => {
+                missing.store(true, std::sync::atomic::Ordering::Relaxed);
+                0
+            }
+        };
+        let (cols, vals) = par_fill_rows(
+            ptr,
+            || (),
+            |k, _, c, v| extend_row(self.global.row(row(k)), bounds, ghost, (c, v)),
+        );
+        if missing.into_inner() {
+            return Err(Error::InvalidArgument(
+                "extended rows: a column outside the rank's is not among its ghost columns".into(),
+            ));
+        }
+        Csr::try_new_allow_nonfinite(
+            ptr.len() - 1,
+            self.extended_cols(),
+            ptr.to_vec(),
+            cols,
+            vals,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::halo::split_rows_extended;
+    use crate::partition::RowPartition;
+
+    /// Made on the host, whole or by rows, the extended rows are those the
+    /// split writes in its pass, on every rank of a few partitions.
+    #[test]
+    fn extended_rows_made_later_are_the_splits() {
+        let a = gpuq_sparse::generators::laplace2d::<f64>(9);
+        for ranks in 1..=4 {
+            let part = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+            for r in 0..ranks {
+                let rows = a.select_rows(&part.range(r).collect::<Vec<_>>()).unwrap();
+                let split = split_rows_extended(&part, r, &rows, true, true).unwrap();
+                let want = split.ext.clone().unwrap();
+                let later = RankRows::new(&rows, part.range(r), split.ghost_cols.clone(), None);
+                let idx: Vec<usize> = (0..rows.nrows()).rev().step_by(3).collect();
+                assert_eq!(
+                    later.extended_rows(&idx).unwrap(),
+                    want.select_rows(&idx).unwrap()
+                );
+                assert_eq!(later.extended().unwrap(), &want);
+                let given = RankRows::new(&rows, part.range(r), split.ghost_cols, Some(want));
+                assert_eq!(
+                    given.extended_rows(&idx).unwrap(),
+                    later.extended_rows(&idx).unwrap()
+                );
+            }
+        }
+    }
+
+    /// A column outside the rank's that is not listed as a ghost is an
+    /// error, not a wrong index.
+    #[test]
+    fn an_unlisted_ghost_column_is_an_error() {
+        let a = gpuq_sparse::generators::laplace2d::<f64>(4);
+        let part = RowPartition::contiguous(a.nrows(), 2).unwrap();
+        let rows = a.select_rows(&part.range(0).collect::<Vec<_>>()).unwrap();
+        let rank = RankRows::new(&rows, part.range(0), Vec::new(), None);
+        assert!(rank.extended().is_err());
+    }
+}
