@@ -152,6 +152,16 @@ proptest! {
         }
         prop_assert_eq!(ext, Csr::try_new(m, hi - lo + ghosts.len(), a.row_ptr().to_vec(), cols, vals).unwrap());
         prop_assert!(g.setup_extend_columns(g.setup_upload(&a).unwrap(), lo..k + 1, &ghosts).is_err());
+        // The largest magnitude of A's values, as the host's maximum.
+        let largest = a.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        prop_assert_eq!(g.setup_largest_magnitude(&da).unwrap(), largest);
+        if a.nnz() > 0 {
+            // A NaN value makes it NaN (the f32 check then refuses it).
+            let mut vals = a.values().to_vec();
+            vals[a.nnz() / 2] = f64::NAN;
+            let bad = Csr::try_new_allow_nonfinite(m, k, a.row_ptr().to_vec(), a.col_idx().to_vec(), vals).unwrap();
+            prop_assert!(g.setup_largest_magnitude(&g.setup_upload(&bad).unwrap()).unwrap().is_nan());
+        }
         prop_assert!(g.setup_outside_columns(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m, 0..k + 1).is_err());

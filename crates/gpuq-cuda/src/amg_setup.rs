@@ -1358,6 +1358,22 @@ impl CudaBackend {
         out.finish(if inside { cols.len() } else { a.ncols })
     }
 
+    /// The largest magnitude of `a`'s values (0 without values, NaN where
+    /// one is NaN: the host's maximum that lets a NaN through), on the
+    /// device (kernel `largest_magnitude`: a grid-stride maximum per
+    /// thread, then one atomic maximum of the bits). O(nnz) on the device,
+    /// 8 bytes back.
+    pub fn setup_largest_magnitude(&self, a: &SetupCsr) -> Result<f64> {
+        let mut out = self.setup_put(&[0u64])?;
+        let nnz = a.nnz;
+        // SAFETY: arguments match `largest_magnitude`; a.val holds nnz
+        // values and out one u64.
+        setup_launch!(self, "largest_magnitude", nnz, l => {
+            l.arg(&nnz).arg(&a.val).arg(&mut out);
+        })?;
+        Ok(f64::from_bits(self.setup_get_at(&out, 0)?))
+    }
+
     /// A rank's rows `a` (global columns) as its extended rows: each row's
     /// entries on the rank's columns `own` first, numbered from 0, then
     /// those on the sorted columns `ghosts` (every other column of `a`),

@@ -445,15 +445,17 @@ pub(crate) struct ExtendedSplit<T> {
     /// asked for.
     pub(crate) ext: Option<Csr<T>>,
     /// The largest magnitude of an entry (0 without entries, NaN where an
-    /// entry is NaN).
-    pub(crate) largest: f64,
+    /// entry is NaN), where a pass read the values (with the owned block or
+    /// the extended rows).
+    pub(crate) largest: Option<f64>,
 }
 
 /// [`split_rows`]' ghost block and, with `owned`, its owned block, with
 /// `extend` the rank's rows over (its columns, then the ghosts) as one
 /// matrix too (the owned block followed by the ghost block, its columns
-/// shifted by the owned count), written in the same pass. Errors as
-/// [`split_rows`].
+/// shifted by the owned count), written in the same pass with the largest
+/// magnitude; with neither, the ghost block alone ([`ghost_block`]: the
+/// values not read). Errors as [`split_rows`].
 pub(crate) fn split_rows_extended<T: Scalar>(
     partition: &RowPartition,
     rank: usize,
@@ -462,6 +464,17 @@ pub(crate) fn split_rows_extended<T: Scalar>(
     extend: bool,
 ) -> Result<ExtendedSplit<T>> {
     check_rows(partition, rank, rows)?;
+    if !owned && !extend {
+        // Only the ghost block: no pass over the values.
+        let (ghost, ghost_cols) = ghost_block(partition, rank, rows)?;
+        return Ok(ExtendedSplit {
+            owned: None,
+            ghost,
+            ghost_cols,
+            ext: None,
+            largest: None,
+        });
+    }
     let (owned, ghost, ghost_cols, ext, largest) =
         split_parts(partition, rank, rows, extend, owned)?;
     Ok(ExtendedSplit {
@@ -469,7 +482,7 @@ pub(crate) fn split_rows_extended<T: Scalar>(
         ghost,
         ghost_cols,
         ext,
-        largest,
+        largest: Some(largest),
     })
 }
 
@@ -723,9 +736,18 @@ pub(crate) fn ghost_block<T: Scalar>(
     Ok((ghost, ghost_cols))
 }
 
+/// The largest magnitude of `rows`' values (0 without values, NaN where one
+/// is NaN). O(nnz), in parallel.
+pub(crate) fn largest_magnitude(rows: &Csr<f64>) -> f64 {
+    rows.values()
+        .par_iter()
+        .map(|v| v.abs())
+        .reduce(|| 0.0, larger)
+}
+
 /// The larger of `a` and `b`, NaN where either is (so a NaN entry is never
 /// taken for a value within a range). O(1).
-fn larger(a: f64, b: f64) -> f64 {
+pub(crate) fn larger(a: f64, b: f64) -> f64 {
     if a.is_nan() || b.is_nan() {
         f64::NAN
     } else {
@@ -1136,8 +1158,9 @@ mod tests {
             assert!(ghosts.owned.is_none() && ghosts.ext.is_none());
             assert_eq!(
                 (&ghosts.ghost, &ghosts.ghost_cols, ghosts.largest),
-                (&split.ghost, &split.ghost_cols, lean.largest)
+                (&split.ghost, &split.ghost_cols, None)
             );
+            assert_eq!(lean.largest, Some(largest_magnitude(&rows)));
             assert_eq!(
                 leading_columns(&ext, split.owned.ncols()).unwrap(),
                 split.owned

@@ -116,7 +116,7 @@ fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
         let s = &levels[k];
         same(&l.a().unwrap(), s.a.host().unwrap(), &format!("A{k}"));
         same(
-            &l.p,
+            &l.p().unwrap(),
             s.p.as_ref().unwrap().host().unwrap(),
             &format!("P{k}"),
         );
@@ -666,7 +666,7 @@ impl DistSetupKernels for CountingSetup {
         kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
+    ) -> Result<Option<(LevelMatrix, KeptRows)>, Error> {
         let (own, a) = (own.host()?, a.extended()?);
         self.prolongators
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -675,7 +675,8 @@ impl DistSetupKernels for CountingSetup {
         self.given_kept
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pt = stacked(a, own, ghost)?;
-        gpuq_amg::prolong::smooth(a, dinv, rho, &pt).map(|p| Some((p, KeptRows::none())))
+        gpuq_amg::prolong::smooth(a, dinv, rho, &pt)
+            .map(|p| Some((LevelMatrix::from_host(p), KeptRows::none())))
     }
 }
 
@@ -749,7 +750,7 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
             assert_eq!(given, 2 * levels);
             for (x, y) in host.levels().iter().zip(hooked.levels()) {
                 assert_eq!(x.a().unwrap(), y.a().unwrap());
-                assert_eq!(x.p, y.p);
+                assert_eq!(x.p().unwrap(), y.p().unwrap());
                 assert_eq!(x.r().unwrap(), y.r().unwrap());
             }
             assert_eq!(host.tail().coarse_solve(), hooked.tail().coarse_solve());
@@ -805,10 +806,13 @@ impl DistSetupKernels for KeepingSetup {
         _kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(Csr<f64>, KeptRows)>, Error> {
+    ) -> Result<Option<(LevelMatrix, KeptRows)>, Error> {
         let (own, a) = (own.host()?, a.extended()?);
         let p = gpuq_amg::prolong::smooth(a, dinv, rho, &stacked(a, own, ghost)?)?;
-        Ok(Some((p.clone(), KeptRows::new(KeptP(p)))))
+        Ok(Some((
+            LevelMatrix::from_host(p.clone()),
+            KeptRows::new(KeptP(p)),
+        )))
     }
 
     fn owned_transfer(
@@ -844,11 +848,11 @@ impl DistSetupKernels for KeepingSetup {
         a: &RankRows<'_>,
         _kept: &KeptRows,
         kept_p: &KeptRows,
-        [p, ghosts]: [&Csr<f64>; 2],
+        (p, ghosts): (&LevelMatrix, &Csr<f64>),
         ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>, Error> {
         let KeptP(top) = kept_p.get::<KeptP>().expect("P kept");
-        assert_eq!(top, p);
+        assert_eq!(top, p.host()?);
         self.kept_p_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let rows: Vec<(&[u32], &[f64])> = [top, ghosts]
@@ -920,8 +924,8 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 assert_eq!(kept.levels().len(), levels);
                 for (x, y) in host.levels().iter().zip(kept.levels()) {
                     assert_eq!(
-                        (x.rho, &x.a().unwrap(), &x.p),
-                        (y.rho, &y.a().unwrap(), &y.p)
+                        (x.rho, &x.a().unwrap(), &x.p().unwrap()),
+                        (y.rho, &y.a().unwrap(), &y.p().unwrap())
                     );
                     assert_eq!(x.r().unwrap(), y.r().unwrap());
                 }

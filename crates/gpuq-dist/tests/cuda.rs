@@ -165,7 +165,7 @@ fn same_levels(h: &gpuq_dist::DistHierarchy, g: &gpuq_dist::DistHierarchy) -> bo
         && h.levels().iter().zip(g.levels()).all(|(x, y)| {
             x.rho == y.rho
                 && x.a().unwrap() == y.a().unwrap()
-                && x.p == y.p
+                && x.p().unwrap() == y.p().unwrap()
                 && x.r().unwrap() == y.r().unwrap()
         })
 }

@@ -2432,6 +2432,23 @@ pub unsafe extern "ptx-kernel" fn csr_extend_columns(
     }
 }
 
+/// `*out` = the largest of its value and the bits of |val[e]| over the `nnz`
+/// values: for non-negative doubles the bits order as the values, and a
+/// NaN's (sign cleared) lie above infinity's, so a NaN value leaves NaN
+/// (the host's `larger`). Each thread folds its grid-stride share, then
+/// one atomic maximum.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn largest_magnitude(nnz: usize, val: *const f64, out: *mut u64) {
+    let mut e = global_id();
+    let mut m = 0u64;
+    while e < nnz {
+        let bits = (*val.add(e)).to_bits() & !(1u64 << 63);
+        m = if bits > m { bits } else { m };
+        e += grid_threads();
+    }
+    atomic_max_u64(out, m);
+}
+
 /// out[e] = col[e] + offset for the `nnz` entries: a rank's tentative
 /// prolongator numbered by the global coarse columns. Grid-stride over the
 /// entries.

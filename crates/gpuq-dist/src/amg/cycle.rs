@@ -9,8 +9,8 @@ use crate::partition::RowPartition;
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::trace::Trace;
 use gpuq_amg::{
-    chebyshev_interval, device_largest_fits, device_lays_out, device_values_fit,
-    level_cycle_layout, Amg, AmgKernels, Coarsest, CycleLevel, CycleOptions, LevelMatrix, Smoother,
+    chebyshev_interval, device_largest_fits, device_lays_out, level_cycle_layout, Amg, AmgKernels,
+    Coarsest, CycleLevel, CycleOptions, LevelMatrix, Smoother,
 };
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
 use gpuq_sparse::{Csr, Layout};
@@ -158,7 +158,7 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         // block's values (A's for A, P's for P and R): the host path reports
         // it, as for any layout a device does not lay out itself.
         let a_fits = device_largest_fits::<T>(l.a_largest);
-        let p_fits = device_values_fit::<T>(&l.p);
+        let p_fits = device_largest_fits::<T>(l.p_largest);
         let owned = |m: &LevelMatrix, blocks, fits: bool| -> Result<B::Matrix<T>> {
             let layout = dist.agree(level_cycle_layout(layout, m, blocks))?;
             let made = match fits && device_lays_out(layout) {

@@ -59,11 +59,15 @@
 //! A's owned block is cut from the kept rows for the aggregation and the
 //! cycle.
 //!
+//! P stays on the GPU after its smoothing: only the rows other ranks need
+//! come to the host, and the largest magnitudes of A and P (the cycle's
+//! f32 range check) are found there.
+//!
 //! Not done: the rest of the setup runs on the host of every rank (the
 //! pass over A's rows for its ghost block, P's ghost block, the exchanges, the
-//! block diagonals, the copies of P and of the products' results back: laplace3d:300's hierarchy takes 1.7-1.9 s on two
-//! ranks sharing one H200 against 0.55-0.7 s on one GPU's whole setup, no
-//! step above a sixth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
+//! block diagonals, the products' results back: laplace3d:300's hierarchy takes 1.5 s on two
+//! ranks sharing one H200 against 0.57-0.6 s on one GPU's whole setup, no
+//! step above a fifth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
 //! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);

@@ -4,7 +4,10 @@ use super::lanczos::DistLanczos;
 use super::rows::RankRows;
 use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
-use crate::halo::{leading_columns, split_rows_extended, stack_rows, ExtendedSplit, HaloPlan};
+use crate::halo::{
+    larger, largest_magnitude, leading_columns, split_rows_extended, stack_rows, ExtendedSplit,
+    HaloPlan,
+};
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
 use crate::solve::allgather_rows;
@@ -82,17 +85,15 @@ impl Default for DistAmgOptions {
     }
 }
 
-/// One distributed level: this rank's rows of P (global columns), of A and
-/// R split by the level's columns ([`DistLevel::a`] and [`DistLevel::r`]
-/// join them), and its smoother data.
+/// One distributed level: this rank's rows of A, P and R split by their
+/// columns ([`DistLevel::a`], [`DistLevel::p`] and [`DistLevel::r`] join
+/// them), and its smoother data.
 #[derive(Clone, Debug)]
 pub struct DistLevel {
     /// The rows of A (and of the level's vectors) per rank.
     pub partition: RowPartition,
     /// The rows of the next coarser level per rank (P's columns, R's rows).
     pub coarse: RowPartition,
-    /// This rank's rows of the prolongator P (global coarse columns).
-    pub p: Csr<f64>,
     /// Unknowns per node.
     pub block: usize,
     /// The smoother's inverse blocks of the rank's rows.
@@ -105,11 +106,13 @@ pub struct DistLevel {
     pub nnz: usize,
     /// The largest magnitude of an entry of this rank's rows of A.
     pub(crate) a_largest: f64,
+    /// The largest magnitude of an entry of this rank's rows of P.
+    pub(crate) p_largest: f64,
     /// `a` split by the level's columns (the cycle's A), its owned block
     /// where the setup left it.
     pub(crate) a_split: LevelSplit,
-    /// `p` split by the coarse columns (the cycle's P), its owned block
-    /// where the setup left it.
+    /// This rank's rows of P split by the coarse columns (the cycle's P),
+    /// its owned block where the setup left it.
     pub(crate) p_split: LevelSplit,
     /// This rank's rows of R = P^T split by the level's columns (the cycle's
     /// R), its owned block where the setup left it.
@@ -122,6 +125,13 @@ impl DistLevel {
     /// holds it). O(nnz).
     pub fn a(&self) -> Result<Csr<f64>> {
         self.a_split.global()
+    }
+
+    /// This rank's rows of the prolongator P (global coarse columns),
+    /// joined from its owned and ghost blocks (the owned block downloaded
+    /// where only the rank's GPU holds it). O(nnz).
+    pub fn p(&self) -> Result<Csr<f64>> {
+        self.p_split.global()
     }
 
     /// This rank's rows of R = P^T (global fine columns), joined from its
@@ -212,6 +222,13 @@ pub trait DistSetupKernels: Sync {
         Ok(KeptRows::none())
     }
 
+    /// The largest magnitude of the values of `m` (0 without values, NaN
+    /// where one is NaN: the cycle's f32 range check) where the backend
+    /// holds them; `None` (the default) to take it from the host's copy.
+    fn largest_magnitude(&self, _m: &LevelMatrix) -> Result<Option<f64>> {
+        Ok(None)
+    }
+
     /// Whether [`DistSetupKernels::keep_rows`] makes the rank's extended
     /// rows and cuts its owned block from them ([`DistSetupKernels::owned_block`]),
     /// so that the host's split writes neither (only the ghost block).
@@ -271,7 +288,7 @@ pub trait DistSetupKernels: Sync {
         _a: &RankRows<'_>,
         _kept: &KeptRows,
         _kept_p: &KeptRows,
-        _parts: [&Csr<f64>; 2],
+        _parts: (&LevelMatrix, &Csr<f64>),
         _ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
         Ok(None)
@@ -317,9 +334,9 @@ pub trait DistSetupKernels: Sync {
     /// tentative prolongator's rows on this rank (wherever they are held)
     /// and its ghost rows (stacked in that order, the same columns), `kept`
     /// what [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`: P's rows
-    /// on the host and what the backend keeps of them (for A P and the owned
-    /// blocks of P and R, [`DistSetupKernels::owned_transfer`]), or `None` to
-    /// smooth on the host (the default).
+    /// (wherever they are held) and what the backend keeps of them (for A P
+    /// and the owned blocks of P and R, [`DistSetupKernels::owned_transfer`]),
+    /// or `None` to smooth on the host (the default).
     fn smoothed_prolongator(
         &self,
         _a: &RankRows<'_>,
@@ -327,7 +344,7 @@ pub trait DistSetupKernels: Sync {
         _kept: &KeptRows,
         _rho: f64,
         _pt: (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(Csr<f64>, KeptRows)>> {
+    ) -> Result<Option<(LevelMatrix, KeptRows)>> {
         Ok(None)
     }
 
@@ -523,6 +540,14 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         true
     }
 
+    /// On the device (`setup_largest_magnitude`) for a matrix held there,
+    /// 8 bytes back.
+    fn largest_magnitude(&self, m: &LevelMatrix) -> Result<Option<f64>> {
+        gpuq_amg::device_copy(self, m)
+            .map(|d| self.setup_largest_magnitude(&d))
+            .transpose()
+    }
+
     fn owned_block(&self, kept: &KeptRows) -> Option<LevelMatrix> {
         let owned = kept.get::<SquaredRows>()?.owned.clone()?;
         Some(gpuq_amg::device_level(self, owned))
@@ -569,17 +594,17 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         _a: &RankRows<'_>,
         kept: &KeptRows,
         kept_p: &KeptRows,
-        [p, ghosts]: [&Csr<f64>; 2],
+        (p, ghosts): (&LevelMatrix, &Csr<f64>),
         ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
         let Some(sq) = kept.get::<SquaredRows>() else {
             return Ok(None);
         };
         let b = match kept_p.get::<KeptProlongator>() {
-            Some(k) if k.p.shape().1 == ncols && k.rows == p.nrows() => {
-                self.setup_stack_below(&k.p, k.rows, ghosts)?
+            Some(k) if k.p.shape() == p.shape() && p.ncols() == ncols => {
+                self.setup_stack_below(&k.p, p.nrows(), ghosts)?
             }
-            _ => self.setup_upload_stacked(&[p, ghosts], ncols)?,
+            _ => self.setup_upload_stacked(&[p.host()?, ghosts], ncols)?,
         };
         let c = self.setup_spgemm(&sq.a, &b)?;
         Ok(Some(Box::new(DeviceProduct {
@@ -611,7 +636,8 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     /// On the device, A squared by empty rows for the ghost columns (the
     /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's rows
     /// (kept, or uploaded) with its ghost rows below them, the kernel, the
-    /// rank's rows back and kept on the device (`KeptProlongator`).
+    /// rank's rows cut from its result there (`setup_column_range`) and
+    /// kept there (`KeptProlongator`); nothing comes to the host.
     fn smoothed_prolongator(
         &self,
         a: &RankRows<'_>,
@@ -619,7 +645,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(Csr<f64>, KeptRows)>> {
+    ) -> Result<Option<(LevelMatrix, KeptRows)>> {
         let mut fresh = None;
         let Some(sq) = SquaredRows::of(self, kept, (a, dinv), &mut fresh)? else {
             return Ok(None);
@@ -630,9 +656,10 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
             None => self.setup_upload_stacked(&[own.host()?, ghost], own.ncols())?,
         };
         let p = self.setup_smoothed_prolongator(&sq.a, dinv.block(), omega, &sq.dinv, &spt)?;
-        let host = self.setup_download(&p)?.into_first_rows(sq.own)?;
-        let rows = sq.own;
-        Ok(Some((host, KeptRows::new(KeptProlongator { p, rows }))))
+        let ncols = p.shape().1;
+        let p = Arc::new(self.setup_column_range(&p, sq.own, 0..ncols)?);
+        let level = gpuq_amg::device_level(self, p.clone());
+        Ok(Some((level, KeptRows::new(KeptProlongator { p }))))
     }
 
     /// P's first rows on the coarse columns `cols` cut on the device
@@ -648,9 +675,10 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let Some(k) = kept_p.get::<KeptProlongator>() else {
             return Ok(None);
         };
+        let rows = k.p.shape().0;
         let outside =
-            self.setup_download(&self.setup_outside_columns(&k.p, k.rows, cols.clone())?)?;
-        let owned = self.setup_column_range(&k.p, k.rows, cols)?;
+            self.setup_download(&self.setup_outside_columns(&k.p, rows, cols.clone())?)?;
+        let owned = self.setup_column_range(&k.p, rows, cols)?;
         let r = self.setup_transpose(&owned)?;
         Ok(Some(OwnedTransfer {
             p: gpuq_amg::device_level(self, owned),
@@ -690,13 +718,11 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     }
 }
 
-/// A rank's smoothed prolongator on its GPU, as the squared rows' kernel
-/// left it: its first `rows` rows are the rank's rows of P (the rest the
-/// tentative prolongator's ghost rows).
+/// A rank's rows of its smoothed prolongator on its GPU (the same matrix
+/// as the level's P there).
 #[cfg(feature = "cuda")]
 struct KeptProlongator {
-    p: gpuq_cuda::SetupCsr,
-    rows: usize,
+    p: Arc<gpuq_cuda::SetupCsr>,
 }
 
 /// A P on a rank's GPU: the product of the squared rows, whose first
@@ -728,6 +754,17 @@ impl KeptProduct for DeviceProduct<'_> {
         let c = self.gpu.setup_spgemm(&r, &b)?;
         self.gpu.setup_download(&c)
     }
+}
+
+/// The largest magnitude of an entry of `split` (its owned block where the
+/// backend holds it, [`DistSetupKernels::largest_magnitude`], its ghost
+/// block on the host). O(nnz).
+fn split_largest(local: &dyn DistSetupKernels, split: &LevelSplit) -> Result<f64> {
+    let owned = match local.largest_magnitude(&split.owned)? {
+        Some(found) => found,
+        None => largest_magnitude(split.owned.host()?),
+    };
+    Ok(larger(owned, largest_magnitude(&split.ghost)))
 }
 
 /// Runs `f`, adding its seconds to `acc`.
@@ -904,19 +941,19 @@ fn a_times_p<'k>(
     (comm, local): (&dyn Communicator, &'k dyn DistSetupKernels),
     (split, a, kept): (&LevelSplit, &RankRows<'_>, &KeptRows),
     plan: &HaloPlan,
-    (p, kept_p): (&Csr<f64>, &KeptRows),
+    (p, kept_p): (&LevelMatrix, &KeptRows),
 ) -> Result<RankProduct<'k>> {
     let p_ghosts = ghost_rows(
         comm,
         (split.owned.ncols(), split.ghost.ncols()),
         plan,
         (p.nrows(), p.ncols()),
-        |idx| p.select_rows(idx),
+        |idx| p.rows(idx),
     )?;
-    if let Some(product) = local.kept_product(a, kept, kept_p, [p, &p_ghosts], p.ncols())? {
+    if let Some(product) = local.kept_product(a, kept, kept_p, (p, &p_ghosts), p.ncols())? {
         return Ok(RankProduct::Kept { product, p_ghosts });
     }
-    local_product(local, (a.extended()?, kept), p, &p_ghosts).map(RankProduct::Host)
+    local_product(local, (a.extended()?, kept), p.host()?, &p_ghosts).map(RankProduct::Host)
 }
 
 /// R (A P) over the rank's rows of R (`r` split by its columns, A P's
@@ -930,7 +967,7 @@ fn r_times_ap(
     r: &LevelSplit,
     r_plan: &HaloPlan,
     ap: &RankProduct<'_>,
-    (a, p): (&RankRows<'_>, &Csr<f64>),
+    (a, p): (&RankRows<'_>, &LevelMatrix),
 ) -> Result<Csr<f64>> {
     let cols = (r.owned.ncols(), r.ghost.ncols());
     match ap {
@@ -942,13 +979,22 @@ fn r_times_ap(
         }
         RankProduct::Kept { product, p_ghosts } => {
             let n_own = p.nrows();
+            // The rows of A asked for, and only the rows of P they reach
+            // (from wherever P is held).
             let rows_of_ap = |idx: &[usize]| {
-                spgemm_rows(&a.extended_rows(idx)?, p.ncols(), |k| {
-                    if k < n_own {
-                        p.row(k)
-                    } else {
-                        p_ghosts.row(k - n_own)
-                    }
+                let ext = a.extended_rows(idx)?;
+                let mut reached: Vec<usize> = ext
+                    .col_idx()
+                    .iter()
+                    .map(|&k| k as usize)
+                    .filter(|&k| k < n_own)
+                    .collect();
+                reached.par_sort_unstable();
+                reached.dedup();
+                let p_rows = p.rows(&reached)?;
+                spgemm_rows(&ext, p.ncols(), |k| match reached.binary_search(&k) {
+                    Ok(at) if k < n_own => p_rows.row(at),
+                    _ => p_ghosts.row(k - n_own),
                 })
             };
             let below = ghost_rows(comm, cols, r_plan, (p.nrows(), p.ncols()), rows_of_ap)?;
@@ -1161,12 +1207,12 @@ impl DistHierarchy {
 type Coarsened = (DistLevel, Csr<f64>, Vec<Vec<f64>>);
 
 /// What one aggregation of a distributed level gives: the coarse level's
-/// partition, this rank's rows of P (whole, and split by the coarse
-/// columns), of R = P^T split by the fine columns and of the coarse
-/// operator, and the coarse near-null-space vectors.
+/// partition, this rank's rows of P split by the coarse columns (and their
+/// largest magnitude), of R = P^T split by the fine columns and of the
+/// coarse operator, and the coarse near-null-space vectors.
 struct Projected {
     coarse: RowPartition,
-    p: Csr<f64>,
+    p_largest: f64,
     p_split: LevelSplit,
     r_split: LevelSplit,
     ac: Csr<f64>,
@@ -1274,6 +1320,11 @@ fn coarsen(
         first: own.start,
         ncols: n,
     };
+    // A's largest magnitude where the split did not read the values.
+    let largest = match largest {
+        Some(known) => known,
+        None => agree(comm, split_largest(local, &split))?,
+    };
     // Aggregates on the rank's own block, the prolongator and the coarse
     // operator; again with every connection strong where the coarse level
     // breaks the coarsening rule of every setup
@@ -1347,7 +1398,7 @@ fn coarsen(
                         rho,
                         &stack_rows(&[pt.host()?, &pt_ghosts], nc)?,
                     )
-                    .map(|p| (p, KeptRows::none())),
+                    .map(|p| (LevelMatrix::from_host(p), KeptRows::none())),
                 });
             let p = agree(comm, smoothed)?;
             trace.mark(format_args!("  smoothed prolongator"));
@@ -1392,9 +1443,10 @@ fn coarsen(
             trace.mark(format_args!("  rows of zeros"));
             Ok((p_split, r_split, ac))
         })?;
+        let p_largest = agree(comm, split_largest(local, &p_split))?;
         Ok(Some(Projected {
             coarse,
-            p,
+            p_largest,
             p_split,
             r_split,
             ac,
@@ -1413,7 +1465,7 @@ fn coarsen(
     }
     let Some(Projected {
         coarse,
-        p,
+        p_largest,
         p_split,
         r_split,
         ac,
@@ -1425,13 +1477,13 @@ fn coarsen(
     let level = DistLevel {
         partition: part.clone(),
         coarse,
-        p,
         block: bs,
         dinv: smoother_dinv,
         omega,
         rho,
         nnz,
         a_largest: largest,
+        p_largest,
         a_split: split,
         p_split,
         r_split,

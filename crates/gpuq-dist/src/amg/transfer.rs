@@ -99,7 +99,7 @@ impl LevelSplit {
 pub(crate) fn transfer_operators(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     (fine, coarse): (&RowPartition, &RowPartition),
-    p: &Csr<f64>,
+    p: &LevelMatrix,
     kept_p: &KeptRows,
 ) -> Result<(LevelSplit, LevelSplit)> {
     let rank = comm.rank();
@@ -112,7 +112,7 @@ pub(crate) fn transfer_operators(
                 Ok((p, r, ghost, ghost_cols))
             }
             None => {
-                let split = split_columns(coarse, rank, p)?;
+                let split = split_columns(coarse, rank, p.host()?)?;
                 let r_owned = par_transpose(&split.owned)?;
                 Ok((
                     LevelMatrix::from_host(split.owned),
@@ -258,8 +258,9 @@ mod tests {
                 let rank = comm.rank();
                 let rows = rows_of(&p, &fine, rank).unwrap();
                 let local = gpuq_cpu::CpuBackend::new();
+                let held = LevelMatrix::from_host(rows.clone());
                 let (ps, rs) =
-                    transfer_operators((&comm, &local), (&fine, &coarse), &rows, &KeptRows::none())
+                    transfer_operators((&comm, &local), (&fine, &coarse), &held, &KeptRows::none())
                         .unwrap();
                 let want_p = split_columns_extended(&coarse, rank, &rows).unwrap();
                 let r_rows = rows_of(&whole, &coarse, rank).unwrap();
