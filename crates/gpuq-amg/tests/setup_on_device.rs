@@ -136,7 +136,9 @@ proptest! {
         // each row's entries inside first, then the others numbered after
         // them; an own range past the columns is refused.
         let ghosts: Vec<usize> = (0..k).filter(|j| !(lo..hi).contains(j)).filter(|&j| a.col_idx().contains(&(j as u32))).collect();
-        let ext = g.setup_download(&g.setup_extend_columns(g.setup_upload(&a).unwrap(), lo..hi, &ghosts).unwrap()).unwrap();
+        // Followed by 0-3 empty rows.
+        let pad = (seed as usize >> 4) % 4;
+        let ext = g.setup_download(&g.setup_extend_columns(&da, lo..hi, &ghosts, pad).unwrap()).unwrap();
         let (mut cols, mut vals) = (Vec::new(), Vec::new());
         for i in 0..m {
             let (c, v) = a.row(i);
@@ -150,8 +152,10 @@ proptest! {
                 vals.push(x);
             }
         }
-        prop_assert_eq!(ext, Csr::try_new(m, hi - lo + ghosts.len(), a.row_ptr().to_vec(), cols, vals).unwrap());
-        prop_assert!(g.setup_extend_columns(g.setup_upload(&a).unwrap(), lo..k + 1, &ghosts).is_err());
+        let mut ptr = a.row_ptr().to_vec();
+        ptr.extend(std::iter::repeat_n(a.nnz(), pad));
+        prop_assert_eq!(ext, Csr::try_new(m + pad, hi - lo + ghosts.len(), ptr, cols, vals).unwrap());
+        prop_assert!(g.setup_extend_columns(&da, lo..k + 1, &ghosts, 0).is_err());
         // The largest magnitude of A's values, as the host's maximum.
         let largest = a.values().iter().fold(0.0f64, |m, v| m.max(v.abs()));
         prop_assert_eq!(g.setup_largest_magnitude(&da).unwrap(), largest);

@@ -1378,18 +1378,19 @@ impl CudaBackend {
     /// entries on the rank's columns `own` first, numbered from 0, then
     /// those on the sorted columns `ghosts` (every other column of `a`),
     /// numbered `own.len()` plus their index there; `own.len() +
-    /// ghosts.len()` columns, `a`'s row pointers kept (kernel
-    /// `csr_extend_columns`, per row the host split's
-    /// `gpuq_kernels::amg::extend_row`). Errors when `own` does not lie
-    /// within `a`'s columns or a ghost column does not fit in u32. A
+    /// ghosts.len()` columns, `a`'s row pointers copied, followed by
+    /// `padding` empty rows (kernel `csr_extend_columns`, per row the host
+    /// split's `gpuq_kernels::amg::extend_row`). Errors when `own` does not
+    /// lie within `a`'s columns or a ghost column does not fit in u32. A
     /// column of `a` outside `own` and not in `ghosts` gives a wrong index,
     /// never a write out of bounds. O(rows + nnz log ghosts) on the device,
-    /// the ghost columns across.
+    /// the ghost columns and `padding` row pointers across.
     pub fn setup_extend_columns(
         &self,
-        a: SetupCsr,
+        a: &SetupCsr,
         own: std::ops::Range<usize>,
         ghosts: &[usize],
+        padding: usize,
     ) -> Result<SetupCsr> {
         if own.start > own.end || own.end > a.ncols || u32::try_from(a.ncols).is_err() {
             return Err(Error::InvalidArgument(format!(
@@ -1424,11 +1425,12 @@ impl CudaBackend {
                 .arg(&mut col)
                 .arg(&mut val);
         })?;
+        let tail = vec![nnz as u64; padding];
         Ok(SetupCsr {
-            nrows,
+            nrows: nrows + padding,
             ncols: own.len() + nghosts,
             nnz,
-            ptr: a.ptr,
+            ptr: self.setup_put_below(Some((&a.ptr, nrows + 1)), &[&tail])?,
             col,
             val,
         })
@@ -1800,9 +1802,23 @@ impl CudaBackend {
     /// The Lanczos start vector of length n
     /// (`gpuq_kernels::amg::lanczos_start` per entry).
     pub fn setup_lanczos_start(&self, n: usize) -> Result<SetupVec> {
+        self.setup_lanczos_start_at(n, 0, n)
+    }
+
+    /// A rank's part of the Lanczos start vector, n entries: those of the
+    /// global rows `first..first + own` (`gpuq_kernels::amg::lanczos_start`
+    /// of each), then zeros (its ghosts). Errors when `own` exceeds n.
+    /// O(n) on the device.
+    pub fn setup_lanczos_start_at(&self, n: usize, first: usize, own: usize) -> Result<SetupVec> {
+        if own > n {
+            return Err(Error::InvalidArgument(format!(
+                "Lanczos start: {own} rows of {n} entries"
+            )));
+        }
         let mut v = self.setup_vec_zeros(n)?;
+        // SAFETY: arguments match `setup_lanczos_start`; v holds n values.
         setup_launch!(self, "setup_lanczos_start", n, l => {
-            l.arg(&v.len).arg(&mut v.buf);
+            l.arg(&v.len).arg(&first).arg(&own).arg(&mut v.buf);
         })?;
         Ok(v)
     }

@@ -1690,12 +1690,13 @@ pub unsafe extern "ptx-kernel" fn setup_dot_chunks(
     dot_chunks((global_id() / 32, grid_threads() / 32), n, x, y, partial);
 }
 
-/// v[i] = `lanczos_start(i)`.
+/// v[i] = `lanczos_start(first + i)` for i below `own`, 0 for the rest of
+/// the n entries (a rank's rows of the start vector, then its ghosts).
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn setup_lanczos_start(n: usize, v: *mut f64) {
+pub unsafe extern "ptx-kernel" fn setup_lanczos_start(n: usize, first: usize, own: usize, v: *mut f64) {
     let mut i = global_id();
     while i < n {
-        *v.add(i) = lanczos_start(i as u32);
+        *v.add(i) = if i < own { lanczos_start((first + i) as u32) } else { 0.0 };
         i += grid_threads();
     }
 }

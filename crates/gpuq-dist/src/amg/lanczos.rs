@@ -96,8 +96,7 @@ mod device {
     use gpuq_amg::spectral::{host_root, LanczosOps};
     use gpuq_core::Result;
     use gpuq_cuda::{CudaBackend, SetupCsr, SetupVec};
-    use gpuq_kernels::amg::{lanczos_start, DOT_CHUNK};
-    use rayon::prelude::*;
+    use gpuq_kernels::amg::DOT_CHUNK;
     use std::cell::RefCell;
 
     /// [`LanczosOps`] over the rank's rows of a level on its GPU, the steps
@@ -162,19 +161,10 @@ mod device {
         type V = SetupVec;
         type S = f64;
 
+        /// Made on the device (`setup_lanczos_start_at`).
         fn start(&self) -> Result<SetupVec> {
-            let (m, own, first) = (self.a.shape().0, self.own, self.first);
-            let host: Vec<f64> = (0..m)
-                .into_par_iter()
-                .map(|i| {
-                    if i < own {
-                        lanczos_start((first + i) as u32)
-                    } else {
-                        0.0
-                    }
-                })
-                .collect();
-            self.g.setup_vec_upload(&host)
+            self.g
+                .setup_lanczos_start_at(self.a.shape().0, self.first, self.own)
         }
 
         fn zeros(&self) -> Result<SetupVec> {

@@ -467,9 +467,8 @@ pub(crate) struct SquaredRows {
 
 #[cfg(feature = "cuda")]
 impl SquaredRows {
-    /// The rank's rows with their global columns, stacked on an empty row
-    /// per ghost column and uploaded (the padding added on the way: no host
-    /// copy of the rows), then made extended on the device
+    /// The rank's rows with their global columns uploaded, made extended
+    /// on the device and stacked on an empty row per ghost column
     /// (`setup_extend_columns`), with `dinv`'s blocks; `None` where the
     /// ghost columns do not make whole blocks ([`padding_rows`]); with
     /// `owned`, the owned block cut from them on the device too. O(nnz)
@@ -484,15 +483,8 @@ impl SquaredRows {
         let Some(ghosts) = padding_rows((a.nrows(), rows.extended_cols()), dinv) else {
             return Ok(None);
         };
-        let empty = Csr::try_new(
-            ghosts,
-            a.ncols(),
-            vec![0; ghosts + 1],
-            Vec::new(),
-            Vec::new(),
-        )?;
-        let global = g.setup_upload_stacked(&[a, &empty], a.ncols())?;
-        let squared = g.setup_extend_columns(global, rows.own(), rows.ghost_cols())?;
+        let global = g.setup_upload(a)?;
+        let squared = g.setup_extend_columns(&global, rows.own(), rows.ghost_cols(), ghosts)?;
         let own = a.nrows();
         let owned = match owned {
             true => Some(Arc::new(g.setup_column_range(&squared, own, 0..own)?)),
