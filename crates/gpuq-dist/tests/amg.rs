@@ -702,6 +702,48 @@ fn stacked(a: &Csr<f64>, own: &Csr<f64>, ghost: &Csr<f64>) -> Result<Csr<f64>, E
     )
 }
 
+/// Ranks whose backends take different paths (one on the host, the others
+/// keeping their rows and cutting the owned block themselves) still pair
+/// every collective, and build the host's hierarchy.
+#[test]
+fn ranks_on_different_backends_build_the_host_hierarchy() {
+    let a = laplace3d::<f64>(16);
+    let o = DistAmgOptions {
+        gather_below: 150,
+        ..DistAmgOptions::default()
+    };
+    for ranks in [2, 3] {
+        let p = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+        let built = ThreadComm::run(ranks, |comm| {
+            let rows = rows_of(&a, &p, comm.rank()).unwrap();
+            let host = DistHierarchy::build(&comm, &p, &rows, &o).unwrap();
+            let counting = CountingSetup {
+                products: Default::default(),
+                aggregations: Default::default(),
+                prolongators: Default::default(),
+                given_kept: Default::default(),
+            };
+            let cpu = CpuBackend::new();
+            let local: &dyn DistSetupKernels = match comm.rank() {
+                0 => &cpu,
+                _ => &counting,
+            };
+            let mixed = DistHierarchy::build_on(local, &comm, &p, &rows, &o).unwrap();
+            (host, mixed)
+        })
+        .unwrap();
+        for (host, mixed) in &built {
+            assert_eq!(host.levels().len(), mixed.levels().len());
+            for (x, y) in host.levels().iter().zip(mixed.levels()) {
+                assert_eq!(
+                    (x.rho, x.a().unwrap(), x.p().unwrap(), x.r().unwrap()),
+                    (y.rho, y.a().unwrap(), y.p().unwrap(), y.r().unwrap())
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
     let a = laplace3d::<f64>(20);

@@ -2397,6 +2397,7 @@ pub unsafe extern "ptx-kernel" fn csr_select_rows(
 /// positions of `out_col` and `out_val`, its entries on the columns
 /// `lo..hi` first (numbered from 0), then the others numbered `hi - lo`
 /// plus their index in the `nghosts` increasing columns `ghosts`.
+/// O(nnz log nghosts) in all.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn csr_extend_columns(
@@ -2437,7 +2438,7 @@ pub unsafe extern "ptx-kernel" fn csr_extend_columns(
 /// values: for non-negative doubles the bits order as the values, and a
 /// NaN's (sign cleared) lie above infinity's, so a NaN value leaves NaN
 /// (the host's `larger`). Each thread folds its grid-stride share, then
-/// one atomic maximum.
+/// one atomic maximum. O(nnz).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn largest_magnitude(nnz: usize, val: *const f64, out: *mut u64) {
     let mut e = global_id();

@@ -59,9 +59,10 @@
 //! A's owned block is cut from the kept rows for the aggregation and the
 //! cycle.
 //!
-//! P stays on the GPU after its smoothing: only the rows other ranks need
-//! come to the host, and the largest magnitudes of A and P (the cycle's
-//! f32 range check) are found there.
+//! P stays on the GPU after its smoothing: only its rows other ranks need,
+//! the rows that A P's shared rows reach and its entries on other ranks'
+//! coarse columns come to the host, and the largest magnitudes of A and P
+//! (the cycle's f32 range check) are found there.
 //!
 //! Not done: the rest of the setup runs on the host of every rank (the
 //! pass over A's rows for its ghost block, P's ghost block, the exchanges, the

@@ -47,17 +47,17 @@ impl<'a> RankRows<'a> {
         }
     }
 
-    /// The rank's rows with the level's (global) columns.
+    /// The rank's rows with the level's (global) columns. O(1).
     pub fn global(&self) -> &Csr<f64> {
         self.global
     }
 
-    /// The rank's own columns (its rows' global indices).
+    /// The rank's own columns (its rows' global indices). O(1).
     pub fn own(&self) -> Range<usize> {
         self.own.clone()
     }
 
-    /// The rank's ghost columns, increasing.
+    /// The rank's ghost columns, increasing. O(1).
     pub fn ghost_cols(&self) -> &[usize] {
         &self.ghost_cols
     }

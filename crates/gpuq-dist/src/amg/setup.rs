@@ -216,15 +216,17 @@ pub trait DistSetupKernels: Sync {
     /// and product A P (made once per level; each of those takes it).
     /// Default: nothing kept. The CUDA backend uploads the rows with their
     /// global columns once and makes their extended form on the device,
-    /// squared by empty rows for the ghost columns (the host never makes
-    /// it).
+    /// squared by empty rows for the ghost columns (the host then makes it
+    /// only for the l1-Jacobi diagonal and for the few rows other ranks
+    /// need of A P).
     fn keep_rows(&self, _a: &RankRows<'_>, _dinv: &BlockDiagonal) -> Result<KeptRows> {
         Ok(KeptRows::none())
     }
 
     /// The largest magnitude of the values of `m` (0 without values, NaN
     /// where one is NaN: the cycle's f32 range check) where the backend
-    /// holds them; `None` (the default) to take it from the host's copy.
+    /// holds them, O(nnz) there; `None` (the default) to take it from the
+    /// host's copy.
     fn largest_magnitude(&self, _m: &LevelMatrix) -> Result<Option<f64>> {
         Ok(None)
     }
@@ -485,6 +487,7 @@ impl SquaredRows {
         };
         let global = g.setup_upload(a)?;
         let squared = g.setup_extend_columns(&global, rows.own(), rows.ghost_cols(), ghosts)?;
+        drop(global);
         let own = a.nrows();
         let owned = match owned {
             true => Some(Arc::new(g.setup_column_range(&squared, own, 0..own)?)),
@@ -516,7 +519,8 @@ impl SquaredRows {
 
 /// The rank's GPU: the owned block's aggregates (cut on the device from the
 /// level's rows, the aggregates back), the Lanczos estimates, the smoothed
-/// prolongator (kept on the device, and a copy back), the owned blocks of P
+/// prolongator (kept on the device, only the rows the host asks for brought
+/// back), the owned blocks of P
 /// and R = P^T (cut and transposed on the device, kept there for the cycle)
 /// and the products (the device's hashed Gustavson product; A P kept for
 /// R (A P), only the ghost rows and the result crossing PCIe); a level's
@@ -915,7 +919,8 @@ fn local_product(
 
 /// A P on this rank: on the host, or kept on the backend
 /// ([`DistSetupKernels::kept_product`]) with P's ghost rows, from which (and
-/// A's and P's host rows) any of its rows is computed on the host.
+/// A's extended rows and the rows of P they reach, wherever P is held) any
+/// of its rows is computed on the host.
 enum RankProduct<'k> {
     Host(Csr<f64>),
     Kept {
@@ -950,10 +955,10 @@ fn a_times_p<'k>(
 
 /// R (A P) over the rank's rows of R (`r` split by its columns, A P's
 /// rows, `r_plan` bringing the ghosts), A P as [`a_times_p`] left it (`a`
-/// and `p` the host rows it came from): A P's ghost rows fetched (the rows
-/// others need of a kept A P computed on the host from those of `a`'s
-/// extended rows), then the product on the backend or the host. Collective
-/// among neighbours.
+/// and `p` the rows it came from): A P's ghost rows fetched (the rows others
+/// need of a kept A P computed on the host from those of `a`'s extended
+/// rows and the rows of `p` they reach, gathered where `p` is held), then
+/// the product on the backend or the host. Collective among neighbours.
 fn r_times_ap(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     r: &LevelSplit,
@@ -1256,7 +1261,17 @@ fn coarsen(
         let dinv = agree(comm, d.inverse())?;
         trace.mark(format_args!("  block diagonal and inverse"));
         let steps = o.lanczos_steps;
-        let kept = agree(comm, local.keep_rows(&rows, &dinv))?;
+        // A rank that keeps nothing multiplies on the host: its extended
+        // rows are made (and an error agreed) before the Lanczos steps.
+        let kept = agree(
+            comm,
+            local.keep_rows(&rows, &dinv).and_then(|kept| {
+                if kept.0.is_none() {
+                    rows.extended()?;
+                }
+                Ok(kept)
+            }),
+        )?;
         let rho = match local.lanczos_rho(comm, &plan, &rows, (&d, &dinv), &kept, (n, steps))? {
             Some(rho) => rho,
             None => {
@@ -1312,11 +1327,17 @@ fn coarsen(
         first: own.start,
         ncols: n,
     };
-    // A's largest magnitude where the split did not read the values.
-    let largest = match largest {
-        Some(known) => known,
-        None => agree(comm, split_largest(local, &split))?,
-    };
+    // A's largest magnitude where the split did not read the values
+    // (agreed on every rank, whichever path it took).
+    let largest = time(&mut t.split_s, || {
+        agree(
+            comm,
+            match largest {
+                Some(known) => Ok(known),
+                None => split_largest(local, &split),
+            },
+        )
+    })?;
     // Aggregates on the rank's own block, the prolongator and the coarse
     // operator; again with every connection strong where the coarse level
     // breaks the coarsening rule of every setup
@@ -1435,7 +1456,9 @@ fn coarsen(
             trace.mark(format_args!("  rows of zeros"));
             Ok((p_split, r_split, ac))
         })?;
-        let p_largest = agree(comm, split_largest(local, &p_split))?;
+        let p_largest = time(&mut t.transpose_s, || {
+            agree(comm, split_largest(local, &p_split))
+        })?;
         Ok(Some(Projected {
             coarse,
             p_largest,
