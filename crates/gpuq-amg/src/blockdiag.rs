@@ -75,14 +75,17 @@ impl BlockDiagonal {
         Self::of_shifted(a, bs, l1, 0)
     }
 
-    /// [`BlockDiagonal::of`] without `l1` for rows whose columns are
-    /// numbered from `first` (a rank's rows with the level's global
-    /// columns, `first` its first row's): the blocks on columns `first +
-    /// bs k..`, the same values as `of` of the rows renumbered so that those
-    /// columns come first (each block's entries summed in the row's order
-    /// either way). Cost as `of`'s.
-    pub fn of_rows(a: &Csr<f64>, bs: usize, first: usize) -> Self {
-        Self::of_shifted(a, bs, false, first)
+    /// [`BlockDiagonal::of`] for rows whose columns are numbered from
+    /// `first` (a rank's rows with the level's global columns, `first` its
+    /// first row's): the blocks on columns `first + bs k..`. Without `l1`,
+    /// the same values as `of` of the rows renumbered so that those columns
+    /// come first (each block's entries summed in the row's order either
+    /// way); with `l1`, each row's other entries' magnitudes are added to
+    /// its diagonal in the order of its global columns (with `first` = 0,
+    /// `of`'s exactly; renumbered rows would sum them in another order).
+    /// Cost as `of`'s.
+    pub fn of_rows(a: &Csr<f64>, bs: usize, first: usize, l1: bool) -> Self {
+        Self::of_shifted(a, bs, l1, first)
     }
 
     /// [`BlockDiagonal::of`] with node k's block on the columns `first + bs
@@ -339,8 +342,28 @@ mod tests {
             }
             let ext = Csr::from_coo(&coo).unwrap();
             assert_eq!(
-                BlockDiagonal::of_rows(&rows, bs, first).blocks(),
+                BlockDiagonal::of_rows(&rows, bs, first, false).blocks(),
                 BlockDiagonal::of(&ext, bs, false).blocks()
+            );
+            // l1: the same sums in the global columns' order.
+            let (l1, l1_ext) = (
+                BlockDiagonal::of_rows(&rows, bs, first, true),
+                BlockDiagonal::of(&ext, bs, true),
+            );
+            for (x, y) in l1.blocks().iter().zip(l1_ext.blocks()) {
+                assert!((x - y).abs() <= 1e-14 * y.abs(), "{x} vs {y}");
+            }
+            assert_ne!(
+                l1.blocks(),
+                BlockDiagonal::of_rows(&rows, bs, first, false).blocks()
+            );
+        }
+        // From the first row on, exactly `of`'s.
+        let top = a.select_rows(&(0..12).collect::<Vec<_>>()).unwrap();
+        for l1 in [false, true] {
+            assert_eq!(
+                BlockDiagonal::of_rows(&top, 3, 0, l1).blocks(),
+                BlockDiagonal::of(&top, 3, l1).blocks()
             );
         }
     }

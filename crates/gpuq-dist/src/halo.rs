@@ -432,7 +432,7 @@ pub fn split_rows<T: Scalar>(
 
 /// A rank's rows split for the distributed setup
 /// ([`split_rows_extended`]): the ghost block, and where they were asked
-/// for the rows over the owned then the ghost columns and the owned block.
+/// for the owned block and the rows over the owned then the ghost columns.
 pub(crate) struct ExtendedSplit<T> {
     /// The owned block (n_local x the rank's columns), where asked for.
     pub(crate) owned: Option<Csr<T>>,
@@ -450,21 +450,21 @@ pub(crate) struct ExtendedSplit<T> {
     pub(crate) largest: Option<f64>,
 }
 
-/// [`split_rows`]' ghost block and, with `owned`, its owned block, with
-/// `extend` the rank's rows over (its columns, then the ghosts) as one
-/// matrix too (the owned block followed by the ghost block, its columns
-/// shifted by the owned count), written in the same pass with the largest
-/// magnitude; with neither, the ghost block alone ([`ghost_block`]: the
-/// values not read). Errors as [`split_rows`].
+/// [`split_rows`]' ghost block and, with `full`, its owned block and the
+/// rank's rows over (its columns, then the ghosts) as one matrix (the owned
+/// block followed by the ghost block, its columns shifted by the owned
+/// count), written in the same pass with the largest magnitude; without,
+/// the ghost block alone ([`ghost_block`]: the values not read, for a
+/// backend that makes the rest from the rows it keeps). Errors as
+/// [`split_rows`].
 pub(crate) fn split_rows_extended<T: Scalar>(
     partition: &RowPartition,
     rank: usize,
     rows: &Csr<T>,
-    owned: bool,
-    extend: bool,
+    full: bool,
 ) -> Result<ExtendedSplit<T>> {
     check_rows(partition, rank, rows)?;
-    if !owned && !extend {
+    if !full {
         // Only the ghost block: no pass over the values.
         let (ghost, ghost_cols) = ghost_block(partition, rank, rows)?;
         return Ok(ExtendedSplit {
@@ -475,10 +475,9 @@ pub(crate) fn split_rows_extended<T: Scalar>(
             largest: None,
         });
     }
-    let (owned, ghost, ghost_cols, ext, largest) =
-        split_parts(partition, rank, rows, extend, owned)?;
+    let (owned, ghost, ghost_cols, ext, largest) = split_parts(partition, rank, rows, true)?;
     Ok(ExtendedSplit {
-        owned,
+        owned: Some(owned),
         ghost,
         ghost_cols,
         ext,
@@ -529,9 +528,9 @@ pub fn split_columns<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<SplitRows<T>> {
-    let (owned, ghost, ghost_cols, _, _) = split_parts(columns, rank, rows, false, true)?;
+    let (owned, ghost, ghost_cols, _, _) = split_parts(columns, rank, rows, false)?;
     Ok(SplitRows {
-        owned: owned.expect("split_parts writes the owned block when asked to"),
+        owned,
         ghost,
         ghost_cols,
     })
@@ -545,9 +544,9 @@ pub(crate) fn split_columns_extended<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<(SplitRows<T>, Csr<T>)> {
-    let (owned, ghost, ghost_cols, ext, _) = split_parts(columns, rank, rows, true, true)?;
+    let (owned, ghost, ghost_cols, ext, _) = split_parts(columns, rank, rows, true)?;
     let split = SplitRows {
-        owned: owned.expect("split_parts writes the owned block when asked to"),
+        owned,
         ghost,
         ghost_cols,
     };
@@ -557,12 +556,11 @@ pub(crate) fn split_columns_extended<T: Scalar>(
     ))
 }
 
-/// The parts of a split in one parallel pass over the rows: the owned block
-/// (when `owned`), the ghost block and its columns, (when `extend`) the
-/// extended matrix (each row's owned entries, then its ghost entries
-/// numbered after the owned columns), and the largest magnitude of an
-/// entry.
-type SplitParts<T> = (Option<Csr<T>>, Csr<T>, Vec<usize>, Option<Csr<T>>, f64);
+/// The parts of a split in one parallel pass over the rows: the owned block,
+/// the ghost block and its columns, (when `extend`) the extended matrix
+/// (each row's owned entries, then its ghost entries numbered after the
+/// owned columns), and the largest magnitude of an entry.
+type SplitParts<T> = (Csr<T>, Csr<T>, Vec<usize>, Option<Csr<T>>, f64);
 
 /// [`SplitParts`] of `rows` split by `columns` for `rank`.
 fn split_parts<T: Scalar>(
@@ -570,7 +568,6 @@ fn split_parts<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
     extend: bool,
-    owned: bool,
 ) -> Result<SplitParts<T>> {
     let own = columns.range(rank);
     let n = rows.nrows();
@@ -594,7 +591,7 @@ fn split_parts<T: Scalar>(
                 .count()
         })
         .collect();
-    let optr = par_row_pointers(n, |i| if owned { counts[i] } else { 0 });
+    let optr = par_row_pointers(n, |i| counts[i]);
     let gptr = par_row_pointers(n, |i| rows.row(i).0.len() - counts[i]);
     let eptr = rows.row_ptr();
     let (mut ocol, mut oval) = (vec![0u32; optr[n]], vec![T::zero(); optr[n]]);
@@ -635,11 +632,9 @@ fn split_parts<T: Scalar>(
                     let c = c as usize;
                     largest = larger(largest, v.magnitude().to_f64_lossless());
                     if own.contains(&c) {
-                        if owned {
-                            oc[o] = (c - own.start) as u32;
-                            ov[o] = v;
-                            o += 1;
-                        }
+                        oc[o] = (c - own.start) as u32;
+                        ov[o] = v;
+                        o += 1;
                     } else {
                         gc[g] = ghost_index(c as u32);
                         gv[g] = v;
@@ -667,16 +662,7 @@ fn split_parts<T: Scalar>(
     } else {
         None
     };
-    let owned_block = match owned {
-        true => Some(Csr::try_new_allow_nonfinite(
-            n,
-            own.len(),
-            optr,
-            ocol,
-            oval,
-        )?),
-        false => None,
-    };
+    let owned_block = Csr::try_new_allow_nonfinite(n, own.len(), optr, ocol, oval)?;
     let ghost = Csr::try_new_allow_nonfinite(n, ghost_cols.len(), gptr, gcol, gval)?;
     Ok((owned_block, ghost, ghost_cols, ext, largest))
 }
@@ -1145,28 +1131,26 @@ mod tests {
             let rows = a.select_rows(&part.range(r).collect::<Vec<_>>()).unwrap();
             let (split, ext) = split_columns_extended(&part, r, &rows).unwrap();
             let plain = split_rows(&part, r, &rows).unwrap();
-            // Without the owned block: the same ghosts and extended rows,
-            // the owned block their leading columns.
-            let lean = split_rows_extended(&part, r, &rows, false, true).unwrap();
-            assert!(lean.owned.is_none());
-            assert_eq!(
-                (&lean.ghost, &lean.ghost_cols, lean.ext.as_ref()),
-                (&split.ghost, &split.ghost_cols, Some(&ext))
-            );
-            // Neither: the same ghosts, nothing else written.
-            let ghosts = split_rows_extended(&part, r, &rows, false, false).unwrap();
+            // The ghost block alone: the same ghosts, nothing else written.
+            let ghosts = split_rows_extended(&part, r, &rows, false).unwrap();
             assert!(ghosts.owned.is_none() && ghosts.ext.is_none());
             assert_eq!(
                 (&ghosts.ghost, &ghosts.ghost_cols, ghosts.largest),
                 (&split.ghost, &split.ghost_cols, None)
             );
-            assert_eq!(lean.largest, Some(largest_magnitude(&rows)));
+            // Everything: the same blocks and extended rows, the owned block
+            // their leading columns.
+            let full = split_rows_extended(&part, r, &rows, true).unwrap();
+            assert_eq!(
+                (full.owned.as_ref(), &full.ghost, &full.ghost_cols),
+                (Some(&split.owned), &split.ghost, &split.ghost_cols)
+            );
+            assert_eq!(full.ext.as_ref(), Some(&ext));
+            assert_eq!(full.largest, Some(largest_magnitude(&rows)));
             assert_eq!(
                 leading_columns(&ext, split.owned.ncols()).unwrap(),
                 split.owned
             );
-            let full = split_rows_extended(&part, r, &rows, true, true).unwrap();
-            assert_eq!(full.owned.as_ref(), Some(&split.owned));
             assert_eq!(
                 (&split.owned, &split.ghost, &split.ghost_cols),
                 (&plain.owned, &plain.ghost, &plain.ghost_cols)

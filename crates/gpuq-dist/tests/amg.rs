@@ -666,7 +666,7 @@ impl DistSetupKernels for CountingSetup {
         kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(LevelMatrix, KeptRows)>, Error> {
+    ) -> Result<Option<LevelMatrix>, Error> {
         let (own, a) = (own.host()?, a.extended()?);
         self.prolongators
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -675,8 +675,7 @@ impl DistSetupKernels for CountingSetup {
         self.given_kept
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pt = stacked(a, own, ghost)?;
-        gpuq_amg::prolong::smooth(a, dinv, rho, &pt)
-            .map(|p| Some((LevelMatrix::from_host(p), KeptRows::none())))
+        gpuq_amg::prolong::smooth(a, dinv, rho, &pt).map(|p| Some(LevelMatrix::from_host(p)))
     }
 }
 
@@ -802,17 +801,14 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
 
 /// A [`DistSetupKernels`] that keeps A P "on the backend" as a device
 /// backend does (here: whole, on the host, stored away from the setup),
-/// and counts the products R (A P) made from it; it keeps P the same way,
-/// takes it for A P and makes the owned blocks of P and R from it, and
+/// and counts the products R (A P) made from it; it makes P, takes the
+/// level's P for A P and makes the owned blocks of P and R from it, and
 /// counts those.
 #[derive(Default)]
 struct KeepingSetup {
     left_products: std::sync::atomic::AtomicUsize,
     kept_p_uses: std::sync::atomic::AtomicUsize,
 }
-
-/// P as [`KeepingSetup`] keeps it: the rank's rows.
-struct KeptP(Csr<f64>);
 
 /// A P as [`KeepingSetup`] keeps it, with the counter of its uses.
 struct HostKept<'s> {
@@ -848,21 +844,18 @@ impl DistSetupKernels for KeepingSetup {
         _kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(LevelMatrix, KeptRows)>, Error> {
+    ) -> Result<Option<LevelMatrix>, Error> {
         let (own, a) = (own.host()?, a.extended()?);
         let p = gpuq_amg::prolong::smooth(a, dinv, rho, &stacked(a, own, ghost)?)?;
-        Ok(Some((
-            LevelMatrix::from_host(p.clone()),
-            KeptRows::new(KeptP(p)),
-        )))
+        Ok(Some(LevelMatrix::from_host(p)))
     }
 
     fn owned_transfer(
         &self,
-        kept_p: &KeptRows,
+        p: &LevelMatrix,
         cols: std::ops::Range<usize>,
     ) -> Result<Option<OwnedTransfer>, Error> {
-        let KeptP(p) = kept_p.get::<KeptP>().expect("P kept");
+        let p = p.host()?;
         self.kept_p_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut owned = gpuq_sparse::Coo::new(p.nrows(), cols.len());
@@ -889,12 +882,10 @@ impl DistSetupKernels for KeepingSetup {
         &self,
         a: &RankRows<'_>,
         _kept: &KeptRows,
-        kept_p: &KeptRows,
         (p, ghosts): (&LevelMatrix, &Csr<f64>),
         ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>, Error> {
-        let KeptP(top) = kept_p.get::<KeptP>().expect("P kept");
-        assert_eq!(top, p.host()?);
+        let top = p.host()?;
         self.kept_p_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let rows: Vec<(&[u32], &[f64])> = [top, ghosts]

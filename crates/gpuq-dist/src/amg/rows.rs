@@ -137,7 +137,7 @@ mod tests {
             let part = RowPartition::contiguous(a.nrows(), ranks).unwrap();
             for r in 0..ranks {
                 let rows = a.select_rows(&part.range(r).collect::<Vec<_>>()).unwrap();
-                let split = split_rows_extended(&part, r, &rows, true, true).unwrap();
+                let split = split_rows_extended(&part, r, &rows, true).unwrap();
                 let want = split.ext.clone().unwrap();
                 let later = RankRows::new(&rows, part.range(r), split.ghost_cols.clone(), None);
                 let idx: Vec<usize> = (0..rows.nrows()).rev().step_by(3).collect();

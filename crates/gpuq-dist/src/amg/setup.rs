@@ -217,8 +217,7 @@ pub trait DistSetupKernels: Sync {
     /// Default: nothing kept. The CUDA backend uploads the rows with their
     /// global columns once and makes their extended form on the device,
     /// squared by empty rows for the ghost columns (the host then makes it
-    /// only for the l1-Jacobi diagonal and for the few rows other ranks
-    /// need of A P).
+    /// only for the few rows other ranks need of A P).
     fn keep_rows(&self, _a: &RankRows<'_>, _dinv: &BlockDiagonal) -> Result<KeptRows> {
         Ok(KeptRows::none())
     }
@@ -279,9 +278,8 @@ pub trait DistSetupKernels: Sync {
     /// the backend as the top rows of R (A P)'s right operand
     /// ([`KeptProduct`]), or `None` (the default) to bring it to the host
     /// (`stacked_product`, else the host's product). `parts` are P's rows
-    /// on this rank and its ghost rows; `kept_p` what the backend kept of
-    /// the former ([`DistSetupKernels::smoothed_prolongator`]), which then
-    /// need not go up again. The ghost rows other ranks need of A P are
+    /// on this rank (wherever they are held: where the backend holds them,
+    /// they need not go up again) and its ghost rows. The ghost rows other ranks need of A P are
     /// computed on the host from A's rows and P's parts (the same values
     /// bit for bit: every backend sums each entry in the host's order), so
     /// the whole product never crosses to the host.
@@ -289,24 +287,23 @@ pub trait DistSetupKernels: Sync {
         &self,
         _a: &RankRows<'_>,
         _kept: &KeptRows,
-        _kept_p: &KeptRows,
         _parts: (&LevelMatrix, &Csr<f64>),
         _ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
         Ok(None)
     }
 
-    /// The block of the prolongator `kept_p` kept
-    /// ([`DistSetupKernels::smoothed_prolongator`]) on the coarse columns
+    /// The block of the rank's rows `p` of the prolongator, where the
+    /// backend holds them ([`DistSetupKernels::smoothed_prolongator`]), on the coarse columns
     /// `cols` (the rank's rows of P on its own coarse columns, numbered from
     /// `cols.start`) and its transpose (the owned block of R = P^T), both
     /// left on the backend for the cycle and R (A P), and P's entries
     /// outside `cols` on the host (their global columns: what the host
-    /// sends to the other ranks); `None` (the default) to split and
-    /// transpose on the host.
+    /// sends to the other ranks); `None` (the default, and where `p` is not
+    /// held by the backend) to split and transpose on the host.
     fn owned_transfer(
         &self,
-        _kept_p: &KeptRows,
+        _p: &LevelMatrix,
         _cols: Range<usize>,
     ) -> Result<Option<OwnedTransfer>> {
         Ok(None)
@@ -346,7 +343,7 @@ pub trait DistSetupKernels: Sync {
         _kept: &KeptRows,
         _rho: f64,
         _pt: (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(LevelMatrix, KeptRows)>> {
+    ) -> Result<Option<LevelMatrix>> {
         Ok(None)
     }
 
@@ -589,17 +586,14 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         &self,
         _a: &RankRows<'_>,
         kept: &KeptRows,
-        kept_p: &KeptRows,
         (p, ghosts): (&LevelMatrix, &Csr<f64>),
         ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>> {
         let Some(sq) = kept.get::<SquaredRows>() else {
             return Ok(None);
         };
-        let b = match kept_p.get::<KeptProlongator>() {
-            Some(k) if k.p.shape() == p.shape() && p.ncols() == ncols => {
-                self.setup_stack_below(&k.p, p.nrows(), ghosts)?
-            }
+        let b = match gpuq_amg::device_copy(self, p) {
+            Some(d) if p.ncols() == ncols => self.setup_stack_below(&d, p.nrows(), ghosts)?,
             _ => self.setup_upload_stacked(&[p.host()?, ghosts], ncols)?,
         };
         let c = self.setup_spgemm(&sq.a, &b)?;
@@ -633,7 +627,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's rows
     /// (kept, or uploaded) with its ghost rows below them, the kernel, the
     /// rank's rows cut from its result there (`setup_column_range`) and
-    /// kept there (`KeptProlongator`); nothing comes to the host.
+    /// kept there as the level's P; nothing comes to the host.
     fn smoothed_prolongator(
         &self,
         a: &RankRows<'_>,
@@ -641,7 +635,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         kept: &KeptRows,
         rho: f64,
         (own, ghost): (&LevelMatrix, &Csr<f64>),
-    ) -> Result<Option<(LevelMatrix, KeptRows)>> {
+    ) -> Result<Option<LevelMatrix>> {
         let mut fresh = None;
         let Some(sq) = SquaredRows::of(self, kept, (a, dinv), &mut fresh)? else {
             return Ok(None);
@@ -653,28 +647,23 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         };
         let p = self.setup_smoothed_prolongator(&sq.a, dinv.block(), omega, &sq.dinv, &spt)?;
         let ncols = p.shape().1;
-        let p = Arc::new(self.setup_column_range(&p, sq.own, 0..ncols)?);
-        let level = gpuq_amg::device_level(self, p.clone());
-        Ok(Some((level, KeptRows::new(KeptProlongator { p }))))
+        let p = self.setup_column_range(&p, sq.own, 0..ncols)?;
+        Ok(Some(gpuq_amg::device_level(self, p)))
     }
 
     /// P's first rows on the coarse columns `cols` cut on the device
     /// (`setup_column_range`) and transposed there (`setup_transpose`, the
     /// host's transpose exactly), both kept as level matrices; its entries
     /// outside them cut there too (`setup_outside_columns`) and brought to
-    /// the host.
-    fn owned_transfer(
-        &self,
-        kept_p: &KeptRows,
-        cols: Range<usize>,
-    ) -> Result<Option<OwnedTransfer>> {
-        let Some(k) = kept_p.get::<KeptProlongator>() else {
+    /// the host. `None` where P is not held on this device.
+    fn owned_transfer(&self, p: &LevelMatrix, cols: Range<usize>) -> Result<Option<OwnedTransfer>> {
+        let Some(p) = gpuq_amg::device_copy(self, p) else {
             return Ok(None);
         };
-        let rows = k.p.shape().0;
+        let rows = p.shape().0;
         let outside =
-            self.setup_download(&self.setup_outside_columns(&k.p, rows, cols.clone())?)?;
-        let owned = self.setup_column_range(&k.p, rows, cols)?;
+            self.setup_download(&self.setup_outside_columns(&p, rows, cols.clone())?)?;
+        let owned = self.setup_column_range(&p, rows, cols)?;
         let r = self.setup_transpose(&owned)?;
         Ok(Some(OwnedTransfer {
             p: gpuq_amg::device_level(self, owned),
@@ -712,13 +701,6 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     fn dist_setup_name(&self) -> &'static str {
         "cuda"
     }
-}
-
-/// A rank's rows of its smoothed prolongator on its GPU (the same matrix
-/// as the level's P there).
-#[cfg(feature = "cuda")]
-struct KeptProlongator {
-    p: Arc<gpuq_cuda::SetupCsr>,
 }
 
 /// A P on a rank's GPU: the product of the squared rows, whose first
@@ -931,14 +913,14 @@ enum RankProduct<'k> {
 
 /// A P over the rank's rows `a` (`split` its columns split as P's rows,
 /// `kept` what the backend kept of it, `plan` bringing P's ghost rows once;
-/// `kept_p` what the backend kept of P): one local product, kept on the
+/// `p` the rank's rows of P, wherever held): one local product, kept on the
 /// backend where it keeps it, else over `a`'s extended rows. Collective
 /// among neighbours.
 fn a_times_p<'k>(
     (comm, local): (&dyn Communicator, &'k dyn DistSetupKernels),
     (split, a, kept): (&LevelSplit, &RankRows<'_>, &KeptRows),
     plan: &HaloPlan,
-    (p, kept_p): (&LevelMatrix, &KeptRows),
+    p: &LevelMatrix,
 ) -> Result<RankProduct<'k>> {
     let p_ghosts = ghost_rows(
         comm,
@@ -947,7 +929,7 @@ fn a_times_p<'k>(
         (p.nrows(), p.ncols()),
         |idx| p.rows(idx),
     )?;
-    if let Some(product) = local.kept_product(a, kept, kept_p, (p, &p_ghosts), p.ncols())? {
+    if let Some(product) = local.kept_product(a, kept, (p, &p_ghosts), p.ncols())? {
         return Ok(RankProduct::Kept { product, p_ghosts });
     }
     local_product(local, (a.extended()?, kept), p.host()?, &p_ghosts).map(RankProduct::Host)
@@ -1241,7 +1223,7 @@ fn coarsen(
     // it makes them from the rows it keeps.
     let (split, plan) = time(&mut t.split_s, || -> Result<_> {
         let host = !local.keeps_owned_block();
-        let split = agree(comm, split_rows_extended(part, rank, a, host, host))?;
+        let split = agree(comm, split_rows_extended(part, rank, a, host))?;
         trace.mark(format_args!("  split and extended"));
         let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
         trace.mark(format_args!("  halo plan"));
@@ -1257,7 +1239,7 @@ fn coarsen(
     let rows = RankRows::new(a, own.clone(), ghost_cols.clone(), ext);
     // Smoother data: D from the rank's rows (its blocks lie in its columns).
     let (dinv, rho, smoother_dinv, omega, kept) = time(&mut t.smoother_s, || -> Result<_> {
-        let d = BlockDiagonal::of_rows(a, bs, own.start);
+        let d = BlockDiagonal::of_rows(a, bs, own.start, false);
         let dinv = agree(comm, d.inverse())?;
         trace.mark(format_args!("  block diagonal and inverse"));
         let steps = o.lanczos_steps;
@@ -1298,8 +1280,7 @@ fn coarsen(
             Smoother::L1Jacobi => (
                 agree(
                     comm,
-                    rows.extended()
-                        .and_then(|ext| BlockDiagonal::of(ext, bs, true).inverse()),
+                    BlockDiagonal::of_rows(a, bs, own.start, true).inverse(),
                 )?,
                 1.0,
             ),
@@ -1404,14 +1385,14 @@ fn coarsen(
             let smoothed = local
                 .smoothed_prolongator(&rows, &dinv, &kept, rho, (&pt, &pt_ghosts))
                 .and_then(|p| match p {
-                    Some(kept_p) => Ok(kept_p),
+                    Some(p) => Ok(p),
                     None => smooth(
                         rows.extended()?,
                         &dinv,
                         rho,
                         &stack_rows(&[pt.host()?, &pt_ghosts], nc)?,
                     )
-                    .map(|p| (LevelMatrix::from_host(p), KeptRows::none())),
+                    .map(LevelMatrix::from_host),
                 });
             let p = agree(comm, smoothed)?;
             trace.mark(format_args!("  smoothed prolongator"));
@@ -1428,10 +1409,9 @@ fn coarsen(
         })?;
         // P split, R = P^T split, and R (A P) with the ghost rows of P, then
         // of A P.
-        let (p, kept_p) = p;
         let (p_split, r_split, ac) = time(&mut t.galerkin_s, || -> Result<_> {
             let (p_split, r_split) = time(&mut t.transpose_s, || {
-                transfer_operators((comm, local), (part, &coarse), &p, &kept_p)
+                transfer_operators((comm, local), (part, &coarse), &p)
             })?;
             trace.mark(format_args!("  P split, R = P^T split"));
             // A rank's error after an exchange is every rank's (agreed)
@@ -1439,7 +1419,7 @@ fn coarsen(
             let ap = time(&mut t.products_s, || {
                 agree(
                     comm,
-                    a_times_p((comm, local), (&split, &rows, &kept), &plan, (&p, &kept_p)),
+                    a_times_p((comm, local), (&split, &rows, &kept), &plan, &p),
                 )
             })?;
             trace.mark(format_args!("  A P"));

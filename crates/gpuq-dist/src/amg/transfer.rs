@@ -4,7 +4,7 @@
 //! on the host, or on the rank's GPU); and the transfer operators made so
 //! ([`transfer_operators`]).
 
-use super::setup::{DistSetupKernels, KeptRows, OwnedTransfer};
+use super::setup::{DistSetupKernels, OwnedTransfer};
 use crate::comm::{agree, comm_error, Communicator};
 use crate::halo::{ghost_block, split_columns, TASK_ROWS};
 use crate::operator::exchange_tasks;
@@ -83,7 +83,7 @@ impl LevelSplit {
 }
 
 /// P (this rank's rows `p` of a prolongator from `fine` to `coarse`, global
-/// coarse columns; `kept_p` what the backend kept of them) split by the
+/// coarse columns, wherever held) split by the
 /// coarse columns, and R = P^T's rows for the coarse rows the rank owns
 /// split by the fine columns. The owned blocks come from the backend
 /// ([`DistSetupKernels::owned_transfer`]: P's block cut from its copy and
@@ -100,12 +100,11 @@ pub(crate) fn transfer_operators(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     (fine, coarse): (&RowPartition, &RowPartition),
     p: &LevelMatrix,
-    kept_p: &KeptRows,
 ) -> Result<(LevelSplit, LevelSplit)> {
     let rank = comm.rank();
     let (own, mine) = (fine.range(rank), coarse.range(rank));
     let made = local
-        .owned_transfer(kept_p, mine.clone())
+        .owned_transfer(p, mine.clone())
         .and_then(|kept| match kept {
             Some(OwnedTransfer { p, r, outside }) => {
                 let (ghost, ghost_cols) = ghost_block(coarse, rank, &outside)?;
@@ -260,8 +259,7 @@ mod tests {
                 let local = gpuq_cpu::CpuBackend::new();
                 let held = LevelMatrix::from_host(rows.clone());
                 let (ps, rs) =
-                    transfer_operators((&comm, &local), (&fine, &coarse), &held, &KeptRows::none())
-                        .unwrap();
+                    transfer_operators((&comm, &local), (&fine, &coarse), &held).unwrap();
                 let want_p = split_columns_extended(&coarse, rank, &rows).unwrap();
                 let r_rows = rows_of(&whole, &coarse, rank).unwrap();
                 let want_r = split_columns_extended(&fine, rank, &r_rows).unwrap();
