@@ -9,7 +9,8 @@
 //!   centres and every other node joining a root within distance 2. Every round
 //!   is a parallel map over nodes that reads only the previous round's values, so
 //!   the result does not depend on the thread count, and a GPU setup running the
-//!   same rounds builds the same aggregates.
+//!   same rounds builds the same aggregates. On few threads one sequential pass
+//!   in key order finds the same roots.
 
 use crate::strength::Graph;
 use rayon::prelude::*;
@@ -56,7 +57,7 @@ pub fn seed_selection(s: &Graph) -> Selection {
 }
 
 pub use gpuq_kernels::amg::hash;
-use gpuq_kernels::amg::{fine_key, mis2_key, mis2_next, state_of, ROOT, UNDECIDED};
+use gpuq_kernels::amg::{fine_key, mis2_key, mis2_next, state_of, OUT, ROOT, UNDECIDED};
 
 fn key(state: u64, i: usize) -> u64 {
     mis2_key(state, i as u32)
@@ -141,12 +142,69 @@ fn mis2_round_on(
         .collect()
 }
 
+/// Most threads for which [`mis2_keys`] takes the sequential pass
+/// ([`mis2_keys_in_order`]) rather than the rounds: on two cores
+/// [`mis2_aggregates`] took 17-20 ms with the pass against 37-41 ms with the
+/// rounds on P2 Poisson's strong graph (185,193 nodes, 2.8 million edges),
+/// 11 against 27 ms on the jumping-coefficient system's (1.2 million edges),
+/// and 20-27 against 27-41 ms on one thread; the rounds' work divides among
+/// the threads, the pass's does not.
+const IN_ORDER_THREADS: usize = 4;
+
+/// The keys the MIS-2 rounds end with ([`mis2_rounds`], the device's rule):
+/// found by one sequential pass where the pool has few threads
+/// ([`IN_ORDER_THREADS`]), else by the rounds. Every node ends a root or
+/// out; both give the same keys.
+fn mis2_keys(s: &Graph) -> Vec<u64> {
+    if rayon::current_num_threads() <= IN_ORDER_THREADS {
+        mis2_keys_in_order(s)
+    } else {
+        mis2_rounds(s)
+    }
+}
+
+/// The keys the MIS-2 rounds end with, found in one sequential pass: the
+/// nodes in decreasing key order, each a root unless a root lies within
+/// distance 2, then every node within distance 2 of it marked out. On a
+/// symmetric graph the rounds end with these roots: an undecided node cannot
+/// become a root while a node of larger key within distance 2 is undecided or
+/// a root (that key is the largest it sees), nor be put out by a root of
+/// smaller key (which saw its key), so it becomes a root exactly when no
+/// node of larger key within distance 2 is one. O(n log n) for the order,
+/// plus the roots' distance-2 neighbourhoods.
+fn mis2_keys_in_order(s: &Graph) -> Vec<u64> {
+    let n = s.len();
+    let mut order: Vec<u64> = (0..n).into_par_iter().map(|i| key(UNDECIDED, i)).collect();
+    order.par_sort_unstable_by(|x, y| y.cmp(x));
+    let mut root = vec![false; n];
+    let mut out = vec![false; n];
+    for k in order {
+        // a key's low 32 bits are its node
+        let i = k as u32 as usize;
+        if out[i] {
+            continue;
+        }
+        root[i] = true;
+        out[i] = true;
+        for &j in s.neighbours(i) {
+            out[j as usize] = true;
+            for &l in s.neighbours(j as usize) {
+                out[l as usize] = true;
+            }
+        }
+    }
+    root.into_par_iter()
+        .enumerate()
+        .map(|(i, r)| key(if r { ROOT } else { OUT }, i))
+        .collect()
+}
+
 /// The keys after the MIS-2 rounds: whole rounds while many nodes are
 /// undecided, then rounds around the undecided ones; each node ends a root or
 /// out. A round around u nodes of degree d recomputes about u d^2 maxima
 /// where a whole one computes 2 n d: the rounds go around once u d is below
 /// n / 4. O(edges) per whole round, a handful in practice.
-fn mis2_keys(s: &Graph) -> Vec<u64> {
+fn mis2_rounds(s: &Graph) -> Vec<u64> {
     let n = s.len();
     let mut keys: Vec<u64> = (0..n).into_par_iter().map(|i| key(UNDECIDED, i)).collect();
     let (mut near, mut next) = (vec![0u64; n], vec![0u64; n]);
@@ -374,7 +432,37 @@ mod tests {
             .unwrap(),
         ];
         for s in &graphs {
-            assert_eq!(mis2_keys(s), keys_by_whole_rounds(s));
+            let whole = keys_by_whole_rounds(s);
+            assert_eq!(mis2_rounds(s), whole);
+            assert_eq!(mis2_keys_in_order(s), whole);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// The sequential pass ends with the rounds' keys on random
+        /// symmetric graphs of any density, isolated nodes included.
+        #[test]
+        fn the_pass_in_key_order_ends_as_the_rounds(
+            n in 1usize..120,
+            density in 0.0f64..0.5,
+            seed in 0u64..1_000_000,
+        ) {
+            let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let mut coo = gpuq_sparse::Coo::new(n, n);
+            for i in 0..n {
+                coo.push(i, i, 4.0).unwrap();
+                for j in 0..i {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    if ((state >> 11) as f64 / (1u64 << 53) as f64) < density * density {
+                        coo.push(i, j, -1.0).unwrap();
+                        coo.push(j, i, -1.0).unwrap();
+                    }
+                }
+            }
+            let a = gpuq_sparse::Csr::from_coo(&coo).unwrap();
+            let s = strong_graph(&norm_matrix(&a, 1).unwrap(), 0.0).unwrap();
+            proptest::prop_assert_eq!(mis2_keys_in_order(&s), keys_by_whole_rounds(&s));
         }
     }
 
