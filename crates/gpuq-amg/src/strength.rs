@@ -133,48 +133,55 @@ pub fn strength_graph(a: &Csr<f64>, bs: usize, eps: f64) -> Result<Graph> {
     }
 }
 
-/// Rows per task of [`filtered_graph`]'s fill.
+/// Rows per task of [`filtered_graph`].
 const FILL_ROWS: usize = 2048;
 
 /// The graph whose node k has the neighbours l (in column order) of the
-/// entries e_kl of row k for which `keep(k, l, e_kl)`: two parallel passes
-/// over E's rows, one counting and one writing. O(nnz(E)).
+/// entries e_kl of row k for which `keep(k, l, e_kl)`: one parallel pass
+/// over E's rows in tasks of [`FILL_ROWS`] rows, each writing its rows'
+/// neighbours and ends into arrays of its own (each entry tested once),
+/// then the row pointers by a prefix sum and the tasks' neighbours copied
+/// into place in parallel. O(nnz(E)).
 fn filtered_graph(e: &Csr<f64>, keep: impl Fn(usize, usize, f64) -> bool + Sync) -> Graph {
-    let keep = &keep;
-    let kept = |k: usize| {
-        let (c, v) = e.row(k);
-        c.iter()
-            .zip(v)
-            .filter(move |&(&l, &x)| keep(k, l as usize, x))
-            .map(|(&l, _)| l)
-    };
-    let counts: Vec<usize> = (0..e.nrows())
+    let n = e.nrows();
+    let tasks: Vec<(Vec<usize>, Vec<u32>)> = (0..n.div_ceil(FILL_ROWS))
         .into_par_iter()
-        .map(|k| kept(k).count())
+        .map(|t| {
+            let rows = t * FILL_ROWS..((t + 1) * FILL_ROWS).min(n);
+            let mut ends = Vec::with_capacity(rows.len());
+            let first = e.row_ptr()[rows.start];
+            let mut adj = Vec::with_capacity(e.row_ptr()[rows.end] - first);
+            for k in rows {
+                let (c, v) = e.row(k);
+                adj.extend(
+                    c.iter()
+                        .zip(v)
+                        .filter(|&(&l, &x)| keep(k, l as usize, x))
+                        .map(|(&l, _)| l),
+                );
+                ends.push(adj.len());
+            }
+            (ends, adj)
+        })
         .collect();
-    let mut ptr = Vec::with_capacity(counts.len() + 1);
+    let mut ptr = Vec::with_capacity(n + 1);
     ptr.push(0);
-    for c in counts {
-        ptr.push(ptr[ptr.len() - 1] + c);
+    for (ends, _) in &tasks {
+        let base = ptr[ptr.len() - 1];
+        ptr.extend(ends.iter().map(|&x| base + x));
     }
-    let mut adj = vec![0u32; ptr[ptr.len() - 1]];
+    let mut adj = vec![0u32; ptr[n]];
     // Each task's rows own a contiguous piece of `adj`.
-    let mut tasks = Vec::new();
+    let mut pieces = Vec::with_capacity(tasks.len());
     let mut rest = adj.as_mut_slice();
-    for first in (0..e.nrows()).step_by(FILL_ROWS) {
-        let last = (first + FILL_ROWS).min(e.nrows());
-        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(ptr[last] - ptr[first]);
-        tasks.push((first..last, piece));
+    for (_, part) in &tasks {
+        let (piece, tail) = std::mem::take(&mut rest).split_at_mut(part.len());
+        pieces.push((piece, part));
         rest = tail;
     }
-    tasks.into_par_iter().for_each(|(rows, piece)| {
-        let base = ptr[rows.start];
-        for k in rows {
-            for (slot, l) in piece[ptr[k] - base..].iter_mut().zip(kept(k)) {
-                *slot = l;
-            }
-        }
-    });
+    pieces
+        .into_par_iter()
+        .for_each(|(piece, part)| piece.copy_from_slice(part));
     Graph { ptr, adj }
 }
 
@@ -355,6 +362,36 @@ mod tests {
         assert!(is_structurally_symmetric(&asymmetric));
         let directed = filtered_graph(&pattern, |k, l, _| l != k);
         assert!(!is_structurally_symmetric(&directed));
+    }
+
+    /// Rows over several of the filter's tasks ([`FILL_ROWS`]): each node's
+    /// neighbours are its row's strong entries, in order.
+    #[test]
+    fn the_filter_over_many_tasks_keeps_each_rows_strong_entries() {
+        let values = gpuq_sparse::generators::convdiff2d::<f64>(70, 0.7);
+        let a = add(0.5, &values, 0.5, &values.transpose(false)).unwrap();
+        assert!(a.nrows() > 2 * FILL_ROWS);
+        let d: Vec<f64> = (0..a.nrows())
+            .map(|k| {
+                let (c, v) = a.row(k);
+                v[c.binary_search(&(k as u32)).unwrap()].abs()
+            })
+            .collect();
+        for eps in [0.0, 0.2] {
+            let g = strength_graph(&a, 1, eps).unwrap();
+            for k in 0..a.nrows() {
+                let (c, v) = a.row(k);
+                let want: Vec<u32> = c
+                    .iter()
+                    .zip(v)
+                    .filter(|&(&l, &x)| {
+                        l as usize != k && x != 0.0 && x * x >= eps * d[k] * d[l as usize]
+                    })
+                    .map(|(&l, _)| l)
+                    .collect();
+                assert_eq!(g.neighbours(k), &want[..], "row {k}, eps {eps}");
+            }
+        }
     }
 
     #[test]
