@@ -8,6 +8,7 @@ use crate::galerkin::{for_group, par_build, Accumulator, GroupScratch, MAX_GROUP
 use gpuq_core::Result;
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// Seed 002's prolongator: block (i, J) is (1/n_i) I_bs for each of the n_i
 /// coarse nodes J node i interpolates from. Rows sum to 1 per component, so
@@ -222,12 +223,15 @@ fn tentative_single(agg: &[u32], naggs: usize, bs: usize, b: &[f64]) -> Result<T
 /// rho), rho an estimate of rho(D^-1 A), in one row-parallel pass: row i of P
 /// is row i of P_T minus omega times the rows of A P_T of i's node combined by
 /// the inverse block of that node (Gustavson accumulation; the rows of a node
-/// with the same pattern together, reading A and P_T once).
+/// with the same pattern together, reading A and P_T once). Where each row of
+/// P_T holds at most one entry (one candidate, scalar unknowns) it is read as
+/// a column and a value per row ([`single_entries`]).
 /// O(flops(A P_T) bs).
 pub fn smooth(a: &Csr<f64>, dinv: &BlockDiagonal, rho: f64, pt: &Csr<f64>) -> Result<Csr<f64>> {
     let smoothing = Smoothing {
         a,
         pt,
+        single: single_entries(pt),
         bs: dinv.block(),
         blocks: dinv.blocks(),
         omega: 4.0 / (3.0 * rho),
@@ -246,10 +250,46 @@ pub fn smooth(a: &Csr<f64>, dinv: &BlockDiagonal, rho: f64, pt: &Csr<f64>) -> Re
     )
 }
 
+/// Each row's column ([`EMPTY_ROW`] for an empty row) and value, for a
+/// matrix whose rows hold at most one entry each; `None` otherwise. The
+/// matrix's own arrays where every row holds one, else copied. O(rows).
+fn single_entries(m: &Csr<f64>) -> Option<SingleEntries<'_>> {
+    let n = m.nrows();
+    if m.nnz() == n && m.row_ptr().par_windows(2).all(|w| w[1] == w[0] + 1) {
+        return Some((Cow::Borrowed(m.col_idx()), Cow::Borrowed(m.values())));
+    }
+    if !m.row_ptr().par_windows(2).all(|w| w[1] <= w[0] + 1) {
+        return None;
+    }
+    let entry = |i: usize| m.row(i).0.first().map(|&c| (c, m.row(i).1[0]));
+    Some((
+        Cow::Owned(
+            (0..n)
+                .into_par_iter()
+                .map(|i| entry(i).map_or(EMPTY_ROW, |e| e.0))
+                .collect(),
+        ),
+        Cow::Owned(
+            (0..n)
+                .into_par_iter()
+                .map(|i| entry(i).map_or(0.0, |e| e.1))
+                .collect(),
+        ),
+    ))
+}
+
+/// A column and a value per row ([`single_entries`]).
+type SingleEntries<'a> = (Cow<'a, [u32]>, Cow<'a, [f64]>);
+
+/// The column [`single_entries`] gives an empty row.
+const EMPTY_ROW: u32 = u32::MAX;
+
 /// The operands of [`smooth`].
 struct Smoothing<'a> {
     a: &'a Csr<f64>,
     pt: &'a Csr<f64>,
+    /// P_T's rows as one column and value each, where they hold at most one.
+    single: Option<SingleEntries<'a>>,
     bs: usize,
     blocks: &'a [f64],
     omega: f64,
@@ -293,10 +333,25 @@ fn smooth_group<const G: usize>(s: &Smoothing<'_>, i: usize, acc: &mut Accumulat
             continue;
         }
         let (ac, av) = s.a.row(k * bs + c);
-        acc.add_scaled_rows::<G>(ac.iter().zip(av).map(|(&m, &amv)| {
-            let (tc, tv) = s.pt.row(m as usize);
-            (w.map(|w| w * amv), tc, tv)
-        }));
+        match &s.single {
+            // the same terms, each row's entry read without its row pointers
+            Some((cols, vals)) => {
+                acc.add_scaled_rows::<G>(ac.iter().zip(av).filter_map(|(&m, &amv)| {
+                    let m = m as usize;
+                    (cols[m] != EMPTY_ROW).then(|| {
+                        (
+                            w.map(|w| w * amv),
+                            std::slice::from_ref(&cols[m]),
+                            std::slice::from_ref(&vals[m]),
+                        )
+                    })
+                }))
+            }
+            None => acc.add_scaled_rows::<G>(ac.iter().zip(av).map(|(&m, &amv)| {
+                let (tc, tv) = s.pt.row(m as usize);
+                (w.map(|w| w * amv), tc, tv)
+            })),
+        }
     }
     acc.drain();
 }
@@ -304,6 +359,66 @@ fn smooth_group<const G: usize>(s: &Smoothing<'_>, i: usize, acc: &mut Accumulat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// P = P_T - omega D^-1 A P_T summed entry by entry as [`smooth`] sums
+    /// it (P_T's row, then A's row in order, each term (w a_im) t_mc), in a
+    /// sorted map per row; scalar unknowns.
+    fn smooth_by_definition(
+        a: &Csr<f64>,
+        dinv: &BlockDiagonal,
+        rho: f64,
+        pt: &Csr<f64>,
+    ) -> Csr<f64> {
+        let omega = 4.0 / (3.0 * rho);
+        let mut coo = gpuq_sparse::Coo::new(a.nrows(), pt.ncols());
+        for i in 0..a.nrows() {
+            let mut row = std::collections::BTreeMap::new();
+            let (tc, tv) = pt.row(i);
+            for (&c, &t) in tc.iter().zip(tv) {
+                *row.entry(c).or_insert(0.0) += t;
+            }
+            let w = -omega * dinv.blocks()[i];
+            let (ac, av) = a.row(i);
+            for (&m, &x) in ac.iter().zip(av) {
+                let (tc, tv) = pt.row(m as usize);
+                for (&c, &t) in tc.iter().zip(tv) {
+                    *row.entry(c).or_insert(0.0) += (w * x) * t;
+                }
+            }
+            for (c, v) in row {
+                coo.push(i, c as usize, v).unwrap();
+            }
+        }
+        Csr::from_coo(&coo).unwrap()
+    }
+
+    /// The rows of P_T read as one entry each (all rows holding one, or some
+    /// empty: nodes in no aggregate) or by their row pointers (two
+    /// candidates) give the definition's sums bit for bit.
+    #[test]
+    fn smoothing_reads_single_entry_rows_as_the_row_pointers_do() {
+        let a = gpuq_sparse::generators::convdiff2d::<f64>(12, 0.4);
+        let sym = crate::galerkin::add(0.5, &a, 0.5, &a.transpose(false)).unwrap();
+        let fixed = gpuq_sparse::generators::with_identity_rows(&sym, |i| i % 7 == 3);
+        for m in [&sym, &fixed] {
+            let s = crate::strength::strength_graph(m, 1, 0.01).unwrap();
+            let (agg, naggs) = crate::aggregate::aggregates(&s);
+            let dinv = BlockDiagonal::of(m, 1, false).inverse().unwrap();
+            let n = m.nrows();
+            let ramp: Vec<f64> = (0..n).map(|i| 1.0 + (i % 5) as f64 / 7.0).collect();
+            for b in [vec![vec![1.0; n]], vec![vec![1.0; n], ramp]] {
+                let pt = tentative(&agg, naggs, 1, &b).unwrap().p;
+                let single = single_entries(&pt).is_some();
+                assert_eq!(single, b.len() == 1);
+                // the fixed rows join no aggregate: their rows of P_T are empty
+                assert_eq!(pt.nnz() < n * b.len(), std::ptr::eq(m, &fixed));
+                let p = smooth(m, &dinv, 1.7, &pt).unwrap();
+                let want = smooth_by_definition(m, &dinv, 1.7, &pt);
+                assert_eq!(p.col_idx(), want.col_idx());
+                assert_eq!(p.values(), want.values());
+            }
+        }
+    }
 
     #[test]
     fn one_vector_gives_the_qr_path_bit_for_bit() {
