@@ -146,9 +146,12 @@ fn mis2_round_on(
 /// ([`mis2_keys_in_order`]) rather than the rounds: on two cores
 /// [`mis2_aggregates`] took 17-20 ms with the pass against 37-41 ms with the
 /// rounds on P2 Poisson's strong graph (185,193 nodes, 2.8 million edges),
-/// 11 against 27 ms on the jumping-coefficient system's (1.2 million edges),
-/// and 20-27 against 27-41 ms on one thread; the rounds' work divides among
-/// the threads, the pass's does not.
+/// and 11 against 27 ms on the jumping-coefficient system's (1.2 million
+/// edges). The rounds' work divides among the threads, the pass's does not:
+/// on the H200 machine's 16-core host, laplace3d:150's graph (3.4 million
+/// nodes) took 317 ms with the pass on 4 threads against 221, 144 and 95 ms
+/// with the rounds on 5, 8 and 16 (laplace3d:60's, 216,000 nodes: 8.8 ms
+/// against 10-12 ms).
 const IN_ORDER_THREADS: usize = 4;
 
 /// The keys the MIS-2 rounds end with ([`mis2_rounds`], the device's rule):
