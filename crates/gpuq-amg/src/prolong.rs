@@ -225,7 +225,7 @@ fn tentative_single(agg: &[u32], naggs: usize, bs: usize, b: &[f64]) -> Result<T
 /// the inverse block of that node (Gustavson accumulation; the rows of a node
 /// with the same pattern together, reading A and P_T once). Where each row of
 /// P_T holds at most one entry (one candidate, scalar unknowns) it is read as
-/// a column and a value per row ([`single_entries`]).
+/// a column and a value per row.
 /// O(flops(A P_T) bs).
 pub fn smooth(a: &Csr<f64>, dinv: &BlockDiagonal, rho: f64, pt: &Csr<f64>) -> Result<Csr<f64>> {
     let smoothing = Smoothing {
