@@ -76,6 +76,8 @@ impl RowSums {
 /// rows (each row's sums in column order, as a product with the candidate
 /// vector would take them). O(nnz).
 fn row_sums(a: &Csr<f64>, bs: usize) -> RowSums {
+    // the options' check keeps bs within 1..=MAX_BLOCK (8)
+    debug_assert!((1..MAX_CANDIDATES).contains(&bs), "block size {bs}");
     let row = |i: usize| {
         let (cols, vals) = a.row(i);
         match bs {

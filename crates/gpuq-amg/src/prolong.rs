@@ -224,7 +224,7 @@ fn tentative_single(agg: &[u32], naggs: usize, bs: usize, b: &[f64]) -> Result<T
 /// is row i of P_T minus omega times the rows of A P_T of i's node combined by
 /// the inverse block of that node (Gustavson accumulation; the rows of a node
 /// with the same pattern together, reading A and P_T once). Where each row of
-/// P_T holds at most one entry (one candidate, scalar unknowns) it is read as
+/// P_T holds at most one entry (one near-null-space candidate) it is read as
 /// a column and a value per row.
 /// O(flops(A P_T) bs).
 pub fn smooth(a: &Csr<f64>, dinv: &BlockDiagonal, rho: f64, pt: &Csr<f64>) -> Result<Csr<f64>> {

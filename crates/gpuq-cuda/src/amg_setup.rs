@@ -1817,9 +1817,10 @@ impl CudaBackend {
         }
         // SAFETY: the kernel below writes all n values before any read (the
         // stream orders them); n = 0 leaves one value that is never read.
-        let buf = unsafe { self.inner.stream.alloc::<f64>(n.max(1)) }
-            .map_err(|e| self.alloc_error("the Lanczos start vector", n * 8, e))?;
-        let mut v = SetupVec { len: n, buf };
+        let mut v = SetupVec {
+            len: n,
+            buf: unsafe { self.setup_uninit::<f64>(n) }?,
+        };
         // SAFETY: arguments match `setup_lanczos_start`; v holds n values.
         setup_launch!(self, "setup_lanczos_start", n, l => {
             l.arg(&v.len).arg(&first).arg(&own).arg(&mut v.buf);

@@ -279,10 +279,10 @@ pub trait DistSetupKernels: Sync {
     /// ([`KeptProduct`]), or `None` (the default) to bring it to the host
     /// (`stacked_product`, else the host's product). `parts` are P's rows
     /// on this rank (wherever they are held: where the backend holds them,
-    /// they need not go up again) and its ghost rows. The ghost rows other ranks need of A P are
-    /// computed on the host from A's rows and P's parts (the same values
-    /// bit for bit: every backend sums each entry in the host's order), so
-    /// the whole product never crosses to the host.
+    /// they need not go up again) and its ghost rows. The ghost rows other
+    /// ranks need of A P are computed on the host from A's rows and P's
+    /// parts (the same values bit for bit: every backend sums each entry in
+    /// the host's order), so the whole product never crosses to the host.
     fn kept_product(
         &self,
         _a: &RankRows<'_>,
@@ -294,8 +294,9 @@ pub trait DistSetupKernels: Sync {
     }
 
     /// The block of the rank's rows `p` of the prolongator, where the
-    /// backend holds them ([`DistSetupKernels::smoothed_prolongator`]), on the coarse columns
-    /// `cols` (the rank's rows of P on its own coarse columns, numbered from
+    /// backend holds them ([`DistSetupKernels::smoothed_prolongator`]), on
+    /// the coarse columns `cols` (the rank's rows of P on its own coarse
+    /// columns, numbered from
     /// `cols.start`) and its transpose (the owned block of R = P^T), both
     /// left on the backend for the cycle and R (A P), and P's entries
     /// outside `cols` on the host (their global columns: what the host
@@ -332,10 +333,11 @@ pub trait DistSetupKernels: Sync {
     /// over owned then ghost columns), `dinv` the inverse blocks of its rows, `pt` the
     /// tentative prolongator's rows on this rank (wherever they are held)
     /// and its ghost rows (stacked in that order, the same columns), `kept`
-    /// what [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`: P's rows
-    /// (wherever they are held) and what the backend keeps of them (for A P
-    /// and the owned blocks of P and R, [`DistSetupKernels::owned_transfer`]),
-    /// or `None` to smooth on the host (the default).
+    /// what [`DistSetupKernels::keep_rows`] kept of `a` and `dinv`: P's rows,
+    /// wherever the backend holds them (a P held on the backend is what
+    /// [`DistSetupKernels::kept_product`] and
+    /// [`DistSetupKernels::owned_transfer`] take there), or `None` to smooth
+    /// on the host (the default).
     fn smoothed_prolongator(
         &self,
         _a: &RankRows<'_>,
