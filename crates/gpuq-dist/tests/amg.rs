@@ -801,9 +801,10 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
 
 /// A [`DistSetupKernels`] that keeps A P "on the backend" as a device
 /// backend does (here: whole, on the host, stored away from the setup),
-/// and counts the products R (A P) made from it; it makes P, takes the
-/// level's P for A P and makes the owned blocks of P and R from it, and
-/// counts those.
+/// and counts the products R (A P) made from it; it makes P and holds it as
+/// a resident matrix of its own ([`HeldP`], as a device holds its copy),
+/// takes that P for A P and makes the owned blocks of P and R from it
+/// (a P it does not hold, it leaves to the host), and counts those.
 #[derive(Default)]
 struct KeepingSetup {
     left_products: std::sync::atomic::AtomicUsize,
@@ -836,6 +837,31 @@ impl KeptProduct for HostKept<'_> {
     }
 }
 
+/// P as [`KeepingSetup`] holds it: the rank's rows, a resident matrix the
+/// setup downloads when it asks for the host copy.
+struct HeldP(Csr<f64>);
+
+impl gpuq_amg::ResidentMatrix for HeldP {
+    fn download(&self) -> Result<Csr<f64>, Error> {
+        Ok(self.0.clone())
+    }
+
+    fn row_lengths(&self) -> Result<Vec<u32>, Error> {
+        Ok((0..self.0.nrows())
+            .map(|i| self.0.row(i).0.len() as u32)
+            .collect())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The rows of `p` where [`KeepingSetup`] holds them.
+fn held(p: &LevelMatrix) -> Option<&Csr<f64>> {
+    Some(&p.resident()?.as_any().downcast_ref::<HeldP>()?.0)
+}
+
 impl DistSetupKernels for KeepingSetup {
     fn smoothed_prolongator(
         &self,
@@ -847,7 +873,12 @@ impl DistSetupKernels for KeepingSetup {
     ) -> Result<Option<LevelMatrix>, Error> {
         let (own, a) = (own.host()?, a.extended()?);
         let p = gpuq_amg::prolong::smooth(a, dinv, rho, &stacked(a, own, ghost)?)?;
-        Ok(Some(LevelMatrix::from_host(p)))
+        let (shape, nnz) = (p.shape(), p.nnz());
+        Ok(Some(LevelMatrix::from_resident(
+            shape,
+            nnz,
+            Arc::new(HeldP(p)),
+        )))
     }
 
     fn owned_transfer(
@@ -855,7 +886,9 @@ impl DistSetupKernels for KeepingSetup {
         p: &LevelMatrix,
         cols: std::ops::Range<usize>,
     ) -> Result<Option<OwnedTransfer>, Error> {
-        let p = p.host()?;
+        let Some(p) = held(p) else {
+            return Ok(None);
+        };
         self.kept_p_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut owned = gpuq_sparse::Coo::new(p.nrows(), cols.len());
@@ -885,7 +918,9 @@ impl DistSetupKernels for KeepingSetup {
         (p, ghosts): (&LevelMatrix, &Csr<f64>),
         ncols: usize,
     ) -> Result<Option<Box<dyn KeptProduct + '_>>, Error> {
-        let top = p.host()?;
+        let Some(top) = held(p) else {
+            return Ok(None);
+        };
         self.kept_p_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let rows: Vec<(&[u32], &[f64])> = [top, ghosts]
