@@ -401,9 +401,11 @@ pub(crate) mod cuda {
         v: Arc<SetupVec>,
     }
 
-    /// The device copy of `d`'s blocks: the one kept in `d` when `g` made
-    /// it, else an upload (kept in `d` when it has no other backend's copy).
-    pub(crate) fn device_blocks(g: &CudaBackend, d: &BlockDiagonal) -> Result<Arc<SetupVec>> {
+    /// The device copy of `d`'s blocks: the one kept in `d` (and its clones)
+    /// when `g` made or uploaded it, else an upload, kept in `d` when it
+    /// holds no other backend's copy. O(1) when kept, else O(n bs^2)
+    /// transfer.
+    pub fn device_blocks(g: &CudaBackend, d: &BlockDiagonal) -> Result<Arc<SetupVec>> {
         let mine = |r: &Arc<dyn Any + Send + Sync>| {
             r.downcast_ref::<DeviceBlocks>()
                 .filter(|b| b.backend.same_backend(g))

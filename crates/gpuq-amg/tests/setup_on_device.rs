@@ -793,6 +793,10 @@ fn stacked_and_padded_uploads_equal_the_joined_host_arrays() {
         joined.resize(m, 0.0);
         let v = g.setup_vec_upload_padded(&head, ghosts).unwrap();
         assert_eq!(g.setup_vec_download(&v).unwrap(), joined);
+        // The same padding of a vector already on the device.
+        let up = g.setup_vec_upload(&head).unwrap();
+        let v = g.setup_vec_padded(&up, ghosts).unwrap();
+        assert_eq!(g.setup_vec_download(&v).unwrap(), joined);
     }
     let wide = Csr::try_new(2, 1, vec![0, 1, 1], vec![0], vec![1.0]).unwrap();
     // Stacked: a large part (staged), an empty one, a small one.

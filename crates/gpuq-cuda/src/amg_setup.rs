@@ -1741,6 +1741,19 @@ impl CudaBackend {
         })
     }
 
+    /// `x` followed by `zeros` zeros, as a new device vector: a device copy,
+    /// nothing through the host. O(len) on the device.
+    pub fn setup_vec_padded(&self, x: &SetupVec, zeros: usize) -> Result<SetupVec> {
+        let mut y = self.setup_vec_zeros(x.len + zeros)?;
+        if x.len > 0 {
+            self.inner
+                .stream
+                .memcpy_dtod(&x.buf.slice(..x.len), &mut y.buf.slice_mut(..x.len))
+                .map_err(dev("device copy"))?;
+        }
+        Ok(y)
+    }
+
     /// Copies a device vector to the host.
     pub fn setup_vec_download(&self, v: &SetupVec) -> Result<Vec<f64>> {
         self.setup_get(&v.buf, v.len)

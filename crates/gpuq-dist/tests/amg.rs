@@ -802,13 +802,17 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
 /// A [`DistSetupKernels`] that keeps A P "on the backend" as a device
 /// backend does (here: whole, on the host, stored away from the setup),
 /// and counts the products R (A P) made from it; it makes P and holds it as
-/// a resident matrix of its own ([`HeldP`], as a device holds its copy),
+/// a resident matrix of its own ([`Held`], as a device holds its copy),
 /// takes that P for A P and makes the owned blocks of P and R from it
-/// (a P it does not hold, it leaves to the host), and counts those.
+/// (a P it does not hold, it leaves to the host), and counts those. R (A P)
+/// it holds too, as the next level's rows: their entries outside the rank's
+/// columns, their diagonal blocks and their zero rows come from its copy
+/// (counted), everything else from the host copy the setup asks for.
 #[derive(Default)]
 struct KeepingSetup {
     left_products: std::sync::atomic::AtomicUsize,
     kept_p_uses: std::sync::atomic::AtomicUsize,
+    held_rows_uses: std::sync::atomic::AtomicUsize,
 }
 
 /// A P as [`KeepingSetup`] keeps it, with the counter of its uses.
@@ -822,26 +826,34 @@ impl KeptProduct for HostKept<'_> {
         &self,
         (owned, ghost): (&LevelMatrix, &Csr<f64>),
         below: &Csr<f64>,
-    ) -> Result<Csr<f64>, Error> {
+    ) -> Result<LevelMatrix, Error> {
         self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let r = &owned.host()?.beside(ghost)?;
         assert_eq!(below.ncols(), self.ap.ncols());
         let n = self.ap.nrows();
-        gpuq_amg::galerkin::spgemm_rows(r, self.ap.ncols(), |k| {
+        let c = gpuq_amg::galerkin::spgemm_rows(r, self.ap.ncols(), |k| {
             if k < n {
                 self.ap.row(k)
             } else {
                 below.row(k - n)
             }
-        })
+        })?;
+        Ok(held_matrix(c))
     }
 }
 
-/// P as [`KeepingSetup`] holds it: the rank's rows, a resident matrix the
-/// setup downloads when it asks for the host copy.
-struct HeldP(Csr<f64>);
+/// A matrix as [`KeepingSetup`] holds it (P, or the rank's rows of R (A
+/// P)): a resident matrix the setup downloads when it asks for the host
+/// copy.
+struct Held(Csr<f64>);
 
-impl gpuq_amg::ResidentMatrix for HeldP {
+/// `m` held by [`KeepingSetup`] only (no host copy).
+fn held_matrix(m: Csr<f64>) -> LevelMatrix {
+    let (shape, nnz) = (m.shape(), m.nnz());
+    LevelMatrix::from_resident(shape, nnz, Arc::new(Held(m)))
+}
+
+impl gpuq_amg::ResidentMatrix for Held {
     fn download(&self) -> Result<Csr<f64>, Error> {
         Ok(self.0.clone())
     }
@@ -857,12 +869,77 @@ impl gpuq_amg::ResidentMatrix for HeldP {
     }
 }
 
+/// The entries of `a` whose column j maps to `col(j)` (the others left
+/// out), as a matrix of `ncols` columns, rows and order kept.
+fn entries_on(
+    a: &Csr<f64>,
+    ncols: usize,
+    col: impl Fn(usize) -> Option<usize>,
+) -> Result<Csr<f64>, Error> {
+    let mut kept = gpuq_sparse::Coo::new(a.nrows(), ncols);
+    for i in 0..a.nrows() {
+        let (c, v) = a.row(i);
+        for (&j, &x) in c.iter().zip(v) {
+            if let Some(k) = col(j as usize) {
+                kept.push(i, k, x)?;
+            }
+        }
+    }
+    Csr::from_coo(&kept)
+}
+
 /// The rows of `p` where [`KeepingSetup`] holds them.
 fn held(p: &LevelMatrix) -> Option<&Csr<f64>> {
-    Some(&p.resident()?.as_any().downcast_ref::<HeldP>()?.0)
+    Some(&p.resident()?.as_any().downcast_ref::<Held>()?.0)
 }
 
 impl DistSetupKernels for KeepingSetup {
+    fn outside_entries(
+        &self,
+        a: &LevelMatrix,
+        own: std::ops::Range<usize>,
+    ) -> Result<Option<Csr<f64>>, Error> {
+        let Some(a) = held(a) else {
+            return Ok(None);
+        };
+        self.held_rows_uses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let outside = entries_on(a, a.ncols(), |j| (!own.contains(&j)).then_some(j))?;
+        Ok(Some(outside))
+    }
+
+    fn block_diagonal(
+        &self,
+        a: &LevelMatrix,
+        first: usize,
+        bs: usize,
+    ) -> Result<Option<gpuq_amg::blockdiag::BlockDiagonal>, Error> {
+        let Some(a) = held(a) else {
+            return Ok(None);
+        };
+        self.held_rows_uses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // The blocks from the owned block alone, as a device finds them.
+        let own = first..first + a.nrows();
+        let owned = entries_on(a, a.nrows(), |j| own.contains(&j).then(|| j - first))?;
+        Ok(Some(gpuq_amg::blockdiag::BlockDiagonal::of(
+            &owned, bs, false,
+        )))
+    }
+
+    fn zero_rows(&self, a: &LevelMatrix) -> Result<Option<Vec<usize>>, Error> {
+        let Some(a) = held(a) else {
+            return Ok(None);
+        };
+        self.held_rows_uses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(
+            (0..a.nrows())
+                .filter(|&i| a.row(i).1.iter().all(|&v| v == 0.0))
+                .collect(),
+        ))
+    }
+
     fn smoothed_prolongator(
         &self,
         a: &RankRows<'_>,
@@ -873,12 +950,7 @@ impl DistSetupKernels for KeepingSetup {
     ) -> Result<Option<LevelMatrix>, Error> {
         let (own, a) = (own.host()?, a.extended()?);
         let p = gpuq_amg::prolong::smooth(a, dinv, rho, &stacked(a, own, ghost)?)?;
-        let (shape, nnz) = (p.shape(), p.nnz());
-        Ok(Some(LevelMatrix::from_resident(
-            shape,
-            nnz,
-            Arc::new(HeldP(p)),
-        )))
+        Ok(Some(held_matrix(p)))
     }
 
     fn owned_transfer(
@@ -891,23 +963,13 @@ impl DistSetupKernels for KeepingSetup {
         };
         self.kept_p_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut owned = gpuq_sparse::Coo::new(p.nrows(), cols.len());
-        let mut outside = gpuq_sparse::Coo::new(p.nrows(), p.ncols());
-        for i in 0..p.nrows() {
-            let (c, v) = p.row(i);
-            for (&j, &x) in c.iter().zip(v) {
-                match cols.contains(&(j as usize)) {
-                    true => owned.push(i, j as usize - cols.start, x)?,
-                    false => outside.push(i, j as usize, x)?,
-                }
-            }
-        }
-        let owned = Csr::from_coo(&owned)?;
+        let owned = entries_on(p, cols.len(), |j| cols.contains(&j).then(|| j - cols.start))?;
+        let outside = entries_on(p, p.ncols(), |j| (!cols.contains(&j)).then_some(j))?;
         let r = owned.transpose(false);
         Ok(Some(OwnedTransfer {
             p: LevelMatrix::from_host(owned),
             r: LevelMatrix::from_host(r),
-            outside: Csr::from_coo(&outside)?,
+            outside,
         }))
     }
 
@@ -953,10 +1015,13 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
         ),
     ] {
         let mut o = DistAmgOptions {
-            gather_below: 150,
+            gather_below: 40,
             ..DistAmgOptions::default()
         };
         o.amg.block = bs;
+        // Two distributed levels somewhere, so that coarse rows held by the
+        // backend were split.
+        let mut deepest = 0;
         for ranks in [1, 2, 3, 4] {
             let p = RowPartition::blocks(a.nrows(), ranks, bs).unwrap();
             let built = ThreadComm::run(ranks, |comm| {
@@ -966,6 +1031,11 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 let kept = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
                 let uses = local.left_products.into_inner();
                 assert_eq!(local.kept_p_uses.into_inner(), 2 * uses);
+                // Each product's result was looked at for zero rows where it
+                // was held; each coarse distributed level's rows were split and
+                // their blocks found there too.
+                let held_uses = local.held_rows_uses.into_inner();
+                assert_eq!(held_uses, uses + 2 * uses.saturating_sub(1));
                 // The cycles (P's and R's owned blocks from the kept P) agree.
                 let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
                 let b: Vec<f64> = (0..rows.nrows()).map(|i| 1.0 + (i % 5) as f64).collect();
@@ -989,6 +1059,7 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                     "{ranks} ranks, block {bs}: nothing distributed"
                 );
                 assert_eq!(*uses, levels, "{ranks} ranks, block {bs}");
+                deepest = deepest.max(levels);
                 assert_eq!(kept.levels().len(), levels);
                 for (x, y) in host.levels().iter().zip(kept.levels()) {
                     assert_eq!(
@@ -1000,5 +1071,6 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 assert_eq!(host.tail().coarse_solve(), kept.tail().coarse_solve());
             }
         }
+        assert!(deepest >= 2, "block {bs}: one distributed level at most");
     }
 }

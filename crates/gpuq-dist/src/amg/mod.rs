@@ -64,9 +64,18 @@
 //! coarse columns come to the host, and the largest magnitudes of A and P
 //! (the cycle's f32 range check) are found there.
 //!
+//! R (A P) stays on the GPU as the next level's rows ([`GlobalRows`]): the
+//! next level takes from it, on the device, the entries outside the rank's
+//! columns (the host makes the ghost block and the ghost columns from them
+//! alone, [`DistSetupKernels::outside_entries`]), the diagonal blocks
+//! ([`DistSetupKernels::block_diagonal`]), the zero rows
+//! ([`DistSetupKernels::zero_rows`]), the extended rows and the rows others
+//! need of A P; only the last distributed level's comes down whole, to be
+//! gathered.
+//!
 //! Not done: the rest of the setup runs on the host of every rank (the
-//! pass over A's rows for its ghost block, P's ghost block, the exchanges, the
-//! block diagonals, the products' results back: laplace3d:300's hierarchy takes 1.5 s on two
+//! pass over the finest rows for A's ghost block, P's ghost block, the exchanges, the
+//! block diagonal's inverse, the finest level's block diagonal: laplace3d:300's hierarchy takes 1.5 s on two
 //! ranks sharing one H200 against 0.57-0.6 s on one GPU's whole setup, no
 //! step above a fifth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
@@ -84,7 +93,7 @@ mod transfer;
 
 pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
-pub use rows::RankRows;
+pub use rows::{GlobalRows, RankRows};
 pub use setup::{
     DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptProduct,
     KeptRows, OwnedTransfer,

@@ -1,7 +1,7 @@
 //! The distributed smoothed-aggregation setup ([`DistHierarchy::build`]).
 
 use super::lanczos::DistLanczos;
-use super::rows::RankRows;
+use super::rows::{GlobalRows, RankRows};
 use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
 use crate::halo::{
@@ -246,6 +246,39 @@ pub trait DistSetupKernels: Sync {
         None
     }
 
+    /// The entries of the rank's rows `a` (the level's columns, held by the
+    /// backend: a coarse operator it left there) outside the rank's
+    /// columns `own`, on the host with their global columns (a row per row
+    /// of `a`, most of them empty): what the split needs for the ghost block,
+    /// without the rows coming to the host. `None` (the default, and where
+    /// the backend does not hold `a`) to split the host copy. O(nnz) where
+    /// `a` is held, O(rows + entries outside) across.
+    fn outside_entries(&self, _a: &LevelMatrix, _own: Range<usize>) -> Result<Option<Csr<f64>>> {
+        Ok(None)
+    }
+
+    /// The bs x bs diagonal blocks of the rank's rows `a` (the level's
+    /// columns, held by the backend; the rank's first row is the level's
+    /// row `first`): [`BlockDiagonal::of_rows`] without `l1`, bit for bit.
+    /// `None` (the default, and where the backend does not hold `a`) to
+    /// take them from the host copy. O(rows bs) across.
+    fn block_diagonal(
+        &self,
+        _a: &LevelMatrix,
+        _first: usize,
+        _bs: usize,
+    ) -> Result<Option<BlockDiagonal>> {
+        Ok(None)
+    }
+
+    /// The rows of `a` (held by the backend) that store only zeros or
+    /// nothing, increasing (the coarse operator's rows that get a unit
+    /// diagonal); `None` (the default, and where the backend does not hold
+    /// `a`) to look at the host copy. O(nnz) where held.
+    fn zero_rows(&self, _a: &LevelMatrix) -> Result<Option<Vec<usize>>> {
+        Ok(None)
+    }
+
     /// The aggregates of the square block `owned` (the rank's rows and
     /// columns, wherever it is held; strong graph of its bs x bs block norms
     /// with threshold `eps`, then the distance-2 aggregation): each node's
@@ -442,10 +475,11 @@ pub trait KeptProduct: Send + Sync {
     /// on the rank's columns, wherever it is held, and its ghost block) and B
     /// the kept rows (R's owned columns) stacked on the host rows `below`
     /// (R's ghost columns, the same columns as the kept rows): the rows of
-    /// C, sorted, on the host. Errors when the shapes do not chain.
-    /// O(flops) on the backend; `ghost`, `below` and C over the link, and
-    /// `owned` where the backend does not hold it.
-    fn left_product(&self, r: (&LevelMatrix, &Csr<f64>), below: &Csr<f64>) -> Result<Csr<f64>>;
+    /// C, sorted, left where the backend made them (the next level's rows;
+    /// the host copy made when a host step asks for it). Errors when the
+    /// shapes do not chain. O(flops) on the backend; `ghost` and `below`
+    /// over the link, and `owned` where the backend does not hold it.
+    fn left_product(&self, r: (&LevelMatrix, &Csr<f64>), below: &Csr<f64>) -> Result<LevelMatrix>;
 }
 
 /// A rank's rows of a level on its GPU, made square by an empty row per
@@ -484,7 +518,11 @@ impl SquaredRows {
         let Some(ghosts) = padding_rows((a.nrows(), rows.extended_cols()), dinv) else {
             return Ok(None);
         };
-        let global = g.setup_upload(a)?;
+        // Rows the device holds (a coarse operator it made) are not uploaded.
+        let global = match a.level().and_then(|l| gpuq_amg::device_copy(g, l)) {
+            Some(held) => held,
+            None => Arc::new(g.setup_upload(a.host()?)?),
+        };
         let squared = g.setup_extend_columns(&global, rows.own(), rows.ghost_cols(), ghosts)?;
         drop(global);
         let own = a.nrows();
@@ -494,7 +532,10 @@ impl SquaredRows {
         };
         Ok(Some(SquaredRows {
             a: squared,
-            dinv: g.setup_vec_upload_padded(dinv.blocks(), ghosts * dinv.block())?,
+            // D^-1 uploaded once and kept in `dinv` (its clones too: the
+            // level's smoother and its cycle take it there), padded on the
+            // device.
+            dinv: g.setup_vec_padded(&*gpuq_amg::device_blocks(g, dinv)?, ghosts * dinv.block())?,
             own,
             owned,
         }))
@@ -522,11 +563,47 @@ impl SquaredRows {
 /// back), the owned blocks of P
 /// and R = P^T (cut and transposed on the device, kept there for the cycle)
 /// and the products (the device's hashed Gustavson product; A P kept for
-/// R (A P), only the ghost rows and the result crossing PCIe); a level's
+/// R (A P), whose result stays there as the next level's rows: only ghost
+/// rows, the entries outside the rank's columns and D's blocks cross PCIe); a level's
 /// rows are uploaded once (squared, [`DistSetupKernels::keep_rows`]) for its
 /// Lanczos estimate, smoothing and A P.
 #[cfg(feature = "cuda")]
 impl DistSetupKernels for gpuq_cuda::CudaBackend {
+    /// Cut on the device (`setup_outside_columns`), then downloaded: the row
+    /// pointers and the entries outside.
+    fn outside_entries(&self, a: &LevelMatrix, own: Range<usize>) -> Result<Option<Csr<f64>>> {
+        let Some(held) = gpuq_amg::device_copy(self, a) else {
+            return Ok(None);
+        };
+        let outside = self.setup_outside_columns(&held, a.nrows(), own)?;
+        self.setup_download(&outside).map(Some)
+    }
+
+    /// The rank's owned block cut on the device (`setup_column_range`) and
+    /// its diagonal blocks found there (the one-GPU setup's
+    /// `setup_block_diagonal`), the blocks downloaded.
+    fn block_diagonal(
+        &self,
+        a: &LevelMatrix,
+        first: usize,
+        bs: usize,
+    ) -> Result<Option<BlockDiagonal>> {
+        let Some(held) = gpuq_amg::device_copy(self, a) else {
+            return Ok(None);
+        };
+        let rows = a.nrows();
+        let owned = self.setup_column_range(&held, rows, first..first + rows)?;
+        BlockDiagonal::from_blocks(bs, self.setup_block_diagonal(&owned, bs, false)?).map(Some)
+    }
+
+    /// Found on the device (`setup_zero_rows`).
+    fn zero_rows(&self, a: &LevelMatrix) -> Result<Option<Vec<usize>>> {
+        match gpuq_amg::device_copy(self, a) {
+            Some(held) => self.setup_zero_rows(&held).map(Some),
+            None => Ok(None),
+        }
+    }
+
     fn keep_rows(&self, a: &RankRows<'_>, dinv: &BlockDiagonal) -> Result<KeptRows> {
         Ok(SquaredRows::upload(self, a, dinv, true)?.map_or_else(KeptRows::none, KeptRows::new))
     }
@@ -719,12 +796,12 @@ impl KeptProduct for DeviceProduct<'_> {
     /// The kept rows and `below` stacked on the device
     /// (`setup_stack_below`), R's owned block (kept, else uploaded) and its
     /// ghost block side by side there (`setup_beside`), the device product,
-    /// C back.
+    /// C left there as a level matrix (the next level's rows).
     fn left_product(
         &self,
         (owned, ghost): (&LevelMatrix, &Csr<f64>),
         below: &Csr<f64>,
-    ) -> Result<Csr<f64>> {
+    ) -> Result<LevelMatrix> {
         let b = self.gpu.setup_stack_below(&self.c, self.rows, below)?;
         let owned = match gpuq_amg::device_copy(self.gpu, owned) {
             Some(kept) => kept,
@@ -732,7 +809,7 @@ impl KeptProduct for DeviceProduct<'_> {
         };
         let r = self.gpu.setup_beside(&owned, ghost)?;
         let c = self.gpu.setup_spgemm(&r, &b)?;
-        self.gpu.setup_download(&c)
+        Ok(gpuq_amg::device_level(self.gpu, c))
     }
 }
 
@@ -949,7 +1026,7 @@ fn r_times_ap(
     r_plan: &HaloPlan,
     ap: &RankProduct<'_>,
     (a, p): (&RankRows<'_>, &LevelMatrix),
-) -> Result<Csr<f64>> {
+) -> Result<LevelMatrix> {
     let cols = (r.owned.ncols(), r.ghost.ncols());
     match ap {
         RankProduct::Host(ap) => {
@@ -957,6 +1034,7 @@ fn r_times_ap(
                 ap.select_rows(idx)
             })?;
             local_product(local, (&r.extended()?, &KeptRows::none()), ap, &ghosts)
+                .map(LevelMatrix::from_host)
         }
         RankProduct::Kept { product, p_ghosts } => {
             let n_own = p.nrows();
@@ -985,13 +1063,34 @@ fn r_times_ap(
 }
 
 /// `ac` (this rank's rows of a coarse operator, global columns, the rank's
-/// first row being global row `first`) with a 1 on the diagonal of each row
-/// whose stored entries are all zero, as the one-process setup does.
-fn fix_empty_rows(ac: Csr<f64>, first: usize) -> Result<Csr<f64>> {
-    let empty = |i: usize| ac.row(i).1.iter().all(|&v| v == 0.0);
-    if !(0..ac.nrows()).into_par_iter().any(empty) {
+/// first row being global row `first`, wherever held) with a 1 on the
+/// diagonal of each row whose stored entries are all zero, as the
+/// one-process setup does: left as it is where the backend holding it finds
+/// no such row ([`DistSetupKernels::zero_rows`]), else on the host.
+fn fix_empty_rows_of(
+    local: &dyn DistSetupKernels,
+    ac: LevelMatrix,
+    first: usize,
+) -> Result<LevelMatrix> {
+    if !ac.on_host() {
+        if let Some(zero) = local.zero_rows(&ac)? {
+            if zero.is_empty() {
+                return Ok(ac);
+            }
+        }
+    }
+    let empty = |a: &Csr<f64>, i: usize| a.row(i).1.iter().all(|&v| v == 0.0);
+    let host = ac.host()?;
+    if !(0..host.nrows()).into_par_iter().any(|i| empty(host, i)) {
         return Ok(ac);
     }
+    fix_empty_rows(host, first).map(LevelMatrix::from_host)
+}
+
+/// [`fix_empty_rows_of`] on the host, for rows with an all-zero row.
+/// O(nnz), one pass.
+fn fix_empty_rows(ac: &Csr<f64>, first: usize) -> Result<Csr<f64>> {
+    let empty = |i: usize| ac.row(i).1.iter().all(|&v| v == 0.0);
     let mut ptr = vec![0];
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for i in 0..ac.nrows() {
@@ -1061,9 +1160,9 @@ impl DistHierarchy {
         let o = &options.amg;
         let rank = comm.rank();
         let mut part = partition.clone();
-        // The caller's rows, then each coarse level's (no copy: a level
-        // keeps A only as its split).
-        let mut a = std::borrow::Cow::Borrowed(rows);
+        // The caller's rows, then each coarse level's where the backend left
+        // them (no copy: a level keeps A only as its split).
+        let mut coarse_rows: Option<LevelMatrix> = None;
         let mut bs = o.block;
         let mut nns = o
             .near_null_space
@@ -1071,6 +1170,10 @@ impl DistHierarchy {
             .unwrap_or_else(|| component_constants(rows.nrows(), bs));
         let mut levels = Vec::new();
         loop {
+            let a = match &coarse_rows {
+                Some(l) => GlobalRows::Level(l),
+                None => GlobalRows::Host(rows),
+            };
             let n = part.rows();
             // Rows per rank holding rows (all ranks without agglomeration).
             let holders = if options.agglomerate {
@@ -1086,7 +1189,7 @@ impl DistHierarchy {
             } else {
                 coarsen(
                     (comm, local),
-                    (&part, &a),
+                    (&part, a),
                     (bs, &nns),
                     levels.len(),
                     options,
@@ -1097,7 +1200,7 @@ impl DistHierarchy {
                 let tail = time(&mut t.gathered_s, || {
                     gather_tail(
                         (comm, local),
-                        (&part, &a),
+                        (&part, agree(comm, a.host())?),
                         (bs, &nns),
                         levels.len(),
                         options,
@@ -1115,10 +1218,10 @@ impl DistHierarchy {
             };
             part = level.coarse.clone();
             bs = nns.len();
-            a = std::borrow::Cow::Owned(ac);
+            debug_assert_eq!(ac.nrows(), part.range(rank).len());
+            coarse_rows = Some(ac);
             levels.push(level);
             nns = next_nns;
-            debug_assert_eq!(a.nrows(), part.range(rank).len());
         }
     }
 
@@ -1185,7 +1288,7 @@ impl DistHierarchy {
 
 /// A distributed level, this rank's rows of the next coarser operator and
 /// its rows of the coarse near-null-space vectors.
-type Coarsened = (DistLevel, Csr<f64>, Vec<Vec<f64>>);
+type Coarsened = (DistLevel, LevelMatrix, Vec<Vec<f64>>);
 
 /// What one aggregation of a distributed level gives: the coarse level's
 /// partition, this rank's rows of P split by the coarse columns (and their
@@ -1196,7 +1299,7 @@ struct Projected {
     p_largest: f64,
     p_split: LevelSplit,
     r_split: LevelSplit,
-    ac: Csr<f64>,
+    ac: LevelMatrix,
     coarse_null: Vec<Vec<f64>>,
 }
 
@@ -1207,7 +1310,7 @@ struct Projected {
 /// strong (the level is then gathered and becomes the coarsest there).
 fn coarsen(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
-    (part, a): (&RowPartition, &Csr<f64>),
+    (part, a): (&RowPartition, GlobalRows<'_>),
     (bs, nns): (usize, &[Vec<f64>]),
     index: usize,
     options: &DistAmgOptions,
@@ -1225,7 +1328,18 @@ fn coarsen(
     // it makes them from the rows it keeps.
     let (split, plan) = time(&mut t.split_s, || -> Result<_> {
         let host = !local.keeps_owned_block();
-        let split = agree(comm, split_rows_extended(part, rank, a, host))?;
+        // Rows the backend holds (a coarse operator it made) are split from
+        // their entries outside the rank's columns, which it cuts there;
+        // where it cuts none, the host copy is split.
+        let outside = match a.level() {
+            Some(l) => local.outside_entries(l, own.clone()),
+            None => Ok(None),
+        };
+        let made = outside.and_then(|outside| match outside {
+            Some(outside) => split_rows_extended(part, rank, &outside, false),
+            None => split_rows_extended(part, rank, a.host()?, host),
+        });
+        let split = agree(comm, made)?;
         trace.mark(format_args!("  split and extended"));
         let plan = HaloPlan::build(comm, part, &split.ghost_cols)?;
         trace.mark(format_args!("  halo plan"));
@@ -1239,9 +1353,18 @@ fn coarsen(
         largest,
     } = split;
     let rows = RankRows::new(a, own.clone(), ghost_cols.clone(), ext);
-    // Smoother data: D from the rank's rows (its blocks lie in its columns).
+    // Smoother data: D from the rank's rows (its blocks lie in its columns),
+    // found by the backend where it holds them.
     let (dinv, rho, smoother_dinv, omega, kept) = time(&mut t.smoother_s, || -> Result<_> {
-        let d = BlockDiagonal::of_rows(a, bs, own.start, false);
+        let held = match a.level() {
+            Some(l) => local.block_diagonal(l, own.start, bs),
+            None => Ok(None),
+        };
+        let d = held.and_then(|held| match held {
+            Some(d) => Ok(d),
+            None => Ok(BlockDiagonal::of_rows(a.host()?, bs, own.start, false)),
+        });
+        let d = agree(comm, d)?;
         let dinv = agree(comm, d.inverse())?;
         trace.mark(format_args!("  block diagonal and inverse"));
         let steps = o.lanczos_steps;
@@ -1282,7 +1405,8 @@ fn coarsen(
             Smoother::L1Jacobi => (
                 agree(
                     comm,
-                    BlockDiagonal::of_rows(a, bs, own.start, true).inverse(),
+                    a.host()
+                        .and_then(|h| BlockDiagonal::of_rows(h, bs, own.start, true).inverse()),
                 )?,
                 1.0,
             ),
@@ -1434,7 +1558,7 @@ fn coarsen(
                 )
             })?;
             trace.mark(format_args!("  R (A P)"));
-            let ac = agree(comm, fix_empty_rows(ac, coarse.range(rank).start))?;
+            let ac = agree(comm, fix_empty_rows_of(local, ac, coarse.range(rank).start))?;
             trace.mark(format_args!("  rows of zeros"));
             Ok((p_split, r_split, ac))
         })?;
