@@ -683,9 +683,11 @@ fn ghost_columns<T: Scalar>(own: &Range<usize>, rows: &Csr<T>) -> Vec<usize> {
 
 /// The ghost block of [`split_columns`] and its ghost columns, without the
 /// owned block (where a backend cuts that from its own copy of `rows`):
-/// one parallel pass that writes only the entries outside the rank's
-/// columns. Errors when the column count does not match `columns`.
-/// O(nnz) reads, O(ghost entries log ghosts) writes.
+/// each row's entries outside the rank's columns (a leading and a trailing
+/// run: columns increase within a row) counted in one parallel pass, the
+/// ghost columns collected from the rows that have any, and only those rows
+/// written. Errors when the column count does not match `columns`. O(nnz)
+/// reads in one pass, then O(rows + ghost entries log ghosts).
 pub(crate) fn ghost_block<T: Scalar>(
     columns: &RowPartition,
     rank: usize,
@@ -699,17 +701,53 @@ pub(crate) fn ghost_block<T: Scalar>(
         ));
     }
     let own = columns.range(rank);
-    let ghost_cols = ghost_columns(&own, rows);
-    let outside = |c: &u32| !own.contains(&(*c as usize));
-    let ptr = par_row_pointers(rows.nrows(), |i| {
-        rows.row(i).0.iter().filter(|c| outside(c)).count()
-    });
+    let (lo, hi) = (own.start as u32, own.end as u32);
+    // Row i's entries below the rank's columns are cols[..below], those
+    // above them cols[above..].
+    let runs = |cols: &[u32]| {
+        (
+            cols.partition_point(|&c| c < lo),
+            cols.partition_point(|&c| c < hi),
+        )
+    };
+    let counts: Vec<u32> = (0..rows.nrows())
+        .into_par_iter()
+        .with_min_len(TASK_ROWS)
+        .map(|i| {
+            let cols = rows.row(i).0;
+            let (below, above) = runs(cols);
+            (below + cols.len() - above) as u32
+        })
+        .collect();
+    let mut ghost_cols: Vec<usize> = (0..rows.nrows())
+        .into_par_iter()
+        .with_min_len(TASK_ROWS)
+        .filter(|&i| counts[i] > 0)
+        .flat_map_iter(|i| {
+            let cols = rows.row(i).0;
+            let (below, above) = runs(cols);
+            cols[..below]
+                .iter()
+                .chain(&cols[above..])
+                .map(|&c| c as usize)
+        })
+        .collect();
+    ghost_cols.par_sort_unstable();
+    ghost_cols.dedup();
+    let ptr = par_row_pointers(rows.nrows(), |i| counts[i] as usize);
     let (cols, vals) = par_fill_rows(
         &ptr,
         || (),
         |i, _, gc, gv| {
+            if gc.is_empty() {
+                return;
+            }
             let (cols, vals) = rows.row(i);
-            let entries = cols.iter().zip(vals).filter(|(c, _)| outside(c));
+            let (below, above) = runs(cols);
+            let entries = cols[..below]
+                .iter()
+                .zip(&vals[..below])
+                .chain(cols[above..].iter().zip(&vals[above..]));
             for (g, (c, &v)) in entries.enumerate() {
                 gc[g] = ghost_cols
                     .binary_search(&(*c as usize))
@@ -1176,6 +1214,38 @@ mod tests {
             let (split, ext) = split_columns_extended(&wide, r, &a).unwrap();
             assert_eq!(split.owned, split_columns(&wide, r, &a).unwrap().owned);
             assert_eq!(ext.nnz(), a.nnz());
+        }
+    }
+
+    /// The ghost block alone (one counting pass, only the rows with ghosts
+    /// written) is the full split's, on rows enough for many parallel
+    /// tasks, with couplings below and above every rank's columns.
+    #[test]
+    fn the_ghost_block_alone_is_the_full_splits_on_many_rows() {
+        let a = gpuq_sparse::generators::laplace3d::<f64>(22);
+        let n = a.nrows();
+        let mut coo = gpuq_sparse::Coo::new(n, n);
+        for i in 0..n {
+            let (c, v) = a.row(i);
+            for (&j, &x) in c.iter().zip(v) {
+                coo.push(i, j as usize, x).unwrap();
+            }
+            if i % 5 == 0 {
+                coo.push(i, (i * 7919) % n, 0.5).unwrap();
+            }
+        }
+        let a = Csr::from_coo(&coo).unwrap();
+        let part = RowPartition::contiguous(n, 3).unwrap();
+        for r in 0..3 {
+            let rows = a.select_rows(&part.range(r).collect::<Vec<_>>()).unwrap();
+            let full = split_rows(&part, r, &rows).unwrap();
+            let (ghost, ghost_cols) = ghost_block(&part, r, &rows).unwrap();
+            assert!(ghost.nnz() > 0);
+            assert_eq!(
+                (ghost, ghost_cols),
+                (full.ghost, full.ghost_cols),
+                "rank {r}"
+            );
         }
     }
 
