@@ -38,6 +38,9 @@ impl fmt::Debug for BlockDiagonal {
 /// Nodes per parallel task of [`BlockDiagonal::mul_into`].
 const MUL_TASK: usize = 2048;
 
+/// Nodes per parallel task of the blocks' extraction and inversion.
+const NODE_TASK: usize = 4096;
+
 impl BlockDiagonal {
     fn new(bs: usize, blocks: Vec<f64>) -> Self {
         BlockDiagonal {
@@ -93,29 +96,32 @@ impl BlockDiagonal {
     fn of_shifted(a: &Csr<f64>, bs: usize, l1: bool, first: usize) -> Self {
         let nodes = a.nrows() / bs;
         let mut blocks = vec![0.0; nodes * bs * bs];
+        // Tasks of NODE_TASK nodes, each block made on its own.
         blocks
-            .par_chunks_mut(bs * bs)
+            .par_chunks_mut(bs * bs * NODE_TASK)
             .enumerate()
-            .with_min_len(1024)
-            .for_each(|(k, blk)| {
-                let (lo, hi) = ((first + bs * k) as u32, (first + bs * (k + 1)) as u32);
-                for r in 0..bs {
-                    let (c, v) = a.row(bs * k + r);
-                    if !l1 {
-                        let first = c.partition_point(|&j| j < lo);
-                        for (&j, &x) in c[first..].iter().zip(&v[first..]) {
-                            if j >= hi {
-                                break;
+            .for_each(|(t, task)| {
+                for (kk, blk) in task.chunks_mut(bs * bs).enumerate() {
+                    let k = t * NODE_TASK + kk;
+                    let (lo, hi) = ((first + bs * k) as u32, (first + bs * (k + 1)) as u32);
+                    for r in 0..bs {
+                        let (c, v) = a.row(bs * k + r);
+                        if !l1 {
+                            let first = c.partition_point(|&j| j < lo);
+                            for (&j, &x) in c[first..].iter().zip(&v[first..]) {
+                                if j >= hi {
+                                    break;
+                                }
+                                blk[r * bs + (j - lo) as usize] += x;
                             }
-                            blk[r * bs + (j - lo) as usize] += x;
+                            continue;
                         }
-                        continue;
-                    }
-                    for (&j, &x) in c.iter().zip(v) {
-                        if (lo..hi).contains(&j) {
-                            blk[r * bs + (j - lo) as usize] += x;
-                        } else {
-                            blk[r * bs + r] += x.abs();
+                        for (&j, &x) in c.iter().zip(v) {
+                            if (lo..hi).contains(&j) {
+                                blk[r * bs + (j - lo) as usize] += x;
+                            } else {
+                                blk[r * bs + r] += x.abs();
+                            }
                         }
                     }
                 }
@@ -195,22 +201,30 @@ impl BlockDiagonal {
     pub fn inverse(&self) -> Result<BlockDiagonal> {
         let bs = self.bs;
         let mut blocks = vec![0.0; self.blocks.len()];
+        // Tasks of NODE_TASK nodes, each with its scratch; the first singular
+        // node of each task, then the first of all.
+        let task = bs * bs * NODE_TASK;
         let singular = blocks
-            .par_chunks_mut(bs * bs)
-            .zip(self.blocks.par_chunks(bs * bs))
+            .par_chunks_mut(task)
+            .zip(self.blocks.par_chunks(task))
             .enumerate()
-            .with_min_len(1024)
-            .map_init(Vec::new, |m, (k, (out, b))| {
-                let ok = if bs == 1 {
-                    // Gauss-Jordan on a 1 x 1 block: 1 / b.
-                    out[0] = 1.0 / b[0];
-                    b[0].is_finite() && b[0] != 0.0 && out[0].is_finite()
-                } else {
-                    invert_small(b, bs, m, out)
-                };
-                (!ok).then_some(k)
+            .filter_map(|(t, (out, b))| {
+                let mut m = Vec::new();
+                let mut first = None;
+                for (kk, (out, b)) in out.chunks_mut(bs * bs).zip(b.chunks(bs * bs)).enumerate() {
+                    let ok = if bs == 1 {
+                        // Gauss-Jordan on a 1 x 1 block: 1 / b.
+                        out[0] = 1.0 / b[0];
+                        b[0].is_finite() && b[0] != 0.0 && out[0].is_finite()
+                    } else {
+                        invert_small(b, bs, &mut m, out)
+                    };
+                    if !ok && first.is_none() {
+                        first = Some(t * NODE_TASK + kk);
+                    }
+                }
+                first
             })
-            .flatten()
             .min();
         if let Some(k) = singular {
             return Err(Error::Precondition {
@@ -314,6 +328,55 @@ mod tests {
         }
         let zero = Csr::<f64>::try_new(2, 2, vec![0, 1, 1], vec![1], vec![1.0]).unwrap();
         assert!(BlockDiagonal::of(&zero, 1, false).inverse().is_err());
+    }
+
+    /// Over many tasks of nodes: each block is the matrix's, its inverse
+    /// times it the identity, and the error names the first singular node
+    /// of all (not the first of some task).
+    #[test]
+    fn many_nodes_give_their_blocks_and_the_first_singular_node() {
+        for bs in [1, 2, 3] {
+            let nodes = 3 * NODE_TASK + 17;
+            let n = nodes * bs;
+            let mut coo = gpuq_sparse::Coo::new(n, n);
+            for i in 0..n {
+                coo.push(i, i, 4.0 + (i % 7) as f64).unwrap();
+                if i % bs != 0 {
+                    coo.push(i, i - 1, -1.0).unwrap();
+                }
+                coo.push(i, (i * 31) % n, 0.25).unwrap();
+            }
+            let a = Csr::from_coo(&coo).unwrap();
+            let d = BlockDiagonal::of(&a, bs, false);
+            for k in [0, NODE_TASK - 1, NODE_TASK, nodes - 1] {
+                for r in 0..bs {
+                    for c in 0..bs {
+                        let (cols, vals) = a.row(bs * k + r);
+                        let want = cols
+                            .iter()
+                            .position(|&j| j as usize == bs * k + c)
+                            .map_or(0.0, |at| vals[at]);
+                        assert_eq!(d.blocks()[bs * bs * k + r * bs + c], want, "node {k}");
+                    }
+                }
+            }
+            let di = d.inverse().unwrap();
+            let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+            for (p, q) in x.iter().zip(&di.mul(&d.mul(&x))) {
+                assert!((p - q).abs() < 1e-12);
+            }
+            // Zero blocks at a late task's node, then at an earlier task's.
+            let mut blocks = d.blocks().to_vec();
+            for k in [2 * NODE_TASK + 5, NODE_TASK + 3] {
+                blocks[bs * bs * k..bs * bs * (k + 1)].fill(0.0);
+            }
+            let err = BlockDiagonal::from_blocks(bs, blocks)
+                .unwrap()
+                .inverse()
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("node {} ", NODE_TASK + 4)), "{err}");
+        }
     }
 
     /// Rows whose columns are numbered from `first` (a middle rank's rows
