@@ -476,12 +476,31 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
     /// global columns `ghost_cols`. Collective; the same errors.
     pub fn from_parts(
         dist: &Dist<B>,
-        (rows, columns): (&RowPartition, &RowPartition),
+        partitions: (&RowPartition, &RowPartition),
         owned: B::Matrix<T>,
         (ghost, ghost_cols): (&Csr<T>, &[usize]),
     ) -> Result<Self> {
+        let made = dist.local().upload_matrix(ghost, Layout::Csr);
+        let ghost_block = (
+            dist.agree(made)?,
+            crate::halo::ghost_row_runs(ghost),
+            ghost_cols,
+        );
+        Self::from_made_parts(dist, partitions, owned, ghost_block)
+    }
+
+    /// [`DistMatrix::from_parts`] with the ghost block too already made on the
+    /// rank's backend (CSR), `runs` its non-empty rows
+    /// ([`crate::halo::ghost_row_runs`]). Collective; the same errors.
+    pub(crate) fn from_made_parts(
+        dist: &Dist<B>,
+        (rows, columns): (&RowPartition, &RowPartition),
+        owned: B::Matrix<T>,
+        (matrix, runs, ghost_cols): (B::Matrix<T>, Vec<std::ops::Range<usize>>, &[usize]),
+    ) -> Result<Self> {
         let comm = dist.comm();
         let (nrows, ncols) = owned.shape();
+        let ghost = matrix.shape();
         dist.agree(
             rows.check(rows.rows(), comm.size())
                 .and_then(|_| columns.check(columns.rows(), comm.size()))
@@ -503,14 +522,14 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
                     gpuq_core::check_same_len(
                         "DistMatrix (ghost block vs owned rows)",
                         nrows,
-                        ghost.nrows(),
+                        ghost.0,
                     )
                 })
                 .and_then(|_| {
                     gpuq_core::check_same_len(
                         "DistMatrix (ghost columns)",
                         ghost_cols.len(),
-                        ghost.ncols(),
+                        ghost.1,
                     )
                 }),
         )?;
@@ -532,11 +551,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
         })?;
         let plan = HaloPlan::build(comm, columns, ghost_cols)?;
         let local = dist.local();
-        let uploaded = local.upload_matrix(ghost, Layout::Csr).and_then(|matrix| {
-            let values = local.zeros(plan.ghosts())?;
-            Ok((matrix, values))
-        });
-        let (matrix, values) = dist.agree(uploaded)?;
+        let values = dist.agree(local.zeros(plan.ghosts()))?;
         let halo = dist.agree(dist.transport.prepare_halo(local, &plan))?;
         // Every rank exchanges the same way, or none could pair its messages.
         let between = dist.transport.between_devices();
@@ -550,7 +565,7 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
             owned,
             ghost: Some(Ghosts {
                 matrix,
-                runs: crate::halo::ghost_row_runs(ghost),
+                runs,
                 plan,
                 values: Mutex::new(values),
                 halo,

@@ -4,7 +4,7 @@
 
 use super::setup::DistHierarchy;
 use crate::backend::{Dist, DistMatrix};
-use crate::halo::HaloBackend;
+use crate::halo::{ghost_row_runs, HaloBackend};
 use crate::partition::RowPartition;
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::trace::Trace;
@@ -13,7 +13,7 @@ use gpuq_amg::{
     Coarsest, CycleLevel, CycleOptions, LevelMatrix, Smoother,
 };
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
-use gpuq_sparse::{Csr, Layout};
+use gpuq_sparse::{Csr, Layout, SparseBackend};
 use rayon::prelude::*;
 use std::sync::Mutex;
 
@@ -38,27 +38,27 @@ use std::sync::Mutex;
 /// reduction.
 pub type DistAmg<B, T> = Amg<Dist<B>, T>;
 
-/// `a` with its values converted to `T`.
-fn convert<T: Scalar>(a: &Csr<f64>) -> Result<Csr<T>> {
-    a.map_values(T::from_f64)
-}
+/// A ghost block made on the rank's backend and its runs of non-empty
+/// rows ([`ghost_row_runs`]).
+type GhostParts<B, T> = (<B as SparseBackend>::Matrix<T>, Vec<std::ops::Range<usize>>);
 
 /// Whether `dinv` is a point diagonal: blocks of 1, or no rows. O(1).
 fn point_diagonal(dinv: &BlockDiagonal) -> bool {
     dinv.block() == 1 || dinv.blocks().is_empty()
 }
 
-/// `ghost` with row i scaled by `omega d[i]`: each entry finds its row by
-/// binary search in the row pointers (a ghost block has many rows and few
+/// `ghost` converted to `T` with row i scaled by `omega d[i]` (each value
+/// converted, then multiplied in `T`): each entry finds its row by binary
+/// search in the row pointers (a ghost block has many rows and few
 /// entries). O(nnz log rows + rows), parallel.
-fn scale_rows<T: Scalar>(ghost: &Csr<T>, d: &[f64], omega: f64) -> Result<Csr<T>> {
+fn scale_rows<T: Scalar>(ghost: &Csr<f64>, d: &[f64], omega: f64) -> Result<Csr<T>> {
     let ptr = ghost.row_ptr();
     let row = |k: usize| ptr.partition_point(|&p| p <= k) - 1;
     let values = ghost
         .values()
         .par_iter()
         .enumerate()
-        .map(|(k, &v)| v * T::from_f64(omega * d[row(k)]))
+        .map(|(k, &v)| T::from_f64(v) * T::from_f64(omega * d[row(k)]))
         .collect();
     Csr::try_new(
         ghost.nrows(),
@@ -143,17 +143,22 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         let (fb, cb) = (l.block, h.levels().get(i + 1).map_or(0, |n| n.block));
         let fine_rows = fine.range(rank).len();
         // A, P and R were split by the setup. The ghost blocks (the halo's
-        // rows) are converted on the host; each owned block is converted and
+        // rows) are converted and made in CSR by the local backend
+        // ([`AmgKernels::amg_host_matrix`]: on the device for a GPU rank,
+        // from the f64 rows uploaded); each owned block is converted and
         // laid out by the local backend where the setup left it
-        // ([`AmgKernels::amg_level_matrix`]: on the device for a GPU rank),
-        // in the layout the one-process cycle would give it.
-        let ghost_of = |g: &Csr<f64>| dist.agree(convert::<T>(g));
+        // ([`AmgKernels::amg_level_matrix`]), in the layout the one-process
+        // cycle would give it.
+        let ghost_of = |g: &Csr<f64>| -> Result<GhostParts<B, T>> {
+            let made = dist.local().amg_host_matrix::<T>(g, Layout::Csr);
+            Ok((dist.agree(made)?, ghost_row_runs(g)))
+        };
         let (a_ghost, p_ghost, r_ghost) = (
             ghost_of(&l.a_split.ghost)?,
             ghost_of(&l.p_split.ghost)?,
             ghost_of(&l.r_split.ghost)?,
         );
-        trace.mark(format_args!("  the ghost blocks converted"));
+        trace.mark(format_args!("  the ghost blocks made"));
         // A value beyond T's range is found in the host rows holding the
         // block's values (A's for A, P's for P and R): the host path reports
         // it, as for any layout a device does not lay out itself.
@@ -171,11 +176,11 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         };
         let smoother = o.smoother_of(i);
         let chebyshev = matches!(smoother, Smoother::Chebyshev { .. });
-        let mut a = DistMatrix::from_parts(
+        let mut a = DistMatrix::from_made_parts(
             dist,
             (fine, fine),
             owned(&l.a_split.owned, [fb, fb], a_fits)?,
-            (&a_ghost, &l.a_split.ghost_cols),
+            (a_ghost.0, a_ghost.1, &l.a_split.ghost_cols),
         )?;
         trace.mark(format_args!("  A laid out and uploaded"));
         // A point diagonal (times omega for the Jacobi sweeps, as is for
@@ -188,7 +193,8 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         let diag = match all_point {
             true => {
                 if one_pass && !chebyshev {
-                    let ghost = dist.agree(scale_rows(&a_ghost, l.dinv.blocks(), scale))?;
+                    let ghost =
+                        dist.agree(scale_rows::<T>(&l.a_split.ghost, l.dinv.blocks(), scale))?;
                     a = dist.agree(a.with_point_sweep(dist.local(), &ghost))?;
                 }
                 // omega D^-1 made by the local backend (on the device for a
@@ -204,17 +210,17 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
             smoother,
             sweeps: o.sweeps_of(i),
             a,
-            p: DistMatrix::from_parts(
+            p: DistMatrix::from_made_parts(
                 dist,
                 (fine, coarse),
                 owned(&l.p_split.owned, [fb, cb], p_fits)?,
-                (&p_ghost, &l.p_split.ghost_cols),
+                (p_ghost.0, p_ghost.1, &l.p_split.ghost_cols),
             )?,
-            r: DistMatrix::from_parts(
+            r: DistMatrix::from_made_parts(
                 dist,
                 (coarse, fine),
                 owned(&l.r_split.owned, [cb, fb], p_fits)?,
-                (&r_ghost, &l.r_split.ghost_cols),
+                (r_ghost.0, r_ghost.1, &l.r_split.ghost_cols),
             )?,
             dinv: dist.agree(
                 dist.local()
@@ -373,7 +379,7 @@ mod tests {
         let none = BlockDiagonal::from_blocks(3, Vec::new()).unwrap();
         assert!(point_diagonal(&none));
         let g = Csr::try_new(2, 3, vec![0, 2, 3], vec![0, 2, 1], vec![1.0, 2.0, 3.0]).unwrap();
-        let s = scale_rows(&g, &[4.0, -2.0], 0.5).unwrap();
+        let s = scale_rows::<f64>(&g, &[4.0, -2.0], 0.5).unwrap();
         assert_eq!(s.values(), &[2.0, 4.0, -3.0]);
         assert_eq!(s.col_idx(), g.col_idx());
         // Empty rows first, between and last.
@@ -385,7 +391,7 @@ mod tests {
             vec![1.0, 2.0, 3.0],
         )
         .unwrap();
-        let s = scale_rows(&g, &[9.0, 2.0, 9.0, 9.0, -1.0, 9.0], 1.0).unwrap();
+        let s = scale_rows::<f64>(&g, &[9.0, 2.0, 9.0, 9.0, -1.0, 9.0], 1.0).unwrap();
         assert_eq!(s.values(), &[2.0, 4.0, -3.0]);
         assert_eq!(s.row_ptr(), g.row_ptr());
     }
