@@ -1051,15 +1051,66 @@ fn r_times_ap(
                 reached.par_sort_unstable();
                 reached.dedup();
                 let p_rows = p.rows(&reached)?;
-                spgemm_rows(&ext, p.ncols(), |k| match reached.binary_search(&k) {
-                    Ok(at) if k < n_own => p_rows.row(at),
-                    _ => p_ghosts.row(k - n_own),
-                })
+                // The product's accumulator spans only the coarse columns
+                // these rows reach, not all of the level's.
+                let (used, parts) = compact_columns(&[&p_rows, p_ghosts])?;
+                let c = spgemm_rows(&ext, used.len(), |k| match reached.binary_search(&k) {
+                    Ok(at) if k < n_own => parts[0].row(at),
+                    _ => parts[1].row(k - n_own),
+                })?;
+                widen_columns(&c, &used, p.ncols())
             };
             let below = ghost_rows(comm, cols, r_plan, (p.nrows(), p.ncols()), rows_of_ap)?;
             product.left_product((&r.owned, &r.ghost), &below)
         }
     }
+}
+
+/// The columns `parts` hold (increasing, each once) and the parts with each
+/// column renumbered by its position among them: a product of a few rows
+/// ([`spgemm_rows`], whose accumulator spans its column count) then
+/// accumulates over the columns reached alone, not over a whole coarse
+/// level's. The renumbering keeps the columns' order, so the product's
+/// entries, sums and order are unchanged ([`widen_columns`] numbers them
+/// back). O(nnz log nnz).
+fn compact_columns(parts: &[&Csr<f64>]) -> Result<(Vec<u32>, Vec<Csr<f64>>)> {
+    let mut used: Vec<u32> = parts
+        .iter()
+        .flat_map(|m| m.col_idx().iter().copied())
+        .collect();
+    used.par_sort_unstable();
+    used.dedup();
+    let compact = parts
+        .iter()
+        .map(|m| {
+            let cols = m
+                .col_idx()
+                .par_iter()
+                .map(|c| used.binary_search(c).expect("every column was listed") as u32)
+                .collect();
+            Csr::try_new_allow_nonfinite(
+                m.nrows(),
+                used.len(),
+                m.row_ptr().to_vec(),
+                cols,
+                m.values().to_vec(),
+            )
+        })
+        .collect::<Result<_>>()?;
+    Ok((used, compact))
+}
+
+/// `c` (columns numbered by position in `used`, [`compact_columns`]) with
+/// its columns numbered back, of `ncols` columns. O(nnz).
+fn widen_columns(c: &Csr<f64>, used: &[u32], ncols: usize) -> Result<Csr<f64>> {
+    let cols = c.col_idx().par_iter().map(|&j| used[j as usize]).collect();
+    Csr::try_new_allow_nonfinite(
+        c.nrows(),
+        ncols,
+        c.row_ptr().to_vec(),
+        cols,
+        c.values().to_vec(),
+    )
 }
 
 /// `ac` (this rank's rows of a coarse operator, global columns, the rank's
@@ -1647,6 +1698,38 @@ fn gather_tail(
 mod tests {
     use super::*;
     use gpuq_sparse::generators::laplace2d;
+
+    /// A few rows times B held in two parts, over B's columns renumbered
+    /// compactly and numbered back: the product over all columns, bit for
+    /// bit.
+    #[test]
+    fn a_product_over_the_columns_reached_is_the_whole_product() {
+        let a = laplace2d::<f64>(9);
+        let wide = 5_000_000;
+        let b = |rows: usize, seed: usize| {
+            let mut coo = gpuq_sparse::Coo::new(rows, wide);
+            for i in 0..rows {
+                for k in 0..3 {
+                    let j = (i * 7919 + k * 104_729 + seed) % wide;
+                    coo.push(i, j, 1.0 / (1.0 + (i + k) as f64)).unwrap();
+                }
+            }
+            Csr::from_coo(&coo).unwrap()
+        };
+        let (top, below) = (b(60, 1), b(a.ncols() - 60, 2));
+        let rows = a.select_rows(&[3, 40, 41, 80]).unwrap();
+        fn row(m: [&Csr<f64>; 2], k: usize) -> (&[u32], &[f64]) {
+            match k < 60 {
+                true => m[0].row(k),
+                false => m[1].row(k - 60),
+            }
+        }
+        let whole = spgemm_rows(&rows, wide, |k| row([&top, &below], k)).unwrap();
+        let (used, parts) = compact_columns(&[&top, &below]).unwrap();
+        let compact = spgemm_rows(&rows, used.len(), |k| row([&parts[0], &parts[1]], k)).unwrap();
+        assert!(used.len() < 1000);
+        assert_eq!(widen_columns(&compact, &used, wide).unwrap(), whole);
+    }
 
     #[test]
     fn the_squared_level_smooths_the_ranks_rows_bit_for_bit() {
