@@ -485,6 +485,27 @@ pub(crate) fn split_rows_extended<T: Scalar>(
     })
 }
 
+/// [`split_rows_extended`]'s ghost block alone, from `outside`: the rank's
+/// rows holding only their entries outside the rank's columns (global
+/// numbers, as a backend cuts them from its copy of the rows), its row
+/// pointers and values kept ([`ghost_block_of_outside`]). Errors as
+/// [`split_rows`], and when an entry lies in the rank's columns.
+pub(crate) fn split_outside<T: Scalar>(
+    partition: &RowPartition,
+    rank: usize,
+    outside: Csr<T>,
+) -> Result<ExtendedSplit<T>> {
+    check_rows(partition, rank, &outside)?;
+    let (ghost, ghost_cols) = ghost_block_of_outside(partition, rank, outside)?;
+    Ok(ExtendedSplit {
+        owned: None,
+        ghost,
+        ghost_cols,
+        ext: None,
+        largest: None,
+    })
+}
+
 /// The first `ncols` columns of each row of `ext` (rows over owned then
 /// ghost columns, [`ExtendedSplit::ext`]): the owned block, each row's
 /// leading entries. O(nnz), rows in parallel.
@@ -757,6 +778,51 @@ pub(crate) fn ghost_block<T: Scalar>(
         },
     );
     let ghost = Csr::try_new_allow_nonfinite(rows.nrows(), ghost_cols.len(), ptr, cols, vals)?;
+    Ok((ghost, ghost_cols))
+}
+
+/// [`ghost_block`] of rows that hold only entries outside the rank's
+/// columns (`outside`, global numbers): the ghost columns are its columns,
+/// sorted, each once, and the block is `outside` with each column
+/// renumbered by them, its row pointers and values moved, not copied: no
+/// pass over the rows but the matrix's own checks. Errors when the column
+/// count does not match `columns` or an entry lies in the rank's columns.
+/// O(entries log entries).
+pub(crate) fn ghost_block_of_outside<T: Scalar>(
+    columns: &RowPartition,
+    rank: usize,
+    outside: Csr<T>,
+) -> Result<(Csr<T>, Vec<usize>)> {
+    if outside.ncols() != columns.rows() {
+        return Err(Error::shape(
+            "ghost_block (the rows' columns vs the partition)",
+            columns.rows(),
+            outside.ncols(),
+        ));
+    }
+    let own = columns.range(rank);
+    if outside
+        .col_idx()
+        .par_iter()
+        .any(|&c| own.contains(&(c as usize)))
+    {
+        return Err(Error::InvalidArgument(
+            "ghost block: an entry given as outside lies in the rank's columns".into(),
+        ));
+    }
+    let mut ghost_cols: Vec<usize> = outside.col_idx().par_iter().map(|&c| c as usize).collect();
+    ghost_cols.par_sort_unstable();
+    ghost_cols.dedup();
+    let (nrows, _, ptr, cols, vals) = outside.into_parts();
+    let cols = cols
+        .par_iter()
+        .map(|&c| {
+            ghost_cols
+                .binary_search(&(c as usize))
+                .expect("every ghost was listed") as u32
+        })
+        .collect();
+    let ghost = Csr::try_new_allow_nonfinite(nrows, ghost_cols.len(), ptr, cols, vals)?;
     Ok((ghost, ghost_cols))
 }
 
@@ -1217,6 +1283,20 @@ mod tests {
         }
     }
 
+    /// The entries of `rows` outside `own`, with their global columns.
+    fn outside_entries(rows: &Csr<f64>, own: &Range<usize>) -> Csr<f64> {
+        let mut coo = gpuq_sparse::Coo::new(rows.nrows(), rows.ncols());
+        for i in 0..rows.nrows() {
+            let (c, v) = rows.row(i);
+            for (&j, &x) in c.iter().zip(v) {
+                if !own.contains(&(j as usize)) {
+                    coo.push(i, j as usize, x).unwrap();
+                }
+            }
+        }
+        Csr::from_coo(&coo).unwrap()
+    }
+
     /// The ghost block alone (one counting pass, only the rows with ghosts
     /// written) is the full split's, on rows enough for many parallel
     /// tasks, with couplings below and above every rank's columns.
@@ -1242,10 +1322,17 @@ mod tests {
             let (ghost, ghost_cols) = ghost_block(&part, r, &rows).unwrap();
             assert!(ghost.nnz() > 0);
             assert_eq!(
-                (ghost, ghost_cols),
-                (full.ghost, full.ghost_cols),
+                (&ghost, &ghost_cols),
+                (&full.ghost, &full.ghost_cols),
                 "rank {r}"
             );
+            // The same block from the rows' outside entries alone (global
+            // columns), as a backend cuts them; rows with an inside entry
+            // are refused.
+            let outside = outside_entries(&rows, &part.range(r));
+            let split = split_outside(&part, r, outside).unwrap();
+            assert_eq!((split.ghost, split.ghost_cols), (ghost, ghost_cols));
+            assert!(split_outside(&part, r, rows.clone()).is_err());
         }
     }
 

@@ -5,8 +5,8 @@ use super::rows::{GlobalRows, RankRows};
 use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
 use crate::halo::{
-    larger, largest_magnitude, leading_columns, split_rows_extended, stack_rows, ExtendedSplit,
-    HaloPlan,
+    larger, largest_magnitude, leading_columns, split_outside, split_rows_extended, stack_rows,
+    ExtendedSplit, HaloPlan,
 };
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
@@ -1387,7 +1387,7 @@ fn coarsen(
             None => Ok(None),
         };
         let made = outside.and_then(|outside| match outside {
-            Some(outside) => split_rows_extended(part, rank, &outside, false),
+            Some(outside) => split_outside(part, rank, outside),
             None => split_rows_extended(part, rank, a.host()?, host),
         });
         let split = agree(comm, made)?;

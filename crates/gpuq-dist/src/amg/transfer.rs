@@ -6,7 +6,7 @@
 
 use super::setup::{DistSetupKernels, OwnedTransfer};
 use crate::comm::{agree, comm_error, Communicator};
-use crate::halo::{ghost_block, split_columns, TASK_ROWS};
+use crate::halo::{ghost_block_of_outside, split_columns, TASK_ROWS};
 use crate::operator::exchange_tasks;
 use crate::partition::RowPartition;
 use gpuq_amg::LevelMatrix;
@@ -107,7 +107,7 @@ pub(crate) fn transfer_operators(
         .owned_transfer(p, mine.clone())
         .and_then(|kept| match kept {
             Some(OwnedTransfer { p, r, outside }) => {
-                let (ghost, ghost_cols) = ghost_block(coarse, rank, &outside)?;
+                let (ghost, ghost_cols) = ghost_block_of_outside(coarse, rank, outside)?;
                 Ok((p, r, ghost, ghost_cols))
             }
             None => {
