@@ -714,13 +714,7 @@ pub(crate) fn ghost_block<T: Scalar>(
     rank: usize,
     rows: &Csr<T>,
 ) -> Result<(Csr<T>, Vec<usize>)> {
-    if rows.ncols() != columns.rows() {
-        return Err(Error::shape(
-            "ghost_block (the rows' columns vs the partition)",
-            columns.rows(),
-            rows.ncols(),
-        ));
-    }
+    check_columns(columns, rows.ncols())?;
     let own = columns.range(rank);
     let (lo, hi) = (own.start as u32, own.end as u32);
     // Row i's entries below the rank's columns are cols[..below], those
@@ -781,6 +775,19 @@ pub(crate) fn ghost_block<T: Scalar>(
     Ok((ghost, ghost_cols))
 }
 
+/// Errors unless rows of `ncols` columns have one column per row of
+/// `columns` (a ghost block's input). O(1).
+fn check_columns(columns: &RowPartition, ncols: usize) -> Result<()> {
+    if ncols != columns.rows() {
+        return Err(Error::shape(
+            "ghost_block (the rows' columns vs the partition)",
+            columns.rows(),
+            ncols,
+        ));
+    }
+    Ok(())
+}
+
 /// [`ghost_block`] of rows that hold only entries outside the rank's
 /// columns (`outside`, global numbers): the ghost columns are its columns,
 /// sorted, each once, and the block is `outside` with each column
@@ -793,13 +800,7 @@ pub(crate) fn ghost_block_of_outside<T: Scalar>(
     rank: usize,
     outside: Csr<T>,
 ) -> Result<(Csr<T>, Vec<usize>)> {
-    if outside.ncols() != columns.rows() {
-        return Err(Error::shape(
-            "ghost_block (the rows' columns vs the partition)",
-            columns.rows(),
-            outside.ncols(),
-        ));
-    }
+    check_columns(columns, outside.ncols())?;
     let own = columns.range(rank);
     if outside
         .col_idx()
