@@ -75,8 +75,8 @@
 //!
 //! Not done: the rest of the setup runs on the host of every rank (the
 //! pass over the finest rows for A's ghost block, P's ghost block, the exchanges, the
-//! block diagonal's inverse, the finest level's block diagonal: laplace3d:300's hierarchy takes 1.16-1.19 s on two
-//! ranks sharing one H200 against 0.56-0.59 s on one GPU's whole setup, no
+//! block diagonal's inverse, the finest level's block diagonal: laplace3d:300's hierarchy takes 1.04-1.13 s on two
+//! ranks sharing one H200 against 0.57-0.6 s on one GPU's whole setup, no
 //! step above a fifth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
 //! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
