@@ -811,9 +811,7 @@ pub(crate) fn ghost_block_of_outside<T: Scalar>(
             "ghost block: an entry given as outside lies in the rank's columns".into(),
         ));
     }
-    let mut ghost_cols: Vec<usize> = outside.col_idx().par_iter().map(|&c| c as usize).collect();
-    ghost_cols.par_sort_unstable();
-    ghost_cols.dedup();
+    let ghost_cols = ghost_columns(&own, &outside);
     let (nrows, _, ptr, cols, vals) = outside.into_parts();
     let cols = cols
         .par_iter()
