@@ -805,9 +805,11 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
 /// a resident matrix of its own ([`Held`], as a device holds its copy),
 /// takes that P for A P and makes the owned blocks of P and R from it
 /// (a P it does not hold, it leaves to the host), and counts those. R (A P)
-/// it holds too, as the next level's rows: their entries outside the rank's
-/// columns, their diagonal blocks and their zero rows come from its copy
-/// (counted), everything else from the host copy the setup asks for.
+/// it holds too, as the next level's rows, and a copy of the caller's rows
+/// as the finest level's: their entries outside the rank's columns, their
+/// diagonal blocks and (R (A P)'s) zero rows come from its copy (counted),
+/// everything else from the host copy the setup asks for (the caller's
+/// rows for the finest level).
 #[derive(Default)]
 struct KeepingSetup {
     left_products: std::sync::atomic::AtomicUsize,
@@ -894,6 +896,10 @@ fn held(p: &LevelMatrix) -> Option<&Csr<f64>> {
 }
 
 impl DistSetupKernels for KeepingSetup {
+    fn hold_rows(&self, rows: &Csr<f64>) -> Result<Option<LevelMatrix>, Error> {
+        Ok(Some(held_matrix(rows.clone())))
+    }
+
     fn outside_entries(
         &self,
         a: &LevelMatrix,
@@ -1032,10 +1038,11 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 let uses = local.left_products.into_inner();
                 assert_eq!(local.kept_p_uses.into_inner(), 2 * uses);
                 // Each product's result was looked at for zero rows where it
-                // was held; each coarse distributed level's rows were split and
+                // was held; each distributed level's rows (the finest level's
+                // from the caller's rows the backend holds) were split and
                 // their blocks found there too.
                 let held_uses = local.held_rows_uses.into_inner();
-                assert_eq!(held_uses, uses + 2 * uses.saturating_sub(1));
+                assert_eq!(held_uses, 3 * uses);
                 // The cycles (P's and R's owned blocks from the kept P) agree.
                 let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
                 let b: Vec<f64> = (0..rows.nrows()).map(|i| 1.0 + (i % 5) as f64).collect();

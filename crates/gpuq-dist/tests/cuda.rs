@@ -241,6 +241,55 @@ fn the_setup_on_a_shared_gpu_builds_the_host_levels() {
     }
 }
 
+/// The finest level's finiteness is judged from the GPU's copy of the
+/// rows: a NaN or an infinity on one rank is the host's error, naming the
+/// entry, on every rank; finite rows pass.
+#[test]
+fn a_non_finite_value_on_a_gpu_rank_is_named_on_every_rank() {
+    use gpuq_dist::{DistAmgOptions, DistHierarchy};
+    let Some(gpu) = gpu_zero("a_non_finite_value_on_a_gpu_rank_is_named_on_every_rank") else {
+        return;
+    };
+    let a = generators::laplace3d::<f64>(12);
+    let partition = RowPartition::contiguous(a.nrows(), 2).unwrap();
+    let o = DistAmgOptions::default();
+    for bad in [f64::NAN, f64::INFINITY] {
+        let errors = ThreadComm::run(2, |comm| {
+            let rows = rows_of(&a, &partition, comm.rank()).unwrap();
+            let rows = match comm.rank() {
+                1 => {
+                    let (n, m, ptr, cols, mut vals) = rows.into_parts();
+                    vals[ptr[5] + 1] = bad;
+                    gpuq_sparse::Csr::try_new_allow_nonfinite(n, m, ptr, cols, vals).unwrap()
+                }
+                _ => rows,
+            };
+            let host = DistHierarchy::build(&comm, &partition, &rows, &o).err();
+            let gpu = DistHierarchy::build_on(&gpu, &comm, &partition, &rows, &o).err();
+            (host.map(|e| e.to_string()), gpu.map(|e| e.to_string()))
+        })
+        .unwrap();
+        for (host, gpu) in &errors {
+            assert!(host.is_some(), "{bad}: the host setup took it");
+            assert_eq!(host, gpu, "{bad}");
+        }
+        assert!(
+            errors[1]
+                .0
+                .as_deref()
+                .unwrap()
+                .contains("non-finite value at (5,"),
+            "{errors:?}"
+        );
+    }
+    let fine = ThreadComm::run(2, |comm| {
+        let rows = rows_of(&a, &partition, comm.rank()).unwrap();
+        DistHierarchy::build_on(&gpu, &comm, &partition, &rows, &o).is_ok()
+    })
+    .unwrap();
+    assert!(fine.iter().all(|&ok| ok));
+}
+
 /// Runs `f` on two thread ranks, rank r on GPU r with NCCL attached.
 fn on_two_gpus<R: Send>(f: impl Fn(Dist<CudaBackend>) -> R + Sync) -> Vec<R> {
     let id = CudaBackend::nccl_unique_id().unwrap();

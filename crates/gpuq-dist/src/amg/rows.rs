@@ -12,23 +12,28 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 /// A rank's rows of a level with the level's (global) columns, where the
-/// setup holds them: the caller's rows on the host (the finest level), or a
-/// coarse operator as the rank's backend left it ([`LevelMatrix`]: on the
-/// host, on the device, or both; a GPU rank keeps its rows of R (A P) on
-/// its device, and they come down only where a host step asks for them).
+/// setup holds them: the caller's rows on the host (the finest level, also
+/// held by the backend where it took a copy,
+/// [`crate::amg::DistSetupKernels::hold_rows`]), or a coarse operator as
+/// the rank's backend left it ([`LevelMatrix`]: on the host, on the device,
+/// or both; a GPU rank keeps its rows of R (A P) on its device, and they
+/// come down only where a host step asks for them).
 #[derive(Clone, Copy)]
 pub enum GlobalRows<'a> {
     /// Rows on the host.
     Host(&'a Csr<f64>),
     /// Rows wherever the backend left them.
     Level(&'a LevelMatrix),
+    /// Rows on the host and their copy held by the backend (the same
+    /// entries): the backend's steps take the copy, the host's the rows.
+    Held(&'a Csr<f64>, &'a LevelMatrix),
 }
 
 impl<'a> GlobalRows<'a> {
     /// (rows, columns). O(1).
     pub fn shape(&self) -> (usize, usize) {
         match self {
-            GlobalRows::Host(a) => a.shape(),
+            GlobalRows::Host(a) | GlobalRows::Held(a, _) => a.shape(),
             GlobalRows::Level(a) => a.shape(),
         }
     }
@@ -41,7 +46,7 @@ impl<'a> GlobalRows<'a> {
     /// Stored entries. O(1).
     pub fn nnz(&self) -> usize {
         match self {
-            GlobalRows::Host(a) => a.nnz(),
+            GlobalRows::Host(a) | GlobalRows::Held(a, _) => a.nnz(),
             GlobalRows::Level(a) => a.nnz(),
         }
     }
@@ -51,17 +56,26 @@ impl<'a> GlobalRows<'a> {
     /// kept; [`LevelMatrix::host`]).
     pub fn host(&self) -> Result<&'a Csr<f64>> {
         match *self {
-            GlobalRows::Host(a) => Ok(a),
+            GlobalRows::Host(a) | GlobalRows::Held(a, _) => Ok(a),
             GlobalRows::Level(a) => a.host(),
         }
     }
 
-    /// The level matrix, where the rows are one (`None` for host rows).
-    /// O(1).
+    /// The level matrix, where the rows are one or the backend holds a copy
+    /// (`None` for host rows alone). O(1).
     pub fn level(&self) -> Option<&'a LevelMatrix> {
         match *self {
             GlobalRows::Host(_) => None,
-            GlobalRows::Level(a) => Some(a),
+            GlobalRows::Level(a) | GlobalRows::Held(_, a) => Some(a),
+        }
+    }
+
+    /// The level matrix where only it holds the rows (no host copy yet):
+    /// what a host step fetches rows from. O(1).
+    fn only_held(&self) -> Option<&'a LevelMatrix> {
+        match *self {
+            GlobalRows::Level(a) => Some(a).filter(|l| !l.on_host()),
+            _ => None,
         }
     }
 
@@ -70,7 +84,7 @@ impl<'a> GlobalRows<'a> {
     /// an index not below the rows. O(idx + their entries).
     pub fn rows(&self, idx: &[usize]) -> Result<Csr<f64>> {
         match self {
-            GlobalRows::Host(a) => a.select_rows(idx),
+            GlobalRows::Host(a) | GlobalRows::Held(a, _) => a.select_rows(idx),
             GlobalRows::Level(a) => a.rows(idx),
         }
     }
@@ -154,7 +168,7 @@ impl<'a> RankRows<'a> {
             return ext.select_rows(idx);
         }
         gpuq_core::check_indices("extended rows", self.global.nrows(), idx)?;
-        if let Some(level) = self.global.level().filter(|l| !l.on_host()) {
+        if let Some(level) = self.global.only_held() {
             // Only these rows come from where the backend holds them.
             let picked = level.rows(idx)?;
             return self.extend(&picked, picked.row_ptr(), |k| k);

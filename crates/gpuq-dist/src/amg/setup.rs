@@ -211,13 +211,26 @@ impl KeptRows {
 /// kernels, which give the host's results bit for bit, so the hierarchy is
 /// the same wherever it was built.
 pub trait DistSetupKernels: Sync {
+    /// A copy of the caller's rows `rows` (the finest level's, global
+    /// columns) held by the backend, so that the finest level takes the path
+    /// of a coarse operator the backend made: its entries outside the
+    /// rank's columns, its diagonal blocks and its extended rows found
+    /// there ([`DistSetupKernels::outside_entries`],
+    /// [`DistSetupKernels::block_diagonal`],
+    /// [`DistSetupKernels::keep_rows`]) while the host keeps the rows for
+    /// its own steps. `None` (the default) to keep them on the host alone.
+    /// The CUDA backend uploads them: O(nnz) across, once.
+    fn hold_rows(&self, _rows: &Csr<f64>) -> Result<Option<LevelMatrix>> {
+        Ok(None)
+    }
+
     /// The rank's rows `a` of a level and the inverse blocks `dinv` of its
     /// rows, kept for the level's Lanczos estimate, prolongator smoothing
     /// and product A P (made once per level; each of those takes it).
-    /// Default: nothing kept. The CUDA backend uploads the rows with their
-    /// global columns once and makes their extended form on the device,
-    /// squared by empty rows for the ghost columns (the host then makes it
-    /// only for the few rows other ranks need of A P).
+    /// Default: nothing kept. The CUDA backend makes their extended form on
+    /// the device from the rows it holds (uploading them where it holds
+    /// none), squared by empty rows for the ghost columns (the host then
+    /// makes it only for the few rows other ranks need of A P).
     fn keep_rows(&self, _a: &RankRows<'_>, _dinv: &BlockDiagonal) -> Result<KeptRows> {
         Ok(KeptRows::none())
     }
@@ -569,6 +582,11 @@ impl SquaredRows {
 /// Lanczos estimate, smoothing and A P.
 #[cfg(feature = "cuda")]
 impl DistSetupKernels for gpuq_cuda::CudaBackend {
+    /// Uploaded (`setup_upload`).
+    fn hold_rows(&self, rows: &Csr<f64>) -> Result<Option<LevelMatrix>> {
+        Ok(Some(gpuq_amg::device_level(self, self.setup_upload(rows)?)))
+    }
+
     /// Cut on the device (`setup_outside_columns`), then downloaded: the row
     /// pointers and the entries outside.
     fn outside_entries(&self, a: &LevelMatrix, own: Range<usize>) -> Result<Option<Csr<f64>>> {
@@ -873,8 +891,8 @@ fn check_options(o: &DistAmgOptions) -> Result<()> {
 }
 
 /// The inputs' errors: the partition against the communicator and the rows,
-/// blocks that straddle ranks, non-finite entries, near-null-space vectors
-/// of the wrong length.
+/// blocks that straddle ranks, near-null-space vectors of the wrong length
+/// (non-finite entries: [`check_finite_rows`]).
 fn check_input(
     comm: &dyn Communicator,
     partition: &RowPartition,
@@ -899,7 +917,6 @@ fn check_input(
             comm.rank()
         )));
     }
-    rows.check_finite()?;
     if let Some(v) = &o.amg.near_null_space {
         if v.is_empty() || v.iter().any(|x| x.len() != own.len()) {
             return Err(Error::InvalidArgument(format!(
@@ -909,6 +926,23 @@ fn check_input(
         }
     }
     Ok(())
+}
+
+/// Errors where a value of the caller's rows `rows` is not finite: judged
+/// from the largest magnitude of the backend's copy `held` where it finds
+/// one (O(nnz) there, 8 bytes back), else (and to name the entry) by the
+/// host's pass over the values.
+fn check_finite_rows(
+    local: &dyn DistSetupKernels,
+    rows: &Csr<f64>,
+    held: Option<&LevelMatrix>,
+) -> Result<()> {
+    if let Some(m) = held.map(|h| local.largest_magnitude(h)).transpose()? {
+        if m.is_some_and(f64::is_finite) {
+            return Ok(());
+        }
+    }
+    rows.check_finite()
 }
 
 /// The constant of each block component on `n` local rows.
@@ -1192,9 +1226,12 @@ impl DistHierarchy {
     /// tentative and smoothed prolongators, the owned blocks of P and
     /// R = P^T, the Galerkin products, the gathered levels' one-process
     /// setup) where `local` runs them (the rank's GPU for a CUDA backend;
-    /// the same hierarchy, bit for bit). The rest (A's ghost block, halo
-    /// plans, block diagonals, the ghost blocks of P and R,
-    /// the exchanges) stays on the host. Collective.
+    /// the same hierarchy, bit for bit). A backend that holds a copy of the
+    /// caller's rows ([`DistSetupKernels::hold_rows`]) also finds the
+    /// finest level's entries outside the rank's columns, diagonal blocks
+    /// and largest magnitude (the finiteness check) there, as for the
+    /// coarse operators it makes. The rest (the ghost blocks, halo plans,
+    /// the inverse blocks, the exchanges) stays on the host. Collective.
     pub fn build_on(
         local: &dyn DistSetupKernels,
         comm: &dyn Communicator,
@@ -1211,8 +1248,18 @@ impl DistHierarchy {
         let o = &options.amg;
         let rank = comm.rank();
         let mut part = partition.clone();
-        // The caller's rows, then each coarse level's where the backend left
-        // them (no copy: a level keeps A only as its split).
+        // The caller's rows (and the backend's copy, where it holds one),
+        // then each coarse level's where the backend left them (no copy: a
+        // level keeps A only as its split).
+        let held = time(&mut t.split_s, || {
+            let held = match rows.nrows() {
+                0 => None,
+                _ => local.hold_rows(rows)?,
+            };
+            check_finite_rows(local, rows, held.as_ref())?;
+            Ok(held)
+        });
+        let mut input_held = agree(comm, held)?;
         let mut coarse_rows: Option<LevelMatrix> = None;
         let mut bs = o.block;
         let mut nns = o
@@ -1221,9 +1268,10 @@ impl DistHierarchy {
             .unwrap_or_else(|| component_constants(rows.nrows(), bs));
         let mut levels = Vec::new();
         loop {
-            let a = match &coarse_rows {
-                Some(l) => GlobalRows::Level(l),
-                None => GlobalRows::Host(rows),
+            let a = match (&coarse_rows, &input_held) {
+                (Some(l), _) => GlobalRows::Level(l),
+                (None, Some(held)) => GlobalRows::Held(rows, held),
+                (None, None) => GlobalRows::Host(rows),
             };
             let n = part.rows();
             // Rows per rank holding rows (all ranks without agglomeration).
@@ -1271,6 +1319,7 @@ impl DistHierarchy {
             bs = nns.len();
             debug_assert_eq!(ac.nrows(), part.range(rank).len());
             coarse_rows = Some(ac);
+            input_held = None;
             levels.push(level);
             nns = next_nns;
         }
