@@ -801,7 +801,8 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
 
 /// A [`DistSetupKernels`] that keeps A P "on the backend" as a device
 /// backend does (here: whole, on the host, stored away from the setup),
-/// and counts the products R (A P) made from it; it makes P and holds it as
+/// and counts the products R (A P) made from it and the rows of A P other
+/// ranks needed, which it gives from its copy; it makes P and holds it as
 /// a resident matrix of its own ([`Held`], as a device holds its copy),
 /// takes that P for A P and makes the owned blocks of P and R from it
 /// (a P it does not hold, it leaves to the host), and counts those. R (A P)
@@ -813,14 +814,17 @@ fn a_local_setup_builds_the_host_hierarchy_on_every_rank() {
 #[derive(Default)]
 struct KeepingSetup {
     left_products: std::sync::atomic::AtomicUsize,
+    fetched_rows: std::sync::atomic::AtomicUsize,
     kept_p_uses: std::sync::atomic::AtomicUsize,
     held_rows_uses: std::sync::atomic::AtomicUsize,
 }
 
-/// A P as [`KeepingSetup`] keeps it, with the counter of its uses.
+/// A P as [`KeepingSetup`] keeps it, with the counters of its uses and of
+/// the rows fetched from it for other ranks.
 struct HostKept<'s> {
     ap: Csr<f64>,
     uses: &'s std::sync::atomic::AtomicUsize,
+    fetched: &'s std::sync::atomic::AtomicUsize,
 }
 
 impl KeptProduct for HostKept<'_> {
@@ -841,6 +845,12 @@ impl KeptProduct for HostKept<'_> {
             }
         })?;
         Ok(held_matrix(c))
+    }
+
+    fn rows(&self, idx: &[usize]) -> Result<Option<Csr<f64>>, Error> {
+        self.fetched
+            .fetch_add(idx.len(), std::sync::atomic::Ordering::Relaxed);
+        self.ap.select_rows(idx).map(Some)
     }
 }
 
@@ -999,6 +1009,7 @@ impl DistSetupKernels for KeepingSetup {
         Ok(Some(Box::new(HostKept {
             ap,
             uses: &self.left_products,
+            fetched: &self.fetched_rows,
         })))
     }
 }
@@ -1036,6 +1047,9 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 let local = KeepingSetup::default();
                 let kept = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
                 let uses = local.left_products.into_inner();
+                // The rows other ranks needed of A P came from the kept product.
+                let fetched = local.fetched_rows.into_inner();
+                assert_eq!(fetched > 0, comm.size() > 1 && uses > 0);
                 assert_eq!(local.kept_p_uses.into_inner(), 2 * uses);
                 // Each product's result was looked at for zero rows where it
                 // was held; each distributed level's rows (the finest level's

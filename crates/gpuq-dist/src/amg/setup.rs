@@ -24,6 +24,7 @@ use gpuq_sparse::Csr;
 use rayon::prelude::*;
 use std::any::Any;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -493,6 +494,16 @@ pub trait KeptProduct: Send + Sync {
     /// shapes do not chain. O(flops) on the backend; `ghost` and `below`
     /// over the link, and `owned` where the backend does not hold it.
     fn left_product(&self, r: (&LevelMatrix, &Csr<f64>), below: &Csr<f64>) -> Result<LevelMatrix>;
+
+    /// The rows `idx` (the rank's, in that order) of the kept A P on the
+    /// host, with its columns: the rows other ranks need for their R (A P),
+    /// brought from where the backend holds them. `None` (the default) to
+    /// compute them on the host from A's and P's rows (the same values bit
+    /// for bit). O(those rows' entries) across.
+    fn rows(&self, idx: &[usize]) -> Result<Option<Csr<f64>>> {
+        let _ = idx;
+        Ok(None)
+    }
 }
 
 /// A rank's rows of a level on its GPU, made square by an empty row per
@@ -829,6 +840,12 @@ impl KeptProduct for DeviceProduct<'_> {
         let c = self.gpu.setup_spgemm(&r, &b)?;
         Ok(gpuq_amg::device_level(self.gpu, c))
     }
+
+    /// Gathered on the device (`setup_select_rows`), only they downloaded.
+    fn rows(&self, idx: &[usize]) -> Result<Option<Csr<f64>>> {
+        gpuq_core::check_indices("rows of the kept A P", self.rows, idx)?;
+        self.gpu.setup_select_rows(&self.c, idx).map(Some)
+    }
 }
 
 /// The largest magnitude of an entry of `split` (its owned block where the
@@ -1060,6 +1077,7 @@ fn r_times_ap(
     r_plan: &HaloPlan,
     ap: &RankProduct<'_>,
     (a, p): (&RankRows<'_>, &LevelMatrix),
+    trace: &mut Trace,
 ) -> Result<LevelMatrix> {
     let cols = (r.owned.ncols(), r.ghost.ncols());
     match ap {
@@ -1074,7 +1092,10 @@ fn r_times_ap(
             let n_own = p.nrows();
             // The rows of A asked for, and only the rows of P they reach
             // (from wherever P is held).
-            let rows_of_ap = |idx: &[usize]| {
+            let ap_rows = |idx: &[usize]| {
+                if let Some(kept) = product.rows(idx)? {
+                    return Ok(kept);
+                }
                 let ext = a.extended_rows(idx)?;
                 let mut reached: Vec<usize> = ext
                     .col_idx()
@@ -1094,7 +1115,23 @@ fn r_times_ap(
                 })?;
                 widen_columns(&c, &used, p.ncols())
             };
+            // How many rows were made for the other ranks, and in how many
+            // microseconds (the trace's).
+            let asked = [AtomicUsize::new(0), AtomicUsize::new(0)];
+            let rows_of_ap = |idx: &[usize]| {
+                let t = Instant::now();
+                let rows = ap_rows(idx);
+                asked[0].fetch_add(idx.len(), Ordering::Relaxed);
+                asked[1].fetch_add(t.elapsed().as_micros() as usize, Ordering::Relaxed);
+                rows
+            };
             let below = ghost_rows(comm, cols, r_plan, (p.nrows(), p.ncols()), rows_of_ap)?;
+            trace.mark(format_args!(
+                "  R (A P): {} rows of A P made for other ranks in {:.2} ms, {} received",
+                asked[0].load(Ordering::Relaxed),
+                asked[1].load(Ordering::Relaxed) as f64 * 1e-3,
+                below.nrows()
+            ));
             product.left_product((&r.owned, &r.ghost), &below)
         }
     }
@@ -1654,10 +1691,10 @@ fn coarsen(
             let ac = time(&mut t.products_s, || {
                 agree(
                     comm,
-                    r_times_ap((comm, local), &r_split, &r_plan, &ap, (&rows, &p)),
+                    r_times_ap((comm, local), &r_split, &r_plan, &ap, (&rows, &p), trace),
                 )
             })?;
-            trace.mark(format_args!("  R (A P)"));
+            trace.mark(format_args!("  R (A P): the product"));
             let ac = agree(comm, fix_empty_rows_of(local, ac, coarse.range(rank).start))?;
             trace.mark(format_args!("  rows of zeros"));
             Ok((p_split, r_split, ac))
