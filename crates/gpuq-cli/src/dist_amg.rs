@@ -8,10 +8,10 @@ use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
 use gpuq_dist::{
-    agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmgOptions, DistHierarchy,
+    agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmgOptions, DistHierarchy, DistMatrix,
     DistSetupKernels, DistSetupTimings, HaloBackend, RankBackend, RowPartition,
 };
-use gpuq_krylov::SolverConfig;
+use gpuq_krylov::{Method, SolverConfig};
 use gpuq_sparse::Csr;
 use serde::Serialize;
 use std::process::ExitCode;
@@ -156,6 +156,17 @@ fn dist_amg_options(
 /// A preconditioner over the ranks of a [`Dist`].
 pub(crate) type DistPrecond<B, T> = Box<dyn LinearOperator<Dist<B>, T>>;
 
+/// What [`distributed_amg`] makes for a solve: the cycle, the report and,
+/// where a level is distributed, the matrix real and the method needs no
+/// A^T, the solve's operator from the hierarchy's finest level
+/// ([`DistHierarchy::finest_matrix`]: the rows neither split nor uploaded
+/// again).
+pub(crate) type DistAmgSolve<'a, B, T> = (
+    DistPrecond<B, T>,
+    SolveAmgReport<'a>,
+    Option<DistMatrix<B, T>>,
+);
+
 /// The distributed AMG of this rank's rows `a` (real): the hierarchy
 /// ([`DistHierarchy::build`], the `--amg*` options; a generated
 /// `elasticity2d`'s rigid-body modes sliced to the rank's rows) and its
@@ -168,15 +179,31 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
     (p, a): (&RowPartition, &Csr<T>),
     config: &SolverConfig,
     gpu: bool,
-) -> Result<(DistPrecond<B, T>, SolveAmgReport<'a>)> {
+) -> Result<DistAmgSolve<'a, B, T>> {
     let comm = dist.comm();
     let start = std::time::Instant::now();
     let nccl = gpu && dist.transport().between_devices();
     let options = dist_amg_options(&run.args.amg, run.source, (gpu, nccl), p.range(comm.rank()))?;
-    let rows = a.map_values(|v| v.re().to_f64_lossless());
-    let h = DistHierarchy::build_on(dist.local(), comm, p, &dist.agree(rows)?, &options)?;
+    // f64 rows are the setup's input as they are (no copy of the rank's
+    // rows); others are converted.
+    let converted;
+    let rows = match (a as &dyn std::any::Any).downcast_ref::<Csr<f64>>() {
+        Some(same) => same,
+        None => {
+            converted = dist.agree(a.map_values(|v| v.re().to_f64_lossless()))?;
+            &converted
+        }
+    };
+    let h = DistHierarchy::build_on(dist.local(), comm, p, rows, &options)?;
     let precision = run.args.amg.cycle_precision(&run.args.precision);
     let layout = config.layout;
+    // The finest level holds A itself where T is real (complex rows give
+    // the setup their real parts); QMR also needs A^T, made from the rows.
+    let operator = match config.method {
+        Method::Qmr => None,
+        _ if T::IS_COMPLEX => None,
+        _ => h.finest_matrix::<B, T>(dist, layout)?,
+    };
     let m: DistPrecond<B, T> = match (precision, T::KIND) {
         ("f64", ScalarKind::F64) | ("f32", ScalarKind::F32) => {
             Box::new(h.cycle::<B, T>(dist, layout)?)
@@ -207,7 +234,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
         setup_on: dist.local().dist_setup_name(),
         timings: h.timings(),
     };
-    Ok((m, info))
+    Ok((m, info, operator))
 }
 
 /// A level of `gpuq amg-info`'s report under mpirun.

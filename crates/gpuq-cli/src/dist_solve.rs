@@ -31,9 +31,9 @@ use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Backend, Complex, Error, Result, Scalar, SolveReport};
 use gpuq_dist::{
-    agree, gather_rows, generated_rows, scatter_rows, solve_rows, solve_rows_with_precond,
-    stencil_size, CommChoice, Communicator, Dist, DistSetupKernels, HaloBackend, RankBackend,
-    RowPartition,
+    agree, gather_rows, generated_rows, scatter_rows, solve_matrix_with_precond, solve_rows,
+    solve_rows_with_precond, stencil_size, CommChoice, Communicator, Dist, DistSetupKernels,
+    HaloBackend, RankBackend, RowPartition,
 };
 use gpuq_krylov::{KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_sparse::matrix_market as mm;
@@ -279,10 +279,15 @@ fn typed<B: HaloBackend + AmgKernels + DistSetupKernels, T: Scalar>(
     } else {
         None
     };
+    let (amg, finest) = match amg {
+        Some((m, info, finest)) => (Some((m, info)), finest),
+        None => (None, None),
+    };
     let precond = amg.as_ref().map(|(m, _)| &**m);
-    let solved = match precond {
-        Some(m) => solve_rows_with_precond(dist, &p, &a, &b, config, Some(m)),
-        None => solve_rows(dist, &p, &a, &b, config),
+    let solved = match (precond, finest) {
+        (Some(m), Some(a)) => solve_matrix_with_precond(dist, &p, a, &b, config, Some(m)),
+        (Some(m), None) => solve_rows_with_precond(dist, &p, &a, &b, config, Some(m)),
+        (None, _) => solve_rows(dist, &p, &a, &b, config),
     };
     let (x, mut report, stopped) = crate::solve::ended(solved)?;
     report.setup_time_s += load_s;

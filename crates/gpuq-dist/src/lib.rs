@@ -186,6 +186,8 @@ pub use reorder::Reordering;
 pub use scatter::{
     allgather_matrix, broadcast_rows, gather_rows, move_rows, scatter_rows, scatter_vector,
 };
-pub use solve::{allgather_rows, rows_of, solve_rows, solve_rows_with_precond};
+pub use solve::{
+    allgather_rows, rows_of, solve_matrix_with_precond, solve_rows, solve_rows_with_precond,
+};
 pub use thread_comm::ThreadComm;
 pub use walks::DistWalk;

@@ -38,6 +38,17 @@ impl<B: HaloBackend, T: Scalar> DistOperator<B, T> {
         })
     }
 
+    /// The operator of a matrix already distributed (`a`: made by
+    /// [`DistMatrix::from_split`], or a distributed AMG hierarchy's finest
+    /// level). O(1).
+    pub fn from_matrix(dist: &Dist<B>, a: DistMatrix<B, T>) -> Self {
+        DistOperator {
+            backend: dist.clone(),
+            a,
+            at: None,
+        }
+    }
+
     /// [`DistOperator::new`] from the rank's rows (global columns), with A^T
     /// built as well: every entry (i, j) goes to the owner of row j of A^T
     /// (one exchange among all ranks, 16 bytes plus one scalar an entry),

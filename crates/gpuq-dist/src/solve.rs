@@ -1,7 +1,7 @@
 //! One call from a rank's rows and right-hand side to its part of the
 //! solution: the distributed twin of `gpuq_krylov::solve_csr`.
 
-use crate::backend::Dist;
+use crate::backend::{Dist, DistMatrix};
 use crate::comm::Communicator;
 use crate::halo::{split_rows, HaloBackend, SplitRows};
 use crate::operator::DistOperator;
@@ -11,7 +11,7 @@ use gpuq_krylov::{
     bicgstab, bicgstab_l, cg, gmres, qmr, tfqmr, BlockJacobi2, Jacobi, KrylovOptions, Method,
     Preconditioner, SolverConfig,
 };
-use gpuq_sparse::Csr;
+use gpuq_sparse::{Csr, DeviceMatrix};
 use std::time::Instant;
 
 /// Solves A x = b distributed over the ranks of `dist`, from x0 = 0: `rows`
@@ -75,15 +75,53 @@ pub fn solve_rows_with_precond<B: HaloBackend, T: Scalar>(
     solve_split(dist, (partition, rows, &split), b, config, precond, setup)
 }
 
-/// The rank's rows split, after the checks of [`solve_rows`] (on every rank).
-fn checked_split<B: HaloBackend, T: Scalar>(
+/// [`solve_rows_with_precond`] with A already distributed: `a`, this
+/// rank's part of it (the finest level of a distributed AMG hierarchy,
+/// `DistHierarchy::finest_matrix`, say), so the rows are neither split nor
+/// uploaded again. QMR, which needs A^T distributed as well, takes
+/// [`solve_rows_with_precond`]; here it is an error. Collective; the errors
+/// of [`solve_rows`] for b, and A's shape against the partition.
+pub fn solve_matrix_with_precond<B: HaloBackend, T: Scalar>(
     dist: &Dist<B>,
     partition: &RowPartition,
-    rows: &Csr<T>,
+    a: DistMatrix<B, T>,
     b: &[T],
-) -> Result<SplitRows<T>> {
+    config: &SolverConfig,
+    precond: Option<&dyn LinearOperator<Dist<B>, T>>,
+) -> Result<(Vec<T>, SolveReport)> {
+    let setup = Instant::now();
+    let n = partition.rows();
+    let checked = check_rhs(dist, partition, b).and_then(|_| {
+        if config.method == Method::Qmr {
+            return Err(Error::InvalidArgument(
+                "QMR needs A^T distributed too: solve from the rows (solve_rows_with_precond)"
+                    .into(),
+            ));
+        }
+        let rows = partition.range(dist.comm().rank()).len();
+        match a.global_shape() == (n, n) && DeviceMatrix::shape(&a).0 == rows {
+            true => Ok(()),
+            false => Err(Error::shape(
+                "solve_matrix_with_precond (A vs the partition)",
+                format!("{n} x {n}, {rows} rows on this rank"),
+                format!("{:?}, {} rows", a.global_shape(), DeviceMatrix::shape(&a).0),
+            )),
+        }
+    });
+    dist.agree(checked)?;
+    let op = DistOperator::from_matrix(dist, a);
+    solve_op(dist, (n, &op), b, config, precond, setup)
+}
+
+/// Errors unless `b` has the rank's rows and finite values, or the
+/// partition does not fit the communicator (this rank's view).
+fn check_rhs<B: HaloBackend, T: Scalar>(
+    dist: &Dist<B>,
+    partition: &RowPartition,
+    b: &[T],
+) -> Result<()> {
     let comm: &dyn Communicator = dist.comm();
-    let checked = partition
+    partition
         .check(partition.rows(), comm.size())
         .and_then(|_| {
             gpuq_core::check_same_len(
@@ -99,7 +137,17 @@ fn checked_split<B: HaloBackend, T: Scalar>(
             }),
             None => Ok(()),
         })
-        .and_then(|_| split_rows(partition, comm.rank(), rows));
+}
+
+/// The rank's rows split, after the checks of [`solve_rows`] (on every rank).
+fn checked_split<B: HaloBackend, T: Scalar>(
+    dist: &Dist<B>,
+    partition: &RowPartition,
+    rows: &Csr<T>,
+    b: &[T],
+) -> Result<SplitRows<T>> {
+    let checked =
+        check_rhs(dist, partition, b).and_then(|_| split_rows(partition, dist.comm().rank(), rows));
     dist.agree(checked)
 }
 
@@ -117,7 +165,19 @@ fn solve_split<B: HaloBackend, T: Scalar>(
     } else {
         DistOperator::new(dist, partition, split, config.layout)?
     };
-    let n = partition.rows();
+    solve_op(dist, (partition.rows(), &op), b, config, m, setup)
+}
+
+/// The solve once the operator `op` of global size `n` is made: `setup`
+/// started the setup's clock.
+fn solve_op<B: HaloBackend, T: Scalar>(
+    dist: &Dist<B>,
+    (n, op): (usize, &DistOperator<B, T>),
+    b: &[T],
+    config: &SolverConfig,
+    m: Option<&dyn LinearOperator<Dist<B>, T>>,
+    setup: Instant,
+) -> Result<(Vec<T>, SolveReport)> {
     let opts = KrylovOptions {
         max_iter: Some(config.options.max_iter_for(n)),
         ..config.options.clone()
@@ -130,12 +190,12 @@ fn solve_split<B: HaloBackend, T: Scalar>(
     let setup_s = setup.elapsed().as_secs_f64();
     let x0 = &mut x;
     let report = match config.method {
-        Method::Cg => cg(dist, &op, m, &bv, x0, &opts),
-        Method::Bicgstab => bicgstab(dist, &op, m, &bv, x0, &opts),
-        Method::BicgstabL { l } => bicgstab_l(dist, &op, m, &bv, x0, l, &opts),
-        Method::Tfqmr => tfqmr(dist, &op, m, &bv, x0, &opts),
-        Method::Qmr => qmr(dist, &op, m, &bv, x0, &opts),
-        Method::Gmres { restart } => gmres(dist, &op, m, &bv, x0, restart, &opts),
+        Method::Cg => cg(dist, op, m, &bv, x0, &opts),
+        Method::Bicgstab => bicgstab(dist, op, m, &bv, x0, &opts),
+        Method::BicgstabL { l } => bicgstab_l(dist, op, m, &bv, x0, l, &opts),
+        Method::Tfqmr => tfqmr(dist, op, m, &bv, x0, &opts),
+        Method::Qmr => qmr(dist, op, m, &bv, x0, &opts),
+        Method::Gmres { restart } => gmres(dist, op, m, &bv, x0, restart, &opts),
     };
     let mut report = report?;
     report.n = n;

@@ -7,9 +7,9 @@ use gpuq_amg::{Amg, AmgOptions, CycleOptions, Hierarchy, LevelMatrix, Smoother};
 use gpuq_core::{Backend, Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
-    mixed_dist_amg, rows_of, solve_rows_with_precond, Communicator, Dist, DistAmgOptions,
-    DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows, OwnedTransfer, RankRows,
-    RowPartition, ThreadComm,
+    mixed_dist_amg, rows_of, solve_matrix_with_precond, solve_rows_with_precond, Communicator,
+    Dist, DistAmgOptions, DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows,
+    OwnedTransfer, RankRows, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -294,6 +294,72 @@ fn pcg_with_distributed_amg_on_1_to_4_ranks_reaches_the_tolerance() {
             },
         };
         pcg_on_1_to_4_ranks(&a, &b, &o);
+    }
+}
+
+/// The solve's operator taken from the hierarchy's finest level
+/// (`DistHierarchy::finest_matrix`, no second split of the rows) gives the
+/// solve from the rows bit for bit, in CSR and SELL, on 1 to 4 ranks; QMR
+/// and an operator of another partition are errors on every rank.
+#[test]
+fn the_finest_level_as_the_operator_solves_as_the_rows_do() {
+    let a = laplace3d::<f64>(14);
+    let b = rhs(a.nrows());
+    let o = DistAmgOptions {
+        gather_below: 60,
+        ..DistAmgOptions::default()
+    };
+    for ranks in 1..=4 {
+        let p = RowPartition::contiguous(a.nrows(), ranks).unwrap();
+        // The same ranks, one row moved from the last to the first.
+        let mut counts: Vec<usize> = (0..ranks).map(|r| p.range(r).len()).collect();
+        counts[0] += 1;
+        counts[ranks - 1] -= 1;
+        let other = RowPartition::from_counts(&counts).unwrap();
+        ThreadComm::run(ranks, |comm| {
+            let rank = comm.rank();
+            let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+            let rows = rows_of(&a, &p, rank).unwrap();
+            let h = DistHierarchy::build(dist.comm(), &p, &rows, &o).unwrap();
+            assert!(!h.levels().is_empty(), "{ranks} ranks: nothing distributed");
+            let m = h.cycle::<CpuBackend, f64>(&dist, Layout::Csr).unwrap();
+            let m: &dyn LinearOperator<Dist<CpuBackend>, f64> = &m;
+            let rhs = &b[p.range(rank)];
+            for layout in [Layout::Csr, Layout::Sell { c: 8, sigma: 1 }] {
+                let config = SolverConfig { layout, ..cg(1e-8) };
+                let (x0, r0) =
+                    solve_rows_with_precond(&dist, &p, &rows, rhs, &config, Some(m)).unwrap();
+                let finest = h.finest_matrix::<CpuBackend, f64>(&dist, layout).unwrap();
+                let (x1, r1) =
+                    solve_matrix_with_precond(&dist, &p, finest.unwrap(), rhs, &config, Some(m))
+                        .unwrap();
+                assert_eq!(x0, x1, "{ranks} ranks, {layout:?}");
+                assert_eq!(r0.iterations, r1.iterations);
+                assert!(r1.converged);
+            }
+            let qmr = SolverConfig {
+                method: gpuq_krylov::Method::Qmr,
+                ..cg(1e-8)
+            };
+            let finest = h.finest_matrix::<CpuBackend, f64>(&dist, Layout::Csr);
+            let refused =
+                solve_matrix_with_precond(&dist, &p, finest.unwrap().unwrap(), rhs, &qmr, None);
+            assert!(refused.unwrap_err().to_string().contains("QMR"));
+            // The operator does not fit another partition (its rows and
+            // right-hand side of that partition's length).
+            let finest = h.finest_matrix::<CpuBackend, f64>(&dist, Layout::Csr);
+            let theirs = vec![1.0; other.range(rank).len()];
+            let misfit = solve_matrix_with_precond(
+                &dist,
+                &other,
+                finest.unwrap().unwrap(),
+                &theirs,
+                &cg(1e-8),
+                Some(m),
+            );
+            assert_eq!(misfit.is_err(), ranks > 1, "{ranks} ranks");
+        })
+        .unwrap();
     }
 }
 

@@ -290,6 +290,60 @@ fn a_non_finite_value_on_a_gpu_rank_is_named_on_every_rank() {
     assert!(fine.iter().all(|&ok| ok));
 }
 
+/// The solve's operator taken from the hierarchy's finest level as the
+/// GPU setup left it (`DistHierarchy::finest_matrix`) solves as the
+/// operator split from the rows and uploaded does, bit for bit, in CSR and
+/// SELL-32, on two ranks sharing the GPU.
+#[test]
+fn the_finest_level_on_the_gpu_is_the_solve_operator() {
+    use gpuq_dist::{
+        solve_matrix_with_precond, solve_rows_with_precond, DistAmgOptions, DistHierarchy,
+    };
+    let Some(gpu) = gpu_zero("the_finest_level_on_the_gpu_is_the_solve_operator") else {
+        return;
+    };
+    let a = generators::laplace3d::<f64>(24);
+    let partition = RowPartition::contiguous(a.nrows(), 2).unwrap();
+    let o = DistAmgOptions {
+        gather_below: 300,
+        ..DistAmgOptions::default()
+    };
+    let same = ThreadComm::run(2, |comm| {
+        let rank = comm.rank();
+        let rows = rows_of(&a, &partition, rank).unwrap();
+        let b: Vec<f64> = partition
+            .range(rank)
+            .map(|i| 1.0 + (i % 7) as f64)
+            .collect();
+        let dist = Dist::new(gpu.clone(), Arc::new(comm));
+        let h = DistHierarchy::build_on(&gpu, dist.comm(), &partition, &rows, &o).unwrap();
+        let m = h.cycle::<CudaBackend, f64>(&dist, Layout::Csr).unwrap();
+        let m: &dyn gpuq_core::LinearOperator<Dist<CudaBackend>, f64> = &m;
+        [Layout::Csr, Layout::Sell { c: 32, sigma: 1 }].map(|layout| {
+            let config = SolverConfig {
+                method: Method::Cg,
+                layout,
+                options: KrylovOptions {
+                    rtol: 1e-8,
+                    ..KrylovOptions::default()
+                },
+                ..SolverConfig::default()
+            };
+            let (x0, r0) =
+                solve_rows_with_precond(&dist, &partition, &rows, &b, &config, Some(m)).unwrap();
+            let finest = h
+                .finest_matrix::<CudaBackend, f64>(&dist, layout)
+                .unwrap()
+                .unwrap();
+            let (x1, r1) =
+                solve_matrix_with_precond(&dist, &partition, finest, &b, &config, Some(m)).unwrap();
+            r0.converged && x0 == x1 && r0.iterations == r1.iterations
+        })
+    })
+    .unwrap();
+    assert!(same.iter().flatten().all(|&s| s), "{same:?}");
+}
+
 /// Runs `f` on two thread ranks, rank r on GPU r with NCCL attached.
 fn on_two_gpus<R: Send>(f: impl Fn(Dist<CudaBackend>) -> R + Sync) -> Vec<R> {
     let id = CudaBackend::nccl_unique_id().unwrap();

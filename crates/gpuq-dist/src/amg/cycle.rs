@@ -123,6 +123,62 @@ impl DistHierarchy {
     }
 }
 
+impl DistHierarchy {
+    /// The finest level's A on `dist` in precision `T`, from the setup's
+    /// split of the caller's rows (the owned block laid out in `layout`
+    /// where the setup left it: on the device for a GPU rank; the ghost
+    /// block made in CSR by the local backend): the operator of a solve
+    /// preconditioned by this hierarchy, without splitting the rows or
+    /// uploading them again. `None` where no level is distributed (the
+    /// rows were gathered at once). Collective.
+    pub fn finest_matrix<B: HaloBackend + AmgKernels, T: Scalar>(
+        &self,
+        dist: &Dist<B>,
+        layout: Layout,
+    ) -> Result<Option<DistMatrix<B, T>>> {
+        let Some(l) = self.levels().first() else {
+            return Ok(None);
+        };
+        let (ghost, runs) = ghost_of(dist, &l.a_split.ghost)?;
+        let fits = device_largest_fits::<T>(l.a_largest);
+        let owned = laid_out(dist, &l.a_split.owned, layout, fits)?;
+        let parts = (ghost, runs, &l.a_split.ghost_cols[..]);
+        DistMatrix::from_made_parts(dist, (&l.partition, &l.partition), owned, parts).map(Some)
+    }
+}
+
+/// A ghost block `g` made in CSR by the rank's backend
+/// ([`AmgKernels::amg_host_matrix`]: on the device for a GPU rank, from the
+/// f64 rows uploaded), with its runs of non-empty rows. Collective (its
+/// error agreed).
+fn ghost_of<B: HaloBackend + AmgKernels, T: Scalar>(
+    dist: &Dist<B>,
+    g: &Csr<f64>,
+) -> Result<GhostParts<B, T>> {
+    let made = dist.local().amg_host_matrix::<T>(g, Layout::Csr);
+    Ok((dist.agree(made)?, ghost_row_runs(g)))
+}
+
+/// The owned block `m` in precision `T` and `layout`, laid out by the local
+/// backend where the setup left it ([`AmgKernels::amg_level_matrix`]) when
+/// it lays out that layout and the values fit `T` (`fits`), else from the
+/// host copy, where a value beyond T's range is reported. Collective (its
+/// error agreed).
+fn laid_out<B: HaloBackend + AmgKernels, T: Scalar>(
+    dist: &Dist<B>,
+    m: &LevelMatrix,
+    layout: Layout,
+    fits: bool,
+) -> Result<B::Matrix<T>> {
+    let made = match fits && device_lays_out(layout) {
+        true => dist.local().amg_level_matrix::<T>(m, layout),
+        false => m
+            .host()
+            .and_then(|h| dist.local().amg_host_matrix::<T>(h, layout)),
+    };
+    dist.agree(made)
+}
+
 /// [`DistHierarchy::cycle`], with the point-Jacobi sweeps in one pass
 /// (`one_pass`) or as the residual and a diagonal product.
 fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
@@ -149,14 +205,10 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         // laid out by the local backend where the setup left it
         // ([`AmgKernels::amg_level_matrix`]), in the layout the one-process
         // cycle would give it.
-        let ghost_of = |g: &Csr<f64>| -> Result<GhostParts<B, T>> {
-            let made = dist.local().amg_host_matrix::<T>(g, Layout::Csr);
-            Ok((dist.agree(made)?, ghost_row_runs(g)))
-        };
         let (a_ghost, p_ghost, r_ghost) = (
-            ghost_of(&l.a_split.ghost)?,
-            ghost_of(&l.p_split.ghost)?,
-            ghost_of(&l.r_split.ghost)?,
+            ghost_of(dist, &l.a_split.ghost)?,
+            ghost_of(dist, &l.p_split.ghost)?,
+            ghost_of(dist, &l.r_split.ghost)?,
         );
         trace.mark(format_args!("  the ghost blocks made"));
         // A value beyond T's range is found in the host rows holding the
@@ -166,13 +218,7 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         let p_fits = device_largest_fits::<T>(l.p_largest);
         let owned = |m: &LevelMatrix, blocks, fits: bool| -> Result<B::Matrix<T>> {
             let layout = dist.agree(level_cycle_layout(layout, m, blocks))?;
-            let made = match fits && device_lays_out(layout) {
-                true => dist.local().amg_level_matrix::<T>(m, layout),
-                false => m
-                    .host()
-                    .and_then(|h| dist.local().amg_host_matrix::<T>(h, layout)),
-            };
-            dist.agree(made)
+            laid_out(dist, m, layout, fits)
         };
         let smoother = o.smoother_of(i);
         let chebyshev = matches!(smoother, Smoother::Chebyshev { .. });
