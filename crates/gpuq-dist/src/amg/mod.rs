@@ -70,14 +70,21 @@
 //! alone, [`DistSetupKernels::outside_entries`]), the diagonal blocks
 //! ([`DistSetupKernels::block_diagonal`]), the zero rows
 //! ([`DistSetupKernels::zero_rows`]), the extended rows and the rows others
-//! need of A P; only the last distributed level's comes down whole, to be
-//! gathered.
+//! need of A P (gathered from the kept A P, [`KeptProduct::rows`]); only
+//! the last distributed level's comes down whole, to be gathered. The
+//! finest level takes the same path from the backend's copy of the
+//! caller's rows ([`DistSetupKernels::hold_rows`]), and a solve
+//! preconditioned by the hierarchy takes its operator from the finest
+//! level's split ([`DistHierarchy::finest_matrix`],
+//! [`crate::solve_matrix_with_precond`]), so the rows are uploaded once.
 //!
 //! Not done: the rest of the setup runs on the host of every rank (the
-//! pass over the finest rows for A's ghost block, P's ghost block, the exchanges, the
-//! block diagonal's inverse, the finest level's block diagonal: laplace3d:300's hierarchy takes 1.04-1.13 s on two
-//! ranks sharing one H200 against 0.57-0.6 s on one GPU's whole setup, no
-//! step above a fifth of it, [`DistSetupTimings`]); the last, gathered levels are still solved
+//! ghost blocks, stored with a row pointer per row, and the outside
+//! entries' row pointers that cross the link for them; the aggregates and
+//! the near-null-space rows on their way to the tentative prolongator; the
+//! block diagonals' inverses; the exchanges: laplace3d:300's hierarchy
+//! takes 0.89-0.99 s on two ranks sharing one H200 against 0.56-0.61 s on
+//! one GPU's whole setup, [`DistSetupTimings`]); the last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
 //! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);

@@ -327,7 +327,8 @@ pub trait DistSetupKernels: Sync {
     /// (`stacked_product`, else the host's product). `parts` are P's rows
     /// on this rank (wherever they are held: where the backend holds them,
     /// they need not go up again) and its ghost rows. The ghost rows other
-    /// ranks need of A P are computed on the host from A's rows and P's
+    /// ranks need of A P come from the kept product ([`KeptProduct::rows`]),
+    /// or where it gives none are computed on the host from A's rows and P's
     /// parts (the same values bit for bit: every backend sums each entry in
     /// the host's order), so the whole product never crosses to the host.
     fn kept_product(
@@ -1090,8 +1091,10 @@ fn r_times_ap(
         }
         RankProduct::Kept { product, p_ghosts } => {
             let n_own = p.nrows();
-            // The rows of A asked for, and only the rows of P they reach
-            // (from wherever P is held).
+            // The rows of A P asked for: from the kept product where the
+            // backend gives them, else made here from the rows of A asked
+            // for and only the rows of P they reach (from wherever P is
+            // held).
             let ap_rows = |idx: &[usize]| {
                 if let Some(kept) = product.rows(idx)? {
                     return Ok(kept);
