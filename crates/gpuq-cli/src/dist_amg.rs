@@ -11,7 +11,7 @@ use gpuq_dist::{
     agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmgOptions, DistHierarchy, DistMatrix,
     DistSetupKernels, DistSetupTimings, HaloBackend, RankBackend, RowPartition,
 };
-use gpuq_krylov::{Method, SolverConfig};
+use gpuq_krylov::SolverConfig;
 use gpuq_sparse::Csr;
 use serde::Serialize;
 use std::process::ExitCode;
@@ -156,11 +156,10 @@ fn dist_amg_options(
 /// A preconditioner over the ranks of a [`Dist`].
 pub(crate) type DistPrecond<B, T> = Box<dyn LinearOperator<Dist<B>, T>>;
 
-/// What [`distributed_amg`] makes for a solve: the cycle, the report and,
-/// where a level is distributed, the matrix real and the method needs no
-/// A^T, the solve's operator from the hierarchy's finest level
-/// ([`DistHierarchy::finest_matrix`]: the rows neither split nor uploaded
-/// again).
+/// What [`distributed_amg`] makes for a solve: the cycle, the report and
+/// the solve's operator from the hierarchy's finest level where it gives
+/// one ([`DistHierarchy::solve_operator`]: the rows neither split nor
+/// uploaded again).
 pub(crate) type DistAmgSolve<'a, B, T> = (
     DistPrecond<B, T>,
     SolveAmgReport<'a>,
@@ -197,13 +196,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
     let h = DistHierarchy::build_on(dist.local(), comm, p, rows, &options)?;
     let precision = run.args.amg.cycle_precision(&run.args.precision);
     let layout = config.layout;
-    // The finest level holds A itself where T is real (complex rows give
-    // the setup their real parts); QMR also needs A^T, made from the rows.
-    let operator = match config.method {
-        Method::Qmr => None,
-        _ if T::IS_COMPLEX => None,
-        _ => h.finest_matrix::<B, T>(dist, layout)?,
-    };
+    let operator = h.solve_operator::<B, T>(dist, layout, config.method)?;
     let m: DistPrecond<B, T> = match (precision, T::KIND) {
         ("f64", ScalarKind::F64) | ("f32", ScalarKind::F32) => {
             Box::new(h.cycle::<B, T>(dist, layout)?)

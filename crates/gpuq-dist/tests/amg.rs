@@ -300,7 +300,9 @@ fn pcg_with_distributed_amg_on_1_to_4_ranks_reaches_the_tolerance() {
 /// The solve's operator taken from the hierarchy's finest level
 /// (`DistHierarchy::finest_matrix`, no second split of the rows) gives the
 /// solve from the rows bit for bit, in CSR and SELL, on 1 to 4 ranks; QMR
-/// and an operator of another partition are errors on every rank.
+/// and an operator of another partition are errors on every rank, and
+/// `DistHierarchy::solve_operator` leaves QMR and complex rows to the rows'
+/// path.
 #[test]
 fn the_finest_level_as_the_operator_solves_as_the_rows_do() {
     let a = laplace3d::<f64>(14);
@@ -329,7 +331,9 @@ fn the_finest_level_as_the_operator_solves_as_the_rows_do() {
                 let config = SolverConfig { layout, ..cg(1e-8) };
                 let (x0, r0) =
                     solve_rows_with_precond(&dist, &p, &rows, rhs, &config, Some(m)).unwrap();
-                let finest = h.finest_matrix::<CpuBackend, f64>(&dist, layout).unwrap();
+                let finest = h
+                    .solve_operator::<CpuBackend, f64>(&dist, layout, config.method)
+                    .unwrap();
                 let (x1, r1) =
                     solve_matrix_with_precond(&dist, &p, finest.unwrap(), rhs, &config, Some(m))
                         .unwrap();
@@ -341,6 +345,16 @@ fn the_finest_level_as_the_operator_solves_as_the_rows_do() {
                 method: gpuq_krylov::Method::Qmr,
                 ..cg(1e-8)
             };
+            // QMR (A^T) and complex rows (the setup took real parts) take
+            // the rows' path.
+            let none = h.solve_operator::<CpuBackend, f64>(&dist, Layout::Csr, qmr.method);
+            assert!(none.unwrap().is_none());
+            let complex = h.solve_operator::<CpuBackend, gpuq_core::Complex<f64>>(
+                &dist,
+                Layout::Csr,
+                gpuq_krylov::Method::Cg,
+            );
+            assert!(complex.unwrap().is_none());
             let finest = h.finest_matrix::<CpuBackend, f64>(&dist, Layout::Csr);
             let refused =
                 solve_matrix_with_precond(&dist, &p, finest.unwrap().unwrap(), rhs, &qmr, None);

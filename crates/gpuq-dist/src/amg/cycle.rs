@@ -13,6 +13,7 @@ use gpuq_amg::{
     Coarsest, CycleLevel, CycleOptions, LevelMatrix, Smoother,
 };
 use gpuq_core::{Backend, LinearOperator, Result, Scalar};
+use gpuq_krylov::Method;
 use gpuq_sparse::{Csr, Layout, SparseBackend};
 use rayon::prelude::*;
 use std::sync::Mutex;
@@ -144,6 +145,27 @@ impl DistHierarchy {
         let owned = laid_out(dist, &l.a_split.owned, layout, fits)?;
         let parts = (ghost, runs, &l.a_split.ghost_cols[..]);
         DistMatrix::from_made_parts(dist, (&l.partition, &l.partition), owned, parts).map(Some)
+    }
+
+    /// The operator for a solve by `method` of the rows this hierarchy was
+    /// built from, in precision `T` and `layout`: the finest level
+    /// ([`DistHierarchy::finest_matrix`], for
+    /// [`crate::solve_matrix_with_precond`]) where that level holds A itself
+    /// (T real: a complex matrix's setup takes its real parts) and the
+    /// method needs no A^T (QMR does); `None` otherwise, and where no level
+    /// is distributed, for [`crate::solve_rows_with_precond`] to split the
+    /// rows. Collective.
+    pub fn solve_operator<B: HaloBackend + AmgKernels, T: Scalar>(
+        &self,
+        dist: &Dist<B>,
+        layout: Layout,
+        method: Method,
+    ) -> Result<Option<DistMatrix<B, T>>> {
+        match method {
+            Method::Qmr => Ok(None),
+            _ if T::IS_COMPLEX => Ok(None),
+            _ => self.finest_matrix(dist, layout),
+        }
     }
 }
 
