@@ -567,13 +567,18 @@ impl<B: AmgKernels, T: Scalar> LinearOperator<B, T> for Amg<B, T> {
         self.cycle(0, x, y, &mut w)
     }
 
-    /// For symmetric A the cycle is symmetric, M^T = M: one cycle. For
-    /// nonsymmetric A the transposed cycle is not implemented: an error.
+    /// For symmetric A the cycle is symmetric, M^T = M: one cycle. For A
+    /// not known to be symmetric (nonsymmetric, or not checked: the
+    /// distributed setup does not check it across ranks) the transposed
+    /// cycle is not implemented: an error naming the cycle.
     fn apply_transpose(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
         if !self.symmetric {
             return Err(Error::Precondition {
                 method: "transpose",
-                reason: "the AMG cycle of a nonsymmetric matrix has no transpose here".into(),
+                reason: format!(
+                    "the AMG cycle ({}) of a matrix not known to be symmetric has no transpose here",
+                    self.name
+                ),
             });
         }
         self.apply(x, y)

@@ -358,6 +358,15 @@ fn the_finest_level_as_the_operator_solves_as_the_rows_do() {
             let finest = h.finest_matrix::<CpuBackend, f64>(&dist, Layout::Csr);
             let refused =
                 solve_matrix_with_precond(&dist, &p, finest.unwrap().unwrap(), rhs, &qmr, None);
+            // The distributed cycle offers no transpose (A's symmetry is not
+            // checked across ranks), and says so.
+            let mut y = dist.zeros(rhs.len()).unwrap();
+            let t = m.apply_transpose(&dist.upload(rhs).unwrap(), &mut y);
+            let t = t.unwrap_err().to_string();
+            assert!(
+                t.contains("dist-amg") && t.contains("not known to be symmetric"),
+                "{t}"
+            );
             assert!(refused.unwrap_err().to_string().contains("QMR"));
             // The operator does not fit another partition (its rows and
             // right-hand side of that partition's length).

@@ -317,6 +317,8 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         dist,
         levels,
         Coarsest::Operator(Box::new(gathered)),
+        // Not known to be symmetric: the distributed setup does not check
+        // A's symmetry across ranks, so the cycle offers no transpose.
         (o.cycle, false),
         "dist-amg",
     )
