@@ -64,10 +64,12 @@ awk 'BEGIN { n = 16 * 16 * 16; print "%%MatrixMarket matrix array real general";
 # The distributed levels smooth with Jacobi (the serial default for block 1 is Chebyshev):
 # both runs are given the same smoother. 3D elasticity: 3 unknowns per node kept on one
 # rank, its six rigid-body modes from the generator's coordinates. With --amg-agglomerate the
-# 407-row level 1 moves onto two ranks of three or four.
+# 407-row level 1 moves onto two ranks of three or four. QMR applies the cycle's transpose:
+# the distributed setup checks A's symmetry across ranks for it.
 for problem in "laplace3d:16 --rhs $rhs --precond amg --amg-smoother jacobi --amg-gather-below 200" \
                "laplace3d:16 --rhs $rhs --precond amg --amg-smoother jacobi --amg-gather-below 150 --amg-agglomerate" \
                "laplace3d:16 --rhs $rhs --precond amg --amg-smoother l1 --amg-sweeps 2" \
+               "laplace3d:16 --rhs $rhs --method qmr --precond amg --amg-smoother jacobi --amg-gather-below 200" \
                "elasticity3d:6 --block 3 --precond amg --amg-smoother jacobi" \
                "laplace2d:12 --method mcsa"; do
     # shellcheck disable=SC2086

@@ -302,3 +302,4 @@ pub use rigid::rigid_body_modes;
 #[cfg(feature = "cuda")]
 pub use setup::cuda::{device_blocks, device_copy, device_level, resident_finest};
 pub use setup::{HostSetup, SetupKernels};
+pub use symmetry::block_is_symmetric;

@@ -6,36 +6,51 @@ use gpuq_sparse::Csr;
 /// Whether `a` equals its transpose to `tol` (|a_ij - a_ji| <= tol for every
 /// stored entry; a stored zero equals a missing entry; `tol` 0 asks for exact
 /// equality; NaN values are not judged: the callers check finiteness first or
-/// treat NaN alike in both directions). One pass in row order: the
-/// entries of row j right of the diagonal are met, in column order, as the
-/// rows i > j are visited, so a cursor per row finds each lower entry's
-/// partner without a search, and the entries a cursor passes (or never
-/// reaches) have no partner and must be negligible. O(nnz) time, sequential
-/// (it runs beside the setup), n cursors.
+/// treat NaN alike in both directions). [`block_is_symmetric`] over all of
+/// `a`'s rows. O(nnz) time, sequential (it runs beside the setup), n cursors.
 pub(crate) fn is_symmetric(a: &Csr<f64>, tol: f64) -> bool {
-    let n = a.nrows();
+    block_is_symmetric(a.nrows(), 0, |i| a.row(i), tol)
+}
+
+/// Whether the square block of `n` rows `row(0..n)` equals its transpose to
+/// `tol` (a stored zero equals a missing entry; NaN is not judged), its rows and columns numbered from
+/// `first` (row i is global row `first + i`; every column of `row(i)` lies in
+/// `first..first + n`, sorted): a rank's rows cut to its own columns.
+/// One pass in row order: the entries of row j right of the diagonal are
+/// met, in column order, as the rows i > j are visited, so a cursor per row
+/// finds each lower entry's partner without a search, and the entries a
+/// cursor passes (or never reaches) have no partner and must be negligible.
+/// O(entries) time, sequential, n cursors.
+pub fn block_is_symmetric<'a>(
+    n: usize,
+    first: usize,
+    row: impl Fn(usize) -> (&'a [u32], &'a [f64]),
+    tol: f64,
+) -> bool {
+    // Local column of a stored (global) column.
+    let local = |c: u32| c as usize - first;
     // cursor[j]: the position in row j of its next entry right of the diagonal
     // that no lower entry has matched yet.
     let mut cursor: Vec<usize> = (0..n)
-        .map(|j| a.row(j).0.partition_point(|&c| c as usize <= j))
+        .map(|j| row(j).0.partition_point(|&c| local(c) <= j))
         .collect();
     for i in 0..n {
-        let (cols, vals) = a.row(i);
+        let (cols, vals) = row(i);
         for (&j, &x) in cols.iter().zip(vals) {
-            let j = j as usize;
+            let j = local(j);
             if j >= i {
                 break;
             }
-            let (cj, vj) = a.row(j);
+            let (cj, vj) = row(j);
             let mut p = cursor[j];
             // Entries of row j left of column i: their rows are behind, without a partner.
-            while p < cj.len() && (cj[p] as usize) < i {
+            while p < cj.len() && local(cj[p]) < i {
                 if vj[p].abs() > tol {
                     return false;
                 }
                 p += 1;
             }
-            let partner = if p < cj.len() && cj[p] as usize == i {
+            let partner = if p < cj.len() && local(cj[p]) == i {
                 p += 1;
                 vj[p - 1]
             } else {
@@ -47,7 +62,7 @@ pub(crate) fn is_symmetric(a: &Csr<f64>, tol: f64) -> bool {
             }
         }
     }
-    (0..n).all(|j| a.row(j).1[cursor[j]..].iter().all(|y| y.abs() <= tol))
+    (0..n).all(|j| row(j).1[cursor[j]..].iter().all(|y| y.abs() <= tol))
 }
 
 #[cfg(test)]
@@ -99,10 +114,17 @@ pub(crate) mod tests {
             gpuq_sparse::generators::convdiff2d::<f64>(6, 0.5),
         ];
         for (k, a) in cases.iter().enumerate() {
+            let tol = 1e-12 * largest(a);
+            assert_eq!(is_symmetric(a, tol), symmetric_by_search(a), "case {k}");
+            // The same rows numbered from 5, as a rank's own block is.
+            let shifted: Vec<Vec<u32>> = (0..a.nrows())
+                .map(|i| a.row(i).0.iter().map(|&c| c + 5).collect())
+                .collect();
+            let row = |i: usize| (&shifted[i][..], a.row(i).1);
             assert_eq!(
-                is_symmetric(a, 1e-12 * largest(a)),
+                block_is_symmetric(a.nrows(), 5, row, tol),
                 symmetric_by_search(a),
-                "case {k}"
+                "case {k} numbered from 5"
             );
         }
         assert!(is_symmetric(&lap, 0.0));

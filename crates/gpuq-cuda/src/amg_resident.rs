@@ -319,6 +319,67 @@ impl CudaBackend {
         )))
     }
 
+    /// The CSR matrix `a` with row i scaled by `d[i]` (each value
+    /// `a_ij * d_i` in T, as the host computes it), made on the device: the
+    /// row pointers and columns copied there, the values by kernel
+    /// `csr_scale_rows_*` (a thread per row). O(nnz + rows). `None` for
+    /// other layouts and complex `T`. Errors when `d` is not of a's rows.
+    pub fn csr_scaled_rows<T: Scalar>(
+        &self,
+        a: &CudaMatrix<T>,
+        d: &CudaVector<T>,
+    ) -> Result<Option<CudaMatrix<T>>> {
+        let name = match T::KIND {
+            ScalarKind::F32 => "csr_scale_rows_f32",
+            ScalarKind::F64 => "csr_scale_rows_f64",
+            _ => return Ok(None),
+        };
+        let Arrays::Csr {
+            row_ptr,
+            col,
+            val,
+            lanes_log2,
+        } = &a.arrays
+        else {
+            return Ok(None);
+        };
+        let (n, nnz) = (a.shape.0, gpuq_sparse::DeviceMatrix::nnz(a));
+        gpuq_core::check_same_len("csr_scaled_rows (d vs rows)", n, d.len)?;
+        let stream = &self.inner.stream;
+        let copy = |s: &CudaSlice<u8>| {
+            stream
+                .clone_dtod(s)
+                .map_err(|e| self.alloc_error("a scaled ghost block", s.len(), e))
+        };
+        let (ptr_out, col_out) = (copy(row_ptr)?, copy(col)?);
+        let mut val_out = self.resident_bytes(std::mem::size_of::<T>() * nnz)?;
+        if n > 0 {
+            let f = self.function(name)?;
+            let mut l = stream.launch_builder(&f);
+            l.arg(&n)
+                .arg(row_ptr)
+                .arg(&d.buf)
+                .arg(val)
+                .arg(&mut val_out);
+            // SAFETY: arguments match `csr_scale_rows_*`; row_ptr holds n + 1
+            // offsets into val (nnz values of T, as val_out), d n values.
+            unsafe { l.launch(Self::cfg(self.grid_blocks(n))) }.map_err(dev(name))?;
+            self.inner.stats.launch(name);
+        }
+        let arrays = Arrays::Csr {
+            row_ptr: ptr_out,
+            col: col_out,
+            val: val_out,
+            lanes_log2: *lanes_log2,
+        };
+        Ok(Some(CudaMatrix::from_arrays(
+            arrays,
+            a.shape,
+            nnz,
+            Layout::Csr,
+        )))
+    }
+
     /// omega times the point diagonal `d` (block size 1, on the device) as
     /// a vector of `T`: kernel `amg_scaled_diag_*`, O(n). `None` for
     /// complex `T`.

@@ -576,22 +576,48 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
     }
 
     /// This matrix as an AMG level's A whose point-Jacobi sweeps run in one
-    /// pass: `scaled_ghost` is its ghost block with row i scaled by d_i, d
-    /// the sweeps' point diagonal omega D^-1 (the `diag` that
-    /// [`gpuq_amg::AmgKernels::amg_jacobi`] is then given for it). Allocates
-    /// one vector of the rank's rows. Errors when the block does not fit.
-    pub(crate) fn with_point_sweep(mut self, local: &B, scaled_ghost: &Csr<T>) -> Result<Self> {
-        let ghost_cols = self.ghost.as_ref().map_or(0, |g| g.matrix.shape().1);
-        if scaled_ghost.shape() != (self.owned.shape().0, ghost_cols) {
-            return Err(Error::InvalidArgument(format!(
-                "a point sweep's ghost block of shape {:?} does not fit a matrix of {} rows and {ghost_cols} ghost columns",
-                scaled_ghost.shape(),
-                self.owned.shape().0
-            )));
-        }
+    /// pass: its ghost block with row i scaled by d_i, d the sweeps' point
+    /// diagonal omega D^-1 (the `diag` that [`gpuq_amg::AmgKernels::amg_jacobi`]
+    /// is then given for it), made by the local backend from its ghost block
+    /// where it does ([`HaloBackend::scaled_rows`]: no copy through the
+    /// host), else `host_scaled()` uploaded. Allocates one vector of the
+    /// rank's rows. Errors when the block does not fit.
+    pub(crate) fn with_point_sweep(
+        mut self,
+        local: &B,
+        d: &B::Vector<T>,
+        host_scaled: impl FnOnce() -> Result<Csr<T>>,
+    ) -> Result<Self> {
+        let rows = self.owned.shape().0;
+        gpuq_core::check_same_len(
+            "a point sweep's diagonal",
+            rows,
+            gpuq_core::DeviceVector::len(d),
+        )?;
+        let made = match &self.ghost {
+            Some(g) => local.scaled_rows(&g.matrix, d)?.map(|matrix| GhostBlock {
+                matrix,
+                runs: g.runs.clone(),
+            }),
+            None => None,
+        };
+        let ghost = match made {
+            Some(made) => made,
+            None => {
+                let scaled_ghost = host_scaled()?;
+                let ghost_cols = self.ghost.as_ref().map_or(0, |g| g.matrix.shape().1);
+                if scaled_ghost.shape() != (rows, ghost_cols) {
+                    return Err(Error::InvalidArgument(format!(
+                        "a point sweep's ghost block of shape {:?} does not fit a matrix of {rows} rows and {ghost_cols} ghost columns",
+                        scaled_ghost.shape(),
+                    )));
+                }
+                GhostBlock::upload(local, &scaled_ghost)?
+            }
+        };
         self.sweep = Some(PointSweep {
-            ghost: GhostBlock::upload(local, scaled_ghost)?,
-            tmp: Mutex::new(local.zeros(self.owned.shape().0)?),
+            ghost,
+            tmp: Mutex::new(local.zeros(rows)?),
         });
         Ok(self)
     }

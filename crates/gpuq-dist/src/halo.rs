@@ -162,6 +162,20 @@ pub trait HaloBackend: KrylovBackend {
         Ok(false)
     }
 
+    /// The CSR matrix `a` (made by this backend) with row i scaled by `d[i]`
+    /// (`d` of a's rows), each value `a_ij * d_i` in T: a ghost block made
+    /// where it lies for a one-pass point sweep. `None` (the default) where
+    /// the backend does not, the caller then scaling a host copy. O(nnz +
+    /// rows).
+    fn scaled_rows<T: Scalar>(
+        &self,
+        a: &Self::Matrix<T>,
+        d: &Self::Vector<T>,
+    ) -> Result<Option<Self::Matrix<T>>> {
+        let _ = (a, d);
+        Ok(None)
+    }
+
     /// y = x[start..start + y.len()] (the rank's rows of a whole vector).
     /// Default: through the host (a download of x and an upload of y).
     /// Errors when the block runs past x's end.
@@ -401,6 +415,16 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
 
     fn overwrite<T: Scalar>(&self, host: &[T], v: &mut gpuq_cuda::CudaVector<T>) -> Result<()> {
         self.upload_into(host, v)
+    }
+
+    /// On the device ([`gpuq_cuda::CudaBackend::csr_scaled_rows`]): the
+    /// pattern copied there, the values scaled by a thread per row.
+    fn scaled_rows<T: Scalar>(
+        &self,
+        a: &gpuq_cuda::CudaMatrix<T>,
+        d: &gpuq_cuda::CudaVector<T>,
+    ) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
+        self.csr_scaled_rows(a, d)
     }
 }
 

@@ -96,7 +96,6 @@ pub(crate) fn transpose_rows<T: Scalar>(
     let (rank, size, n) = (comm.rank(), comm.size(), cols_part.rows());
     let first = rows_part.range(rank).start;
     let mine = cols_part.range(rank);
-    let entry_bytes = 16 + std::mem::size_of::<T>();
     // Each task's entries for the other ranks, encoded in row order.
     let tasks: Vec<Vec<Vec<u8>>> = (0..rows.nrows().div_ceil(TASK_ROWS))
         .into_par_iter()
@@ -112,10 +111,7 @@ pub(crate) fn transpose_rows<T: Scalar>(
                     let q = cols_part
                         .owner(j)
                         .ok_or_else(|| Error::InvalidArgument(format!("column {j} of {n}")))?;
-                    let buf = &mut out[q];
-                    buf.extend_from_slice(&(j as u64).to_le_bytes());
-                    buf.extend_from_slice(&((first + i) as u64).to_le_bytes());
-                    buf.extend_from_slice(scalars_as_bytes(&[v]));
+                    push_entry(&mut out[q], j, first + i, v);
                 }
             }
             Ok(out)
@@ -124,26 +120,17 @@ pub(crate) fn transpose_rows<T: Scalar>(
     let others: Vec<usize> = (0..size).filter(|&q| q != rank).collect();
     let arrived = exchange_tasks(comm, TRANSPOSE_TAG, tasks)?;
     let decode = |bytes: &[u8]| -> Result<Vec<(usize, u32, T)>> {
-        if bytes.len() % entry_bytes != 0 {
-            return Err(comm_error("transpose: a truncated entry"));
-        }
-        bytes
-            .chunks_exact(entry_bytes)
-            .map(|e| {
-                let index = |k: usize| {
-                    u64::from_le_bytes(e[k..k + 8].try_into().expect("8 bytes")) as usize
-                };
-                let mut v = [T::zero()];
-                scalars_as_bytes_mut(&mut v).copy_from_slice(&e[16..]);
-                let row = index(0)
+        entries_of::<T>(bytes, "transpose")?
+            .map(|(row, col, v)| {
+                let row = row
                     .checked_sub(mine.start)
                     .filter(|&r| r < mine.len())
                     .ok_or_else(|| {
                         comm_error("transpose: an entry for a row this rank does not own")
                     })?;
-                let col = u32::try_from(index(8))
+                let col = u32::try_from(col)
                     .map_err(|_| comm_error("transpose: a column beyond 32 bits"))?;
-                Ok((row, col, v[0]))
+                Ok((row, col, v))
             })
             .collect()
     };
@@ -177,6 +164,33 @@ pub(crate) fn transpose_rows<T: Scalar>(
     pieces.extend(own);
     pieces.push(higher?);
     join_pieces(mine.len(), rows_part.rows(), &pieces)
+}
+
+/// Appends the entry (row, column, value) to a message: the indices in 8
+/// bytes each, little-endian, then the value's bytes.
+pub(crate) fn push_entry<T: Scalar>(buf: &mut Vec<u8>, row: usize, col: usize, v: T) {
+    buf.extend_from_slice(&(row as u64).to_le_bytes());
+    buf.extend_from_slice(&(col as u64).to_le_bytes());
+    buf.extend_from_slice(scalars_as_bytes(&[v]));
+}
+
+/// The entries (row, column, value) of a message of [`push_entry`]s, in
+/// order. Errors on a truncated entry (`what` names the exchange). O(len).
+pub(crate) fn entries_of<'b, T: Scalar>(
+    bytes: &'b [u8],
+    what: &str,
+) -> Result<impl Iterator<Item = (usize, usize, T)> + 'b> {
+    let entry_bytes = 16 + std::mem::size_of::<T>();
+    if bytes.len() % entry_bytes != 0 {
+        return Err(comm_error(format!("{what}: a truncated entry")));
+    }
+    Ok(bytes.chunks_exact(entry_bytes).map(|e| {
+        let index =
+            |k: usize| u64::from_le_bytes(e[k..k + 8].try_into().expect("8 bytes")) as usize;
+        let mut v = [T::zero()];
+        scalars_as_bytes_mut(&mut v).copy_from_slice(&e[16..]);
+        (index(0), index(8), v[0])
+    }))
 }
 
 /// Every other rank's message from this rank's `tasks` (task t's bytes for

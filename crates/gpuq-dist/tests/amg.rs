@@ -94,6 +94,7 @@ fn one_rank_builds_the_one_process_hierarchy_bit_for_bit() {
     let o = DistAmgOptions {
         gather_below: 1,
         agglomerate: false,
+        check_symmetry: false,
         amg: AmgOptions {
             coarse_size: 40,
             ..DistAmgOptions::default().amg
@@ -146,6 +147,7 @@ fn distributed_levels_follow_the_one_process_coarsening_rule() {
     let o = DistAmgOptions {
         gather_below: 10,
         agglomerate: false,
+        check_symmetry: false,
         amg: AmgOptions {
             strength: 0.01,
             coarse_size: 50,
@@ -288,6 +290,7 @@ fn pcg_with_distributed_amg_on_1_to_4_ranks_reaches_the_tolerance() {
         let o = DistAmgOptions {
             gather_below: 150,
             agglomerate: false,
+            check_symmetry: false,
             amg: AmgOptions {
                 smoother: Some(smoother),
                 ..DistAmgOptions::default().amg
@@ -358,8 +361,8 @@ fn the_finest_level_as_the_operator_solves_as_the_rows_do() {
             let finest = h.finest_matrix::<CpuBackend, f64>(&dist, Layout::Csr);
             let refused =
                 solve_matrix_with_precond(&dist, &p, finest.unwrap().unwrap(), rhs, &qmr, None);
-            // The distributed cycle offers no transpose (A's symmetry is not
-            // checked across ranks), and says so.
+            // Without the setup's symmetry check (`check_symmetry` off) the
+            // distributed cycle offers no transpose, and says so.
             let mut y = dist.zeros(rhs.len()).unwrap();
             let t = m.apply_transpose(&dist.upload(rhs).unwrap(), &mut y);
             let t = t.unwrap_err().to_string();
@@ -381,6 +384,81 @@ fn the_finest_level_as_the_operator_solves_as_the_rows_do() {
                 Some(m),
             );
             assert_eq!(misfit.is_err(), ranks > 1, "{ranks} ranks");
+        })
+        .unwrap();
+    }
+}
+
+/// With `DistAmgOptions::check_symmetry`, the setup judges A's symmetry
+/// across ranks as one process judges it: on 1 to 4 ranks a Laplacian is
+/// symmetric, its cycle is its own transpose and QMR with it converges; the
+/// Laplacian with one entry changed (its partner on another rank where
+/// there are several) is not, and its cycle's transpose is an error; a
+/// hierarchy gathered whole takes the one-process setup's answer; without
+/// the check the answer is `None`.
+#[test]
+fn qmr_takes_the_distributed_cycle_where_the_setup_checked_symmetry() {
+    let a = laplace3d::<f64>(14);
+    let n = a.nrows();
+    let b = rhs(n);
+    let mut skewed = a.clone();
+    // Entry (0, 196) (the neighbour one plane up, on the last rank's side of
+    // every split) made larger than its partner.
+    let at = a.row_ptr()[0] + a.row(0).0.iter().position(|&j| j == 196).unwrap();
+    skewed.values_mut()[at] *= 1.5;
+    let checked = DistAmgOptions {
+        gather_below: 60,
+        check_symmetry: true,
+        ..DistAmgOptions::default()
+    };
+    let qmr = SolverConfig {
+        method: gpuq_krylov::Method::Qmr,
+        ..cg(1e-8)
+    };
+    for ranks in 1..=4 {
+        let p = RowPartition::contiguous(n, ranks).unwrap();
+        ThreadComm::run(ranks, |comm| {
+            let rank = comm.rank();
+            let dist = Dist::new(CpuBackend::new(), Arc::new(comm));
+            let rows = rows_of(&a, &p, rank).unwrap();
+            let h = DistHierarchy::build(dist.comm(), &p, &rows, &checked).unwrap();
+            assert!(!h.levels().is_empty(), "{ranks} ranks: nothing distributed");
+            assert_eq!(h.is_symmetric(), Some(true), "{ranks} ranks");
+            let m = h.cycle::<CpuBackend, f64>(&dist, Layout::Csr).unwrap();
+            let m: &dyn LinearOperator<Dist<CpuBackend>, f64> = &m;
+            let rhs = &b[p.range(rank)];
+            let x = dist.upload(rhs).unwrap();
+            let (mut y, mut yt) = (
+                dist.zeros(rhs.len()).unwrap(),
+                dist.zeros(rhs.len()).unwrap(),
+            );
+            m.apply(&x, &mut y).unwrap();
+            m.apply_transpose(&x, &mut yt).unwrap();
+            assert_eq!(dist.download(&y).unwrap(), dist.download(&yt).unwrap());
+            let (_, report) =
+                solve_rows_with_precond(&dist, &p, &rows, rhs, &qmr, Some(m)).unwrap();
+            assert!(report.converged, "{ranks} ranks: QMR {report:?}");
+            // Not symmetric: the cycle has no transpose.
+            let rows = rows_of(&skewed, &p, rank).unwrap();
+            let h = DistHierarchy::build(dist.comm(), &p, &rows, &checked).unwrap();
+            assert_eq!(h.is_symmetric(), Some(false), "{ranks} ranks");
+            let m = h.cycle::<CpuBackend, f64>(&dist, Layout::Csr).unwrap();
+            let t = m.apply_transpose(&x, &mut yt).unwrap_err().to_string();
+            assert!(t.contains("not known to be symmetric"), "{t}");
+            // Gathered whole, the one-process setup's check; unchecked, None.
+            let gathered = DistAmgOptions {
+                gather_below: n + 1,
+                ..checked.clone()
+            };
+            let h = DistHierarchy::build(dist.comm(), &p, &rows, &gathered).unwrap();
+            assert!(h.levels().is_empty());
+            assert_eq!(h.is_symmetric(), Some(false));
+            let unchecked = DistAmgOptions {
+                check_symmetry: false,
+                ..checked.clone()
+            };
+            let h = DistHierarchy::build(dist.comm(), &p, &rows, &unchecked).unwrap();
+            assert_eq!(h.is_symmetric(), None);
         })
         .unwrap();
     }
@@ -532,6 +610,7 @@ fn block_systems_and_l1_jacobi_run_distributed() {
     let o = DistAmgOptions {
         gather_below: 100,
         agglomerate: false,
+        check_symmetry: false,
         amg: AmgOptions {
             block: 2,
             smoother: Some(Smoother::L1Jacobi),
@@ -552,6 +631,7 @@ fn block3_elasticity_with_rigid_body_modes_runs_distributed() {
     let o = DistAmgOptions {
         gather_below: 300,
         agglomerate: false,
+        check_symmetry: false,
         amg: AmgOptions {
             block: 3,
             near_null_space: Some(modes),

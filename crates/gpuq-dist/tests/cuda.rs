@@ -121,6 +121,68 @@ fn ghost_rows_in_pairs_of_runs_match_the_cpu() {
     }
 }
 
+/// A ghost block scaled by a vector on the GPU (`HaloBackend::scaled_rows`,
+/// the one-pass point sweep's block) holds the host's scaled values bit for
+/// bit, in f64 and f32: the same ghost product over both gives the same
+/// result. Other layouts are left to the host (`None`).
+#[test]
+fn a_ghost_block_scaled_on_the_gpu_is_the_hosts() {
+    use gpuq_core::{Backend, Scalar};
+    use gpuq_dist::HaloBackend;
+    use gpuq_sparse::{Csr, SparseBackend};
+    let Some(gpu) = gpu_zero("a_ghost_block_scaled_on_the_gpu_is_the_hosts") else {
+        return;
+    };
+    fn check<T: Scalar>(gpu: &CudaBackend) {
+        // 40 rows on 6 ghost columns, non-empty in rows 0..3, 17..20 and 33..40.
+        let full = |i: usize| i < 3 || (17..20).contains(&i) || i >= 33;
+        let (mut ptr, mut col, mut val) = (vec![0usize], Vec::new(), Vec::new());
+        for i in 0..40 {
+            if full(i) {
+                for j in [i % 3, 3 + i % 3] {
+                    col.push(j as u32);
+                    val.push(T::from_f64(1.0 + (i * 7 + j) as f64 / 10.0));
+                }
+            }
+            ptr.push(col.len());
+        }
+        let g = Csr::try_new(40, 6, ptr.clone(), col.clone(), val.clone()).unwrap();
+        let d: Vec<T> = (0..40).map(|i| T::from_f64(0.3 + i as f64 / 7.0)).collect();
+        let scaled_val: Vec<T> = (0..40)
+            .flat_map(|i| {
+                let di = d[i];
+                val[ptr[i]..ptr[i + 1]].iter().map(move |&v| v * di)
+            })
+            .collect();
+        let host = Csr::try_new(40, 6, ptr, col, scaled_val).unwrap();
+        let m = gpu.upload_matrix(&g, Layout::Csr).unwrap();
+        let scaled = gpu
+            .scaled_rows(&m, &gpu.upload(&d).unwrap())
+            .unwrap()
+            .expect("CSR is scaled on the GPU");
+        let x: Vec<T> = (0..6)
+            .map(|j| T::from_f64((j as f64 * 0.7).cos()))
+            .collect();
+        let xv = gpu.upload(&x).unwrap();
+        let apply = |a: &gpuq_cuda::CudaMatrix<T>| {
+            let mut y = gpu.zeros::<T>(40).unwrap();
+            gpu.spmv(T::one(), a, &xv, T::zero(), &mut y).unwrap();
+            gpu.download(&y).unwrap()
+        };
+        let uploaded = gpu.upload_matrix(&host, Layout::Csr).unwrap();
+        assert_eq!(apply(&scaled), apply(&uploaded), "{:?}", T::KIND);
+        let sell = gpu
+            .upload_matrix(&g, Layout::Sell { c: 8, sigma: 1 })
+            .unwrap();
+        let left = gpu.scaled_rows(&sell, &gpu.upload(&d).unwrap()).unwrap();
+        assert!(left.is_none());
+        // d of the wrong length is an error.
+        assert!(gpu.scaled_rows(&m, &gpu.upload(&d[1..]).unwrap()).is_err());
+    }
+    check::<f64>(&gpu);
+    check::<f32>(&gpu);
+}
+
 /// y + 2 G x over `runs` and 0.5 + w^H (2 G x) in slot 1 of a scalar array,
 /// through `be`'s ghost-block product (`[x, y, w]` uploaded to it).
 fn ghost_add_on<B: gpuq_dist::HaloBackend>(

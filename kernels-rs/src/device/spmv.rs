@@ -344,3 +344,36 @@ spmv!(f32, f32, spmv_csr_f32, spmv_sell_f32, spmv_bsr_f32);
 spmv!(f64, f64, spmv_csr_f64, spmv_sell_f64, spmv_bsr_f64);
 spmv!(C32, f32, spmv_csr_c32, spmv_sell_c32, spmv_bsr_c32);
 spmv!(C64, f64, spmv_csr_c64, spmv_sell_c64, spmv_bsr_c64);
+
+/// A CSR matrix's values with each row scaled by its entry of a vector.
+macro_rules! csr_scale_rows {
+    ($t:ty, $name:ident) => {
+        /// `val_out[k] = val[k] d[i]` for every entry k of row i (row_ptr's
+        /// nrows + 1 offsets): a distributed level's ghost block scaled by
+        /// its sweep's point diagonal where it lies. Grid-stride over the
+        /// rows; an empty row costs its two row pointers.
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(
+            nrows: usize,
+            row_ptr: *const u64,
+            d: *const $t,
+            val: *const $t,
+            val_out: *mut $t,
+        ) {
+            let mut i = global_id();
+            while i < nrows {
+                let (start, end) = (*row_ptr.add(i) as usize, *row_ptr.add(i + 1) as usize);
+                if start < end {
+                    let s = *d.add(i);
+                    for k in start..end {
+                        *val_out.add(k) = *val.add(k) * s;
+                    }
+                }
+                i += grid_threads();
+            }
+        }
+    };
+}
+
+csr_scale_rows!(f32, csr_scale_rows_f32);
+csr_scale_rows!(f64, csr_scale_rows_f64);

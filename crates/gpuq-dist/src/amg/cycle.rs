@@ -260,15 +260,16 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         let all_point = dist.allreduce(&[f64::from(u8::from(!point))])?[0] == 0.0;
         let diag = match all_point {
             true => {
-                if one_pass && !chebyshev {
-                    let ghost =
-                        dist.agree(scale_rows::<T>(&l.a_split.ghost, l.dinv.blocks(), scale))?;
-                    a = dist.agree(a.with_point_sweep(dist.local(), &ghost))?;
-                }
                 // omega D^-1 made by the local backend (on the device for a
                 // GPU rank, from the blocks it may already hold).
                 let d = dist.local().amg_scaled_diagonal::<T>(&l.dinv, scale);
-                Some(dist.agree(d)?)
+                let d = dist.agree(d)?;
+                if one_pass && !chebyshev {
+                    // A's ghost block scaled by d where it lies, else on the host.
+                    let host = || scale_rows::<T>(&l.a_split.ghost, l.dinv.blocks(), scale);
+                    a = dist.agree(a.with_point_sweep(dist.local(), &d, host))?;
+                }
+                Some(d)
             }
             false => None,
         };
@@ -317,9 +318,9 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
         dist,
         levels,
         Coarsest::Operator(Box::new(gathered)),
-        // Not known to be symmetric: the distributed setup does not check
-        // A's symmetry across ranks, so the cycle offers no transpose.
-        (o.cycle, false),
+        // Symmetric (M^T = M) only where the setup checked A across ranks
+        // ([`crate::DistAmgOptions::check_symmetry`]).
+        (o.cycle, h.is_symmetric() == Some(true)),
         "dist-amg",
     )
 }

@@ -35,6 +35,13 @@
 //!   one-process cycle on the rank's local backend. [`MixedDistAmg`] runs it
 //!   in f32 inside an f64 solve.
 //!
+//! The cycle of a symmetric A is its own transpose (QMR applies it) where
+//! the setup checked A's symmetry across ranks
+//! ([`DistAmgOptions::check_symmetry`], off by default:
+//! [`DistHierarchy::is_symmetric`]): each rank's block on its own columns
+//! by the one-process check, and each entry off them against its partner,
+//! sent once to the rank holding it.
+//!
 //! With one rank the hierarchy is the one-process hierarchy bit for bit
 //! (same aggregates, prolongators and coarse operators: tested). With more,
 //! the aggregates near rank boundaries differ, so iteration counts differ a
@@ -96,6 +103,7 @@ mod lanczos;
 mod mixed;
 mod rows;
 mod setup;
+mod symmetry;
 mod transfer;
 
 pub use cycle::DistAmg;

@@ -2,6 +2,7 @@
 
 use super::lanczos::DistLanczos;
 use super::rows::{GlobalRows, RankRows};
+use super::symmetry::rows_are_symmetric;
 use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
 use crate::halo::{
@@ -57,6 +58,13 @@ pub struct DistAmgOptions {
     /// gathered whole onto every rank, so the redundant levels grow with the
     /// rank count.
     pub agglomerate: bool,
+    /// Whether the setup checks that A equals its transpose across ranks
+    /// (to 1e-12 of its largest entry, as one process's setup does), so that
+    /// the cycle of a symmetric A offers its transpose (itself) to methods
+    /// that apply one (QMR). Default false: the check costs a sequential
+    /// pass over each rank's rows on its host and an exchange of the entries
+    /// off its columns ([`DistHierarchy::is_symmetric`] is then `None`).
+    pub check_symmetry: bool,
 }
 
 impl DistAmgOptions {
@@ -73,7 +81,8 @@ impl Default for DistAmgOptions {
     /// [`AmgOptions::default`] with one damped-Jacobi sweep (the smoother
     /// whose distributed solves were measured on GPUs; Chebyshev, the
     /// one-process default for block 1, runs across ranks too but has not
-    /// been measured there), `gather_below` 2000, no agglomeration.
+    /// been measured there), `gather_below` 2000, no agglomeration, no
+    /// symmetry check.
     fn default() -> Self {
         DistAmgOptions {
             amg: AmgOptions {
@@ -82,6 +91,7 @@ impl Default for DistAmgOptions {
             },
             gather_below: 2000,
             agglomerate: false,
+            check_symmetry: false,
         }
     }
 }
@@ -876,6 +886,7 @@ pub struct DistHierarchy {
     tail: Hierarchy,
     options: DistAmgOptions,
     timings: DistSetupTimings,
+    symmetric: Option<bool>,
 }
 
 /// The errors of options the distributed levels do not take.
@@ -1346,6 +1357,12 @@ impl DistHierarchy {
                     )
                 })?;
                 trace.mark(format_args!("gathered levels"));
+                let symmetric = match options.check_symmetry {
+                    true => Some(time(&mut t.split_s, || {
+                        symmetric_input(comm, (partition, rows), &levels, &tail)
+                    })?),
+                    false => None,
+                };
                 t.total_s = t0.elapsed().as_secs_f64();
                 return Ok(DistHierarchy {
                     levels,
@@ -1353,6 +1370,7 @@ impl DistHierarchy {
                     tail,
                     options: options.clone(),
                     timings: t,
+                    symmetric,
                 });
             };
             part = level.coarse.clone();
@@ -1380,6 +1398,13 @@ impl DistHierarchy {
     /// rank).
     pub fn tail(&self) -> &Hierarchy {
         &self.tail
+    }
+
+    /// Whether A equals its transpose (to 1e-12 of its largest entry) where
+    /// the setup checked it ([`DistAmgOptions::check_symmetry`]), else
+    /// `None`. The cycle offers its transpose only for `Some(true)`.
+    pub fn is_symmetric(&self) -> Option<bool> {
+        self.symmetric
     }
 
     /// The options it was built with.
@@ -1424,6 +1449,28 @@ impl DistHierarchy {
             .map_or_else(|| self.tail.levels()[0].a.nnz(), |l| l.nnz);
         (dist + tail) as f64 / finest.max(1) as f64
     }
+}
+
+/// Whether the input A (this rank's `rows` of `partition`) equals its
+/// transpose to 1e-12 of its largest entry: checked across ranks
+/// ([`rows_are_symmetric`]) where levels are distributed (the largest entry
+/// from the finest level's, gathered), else the gathered hierarchy's own
+/// check of the whole A. Collective where levels are distributed. O(nnz)
+/// per rank.
+fn symmetric_input(
+    comm: &dyn Communicator,
+    (partition, rows): (&RowPartition, &Csr<f64>),
+    levels: &[DistLevel],
+    tail: &Hierarchy,
+) -> Result<bool> {
+    let Some(finest) = levels.first() else {
+        return Ok(tail.is_symmetric());
+    };
+    let largest = comm
+        .allgather(&[finest.a_largest])?
+        .into_iter()
+        .fold(0.0, f64::max);
+    rows_are_symmetric(comm, partition, rows, 1e-12 * largest)
 }
 
 /// A distributed level, this rank's rows of the next coarser operator and

@@ -7,7 +7,7 @@
 use super::setup::{DistSetupKernels, OwnedTransfer};
 use crate::comm::{agree, comm_error, Communicator};
 use crate::halo::{ghost_block_of_outside, split_columns, TASK_ROWS};
-use crate::operator::exchange_tasks;
+use crate::operator::{entries_of, exchange_tasks, push_entry};
 use crate::partition::RowPartition;
 use gpuq_amg::LevelMatrix;
 use gpuq_core::{Error, Result};
@@ -18,10 +18,6 @@ use std::ops::Range;
 /// The tag of the transpose's entries (P's ghost-column entries sent to
 /// the owners of their coarse rows of R).
 const TRANSFER_TAG: u16 = 4;
-
-/// Bytes of one entry on the way: the coarse row, the fine column (8 bytes
-/// each), the value.
-const ENTRY_BYTES: usize = 24;
 
 /// A rank's rows of a level's matrix split by columns: the block on the
 /// columns the rank owns (local column numbers; on the host or kept by the
@@ -184,9 +180,7 @@ fn exchange_ghost_entries(
                 let (cols, vals) = ghost.row(i);
                 for (&k, &v) in cols.iter().zip(vals) {
                     let buf = &mut out[owners[k as usize]];
-                    buf.extend_from_slice(&(ghost_cols[k as usize] as u64).to_le_bytes());
-                    buf.extend_from_slice(&((first + i) as u64).to_le_bytes());
-                    buf.extend_from_slice(&v.to_le_bytes());
+                    push_entry(buf, ghost_cols[k as usize], first + i, v);
                 }
             }
             out
@@ -205,18 +199,13 @@ fn ghost_entries_of(arrived: &[Vec<u8>], mine: &Range<usize>) -> Result<(Csr<f64
     // decrease, so each new one is the next ghost column.
     let (mut entries, mut cols) = (Vec::new(), Vec::<usize>::new());
     for bytes in arrived {
-        if bytes.len() % ENTRY_BYTES != 0 {
-            return Err(comm_error("transpose: a truncated entry"));
-        }
-        for e in bytes.chunks_exact(ENTRY_BYTES) {
-            let word = |k: usize| u64::from_le_bytes(e[k..k + 8].try_into().expect("8 bytes"));
-            let row = (word(0) as usize)
+        for (row, col, v) in entries_of::<f64>(bytes, "transpose")? {
+            let row = row
                 .checked_sub(mine.start)
                 .filter(|&r| r < mine.len())
                 .ok_or_else(|| {
                     comm_error("transpose: an entry for a row this rank does not own")
                 })?;
-            let col = word(8) as usize;
             match cols.last() {
                 Some(&last) if last > col => {
                     return Err(comm_error("transpose: entries out of column order"));
@@ -224,7 +213,7 @@ fn ghost_entries_of(arrived: &[Vec<u8>], mine: &Range<usize>) -> Result<(Csr<f64
                 Some(&last) if last == col => {}
                 _ => cols.push(col),
             }
-            entries.push((row, (cols.len() - 1) as u32, f64::from_bits(word(16))));
+            entries.push((row, (cols.len() - 1) as u32, v));
         }
     }
     let piece = RowPiece::of_entries(mine.len(), &entries)?;
