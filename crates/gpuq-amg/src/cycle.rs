@@ -569,8 +569,8 @@ impl<B: AmgKernels, T: Scalar> LinearOperator<B, T> for Amg<B, T> {
 
     /// For symmetric A the cycle is symmetric, M^T = M: one cycle. For A
     /// not known to be symmetric (nonsymmetric, or not checked: the
-    /// distributed setup does not check it across ranks) the transposed
-    /// cycle is not implemented: an error naming the cycle.
+    /// distributed setup checks it across ranks only when asked) the
+    /// transposed cycle is not implemented: an error naming the cycle.
     fn apply_transpose(&self, x: &B::Vector<T>, y: &mut B::Vector<T>) -> Result<()> {
         if !self.symmetric {
             return Err(Error::Precondition {

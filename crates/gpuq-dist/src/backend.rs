@@ -580,8 +580,9 @@ impl<B: HaloBackend, T: Scalar> DistMatrix<B, T> {
     /// diagonal omega D^-1 (the `diag` that [`gpuq_amg::AmgKernels::amg_jacobi`]
     /// is then given for it), made by the local backend from its ghost block
     /// where it does ([`HaloBackend::scaled_rows`]: no copy through the
-    /// host), else `host_scaled()` uploaded. Allocates one vector of the
-    /// rank's rows. Errors when the block does not fit.
+    /// host: a copy of the block's arrays there), else `host_scaled()`
+    /// uploaded. Allocates one vector of the rank's rows besides. Errors
+    /// when the block does not fit.
     pub(crate) fn with_point_sweep(
         mut self,
         local: &B,

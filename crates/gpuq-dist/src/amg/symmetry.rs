@@ -22,9 +22,9 @@ const SYMMETRY_TAG: u16 = 9;
 /// (j, i, value) to that rank, which compares it with its entry (j, i), 0
 /// where it stores none (both entries of a pair are sent, so an entry
 /// without a partner is judged too). The same answer on every rank.
-/// Collective: one
-/// exchange (24 bytes an entry off the rank's columns) and one sum.
-/// O(nnz) on each rank, the cursor pass sequential.
+/// Collective: one exchange (24 bytes an entry off the rank's columns), the
+/// agreement on its errors (an all-gather) and one sum. O(nnz) on each
+/// rank, the cursor pass sequential.
 pub(crate) fn rows_are_symmetric(
     comm: &dyn Communicator,
     partition: &RowPartition,
@@ -63,8 +63,11 @@ pub(crate) fn rows_are_symmetric(
             out
         })
         .collect();
-    let arrived = exchange_tasks(comm, SYMMETRY_TAG, tasks)?;
-    let ok = agree(comm, partners_agree(rows, own.start, &arrived, tol))? && local;
+    // A rank's error in the exchange or in its messages is every rank's
+    // before the sum.
+    let judged = exchange_tasks(comm, SYMMETRY_TAG, tasks)
+        .and_then(|arrived| partners_agree(rows, own.start, &arrived, tol));
+    let ok = agree(comm, judged)? && local;
     let failed = comm.allreduce_sum(&[f64::from(u8::from(!ok))])?[0];
     Ok(failed == 0.0)
 }
