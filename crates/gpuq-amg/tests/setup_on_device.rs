@@ -298,6 +298,16 @@ proptest! {
                 prop_assert_eq!(g.setup_download(&pt).unwrap(), want.p, "k {}", k);
                 prop_assert_eq!(coarse, want.coarse_null, "k {}", k);
             }
+            // The vector of ones (the default of one unknown per node):
+            // counted on the device, not transposed, the host's values bit
+            // for bit; every node in an aggregate, then some in none.
+            let ones = vec![1.0; nodes * bs];
+            for a in [&agg, &some] {
+                let want = gpuq_amg::prolong::tentative(a, naggs, bs, std::slice::from_ref(&ones)).unwrap();
+                let (pt, norm) = g.setup_tentative_single(a, naggs, bs, &ones).unwrap();
+                prop_assert_eq!(g.setup_download(&pt).unwrap(), want.p);
+                prop_assert_eq!(vec![norm], want.coarse_null);
+            }
             prop_assert!(g.setup_tentative_qr(&agg, naggs, bs, &[]).is_err());
             prop_assert!(g.setup_tentative_qr(&agg, naggs, bs, &[b.clone(), vec![1.0; b.len() + 1]]).is_err());
         }

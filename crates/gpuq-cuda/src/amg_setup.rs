@@ -10,6 +10,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg, ValidAsZeroBits};
 use gpuq_core::{Error, Result};
 use gpuq_kernels::amg::{table_slots, MAX_SETUP_BLOCK, ROW_LANES};
 use gpuq_sparse::Csr;
+use rayon::prelude::*;
 
 /// Hash-table slots one product pass may use at once (12 bytes each): rows are
 /// taken in chunks whose tables fit, so a product needs at most about 1.6 GB
@@ -681,9 +682,13 @@ impl CudaBackend {
     /// aggregates and of b, the pattern, its transpose (each aggregate's rows
     /// in order, so each norm sums in the host's order: the same values bit
     /// for bit), the norms and the scaling; the norms come back. O(nrows).
-    /// A node in no aggregate (`agg` u32::MAX) has empty rows. Errors when
-    /// `agg` or `b` do not match (bs nodes per aggregate entry) or an
-    /// aggregate is out of range.
+    /// Where b is all ones (the default for one unknown per node) nothing of
+    /// b goes up and there is no transpose: the pattern takes 1 for b, and
+    /// each norm is the square root of its aggregate's row count
+    /// (`tentative_counts`, `tentative_count_norms`), which the host's sum of
+    /// squares of ones gives exactly. A node in no aggregate (`agg`
+    /// u32::MAX) has empty rows. Errors when `agg` or `b` do not match (bs
+    /// nodes per aggregate entry) or an aggregate is out of range.
     pub fn setup_tentative_single(
         &self,
         agg: &[u32],
@@ -698,14 +703,33 @@ impl CudaBackend {
                 b.len(),
             ));
         }
-        let mut pt = self.aggregate_pattern(agg, naggs, bs, &self.setup_put(b)?)?;
+        // The vector of ones (the default): nothing goes up, and each norm is
+        // the square root of its aggregate's row count (one atomic per row:
+        // exact, as the host's sum of squares of ones), with no transpose.
+        let ones = b.par_iter().all(|&x| x == 1.0);
+        let uploaded = if ones { None } else { Some(self.setup_put(b)?) };
+        let mut pt = self.aggregate_pattern(agg, naggs, bs, uploaded.as_ref())?;
         let nnz = pt.nnz;
-        let t = self.setup_transpose(&pt)?;
         let mut norm = self.setup_zeros::<f64>(naggs)?;
-        // SAFETY: arguments match `tentative_norms`; t describes naggs rows.
-        setup_launch!(self, "tentative_norms", naggs, l => {
-            l.arg(&naggs).arg(&t.ptr).arg(&t.val).arg(&mut norm);
-        })?;
+        if ones {
+            let mut counts = self.setup_zeros::<u64>(naggs)?;
+            // SAFETY: arguments match `tentative_counts`; pt's nnz columns
+            // are below naggs, counts holds naggs values.
+            setup_launch!(self, "tentative_counts", nnz, l => {
+                l.arg(&nnz).arg(&pt.col).arg(&mut counts);
+            })?;
+            // SAFETY: arguments match `tentative_count_norms`; counts and
+            // norm hold naggs values.
+            setup_launch!(self, "tentative_count_norms", naggs, l => {
+                l.arg(&naggs).arg(&counts).arg(&mut norm);
+            })?;
+        } else {
+            let t = self.setup_transpose(&pt)?;
+            // SAFETY: arguments match `tentative_norms`; t describes naggs rows.
+            setup_launch!(self, "tentative_norms", naggs, l => {
+                l.arg(&naggs).arg(&t.ptr).arg(&t.val).arg(&mut norm);
+            })?;
+        }
         // SAFETY: arguments match `tentative_scale`; pt's nnz columns are
         // below naggs, norm holds naggs values, val nnz.
         setup_launch!(self, "tentative_scale", nnz, l => {
@@ -745,7 +769,7 @@ impl CudaBackend {
         // The first vector, the concatenation's head, gives the pattern's
         // values (which the factorisation does not read).
         let d_b = self.setup_put(&b.concat())?;
-        let t = self.setup_transpose(&self.aggregate_pattern(agg, naggs, bs, &d_b)?)?;
+        let t = self.setup_transpose(&self.aggregate_pattern(agg, naggs, bs, Some(&d_b))?)?;
         // Where a node is in no aggregate its rows are empty: the row
         // pointers from the host (k entries per row of an aggregated node);
         // otherwise the kernel writes them (row r from r k).
@@ -792,7 +816,8 @@ impl CudaBackend {
 
     /// The pattern of the tentative prolongator with one value per row:
     /// row r holds column `agg[r / bs]` with value b[r], `b` on the device
-    /// (its first nrows values; kernel `tentative_pattern`; uploads `agg`).
+    /// (its first nrows values), or 1 for `None` (the vector of ones; kernel
+    /// `tentative_pattern`; uploads `agg`).
     /// O(nrows). Errors when `b` is shorter than the rows (bs nodes per
     /// aggregate entry) or an aggregate is out of range.
     fn aggregate_pattern(
@@ -800,22 +825,33 @@ impl CudaBackend {
         agg: &[u32],
         naggs: usize,
         bs: usize,
-        d_b: &CudaSlice<f64>,
+        d_b: Option<&CudaSlice<f64>>,
     ) -> Result<SetupCsr> {
         let nrows = agg.len() * bs;
-        if bs == 0 || d_b.len() < nrows {
-            return Err(Error::shape("tentative prolongator", nrows, d_b.len()));
+        let b_len = d_b.map_or(nrows, |b| b.len());
+        if bs == 0 || b_len < nrows {
+            return Err(Error::shape("tentative prolongator", nrows, b_len));
         }
-        if agg
-            .iter()
-            .any(|&a| a as usize >= naggs && a != NOT_AGGREGATED)
-        {
+        // The kernels take a null b for the vector of ones.
+        let null = 0u64;
+        // One parallel pass: an index out of range, and whether a node is in
+        // no aggregate.
+        let (bad, some_out) = agg
+            .par_iter()
+            .map(|&a| {
+                (
+                    a as usize >= naggs && a != NOT_AGGREGATED,
+                    a == NOT_AGGREGATED,
+                )
+            })
+            .reduce(|| (false, false), |x, y| (x.0 || y.0, x.1 || y.1));
+        if bad {
             return Err(Error::InvalidArgument(format!(
                 "an aggregate index is not below the {naggs} aggregates"
             )));
         }
         let d_agg = self.setup_put(agg)?;
-        if !agg.contains(&NOT_AGGREGATED) {
+        if !some_out {
             let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
             let mut col = self.setup_zeros::<u32>(nrows)?;
             let mut val = self.setup_zeros::<f64>(nrows)?;
@@ -823,7 +859,12 @@ impl CudaBackend {
             // aggregates below naggs, d_b at least nrows values, ptr nrows + 1,
             // col and val nrows.
             setup_launch!(self, "tentative_pattern", nrows + 1, l => {
-                l.arg(&nrows).arg(&bs).arg(&d_agg).arg(d_b).arg(&mut ptr).arg(&mut col).arg(&mut val);
+                l.arg(&nrows).arg(&bs).arg(&d_agg);
+                match d_b {
+                    Some(b) => l.arg(b),
+                    None => l.arg(&null),
+                };
+                l.arg(&mut ptr).arg(&mut col).arg(&mut val);
             })?;
             return Ok(SetupCsr {
                 nrows,
@@ -848,7 +889,12 @@ impl CudaBackend {
         // aggregates below naggs or NOT_AGGREGATED, d_b at least nrows
         // values, ptr the nrows + 1 offsets of nnz entries, col and val nnz.
         setup_launch!(self, "tentative_pattern_at", nrows, l => {
-            l.arg(&nrows).arg(&bs).arg(&d_agg).arg(d_b).arg(&ptr).arg(&mut col).arg(&mut val);
+            l.arg(&nrows).arg(&bs).arg(&d_agg);
+            match d_b {
+                Some(b) => l.arg(b),
+                None => l.arg(&null),
+            };
+            l.arg(&ptr).arg(&mut col).arg(&mut val);
         })?;
         Ok(SetupCsr {
             nrows,

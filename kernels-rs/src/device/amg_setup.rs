@@ -2269,8 +2269,9 @@ smoother_diagonals!(f32, amg_block_diag_csr_f32, amg_scaled_diag_f32);
 smoother_diagonals!(f64, amg_block_diag_csr_f64, amg_scaled_diag_f64);
 
 /// The tentative prolongator of one near-null-space vector `b`, before its
-/// scaling: row r holds column agg[r / bs] with value b[r] (row pointers 0,
-/// 1, .., nrows). Grid-stride over the rows; `ptr` holds nrows + 1 values.
+/// scaling: row r holds column agg[r / bs] with value b[r] (1 where `b` is
+/// null: the vector of ones) (row pointers 0, 1, .., nrows). Grid-stride
+/// over the rows; `ptr` holds nrows + 1 values.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn tentative_pattern(
     nrows: usize,
@@ -2287,7 +2288,7 @@ pub unsafe extern "ptx-kernel" fn tentative_pattern(
         *ptr.add(r) = r as u64;
         if r < nrows {
             *col.add(r) = *agg.add(r / bs);
-            *val.add(r) = *b.add(r);
+            *val.add(r) = if b.is_null() { 1.0 } else { *b.add(r) };
         }
         r += grid_threads();
     }
@@ -2296,7 +2297,8 @@ pub unsafe extern "ptx-kernel" fn tentative_pattern(
 /// The tentative prolongator's pattern where some nodes are in no aggregate
 /// (`agg` u32::MAX): the row offsets `ptr` given (one entry per row of a
 /// node in an aggregate, none for the others), row r's entry (if any) is
-/// column agg[r / bs] with value b[r]. Grid-stride over the rows.
+/// column agg[r / bs] with value b[r] (1 where `b` is null). Grid-stride
+/// over the rows.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn tentative_pattern_at(
     nrows: usize,
@@ -2314,7 +2316,7 @@ pub unsafe extern "ptx-kernel" fn tentative_pattern_at(
         if a != u32::MAX {
             let e = *ptr.add(r) as usize;
             *col.add(e) = a;
-            *val.add(e) = *b.add(r);
+            *val.add(e) = if b.is_null() { 1.0 } else { *b.add(r) };
         }
         r += grid_threads();
     }
@@ -2338,6 +2340,35 @@ pub unsafe extern "ptx-kernel" fn tentative_norms(
             s += v * v;
         }
         *norm.add(a) = s.sqrt_rn();
+        a += grid_threads();
+    }
+}
+
+/// counts[col[e]] += 1 for the `nnz` entries of a tentative prolongator's
+/// pattern: the rows of each aggregate (one atomic per entry). Grid-stride
+/// over the entries.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn tentative_counts(nnz: usize, col: *const u32, counts: *mut u64) {
+    let mut e = global_id();
+    while e < nnz {
+        atomic_add_u64(counts.add(*col.add(e) as usize), 1);
+        e += grid_threads();
+    }
+}
+
+/// norm[a] = sqrt(counts[a]): the norm of the vector of ones over each
+/// aggregate's rows, the host's sum of squares of ones being exact (the
+/// same value as [`tentative_norms`] gives). Grid-stride over the
+/// aggregates.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn tentative_count_norms(
+    naggs: usize,
+    counts: *const u64,
+    norm: *mut f64,
+) {
+    let mut a = global_id();
+    while a < naggs {
+        *norm.add(a) = (*counts.add(a) as f64).sqrt_rn();
         a += grid_threads();
     }
 }
