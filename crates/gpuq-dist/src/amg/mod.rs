@@ -87,8 +87,9 @@
 //!
 //! Not done: the rest of the setup runs on the host of every rank (the
 //! ghost blocks, stored with a row pointer per row, and the outside
-//! entries' row pointers that cross the link for them; the aggregates and
-//! the near-null-space rows on their way to the tentative prolongator; the
+//! entries' row pointers that cross the link for them; the aggregates on
+//! their way to the tentative prolongator (and the near-null-space rows
+//! where they are not the vector of ones, which the device makes); the
 //! block diagonals' inverses; the exchanges: laplace3d:300's hierarchy
 //! takes 0.89-0.99 s on two ranks sharing one H200 against 0.56-0.61 s on
 //! one GPU's whole setup, [`DistSetupTimings`]); the last, gathered levels are still solved
