@@ -11,7 +11,7 @@ use gpuq_dist::{
     agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmgOptions, DistHierarchy, DistMatrix,
     DistSetupKernels, DistSetupTimings, HaloBackend, RankBackend, RowPartition,
 };
-use gpuq_krylov::{Method, SolverConfig};
+use gpuq_krylov::SolverConfig;
 use gpuq_sparse::Csr;
 use serde::Serialize;
 use std::process::ExitCode;
@@ -183,11 +183,8 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
     let comm = dist.comm();
     let start = std::time::Instant::now();
     let nccl = gpu && dist.transport().between_devices();
-    let mut options =
-        dist_amg_options(&run.args.amg, run.source, (gpu, nccl), p.range(comm.rank()))?;
-    // QMR applies the preconditioner's transpose: the cycle of a symmetric
-    // A is its own, once the setup has checked A across ranks.
-    options.check_symmetry = config.method == Method::Qmr;
+    let options = dist_amg_options(&run.args.amg, run.source, (gpu, nccl), p.range(comm.rank()))?
+        .for_method(config.method);
     // f64 rows are the setup's input as they are (no copy of the rank's
     // rows); others are converted.
     let converted;

@@ -469,6 +469,14 @@ fn qmr_takes_the_distributed_cycle_where_the_setup_checked_symmetry() {
             };
             let h = DistHierarchy::build(dist.comm(), &p, &rows, &unchecked).unwrap();
             assert_eq!(h.is_symmetric(), None);
+            // The options for QMR check; for CG they are left as given.
+            assert!(
+                unchecked
+                    .clone()
+                    .for_method(gpuq_krylov::Method::Qmr)
+                    .check_symmetry
+            );
+            assert!(!unchecked.for_method(gpuq_krylov::Method::Cg).check_symmetry);
         })
         .unwrap();
     }

@@ -75,6 +75,17 @@ impl DistAmgOptions {
     /// laplace3d:300): 50,000 against 2000 solved 7% faster on four GPUs and
     /// 5% on two (docs/benchmarks.md).
     pub const GPU_GATHER_BELOW: usize = 50_000;
+
+    /// These options for preconditioning `method`: the symmetry check
+    /// ([`DistAmgOptions::check_symmetry`]) on where the method applies the
+    /// preconditioner's transpose (QMR), so that the cycle of a symmetric A
+    /// offers it; the others as given. O(1).
+    pub fn for_method(self, method: gpuq_krylov::Method) -> Self {
+        DistAmgOptions {
+            check_symmetry: self.check_symmetry || method == gpuq_krylov::Method::Qmr,
+            ..self
+        }
+    }
 }
 
 impl Default for DistAmgOptions {
