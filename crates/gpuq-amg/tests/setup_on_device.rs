@@ -37,6 +37,13 @@ fn assert_close(a: &Csr<f64>, b: &Csr<f64>, rel: f64, what: &str) -> bool {
     a == b
 }
 
+/// The non-empty rows of `a` and their entries (row k being row `rows[k]`).
+fn by_rows(a: &Csr<f64>) -> (Vec<u32>, Csr<f64>) {
+    let filled: Vec<usize> = (0..a.nrows()).filter(|&i| !a.row(i).0.is_empty()).collect();
+    let block = a.select_rows(&filled).unwrap();
+    (filled.into_iter().map(|i| i as u32).collect(), block)
+}
+
 /// A random `m x n` matrix: each row's length drawn up to `n` (empty rows
 /// included), distinct sorted columns, values in [-1, 1].
 fn random_csr(m: usize, n: usize, seed: u64) -> Csr<f64> {
@@ -98,10 +105,21 @@ proptest! {
         let idx: Vec<usize> = (0..m).rev().chain([0, m - 1, m / 2]).collect();
         prop_assert_eq!(g.setup_select_rows(&da, &idx).unwrap(), a.select_rows(&idx).unwrap());
         prop_assert!(g.setup_select_rows(&da, &[m]).is_err());
-        // A beside C (both m x k), as the host's `beside`.
-        let beside = g.setup_download(&g.setup_beside(&da, &c).unwrap()).unwrap();
+        // A beside C (both m x k, C given by its non-empty rows), as the
+        // host's `beside`; C's rows expanded alone are C; rows past A's, or
+        // not increasing, are refused.
+        let (c_rows, c_block) = by_rows(&c);
+        let beside = g.setup_download(&g.setup_beside(&da, (&c_rows, &c_block)).unwrap()).unwrap();
         prop_assert_eq!(beside, a.beside(&c).unwrap());
-        prop_assert!(g.setup_beside(&da, &b).is_err() || k == m);
+        let expanded = g.setup_expand_rows(g.setup_upload(&c_block).unwrap(), &c_rows, m).unwrap();
+        prop_assert_eq!(g.setup_download(&expanded).unwrap(), c.clone());
+        let one = Csr::try_new(1, k, vec![0, 1], vec![0], vec![1.0]).unwrap();
+        prop_assert!(g.setup_beside(&da, (&[m as u32], &one)).is_err());
+        if c_rows.len() >= 2 {
+            let mut swapped = c_rows.clone();
+            swapped.swap(0, 1);
+            prop_assert!(g.setup_expand_rows(g.setup_upload(&c_block).unwrap(), &swapped, m).is_err());
+        }
         // A block of leading rows and a column range, and the rows stacked
         // on host rows below.
         let (rows, lo) = ((seed as usize) % (m + 1), (seed as usize >> 8) % (k + 1));
@@ -118,8 +136,9 @@ proptest! {
             ptr.push(cols.len());
         }
         prop_assert_eq!(block, Csr::try_new(rows, hi - lo, ptr, cols, vals).unwrap());
-        // The entries outside that range, their columns kept.
-        let outside = g.setup_download(&g.setup_outside_columns(&da, rows, lo..hi).unwrap()).unwrap();
+        // The entries outside that range, their columns kept, by the rows
+        // holding any.
+        let outside = g.setup_outside_rows(&da, rows, lo..hi).unwrap();
         let (mut ptr, mut cols, mut vals) = (vec![0], Vec::new(), Vec::new());
         for i in 0..rows {
             for (&j, &v) in a.row(i).0.iter().zip(a.row(i).1) {
@@ -130,7 +149,7 @@ proptest! {
             }
             ptr.push(cols.len());
         }
-        prop_assert_eq!(outside, Csr::try_new(rows, k, ptr, cols, vals).unwrap());
+        prop_assert_eq!(outside, by_rows(&Csr::try_new(rows, k, ptr, cols, vals).unwrap()));
         // A's rows extended over the columns lo..hi and the others (A's
         // columns outside them, increasing), as a rank's split writes them:
         // each row's entries inside first, then the others numbered after
@@ -166,7 +185,7 @@ proptest! {
             let bad = Csr::try_new_allow_nonfinite(m, k, a.row_ptr().to_vec(), a.col_idx().to_vec(), vals).unwrap();
             prop_assert!(g.setup_largest_magnitude(&g.setup_upload(&bad).unwrap()).unwrap().is_nan());
         }
-        prop_assert!(g.setup_outside_columns(&da, m + 1, 0..k).is_err());
+        prop_assert!(g.setup_outside_rows(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m + 1, 0..k).is_err());
         prop_assert!(g.setup_column_range(&da, m, 0..k + 1).is_err());
         let stacked = g.setup_download(&g.setup_stack_below(&da, rows, &c).unwrap()).unwrap();

@@ -1246,33 +1246,34 @@ impl CudaBackend {
         self.add_rows(alpha, a, beta, b, a.ncols)
     }
 
-    /// [left | right] on the device: `right` (a host matrix of `left`'s rows,
-    /// a rank's ghost block) uploaded with its columns numbered after
-    /// `left`'s, then the two merged row by row (`csr_add`: disjoint
-    /// columns, so each value is copied; an exact zero keeps its value but
-    /// not its sign). Errors when the row counts differ. O(nnz) on the
-    /// device, `right` over PCIe.
-    pub fn setup_beside(&self, left: &SetupCsr, right: &Csr<f64>) -> Result<SetupCsr> {
-        if right.nrows() != left.nrows {
-            return Err(Error::shape(
-                "matrices side by side (rows)",
-                left.nrows,
-                right.nrows(),
-            ));
-        }
-        let ncols = left.ncols + right.ncols();
+    /// [left | right] on the device, `right` (a host matrix of `left`'s
+    /// rows, a rank's ghost block) given by its non-empty rows: `rows`
+    /// (increasing) and their entries `block` (row k being row `rows[k]`).
+    /// `block` is uploaded with its columns numbered after `left`'s, its
+    /// rows expanded there ([`CudaBackend::setup_expand_rows`]), then the
+    /// two merged row by row (`csr_add`: disjoint columns, so each value is
+    /// copied; an exact zero keeps its value but not its sign). Errors as
+    /// `setup_expand_rows` with `left`'s rows. O(nnz + rows log rows) on
+    /// the device, `right`'s rows and entries over PCIe.
+    pub fn setup_beside(
+        &self,
+        left: &SetupCsr,
+        (rows, block): (&[u32], &Csr<f64>),
+    ) -> Result<SetupCsr> {
+        let ncols = left.ncols + block.ncols();
         let shifted = Csr::try_new(
-            right.nrows(),
+            block.nrows(),
             ncols,
-            right.row_ptr().to_vec(),
-            right
+            block.row_ptr().to_vec(),
+            block
                 .col_idx()
                 .iter()
                 .map(|&j| j + left.ncols as u32)
                 .collect(),
-            right.values().to_vec(),
+            block.values().to_vec(),
         )?;
-        self.add_rows(1.0, left, 1.0, &self.setup_upload(&shifted)?, ncols)
+        let right = self.setup_expand_rows(self.setup_upload(&shifted)?, rows, left.nrows)?;
+        self.add_rows(1.0, left, 1.0, &right, ncols)
     }
 
     /// alpha A + beta B row by row (A and B of the same rows, any columns
@@ -1334,36 +1335,104 @@ impl CudaBackend {
     /// below `a`'s rows. O(idx + their entries) on the device and across.
     pub fn setup_select_rows(&self, a: &SetupCsr, idx: &[usize]) -> Result<Csr<f64>> {
         gpuq_core::check_indices("select_rows", a.nrows, idx)?;
-        let n = idx.len();
         let wide: Vec<u64> = idx.iter().map(|&i| i as u64).collect();
         let d_idx = self.setup_put(&wide)?;
+        self.setup_download(&self.select_rows(a, &d_idx, idx.len())?)
+    }
+
+    /// The rows `d_idx[0..n]` of `a` (each below its rows), in that order,
+    /// on the device: `csr_select_rows`' count pass, the prefix sum, its
+    /// fill pass.
+    fn select_rows(&self, a: &SetupCsr, d_idx: &CudaSlice<u64>, n: usize) -> Result<SetupCsr> {
         let (f, cfg) = self.launch_1d("csr_select_rows", n)?;
         let mut out = CountedRows::new(self, n)?;
         for pass in 0..2 {
             out.prepare(self, pass)?;
             let mut l = self.inner.stream.launch_builder(&f);
-            l.arg(&n).arg(&d_idx).arg(&a.ptr).arg(&a.col).arg(&a.val);
+            l.arg(&n).arg(d_idx).arg(&a.ptr).arg(&a.col).arg(&a.val);
             out.push_args(&mut l);
-            // SAFETY: arguments match `csr_select_rows`; every index is below
-            // a's rows (checked above); the fill pass's c_ptr is the prefix
-            // sum of the counts, c_col and c_val hold its total.
+            // SAFETY: arguments match `csr_select_rows`; d_idx holds n
+            // indices below a's rows (the callers' checks); the fill pass's
+            // c_ptr is the prefix sum of the counts, c_col and c_val hold
+            // its total.
             unsafe { l.launch(cfg) }.map_err(dev("csr_select_rows"))?;
             self.inner.stats.launch("csr_select_rows");
         }
-        self.setup_download(&out.finish(a.ncols)?)
+        out.finish(a.ncols)
     }
 
     /// The entries of `a`'s first `rows` rows outside the columns `cols`,
-    /// their columns kept (a prolongator's entries on other ranks' coarse
-    /// columns), as [`CudaBackend::setup_column_range`] makes the block
-    /// inside them. Errors as it does. O(rows + nnz) on the device.
-    pub fn setup_outside_columns(
+    /// their columns kept (a rank's entries on other ranks' columns), by
+    /// the rows that hold any: those rows, increasing, and their entries (row
+    /// k of the matrix being row `rows[k]`). Cut as
+    /// [`CudaBackend::setup_column_range`] cuts the block inside, then the
+    /// non-empty rows found and gathered there (`nonempty_rows_flags`, a
+    /// prefix sum, `nonempty_rows_scatter`, `csr_select_rows`), so that
+    /// only they cross PCIe. Errors as `setup_column_range`. O(rows + nnz)
+    /// on the device, O(the rows holding entries outside and their entries)
+    /// across.
+    pub fn setup_outside_rows(
         &self,
         a: &SetupCsr,
         rows: usize,
         cols: std::ops::Range<usize>,
+    ) -> Result<(Vec<u32>, Csr<f64>)> {
+        let outside = self.column_block(a, rows, cols, false)?;
+        let n = outside.nrows;
+        let mut flags = self.setup_zeros::<u64>(n)?;
+        // SAFETY: outside.ptr holds n + 1 pointers, flags n values.
+        setup_launch!(self, "nonempty_rows_flags", n, l => {
+            l.arg(&n).arg(&outside.ptr).arg(&mut flags);
+        })?;
+        let (offs, k) = self.setup_offsets(&flags, n)?;
+        let k = k as usize;
+        let mut filled = self.setup_zeros::<u64>(k)?;
+        // SAFETY: offs holds the n + 1 offsets of the flags, whose total k
+        // is filled's length: each non-empty row writes its own slot.
+        setup_launch!(self, "nonempty_rows_scatter", n, l => {
+            l.arg(&n).arg(&outside.ptr).arg(&offs).arg(&mut filled);
+        })?;
+        let block = self.setup_download(&self.select_rows(&outside, &filled, k)?)?;
+        let rows = self.setup_get(&filled, k)?;
+        Ok((rows.into_iter().map(|r| r as u32).collect(), block))
+    }
+
+    /// The `nrows`-row matrix whose non-empty rows are `rows` (increasing,
+    /// below `nrows`) with the entries of `block`'s rows (row k of `block`
+    /// being row `rows[k]`): `block`'s columns and values kept and its row
+    /// pointers expanded on the device (kernel `csr_expand_rows`, a binary
+    /// search per row). Errors when `rows` does not have one index per row
+    /// of `block`, or does not increase below `nrows`. O(nrows log rows)
+    /// on the device, `rows` across.
+    pub fn setup_expand_rows(
+        &self,
+        block: SetupCsr,
+        rows: &[u32],
+        nrows: usize,
     ) -> Result<SetupCsr> {
-        self.column_block(a, rows, cols, false)
+        let k = rows.len();
+        if k != block.nrows
+            || !rows.windows(2).all(|w| w[0] < w[1])
+            || rows.last().is_some_and(|&r| r as usize >= nrows)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "expanded rows: {k} increasing rows below {nrows} for a block of {} rows",
+                block.nrows
+            )));
+        }
+        let d_rows = self.setup_put(rows)?;
+        // SAFETY: every pointer 0..=nrows is written by `csr_expand_rows`.
+        let mut ptr = unsafe { self.setup_uninit::<u64>(nrows + 1)? };
+        // SAFETY: d_rows holds k increasing rows, block.ptr k + 1 pointers,
+        // ptr nrows + 1 (one thread per pointer).
+        setup_launch!(self, "csr_expand_rows", nrows + 1, l => {
+            l.arg(&nrows).arg(&k).arg(&d_rows).arg(&block.ptr).arg(&mut ptr);
+        })?;
+        Ok(SetupCsr {
+            nrows,
+            ptr,
+            ..block
+        })
     }
 
     /// The entries of `a`'s first `rows` rows inside `cols` (`inside`,

@@ -9,6 +9,7 @@
 
 use crate::comm::{comm_error, Communicator};
 use crate::device_comm::DeviceComm;
+use crate::ghost_rows::GhostRows;
 use crate::partition::RowPartition;
 use gpuq_core::{
     scalars_as_bytes, scalars_as_bytes_mut, DeviceVector, Error, FusedDot, RealScalar, Result,
@@ -176,6 +177,16 @@ pub trait HaloBackend: KrylovBackend {
         Ok(None)
     }
 
+    /// The ghost block `g` (given by its non-empty rows) as a CSR matrix of
+    /// this backend with values of T, its row pointers expanded where it
+    /// lies, so that only the listed rows and their entries travel. `None`
+    /// (the default) where the backend does not, the caller then expanding
+    /// a host copy. O(rows + nnz).
+    fn ghost_matrix<T: Scalar>(&self, g: &GhostRows) -> Result<Option<Self::Matrix<T>>> {
+        let _ = g;
+        Ok(None)
+    }
+
     /// y = x[start..start + y.len()] (the rank's rows of a whole vector).
     /// Default: through the host (a download of x and an upload of y).
     /// Errors when the block runs past x's end.
@@ -228,6 +239,18 @@ fn row_runs<T: Scalar>(ghost: &Csr<T>, join_gap: usize) -> Vec<Range<usize>> {
         .into_par_iter()
         .filter(|&i| ptr[i + 1] != ptr[i])
         .collect();
+    runs_joined(filled, join_gap)
+}
+
+/// [`ghost_row_runs`] of a block whose non-empty rows are `filled`
+/// (increasing). O(rows listed + runs log runs).
+pub(crate) fn runs_of_rows(filled: impl IntoIterator<Item = usize>) -> Vec<Range<usize>> {
+    runs_joined(filled, GHOST_JOIN_GAP)
+}
+
+/// The runs of the increasing rows `filled`, joined across gaps of fewer
+/// than `join_gap` rows, then across all but the `GHOST_RUNS - 1` widest.
+fn runs_joined(filled: impl IntoIterator<Item = usize>, join_gap: usize) -> Vec<Range<usize>> {
     let mut runs: Vec<Range<usize>> = Vec::new();
     for i in filled {
         match runs.last_mut() {
@@ -426,6 +449,19 @@ impl HaloBackend for gpuq_cuda::CudaBackend {
     ) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
         self.csr_scaled_rows(a, d)
     }
+
+    /// On the device: the listed rows and their entries uploaded, the row
+    /// pointers expanded there (`setup_expand_rows`), the values converted
+    /// (`setup_to_matrix`). `None` where a value does not fit T (the host
+    /// conversion reports it).
+    fn ghost_matrix<T: Scalar>(&self, g: &GhostRows) -> Result<Option<gpuq_cuda::CudaMatrix<T>>> {
+        if !gpuq_amg::device_layout_fits::<T>(g.block(), gpuq_sparse::Layout::Csr) {
+            return Ok(None);
+        }
+        let up = self.setup_upload(g.block())?;
+        let whole = self.setup_expand_rows(up, g.rows(), g.nrows())?;
+        self.setup_to_matrix::<T>(&whole, gpuq_sparse::Layout::Csr)
+    }
 }
 
 /// A rank's rows, split: `owned` on the rank's own columns (renumbered from
@@ -460,8 +496,8 @@ pub fn split_rows<T: Scalar>(
 pub(crate) struct ExtendedSplit<T> {
     /// The owned block (n_local x the rank's columns), where asked for.
     pub(crate) owned: Option<Csr<T>>,
-    /// n_local x ghost_cols.len().
-    pub(crate) ghost: Csr<T>,
+    /// n_local x ghost_cols.len(), by its non-empty rows.
+    pub(crate) ghost: GhostRows<T>,
     /// The global column of each ghost, increasing.
     pub(crate) ghost_cols: Vec<usize>,
     /// The rows over the rank's columns, then the ghosts (numbered after
@@ -493,7 +529,7 @@ pub(crate) fn split_rows_extended<T: Scalar>(
         let (ghost, ghost_cols) = ghost_block(partition, rank, rows)?;
         return Ok(ExtendedSplit {
             owned: None,
-            ghost,
+            ghost: GhostRows::of_csr(&ghost)?,
             ghost_cols,
             ext: None,
             largest: None,
@@ -502,7 +538,7 @@ pub(crate) fn split_rows_extended<T: Scalar>(
     let (owned, ghost, ghost_cols, ext, largest) = split_parts(partition, rank, rows, true)?;
     Ok(ExtendedSplit {
         owned: Some(owned),
-        ghost,
+        ghost: GhostRows::of_csr(&ghost)?,
         ghost_cols,
         ext,
         largest: Some(largest),
@@ -511,15 +547,22 @@ pub(crate) fn split_rows_extended<T: Scalar>(
 
 /// [`split_rows_extended`]'s ghost block alone, from `outside`: the rank's
 /// rows holding only their entries outside the rank's columns (global
-/// numbers, as a backend cuts them from its copy of the rows), its row
-/// pointers and values kept ([`ghost_block_of_outside`]). Errors as
-/// [`split_rows`], and when an entry lies in the rank's columns.
+/// numbers, by their non-empty rows, as a backend cuts them from its copy of
+/// the rows), its rows and values kept ([`ghost_block_of_outside`]). Errors
+/// as [`split_rows`], and when an entry lies in the rank's columns.
 pub(crate) fn split_outside<T: Scalar>(
     partition: &RowPartition,
     rank: usize,
-    outside: Csr<T>,
+    outside: GhostRows<T>,
 ) -> Result<ExtendedSplit<T>> {
-    check_rows(partition, rank, &outside)?;
+    let n = partition.range(rank).len();
+    if outside.nrows() != n || outside.ncols() != partition.rows() {
+        return Err(Error::shape(
+            "split_rows (the rank's rows vs the partition)",
+            format!("{n} x {}", partition.rows()),
+            format!("{} x {}", outside.nrows(), outside.ncols()),
+        ));
+    }
     let (ghost, ghost_cols) = ghost_block_of_outside(partition, rank, outside)?;
     Ok(ExtendedSplit {
         owned: None,
@@ -813,20 +856,21 @@ fn check_columns(columns: &RowPartition, ncols: usize) -> Result<()> {
 }
 
 /// [`ghost_block`] of rows that hold only entries outside the rank's
-/// columns (`outside`, global numbers): the ghost columns are its columns,
-/// sorted, each once, and the block is `outside` with each column
-/// renumbered by them, its row pointers and values moved, not copied: no
-/// pass over the rows but the matrix's own checks. Errors when the column
-/// count does not match `columns` or an entry lies in the rank's columns.
-/// O(entries log entries).
+/// columns (`outside`, global numbers, by its non-empty rows): the ghost
+/// columns are its columns, sorted, each once, and the block is `outside`
+/// with each column renumbered by them, its rows, row pointers and values
+/// moved, not copied. Errors when the column count does not match `columns`
+/// or an entry lies in the rank's columns. O(entries log entries), nothing
+/// per row not listed.
 pub(crate) fn ghost_block_of_outside<T: Scalar>(
     columns: &RowPartition,
     rank: usize,
-    outside: Csr<T>,
-) -> Result<(Csr<T>, Vec<usize>)> {
+    outside: GhostRows<T>,
+) -> Result<(GhostRows<T>, Vec<usize>)> {
     check_columns(columns, outside.ncols())?;
     let own = columns.range(rank);
     if outside
+        .block()
         .col_idx()
         .par_iter()
         .any(|&c| own.contains(&(c as usize)))
@@ -835,17 +879,19 @@ pub(crate) fn ghost_block_of_outside<T: Scalar>(
             "ghost block: an entry given as outside lies in the rank's columns".into(),
         ));
     }
-    let ghost_cols = ghost_columns(&own, &outside);
-    let (nrows, _, ptr, cols, vals) = outside.into_parts();
-    let cols = cols
-        .par_iter()
-        .map(|&c| {
-            ghost_cols
-                .binary_search(&(c as usize))
-                .expect("every ghost was listed") as u32
-        })
-        .collect();
-    let ghost = Csr::try_new_allow_nonfinite(nrows, ghost_cols.len(), ptr, cols, vals)?;
+    let ghost_cols = ghost_columns(&own, outside.block());
+    let ghost = outside.map_block(|block| {
+        let (nrows, _, ptr, cols, vals) = block.into_parts();
+        let cols = cols
+            .par_iter()
+            .map(|&c| {
+                ghost_cols
+                    .binary_search(&(c as usize))
+                    .expect("every ghost was listed") as u32
+            })
+            .collect();
+        Csr::try_new_allow_nonfinite(nrows, ghost_cols.len(), ptr, cols, vals)
+    })?;
     Ok((ghost, ghost_cols))
 }
 
@@ -1261,16 +1307,18 @@ mod tests {
             // The ghost block alone: the same ghosts, nothing else written.
             let ghosts = split_rows_extended(&part, r, &rows, false).unwrap();
             assert!(ghosts.owned.is_none() && ghosts.ext.is_none());
+            let by_rows = GhostRows::of_csr(&split.ghost).unwrap();
             assert_eq!(
                 (&ghosts.ghost, &ghosts.ghost_cols, ghosts.largest),
-                (&split.ghost, &split.ghost_cols, None)
+                (&by_rows, &split.ghost_cols, None)
             );
+            assert_eq!(ghosts.ghost.to_csr().unwrap(), split.ghost);
             // Everything: the same blocks and extended rows, the owned block
             // their leading columns.
             let full = split_rows_extended(&part, r, &rows, true).unwrap();
             assert_eq!(
                 (full.owned.as_ref(), &full.ghost, &full.ghost_cols),
-                (Some(&split.owned), &split.ghost, &split.ghost_cols)
+                (Some(&split.owned), &by_rows, &split.ghost_cols)
             );
             assert_eq!(full.ext.as_ref(), Some(&ext));
             assert_eq!(full.largest, Some(largest_magnitude(&rows)));
@@ -1353,9 +1401,12 @@ mod tests {
             // columns), as a backend cuts them; rows with an inside entry
             // are refused.
             let outside = outside_entries(&rows, &part.range(r));
+            let outside = GhostRows::of_csr(&outside).unwrap();
             let split = split_outside(&part, r, outside).unwrap();
-            assert_eq!((split.ghost, split.ghost_cols), (ghost, ghost_cols));
-            assert!(split_outside(&part, r, rows.clone()).is_err());
+            assert_eq!(split.ghost.to_csr().unwrap(), ghost);
+            assert_eq!(split.ghost_cols, ghost_cols);
+            let inside = GhostRows::of_csr(&rows).unwrap();
+            assert!(split_outside(&part, r, inside).is_err());
         }
     }
 

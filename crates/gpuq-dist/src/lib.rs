@@ -145,6 +145,7 @@ mod comm;
 mod cubature;
 mod device_comm;
 mod generate;
+mod ghost_rows;
 mod halo;
 mod input;
 mod kernels;
@@ -170,6 +171,7 @@ pub use comm::{agree, ordered_sum, Communicator, SingleRank};
 pub use device_comm::CudaTransport;
 pub use device_comm::{DeviceComm, HostStaged};
 pub use generate::{generated_rows, stencil_size};
+pub use ghost_rows::GhostRows;
 pub use halo::{
     ghost_row_runs, split_columns, split_rows, HaloBackend, HaloPlan, Pack, SplitRows,
     GHOST_JOIN_GAP, GHOST_RUNS,

@@ -8,8 +8,8 @@ use gpuq_core::{Backend, Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_matrix_with_precond, solve_rows_with_precond, Communicator,
-    Dist, DistAmgOptions, DistHierarchy, DistSetupKernels, DistWalk, KeptProduct, KeptRows,
-    OwnedTransfer, RankRows, RowPartition, ThreadComm,
+    Dist, DistAmgOptions, DistHierarchy, DistSetupKernels, DistWalk, GhostRows, KeptProduct,
+    KeptRows, OwnedTransfer, RankRows, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -1017,11 +1017,11 @@ struct HostKept<'s> {
 impl KeptProduct for HostKept<'_> {
     fn left_product(
         &self,
-        (owned, ghost): (&LevelMatrix, &Csr<f64>),
+        (owned, ghost): (&LevelMatrix, &GhostRows),
         below: &Csr<f64>,
     ) -> Result<LevelMatrix, Error> {
         self.uses.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let r = &owned.host()?.beside(ghost)?;
+        let r = &owned.host()?.beside(&ghost.to_csr()?)?;
         assert_eq!(below.ncols(), self.ap.ncols());
         let n = self.ap.nrows();
         let c = gpuq_amg::galerkin::spgemm_rows(r, self.ap.ncols(), |k| {
@@ -1101,14 +1101,14 @@ impl DistSetupKernels for KeepingSetup {
         &self,
         a: &LevelMatrix,
         own: std::ops::Range<usize>,
-    ) -> Result<Option<Csr<f64>>, Error> {
+    ) -> Result<Option<GhostRows>, Error> {
         let Some(a) = held(a) else {
             return Ok(None);
         };
         self.held_rows_uses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let outside = entries_on(a, a.ncols(), |j| (!own.contains(&j)).then_some(j))?;
-        Ok(Some(outside))
+        GhostRows::of_csr(&outside).map(Some)
     }
 
     fn block_diagonal(
@@ -1172,7 +1172,7 @@ impl DistSetupKernels for KeepingSetup {
         Ok(Some(OwnedTransfer {
             p: LevelMatrix::from_host(owned),
             r: LevelMatrix::from_host(r),
-            outside,
+            outside: GhostRows::of_csr(&outside)?,
         }))
     }
 

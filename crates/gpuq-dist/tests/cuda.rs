@@ -183,6 +183,61 @@ fn a_ghost_block_scaled_on_the_gpu_is_the_hosts() {
     check::<f32>(&gpu);
 }
 
+/// A ghost block given by its non-empty rows and made on the GPU
+/// (`HaloBackend::ghost_matrix`: the listed rows uploaded, the row pointers
+/// expanded there) is the whole block uploaded: the same product bit for
+/// bit, in f64 and f32, with empty rows first, between and last, and with
+/// no row listed. A value beyond f32 is left to the host (`None`).
+#[test]
+fn a_ghost_block_by_its_rows_made_on_the_gpu_is_the_whole_block() {
+    use gpuq_core::{Backend, Scalar};
+    use gpuq_dist::{GhostRows, HaloBackend};
+    use gpuq_sparse::{Csr, SparseBackend};
+    let Some(gpu) = gpu_zero("a_ghost_block_by_its_rows_made_on_the_gpu_is_the_whole_block") else {
+        return;
+    };
+    fn check<T: Scalar>(gpu: &CudaBackend, filled: &dyn Fn(usize) -> bool) {
+        let (mut ptr, mut col, mut val) = (vec![0usize], Vec::new(), Vec::new());
+        for i in 0..3000 {
+            if filled(i) {
+                for j in [i % 3, 3 + i % 3] {
+                    col.push(j as u32);
+                    val.push(1.0 + (i * 7 + j) as f64 / 10.0);
+                }
+            }
+            ptr.push(col.len());
+        }
+        let whole = Csr::try_new(3000, 6, ptr, col, val).unwrap();
+        let g = GhostRows::of_csr(&whole).unwrap();
+        let made: gpuq_cuda::CudaMatrix<T> = gpu
+            .ghost_matrix(&g)
+            .unwrap()
+            .expect("CSR is made on the GPU");
+        let uploaded = gpu
+            .upload_matrix(&whole.map_values(T::from_f64).unwrap(), Layout::Csr)
+            .unwrap();
+        let x: Vec<T> = (0..6)
+            .map(|j| T::from_f64((j as f64 * 0.7).cos()))
+            .collect();
+        let xv = gpu.upload(&x).unwrap();
+        let apply = |a: &gpuq_cuda::CudaMatrix<T>| {
+            let mut y = gpu.zeros::<T>(3000).unwrap();
+            gpu.spmv(T::one(), a, &xv, T::zero(), &mut y).unwrap();
+            gpu.download(&y).unwrap()
+        };
+        assert_eq!(apply(&made), apply(&uploaded), "{:?}", T::KIND);
+        assert_eq!(gpuq_sparse::DeviceMatrix::shape(&made), (3000, 6));
+    }
+    let slab = |i: usize| (3..40).contains(&i) || (1700..1710).contains(&i) || i == 2999;
+    check::<f64>(&gpu, &slab);
+    check::<f32>(&gpu, &slab);
+    check::<f64>(&gpu, &|_| false);
+    let huge = Csr::try_new(4, 2, vec![0, 0, 1, 1, 1], vec![1], vec![1e300]).unwrap();
+    let g = GhostRows::of_csr(&huge).unwrap();
+    let left: Option<gpuq_cuda::CudaMatrix<f32>> = gpu.ghost_matrix(&g).unwrap();
+    assert!(left.is_none());
+}
+
 /// y + 2 G x over `runs` and 0.5 + w^H (2 G x) in slot 1 of a scalar array,
 /// through `be`'s ghost-block product (`[x, y, w]` uploaded to it).
 fn ghost_add_on<B: gpuq_dist::HaloBackend>(

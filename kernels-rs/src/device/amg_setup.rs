@@ -2390,6 +2390,62 @@ pub unsafe extern "ptx-kernel" fn tentative_scale(
     }
 }
 
+/// 1 for each row of the `n` rows of `ptr` holding an entry, else 0, into
+/// `flags` (counts for the prefix sum of `nonempty_rows_scatter`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn nonempty_rows_flags(n: usize, ptr: *const u64, flags: *mut u64) {
+    let mut i = global_id();
+    while i < n {
+        *flags.add(i) = u64::from(*ptr.add(i + 1) > *ptr.add(i));
+        i += grid_threads();
+    }
+}
+
+/// Each row of the `n` rows of `ptr` holding an entry written at its
+/// position `offs[i]` (the exclusive prefix sum of `nonempty_rows_flags`)
+/// of `rows`: the non-empty rows, increasing.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn nonempty_rows_scatter(
+    n: usize,
+    ptr: *const u64,
+    offs: *const u64,
+    rows: *mut u64,
+) {
+    let mut i = global_id();
+    while i < n {
+        if *ptr.add(i + 1) > *ptr.add(i) {
+            *rows.add(*offs.add(i) as usize) = i as u64;
+        }
+        i += grid_threads();
+    }
+}
+
+/// The row pointers of an `nrows`-row matrix whose non-empty rows are
+/// `rows[0..k]` (increasing) with row pointers `cptr` (k + 1 values): entry
+/// i of `out` (nrows + 1 values) is `cptr` at the number of listed rows
+/// below i, one thread per pointer, a binary search each.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn csr_expand_rows(
+    nrows: usize,
+    k: usize,
+    rows: *const u32,
+    cptr: *const u64,
+    out: *mut u64,
+) {
+    let mut i = global_id();
+    while i <= nrows {
+        // Rows below i: every listed row is below 2^32, so a key of i past
+        // that counts them all.
+        let below = if i > u32::MAX as usize {
+            k
+        } else {
+            lower_bound(rows, 0, k, i as u32)
+        };
+        *out.add(i) = *cptr.add(below);
+        i += grid_threads();
+    }
+}
+
 /// The rows `idx[0..n]` of a CSR matrix, in that order, one thread per
 /// selected row. With a null `c_ptr` it counts each selected row's entries
 /// into `counts`; otherwise it copies them from `c_ptr[i]`.

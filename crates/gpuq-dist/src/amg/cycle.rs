@@ -4,7 +4,8 @@
 
 use super::setup::DistHierarchy;
 use crate::backend::{Dist, DistMatrix};
-use crate::halo::{ghost_row_runs, HaloBackend};
+use crate::ghost_rows::GhostRows;
+use crate::halo::HaloBackend;
 use crate::partition::RowPartition;
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::trace::Trace;
@@ -40,7 +41,7 @@ use std::sync::Mutex;
 pub type DistAmg<B, T> = Amg<Dist<B>, T>;
 
 /// A ghost block made on the rank's backend and its runs of non-empty
-/// rows ([`ghost_row_runs`]).
+/// rows ([`GhostRows::runs`]).
 type GhostParts<B, T> = (<B as SparseBackend>::Matrix<T>, Vec<std::ops::Range<usize>>);
 
 /// Whether `dinv` is a point diagonal: blocks of 1, or no rows. O(1).
@@ -49,25 +50,27 @@ fn point_diagonal(dinv: &BlockDiagonal) -> bool {
 }
 
 /// `ghost` converted to `T` with row i scaled by `omega d[i]` (each value
-/// converted, then multiplied in `T`): each entry finds its row by binary
-/// search in the row pointers (a ghost block has many rows and few
-/// entries). O(nnz log rows + rows), parallel.
-fn scale_rows<T: Scalar>(ghost: &Csr<f64>, d: &[f64], omega: f64) -> Result<Csr<T>> {
-    let ptr = ghost.row_ptr();
-    let row = |k: usize| ptr.partition_point(|&p| p <= k) - 1;
-    let values = ghost
+/// converted, then multiplied in `T`), in CSR: each entry finds its listed
+/// row by binary search in the listed rows' pointers. Errors where a scaled
+/// value is not finite. O(nnz log rows listed + rows), parallel.
+fn scale_rows<T: Scalar>(ghost: &GhostRows, d: &[f64], omega: f64) -> Result<Csr<T>> {
+    let (rows, block) = (ghost.rows(), ghost.block());
+    let ptr = block.row_ptr();
+    let row = |k: usize| rows[ptr.partition_point(|&p| p <= k) - 1] as usize;
+    let values = block
         .values()
         .par_iter()
         .enumerate()
         .map(|(k, &v)| T::from_f64(v) * T::from_f64(omega * d[row(k)]))
         .collect();
-    Csr::try_new(
-        ghost.nrows(),
-        ghost.ncols(),
-        ptr.par_iter().copied().collect(),
-        ghost.col_idx().par_iter().copied().collect(),
+    let scaled = Csr::try_new(
+        block.nrows(),
+        block.ncols(),
+        ptr.to_vec(),
+        block.col_idx().to_vec(),
         values,
-    )
+    )?;
+    GhostRows::new(ghost.nrows(), rows.to_vec(), scaled)?.to_csr()
 }
 
 /// The gathered levels as the coarsest solve of a [`DistAmg`]: b
@@ -169,16 +172,21 @@ impl DistHierarchy {
     }
 }
 
-/// A ghost block `g` made in CSR by the rank's backend
-/// ([`AmgKernels::amg_host_matrix`]: on the device for a GPU rank, from the
-/// f64 rows uploaded), with its runs of non-empty rows. Collective (its
-/// error agreed).
+/// A ghost block `g` made in CSR by the rank's backend (its row pointers
+/// expanded where it lies, [`HaloBackend::ghost_matrix`]: on the device for
+/// a GPU rank, from the listed rows uploaded; else expanded on the host and
+/// made by [`AmgKernels::amg_host_matrix`]), with its runs of non-empty
+/// rows. Collective (its error agreed).
 fn ghost_of<B: HaloBackend + AmgKernels, T: Scalar>(
     dist: &Dist<B>,
-    g: &Csr<f64>,
+    g: &GhostRows,
 ) -> Result<GhostParts<B, T>> {
-    let made = dist.local().amg_host_matrix::<T>(g, Layout::Csr);
-    Ok((dist.agree(made)?, ghost_row_runs(g)))
+    let local = dist.local();
+    let made = local.ghost_matrix::<T>(g).and_then(|m| match m {
+        Some(m) => Ok(m),
+        None => local.amg_host_matrix::<T>(&g.to_csr()?, Layout::Csr),
+    });
+    Ok((dist.agree(made)?, g.runs()))
 }
 
 /// The owned block `m` in precision `T` and `layout`, laid out by the local
@@ -450,7 +458,7 @@ mod tests {
         let none = BlockDiagonal::from_blocks(3, Vec::new()).unwrap();
         assert!(point_diagonal(&none));
         let g = Csr::try_new(2, 3, vec![0, 2, 3], vec![0, 2, 1], vec![1.0, 2.0, 3.0]).unwrap();
-        let s = scale_rows::<f64>(&g, &[4.0, -2.0], 0.5).unwrap();
+        let s = scale_rows::<f64>(&GhostRows::of_csr(&g).unwrap(), &[4.0, -2.0], 0.5).unwrap();
         assert_eq!(s.values(), &[2.0, 4.0, -3.0]);
         assert_eq!(s.col_idx(), g.col_idx());
         // Empty rows first, between and last.
@@ -462,7 +470,8 @@ mod tests {
             vec![1.0, 2.0, 3.0],
         )
         .unwrap();
-        let s = scale_rows::<f64>(&g, &[9.0, 2.0, 9.0, 9.0, -1.0, 9.0], 1.0).unwrap();
+        let by_rows = GhostRows::of_csr(&g).unwrap();
+        let s = scale_rows::<f64>(&by_rows, &[9.0, 2.0, 9.0, 9.0, -1.0, 9.0], 1.0).unwrap();
         assert_eq!(s.values(), &[2.0, 4.0, -3.0]);
         assert_eq!(s.row_ptr(), g.row_ptr());
     }

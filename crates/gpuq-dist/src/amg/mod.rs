@@ -73,8 +73,9 @@
 //!
 //! R (A P) stays on the GPU as the next level's rows ([`GlobalRows`]): the
 //! next level takes from it, on the device, the entries outside the rank's
-//! columns (the host makes the ghost block and the ghost columns from them
-//! alone, [`DistSetupKernels::outside_entries`]), the diagonal blocks
+//! columns, only the rows holding any brought down (the host makes the
+//! ghost block and the ghost columns from them alone,
+//! [`DistSetupKernels::outside_entries`]), the diagonal blocks
 //! ([`DistSetupKernels::block_diagonal`]), the zero rows
 //! ([`DistSetupKernels::zero_rows`]), the extended rows and the rows others
 //! need of A P (gathered from the kept A P, [`KeptProduct::rows`]); only
@@ -85,9 +86,16 @@
 //! level's split ([`DistHierarchy::finest_matrix`],
 //! [`crate::solve_matrix_with_precond`]), so the rows are uploaded once.
 //!
-//! Not done: the rest of the setup runs on the host of every rank (the
-//! ghost blocks, stored with a row pointer per row, and the outside
-//! entries' row pointers that cross the link for them; the aggregates on
+//! The ghost blocks of A, P and R are held by their non-empty rows
+//! ([`crate::GhostRows`]: a slab's boundary planes, not a row pointer per
+//! row of the rank): they come down so from the device (A's and P's entries
+//! outside the rank's columns), travel so in the transpose's exchange, and
+//! go up so for R (A P) and the cycle, whose row pointers are expanded
+//! there ([`crate::HaloBackend::ghost_matrix`]).
+//!
+//! Not done: the rest of the setup runs on the host of every rank (R's
+//! ghost block made from the exchanged entries with a pass over the rank's
+//! coarse rows; the aggregates on
 //! their way to the tentative prolongator (and the near-null-space rows
 //! where they are not the vector of ones, which the device makes); the
 //! block diagonals' inverses; the exchanges: laplace3d:300's hierarchy

@@ -5,6 +5,7 @@ use super::rows::{GlobalRows, RankRows};
 use super::symmetry::rows_are_symmetric;
 use super::transfer::{transfer_operators, LevelSplit};
 use crate::comm::{agree, Communicator};
+use crate::ghost_rows::GhostRows;
 use crate::halo::{
     larger, largest_magnitude, leading_columns, split_outside, split_rows_extended, stack_rows,
     ExtendedSplit, HaloPlan,
@@ -285,12 +286,13 @@ pub trait DistSetupKernels: Sync {
 
     /// The entries of the rank's rows `a` (the level's columns, held by the
     /// backend: a coarse operator it left there) outside the rank's
-    /// columns `own`, on the host with their global columns (a row per row
-    /// of `a`, most of them empty): what the split needs for the ghost block,
-    /// without the rows coming to the host. `None` (the default, and where
-    /// the backend does not hold `a`) to split the host copy. O(nnz) where
-    /// `a` is held, O(rows + entries outside) across.
-    fn outside_entries(&self, _a: &LevelMatrix, _own: Range<usize>) -> Result<Option<Csr<f64>>> {
+    /// columns `own`, on the host with their global columns, by the rows
+    /// that hold any (most rows of a rank hold none): what the split needs
+    /// for the ghost block, without the rows coming to the host. `None` (the
+    /// default, and where the backend does not hold `a`) to split the host
+    /// copy. O(nnz) where `a` is held, O(rows holding entries outside and
+    /// their entries) across.
+    fn outside_entries(&self, _a: &LevelMatrix, _own: Range<usize>) -> Result<Option<GhostRows>> {
         Ok(None)
     }
 
@@ -502,8 +504,8 @@ pub struct OwnedTransfer {
     /// Its transpose: the rank's owned block of R = P^T.
     pub r: LevelMatrix,
     /// The rank's rows of P with only the entries outside its coarse
-    /// columns (global numbers), on the host.
-    pub outside: Csr<f64>,
+    /// columns (global numbers), on the host by their non-empty rows.
+    pub outside: GhostRows,
 }
 
 /// A rank's rows of A P left on its backend by
@@ -517,7 +519,7 @@ pub trait KeptProduct: Send + Sync {
     /// the host copy made when a host step asks for it). Errors when the
     /// shapes do not chain. O(flops) on the backend; `ghost` and `below`
     /// over the link, and `owned` where the backend does not hold it.
-    fn left_product(&self, r: (&LevelMatrix, &Csr<f64>), below: &Csr<f64>) -> Result<LevelMatrix>;
+    fn left_product(&self, r: (&LevelMatrix, &GhostRows), below: &Csr<f64>) -> Result<LevelMatrix>;
 
     /// The rows `idx` (the rank's, in that order) of the kept A P on the
     /// host, with its columns: the rows other ranks need for their R (A P),
@@ -622,14 +624,14 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         Ok(Some(gpuq_amg::device_level(self, self.setup_upload(rows)?)))
     }
 
-    /// Cut on the device (`setup_outside_columns`), then downloaded: the row
-    /// pointers and the entries outside.
-    fn outside_entries(&self, a: &LevelMatrix, own: Range<usize>) -> Result<Option<Csr<f64>>> {
+    /// Cut on the device (`setup_outside_rows`): only the rows holding
+    /// entries outside, and those entries, downloaded.
+    fn outside_entries(&self, a: &LevelMatrix, own: Range<usize>) -> Result<Option<GhostRows>> {
         let Some(held) = gpuq_amg::device_copy(self, a) else {
             return Ok(None);
         };
-        let outside = self.setup_outside_columns(&held, a.nrows(), own)?;
-        self.setup_download(&outside).map(Some)
+        let (rows, block) = self.setup_outside_rows(&held, a.nrows(), own)?;
+        GhostRows::new(a.nrows(), rows, block).map(Some)
     }
 
     /// The rank's owned block cut on the device (`setup_column_range`) and
@@ -793,8 +795,8 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
             return Ok(None);
         };
         let rows = p.shape().0;
-        let outside =
-            self.setup_download(&self.setup_outside_columns(&p, rows, cols.clone())?)?;
+        let (filled, block) = self.setup_outside_rows(&p, rows, cols.clone())?;
+        let outside = GhostRows::new(rows, filled, block)?;
         let owned = self.setup_column_range(&p, rows, cols)?;
         let r = self.setup_transpose(&owned)?;
         Ok(Some(OwnedTransfer {
@@ -852,7 +854,7 @@ impl KeptProduct for DeviceProduct<'_> {
     /// C left there as a level matrix (the next level's rows).
     fn left_product(
         &self,
-        (owned, ghost): (&LevelMatrix, &Csr<f64>),
+        (owned, ghost): (&LevelMatrix, &GhostRows),
         below: &Csr<f64>,
     ) -> Result<LevelMatrix> {
         let b = self.gpu.setup_stack_below(&self.c, self.rows, below)?;
@@ -860,7 +862,9 @@ impl KeptProduct for DeviceProduct<'_> {
             Some(kept) => kept,
             None => Arc::new(self.gpu.setup_upload(owned.host()?)?),
         };
-        let r = self.gpu.setup_beside(&owned, ghost)?;
+        let r = self
+            .gpu
+            .setup_beside(&owned, (ghost.rows(), ghost.block()))?;
         let c = self.gpu.setup_spgemm(&r, &b)?;
         Ok(gpuq_amg::device_level(self.gpu, c))
     }
@@ -880,7 +884,7 @@ fn split_largest(local: &dyn DistSetupKernels, split: &LevelSplit) -> Result<f64
         Some(found) => found,
         None => largest_magnitude(split.owned.host()?),
     };
-    Ok(larger(owned, largest_magnitude(&split.ghost)))
+    Ok(larger(owned, largest_magnitude(split.ghost.block())))
 }
 
 /// Runs `f`, adding its seconds to `acc`.

@@ -6,12 +6,13 @@
 
 use super::setup::{DistSetupKernels, OwnedTransfer};
 use crate::comm::{agree, comm_error, Communicator};
+use crate::ghost_rows::GhostRows;
 use crate::halo::{ghost_block_of_outside, split_columns, TASK_ROWS};
 use crate::operator::{entries_of, exchange_tasks, push_entry};
 use crate::partition::RowPartition;
 use gpuq_amg::LevelMatrix;
 use gpuq_core::{Error, Result};
-use gpuq_sparse::{join_pieces, par_fill_rows, par_row_pointers, par_transpose, Csr, RowPiece};
+use gpuq_sparse::{par_fill_rows, par_row_pointers, par_transpose, Csr};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -27,8 +28,9 @@ const TRANSFER_TAG: u16 = 4;
 pub(crate) struct LevelSplit {
     /// The rows on the rank's own columns, numbered from `first`.
     pub(crate) owned: LevelMatrix,
-    /// The rows on the other columns, numbered by `ghost_cols`.
-    pub(crate) ghost: Csr<f64>,
+    /// The rows on the other columns, numbered by `ghost_cols`, held by
+    /// their non-empty rows.
+    pub(crate) ghost: GhostRows,
     /// The global column of each ghost column, increasing.
     pub(crate) ghost_cols: Vec<usize>,
     /// The global column of owned column 0.
@@ -74,7 +76,7 @@ impl LevelSplit {
     /// The rows over the owned then the ghost columns, on the host (the
     /// owned block downloaded if only the backend holds it). O(nnz).
     pub(crate) fn extended(&self) -> Result<Csr<f64>> {
-        self.owned.host()?.beside(&self.ghost)
+        self.owned.host()?.beside(&self.ghost.to_csr()?)
     }
 }
 
@@ -112,7 +114,7 @@ pub(crate) fn transfer_operators(
                 Ok((
                     LevelMatrix::from_host(split.owned),
                     LevelMatrix::from_host(r_owned),
-                    split.ghost,
+                    GhostRows::of_csr(&split.ghost)?,
                     split.ghost_cols,
                 ))
             }
@@ -164,20 +166,24 @@ pub(crate) fn transfer_operators(
 /// sent as (coarse row, fine row `first` + i, value) to that owner; what
 /// arrives (for this rank's coarse rows `mine`) numbered by the fine
 /// columns met, in rank order. Errors on an entry for another rank's row
-/// or out of order. Collective.
+/// or out of order. Collective. O(P's ghost rows and entries) to send.
 fn exchange_ghost_entries(
     comm: &dyn Communicator,
     (first, mine): (usize, &Range<usize>),
-    (ghost, ghost_cols, owners): (&Csr<f64>, &[usize], &[usize]),
-) -> Result<(Csr<f64>, Vec<usize>)> {
+    (ghost, ghost_cols, owners): (&GhostRows, &[usize], &[usize]),
+) -> Result<(GhostRows, Vec<usize>)> {
     let size = comm.size();
+    let (rows, block) = (ghost.rows(), ghost.block());
     // Each task's entries for the other ranks, encoded in row order.
-    let tasks: Vec<Vec<Vec<u8>>> = (0..ghost.nrows().div_ceil(TASK_ROWS))
+    let tasks: Vec<Vec<Vec<u8>>> = (0..rows.len().div_ceil(TASK_ROWS))
         .into_par_iter()
         .map(|t| {
             let mut out = vec![Vec::new(); size];
-            for i in t * TASK_ROWS..((t + 1) * TASK_ROWS).min(ghost.nrows()) {
-                let (cols, vals) = ghost.row(i);
+            let from = t * TASK_ROWS;
+            let task = &rows[from..(from + TASK_ROWS).min(rows.len())];
+            for (at, &i) in (from..).zip(task) {
+                let (cols, vals) = block.row(at);
+                let i = i as usize;
                 for (&k, &v) in cols.iter().zip(vals) {
                     let buf = &mut out[owners[k as usize]];
                     push_entry(buf, ghost_cols[k as usize], first + i, v);
@@ -193,8 +199,15 @@ fn exchange_ghost_entries(
 /// R's ghost block and its columns from the entries that `arrived` (one
 /// message per other rank, in rank order) for this rank's coarse rows
 /// `mine`. Errors on a truncated entry, an entry for another rank's row, or
-/// entries out of column order.
-fn ghost_entries_of(arrived: &[Vec<u8>], mine: &Range<usize>) -> Result<(Csr<f64>, Vec<usize>)> {
+/// entries out of column order. O(entries log entries): nothing per row of
+/// `mine` that receives none.
+fn ghost_entries_of(arrived: &[Vec<u8>], mine: &Range<usize>) -> Result<(GhostRows, Vec<usize>)> {
+    if u32::try_from(mine.len()).is_err() {
+        return Err(Error::InvalidArgument(format!(
+            "transpose: {} coarse rows on a rank do not fit u32 indices",
+            mine.len()
+        )));
+    }
     // In rank order, then each sender's row order: the fine columns never
     // decrease, so each new one is the next ghost column.
     let (mut entries, mut cols) = (Vec::new(), Vec::<usize>::new());
@@ -213,12 +226,27 @@ fn ghost_entries_of(arrived: &[Vec<u8>], mine: &Range<usize>) -> Result<(Csr<f64
                 Some(&last) if last == col => {}
                 _ => cols.push(col),
             }
-            entries.push((row, (cols.len() - 1) as u32, v));
+            entries.push((row as u32, (cols.len() - 1) as u32, v));
         }
     }
-    let piece = RowPiece::of_entries(mine.len(), &entries)?;
-    drop(entries);
-    Ok((join_pieces(mine.len(), cols.len(), &[piece])?, cols))
+    // By row, each row's entries in arrival order (the sort is stable): its
+    // columns increasing.
+    entries.par_sort_by_key(|e| e.0);
+    let mut rows: Vec<u32> = entries.iter().map(|e| e.0).collect();
+    rows.dedup();
+    let mut ptr = Vec::with_capacity(rows.len() + 1);
+    ptr.push(0);
+    for (k, e) in entries.iter().enumerate().skip(1) {
+        if e.0 != entries[k - 1].0 {
+            ptr.push(k);
+        }
+    }
+    if !entries.is_empty() {
+        ptr.push(entries.len());
+    }
+    let (col, val) = entries.into_iter().map(|(_, c, v)| (c, v)).unzip();
+    let block = Csr::try_new_allow_nonfinite(rows.len(), cols.len(), ptr, col, val)?;
+    Ok((GhostRows::new(mine.len(), rows, block)?, cols))
 }
 
 #[cfg(test)]
@@ -255,7 +283,7 @@ mod tests {
                 let same =
                     |s: &LevelSplit, (w, ext): &(SplitRows<f64>, Csr<f64>), global: &Csr<f64>| {
                         s.owned.host().unwrap() == &w.owned
-                            && s.ghost == w.ghost
+                            && s.ghost.to_csr().unwrap() == w.ghost
                             && s.ghost_cols == w.ghost_cols
                             && &s.global().unwrap() == global
                             && &s.extended().unwrap() == ext
