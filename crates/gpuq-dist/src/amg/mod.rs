@@ -93,14 +93,13 @@
 //! go up so for R (A P) and the cycle, whose row pointers are expanded
 //! there ([`crate::HaloBackend::ghost_matrix`]).
 //!
-//! Not done: the rest of the setup runs on the host of every rank (R's
-//! ghost block made from the exchanged entries with a pass over the rank's
-//! coarse rows; the aggregates on
-//! their way to the tentative prolongator (and the near-null-space rows
-//! where they are not the vector of ones, which the device makes); the
-//! block diagonals' inverses; the exchanges: laplace3d:300's hierarchy
-//! takes 0.89-0.99 s on two ranks sharing one H200 against 0.56-0.61 s on
-//! one GPU's whole setup, [`DistSetupTimings`]); the last, gathered levels are still solved
+//! Not done: the rest of the setup runs on the host of every rank (the
+//! aggregates on their way to the tentative prolongator (and the
+//! near-null-space rows where they are not the vector of ones, which the
+//! device makes); the block diagonals' inverses; the rows of zeros; the
+//! exchanges: laplace3d:300's AMG setup takes 0.87-0.90 s on two ranks
+//! sharing one H200 against 0.6 s on one GPU, [`DistSetupTimings`]); the
+//! last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
 //! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);
