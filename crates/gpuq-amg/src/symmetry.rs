@@ -14,8 +14,9 @@ pub(crate) fn is_symmetric(a: &Csr<f64>, tol: f64) -> bool {
 
 /// Whether the square block of `n` rows `row(0..n)` equals its transpose to
 /// `tol` (a stored zero equals a missing entry; NaN is not judged), its rows and columns numbered from
-/// `first` (row i is global row `first + i`; every column of `row(i)` lies in
-/// `first..first + n`, sorted): a rank's rows cut to its own columns.
+/// `first` (row i is global row `first + i`; each row's columns sorted): a
+/// rank's rows cut to its own columns. False where a column lies outside
+/// `first..first + n` (the block is then not square).
 /// One pass in row order: the entries of row j right of the diagonal are
 /// met, in column order, as the rows i > j are visited, so a cursor per row
 /// finds each lower entry's partner without a search, and the entries a
@@ -27,6 +28,14 @@ pub fn block_is_symmetric<'a>(
     row: impl Fn(usize) -> (&'a [u32], &'a [f64]),
     tol: f64,
 ) -> bool {
+    // Every row's columns in first..first + n (sorted: its first and last).
+    let inside = |c: &u32| (first..first + n).contains(&(*c as usize));
+    if (0..n).any(|j| {
+        let cols = row(j).0;
+        !(cols.first().is_none_or(inside) && cols.last().is_none_or(inside))
+    }) {
+        return false;
+    }
     // Local column of a stored (global) column.
     let local = |c: u32| c as usize - first;
     // cursor[j]: the position in row j of its next entry right of the diagonal
@@ -135,5 +144,18 @@ pub(crate) mod tests {
         );
         assert!(is_symmetric(&near, 1e-12));
         assert!(!is_symmetric(&near, 0.0));
+        // A column outside the block (below or past its columns) makes it
+        // not square: false, not a wrong answer.
+        let block = |rows: &[(Vec<u32>, Vec<f64>)]| {
+            block_is_symmetric(2, 5, |i| (&rows[i].0[..], &rows[i].1[..]), 0.0)
+        };
+        // [[2, 1], [1, 2]] numbered from 5: symmetric.
+        let inside = [(vec![5, 6], vec![2.0, 1.0]), (vec![5, 6], vec![1.0, 2.0])];
+        assert!(block(&inside));
+        // The same with an entry on column 4 (below the block) or 7 (past it).
+        let below = [(vec![4, 5, 6], vec![1.0, 2.0, 1.0]), inside[1].clone()];
+        assert!(!block(&below));
+        let past = [inside[0].clone(), (vec![5, 6, 7], vec![1.0, 2.0, 1.0])];
+        assert!(!block(&past));
     }
 }
