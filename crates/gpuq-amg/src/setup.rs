@@ -579,7 +579,7 @@ pub(crate) mod cuda {
             if a.on_host() {
                 return Ok(BlockDiagonal::of(a.host()?, bs, l1));
             }
-            kept_blocks(self, bs, self.setup_block_diagonal_on(level, bs, l1)?)
+            kept_blocks(self, bs, self.setup_block_diagonal_on(level, (0, bs), l1)?)
         }
 
         /// The Lanczos estimate with the device's vector operations (the

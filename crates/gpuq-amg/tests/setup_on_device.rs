@@ -221,9 +221,16 @@ proptest! {
         let mm = 2 * m;
         let sq = random_csr(mm, mm, seed ^ 0x7777);
         let dsq = g.setup_upload(&sq).unwrap();
+        // Rows whose columns are numbered from `first`, with entries on
+        // either side of their own columns (a rank's rows).
+        let wide = random_csr(mm, 3 * mm, seed ^ 0x3333);
+        let dwide = g.setup_upload(&wide).unwrap();
+        let first = 2 * ((seed as usize >> 12) % (mm + 1));
         for (bs, l1) in [(1, false), (1, true), (2, false), (2, true)] {
             let want = BlockDiagonal::of(&sq, bs, l1);
-            prop_assert_eq!(g.setup_block_diagonal(&dsq, bs, l1).unwrap(), want.blocks().to_vec());
+            prop_assert_eq!(g.setup_block_diagonal(&dsq, (0, bs), l1).unwrap(), want.blocks().to_vec());
+            let want = BlockDiagonal::of_rows(&wide, bs, first, l1);
+            prop_assert_eq!(g.setup_block_diagonal(&dwide, (first, bs), l1).unwrap(), want.blocks().to_vec());
         }
         let zero_rows: Vec<usize> = (0..mm).filter(|&i| sq.row(i).1.iter().all(|&v| v == 0.0)).collect();
         prop_assert_eq!(g.setup_zero_rows(&dsq).unwrap(), zero_rows);

@@ -27,19 +27,32 @@ impl CudaBackend {
         Ok(ptr.windows(2).map(|w| (w[1] - w[0]) as u32).collect())
     }
 
-    /// The bs x bs diagonal blocks of a setup matrix (row-major, bs^2 values
-    /// per node; with `l1` the l1-Jacobi matrix's: each row's |a_ij| outside
-    /// its block added to the diagonal), the host's `BlockDiagonal::of` sums
-    /// in its order (kernel `amg_block_diagonal`, one thread per row), then
-    /// downloaded: O(nnz) on the device, n bs values back.
-    pub fn setup_block_diagonal(&self, a: &SetupCsr, bs: usize, l1: bool) -> Result<Vec<f64>> {
-        let blocks = self.setup_block_diagonal_on(a, bs, l1)?;
+    /// The bs x bs diagonal blocks of a setup matrix whose columns are
+    /// numbered from `first` (0 for a whole matrix; a rank's first row for
+    /// its rows with the level's columns: node k's block on the columns
+    /// `first + bs k..`), row-major, bs^2 values per node; with `l1` the
+    /// l1-Jacobi matrix's: each row's |a_ij| outside its block added to the
+    /// diagonal. The host's `BlockDiagonal::of_rows` sums in its order
+    /// (kernel `amg_block_diagonal`, one thread per row), then downloaded:
+    /// O(nnz) on the device, n bs values back.
+    pub fn setup_block_diagonal(
+        &self,
+        a: &SetupCsr,
+        (first, bs): (usize, usize),
+        l1: bool,
+    ) -> Result<Vec<f64>> {
+        let blocks = self.setup_block_diagonal_on(a, (first, bs), l1)?;
         self.setup_get(&blocks.buf, blocks.len())
     }
 
     /// [`CudaBackend::setup_block_diagonal`] left on the device (no
     /// download).
-    pub fn setup_block_diagonal_on(&self, a: &SetupCsr, bs: usize, l1: bool) -> Result<SetupVec> {
+    pub fn setup_block_diagonal_on(
+        &self,
+        a: &SetupCsr,
+        (first, bs): (usize, usize),
+        l1: bool,
+    ) -> Result<SetupVec> {
         let n = a.shape().0;
         if bs == 0 || n % bs != 0 {
             return Err(Error::InvalidArgument(format!(
@@ -52,6 +65,7 @@ impl CudaBackend {
             let mut l = self.inner.stream.launch_builder(&f);
             let l1 = u32::from(l1);
             l.arg(&n)
+                .arg(&first)
                 .arg(&bs)
                 .arg(&l1)
                 .arg(&a.ptr)

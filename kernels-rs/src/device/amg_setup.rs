@@ -1995,15 +1995,18 @@ pub unsafe extern "ptx-kernel" fn spgemm_slots(
     }
 }
 
-/// The diagonal blocks of a CSR matrix as `BlockDiagonal::of` builds them:
-/// row i (node k = i / bs, component r = i % bs) adds each entry a_ij with
-/// j / bs == k into blocks[(k bs + r) bs + j % bs] and, with `l1` nonzero,
+/// The diagonal blocks of a CSR matrix whose columns are numbered from
+/// `first` (0 for a whole matrix, a rank's first row for its rows) as
+/// `BlockDiagonal::of_rows` builds them: row i (node k = i / bs, component
+/// r = i % bs) adds each entry a_ij with j >= first and (j - first) / bs ==
+/// k into blocks[(k bs + r) bs + (j - first) % bs] and, with `l1` nonzero,
 /// |a_ij| of every other column into its diagonal entry, in column order
 /// (the host's sums in the host's order). One thread per row, each writing
 /// only its own block row; `blocks` holds n bs values, zeroed.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn amg_block_diagonal(
     n: usize,
+    first: usize,
     bs: usize,
     l1: u32,
     ptr: *const u64,
@@ -2019,8 +2022,8 @@ pub unsafe extern "ptx-kernel" fn amg_block_diagonal(
         for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
             let j = *col.add(p) as usize;
             let x = *val.add(p);
-            if j / bs == k {
-                *row.add(j % bs) += x;
+            if j >= first && (j - first) / bs == k {
+                *row.add((j - first) % bs) += x;
             } else if l1 != 0 {
                 *row.add(r) += abs(x);
             }

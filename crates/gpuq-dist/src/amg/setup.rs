@@ -634,9 +634,9 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         GhostRows::new(a.nrows(), rows, block).map(Some)
     }
 
-    /// The rank's owned block cut on the device (`setup_column_range`) and
-    /// its diagonal blocks found there (the one-GPU setup's
-    /// `setup_block_diagonal`), the blocks downloaded.
+    /// Found on the device from the held rows, their columns numbered from
+    /// `first` (the one-GPU setup's `setup_block_diagonal`; no owned block
+    /// cut for it), the blocks downloaded.
     fn block_diagonal(
         &self,
         a: &LevelMatrix,
@@ -646,9 +646,8 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let Some(held) = gpuq_amg::device_copy(self, a) else {
             return Ok(None);
         };
-        let rows = a.nrows();
-        let owned = self.setup_column_range(&held, rows, first..first + rows)?;
-        BlockDiagonal::from_blocks(bs, self.setup_block_diagonal(&owned, bs, false)?).map(Some)
+        let blocks = self.setup_block_diagonal(&held, (first, bs), false)?;
+        BlockDiagonal::from_blocks(bs, blocks).map(Some)
     }
 
     /// Found on the device (`setup_zero_rows`).
