@@ -155,13 +155,14 @@ pub fn lanczos_start(i: u32) -> f64 {
 }
 
 /// A row of a rank's extended rows: the entries of its row `cols`/`vals`
-/// (global columns) on the rank's own columns `lo..hi` first, numbered
-/// from 0, then those on other ranks' columns, numbered `hi - lo` plus
-/// `ghost(column)` (its index among the rank's ghost columns), each part in
-/// the row's order, into `out_cols` and `out_vals` (the row's length; a
-/// shorter output is cut). What the host's split writes per row and the
-/// device's `csr_extend_columns` writes per thread. O(row length) plus a
-/// `ghost` call per ghost entry.
+/// (global columns, increasing) on the rank's own columns `lo..hi` first,
+/// numbered from 0, then those on other ranks' columns, numbered `hi - lo`
+/// plus `ghost(column)` (its index among the rank's ghost columns), each
+/// part in the row's order, into `out_cols` and `out_vals` (the row's
+/// length; a shorter output is cut): entry k goes to
+/// [`extended_position`]. What the host's split writes per row; the
+/// device's `csr_extend_columns` writes the same entries by a group of
+/// lanes per row. O(row length) plus a `ghost` call per ghost entry.
 #[inline(always)]
 pub fn extend_row<V: Copy>(
     (cols, vals): (&[u32], &[V]),
@@ -169,18 +170,55 @@ pub fn extend_row<V: Copy>(
     ghost: impl Fn(u32) -> u32,
     (out_cols, out_vals): (&mut [u32], &mut [V]),
 ) {
-    let mut o = 0;
-    for (&c, &v) in cols.iter().zip(vals) {
-        if c >= lo && c < hi {
-            put((out_cols, out_vals), o, (c - lo, v));
-            o += 1;
-        }
+    let run = own_run(cols, (lo, hi));
+    for (k, (&c, &v)) in cols.iter().zip(vals).enumerate() {
+        let c = if c >= lo && c < hi {
+            c - lo
+        } else {
+            hi - lo + ghost(c)
+        };
+        put((out_cols, out_vals), extended_position(k, run), (c, v));
     }
-    for (&c, &v) in cols.iter().zip(vals) {
-        if c < lo || c >= hi {
-            put((out_cols, out_vals), o, (hi - lo + ghost(c), v));
-            o += 1;
-        }
+}
+
+/// The run of a row's increasing columns `cols` on `lo..hi`: (the entries
+/// below `lo`, the entries below `hi`). O(log row length).
+#[inline(always)]
+pub fn own_run(cols: &[u32], (lo, hi): (u32, u32)) -> (usize, usize) {
+    (
+        cols.partition_point(|&c| c < lo),
+        cols.partition_point(|&c| c < hi),
+    )
+}
+
+/// Where entry k of a row whose own run is `(below, end)` ([`own_run`])
+/// goes in its extended row: the run first, then the entries before it,
+/// then those after it (which keep their places). O(1).
+#[inline(always)]
+pub fn extended_position(k: usize, (below, end): (usize, usize)) -> usize {
+    if k < below {
+        end - below + k
+    } else if k < end {
+        k - below
+    } else {
+        k
+    }
+}
+
+/// Where entry k of a row whose own run is `(below, end)` ([`own_run`])
+/// goes among the row's entries inside the run (`inside`) or outside it,
+/// in the row's order; `None` where it belongs to the other part. O(1).
+#[inline(always)]
+pub fn column_range_position(
+    k: usize,
+    (below, end): (usize, usize),
+    inside: bool,
+) -> Option<usize> {
+    match (inside, k >= below && k < end) {
+        (true, true) => Some(k - below),
+        (false, false) if k < below => Some(k),
+        (false, false) => Some(k - (end - below)),
+        _ => None,
     }
 }
 
@@ -224,6 +262,65 @@ pub const CHEB_X_ZERO: u32 = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every row of increasing columns of 0..12 (all 4096 subsets) against
+    /// every own range: the extended row is the own entries then the others,
+    /// each in the row's order, and the positions inside and outside the
+    /// range number those parts' entries in order.
+    #[test]
+    fn positions_in_a_row_follow_the_two_walks() {
+        let ghost = |c: u32| c; // any numbering of the other columns
+        for set in 0u32..1 << 12 {
+            let cols: [u32; 12] = core::array::from_fn(|j| j as u32);
+            let mut row = [0u32; 12];
+            let mut len = 0;
+            for &c in cols.iter().filter(|&&c| set >> c & 1 == 1) {
+                row[len] = c;
+                len += 1;
+            }
+            let row = &row[..len];
+            let vals: [f64; 12] = core::array::from_fn(|k| k as f64);
+            for lo in 0..=12u32 {
+                for hi in lo..=12u32 {
+                    let own = |c: u32| c >= lo && c < hi;
+                    let mut want = [(0u32, 0.0f64); 12];
+                    let mut o = 0;
+                    for pass in [true, false] {
+                        for (k, &c) in row.iter().enumerate() {
+                            if own(c) == pass {
+                                let c = if pass { c - lo } else { hi - lo + ghost(c) };
+                                want[o] = (c, vals[k]);
+                                o += 1;
+                            }
+                        }
+                    }
+                    let (mut oc, mut ov) = ([0u32; 12], [0.0f64; 12]);
+                    extend_row(
+                        (row, &vals[..len]),
+                        (lo, hi),
+                        ghost,
+                        (&mut oc[..len], &mut ov[..len]),
+                    );
+                    for k in 0..len {
+                        assert_eq!((oc[k], ov[k]), want[k], "{row:?} on {lo}..{hi}");
+                    }
+                    let run = own_run(row, (lo, hi));
+                    for inside in [true, false] {
+                        let mut next = 0;
+                        for (k, &c) in row.iter().enumerate() {
+                            let at = column_range_position(k, run, inside);
+                            if own(c) == inside {
+                                assert_eq!(at, Some(next), "{row:?} on {lo}..{hi}, entry {k}");
+                                next += 1;
+                            } else {
+                                assert_eq!(at, None);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn row_sum_is_the_lanes_order() {

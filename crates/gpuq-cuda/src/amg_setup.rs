@@ -1451,7 +1451,8 @@ impl CudaBackend {
             )));
         }
         let (lo, hi, flag) = (cols.start as u32, cols.end as u32, u32::from(inside));
-        let (f, cfg) = self.launch_1d("csr_column_range", rows)?;
+        // a group of ROW_LANES lanes per row
+        let (f, cfg) = self.launch_1d("csr_column_range", rows * ROW_LANES)?;
         let mut out = CountedRows::new(self, rows)?;
         for pass in 0..2 {
             out.prepare(self, pass)?;
@@ -1528,7 +1529,8 @@ impl CudaBackend {
         let mut val = unsafe { self.setup_uninit::<f64>(nnz)? };
         // SAFETY: arguments match `csr_extend_columns`; a's arrays hold its
         // rows, col and val nnz entries, d_ghosts nghosts columns.
-        setup_launch!(self, "csr_extend_columns", nrows, l => {
+        // a group of ROW_LANES lanes per row
+        setup_launch!(self, "csr_extend_columns", nrows * ROW_LANES, l => {
             l.arg(&nrows)
                 .arg(&a.ptr)
                 .arg(&a.col)

@@ -19,7 +19,7 @@ use super::prelude::{
     DeviceReal, DeviceScalar,
 };
 use crate::amg::{
-    extend_row, fine_key, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
+    column_range_position, extended_position, fine_key, own_run, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
     DOT_CHUNK, MAX_SETUP_BLOCK, REPLAY_BLOCK_MUL, ROW_LANES, REPLAY_DIVIDE, REPLAY_DOT, REPLAY_SPMV,
     REPLAY_UPDATE, REPLAY_WORDS, ROOT, UNDECIDED,
 };
@@ -1408,12 +1408,15 @@ pub unsafe extern "ptx-kernel" fn csr_add(
     }
 }
 
-/// With `inside` 1, the entries of rows 0..nrows whose column lies in
-/// lo..hi, their columns less lo (a rank's owned block of its rows, or the
-/// block of one column range); with `inside` 0, those whose column lies
-/// outside it, their columns kept (the ghost entries of a rank's rows). One
-/// thread per row. With a null `c_ptr` it counts each row's entries into
-/// `counts`; otherwise it writes them from `c_ptr[i]`, in the row's order.
+/// With `inside` 1, the entries of rows 0..nrows (columns increasing)
+/// whose column lies in lo..hi, their columns less lo (a rank's owned block
+/// of its rows, or the block of one column range); with `inside` 0, those
+/// whose column lies outside it, their columns kept (the ghost entries of a
+/// rank's rows). `ROW_LANES` lanes per row, each finding the row's run on
+/// lo..hi (`own_run`). With a null `c_ptr` the first lane counts the row's
+/// entries into `counts`; otherwise the lanes write every `ROW_LANES`th
+/// entry at its `column_range_position` from `c_ptr[i]`, in the row's
+/// order.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn csr_column_range(
@@ -1429,28 +1432,31 @@ pub unsafe extern "ptx-kernel" fn csr_column_range(
     c_col: *mut u32,
     c_val: *mut f64,
 ) {
-    let mut i = global_id();
+    let inside = inside != 0;
+    let (lane, groups) = (global_id() % ROW_LANES, grid_threads() / ROW_LANES);
+    let mut i = global_id() / ROW_LANES;
     while i < nrows {
-        let mut out = if c_ptr.is_null() {
-            0
+        let (start, end) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
+        let cols = core::slice::from_raw_parts(col.add(start), end - start);
+        let (below, above) = own_run(cols, (lo, hi));
+        if c_ptr.is_null() {
+            if lane == 0 {
+                let run = above - below;
+                *counts.add(i) = if inside { run } else { cols.len() - run } as u64;
+            }
         } else {
-            *c_ptr.add(i) as usize
-        };
-        let start = out;
-        for p in *ptr.add(i) as usize..*ptr.add(i + 1) as usize {
-            let j = *col.add(p);
-            if (j >= lo && j < hi) == (inside != 0) {
-                if !c_ptr.is_null() {
-                    *c_col.add(out) = if inside != 0 { j - lo } else { j };
-                    *c_val.add(out) = *val.add(p);
+            let out = *c_ptr.add(i) as usize;
+            let mut k = lane;
+            while k < cols.len() {
+                if let Some(o) = column_range_position(k, (below, above), inside) {
+                    let j = cols[k];
+                    *c_col.add(out + o) = if inside { j - lo } else { j };
+                    *c_val.add(out + o) = *val.add(start + k);
                 }
-                out += 1;
+                k += ROW_LANES;
             }
         }
-        if c_ptr.is_null() {
-            *counts.add(i) = (out - start) as u64;
-        }
-        i += grid_threads();
+        i += groups;
     }
 }
 
@@ -2482,12 +2488,13 @@ pub unsafe extern "ptx-kernel" fn csr_select_rows(
     }
 }
 
-/// A rank's extended rows (`extend_row`, one thread per row): row r of
-/// the `nrows` rows (`ptr`, `col`, `val`; global columns) into the same
-/// positions of `out_col` and `out_val`, its entries on the columns
-/// `lo..hi` first (numbered from 0), then the others numbered `hi - lo`
-/// plus their index in the `nghosts` increasing columns `ghosts`.
-/// O(nnz log nghosts) in all.
+/// A rank's extended rows (`extend_row`'s entries, `ROW_LANES` lanes per
+/// row: each lane finds the row's own run, then places every `ROW_LANES`th
+/// entry at its `extended_position`): row r of the `nrows` rows (`ptr`,
+/// `col`, `val`; global columns, increasing) into the same positions of
+/// `out_col` and `out_val`, its entries on the columns `lo..hi` first
+/// (numbered from 0), then the others numbered `hi - lo` plus their index
+/// in the `nghosts` increasing columns `ghosts`. O(nnz log nghosts) in all.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn csr_extend_columns(
@@ -2503,24 +2510,27 @@ pub unsafe extern "ptx-kernel" fn csr_extend_columns(
     out_val: *mut f64,
 ) {
     let ghosts = core::slice::from_raw_parts(ghosts, nghosts);
-    let mut r = global_id();
+    let (lane, groups) = (global_id() % ROW_LANES, grid_threads() / ROW_LANES);
+    let mut r = global_id() / ROW_LANES;
     while r < nrows {
         let (start, end) = (*ptr.add(r) as usize, *ptr.add(r + 1) as usize);
-        let len = end - start;
-        extend_row(
-            (
-                core::slice::from_raw_parts(col.add(start), len),
-                core::slice::from_raw_parts(val.add(start), len),
-            ),
-            (lo, hi),
-            // every ghost column is listed: the search ends on it
-            |c| ghosts.partition_point(|&g| g < c) as u32,
-            (
-                core::slice::from_raw_parts_mut(out_col.add(start), len),
-                core::slice::from_raw_parts_mut(out_val.add(start), len),
-            ),
-        );
-        r += grid_threads();
+        let cols = core::slice::from_raw_parts(col.add(start), end - start);
+        let run = own_run(cols, (lo, hi));
+        let mut k = lane;
+        while k < cols.len() {
+            let c = cols[k];
+            let c = if c >= lo && c < hi {
+                c - lo
+            } else {
+                // every ghost column is listed: the search ends on it
+                hi - lo + ghosts.partition_point(|&g| g < c) as u32
+            };
+            let o = start + extended_position(k, run);
+            *out_col.add(o) = c;
+            *out_val.add(o) = *val.add(start + k);
+            k += ROW_LANES;
+        }
+        r += groups;
     }
 }
 
