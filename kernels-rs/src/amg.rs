@@ -108,7 +108,7 @@ pub fn chunk_dot(x: &[f64], y: &[f64]) -> f64 {
 /// this many lanes.
 pub const ROW_LANES: usize = 8;
 
-/// The sum of vals[p] x(cols[p]) over a row's entries in the order of
+/// The sum of vals\[p\] x(cols\[p\]) over a row's entries in the order of
 /// [`ROW_LANES`] lanes, so a device sums a row with coalesced loads (a group
 /// of lanes per row) and the host gets the same bits: lane l adds entries
 /// l, l + 8, l + 16, .. in turn, then the lanes' sums combine by halving
@@ -239,7 +239,7 @@ pub const REPLAY_WORDS: usize = 8;
 pub const REPLAY_SPMV: u64 = 1;
 /// `setup_replay`: y = D x for a block diagonal: `[op, n, bs, blocks, x, y]`.
 pub const REPLAY_BLOCK_MUL: u64 = 2;
-/// `setup_replay`: scalars[at] = x^T y (its root's absolute value when
+/// `setup_replay`: scalars\[at\] = x^T y (its root's absolute value when
 /// `root` != 0) in [`chunk_dot`]'s chunks: `[op, n, x, y, partial, root, at,
 /// scalars]`.
 pub const REPLAY_DOT: u64 = 3;

@@ -154,8 +154,8 @@ pub mod bicgstabl {
     /// `check` of a [`Ratio`] that checks nothing.
     pub const NO_CHECK: u32 = u32::MAX;
 
-    /// A guarded quotient over the slot array: v = sc[a] sc[b] / sc[c] (zero
-    /// when sc[c] vanished or v is not finite), sc[out] = v and sc[neg_out] =
+    /// A guarded quotient over the slot array: v = sc\[a\] sc\[b\] / sc\[c\] (zero
+    /// when sc\[c\] vanished or v is not finite), sc\[out\] = v and sc\[neg_out\] =
     /// -v; when `check` names a slot whose value vanished and no breakdown is
     /// recorded yet, sc[FLAG] = `code`.
     #[repr(C)]

@@ -75,7 +75,7 @@ pub struct Stop {
 /// A place the adjoint walk adds its tallies to (a dense vector, an atomic
 /// vector in device memory, a block's shared memory).
 pub trait Tally {
-    /// x[state] += value.
+    /// x\[state\] += value.
     fn add(&mut self, state: usize, value: f64);
 }
 
@@ -84,8 +84,8 @@ pub trait Tally {
 /// no lane idles while its warp's longest history finishes).
 ///
 /// Collision estimator (`EXPECTED = false`): the score is the sum over the
-/// visited states s_m of W_m b^[s_m]. Expected-value estimator: b^[i] + sum_m W_m
-/// (H b^)[s_m], which replaces each next collision by its mean given the current
+/// visited states s_m of W_m b^\[s_m\]. Expected-value estimator: b^\[i\] + sum_m W_m
+/// (H b^)\[s_m\], which replaces each next collision by its mean given the current
 /// state. `tally` is b^ or H b^ accordingly. The mean score of many histories
 /// estimates x_i.
 pub struct ForwardWalk {
@@ -99,7 +99,7 @@ pub struct ForwardWalk {
 }
 
 impl ForwardWalk {
-    /// A history at entry `i` with weight 1 (`tally_i` = tally[i]).
+    /// A history at entry `i` with weight 1 (`tally_i` = tally\[i\]).
     #[inline(always)]
     pub fn start<const EXPECTED: bool>(bhat_i: f64, tally_i: f64, i: usize, rng: Stream) -> Self {
         ForwardWalk {
@@ -156,8 +156,8 @@ pub fn forward_history<R: Rows + ?Sized, const EXPECTED: bool>(
 /// An adjoint history in progress, advanced one move at a time.
 ///
 /// The start state s_0 is drawn from `start_cdf` (the cumulative |b^| / ||b^||_1)
-/// with weight W_0 = ||b^||_1 sign(b^[s_0]) (`start_weight(s)`); the walk moves on
-/// the rows of |H^T|. Collision estimator: W_m is added to x[s_m] at every visited
+/// with weight W_0 = ||b^||_1 sign(b^\[s_0\]) (`start_weight(s)`); the walk moves on
+/// the rows of |H^T|. Collision estimator: W_m is added to x\[s_m\] at every visited
 /// state. Expected-value estimator: W_0 at s_0, then at every state s_m the mean
 /// of the next collision, W_m H[j, s_m], to every j of the row. Summed over N
 /// histories and divided by N, the tallies estimate x.

@@ -38,8 +38,8 @@ pub fn chunk_points(total: u64) -> u64 {
 pub const TENSOR_GROUP: u64 = 256;
 
 /// Writes the coordinates of point `idx` into `x` (length = dimension) and
-/// returns its weight: x_k = nodes[d_k], w = w_0 (w_1 (... (w_{N-1}))) with
-/// w_k = weights[d_k], where d_k is digit k of `idx` in base `nodes.len()`
+/// returns its weight: x_k = nodes\[d_k\], w = w_0 (w_1 (... (w_{N-1}))) with
+/// w_k = weights\[d_k\], where d_k is digit k of `idx` in base `nodes.len()`
 /// (the product from the last axis down, as [`tensor_chunk`] forms it).
 /// Cost: N divisions.
 #[inline]
