@@ -231,6 +231,94 @@ fn put<V>((cols, vals): (&mut [u32], &mut [V]), o: usize, (c, v): (u32, V)) {
     }
 }
 
+/// The inverse of the dense bs x bs row-major block `b` written to `inv`
+/// (bs^2 values) by Gauss-Jordan elimination with partial pivoting (a
+/// 1 x 1 block: 1 / b), `m` scratch of at least bs^2 values; `false` when
+/// the block is singular (a pivot at or below 1e-12 times the block's
+/// largest magnitude) or not finite, or when a slice is shorter than bs^2
+/// (then `inv` holds no inverse). The host's `BlockDiagonal::inverse` and
+/// the kernel `amg_block_inverse` both call it: the same values bit for
+/// bit. O(bs^3).
+pub fn invert_block(b: &[f64], bs: usize, m: &mut [f64], inv: &mut [f64]) -> bool {
+    let nn = bs * bs;
+    let (Some(b), Some(m), Some(inv)) = (b.get(..nn), m.get_mut(..nn), inv.get_mut(..nn)) else {
+        return false;
+    };
+    if let ([x], [y]) = (b, &mut *inv) {
+        *y = 1.0 / *x;
+        return x.is_finite() && *x != 0.0 && y.is_finite();
+    }
+    let scale = b.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+    if !(scale.is_finite() && scale > 0.0) {
+        return false;
+    }
+    m.copy_from_slice(b);
+    inv.fill(0.0);
+    for r in 0..bs {
+        set(inv, r * bs + r, 1.0);
+    }
+    for col in 0..bs {
+        let pivot = (col..bs).max_by(|&p, &q| {
+            get(m, p * bs + col)
+                .abs()
+                .total_cmp(&get(m, q * bs + col).abs())
+        });
+        let Some(piv) = pivot else {
+            return false;
+        };
+        if get(m, piv * bs + col).abs() <= 1e-12 * scale {
+            return false;
+        }
+        for c in 0..bs {
+            swap(m, col * bs + c, piv * bs + c);
+            swap(inv, col * bs + c, piv * bs + c);
+        }
+        let d = 1.0 / get(m, col * bs + col);
+        for c in 0..bs {
+            set(m, col * bs + c, get(m, col * bs + c) * d);
+            set(inv, col * bs + c, get(inv, col * bs + c) * d);
+        }
+        for r in 0..bs {
+            if r != col {
+                let f = get(m, r * bs + col);
+                for c in 0..bs {
+                    set(m, r * bs + c, get(m, r * bs + c) - f * get(m, col * bs + c));
+                    set(
+                        inv,
+                        r * bs + c,
+                        get(inv, r * bs + c) - f * get(inv, col * bs + c),
+                    );
+                }
+            }
+        }
+    }
+    inv.iter().all(|x| x.is_finite())
+}
+
+/// `v[i]`, 0 past the end (no panic path in a kernel).
+#[inline(always)]
+fn get(v: &[f64], i: usize) -> f64 {
+    v.get(i).copied().unwrap_or(0.0)
+}
+
+/// `v[i] = x`, nothing past the end.
+#[inline(always)]
+fn set(v: &mut [f64], i: usize, x: f64) {
+    if let Some(e) = v.get_mut(i) {
+        *e = x;
+    }
+}
+
+/// Swaps `v[i]` and `v[j]`, nothing where either is past the end.
+#[inline(always)]
+fn swap(v: &mut [f64], i: usize, j: usize) {
+    let (x, y) = (get(v, i), get(v, j));
+    if i < v.len() && j < v.len() {
+        set(v, i, y);
+        set(v, j, x);
+    }
+}
+
 /// Words of one operation that `setup_replay` runs: its opcode, then up to
 /// seven arguments (lengths, slots, device addresses), unused words zero.
 pub const REPLAY_WORDS: usize = 8;
@@ -262,6 +350,59 @@ pub const CHEB_X_ZERO: u32 = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Diagonally dominant blocks of every size up to MAX_SETUP_BLOCK times
+    /// their inverses are the identity; a zero pivot column, a NaN and
+    /// short slices are refused.
+    #[test]
+    fn blocks_times_their_inverses_are_the_identity() {
+        let mut m = [0.0; MAX_SETUP_BLOCK * MAX_SETUP_BLOCK];
+        for bs in 1..=MAX_SETUP_BLOCK {
+            let nn = bs * bs;
+            let b: [f64; 64] = core::array::from_fn(|e| {
+                let (r, c) = (e / bs, e % bs);
+                let wobble = ((e * 7 + 3) % 11) as f64 / 11.0 - 0.5;
+                if r == c {
+                    bs as f64 + 1.0 + wobble
+                } else {
+                    wobble
+                }
+            });
+            let mut inv = [0.0; 64];
+            assert!(
+                invert_block(&b[..nn], bs, &mut m, &mut inv[..nn]),
+                "bs {bs}"
+            );
+            for r in 0..bs {
+                for c in 0..bs {
+                    let p: f64 = (0..bs).map(|k| b[r * bs + k] * inv[k * bs + c]).sum();
+                    let want = if r == c { 1.0 } else { 0.0 };
+                    assert!((p - want).abs() < 1e-13, "bs {bs} ({r}, {c}): {p}");
+                }
+            }
+            // Too short a scratch or output: refused, not a panic.
+            assert!(!invert_block(
+                &b[..nn],
+                bs,
+                &mut m[..nn - 1],
+                &mut inv[..nn]
+            ));
+            assert!(!invert_block(&b[..nn], bs, &mut m, &mut inv[..nn - 1]));
+        }
+        let singular = [1.0, 2.0, 2.0, 4.0];
+        assert!(!invert_block(&singular, 2, &mut m, &mut [0.0; 4]));
+        assert!(!invert_block(&[0.0], 1, &mut m, &mut [0.0]));
+        assert!(!invert_block(&[f64::NAN], 1, &mut m, &mut [0.0]));
+        assert!(!invert_block(
+            &[1.0, f64::NAN, 0.0, 1.0],
+            2,
+            &mut m,
+            &mut [0.0; 4]
+        ));
+        let mut one = [0.0];
+        assert!(invert_block(&[4.0], 1, &mut m, &mut one));
+        assert_eq!(one[0], 0.25);
+    }
 
     /// Every row of increasing columns of 0..12 (all 4096 subsets) against
     /// every own range: the extended row is the own entries then the others,

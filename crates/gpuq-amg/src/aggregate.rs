@@ -282,19 +282,28 @@ pub fn mis2_aggregates(s: &Graph) -> (Vec<u32>, usize) {
 }
 
 /// Marks the nodes that join no aggregate: `agg` (`naggs` aggregates, as
-/// [`mis2_aggregates`] leaves them) with every aggregate whose root is
-/// isolated (`isolated(i)`: no strong connection) removed, its node set to
+/// [`mis2_aggregates`] leaves them) with the aggregate of every node of
+/// `isolated` (nodes without a strong connection) removed, its node set to
 /// [`NOT_AGGREGATED`] and the other aggregates renumbered in order; returns
 /// their count. An isolated node (a Dirichlet row kept in the matrix as an
 /// identity row, a decoupled unknown) needs no coarse unknown: the smoother
 /// solves its row, and keeping it would carry one coarse row per such node
-/// down every level, as PyAMG's standard aggregation avoids too. O(n).
-pub fn drop_isolated(agg: &mut [u32], naggs: usize, isolated: impl Fn(usize) -> bool) -> usize {
+/// down every level, as PyAMG's standard aggregation avoids too. A node of
+/// `isolated` past `agg` is ignored. O(isolated + naggs), and a parallel
+/// O(n) pass only where an aggregate is removed.
+pub fn drop_isolated(agg: &mut [u32], naggs: usize, isolated: &[u32]) -> usize {
     let mut dropped = vec![false; naggs];
-    for (i, &a) in agg.iter().enumerate() {
-        if a != NOT_AGGREGATED && isolated(i) {
-            dropped[a as usize] = true;
+    let mut any = false;
+    for &i in isolated {
+        if let Some(&a) = agg.get(i as usize) {
+            if let Some(d) = dropped.get_mut(a as usize) {
+                *d = true;
+                any = true;
+            }
         }
+    }
+    if !any {
+        return naggs;
     }
     let mut number = vec![NOT_AGGREGATED; naggs];
     let mut kept = 0u32;
@@ -304,13 +313,18 @@ pub fn drop_isolated(agg: &mut [u32], naggs: usize, isolated: impl Fn(usize) -> 
             kept += 1;
         }
     }
-    for a in agg.iter_mut() {
-        if *a != NOT_AGGREGATED {
-            *a = number[*a as usize];
+    agg.par_chunks_mut(RENUMBER_TASK).for_each(|chunk| {
+        for a in chunk.iter_mut() {
+            if let Some(&to) = number.get(*a as usize) {
+                *a = to;
+            }
         }
-    }
+    });
     kept as usize
 }
+
+/// Nodes per parallel task of [`drop_isolated`]'s renumbering.
+const RENUMBER_TASK: usize = 1 << 16;
 
 /// The aggregate of a node that joins none (see [`drop_isolated`]): its row
 /// of the tentative prolongator is zero.
@@ -321,9 +335,11 @@ pub const NOT_AGGREGATED: u32 = u32::MAX;
 /// connection), increasing.
 pub type Aggregation = (Vec<u32>, usize, Vec<u32>);
 
-/// The nodes of `s` without neighbours, in increasing order. O(n).
+/// The nodes of `s` without neighbours, in increasing order. O(n), in
+/// parallel.
 pub fn isolated_nodes(s: &Graph) -> Vec<u32> {
     (0..s.len())
+        .into_par_iter()
         .filter(|&i| s.neighbours(i).is_empty())
         .map(|i| i as u32)
         .collect()
@@ -332,14 +348,17 @@ pub fn isolated_nodes(s: &Graph) -> Vec<u32> {
 /// An [`Aggregation`] without its isolated nodes ([`drop_isolated`]),
 /// except those that `keep` (a rank's node whose connections are all to
 /// other ranks): the one rule of the host, device and distributed setups.
-/// O(n).
+/// O(isolated + naggs), and [`drop_isolated`]'s parallel pass over the nodes
+/// only where an aggregate is removed.
 pub fn without_isolated(
     (mut agg, naggs, isolated): Aggregation,
     keep: impl Fn(usize) -> bool,
 ) -> (Vec<u32>, usize) {
-    let mut listed = vec![false; agg.len()];
-    isolated.iter().for_each(|&i| listed[i as usize] = true);
-    let naggs = drop_isolated(&mut agg, naggs, |i| listed[i] && !keep(i));
+    let dropped: Vec<u32> = isolated
+        .into_iter()
+        .filter(|&i| !keep(i as usize))
+        .collect();
+    let naggs = drop_isolated(&mut agg, naggs, &dropped);
     (agg, naggs)
 }
 

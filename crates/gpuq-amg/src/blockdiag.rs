@@ -9,29 +9,47 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-/// The diagonal blocks of a matrix, row-major, bs^2 values per node. Clones
-/// share the values and a backend's copy of them ([`BlockDiagonal::
-/// resident_or_init`]): O(1).
+/// A backend's copy of a block diagonal's values (for the CUDA backend, in
+/// device memory), as a [`BlockDiagonal`] holds it.
+pub trait ResidentBlocks: Send + Sync {
+    /// A host copy of the values. Cost: a download of 8 bytes per value.
+    fn download(&self) -> Result<Vec<f64>>;
+
+    /// The backend's own type, for the backend that made it to find its data.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The diagonal blocks of a matrix, row-major, bs^2 values per node: a host
+/// copy, a backend's copy ([`ResidentBlocks`]), or both, each made on first
+/// need and then kept. Clones share both copies: O(1).
 #[derive(Clone)]
 pub struct BlockDiagonal {
     bs: usize,
-    blocks: Arc<Vec<f64>>,
-    resident: Arc<OnceLock<Arc<dyn Any + Send + Sync>>>,
+    len: usize,
+    blocks: Arc<OnceLock<Vec<f64>>>,
+    resident: Arc<OnceLock<Arc<dyn ResidentBlocks>>>,
 }
 
 impl PartialEq for BlockDiagonal {
-    /// The same block size and values (a backend's copy aside).
+    /// The same block size and values (a backend's copy aside; one without a
+    /// host copy is downloaded, and one that cannot be equals nothing).
     fn eq(&self, other: &Self) -> bool {
-        self.bs == other.bs && self.blocks == other.blocks
+        if self.bs != other.bs || self.len != other.len {
+            return false;
+        }
+        matches!((self.blocks(), other.blocks()), (Ok(x), Ok(y)) if x == y)
     }
 }
 
 impl fmt::Debug for BlockDiagonal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BlockDiagonal")
-            .field("bs", &self.bs)
-            .field("blocks", &self.blocks)
-            .finish()
+        let mut d = f.debug_struct("BlockDiagonal");
+        d.field("bs", &self.bs);
+        match self.blocks.get() {
+            Some(blocks) => d.field("blocks", blocks),
+            None => d.field("values on the backend", &self.len),
+        };
+        d.finish()
     }
 }
 
@@ -45,28 +63,42 @@ impl BlockDiagonal {
     fn new(bs: usize, blocks: Vec<f64>) -> Self {
         BlockDiagonal {
             bs,
-            blocks: Arc::new(blocks),
+            len: blocks.len(),
+            blocks: Arc::new(OnceLock::from(blocks)),
             resident: Arc::default(),
         }
     }
 
+    /// Blocks of `bs` held by a backend only (`len` values: whole blocks),
+    /// the host copy downloaded on the first [`BlockDiagonal::blocks`].
+    /// Errors as [`BlockDiagonal::from_blocks`].
+    pub fn from_resident(bs: usize, len: usize, resident: Arc<dyn ResidentBlocks>) -> Result<Self> {
+        check_whole_blocks(bs, len)?;
+        Ok(BlockDiagonal {
+            bs,
+            len,
+            blocks: Arc::default(),
+            resident: Arc::new(OnceLock::from(resident)),
+        })
+    }
+
     /// A backend's copy of the blocks (for the CUDA backend, the values in
     /// device memory), if one was made.
-    pub fn resident(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
-        self.resident.get()
+    pub fn resident(&self) -> Option<&dyn ResidentBlocks> {
+        self.resident.get().map(|r| r.as_ref())
     }
 
     /// The backend's copy, made by `make` on first need and then kept (and
     /// shared by the clones).
     pub fn resident_or_init(
         &self,
-        make: impl FnOnce() -> Result<Arc<dyn Any + Send + Sync>>,
-    ) -> Result<&Arc<dyn Any + Send + Sync>> {
+        make: impl FnOnce() -> Result<Arc<dyn ResidentBlocks>>,
+    ) -> Result<&dyn ResidentBlocks> {
         if let Some(r) = self.resident.get() {
-            return Ok(r);
+            return Ok(r.as_ref());
         }
         let made = make()?;
-        Ok(self.resident.get_or_init(|| made))
+        Ok(self.resident.get_or_init(|| made).as_ref())
     }
 
     /// The bs x bs diagonal blocks of `a` (n divisible by bs). With `l1`, each
@@ -133,12 +165,7 @@ impl BlockDiagonal {
     /// node, as [`BlockDiagonal::blocks`] returns them). Errors when the
     /// length is not a multiple of bs^2 or bs is 0.
     pub fn from_blocks(bs: usize, blocks: Vec<f64>) -> Result<Self> {
-        if bs == 0 || blocks.len() % (bs * bs) != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "{} block values do not make {bs} x {bs} blocks",
-                blocks.len()
-            )));
-        }
+        check_whole_blocks(bs, blocks.len())?;
         Ok(BlockDiagonal::new(bs, blocks))
     }
 
@@ -147,36 +174,59 @@ impl BlockDiagonal {
         self.bs
     }
 
-    /// The blocks, row-major, bs^2 values per node.
-    pub fn blocks(&self) -> &[f64] {
-        &self.blocks
+    /// The rows the blocks cover (nodes times the block size), wherever the
+    /// values are held. O(1).
+    pub fn rows(&self) -> usize {
+        self.len / self.bs.max(1)
     }
 
-    /// y = D x. O(n bs).
-    pub fn mul(&self, x: &[f64]) -> Vec<f64> {
+    /// The blocks, row-major, bs^2 values per node: the host copy,
+    /// downloaded from the backend's on the first call (see
+    /// [`ResidentBlocks::download`]); free afterwards.
+    pub fn blocks(&self) -> Result<&[f64]> {
+        if let Some(b) = self.blocks.get() {
+            return Ok(b);
+        }
+        let r = self.resident.get().ok_or_else(|| {
+            Error::InvalidArgument("a block diagonal with neither a host nor a device copy".into())
+        })?;
+        let values = r.download()?;
+        if values.len() != self.len {
+            return Err(Error::shape(
+                "block diagonal download",
+                self.len,
+                values.len(),
+            ));
+        }
+        Ok(self.blocks.get_or_init(|| values))
+    }
+
+    /// y = D x. O(n bs); errors as [`BlockDiagonal::blocks`].
+    pub fn mul(&self, x: &[f64]) -> Result<Vec<f64>> {
         let mut y = vec![0.0; x.len()];
-        self.mul_into(x, &mut y);
-        y
+        self.mul_into(x, &mut y)?;
+        Ok(y)
     }
 
     /// y = D x into `y` (of x's length), each entry summed over its block row
-    /// in column order. O(n bs).
-    pub fn mul_into(&self, x: &[f64], y: &mut [f64]) {
+    /// in column order. O(n bs); errors as [`BlockDiagonal::blocks`].
+    pub fn mul_into(&self, x: &[f64], y: &mut [f64]) -> Result<()> {
         let bs = self.bs;
+        let blocks = self.blocks()?;
         if bs == 1 {
             y.par_chunks_mut(MUL_TASK)
                 .zip(x.par_chunks(MUL_TASK))
-                .zip(self.blocks.par_chunks(MUL_TASK))
+                .zip(blocks.par_chunks(MUL_TASK))
                 .for_each(|((y, x), d)| {
                     for ((yi, xi), di) in y.iter_mut().zip(x).zip(d) {
                         *yi = 0.0 + di * xi;
                     }
                 });
-            return;
+            return Ok(());
         }
         y.par_chunks_mut(bs * MUL_TASK)
             .zip(x.par_chunks(bs * MUL_TASK))
-            .zip(self.blocks.par_chunks(bs * bs * MUL_TASK))
+            .zip(blocks.par_chunks(bs * bs * MUL_TASK))
             .for_each(|((y, x), blocks)| {
                 for ((yk, xk), b) in y
                     .chunks_mut(bs)
@@ -192,59 +242,49 @@ impl BlockDiagonal {
                     }
                 }
             });
+        Ok(())
     }
 
     /// The inverse blocks, each by Gauss-Jordan elimination with partial
-    /// pivoting. Errors naming the first node whose block is singular (a pivot
-    /// at or below 1e-12 times the block's largest entry) or not finite.
-    /// O(n bs^2).
+    /// pivoting (`gpuq_kernels::amg::invert_block`, which a device backend
+    /// runs too). Errors naming the first node whose block is singular (a
+    /// pivot at or below 1e-12 times the block's largest entry) or not
+    /// finite ([`singular_block`]), or as [`BlockDiagonal::blocks`].
+    /// O(n bs^3).
     pub fn inverse(&self) -> Result<BlockDiagonal> {
         let bs = self.bs;
-        let mut blocks = vec![0.0; self.blocks.len()];
+        let values = self.blocks()?;
+        let mut blocks = vec![0.0; values.len()];
         // Tasks of NODE_TASK nodes, each with its scratch; the first singular
         // node of each task, then the first of all.
         let task = bs * bs * NODE_TASK;
         let singular = blocks
             .par_chunks_mut(task)
-            .zip(self.blocks.par_chunks(task))
+            .zip(values.par_chunks(task))
             .enumerate()
             .filter_map(|(t, (out, b))| {
-                let mut m = Vec::new();
+                let mut m = vec![0.0; bs * bs];
                 let mut first = None;
                 for (kk, (out, b)) in out.chunks_mut(bs * bs).zip(b.chunks(bs * bs)).enumerate() {
-                    let ok = if bs == 1 {
-                        // Gauss-Jordan on a 1 x 1 block: 1 / b.
-                        out[0] = 1.0 / b[0];
-                        b[0].is_finite() && b[0] != 0.0 && out[0].is_finite()
-                    } else {
-                        invert_small(b, bs, &mut m, out)
-                    };
-                    if !ok && first.is_none() {
+                    if !gpuq_kernels::amg::invert_block(b, bs, &mut m, out) && first.is_none() {
                         first = Some(t * NODE_TASK + kk);
                     }
                 }
                 first
             })
             .min();
-        if let Some(k) = singular {
-            return Err(Error::Precondition {
-                method: "amg",
-                reason: format!(
-                    "the diagonal block of node {} (rows {} to {}, 1-based) is singular",
-                    k + 1,
-                    bs * k + 1,
-                    bs * (k + 1)
-                ),
-            });
+        match singular {
+            Some(k) => Err(singular_block(k, bs)),
+            None => Ok(BlockDiagonal::new(bs, blocks)),
         }
-        Ok(BlockDiagonal::new(bs, blocks))
     }
 
     /// The blocks as a block-diagonal CSR matrix (explicit zeros inside blocks
     /// kept, so the pattern is bs entries per row). O(n bs).
     pub fn to_csr(&self) -> Result<Csr<f64>> {
         let bs = self.bs;
-        let n = self.blocks.len() / bs;
+        let values = self.blocks()?;
+        let n = values.len() / bs;
         let row_ptr = (0..=n).into_par_iter().map(|i| i * bs).collect();
         let col_idx = (0..n * bs)
             .into_par_iter()
@@ -253,59 +293,33 @@ impl BlockDiagonal {
                 (i / bs * bs + c) as u32
             })
             .collect();
-        Csr::try_new(
-            n,
-            n,
-            row_ptr,
-            col_idx,
-            self.blocks.par_iter().copied().collect(),
-        )
+        Csr::try_new(n, n, row_ptr, col_idx, values.par_iter().copied().collect())
     }
 }
 
-/// The inverse of a dense bs x bs row-major block `b` into `inv` (bs^2
-/// values; `m` is scratch); `false` when the block is singular or not
-/// finite (then `inv` holds no inverse).
-fn invert_small(b: &[f64], bs: usize, m: &mut Vec<f64>, inv: &mut [f64]) -> bool {
-    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-    if !(scale.is_finite() && scale > 0.0) {
-        return false;
+/// The error of [`BlockDiagonal::inverse`] (and of a backend's inverse) for
+/// node `k` (0-based) of blocks of `bs`, whose block is singular or not
+/// finite.
+pub fn singular_block(k: usize, bs: usize) -> Error {
+    Error::Precondition {
+        method: "amg",
+        reason: format!(
+            "the diagonal block of node {} (rows {} to {}, 1-based) is singular",
+            k + 1,
+            bs * k + 1,
+            bs * (k + 1)
+        ),
     }
-    m.clear();
-    m.extend_from_slice(b);
-    inv.fill(0.0);
-    for r in 0..bs {
-        inv[r * bs + r] = 1.0;
+}
+
+/// Errors unless `len` values make whole blocks of `bs` (bs at least 1).
+fn check_whole_blocks(bs: usize, len: usize) -> Result<()> {
+    if bs == 0 || len % (bs * bs) != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{len} block values do not make {bs} x {bs} blocks"
+        )));
     }
-    for col in 0..bs {
-        let Some(piv) =
-            (col..bs).max_by(|&p, &q| m[p * bs + col].abs().total_cmp(&m[q * bs + col].abs()))
-        else {
-            return false;
-        };
-        if m[piv * bs + col].abs() <= 1e-12 * scale {
-            return false;
-        }
-        for c in 0..bs {
-            m.swap(col * bs + c, piv * bs + c);
-            inv.swap(col * bs + c, piv * bs + c);
-        }
-        let d = 1.0 / m[col * bs + col];
-        for c in 0..bs {
-            m[col * bs + c] *= d;
-            inv[col * bs + c] *= d;
-        }
-        for r in 0..bs {
-            if r != col {
-                let f = m[r * bs + col];
-                for c in 0..bs {
-                    m[r * bs + c] -= f * m[col * bs + c];
-                    inv[r * bs + c] -= f * inv[col * bs + c];
-                }
-            }
-        }
-    }
-    inv.iter().all(|x| x.is_finite())
+    Ok(())
 }
 
 #[cfg(test)]
@@ -319,12 +333,12 @@ mod tests {
             let d = BlockDiagonal::of(&a, bs, false);
             let di = d.inverse().unwrap();
             let x: Vec<f64> = (0..16).map(|i| (i as f64 * 0.37).sin()).collect();
-            let y = di.mul(&d.mul(&x));
+            let y = di.mul(&d.mul(&x).unwrap()).unwrap();
             for (p, q) in x.iter().zip(&y) {
                 assert!((p - q).abs() < 1e-13);
             }
             let csr = di.to_csr().unwrap();
-            assert_eq!(csr.mul_vec(&x).unwrap(), di.mul(&x));
+            assert_eq!(csr.mul_vec(&x).unwrap(), di.mul(&x).unwrap());
         }
         let zero = Csr::<f64>::try_new(2, 2, vec![0, 1, 1], vec![1], vec![1.0]).unwrap();
         assert!(BlockDiagonal::of(&zero, 1, false).inverse().is_err());
@@ -356,17 +370,21 @@ mod tests {
                             .iter()
                             .position(|&j| j as usize == bs * k + c)
                             .map_or(0.0, |at| vals[at]);
-                        assert_eq!(d.blocks()[bs * bs * k + r * bs + c], want, "node {k}");
+                        assert_eq!(
+                            d.blocks().unwrap()[bs * bs * k + r * bs + c],
+                            want,
+                            "node {k}"
+                        );
                     }
                 }
             }
             let di = d.inverse().unwrap();
             let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
-            for (p, q) in x.iter().zip(&di.mul(&d.mul(&x))) {
+            for (p, q) in x.iter().zip(&di.mul(&d.mul(&x).unwrap()).unwrap()) {
                 assert!((p - q).abs() < 1e-12);
             }
             // Zero blocks at a late task's node, then at an earlier task's.
-            let mut blocks = d.blocks().to_vec();
+            let mut blocks = d.blocks().unwrap().to_vec();
             for k in [2 * NODE_TASK + 5, NODE_TASK + 3] {
                 blocks[bs * bs * k..bs * bs * (k + 1)].fill(0.0);
             }
@@ -405,28 +423,32 @@ mod tests {
             }
             let ext = Csr::from_coo(&coo).unwrap();
             assert_eq!(
-                BlockDiagonal::of_rows(&rows, bs, first, false).blocks(),
-                BlockDiagonal::of(&ext, bs, false).blocks()
+                BlockDiagonal::of_rows(&rows, bs, first, false)
+                    .blocks()
+                    .unwrap(),
+                BlockDiagonal::of(&ext, bs, false).blocks().unwrap()
             );
             // l1: the same sums in the global columns' order.
             let (l1, l1_ext) = (
                 BlockDiagonal::of_rows(&rows, bs, first, true),
                 BlockDiagonal::of(&ext, bs, true),
             );
-            for (x, y) in l1.blocks().iter().zip(l1_ext.blocks()) {
+            for (x, y) in l1.blocks().unwrap().iter().zip(l1_ext.blocks().unwrap()) {
                 assert!((x - y).abs() <= 1e-14 * y.abs(), "{x} vs {y}");
             }
             assert_ne!(
-                l1.blocks(),
-                BlockDiagonal::of_rows(&rows, bs, first, false).blocks()
+                l1.blocks().unwrap(),
+                BlockDiagonal::of_rows(&rows, bs, first, false)
+                    .blocks()
+                    .unwrap()
             );
         }
         // From the first row on, exactly `of`'s.
         let top = a.select_rows(&(0..12).collect::<Vec<_>>()).unwrap();
         for l1 in [false, true] {
             assert_eq!(
-                BlockDiagonal::of_rows(&top, 3, 0, l1).blocks(),
-                BlockDiagonal::of(&top, 3, l1).blocks()
+                BlockDiagonal::of_rows(&top, 3, 0, l1).blocks().unwrap(),
+                BlockDiagonal::of(&top, 3, l1).blocks().unwrap()
             );
         }
     }
@@ -462,7 +484,7 @@ mod tests {
                             if l1 && c == r {
                                 want += outside;
                             }
-                            let have = got.blocks()[(k * bs + r) * bs + c];
+                            let have = got.blocks().unwrap()[(k * bs + r) * bs + c];
                             assert!((have - want).abs() < 1e-14, "bs {bs}, l1 {l1}, ({i}, {c})");
                         }
                     }

@@ -709,7 +709,7 @@ fn smoother_data<K: SetupKernels>(
 ) -> Result<(SmootherData, BlockDiagonal)> {
     let d = setup.block_diagonal(a, level, bs, false)?;
     trace.mark(format_args!("  block diagonal"));
-    let dinv = d.inverse()?;
+    let dinv = setup.inverse_blocks(&d)?;
     trace.mark(format_args!("  its inverse"));
     let rho = setup.rho_dinv_a(a, level, &d, &dinv, o.lanczos_steps)?;
     trace.mark(format_args!("  Lanczos"));
@@ -720,7 +720,7 @@ fn smoother_data<K: SetupKernels>(
     }
     let (smoother_dinv, omega, colors) = match kind {
         Smoother::L1Jacobi => (
-            setup.block_diagonal(a, level, bs, true)?.inverse()?,
+            setup.inverse_blocks(&setup.block_diagonal(a, level, bs, true)?)?,
             1.0,
             Vec::new(),
         ),

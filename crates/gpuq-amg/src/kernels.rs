@@ -190,7 +190,7 @@ pub trait AmgKernels: SparseBackend {
         omega: f64,
     ) -> Result<Self::Vector<T>> {
         let v: Vec<T> = d
-            .blocks()
+            .blocks()?
             .par_iter()
             .map(|&x| T::from_f64(omega * x))
             .collect();
@@ -1042,7 +1042,7 @@ mod cuda {
             layout: Layout,
         ) -> Result<CudaMatrix<T>> {
             if !matches!(layout, Layout::Bsr { .. }) {
-                let n = d.blocks().len() / d.block().max(1);
+                let n = d.rows();
                 let blocks = crate::setup::cuda::device_blocks(self, d)?;
                 if let Some(m) = self.setup_block_diagonal_matrix::<T>(n, d.block(), &blocks)? {
                     return Ok(m);
@@ -1062,7 +1062,11 @@ mod cuda {
             match self.setup_scaled_diagonal::<T>(&blocks, omega)? {
                 Some(v) => Ok(v),
                 None => {
-                    let v: Vec<T> = d.blocks().iter().map(|&x| T::from_f64(omega * x)).collect();
+                    let v: Vec<T> = d
+                        .blocks()?
+                        .iter()
+                        .map(|&x| T::from_f64(omega * x))
+                        .collect();
                     self.upload(&v)
                 }
             }

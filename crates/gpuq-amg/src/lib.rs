@@ -300,6 +300,8 @@ pub use precision::{amg_cycle, default_cycle_precision, f64_cycle};
 pub use resident::{LevelMatrix, ResidentMatrix};
 pub use rigid::rigid_body_modes;
 #[cfg(feature = "cuda")]
-pub use setup::cuda::{device_blocks, device_copy, device_level, resident_finest};
+pub use setup::cuda::{
+    device_blocks, device_copy, device_inverse, device_level, kept_blocks, resident_finest,
+};
 pub use setup::{HostSetup, SetupKernels};
 pub use symmetry::block_is_symmetric;

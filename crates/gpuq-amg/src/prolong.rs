@@ -233,7 +233,7 @@ pub fn smooth(a: &Csr<f64>, dinv: &BlockDiagonal, rho: f64, pt: &Csr<f64>) -> Re
         pt,
         single: single_entries(pt),
         bs: dinv.block(),
-        blocks: dinv.blocks(),
+        blocks: dinv.blocks()?,
         omega: 4.0 / (3.0 * rho),
     };
     par_build(
@@ -377,7 +377,7 @@ mod tests {
             for (&c, &t) in tc.iter().zip(tv) {
                 *row.entry(c).or_insert(0.0) += t;
             }
-            let w = -omega * dinv.blocks()[i];
+            let w = -omega * dinv.blocks().unwrap()[i];
             let (ac, av) = a.row(i);
             for (&m, &x) in ac.iter().zip(av) {
                 let (tc, tv) = pt.row(m as usize);

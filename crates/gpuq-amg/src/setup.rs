@@ -104,6 +104,12 @@ pub trait SetupKernels {
         Ok(BlockDiagonal::of(a.host()?, bs, l1))
     }
 
+    /// The inverse of `d`'s blocks ([`BlockDiagonal::inverse`], whose errors
+    /// it gives). Default: on the host, O(n bs^3).
+    fn inverse_blocks(&self, d: &BlockDiagonal) -> Result<BlockDiagonal> {
+        d.inverse()
+    }
+
     /// The Lanczos estimate of rho(D^-1 A) (`steps` steps), D the block
     /// diagonal of `a` and `dinv` its inverse. Default:
     /// [`crate::spectral::rho_dinv_a`] on the host, O(steps nnz).
@@ -401,20 +407,32 @@ pub(crate) mod cuda {
         v: Arc<SetupVec>,
     }
 
+    impl crate::blockdiag::ResidentBlocks for DeviceBlocks {
+        /// Downloaded (`setup_vec_download`).
+        fn download(&self) -> Result<Vec<f64>> {
+            self.backend.setup_vec_download(&self.v)
+        }
+
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
     /// The device copy of `d`'s blocks: the one kept in `d` (and its clones)
     /// when `g` made or uploaded it, else an upload, kept in `d` when it
     /// holds no other backend's copy. O(1) when kept, else O(n bs^2)
     /// transfer.
     pub fn device_blocks(g: &CudaBackend, d: &BlockDiagonal) -> Result<Arc<SetupVec>> {
-        let mine = |r: &Arc<dyn Any + Send + Sync>| {
-            r.downcast_ref::<DeviceBlocks>()
+        let mine = |r: &dyn crate::blockdiag::ResidentBlocks| {
+            r.as_any()
+                .downcast_ref::<DeviceBlocks>()
                 .filter(|b| b.backend.same_backend(g))
                 .map(|b| b.v.clone())
         };
         if let Some(v) = d.resident().and_then(mine) {
             return Ok(v);
         }
-        let up = Arc::new(g.setup_vec_upload(d.blocks())?);
+        let up = Arc::new(g.setup_vec_upload(d.blocks()?)?);
         let kept = d.resident_or_init(|| {
             Ok(Arc::new(DeviceBlocks {
                 backend: g.clone(),
@@ -424,17 +442,30 @@ pub(crate) mod cuda {
         Ok(mine(kept).unwrap_or(up))
     }
 
-    /// `blocks` (on the device) as a block diagonal whose device copy they
-    /// are: downloaded once for the host's copy.
-    fn kept_blocks(g: &CudaBackend, bs: usize, blocks: SetupVec) -> Result<BlockDiagonal> {
-        let d = BlockDiagonal::from_blocks(bs, g.setup_vec_download(&blocks)?)?;
-        d.resident_or_init(|| {
-            Ok(Arc::new(DeviceBlocks {
-                backend: g.clone(),
-                v: Arc::new(blocks),
-            }))
-        })?;
-        Ok(d)
+    /// `blocks` (on the device) as a block diagonal held there: its host
+    /// copy downloaded only when something asks for it
+    /// ([`BlockDiagonal::blocks`]). O(1).
+    pub fn kept_blocks(g: &CudaBackend, bs: usize, blocks: SetupVec) -> Result<BlockDiagonal> {
+        let len = blocks.len();
+        let resident = Arc::new(DeviceBlocks {
+            backend: g.clone(),
+            v: Arc::new(blocks),
+        });
+        BlockDiagonal::from_resident(bs, len, resident)
+    }
+
+    /// The inverse of `d`'s blocks on `g`'s device
+    /// ([`CudaBackend::setup_block_inverse`], the host's values bit for bit),
+    /// kept there ([`kept_blocks`]): `d`'s device copy (uploaded where it has
+    /// none), nothing downloaded but the first singular node. Errors as
+    /// [`BlockDiagonal::inverse`].
+    pub fn device_inverse(g: &CudaBackend, d: &BlockDiagonal) -> Result<BlockDiagonal> {
+        let bs = d.block();
+        let (inv, singular) = g.setup_block_inverse(&*device_blocks(g, d)?, bs)?;
+        match singular {
+            Some(k) => Err(crate::blockdiag::singular_block(k, bs)),
+            None => kept_blocks(g, bs, inv),
+        }
     }
 
     /// The device copy of `a` made by `g` (the same context), if there is
@@ -566,20 +597,22 @@ pub(crate) mod cuda {
             }
         }
 
-        /// The host's where `a` has a host copy, else the device's
-        /// extraction ([`CudaBackend::setup_block_diagonal`], the same sums
-        /// in the same order) and a download of the blocks.
+        /// The device's extraction ([`CudaBackend::setup_block_diagonal_on`],
+        /// the host's sums in the host's order), kept there: the host copy
+        /// is downloaded only when a host step asks for it.
         fn block_diagonal(
             &self,
-            a: &LevelMatrix,
+            _a: &LevelMatrix,
             level: &Arc<SetupCsr>,
             bs: usize,
             l1: bool,
         ) -> Result<BlockDiagonal> {
-            if a.on_host() {
-                return Ok(BlockDiagonal::of(a.host()?, bs, l1));
-            }
             kept_blocks(self, bs, self.setup_block_diagonal_on(level, (0, bs), l1)?)
+        }
+
+        /// On the device ([`device_inverse`]), kept there.
+        fn inverse_blocks(&self, d: &BlockDiagonal) -> Result<BlockDiagonal> {
+            device_inverse(self, d)
         }
 
         /// The Lanczos estimate with the device's vector operations (the

@@ -162,8 +162,7 @@ impl LanczosOps for HostLanczos<'_> {
 
     fn d_mul(&self, inverse: bool, x: &Vec<f64>, y: &mut Vec<f64>) -> Result<()> {
         let d = if inverse { self.dinv } else { self.d };
-        d.mul_into(x, y);
-        Ok(())
+        d.mul_into(x, y)
     }
 
     fn dot(&self, x: &Vec<f64>, y: &Vec<f64>, root: bool) -> Result<f64> {

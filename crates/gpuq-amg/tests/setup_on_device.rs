@@ -199,6 +199,8 @@ proptest! {
             prop_assert_eq!((stacked.row(i).0, stacked.row(i).1), (&cc[..], &vv[..]));
         }
         prop_assert!(g.setup_stack_below(&da, m + 1, &c).is_err());
+        prop_assert_eq!(g.setup_download(&g.setup_first_rows(&da, rows).unwrap()).unwrap(), top);
+        prop_assert!(g.setup_first_rows(&da, m + 1).is_err());
         prop_assert!(g.setup_stack_below(&da, rows, &b).is_err() || k == n);
         // Rows in chunks of at most 16 table slots (many chunks, and rows
         // alone that need more): the same product.
@@ -228,10 +230,35 @@ proptest! {
         let first = 2 * ((seed as usize >> 12) % (mm + 1));
         for (bs, l1) in [(1, false), (1, true), (2, false), (2, true)] {
             let want = BlockDiagonal::of(&sq, bs, l1);
-            prop_assert_eq!(g.setup_block_diagonal(&dsq, (0, bs), l1).unwrap(), want.blocks().to_vec());
+            prop_assert_eq!(g.setup_block_diagonal(&dsq, (0, bs), l1).unwrap(), want.blocks().unwrap().to_vec());
             let want = BlockDiagonal::of_rows(&wide, bs, first, l1);
-            prop_assert_eq!(g.setup_block_diagonal(&dwide, (first, bs), l1).unwrap(), want.blocks().to_vec());
+            prop_assert_eq!(g.setup_block_diagonal(&dwide, (first, bs), l1).unwrap(), want.blocks().unwrap().to_vec());
         }
+        // The blocks' inverses on the device: the host's bit for bit, or the
+        // same first singular node (random blocks, some singular: zero rows).
+        for bs in [1, 2, 3, 5, 8] {
+            let d = BlockDiagonal::of(&random_csr(bs * mm, bs * mm, seed ^ 0x5151 ^ bs as u64), bs, false);
+            let dv = g.setup_vec_upload(d.blocks().unwrap()).unwrap();
+            let (inv, singular) = g.setup_block_inverse(&dv, bs).unwrap();
+            match d.inverse() {
+                Ok(want) => {
+                    prop_assert_eq!(singular, None);
+                    let got = g.setup_vec_download(&inv).unwrap();
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    prop_assert_eq!(bits(&got), bits(want.blocks().unwrap()), "bs {}", bs);
+                }
+                Err(e) => {
+                    let k = singular.expect("the host found a singular block");
+                    prop_assert_eq!(e.to_string(), gpuq_amg::blockdiag::singular_block(k, bs).to_string());
+                }
+            }
+            // Kept on the device, downloaded only when asked for.
+            let kept = gpuq_amg::device_inverse(g, &d);
+            prop_assert_eq!(kept.as_ref().map(|k| k.blocks().unwrap().to_vec()).ok(), d.inverse().map(|w| w.blocks().unwrap().to_vec()).ok());
+        }
+        prop_assert!(g.setup_block_inverse(&g.setup_vec_zeros(8).unwrap(), 0).is_err());
+        prop_assert!(g.setup_block_inverse(&g.setup_vec_zeros(8).unwrap(), 3).is_err());
+        prop_assert!(g.setup_block_inverse(&g.setup_vec_zeros(81).unwrap(), 9).is_err());
         let zero_rows: Vec<usize> = (0..mm).filter(|&i| sq.row(i).1.iter().all(|&v| v == 0.0)).collect();
         prop_assert_eq!(g.setup_zero_rows(&dsq).unwrap(), zero_rows);
         let lens: Vec<u32> = sq.row_ptr().windows(2).map(|w| (w[1] - w[0]) as u32).collect();
@@ -274,7 +301,7 @@ proptest! {
             let (dsq, dpt) = (g.setup_upload(&sq).unwrap(), g.setup_upload(&pt).unwrap());
             let omega = 4.0 / (3.0 * 1.7);
             let got = g
-                .setup_smoothed_prolongator(&dsq, bs, omega, &g.setup_vec_upload(dinv.blocks()).unwrap(), &dpt)
+                .setup_smoothed_prolongator(&dsq, bs, omega, &g.setup_vec_upload(dinv.blocks().unwrap()).unwrap(), &dpt)
                 .unwrap();
             prop_assert_eq!(g.setup_download(&got).unwrap(), want);
         }

@@ -81,6 +81,48 @@ impl CudaBackend {
         Ok(blocks)
     }
 
+    /// The inverse of each bs x bs block of `blocks` (row-major, bs^2
+    /// values per node, on the device) by the host's Gauss-Jordan
+    /// elimination (`gpuq_kernels::amg::invert_block`, the same values bit
+    /// for bit; kernel `amg_block_inverse`, a thread per node), left on the
+    /// device, and the first node whose block is singular or not finite
+    /// (`None`: every block inverted). O(nodes bs^3) on the device, 8 bytes
+    /// back. Errors when bs is 0 or above `MAX_SETUP_BLOCK`, or `blocks` is
+    /// not whole blocks.
+    pub fn setup_block_inverse(
+        &self,
+        blocks: &SetupVec,
+        bs: usize,
+    ) -> Result<(SetupVec, Option<usize>)> {
+        let max = gpuq_kernels::amg::MAX_SETUP_BLOCK;
+        if bs == 0 || bs > max || blocks.len() % (bs * bs) != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{} block values are not blocks of {bs} x {bs} (1 to {max})",
+                blocks.len()
+            )));
+        }
+        let nodes = blocks.len() / (bs * bs);
+        let mut inv = self.setup_vec_zeros(blocks.len())?;
+        if nodes == 0 {
+            return Ok((inv, None));
+        }
+        let mut singular = self.setup_put(&[u64::MAX])?;
+        let f = self.function("amg_block_inverse")?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&nodes)
+            .arg(&bs)
+            .arg(&blocks.buf)
+            .arg(&mut inv.buf)
+            .arg(&mut singular);
+        // SAFETY: arguments match `amg_block_inverse`; blocks and inv hold
+        // nodes bs^2 values, singular one u64.
+        unsafe { l.launch(Self::cfg(self.grid_blocks(nodes))) }
+            .map_err(dev("amg_block_inverse"))?;
+        self.inner.stats.launch("amg_block_inverse");
+        let first = self.setup_get_at(&singular, 0)?;
+        Ok((inv, (first != u64::MAX).then_some(first as usize)))
+    }
+
     /// The rows of a setup matrix that store only zeros (or nothing), in
     /// increasing order: kernel `amg_zero_rows` and 8 bytes back, then 4
     /// bytes per row where any row is found.

@@ -324,7 +324,7 @@ impl CudaBackend {
     }
 
     /// The value at `index` of a device array (one 8-byte download).
-    fn setup_get_at(&self, buf: &CudaSlice<u64>, index: usize) -> Result<u64> {
+    pub(crate) fn setup_get_at(&self, buf: &CudaSlice<u64>, index: usize) -> Result<u64> {
         self.inner.stats.download(8);
         let mut out = [0u64];
         self.inner
@@ -1249,11 +1249,12 @@ impl CudaBackend {
     /// [left | right] on the device, `right` (a host matrix of `left`'s
     /// rows, a rank's ghost block) given by its non-empty rows: `rows`
     /// (increasing) and their entries `block` (row k being row `rows[k]`).
-    /// `block` is uploaded with its columns numbered after `left`'s, its
-    /// rows expanded there ([`CudaBackend::setup_expand_rows`]), then the
-    /// two merged row by row (`csr_add`: disjoint columns, so each value is
-    /// copied; an exact zero keeps its value but not its sign). Errors as
-    /// `setup_expand_rows` with `left`'s rows. O(nnz + rows log rows) on
+    /// `block` is uploaded, its rows expanded there
+    /// ([`CudaBackend::setup_expand_rows`]), then each row of `left` joined
+    /// by the same row of `right`, its columns numbered after `left`'s
+    /// (kernel `csr_beside`: a group of lanes per row copying both; every
+    /// value kept bit for bit). Errors as `setup_expand_rows` with `left`'s
+    /// rows, or when the columns exceed 32 bits. O(nnz + rows log rows) on
     /// the device, `right`'s rows and entries over PCIe.
     pub fn setup_beside(
         &self,
@@ -1261,19 +1262,62 @@ impl CudaBackend {
         (rows, block): (&[u32], &Csr<f64>),
     ) -> Result<SetupCsr> {
         let ncols = left.ncols + block.ncols();
-        let shifted = Csr::try_new(
-            block.nrows(),
+        if u32::try_from(ncols).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "[A | B] of {ncols} columns (at most 2^32 - 1)"
+            )));
+        }
+        let right = self.setup_expand_rows(self.setup_upload(block)?, rows, left.nrows)?;
+        let (m, nnz) = (left.nrows, left.nnz + right.nnz);
+        // SAFETY: `csr_beside` writes every pointer 0..=m and, row by row,
+        // every entry below ptr[m] = nnz.
+        let (mut ptr, mut col, mut val) = unsafe {
+            (
+                self.setup_uninit::<u64>(m + 1)?,
+                self.setup_uninit::<u32>(nnz)?,
+                self.setup_uninit::<f64>(nnz)?,
+            )
+        };
+        let shift = left.ncols as u32;
+        // a group of ROW_LANES lanes per row
+        let (f, cfg) = self.launch_1d("csr_beside", m.max(1) * ROW_LANES)?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&m)
+            .arg(&left.ptr)
+            .arg(&left.col)
+            .arg(&left.val)
+            .arg(&right.ptr)
+            .arg(&right.col)
+            .arg(&right.val)
+            .arg(&shift)
+            .arg(&mut ptr)
+            .arg(&mut col)
+            .arg(&mut val);
+        // SAFETY: arguments match `csr_beside`; left and right have m rows
+        // (m + 1 pointers each), ptr m + 1 values, col and val the nnz
+        // entries of both.
+        unsafe { l.launch(cfg) }.map_err(dev("csr_beside"))?;
+        self.inner.stats.launch("csr_beside");
+        Ok(SetupCsr {
+            nrows: m,
             ncols,
-            block.row_ptr().to_vec(),
-            block
-                .col_idx()
-                .iter()
-                .map(|&j| j + left.ncols as u32)
-                .collect(),
-            block.values().to_vec(),
-        )?;
-        let right = self.setup_expand_rows(self.setup_upload(&shifted)?, rows, left.nrows)?;
-        self.add_rows(1.0, left, 1.0, &right, ncols)
+            nnz,
+            ptr,
+            col,
+            val,
+        })
+    }
+
+    /// The first `rows` rows of `a` (all its columns) as a new device
+    /// matrix: the leading parts of its arrays copied on the device, one
+    /// 8-byte read back (where those rows end). Errors when `rows` exceeds
+    /// `a`'s rows. O(rows + their entries) on the device.
+    pub fn setup_first_rows(&self, a: &SetupCsr, rows: usize) -> Result<SetupCsr> {
+        self.setup_stack_below(
+            a,
+            rows,
+            &Csr::try_new(0, a.ncols, vec![0], Vec::new(), Vec::new())?,
+        )
     }
 
     /// alpha A + beta B row by row (A and B of the same rows, any columns
@@ -1786,7 +1830,7 @@ impl CudaBackend {
             l.arg(&nodes).arg(&gptr).arg(&adj).arg(&first).arg(&mut agg);
         })?;
         let agg = self.setup_get(&agg, nodes)?;
-        if agg.contains(&u32::MAX) {
+        if agg.par_iter().any(|&a| a == u32::MAX) {
             return Err(Error::Device(
                 "AMG aggregation left a node without an aggregate".into(),
             ));
@@ -1797,6 +1841,7 @@ impl CudaBackend {
             _ => {
                 let offsets = self.setup_get(&gptr, nodes + 1)?;
                 (0..nodes)
+                    .into_par_iter()
                     .filter(|&i| offsets[i + 1] == offsets[i])
                     .map(|i| i as u32)
                     .collect()

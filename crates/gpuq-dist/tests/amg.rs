@@ -784,7 +784,7 @@ impl DistSetupKernels for CountingSetup {
     ) -> Result<KeptRows, Error> {
         Ok(KeptRows::new((
             a.extended()?.clone(),
-            dinv.blocks().to_vec(),
+            dinv.blocks()?.to_vec(),
         )))
     }
 
@@ -858,7 +858,7 @@ impl DistSetupKernels for CountingSetup {
         self.prolongators
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (rows, blocks) = kept.get::<Kept>().expect("the level's rows kept");
-        assert_eq!((rows, &blocks[..]), (a, dinv.blocks()));
+        assert_eq!((rows, &blocks[..]), (a, dinv.blocks().unwrap()));
         self.given_kept
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pt = stacked(a, own, ghost)?;

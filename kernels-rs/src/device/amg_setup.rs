@@ -19,7 +19,7 @@ use super::prelude::{
     DeviceReal, DeviceScalar,
 };
 use crate::amg::{
-    column_range_position, extended_position, fine_key, own_run, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
+    column_range_position, extended_position, fine_key, invert_block, own_run, lanczos_start, mis2_key, mis2_next, state_of, table_home, table_slots,
     DOT_CHUNK, MAX_SETUP_BLOCK, REPLAY_BLOCK_MUL, ROW_LANES, REPLAY_DIVIDE, REPLAY_DOT, REPLAY_SPMV,
     REPLAY_UPDATE, REPLAY_WORDS, ROOT, UNDECIDED,
 };
@@ -1460,6 +1460,55 @@ pub unsafe extern "ptx-kernel" fn csr_column_range(
     }
 }
 
+/// C = [A | B] for A and B of `nrows` rows, B's columns numbered after
+/// A's (`shift` added to each): row i of C is row i of A, then row i of B
+/// shifted, so its columns stay increasing and `c_ptr[i] = a_ptr[i] +
+/// b_ptr[i]` (written here, entry `nrows` too). `ROW_LANES` lanes per row,
+/// each copying every `ROW_LANES`th entry of the joined row.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn csr_beside(
+    nrows: usize,
+    a_ptr: *const u64,
+    a_col: *const u32,
+    a_val: *const f64,
+    b_ptr: *const u64,
+    b_col: *const u32,
+    b_val: *const f64,
+    shift: u32,
+    c_ptr: *mut u64,
+    c_col: *mut u32,
+    c_val: *mut f64,
+) {
+    let (lane, groups) = (global_id() % ROW_LANES, grid_threads() / ROW_LANES);
+    if global_id() == 0 {
+        *c_ptr = *a_ptr + *b_ptr;
+    }
+    let mut i = global_id() / ROW_LANES;
+    while i < nrows {
+        let (a0, a1) = (*a_ptr.add(i) as usize, *a_ptr.add(i + 1) as usize);
+        let (b0, b1) = (*b_ptr.add(i) as usize, *b_ptr.add(i + 1) as usize);
+        let out = a0 + b0;
+        if lane == 0 {
+            *c_ptr.add(i + 1) = (a1 + b1) as u64;
+        }
+        let mut k = lane;
+        while k < a1 - a0 {
+            *c_col.add(out + k) = *a_col.add(a0 + k);
+            *c_val.add(out + k) = *a_val.add(a0 + k);
+            k += ROW_LANES;
+        }
+        let out = out + (a1 - a0);
+        let mut k = lane;
+        while k < b1 - b0 {
+            *c_col.add(out + k) = *b_col.add(b0 + k) + shift;
+            *c_val.add(out + k) = *b_val.add(b0 + k);
+            k += ROW_LANES;
+        }
+        i += groups;
+    }
+}
+
 /// counts[j] += the entries of column j (`counts` zeroed, one per column),
 /// and pos[p] = a place for entry p among its column's entries, distinct
 /// within the column (in no particular order: `csr_rank_rows` orders the
@@ -2035,6 +2084,43 @@ pub unsafe extern "ptx-kernel" fn amg_block_diagonal(
             }
         }
         i += grid_threads();
+    }
+}
+
+/// The inverse of each of `nodes` bs x bs row-major blocks of `blocks`
+/// into `inv` (`gpuq_kernels::amg::invert_block`: the host's
+/// `BlockDiagonal::inverse` bit for bit), and the smallest node whose block
+/// is singular or not finite into `*singular` (u64::MAX before: none; a
+/// block size of 0 or above `MAX_SETUP_BLOCK` marks node 0). Grid-stride,
+/// a thread per node, one atomic per thread that finds any.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_block_inverse(
+    nodes: usize,
+    bs: usize,
+    blocks: *const f64,
+    inv: *mut f64,
+    singular: *mut u64,
+) {
+    let mut k = global_id();
+    if bs == 0 || bs > MAX_SETUP_BLOCK {
+        if k == 0 && nodes > 0 {
+            atomic_min_u64(singular, 0);
+        }
+        return;
+    }
+    let nn = bs * bs;
+    let mut m = [0.0f64; MAX_SETUP_BLOCK * MAX_SETUP_BLOCK];
+    let mut first = u64::MAX;
+    while k < nodes {
+        let b = core::slice::from_raw_parts(blocks.add(k * nn), nn);
+        let out = core::slice::from_raw_parts_mut(inv.add(k * nn), nn);
+        if !invert_block(b, bs, &mut m, out) && first == u64::MAX {
+            first = k as u64;
+        }
+        k += grid_threads();
+    }
+    if first != u64::MAX {
+        atomic_min_u64(singular, first);
     }
 }
 
@@ -2674,6 +2760,12 @@ pub const CHECK_SLOTS: usize = MAX_SETUP_BLOCK + 5;
 #[inline(always)]
 unsafe fn atomic_max_u64(p: *mut u64, v: u64) {
     asm!("red.global.max.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+}
+
+/// `*p = min(*p, v)`, atomically (no result).
+#[inline(always)]
+unsafe fn atomic_min_u64(p: *mut u64, v: u64) {
+    asm!("red.global.min.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
 }
 
 /// First pass of the AMG input checks (the host's `check_finite`,

@@ -46,7 +46,7 @@ type GhostParts<B, T> = (<B as SparseBackend>::Matrix<T>, Vec<std::ops::Range<us
 
 /// Whether `dinv` is a point diagonal: blocks of 1, or no rows. O(1).
 fn point_diagonal(dinv: &BlockDiagonal) -> bool {
-    dinv.block() == 1 || dinv.blocks().is_empty()
+    dinv.block() == 1 || dinv.rows() == 0
 }
 
 /// `ghost` converted to `T` with row i scaled by `omega d[i]` (each value
@@ -274,7 +274,7 @@ fn cycle_of<B: HaloBackend + AmgKernels, T: Scalar>(
                 let d = dist.agree(d)?;
                 if one_pass && !chebyshev {
                     // A's ghost block scaled by d where it lies, else on the host.
-                    let host = || scale_rows::<T>(&l.a_split.ghost, l.dinv.blocks(), scale);
+                    let host = || scale_rows::<T>(&l.a_split.ghost, l.dinv.blocks()?, scale);
                     a = dist.agree(a.with_point_sweep(dist.local(), &d, host))?;
                 }
                 Some(d)

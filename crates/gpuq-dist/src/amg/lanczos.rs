@@ -148,7 +148,8 @@ mod device {
                 own: rows.own,
                 first,
                 bs: d.block(),
-                d: g.setup_vec_upload_padded(d.blocks(), padding)?,
+                // D's device copy (where the backend found it) padded there.
+                d: g.setup_vec_padded(&*gpuq_amg::device_blocks(g, d)?, padding)?,
                 dinv: &rows.dinv,
                 scratch: RefCell::new(g.setup_vec_zeros(m)?),
                 partial: RefCell::new(g.setup_vec_zeros(m.div_ceil(DOT_CHUNK))?),

@@ -310,6 +310,12 @@ pub trait DistSetupKernels: Sync {
         Ok(None)
     }
 
+    /// The inverse of `d`'s blocks ([`BlockDiagonal::inverse`], whose errors
+    /// it gives). Default: on the host, O(n bs^3).
+    fn inverse_blocks(&self, d: &BlockDiagonal) -> Result<BlockDiagonal> {
+        d.inverse()
+    }
+
     /// The rows of `a` (held by the backend) that store only zeros or
     /// nothing, increasing (the coarse operator's rows that get a unit
     /// diagonal); `None` (the default, and where the backend does not hold
@@ -464,7 +470,7 @@ pub trait DistSetupKernels: Sync {
 #[cfg(any(feature = "cuda", test))]
 fn padding_rows((n, m): (usize, usize), dinv: &BlockDiagonal) -> Option<usize> {
     let bs = dinv.block();
-    (m >= n && (m - n) % bs == 0 && dinv.blocks().len() == n * bs).then_some(m - n)
+    (m >= n && (m - n) % bs == 0 && dinv.rows() == n).then_some(m - n)
 }
 
 /// `a` (rows over owned then ghost columns) made square by empty rows for
@@ -488,7 +494,7 @@ fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f
         a.col_idx().to_vec(),
         a.values().to_vec(),
     )?;
-    let mut blocks = dinv.blocks().to_vec();
+    let mut blocks = dinv.blocks()?.to_vec();
     blocks.resize(blocks.len() + ghosts * dinv.block(), 0.0);
     Ok(Some((square, blocks)))
 }
@@ -635,8 +641,9 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     }
 
     /// Found on the device from the held rows, their columns numbered from
-    /// `first` (the one-GPU setup's `setup_block_diagonal`; no owned block
-    /// cut for it), the blocks downloaded.
+    /// `first` (the one-GPU setup's `setup_block_diagonal_on`; no owned
+    /// block cut for it), kept there (downloaded only when a host step asks
+    /// for them).
     fn block_diagonal(
         &self,
         a: &LevelMatrix,
@@ -646,8 +653,13 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         let Some(held) = gpuq_amg::device_copy(self, a) else {
             return Ok(None);
         };
-        let blocks = self.setup_block_diagonal(&held, (first, bs), false)?;
-        BlockDiagonal::from_blocks(bs, blocks).map(Some)
+        let blocks = self.setup_block_diagonal_on(&held, (first, bs), false)?;
+        gpuq_amg::kept_blocks(self, bs, blocks).map(Some)
+    }
+
+    /// On the device ([`gpuq_amg::device_inverse`]), kept there.
+    fn inverse_blocks(&self, d: &BlockDiagonal) -> Result<BlockDiagonal> {
+        gpuq_amg::device_inverse(self, d)
     }
 
     /// Found on the device (`setup_zero_rows`).
@@ -759,7 +771,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     /// On the device, A squared by empty rows for the ghost columns (the
     /// one-GPU kernel takes a square A; kept, or uploaded here), P_T's rows
     /// (kept, or uploaded) with its ghost rows below them, the kernel, the
-    /// rank's rows cut from its result there (`setup_column_range`) and
+    /// rank's rows copied from its result there (`setup_first_rows`) and
     /// kept there as the level's P; nothing comes to the host.
     fn smoothed_prolongator(
         &self,
@@ -779,8 +791,7 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
             None => self.setup_upload_stacked(&[own.host()?, ghost], own.ncols())?,
         };
         let p = self.setup_smoothed_prolongator(&sq.a, dinv.block(), omega, &sq.dinv, &spt)?;
-        let ncols = p.shape().1;
-        let p = self.setup_column_range(&p, sq.own, 0..ncols)?;
+        let p = self.setup_first_rows(&p, sq.own)?;
         Ok(Some(gpuq_amg::device_level(self, p)))
     }
 
@@ -1568,7 +1579,7 @@ fn coarsen(
             None => Ok(BlockDiagonal::of_rows(a.host()?, bs, own.start, false)),
         });
         let d = agree(comm, d)?;
-        let dinv = agree(comm, d.inverse())?;
+        let dinv = agree(comm, local.inverse_blocks(&d))?;
         trace.mark(format_args!("  block diagonal and inverse"));
         let steps = o.lanczos_steps;
         // A rank that keeps nothing multiplies on the host: its extended
