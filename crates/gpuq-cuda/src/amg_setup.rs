@@ -708,7 +708,47 @@ impl CudaBackend {
         // exact, as the host's sum of squares of ones), with no transpose.
         let ones = b.par_iter().all(|&x| x == 1.0);
         let uploaded = if ones { None } else { Some(self.setup_put(b)?) };
-        let mut pt = self.aggregate_pattern(agg, naggs, bs, uploaded.as_ref())?;
+        let pt = self.aggregate_pattern(agg, naggs, bs, uploaded.as_ref())?;
+        self.scaled_tentative(pt, naggs, ones)
+    }
+
+    /// [`CudaBackend::setup_tentative_single`] of aggregates left on the
+    /// device ([`CudaBackend::setup_aggregates_kept`], every node in one of
+    /// `kept.count`): nothing goes up for the vector of ones. Errors when
+    /// `b` does not have bs values per node.
+    pub fn setup_tentative_single_kept(
+        &self,
+        kept: &DeviceAggregates,
+        bs: usize,
+        b: &[f64],
+    ) -> Result<(SetupCsr, Vec<f64>)> {
+        if bs == 0 || b.len() != kept.nodes * bs {
+            return Err(Error::shape(
+                "tentative prolongator",
+                kept.nodes * bs,
+                b.len(),
+            ));
+        }
+        let ones = b.par_iter().all(|&x| x == 1.0);
+        let uploaded = if ones { None } else { Some(self.setup_put(b)?) };
+        let pt = self.full_pattern(
+            &kept.agg,
+            (kept.nodes * bs, kept.count),
+            bs,
+            uploaded.as_ref(),
+        )?;
+        self.scaled_tentative(pt, kept.count, ones)
+    }
+
+    /// The pattern `pt` (values b, or 1 with `ones`) scaled column by column
+    /// to unit norm, and the norms (the coarse vector): by the row counts
+    /// for the vector of ones, else through a transpose.
+    fn scaled_tentative(
+        &self,
+        mut pt: SetupCsr,
+        naggs: usize,
+        ones: bool,
+    ) -> Result<(SetupCsr, Vec<f64>)> {
         let nnz = pt.nnz;
         let mut norm = self.setup_zeros::<f64>(naggs)?;
         if ones {
@@ -814,6 +854,43 @@ impl CudaBackend {
         Ok((pt, coarse.collect()))
     }
 
+    /// The tentative prolongator's pattern where every node is in an
+    /// aggregate (`d_agg` on the device, all below `naggs`): row r holds
+    /// b[r] (1 where `d_b` is `None`) in column `d_agg[r / bs]` (kernel
+    /// `tentative_pattern`, a thread per row). O(nrows) on the device.
+    fn full_pattern(
+        &self,
+        d_agg: &CudaSlice<u32>,
+        (nrows, naggs): (usize, usize),
+        bs: usize,
+        d_b: Option<&CudaSlice<f64>>,
+    ) -> Result<SetupCsr> {
+        // The kernels take a null b for the vector of ones.
+        let null = 0u64;
+        let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
+        let mut col = self.setup_zeros::<u32>(nrows)?;
+        let mut val = self.setup_zeros::<f64>(nrows)?;
+        // SAFETY: arguments match `tentative_pattern`; d_agg holds nrows / bs
+        // aggregates below naggs, d_b at least nrows values, ptr nrows + 1,
+        // col and val nrows.
+        setup_launch!(self, "tentative_pattern", nrows + 1, l => {
+            l.arg(&nrows).arg(&bs).arg(d_agg);
+            match d_b {
+                Some(b) => l.arg(b),
+                None => l.arg(&null),
+            };
+            l.arg(&mut ptr).arg(&mut col).arg(&mut val);
+        })?;
+        Ok(SetupCsr {
+            nrows,
+            ncols: naggs,
+            nnz: nrows,
+            ptr,
+            col,
+            val,
+        })
+    }
+
     /// The pattern of the tentative prolongator with one value per row:
     /// row r holds column `agg[r / bs]` with value b[r], `b` on the device
     /// (its first nrows values), or 1 for `None` (the vector of ones; kernel
@@ -852,28 +929,7 @@ impl CudaBackend {
         }
         let d_agg = self.setup_put(agg)?;
         if !some_out {
-            let mut ptr = self.setup_zeros::<u64>(nrows + 1)?;
-            let mut col = self.setup_zeros::<u32>(nrows)?;
-            let mut val = self.setup_zeros::<f64>(nrows)?;
-            // SAFETY: arguments match `tentative_pattern`; agg holds nrows / bs
-            // aggregates below naggs, d_b at least nrows values, ptr nrows + 1,
-            // col and val nrows.
-            setup_launch!(self, "tentative_pattern", nrows + 1, l => {
-                l.arg(&nrows).arg(&bs).arg(&d_agg);
-                match d_b {
-                    Some(b) => l.arg(b),
-                    None => l.arg(&null),
-                };
-                l.arg(&mut ptr).arg(&mut col).arg(&mut val);
-            })?;
-            return Ok(SetupCsr {
-                nrows,
-                ncols: naggs,
-                nnz: nrows,
-                ptr,
-                col,
-                val,
-            });
+            return self.full_pattern(&d_agg, (nrows, naggs), bs, d_b);
         }
         // Rows of nodes in no aggregate are empty: their offsets on the host.
         let mut offsets = Vec::with_capacity(nrows + 1);
@@ -1716,6 +1772,28 @@ impl CudaBackend {
         bs: usize,
         eps: f64,
     ) -> Result<Option<Aggregation>> {
+        let Some(kept) = self.setup_aggregates_kept(a, bs, eps)? else {
+            return Ok(None);
+        };
+        let agg = self.setup_aggregates_download(&kept)?;
+        Ok(Some((agg, kept.count, kept.isolated)))
+    }
+
+    /// Each node's aggregate (a download of 4 bytes per node).
+    pub fn setup_aggregates_download(&self, kept: &DeviceAggregates) -> Result<Vec<u32>> {
+        self.setup_get(&kept.agg, kept.nodes)
+    }
+
+    /// [`CudaBackend::setup_aggregates`] with each node's aggregate left on
+    /// the device ([`DeviceAggregates`]): 32 bytes back (the counts), and
+    /// the graph's row offsets only where some node is isolated. Errors
+    /// where a node is left without an aggregate.
+    pub fn setup_aggregates_kept(
+        &self,
+        a: &SetupCsr,
+        bs: usize,
+        eps: f64,
+    ) -> Result<Option<DeviceAggregates>> {
         if bs == 0 || bs > MAX_SETUP_BLOCK || a.nrows % bs != 0 || a.nrows != a.ncols {
             return Ok(None);
         }
@@ -1825,12 +1903,17 @@ impl CudaBackend {
                 .arg(&mut first);
         })?;
         let mut agg = self.setup_zeros::<u32>(nodes)?;
-        // SAFETY: as above.
+        let mut missing = self.setup_zeros::<u64>(1)?;
+        // SAFETY: as above; missing holds one zero.
         setup_launch!(self, "amg_aggregate_second", nodes, l => {
-            l.arg(&nodes).arg(&gptr).arg(&adj).arg(&first).arg(&mut agg);
+            l.arg(&nodes)
+                .arg(&gptr)
+                .arg(&adj)
+                .arg(&first)
+                .arg(&mut agg)
+                .arg(&mut missing);
         })?;
-        let agg = self.setup_get(&agg, nodes)?;
-        if agg.par_iter().any(|&a| a == u32::MAX) {
+        if self.setup_get_at(&missing, 0)? != 0 {
             return Err(Error::Device(
                 "AMG aggregation left a node without an aggregate".into(),
             ));
@@ -1847,7 +1930,31 @@ impl CudaBackend {
                     .collect()
             }
         };
-        Ok(Some((agg, count as usize, isolated)))
+        Ok(Some(DeviceAggregates {
+            agg,
+            nodes,
+            count: count as usize,
+            isolated,
+        }))
+    }
+}
+
+/// The aggregates of [`CudaBackend::setup_aggregates_kept`]: each node's
+/// aggregate on the device (every node in one), with the number of
+/// aggregates and the isolated nodes on the host.
+pub struct DeviceAggregates {
+    agg: CudaSlice<u32>,
+    nodes: usize,
+    /// The number of aggregates.
+    pub count: usize,
+    /// The nodes without a strong connection, increasing.
+    pub isolated: Vec<u32>,
+}
+
+impl DeviceAggregates {
+    /// The nodes aggregated.
+    pub fn nodes(&self) -> usize {
+        self.nodes
     }
 }
 

@@ -8,8 +8,8 @@ use gpuq_core::{Backend, Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_matrix_with_precond, solve_rows_with_precond, Communicator,
-    Dist, DistAmgOptions, DistHierarchy, DistSetupKernels, DistWalk, GhostRows, KeptProduct,
-    KeptRows, OwnedTransfer, RankRows, RowPartition, ThreadComm,
+    Dist, DistAmgOptions, DistHierarchy, DistSetupKernels, DistWalk, GhostRows, HeldAggregates,
+    KeptAggregates, KeptProduct, KeptRows, OwnedTransfer, RankRows, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -1268,17 +1268,124 @@ fn a_product_kept_on_the_backend_builds_the_host_hierarchy() {
                 );
                 assert_eq!(*uses, levels, "{ranks} ranks, block {bs}");
                 deepest = deepest.max(levels);
-                assert_eq!(kept.levels().len(), levels);
-                for (x, y) in host.levels().iter().zip(kept.levels()) {
-                    assert_eq!(
-                        (x.rho, &x.a().unwrap(), &x.p().unwrap()),
-                        (y.rho, &y.a().unwrap(), &y.p().unwrap())
-                    );
-                    assert_eq!(x.r().unwrap(), y.r().unwrap());
-                }
-                assert_eq!(host.tail().coarse_solve(), kept.tail().coarse_solve());
+                assert_same_levels(host, kept);
             }
         }
         assert!(deepest >= 2, "block {bs}: one distributed level at most");
+    }
+}
+
+/// The same levels (rho, A, P and R of each, bit for bit) and the same
+/// gathered coarse solve.
+fn assert_same_levels(host: &DistHierarchy, kept: &DistHierarchy) {
+    assert_eq!(host.levels().len(), kept.levels().len());
+    for (x, y) in host.levels().iter().zip(kept.levels()) {
+        assert_eq!(
+            (x.rho, &x.a().unwrap(), &x.p().unwrap()),
+            (y.rho, &y.a().unwrap(), &y.p().unwrap())
+        );
+        assert_eq!(x.r().unwrap(), y.r().unwrap());
+    }
+    assert_eq!(host.tail().coarse_solve(), kept.tail().coarse_solve());
+}
+
+/// A backend that keeps each rank's aggregates
+/// ([`DistSetupKernels::kept_aggregates`]; here a host vector behind the
+/// trait) and builds the tentative prolongator from them without a
+/// download, noting the levels whose aggregates the setup downloads.
+#[derive(Default)]
+struct AggregatesKeeping {
+    kept: std::sync::atomic::AtomicUsize,
+    downloaded: Arc<std::sync::Mutex<Vec<usize>>>,
+}
+
+/// Aggregates as [`AggregatesKeeping`] holds them: the nodes' aggregates,
+/// the level (the call's number) and the downloads' record.
+struct HostHeld(Vec<u32>, usize, Arc<std::sync::Mutex<Vec<usize>>>);
+
+impl HeldAggregates for HostHeld {
+    fn download(&self) -> Result<Vec<u32>, Error> {
+        if let Ok(mut levels) = self.2.lock() {
+            levels.push(self.1);
+        }
+        Ok(self.0.clone())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl DistSetupKernels for AggregatesKeeping {
+    fn kept_aggregates(
+        &self,
+        owned: &LevelMatrix,
+        bs: usize,
+        eps: f64,
+    ) -> Result<Option<KeptAggregates>, Error> {
+        use gpuq_amg::aggregate::{isolated_nodes, mis2_aggregates};
+        use gpuq_amg::strength::{norm_matrix, strong_graph};
+        let s = strong_graph(&norm_matrix(owned.host()?, bs)?, eps)?;
+        let (agg, count) = mis2_aggregates(&s);
+        let level = self.kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Some(KeptAggregates {
+            count,
+            isolated: isolated_nodes(&s),
+            held: Box::new(HostHeld(agg, level, self.downloaded.clone())),
+        }))
+    }
+
+    fn kept_tentative(
+        &self,
+        kept: &KeptAggregates,
+        bs: usize,
+        nns: &[Vec<f64>],
+        (first, ncols): (usize, usize),
+    ) -> Result<(LevelMatrix, Vec<Vec<f64>>), Error> {
+        let Some(held) = kept.held.as_any().downcast_ref::<HostHeld>() else {
+            return Err(Error::InvalidArgument("aggregates held elsewhere".into()));
+        };
+        let t = gpuq_amg::prolong::tentative(&held.0, kept.count, bs, nns)?;
+        let cols = t.p.col_idx().iter().map(|&j| j + first as u32).collect();
+        let shifted = Csr::try_new(
+            t.p.nrows(),
+            ncols,
+            t.p.row_ptr().to_vec(),
+            cols,
+            t.p.values().to_vec(),
+        )?;
+        Ok((LevelMatrix::from_host(shifted), t.coarse_null))
+    }
+}
+
+/// Aggregates kept on the backend: the tentative prolongator is made from
+/// them where no node is dropped (the finest level of laplace3d: no
+/// download), and from the aggregates brought to the host where an
+/// isolated node (an identity row) is dropped. On 1-3 ranks the levels are
+/// the host's bit for bit.
+#[test]
+fn aggregates_kept_on_the_backend_build_the_host_hierarchy() {
+    let a = laplace3d::<f64>(12);
+    let fixed = gpuq_sparse::generators::with_identity_rows(&a, |i| i % 37 == 0);
+    for (a, dropped) in [(a, false), (fixed, true)] {
+        let o = DistAmgOptions {
+            gather_below: 40,
+            ..DistAmgOptions::default()
+        };
+        for ranks in [1, 2, 3] {
+            let p = RowPartition::blocks(a.nrows(), ranks, 1).unwrap();
+            ThreadComm::run(ranks, |comm| {
+                let rows = rows_of(&a, &p, comm.rank()).unwrap();
+                let host = DistHierarchy::build(&comm, &p, &rows, &o).unwrap();
+                let local = AggregatesKeeping::default();
+                let kept = DistHierarchy::build_on(&local, &comm, &p, &rows, &o).unwrap();
+
+                assert!(local.kept.into_inner() >= 1, "{ranks} ranks");
+                let finest = local.downloaded.lock().unwrap().contains(&0);
+                assert_eq!(finest, dropped, "{ranks} ranks");
+                assert_same_levels(&host, &kept);
+            })
+            .unwrap();
+        }
     }
 }

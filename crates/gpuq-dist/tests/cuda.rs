@@ -314,7 +314,14 @@ fn the_setup_on_a_shared_gpu_builds_the_host_levels() {
         .build::<f64>()
         .unwrap()
         .matrix;
-    for (a, bs) in [(generators::laplace3d::<f64>(24), 1), (elasticity, 2)] {
+    // Identity rows: isolated nodes, whose aggregates the kept aggregation
+    // drops on the host.
+    let fixed = generators::with_identity_rows(&generators::laplace3d::<f64>(24), |i| i % 97 == 0);
+    for (a, bs) in [
+        (generators::laplace3d::<f64>(24), 1),
+        (elasticity, 2),
+        (fixed, 1),
+    ] {
         let mut o = DistAmgOptions {
             gather_below: 300,
             ..DistAmgOptions::default()

@@ -429,7 +429,9 @@ pub unsafe extern "ptx-kernel" fn amg_aggregate_first(
 }
 
 /// Second pass: a node left out by the first joins the aggregate of its
-/// neighbour of largest `fine_key` among those assigned in the first pass.
+/// neighbour of largest `fine_key` among those assigned in the first pass;
+/// `*missing` counts the nodes that find none (zeroed before; one atomic
+/// per such node, none where every node is assigned).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
     n: usize,
@@ -437,6 +439,7 @@ pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
     adj: *const u32,
     first: *const u32,
     out: *mut u32,
+    missing: *mut u64,
 ) {
     let mut i = global_id();
     while i < n {
@@ -451,6 +454,9 @@ pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
                     a = fj;
                     best = kj;
                 }
+            }
+            if a == u32::MAX {
+                atomic_add_u64(missing, 1);
             }
         }
         *out.add(i) = a;

@@ -338,6 +338,34 @@ pub trait DistSetupKernels: Sync {
         Ok(None)
     }
 
+    /// [`DistSetupKernels::owned_aggregates`] with each node's aggregate left
+    /// on the backend ([`KeptAggregates`]), or `None` (the default) where it
+    /// keeps none.
+    fn kept_aggregates(
+        &self,
+        _owned: &LevelMatrix,
+        _bs: usize,
+        _eps: f64,
+    ) -> Result<Option<KeptAggregates>> {
+        Ok(None)
+    }
+
+    /// The tentative prolongator of aggregates kept on the backend (every
+    /// node in one of `kept.count`), as [`DistSetupKernels::tentative`]
+    /// returns it. Default: the aggregates brought to the host
+    /// ([`HeldAggregates::download`]) and [`DistSetupKernels::tentative`],
+    /// else the host's.
+    fn kept_tentative(
+        &self,
+        kept: &KeptAggregates,
+        bs: usize,
+        nns: &[Vec<f64>],
+        cols: (usize, usize),
+    ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
+        let agg = kept.held.download()?;
+        rank_tentative(self, (&agg, kept.count), bs, nns, cols)
+    }
+
     /// C = A B where B is `parts` stacked (the rank's rows, then the ghost
     /// rows), each of `ncols` columns, or `None` to multiply on the host (the
     /// default). `kept` is what [`DistSetupKernels::keep_rows`] kept of A,
@@ -497,6 +525,63 @@ fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f
     let mut blocks = dinv.blocks()?.to_vec();
     blocks.resize(blocks.len() + ghosts * dinv.block(), 0.0);
     Ok(Some((square, blocks)))
+}
+
+/// A rank's aggregates left on its backend by
+/// [`DistSetupKernels::kept_aggregates`]: their count and the isolated
+/// nodes on the host, each node's aggregate where the backend made it.
+pub struct KeptAggregates {
+    /// The number of aggregates.
+    pub count: usize,
+    /// The nodes without a strong connection in the owned block, increasing.
+    pub isolated: Vec<u32>,
+    /// Each node's aggregate, on the backend.
+    pub held: Box<dyn HeldAggregates>,
+}
+
+/// Each node's aggregate as a backend holds it ([`KeptAggregates`]).
+pub trait HeldAggregates: Send + Sync {
+    /// The aggregates on the host. Cost: 4 bytes per node across.
+    fn download(&self) -> Result<Vec<u32>>;
+
+    /// The backend's own type, for the backend that made it to find its data.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// The tentative prolongator of `agg` (`naggs` aggregates) with the coarse
+/// columns `first..` of `ncols`: the backend's
+/// ([`DistSetupKernels::tentative`]) where it makes one, else the host's,
+/// its columns shifted. O(n k^2).
+fn rank_tentative<K: DistSetupKernels + ?Sized>(
+    local: &K,
+    (agg, naggs): (&[u32], usize),
+    bs: usize,
+    nns: &[Vec<f64>],
+    (first, ncols): (usize, usize),
+) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
+    if let Some(found) = local.tentative(agg, naggs, bs, nns, (first, ncols))? {
+        return Ok(found);
+    }
+    let tent = tentative(agg, naggs, bs, nns)?;
+    let pt = shift_columns(tent.p, first, ncols)?;
+    Ok((LevelMatrix::from_host(pt), tent.coarse_null))
+}
+
+/// A rank's aggregates after the isolated nodes are dropped: kept on the
+/// backend (none dropped), or on the host.
+enum RankAggregates {
+    Kept(KeptAggregates),
+    Host(Vec<u32>, usize),
+}
+
+impl RankAggregates {
+    /// The number of aggregates.
+    fn count(&self) -> usize {
+        match self {
+            RankAggregates::Kept(k) => k.count,
+            RankAggregates::Host(_, n) => *n,
+        }
+    }
 }
 
 /// The CPU backend: every step on the host.
@@ -691,18 +776,59 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
         Some(gpuq_amg::device_level(self, owned))
     }
 
-    /// The block's copy on this device, else its host copy uploaded.
-    fn owned_aggregates(
+    /// On the block's copy on this device (else its host copy uploaded),
+    /// the aggregates left there (`setup_aggregates_kept`; the host
+    /// aggregates where the device cannot decide).
+    fn kept_aggregates(
         &self,
         owned: &LevelMatrix,
         bs: usize,
         eps: f64,
-    ) -> Result<Option<gpuq_amg::aggregate::Aggregation>> {
-        if let Some(block) = gpuq_amg::device_copy(self, owned) {
-            return self.setup_aggregates(&block, bs, eps);
+    ) -> Result<Option<KeptAggregates>> {
+        let block = match gpuq_amg::device_copy(self, owned) {
+            Some(held) => held,
+            None => Arc::new(self.setup_upload(owned.host()?)?),
+        };
+        let Some(mut d) = self.setup_aggregates_kept(&block, bs, eps)? else {
+            return Ok(None);
+        };
+        Ok(Some(KeptAggregates {
+            count: d.count,
+            isolated: std::mem::take(&mut d.isolated),
+            held: Box::new(DeviceAggregates {
+                gpu: self.clone(),
+                d,
+            }),
+        }))
+    }
+
+    /// For one near-null-space vector, on the device from the aggregates
+    /// kept there (`setup_tentative_single_kept`, nothing uploaded for the
+    /// vector of ones), its columns shifted there; otherwise the aggregates
+    /// downloaded for [`DistSetupKernels::tentative`].
+    fn kept_tentative(
+        &self,
+        kept: &KeptAggregates,
+        bs: usize,
+        nns: &[Vec<f64>],
+        (first, ncols): (usize, usize),
+    ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
+        let held = kept
+            .held
+            .as_any()
+            .downcast_ref::<DeviceAggregates>()
+            .filter(|h| h.gpu.same_backend(self));
+        match (held, nns) {
+            (Some(h), [single]) => {
+                let (pt, norm) = self.setup_tentative_single_kept(&h.d, bs, single)?;
+                let shifted = self.setup_shift_columns(&pt, first, ncols)?;
+                Ok((gpuq_amg::device_level(self, shifted), vec![norm]))
+            }
+            _ => {
+                let agg = kept.held.download()?;
+                rank_tentative(self, (&agg, kept.count), bs, nns, (first, ncols))
+            }
         }
-        let a = self.setup_upload(owned.host()?)?;
-        self.setup_aggregates(&a, bs, eps)
     }
 
     /// B's parts uploaded one after the other into one device matrix (no
@@ -844,6 +970,25 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
 
     fn dist_setup_name(&self) -> &'static str {
         "cuda"
+    }
+}
+
+/// Aggregates kept on a rank's GPU ([`DistSetupKernels::kept_aggregates`]).
+#[cfg(feature = "cuda")]
+struct DeviceAggregates {
+    gpu: gpuq_cuda::CudaBackend,
+    d: gpuq_cuda::DeviceAggregates,
+}
+
+#[cfg(feature = "cuda")]
+impl HeldAggregates for DeviceAggregates {
+    /// Downloaded (`setup_aggregates_download`).
+    fn download(&self) -> Result<Vec<u32>> {
+        self.gpu.setup_aggregates_download(&self.d)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -1666,22 +1811,32 @@ fn coarsen(
     let k = nns.len();
     let nnz = comm.allreduce_sum(&[a.nnz() as f64])?[0] as usize;
     let mut project = |eps: f64, t: &mut DistSetupTimings| -> Result<Option<Projected>> {
-        let mine = time(&mut t.aggregation_s, || {
-            match local.owned_aggregates(&split.owned, bs, eps)? {
-                Some(found) => Ok(found),
-                None => norm_matrix(split.owned.host()?, bs)
-                    .and_then(|e| strong_graph(&e, eps))
-                    .map(|s| {
-                        let (agg, naggs) = mis2_aggregates(&s);
-                        (agg, naggs, isolated_nodes(&s))
-                    }),
-            }
-        });
         // A node isolated in the owned block and without ghost entries is
-        // isolated in A: it joins no aggregate, as on one process.
-        let (agg, naggs) = without_isolated(agree(comm, mine)?, |i| {
-            (i * bs..(i + 1) * bs).any(|r| !split.ghost.row(r).0.is_empty())
+        // isolated in A: it joins no aggregate, as on one process. Aggregates
+        // the backend keeps stay there unless such a node is dropped.
+        let keep = |i: usize| (i * bs..(i + 1) * bs).any(|r| !split.ghost.row(r).0.is_empty());
+        let mine = time(&mut t.aggregation_s, || -> Result<RankAggregates> {
+            if let Some(kept) = local.kept_aggregates(&split.owned, bs, eps)? {
+                if kept.isolated.iter().all(|&i| keep(i as usize)) {
+                    return Ok(RankAggregates::Kept(kept));
+                }
+                let agg = kept.held.download()?;
+                let (agg, naggs) = without_isolated((agg, kept.count, kept.isolated), keep);
+                return Ok(RankAggregates::Host(agg, naggs));
+            }
+            let found = match local.owned_aggregates(&split.owned, bs, eps)? {
+                Some(found) => found,
+                None => {
+                    let s = strong_graph(&norm_matrix(split.owned.host()?, bs)?, eps)?;
+                    let (agg, naggs) = mis2_aggregates(&s);
+                    (agg, naggs, isolated_nodes(&s))
+                }
+            };
+            let (agg, naggs) = without_isolated(found, keep);
+            Ok(RankAggregates::Host(agg, naggs))
         });
+        let aggregates = agree(comm, mine)?;
+        let naggs = aggregates.count();
         trace.mark(format_args!("  aggregates"));
         let coarse_rows = comm.allreduce_sum(&[(naggs * k) as f64])?[0] as usize;
         // The rows' part of the rule before the products (no entries yet).
@@ -1707,16 +1862,12 @@ fn coarsen(
         trace.mark(format_args!("  coarse partition"));
         // P_T with global coarse columns, its ghost rows, then P.
         let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
-            let made = local
-                .tentative(&agg, naggs, bs, nns, (cfirst, nc))
-                .and_then(|found| match found {
-                    Some(found) => Ok(found),
-                    None => {
-                        let tent = tentative(&agg, naggs, bs, nns)?;
-                        let pt = shift_columns(tent.p, cfirst, nc)?;
-                        Ok((LevelMatrix::from_host(pt), tent.coarse_null))
-                    }
-                });
+            let made = match &aggregates {
+                RankAggregates::Kept(kept) => local.kept_tentative(kept, bs, nns, (cfirst, nc)),
+                RankAggregates::Host(agg, naggs) => {
+                    rank_tentative(local, (agg, *naggs), bs, nns, (cfirst, nc))
+                }
+            };
             let (pt, coarse_null) = agree(comm, made)?;
             trace.mark(format_args!("  tentative"));
             // Only the rows other ranks need come from the backend.
