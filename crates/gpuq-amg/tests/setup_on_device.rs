@@ -150,6 +150,9 @@ proptest! {
             ptr.push(cols.len());
         }
         prop_assert_eq!(outside, by_rows(&Csr::try_new(rows, k, ptr, cols, vals).unwrap()));
+        // Nothing outside all the columns: no rows.
+        let none = g.setup_outside_rows(&da, rows, 0..k).unwrap();
+        prop_assert_eq!((none.0.len(), none.1.shape(), none.1.nnz()), (0, (0, k), 0));
         // A's rows extended over the columns lo..hi and the others (A's
         // columns outside them, increasing), as a rank's split writes them:
         // each row's entries inside first, then the others numbered after

@@ -1416,8 +1416,8 @@ impl CudaBackend {
     /// columns numbered from `cols.start` (a rank's owned block of its rows
     /// over owned then ghost columns, or of a prolongator's rows over the
     /// rank's coarse columns), on the device: a count per row, their prefix
-    /// sum, the entries copied in order (kernel `csr_column_range`, one
-    /// thread per row). Errors when `rows` exceeds `a`'s rows or `cols`
+    /// sum, the entries copied in order (kernel `csr_column_range`, a group
+    /// of lanes per row). Errors when `rows` exceeds `a`'s rows or `cols`
     /// does not lie within its columns. O(rows + nnz) on the device, 8 bytes
     /// back.
     pub fn setup_column_range(
@@ -1426,7 +1426,50 @@ impl CudaBackend {
         rows: usize,
         cols: std::ops::Range<usize>,
     ) -> Result<SetupCsr> {
-        self.column_block(a, rows, cols, true)
+        if rows > a.nrows || cols.start > cols.end || cols.end > a.ncols {
+            return Err(Error::InvalidArgument(format!(
+                "column range: rows ..{rows}, columns {cols:?} of a {} x {} matrix",
+                a.nrows, a.ncols
+            )));
+        }
+        let mut out = CountedRows::new(self, rows)?;
+        for pass in 0..2 {
+            out.prepare(self, pass)?;
+            self.column_range_pass(a, rows, (&cols, true), &mut out)?;
+        }
+        out.finish(cols.len())
+    }
+
+    /// One pass of kernel `csr_column_range` over `a`'s first `rows` rows
+    /// (a group of `ROW_LANES` lanes per row) for `out`: its count pass
+    /// before `out`'s prefix sum, its fill pass after; the entries inside
+    /// `cols` (`inside`) or outside them. The caller has checked `rows` and
+    /// `cols` against `a`.
+    fn column_range_pass(
+        &self,
+        a: &SetupCsr,
+        rows: usize,
+        (cols, inside): (&std::ops::Range<usize>, bool),
+        out: &mut CountedRows,
+    ) -> Result<()> {
+        let (lo, hi, inside) = (cols.start as u32, cols.end as u32, u32::from(inside));
+        let (f, cfg) = self.launch_1d("csr_column_range", rows * ROW_LANES)?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&rows)
+            .arg(&a.ptr)
+            .arg(&a.col)
+            .arg(&a.val)
+            .arg(&lo)
+            .arg(&hi)
+            .arg(&inside);
+        out.push_args(&mut l);
+        // SAFETY: arguments match `csr_column_range`; A has at least `rows`
+        // rows (checked by the callers), out's counts `rows` values; the fill
+        // pass's c_ptr is the prefix sum of the counts, c_col and c_val hold
+        // its total.
+        unsafe { l.launch(cfg) }.map_err(dev("csr_column_range"))?;
+        self.inner.stats.launch("csr_column_range");
+        Ok(())
     }
 
     /// The rows `idx` of `a` (in that order) on the host: gathered on the
@@ -1464,35 +1507,86 @@ impl CudaBackend {
     /// The entries of `a`'s first `rows` rows outside the columns `cols`,
     /// their columns kept (a rank's entries on other ranks' columns), by
     /// the rows that hold any: those rows, increasing, and their entries (row
-    /// k of the matrix being row `rows[k]`). Cut as
-    /// [`CudaBackend::setup_column_range`] cuts the block inside, then the
-    /// non-empty rows found and gathered there (`nonempty_rows_flags`, a
-    /// prefix sum, `nonempty_rows_scatter`, `csr_select_rows`), so that
-    /// only they cross PCIe. Errors as `setup_column_range`. O(rows + nnz)
-    /// on the device, O(the rows holding entries outside and their entries)
-    /// across.
+    /// k of the matrix being row `rows[k]`). On the device: the entries
+    /// outside counted per row (`csr_column_range`'s count pass) and summed,
+    /// nothing more where there are none; else the rows holding any listed
+    /// (`nonempty_rows_flags`, a prefix sum, `nonempty_rows_scatter`) and
+    /// only those cut (`csr_outside_listed`), so that only they are read
+    /// twice and cross PCIe. Errors as [`CudaBackend::setup_column_range`].
+    /// O(rows + nnz) on the device, O(the rows holding entries outside and
+    /// their entries) across.
     pub fn setup_outside_rows(
         &self,
         a: &SetupCsr,
         rows: usize,
         cols: std::ops::Range<usize>,
     ) -> Result<(Vec<u32>, Csr<f64>)> {
-        let outside = self.column_block(a, rows, cols, false)?;
-        let n = outside.nrows;
-        let mut flags = self.setup_zeros::<u64>(n)?;
-        // SAFETY: outside.ptr holds n + 1 pointers, flags n values.
-        setup_launch!(self, "nonempty_rows_flags", n, l => {
-            l.arg(&n).arg(&outside.ptr).arg(&mut flags);
+        if rows > a.nrows || cols.start > cols.end || cols.end > a.ncols {
+            return Err(Error::InvalidArgument(format!(
+                "column range: rows ..{rows}, columns {cols:?} of a {} x {} matrix",
+                a.nrows, a.ncols
+            )));
+        }
+        let (lo, hi) = (cols.start as u32, cols.end as u32);
+        // The count pass alone: each row's entries outside.
+        let mut counted = CountedRows::new(self, rows)?;
+        self.column_range_pass(a, rows, (&cols, false), &mut counted)?;
+        let (offs, total) = self.setup_offsets(&counted.counts, rows)?;
+        if total == 0 {
+            return Ok((
+                Vec::new(),
+                Csr::try_new(0, a.ncols, vec![0], Vec::new(), Vec::new())?,
+            ));
+        }
+        let mut flags = self.setup_zeros::<u64>(rows)?;
+        // SAFETY: offs holds rows + 1 pointers, flags `rows` values.
+        setup_launch!(self, "nonempty_rows_flags", rows, l => {
+            l.arg(&rows).arg(&offs).arg(&mut flags);
         })?;
-        let (offs, k) = self.setup_offsets(&flags, n)?;
+        let (foffs, k) = self.setup_offsets(&flags, rows)?;
         let k = k as usize;
         let mut filled = self.setup_zeros::<u64>(k)?;
-        // SAFETY: offs holds the n + 1 offsets of the flags, whose total k
-        // is filled's length: each non-empty row writes its own slot.
-        setup_launch!(self, "nonempty_rows_scatter", n, l => {
-            l.arg(&n).arg(&outside.ptr).arg(&offs).arg(&mut filled);
+        // SAFETY: foffs holds the rows + 1 offsets of the flags, whose total
+        // k is filled's length: each non-empty row writes its own slot.
+        setup_launch!(self, "nonempty_rows_scatter", rows, l => {
+            l.arg(&rows).arg(&offs).arg(&foffs).arg(&mut filled);
         })?;
-        let block = self.setup_download(&self.select_rows(&outside, &filled, k)?)?;
+        let nnz = total as usize;
+        // SAFETY: `csr_outside_listed` writes the k + 1 pointers and, row by
+        // row, the `total` entries.
+        let (mut c_ptr, mut c_col, mut c_val) = unsafe {
+            (
+                self.setup_uninit::<u64>(k + 1)?,
+                self.setup_uninit::<u32>(nnz)?,
+                self.setup_uninit::<f64>(nnz)?,
+            )
+        };
+        let (f, cfg) = self.launch_1d("csr_outside_listed", k * ROW_LANES)?;
+        let mut l = self.inner.stream.launch_builder(&f);
+        l.arg(&k)
+            .arg(&filled)
+            .arg(&a.ptr)
+            .arg(&a.col)
+            .arg(&a.val)
+            .arg(&lo)
+            .arg(&hi)
+            .arg(&offs)
+            .arg(&total)
+            .arg(&mut c_ptr)
+            .arg(&mut c_col)
+            .arg(&mut c_val);
+        // SAFETY: arguments match `csr_outside_listed`; filled lists k rows
+        // below `rows`, offs their entries' places among `total`.
+        unsafe { l.launch(cfg) }.map_err(dev("csr_outside_listed"))?;
+        self.inner.stats.launch("csr_outside_listed");
+        let block = self.setup_download(&SetupCsr {
+            nrows: k,
+            ncols: a.ncols,
+            nnz,
+            ptr: c_ptr,
+            col: c_col,
+            val: c_val,
+        })?;
         let rows = self.setup_get(&filled, k)?;
         Ok((rows.into_iter().map(|r| r as u32).collect(), block))
     }
@@ -1533,45 +1627,6 @@ impl CudaBackend {
             ptr,
             ..block
         })
-    }
-
-    /// The entries of `a`'s first `rows` rows inside `cols` (`inside`,
-    /// numbered from its start) or outside them (numbered as in `a`).
-    fn column_block(
-        &self,
-        a: &SetupCsr,
-        rows: usize,
-        cols: std::ops::Range<usize>,
-        inside: bool,
-    ) -> Result<SetupCsr> {
-        if rows > a.nrows || cols.start > cols.end || cols.end > a.ncols {
-            return Err(Error::InvalidArgument(format!(
-                "column range: rows ..{rows}, columns {cols:?} of a {} x {} matrix",
-                a.nrows, a.ncols
-            )));
-        }
-        let (lo, hi, flag) = (cols.start as u32, cols.end as u32, u32::from(inside));
-        // a group of ROW_LANES lanes per row
-        let (f, cfg) = self.launch_1d("csr_column_range", rows * ROW_LANES)?;
-        let mut out = CountedRows::new(self, rows)?;
-        for pass in 0..2 {
-            out.prepare(self, pass)?;
-            let mut l = self.inner.stream.launch_builder(&f);
-            l.arg(&rows)
-                .arg(&a.ptr)
-                .arg(&a.col)
-                .arg(&a.val)
-                .arg(&lo)
-                .arg(&hi)
-                .arg(&flag);
-            out.push_args(&mut l);
-            // SAFETY: arguments match `csr_column_range`; A has at least
-            // `rows` rows; the fill pass's c_ptr is the prefix sum of the
-            // counts, c_col and c_val hold its total.
-            unsafe { l.launch(cfg) }.map_err(dev("csr_column_range"))?;
-            self.inner.stats.launch("csr_column_range");
-        }
-        out.finish(if inside { cols.len() } else { a.ncols })
     }
 
     /// The largest magnitude of `a`'s values (0 without values, NaN where

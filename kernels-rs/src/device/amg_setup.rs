@@ -1452,17 +1452,73 @@ pub unsafe extern "ptx-kernel" fn csr_column_range(
             }
         } else {
             let out = *c_ptr.add(i) as usize;
-            let mut k = lane;
-            while k < cols.len() {
-                if let Some(o) = column_range_position(k, (below, above), inside) {
-                    let j = cols[k];
-                    *c_col.add(out + o) = if inside { j - lo } else { j };
-                    *c_val.add(out + o) = *val.add(start + k);
-                }
-                k += ROW_LANES;
-            }
+            cut_row(lane, (cols, val.add(start)), (below, above, inside, lo), out, (c_col, c_val));
         }
         i += groups;
+    }
+}
+
+/// This lane's share (every `ROW_LANES`th entry from `lane`) of one row's
+/// cut: the row's entries inside (`inside`) or outside the run
+/// `below..above` of its columns on lo..hi, written in the row's order from
+/// `out` (`column_range_position`), the columns less lo inside.
+#[inline(always)]
+unsafe fn cut_row(
+    lane: usize,
+    (cols, vals): (&[u32], *const f64),
+    (below, above, inside, lo): (usize, usize, bool, u32),
+    out: usize,
+    (c_col, c_val): (*mut u32, *mut f64),
+) {
+    let mut k = lane;
+    while k < cols.len() {
+        if let Some(o) = column_range_position(k, (below, above), inside) {
+            let j = cols[k];
+            *c_col.add(out + o) = if inside { j - lo } else { j };
+            *c_val.add(out + o) = *vals.add(k);
+        }
+        k += ROW_LANES;
+    }
+}
+
+/// The entries outside the columns lo..hi of the listed rows `idx[0..k]`
+/// (increasing) of a CSR matrix, their columns kept, written compactly:
+/// listed row j's from `offs[idx[j]]` (the prefix sum, over all rows, of
+/// the counts of `csr_column_range`'s count pass: rows not listed hold
+/// none), with `c_ptr[j]` that offset and `c_ptr[k] = total`.
+/// `ROW_LANES` lanes per listed row, placing entries as `csr_column_range`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn csr_outside_listed(
+    k: usize,
+    idx: *const u64,
+    ptr: *const u64,
+    col: *const u32,
+    val: *const f64,
+    lo: u32,
+    hi: u32,
+    offs: *const u64,
+    total: u64,
+    c_ptr: *mut u64,
+    c_col: *mut u32,
+    c_val: *mut f64,
+) {
+    let (lane, groups) = (global_id() % ROW_LANES, grid_threads() / ROW_LANES);
+    if global_id() == 0 {
+        *c_ptr.add(k) = total;
+    }
+    let mut j = global_id() / ROW_LANES;
+    while j < k {
+        let i = *idx.add(j) as usize;
+        let (start, end) = (*ptr.add(i) as usize, *ptr.add(i + 1) as usize);
+        let cols = core::slice::from_raw_parts(col.add(start), end - start);
+        let (below, above) = own_run(cols, (lo, hi));
+        let out = *offs.add(i) as usize;
+        if lane == 0 {
+            *c_ptr.add(j) = out as u64;
+        }
+        cut_row(lane, (cols, val.add(start)), (below, above, false, lo), out, (c_col, c_val));
+        j += groups;
     }
 }
 
