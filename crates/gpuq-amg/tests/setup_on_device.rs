@@ -828,7 +828,25 @@ fn large_transfers_through_the_staging_buffers_round_trip() {
         let v: Vec<f64> = (0..n).map(|i| (i as f64).sin() * 1e3 + i as f64).collect();
         let d = g.setup_vec_upload(&v).unwrap();
         assert_eq!(g.setup_vec_download(&d).unwrap(), v, "{n} values");
+        // The backend's vectors too (a solution's download), in both
+        // precisions, and one below the staged size.
+        let x = gpuq_core::Backend::upload(g, &v).unwrap();
+        assert_eq!(
+            gpuq_core::Backend::download(g, &x).unwrap(),
+            v,
+            "{n} values"
+        );
+        let w: Vec<f32> = v.iter().map(|&t| t as f32).collect();
+        let y = gpuq_core::Backend::upload(g, &w).unwrap();
+        assert_eq!(
+            gpuq_core::Backend::download(g, &y).unwrap(),
+            w,
+            "{n} values"
+        );
     }
+    let small: Vec<f64> = (0..20_000).map(|i| i as f64 * 0.5).collect();
+    let x = gpuq_core::Backend::upload(g, &small).unwrap();
+    assert_eq!(gpuq_core::Backend::download(g, &x).unwrap(), small);
 }
 
 #[test]
