@@ -233,9 +233,9 @@ proptest! {
         let first = 2 * ((seed as usize >> 12) % (mm + 1));
         for (bs, l1) in [(1, false), (1, true), (2, false), (2, true)] {
             let want = BlockDiagonal::of(&sq, bs, l1);
-            prop_assert_eq!(g.setup_block_diagonal(&dsq, (0, bs), l1).unwrap(), want.blocks().unwrap().to_vec());
+            prop_assert_eq!(g.setup_vec_download(&g.setup_block_diagonal_on(&dsq, (0, bs), l1).unwrap()).unwrap(), want.blocks().unwrap().to_vec());
             let want = BlockDiagonal::of_rows(&wide, bs, first, l1);
-            prop_assert_eq!(g.setup_block_diagonal(&dwide, (first, bs), l1).unwrap(), want.blocks().unwrap().to_vec());
+            prop_assert_eq!(g.setup_vec_download(&g.setup_block_diagonal_on(&dwide, (first, bs), l1).unwrap()).unwrap(), want.blocks().unwrap().to_vec());
         }
         // The blocks' inverses on the device: the host's bit for bit, or the
         // same first singular node (random blocks, some singular: zero rows).

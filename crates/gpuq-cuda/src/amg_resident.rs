@@ -33,20 +33,9 @@ impl CudaBackend {
     /// `first + bs k..`), row-major, bs^2 values per node; with `l1` the
     /// l1-Jacobi matrix's: each row's |a_ij| outside its block added to the
     /// diagonal. The host's `BlockDiagonal::of_rows` sums in its order
-    /// (kernel `amg_block_diagonal`, one thread per row), then downloaded:
-    /// O(nnz) on the device, n bs values back.
-    pub fn setup_block_diagonal(
-        &self,
-        a: &SetupCsr,
-        (first, bs): (usize, usize),
-        l1: bool,
-    ) -> Result<Vec<f64>> {
-        let blocks = self.setup_block_diagonal_on(a, (first, bs), l1)?;
-        self.setup_get(&blocks.buf, blocks.len())
-    }
-
-    /// [`CudaBackend::setup_block_diagonal`] left on the device (no
-    /// download).
+    /// (kernel `amg_block_diagonal`, one thread per row), left on the
+    /// device. Errors when bs does not divide the rows. O(nnz) on the
+    /// device.
     pub fn setup_block_diagonal_on(
         &self,
         a: &SetupCsr,
