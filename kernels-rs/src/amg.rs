@@ -83,8 +83,9 @@ pub fn table_home(j: u32, slots: u64) -> u64 {
 }
 
 /// Entries per partial sum of the setup's inner products: each chunk is
-/// summed in the order of [`chunk_dot`], then the partials in order, on
-/// either backend, so the Lanczos estimates agree bit for bit.
+/// summed in the order of [`chunk_dot`], then the partials by
+/// [`fold_partials`], on either backend, so the Lanczos estimates agree bit
+/// for bit.
 pub const DOT_CHUNK: usize = 1024;
 
 /// Lanes of the warp that sums a chunk on the device.
@@ -97,11 +98,31 @@ pub const DOT_LANES: usize = 32;
 /// the result.
 #[inline(always)]
 pub fn chunk_dot(x: &[f64], y: &[f64]) -> f64 {
+    lane_sum(x.iter().zip(y).map(|(a, b)| a * b))
+}
+
+/// The sum of `terms` in the order of one warp of [`DOT_LANES`] lanes: lane
+/// l adds terms l, l + 32, l + 64, .. in turn from 0, then the lanes' sums
+/// combine by [`lanes_total`]. O(terms).
+#[inline(always)]
+fn lane_sum(terms: impl Iterator<Item = f64>) -> f64 {
     let mut lanes = [0.0f64; DOT_LANES];
-    for (i, (a, b)) in x.iter().zip(y).enumerate() {
-        lanes[i % DOT_LANES] += a * b;
+    for (i, t) in terms.enumerate() {
+        lanes[i % DOT_LANES] += t;
     }
     lanes_total(lanes)
+}
+
+/// The sum of an inner product's chunk partials as every backend adds
+/// them: the partials in chunks of [`DOT_CHUNK`], each chunk summed in one
+/// warp's order ([`chunk_dot`]'s, with the partials as the terms), the
+/// chunks' sums added in order from 0. A device folds a chunk with one
+/// warp's coalesced loads instead of one thread's serial walk. O(partials).
+#[inline(always)]
+pub fn fold_partials(partials: &[f64]) -> f64 {
+    partials
+        .chunks(DOT_CHUNK)
+        .fold(0.0, |s, c| s + lane_sum(c.iter().copied()))
 }
 
 /// Lanes of the setup's row sums ([`row_sum`]): a device sums a row with
@@ -350,6 +371,24 @@ pub const CHEB_X_ZERO: u32 = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The partials' fold: exact on integers across chunks, and in the lane
+    /// order (the serial order would lose the 1 beside 1e16).
+    #[test]
+    fn partials_fold_in_lanes_then_chunks() {
+        let p: [f64; 5000] = core::array::from_fn(|i| i as f64);
+        assert_eq!(fold_partials(&p), 12_497_500.0);
+        assert_eq!(fold_partials(&[]), 0.0);
+        let mut q = [0.0f64; 40];
+        (q[0], q[1], q[32]) = (1e16, 1.0, -1e16);
+        assert_eq!(fold_partials(&q), 1.0);
+        assert_eq!(q.iter().fold(0.0, |s, v| s + v), 0.0);
+        // A second chunk's sum is added after the first's.
+        let mut r = [0.0f64; DOT_CHUNK + 1];
+        (r[0], r[DOT_CHUNK]) = (1e16, 1.0);
+        r[1] = -1e16;
+        assert_eq!(fold_partials(&r), 1.0);
+    }
 
     /// Diagonally dominant blocks of every size up to MAX_SETUP_BLOCK times
     /// their inverses are the identity; a zero pivot column, a NaN and

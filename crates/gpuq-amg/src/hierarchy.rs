@@ -8,6 +8,7 @@ use crate::blockdiag::BlockDiagonal;
 use crate::coarse::dense_inverse;
 use crate::coloring::{color_sweeps, greedy, ColorSweep};
 use crate::host_checks::{check_input, component_constants, kernel_with};
+use crate::node_aggregates::NodeAggregates;
 use crate::options::{AmgOptions, CoarseSolver, Coarsening, Smoother};
 use crate::prolong::seed_prolongator;
 use crate::resident::LevelMatrix;
@@ -54,7 +55,9 @@ pub struct Level {
     pub smoother: Option<SmootherData>,
     /// Aggregate of each node (smoothed aggregation), or for the seed's method the
     /// coarse node each node interpolates from first; `None` on the coarsest level.
-    pub aggregate_of: Option<Vec<u32>>,
+    /// A device setup may hold them on the device only
+    /// ([`NodeAggregates::host`] brings them over).
+    pub aggregate_of: Option<NodeAggregates>,
 }
 
 /// Seconds spent in each phase of the setup.
@@ -317,13 +320,10 @@ impl Hierarchy {
                     .into(),
             ));
         }
-        let reuse: Vec<(Vec<u32>, usize)> = self
+        let reuse: Vec<NodeAggregates> = self
             .levels
-            .windows(2)
-            .map(|w| {
-                let agg = w[0].aggregate_of.clone().unwrap_or_default();
-                (agg, w[1].a.nrows() / w[1].block.max(1))
-            })
+            .iter()
+            .map_while(|l| l.aggregate_of.clone())
             .collect();
         Self::build_from(setup, Input::Host(a), &self.options, Some(&reuse))
     }
@@ -334,7 +334,7 @@ impl Hierarchy {
         setup: &K,
         input: Input<'_>,
         options: &AmgOptions,
-        reuse: Option<&[(Vec<u32>, usize)]>,
+        reuse: Option<&[NodeAggregates]>,
     ) -> Result<Self> {
         options.validate()?;
         let total = Instant::now();
@@ -459,7 +459,7 @@ impl Hierarchy {
         setup: &K,
         finest: LevelMatrix,
         options: &AmgOptions,
-        reuse: Option<&[(Vec<u32>, usize)]>,
+        reuse: Option<&[NodeAggregates]>,
         mut nns: Vec<Vec<f64>>,
         trace: &mut Trace,
     ) -> Result<(Vec<Level>, Csr<f64>, SetupTimings)> {
@@ -631,7 +631,7 @@ struct Coarsened {
     p: LevelMatrix,
     r: LevelMatrix,
     ac: LevelMatrix,
-    aggregate_of: Vec<u32>,
+    aggregate_of: NodeAggregates,
     next_bs: usize,
     next_nns: Vec<Vec<f64>>,
 }
@@ -646,7 +646,7 @@ fn coarsen<K: SetupKernels>(
     setup: &K,
     (cur, level): (&LevelMatrix, &K::Level),
     (bs, nns): (usize, &[Vec<f64>]),
-    (eps, given): (f64, Option<&(Vec<u32>, usize)>),
+    (eps, given): (f64, Option<&NodeAggregates>),
     (dinv, rho): (&BlockDiagonal, f64),
     options: &AmgOptions,
     (t, trace): (&mut SetupTimings, &mut Trace),
@@ -657,21 +657,22 @@ fn coarsen<K: SetupKernels>(
             let sel = time(&mut t.aggregation_s, || seed_selection(&s));
             let p = time(&mut t.prolongation_s, || seed_prolongator(&sel, bs))?.into();
             let first = sel.parents.iter().map(|p| p[0]).collect();
-            (p, first, bs, Vec::new())
+            let count = sel.coarse.len();
+            (p, NodeAggregates::from_host(first, count), bs, Vec::new())
         }
         Coarsening::SmoothedAggregation => {
-            let (agg, naggs) = match given {
-                Some((agg, naggs)) => (agg.clone(), *naggs),
+            let agg = match given {
+                Some(agg) => agg.clone(),
                 None => time_on(setup, &mut t.aggregation_s, || {
                     setup.aggregates(cur, level, bs, eps)
                 })?,
             };
             trace.mark(format_args!("  aggregates"));
-            if naggs == 0 {
+            if agg.count() == 0 {
                 return Ok(None);
             }
             let (p, cn) = time_on(setup, &mut t.prolongation_s, || -> Result<_> {
-                let (pt, coarse_null) = setup.tentative(&agg, naggs, bs, nns)?;
+                let (pt, coarse_null) = setup.tentative(&agg, bs, nns)?;
                 trace.mark(format_args!("  tentative prolongator"));
                 let p = setup.smoothed_prolongator(cur, level, dinv, rho, &pt)?;
                 Ok((p, coarse_null))

@@ -271,6 +271,7 @@ mod hierarchy;
 mod host_checks;
 pub mod kernels;
 mod mixed;
+mod node_aggregates;
 mod options;
 mod precision;
 pub mod prolong;
@@ -292,6 +293,7 @@ pub use kernels::{
     device_largest_fits, device_layout_fits, device_lays_out, device_values_fit, AmgKernels,
 };
 pub use mixed::MixedAmg;
+pub use node_aggregates::{HeldAggregates, NodeAggregates};
 pub use options::{
     default_jacobi_damping, device_defaults, AmgOptions, CoarseSolver, Coarsening, CycleKind,
     CycleOptions, Smoother, DEVICE_JACOBI_DAMPING, MAX_BLOCK,
@@ -301,7 +303,8 @@ pub use resident::{LevelMatrix, ResidentMatrix};
 pub use rigid::rigid_body_modes;
 #[cfg(feature = "cuda")]
 pub use setup::cuda::{
-    device_blocks, device_copy, device_inverse, device_level, kept_blocks, resident_finest,
+    device_aggregates, device_blocks, device_copy, device_inverse, device_level, kept_aggregates,
+    kept_blocks, resident_finest,
 };
 pub use setup::{HostSetup, SetupKernels};
 pub use symmetry::block_is_symmetric;

@@ -11,6 +11,7 @@
 use crate::aggregate::aggregates;
 use crate::blockdiag::BlockDiagonal;
 use crate::galerkin::galerkin;
+use crate::node_aggregates::NodeAggregates;
 use crate::prolong::{smooth, tentative};
 use crate::resident::LevelMatrix;
 use crate::spectral::rho_dinv_a;
@@ -80,16 +81,17 @@ pub trait SetupKernels {
     /// the bs x bs block norms with threshold `eps`, then the distance-2
     /// maximal-independent-set aggregation, isolated nodes in none
     /// ([`crate::aggregate::NOT_AGGREGATED`]). Returns each node's aggregate
-    /// and the count. Default: [`strength_graph`] and [`aggregates`] on the
-    /// host, O(nnz) per round.
+    /// and the count, where the backend made them. Default:
+    /// [`strength_graph`] and [`aggregates`] on the host, O(nnz) per round.
     fn aggregates(
         &self,
         a: &LevelMatrix,
         _level: &Self::Level,
         bs: usize,
         eps: f64,
-    ) -> Result<(Vec<u32>, usize)> {
-        Ok(aggregates(&strength_graph(a.host()?, bs, eps)?))
+    ) -> Result<NodeAggregates> {
+        let (agg, count) = aggregates(&strength_graph(a.host()?, bs, eps)?);
+        Ok(NodeAggregates::from_host(agg, count))
     }
 
     /// The bs x bs diagonal blocks of `a` ([`BlockDiagonal::of`]; with `l1`
@@ -124,18 +126,17 @@ pub trait SetupKernels {
         rho_dinv_a(a.host()?, d, dinv, steps)
     }
 
-    /// The tentative prolongator of the aggregates `agg` (`naggs` of them,
-    /// bs rows per node) and the near-null-space vectors `nns`, and the
-    /// coarse level's vectors ([`tentative`]). Default: on the host, O(nrows
-    /// k^2).
+    /// The tentative prolongator of the aggregates `agg` (bs rows per node)
+    /// and the near-null-space vectors `nns`, and the coarse level's vectors
+    /// ([`tentative`]). Default: on the host (the aggregates brought there),
+    /// O(nrows k^2).
     fn tentative(
         &self,
-        agg: &[u32],
-        naggs: usize,
+        agg: &NodeAggregates,
         bs: usize,
         nns: &[Vec<f64>],
     ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-        host_tentative(agg, naggs, bs, nns)
+        host_tentative(agg.host()?, agg.count(), bs, nns)
     }
 
     /// The smoothed prolongator P = (I - omega D^-1 A) P_T, omega = 4 / (3
@@ -227,10 +228,11 @@ impl HostSetup for CpuBackend {}
 pub(crate) mod cuda {
     use super::SetupKernels;
     use crate::blockdiag::BlockDiagonal;
+    use crate::node_aggregates::NodeAggregates;
     use crate::resident::{LevelMatrix, ResidentMatrix};
     use crate::spectral::{lanczos_rho, LanczosOps};
     use gpuq_core::Result;
-    use gpuq_cuda::{CudaBackend, SetupCsr, SetupOps, SetupVec};
+    use gpuq_cuda::{CudaBackend, DeviceAggregates, SetupCsr, SetupOps, SetupVec};
 
     /// Levels of at most this many rows run their Lanczos steps in one
     /// launch ([`CudaBackend::setup_replay`]). Measured on the H200 machine
@@ -468,6 +470,51 @@ pub(crate) mod cuda {
         }
     }
 
+    /// Each node's aggregate on `g`'s device.
+    struct DeviceNodeAggregates {
+        backend: CudaBackend,
+        kept: DeviceAggregates,
+    }
+
+    impl crate::node_aggregates::HeldAggregates for DeviceNodeAggregates {
+        /// Downloaded (`setup_aggregates_download`).
+        fn download(&self) -> Result<Vec<u32>> {
+            self.backend.setup_aggregates_download(&self.kept)
+        }
+
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    /// Aggregates left on `g`'s device by
+    /// [`CudaBackend::setup_aggregates_kept`] (every node in one) as
+    /// aggregates held there: brought to the host only when something asks
+    /// ([`NodeAggregates::host`]). Their isolated-node list is dropped. O(1).
+    pub fn kept_aggregates(g: &CudaBackend, kept: DeviceAggregates) -> NodeAggregates {
+        let count = kept.count;
+        NodeAggregates::from_held(
+            Arc::new(DeviceNodeAggregates {
+                backend: g.clone(),
+                kept,
+            }),
+            count,
+        )
+    }
+
+    /// The device copy of `agg` when `g` (the same context) made it
+    /// ([`kept_aggregates`]). O(1).
+    pub fn device_aggregates<'a>(
+        g: &CudaBackend,
+        agg: &'a NodeAggregates,
+    ) -> Option<&'a DeviceAggregates> {
+        agg.held()?
+            .as_any()
+            .downcast_ref::<DeviceNodeAggregates>()
+            .filter(|d| d.backend.same_backend(g))
+            .map(|d| &d.kept)
+    }
+
     /// The device copy of `a` made by `g` (the same context), if there is
     /// one: what [`device_level`] or `g`'s setup keeps. O(1).
     pub fn device_copy(g: &CudaBackend, a: &LevelMatrix) -> Option<Arc<SetupCsr>> {
@@ -579,8 +626,10 @@ pub(crate) mod cuda {
             "cuda"
         }
 
-        /// The device aggregation ([`CudaBackend::setup_aggregates`]); the
-        /// host's where the device declines (block size above 8, a zero
+        /// The device aggregation ([`CudaBackend::setup_aggregates_kept`]),
+        /// kept on the device ([`kept_aggregates`]) unless an isolated node
+        /// is dropped (then on the host, [`crate::aggregate::without_isolated`]);
+        /// the host's where the device declines (block size above 8, a zero
         /// diagonal block, a block pattern that is not symmetric).
         fn aggregates(
             &self,
@@ -588,13 +637,23 @@ pub(crate) mod cuda {
             level: &Arc<SetupCsr>,
             bs: usize,
             eps: f64,
-        ) -> Result<(Vec<u32>, usize)> {
-            match self.setup_aggregates(level, bs, eps)? {
-                Some(found) => Ok(crate::aggregate::without_isolated(found, |_| false)),
-                None => Ok(crate::aggregate::aggregates(
-                    &crate::strength::strength_graph(a.host()?, bs, eps)?,
-                )),
+        ) -> Result<NodeAggregates> {
+            let Some(mut kept) = self.setup_aggregates_kept(level, bs, eps)? else {
+                let (agg, count) = crate::aggregate::aggregates(&crate::strength::strength_graph(
+                    a.host()?,
+                    bs,
+                    eps,
+                )?);
+                return Ok(NodeAggregates::from_host(agg, count));
+            };
+            if kept.isolated.is_empty() {
+                return Ok(kept_aggregates(self, kept));
             }
+            let isolated = std::mem::take(&mut kept.isolated);
+            let agg = self.setup_aggregates_download(&kept)?;
+            let (agg, count) =
+                crate::aggregate::without_isolated((agg, kept.count, isolated), |_| false);
+            Ok(NodeAggregates::from_host(agg, count))
         }
 
         /// The device's extraction ([`CudaBackend::setup_block_diagonal_on`],
@@ -645,26 +704,32 @@ pub(crate) mod cuda {
         }
 
         /// On the device, kept there, the host's values bit for bit: one
-        /// vector by [`CudaBackend::setup_tentative_single`], several by
+        /// vector from aggregates kept on the device
+        /// ([`CudaBackend::setup_tentative_single_kept`], nothing uploaded
+        /// for the vector of ones) or from the host's
+        /// ([`CudaBackend::setup_tentative_single`]), several by
         /// [`CudaBackend::setup_tentative_qr`] (a thread per aggregate; on
-        /// the host where a node is in no aggregate).
+        /// the host where a node is in no aggregate) from the host's
+        /// aggregates.
         fn tentative(
             &self,
-            agg: &[u32],
-            naggs: usize,
+            agg: &NodeAggregates,
             bs: usize,
             nns: &[Vec<f64>],
         ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-            match nns {
-                [single] => {
-                    let (pt, norm) = self.setup_tentative_single(agg, naggs, bs, single)?;
-                    Ok((device_level(self, pt), vec![norm]))
+            let (pt, coarse) = match (device_aggregates(self, agg), nns) {
+                (Some(kept), [single]) => {
+                    let (pt, norm) = self.setup_tentative_single_kept(kept, bs, single)?;
+                    (pt, vec![norm])
                 }
-                _ => {
-                    let (pt, coarse) = self.setup_tentative_qr(agg, naggs, bs, nns)?;
-                    Ok((device_level(self, pt), coarse))
+                (_, [single]) => {
+                    let (pt, norm) =
+                        self.setup_tentative_single(agg.host()?, agg.count(), bs, single)?;
+                    (pt, vec![norm])
                 }
-            }
+                _ => self.setup_tentative_qr(agg.host()?, agg.count(), bs, nns)?,
+            };
+            Ok((device_level(self, pt), coarse))
         }
 
         /// P = P_T - omega D^-1 (A P_T) in one device pass with the host's

@@ -6,7 +6,9 @@
 use crate::blockdiag::BlockDiagonal;
 use crate::galerkin::same_columns;
 use gpuq_core::Result;
-use gpuq_kernels::amg::{chunk_dot, lanczos_start, lanes_total, row_sum, DOT_CHUNK, ROW_LANES};
+use gpuq_kernels::amg::{
+    chunk_dot, fold_partials, lanczos_start, lanes_total, row_sum, DOT_CHUNK, ROW_LANES,
+};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
 
@@ -14,7 +16,7 @@ use rayon::prelude::*;
 /// [`lanczos_rho`] is written once over them. Each backend computes every
 /// entry in the same order (rows of A in `row_sum`'s lanes, blocks of D row by row,
 /// inner products in chunks of [`DOT_CHUNK`] in [`chunk_dot`]'s order, the
-/// chunks' sums added in chunk order), so the estimates agree bit for bit.
+/// chunks' sums added by [`fold_partials`]), so the estimates agree bit for bit.
 /// The recurrence's scalars stay where the vectors are (a device keeps them
 /// in its memory and reads them back once, at the end).
 pub trait LanczosOps {
@@ -32,7 +34,7 @@ pub trait LanczosOps {
     /// y = D x (`inverse`: y = D^-1 x), D the block diagonal.
     fn d_mul(&self, inverse: bool, x: &Self::V, y: &mut Self::V) -> Result<()>;
     /// x^T y: the chunk partials ([`chunk_dot`] per chunk of [`DOT_CHUNK`])
-    /// added in chunk order from 0; `root`: the square root of its absolute
+    /// added by [`fold_partials`]; `root`: the square root of its absolute
     /// value.
     fn dot(&self, x: &Self::V, y: &Self::V, root: bool) -> Result<Self::S>;
     /// The scalar 0.
@@ -195,15 +197,15 @@ impl LanczosOps for HostLanczos<'_> {
 }
 
 /// x^T y on the host as every backend sums it: [`chunk_dot`] over chunks of
-/// [`DOT_CHUNK`] (in parallel), the chunks' sums added in order from 0.
-/// O(n).
+/// [`DOT_CHUNK`] (in parallel), the chunks' sums added by
+/// [`fold_partials`]. O(n).
 pub fn dot_sum(x: &[f64], y: &[f64]) -> f64 {
     let partials: Vec<f64> = x
         .par_chunks(DOT_CHUNK)
         .zip(y.par_chunks(DOT_CHUNK))
         .map(|(a, b)| chunk_dot(a, b))
         .collect();
-    partials.iter().fold(0.0, |s, p| s + p)
+    fold_partials(&partials)
 }
 
 /// `s`, or the square root of |s| when `root` ([`LanczosOps::dot`]).

@@ -82,9 +82,10 @@ fn check_invariants(a: &Csr<f64>, o: &AmgOptions) -> Hierarchy {
         }
         assert!(col_has.iter().all(|&x| x));
         // Aggregates (or first parents) cover every node.
-        let agg = fine.aggregate_of.as_ref().unwrap();
+        let agg = fine.aggregate_of.as_ref().unwrap().host().unwrap();
         assert_eq!(agg.len(), fine.a.nrows() / fine.block);
         let naggs = coarse.a.nrows() / coarse.block;
+        assert_eq!(fine.aggregate_of.as_ref().unwrap().count(), naggs);
         let mut used = vec![false; naggs];
         for (i, &g) in agg.iter().enumerate() {
             if g == gpuq_amg::aggregate::NOT_AGGREGATED {

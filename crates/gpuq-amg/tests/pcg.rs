@@ -185,7 +185,7 @@ fn pcg_amg_with_dirichlet_rows_kept_as_identity_rows() {
         ..AmgOptions::default()
     };
     let h = Hierarchy::build(&kept, &o).unwrap();
-    let agg = h.levels()[0].aggregate_of.as_ref().unwrap();
+    let agg = h.levels()[0].aggregate_of.as_ref().unwrap().host().unwrap();
     for (i, &g) in agg.iter().enumerate() {
         assert_eq!(
             g == gpuq_amg::aggregate::NOT_AGGREGATED,

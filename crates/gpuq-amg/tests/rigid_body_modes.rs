@@ -68,7 +68,7 @@ fn the_tentative_prolongator_reproduces_the_modes_on_every_level() {
     assert!(levels[1..].iter().all(|l| l.block == 6));
     let mut b = modes;
     for (k, level) in levels.iter().enumerate().take(levels.len() - 1) {
-        let agg = level.aggregate_of.as_ref().unwrap();
+        let agg = level.aggregate_of.as_ref().unwrap().host().unwrap();
         let naggs = levels[k + 1].a.nrows() / 6;
         let t = tentative(agg, naggs, level.block, &b).unwrap();
         assert_eq!(t.zero_columns, 0, "level {k}");

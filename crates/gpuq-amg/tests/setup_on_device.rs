@@ -472,6 +472,29 @@ fn same_hierarchy(g: &CudaBackend, a: &Csr<f64>, o: &AmgOptions, what: &str) {
     );
 }
 
+/// A graph Laplacian plus the identity on `n` nodes, node i linked to the
+/// `i % 9` nodes `(i + 1 + (7 i + 13 t) % 40) % n` (t = 0, 1, ..) and
+/// symmetrised: rows of 2 to 17 entries (for n = 3000), 9 on average. SPD.
+fn uneven_rows(n: usize) -> Csr<f64> {
+    let mut coo = Coo::new(n, n);
+    let mut degree = vec![0.0; n];
+    for i in 0..n {
+        for t in 0..i % 9 {
+            let j = (i + 1 + (i * 7 + t * 13) % 40) % n;
+            if j != i {
+                coo.push(i, j, -1.0).unwrap();
+                coo.push(j, i, -1.0).unwrap();
+                degree[i] += 1.0;
+                degree[j] += 1.0;
+            }
+        }
+    }
+    for (i, d) in degree.iter().enumerate() {
+        coo.push(i, i, d + 1.0).unwrap();
+    }
+    Csr::from_coo(&coo).unwrap()
+}
+
 #[test]
 fn device_setup_builds_the_host_hierarchy() {
     let Some(g) = gpu("device_setup_builds_the_host_hierarchy") else {
@@ -483,10 +506,22 @@ fn device_setup_builds_the_host_hierarchy() {
         ..AmgOptions::default()
     };
     same_hierarchy(g, &laplace3d::<f64>(16), &small(1), "laplace3d:16");
+    // The aggregates stay on the device unless an isolated node is dropped.
+    let held = |a: &Csr<f64>, o: &AmgOptions| {
+        let h = Hierarchy::build_on(g, a, o).unwrap();
+        let agg = h.levels()[0].aggregate_of.as_ref().unwrap();
+        gpuq_amg::device_aggregates(g, agg).is_some()
+    };
+    assert!(held(&laplace3d::<f64>(16), &small(1)));
+    let fixed = with_identity_rows(&laplace3d::<f64>(16), |i| i % 7 == 0);
+    assert!(!held(&fixed, &small(1)));
     same_hierarchy(g, &coupled2d(30, 0.05), &small(2), "coupled2d:30");
     same_hierarchy(g, &neumann2d(30), &small(1), "neumann2d:30");
     // Unsymmetric values on a symmetric pattern.
     same_hierarchy(g, &convdiff2d::<f64>(40, 0.8), &small(1), "convdiff2d:40");
+    // Scalar rows of 2 to 17 entries, 9 on average: the strength test's
+    // quarter-warp groups take rows of up to three times their lanes.
+    same_hierarchy(g, &uneven_rows(3000), &small(1), "uneven rows");
     // Three near-null-space vectors: coarse levels have three unknowns per node.
     let (e, _) = gpuq_sparse::elasticity::elasticity2d::<f64>(24).unwrap();
     let coords = gpuq_sparse::generators::ProblemSpec::Elasticity2d { n: 24 }
@@ -903,4 +938,42 @@ fn stacked_and_padded_uploads_equal_the_joined_host_arrays() {
     assert!(g.setup_upload_stacked(&[&big, &wide], 8).is_err());
     let none = g.setup_upload_stacked(&[], 7).unwrap();
     assert_eq!(g.setup_download(&none).unwrap().shape(), (0, 7));
+}
+
+#[test]
+fn device_inner_products_fold_their_partials_as_the_host() {
+    let Some(g) = gpu("device_inner_products_fold_their_partials_as_the_host") else {
+        return;
+    };
+    // Partials: 1, exactly one chunk (1,024), one chunk and one partial, and
+    // 3,908 (three full chunks of partials and part of a fourth).
+    for n in [5usize, 1024 * 1024, 1024 * 1024 + 1, 4_000_000] {
+        let x: Vec<f64> = (0..n).map(|i| ((i * 37) as f64).sin() * 1e3).collect();
+        let y: Vec<f64> = (0..n).map(|i| ((i * 11 + 5) as f64).cos() - 0.25).collect();
+        let want = gpuq_amg::spectral::dot_sum(&x, &y);
+        let (dx, dy) = (
+            g.setup_vec_upload(&x).unwrap(),
+            g.setup_vec_upload(&y).unwrap(),
+        );
+        let chunks = n.div_ceil(gpuq_kernels::amg::DOT_CHUNK);
+        let mut partial = g.setup_vec_zeros(chunks).unwrap();
+        let mut scalars = g.setup_vec_zeros(4).unwrap();
+        g.setup_dot_into((&dx, &dy), &mut partial, false, (&mut scalars, 0))
+            .unwrap();
+        g.setup_dot_into((&dx, &dy), &mut partial, true, (&mut scalars, 1))
+            .unwrap();
+        // The same two products as one replayed launch.
+        let mut ops = gpuq_cuda::SetupOps::new();
+        g.record_dot(&mut ops, (&dx, &dy), &mut partial, false, (&mut scalars, 2))
+            .unwrap();
+        g.record_dot(&mut ops, (&dx, &dy), &mut partial, true, (&mut scalars, 3))
+            .unwrap();
+        // SAFETY: every buffer recorded is alive until the read below.
+        unsafe { g.setup_replay(ops) }.unwrap();
+        let got = g.setup_vec_read(&scalars, 0..4).unwrap();
+        let root = want.abs().sqrt();
+        let bits: Vec<u64> = got.iter().map(|v| v.to_bits()).collect();
+        let wants = [want, root, want, root].map(f64::to_bits);
+        assert_eq!(bits, wants, "{n} entries: {got:?} against {want}");
+    }
 }

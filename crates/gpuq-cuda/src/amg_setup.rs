@@ -1864,9 +1864,15 @@ impl CudaBackend {
                 .arg(&a.val)
                 .arg(&mut diag);
         })?;
-        // Scalar rows: a warp per node (coarse levels' rows are long).
+        // Scalar rows: a group of lanes per node, a quarter warp for short
+        // rows (a 7-point stencil's), a warp for long ones (coarse levels').
+        let lanes = if a.nnz <= STRENGTH_SHORT_ROWS * nodes {
+            8
+        } else {
+            32
+        };
         let (f, cfg) = match bs {
-            1 => self.launch_1d("amg_strength_rows", nodes * 32)?,
+            1 => self.launch_1d("amg_strength_rows", nodes * lanes)?,
             _ => self.launch_1d("amg_strength", nodes)?,
         };
         let mut counts = self.setup_zeros::<u64>(nodes)?;
@@ -1888,9 +1894,10 @@ impl CudaBackend {
             }
             let mut l = self.inner.stream.launch_builder(&f);
             l.arg(&nodes);
-            if bs != 1 {
-                l.arg(&bs);
-            }
+            match bs {
+                1 => l.arg(&lanes),
+                _ => l.arg(&bs),
+            };
             l.arg(&eps).arg(&a.ptr).arg(&a.col).arg(&a.val).arg(&diag);
             match &gptr {
                 Some(p) => l.arg(p),
@@ -1898,7 +1905,7 @@ impl CudaBackend {
             };
             l.arg(&mut counts).arg(&mut adj).arg(&mut flags);
             // SAFETY: arguments match `amg_strength` (`amg_strength_rows`
-            // for bs = 1, which takes no bs); bs <= MAX_SETUP_BLOCK;
+            // for bs = 1, which takes `lanes` for bs); bs <= MAX_SETUP_BLOCK;
             // the fill pass's gptr is the prefix sum of the counts and adj
             // holds its total.
             unsafe { l.launch(cfg) }.map_err(dev("amg_strength"))?;
@@ -2012,6 +2019,11 @@ impl DeviceAggregates {
         self.nodes
     }
 }
+
+/// Scalar rows of at most this many entries on average are tested for
+/// strength by a quarter warp each (`amg_strength_rows`), longer ones by a
+/// warp.
+const STRENGTH_SHORT_ROWS: usize = 12;
 
 /// The aggregate of a node in no aggregate (a zero row of the tentative
 /// prolongator; `gpuq_amg::aggregate::NOT_AGGREGATED`).
@@ -2202,8 +2214,8 @@ impl CudaBackend {
 
     /// `scalars[at]` = x^T y, or sqrt(|x^T y|) when `root`, kept on the device:
     /// the partials of chunks of `DOT_CHUNK` entries (`chunk_dot`'s order, a
-    /// warp each) into `partial` (at least that many values), then summed in
-    /// chunk order by one thread, as the host folds them. Two launches, no
+    /// warp each) into `partial` (at least that many values), then folded by
+    /// one warp as the host's `fold_partials` folds them. Two launches, no
     /// read back. Errors on mismatched lengths or a short `partial` or
     /// `scalars`.
     pub fn setup_dot_into(
@@ -2221,7 +2233,7 @@ impl CudaBackend {
         let root = u32::from(root);
         // SAFETY (both launches): partial holds `chunks` values, `at` is a
         // slot of scalars.
-        setup_launch!(self, "setup_fold_partials", 1, l => {
+        setup_launch!(self, "setup_fold_partials", 32, l => {
             l.arg(&chunks)
                 .arg(&partial.buf)
                 .arg(&root)

@@ -163,8 +163,8 @@ mod walks;
 
 pub use amg::{
     mixed_dist_amg, DistAmg, DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels,
-    DistSetupTimings, GlobalRows, HeldAggregates, KeptAggregates, KeptProduct, KeptRows,
-    MixedDistAmg, OwnedTransfer, RankRows,
+    DistSetupTimings, GlobalRows, KeptAggregates, KeptProduct, KeptRows, MixedDistAmg,
+    OwnedTransfer, RankRows,
 };
 pub use backend::{CommStats, Dist, DistMatrix};
 pub use comm::{agree, ordered_sum, Communicator, SingleRank};

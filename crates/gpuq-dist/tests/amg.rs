@@ -8,8 +8,8 @@ use gpuq_core::{Backend, Error, LinearOperator, SolveReport};
 use gpuq_cpu::CpuBackend;
 use gpuq_dist::{
     mixed_dist_amg, rows_of, solve_matrix_with_precond, solve_rows_with_precond, Communicator,
-    Dist, DistAmgOptions, DistHierarchy, DistSetupKernels, DistWalk, GhostRows, HeldAggregates,
-    KeptAggregates, KeptProduct, KeptRows, OwnedTransfer, RankRows, RowPartition, ThreadComm,
+    Dist, DistAmgOptions, DistHierarchy, DistSetupKernels, DistWalk, GhostRows, KeptAggregates,
+    KeptProduct, KeptRows, OwnedTransfer, RankRows, RowPartition, ThreadComm,
 };
 use gpuq_krylov::{solve_csr_with_precond, KrylovOptions, Preconditioner, SolverConfig};
 use gpuq_mcls::{mcsa, McOptions, McsaOptions, MonteCarlo};
@@ -1303,7 +1303,7 @@ struct AggregatesKeeping {
 /// the level (the call's number) and the downloads' record.
 struct HostHeld(Vec<u32>, usize, Arc<std::sync::Mutex<Vec<usize>>>);
 
-impl HeldAggregates for HostHeld {
+impl gpuq_amg::HeldAggregates for HostHeld {
     fn download(&self) -> Result<Vec<u32>, Error> {
         if let Ok(mut levels) = self.2.lock() {
             levels.push(self.1);
@@ -1328,24 +1328,29 @@ impl DistSetupKernels for AggregatesKeeping {
         let s = strong_graph(&norm_matrix(owned.host()?, bs)?, eps)?;
         let (agg, count) = mis2_aggregates(&s);
         let level = self.kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let held = Arc::new(HostHeld(agg, level, self.downloaded.clone()));
         Ok(Some(KeptAggregates {
-            count,
             isolated: isolated_nodes(&s),
-            held: Box::new(HostHeld(agg, level, self.downloaded.clone())),
+            aggregates: gpuq_amg::NodeAggregates::from_held(held, count),
         }))
     }
 
-    fn kept_tentative(
+    /// From the aggregates this backend keeps; `None` (the host) for
+    /// aggregates on the host (the finest level's, identity rows dropped).
+    fn tentative(
         &self,
-        kept: &KeptAggregates,
+        agg: &gpuq_amg::NodeAggregates,
         bs: usize,
         nns: &[Vec<f64>],
         (first, ncols): (usize, usize),
-    ) -> Result<(LevelMatrix, Vec<Vec<f64>>), Error> {
-        let Some(held) = kept.held.as_any().downcast_ref::<HostHeld>() else {
-            return Err(Error::InvalidArgument("aggregates held elsewhere".into()));
+    ) -> Result<Option<(LevelMatrix, Vec<Vec<f64>>)>, Error> {
+        let Some(held) = agg
+            .held()
+            .and_then(|h| h.as_any().downcast_ref::<HostHeld>())
+        else {
+            return Ok(None);
         };
-        let t = gpuq_amg::prolong::tentative(&held.0, kept.count, bs, nns)?;
+        let t = gpuq_amg::prolong::tentative(&held.0, agg.count(), bs, nns)?;
         let cols = t.p.col_idx().iter().map(|&j| j + first as u32).collect();
         let shifted = Csr::try_new(
             t.p.nrows(),
@@ -1354,7 +1359,7 @@ impl DistSetupKernels for AggregatesKeeping {
             cols,
             t.p.values().to_vec(),
         )?;
-        Ok((LevelMatrix::from_host(shifted), t.coarse_null))
+        Ok(Some((LevelMatrix::from_host(shifted), t.coarse_null)))
     }
 }
 

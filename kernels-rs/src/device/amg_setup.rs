@@ -119,15 +119,20 @@ unsafe fn strong(
     forward || backward
 }
 
-/// `amg_strength` for scalar rows (bs = 1), one warp per node: the lanes
-/// test entries l, l + 32, .. of the row at once (the same test as
-/// `amg_strength`'s), and the strong ones are written in column order by
-/// their ranks among the lanes (`vote.ballot`). Arguments and results as
-/// `amg_strength`'s, without `bs`.
+/// `amg_strength` for scalar rows (bs = 1), a group of `lanes` lanes per
+/// node (a power of two up to 32: a quarter warp for short rows, a warp for
+/// long ones): the group's lanes test entries l, l + lanes, .. of the row at
+/// once (the same test as `amg_strength`'s), and the strong ones are written
+/// in column order by their ranks among the group's lanes (`vote.ballot`).
+/// The warp's groups step through their rows together (a loop every lane
+/// runs until no row of the warp has entries left). Arguments and results
+/// as `amg_strength`'s, without `bs` and with `lanes` (any other value: no
+/// work).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn amg_strength_rows(
     nodes: usize,
+    lanes: usize,
     eps: f64,
     ptr: *const u64,
     col: *const u32,
@@ -138,42 +143,51 @@ pub unsafe extern "ptx-kernel" fn amg_strength_rows(
     adj: *mut u32,
     flags: *mut u64,
 ) {
-    let lane = lane();
-    let below = (1u32 << lane) - 1;
-    let mut k = global_id() / 32;
-    while k < nodes {
-        let dk = *diag.add(k);
-        if dk <= 0.0 && lane == 0 {
-            atomic_add_u64(flags.add(1), 1);
+    if lanes == 0 || lanes > 32 || 32 % lanes != 0 {
+        return;
+    }
+    let lane = lane() as usize;
+    let (sub, first) = (lane % lanes, (lane - lane % lanes) as u32);
+    let group = if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 };
+    let below = (1u32 << sub) - 1;
+    let rows = 32 / lanes;
+    let mut w = global_id() / 32;
+    while w * rows < nodes {
+        let k = w * rows + lane / lanes;
+        let (mut lo, mut hi, mut out, mut dk) = (0usize, 0usize, 0usize, 0.0f64);
+        if k < nodes {
+            dk = *diag.add(k);
+            if dk <= 0.0 && sub == 0 {
+                atomic_add_u64(flags.add(1), 1);
+            }
+            (lo, hi) = (*ptr.add(k) as usize, *ptr.add(k + 1) as usize);
+            out = if gptr.is_null() { 0 } else { *gptr.add(k) as usize };
         }
-        let (lo, hi) = (*ptr.add(k) as usize, *ptr.add(k + 1) as usize);
-        let out = if gptr.is_null() { 0 } else { *gptr.add(k) as usize };
         let mut found = 0usize;
         let mut base = lo;
-        while base < hi {
-            let p = base + lane as usize;
-            let mut l = k;
-            if p < hi {
-                l = *col.add(p) as usize;
-            }
-            let keep = l != k && {
-                let e_kl = abs(*val.add(p));
-                strong((k, l), (e_kl, dk), eps, 1, (ptr, col, val), diag, flags)
+        while warp_ballot(base < hi) != 0 {
+            let p = base + sub;
+            let keep = p < hi && {
+                let l = *col.add(p) as usize;
+                l != k && {
+                    let e_kl = abs(*val.add(p));
+                    strong((k, l), (e_kl, dk), eps, 1, (ptr, col, val), diag, flags)
+                }
             };
-            let mask = warp_ballot(keep);
+            let mask = (warp_ballot(keep) >> first) & group;
             if keep && !gptr.is_null() {
-                *adj.add(out + found + (mask & below).count_ones() as usize) = l as u32;
+                *adj.add(out + found + (mask & below).count_ones() as usize) = *col.add(p);
             }
             found += mask.count_ones() as usize;
-            base += 32;
+            base += lanes;
         }
-        if gptr.is_null() && lane == 0 {
+        if k < nodes && gptr.is_null() && sub == 0 {
             *counts.add(k) = found as u64;
             if found == 0 {
                 atomic_add_u64(flags.add(2), 1);
             }
         }
-        k += grid_threads() / 32;
+        w += grid_threads() / 32;
     }
 }
 
@@ -1818,22 +1832,42 @@ pub unsafe extern "ptx-kernel" fn setup_lanczos_start(n: usize, first: usize, ow
     }
 }
 
-/// scalars[at] = the sum of partial[0..m] in order from 0, or the square
-/// root of its absolute value when `root`: one thread's fold of the chunk
-/// partials, as the host folds them.
+/// scalars[at] = `fold_partials` of partial[0..m] (chunks of `DOT_CHUNK`
+/// partials, each summed in one warp's lane order, the chunks' sums added in
+/// order from 0), or the square root of its absolute value when `root`. One
+/// warp: every lane of it calls this; a full chunk's 32 loads per lane are
+/// issued together, so the fold waits for memory once per chunk.
 #[inline(always)]
 unsafe fn fold_partials(m: usize, partial: *const f64, root: bool, at: usize, scalars: *mut f64) {
+    let lane = lane() as usize;
     let mut s = 0.0f64;
-    for c in 0..m {
-        s += *partial.add(c);
+    let mut lo = 0;
+    while lo < m {
+        let mut t = 0.0f64;
+        if m - lo >= DOT_CHUNK {
+            let p = partial.add(lo + lane);
+            let v: [f64; DOT_CHUNK / 32] = core::array::from_fn(|k| *p.add(32 * k));
+            t = v.iter().fold(t, |t, x| t + x);
+        } else {
+            let mut i = lo + lane;
+            while i < m {
+                t += *partial.add(i);
+                i += 32;
+            }
+        }
+        // lane 0 holds the chunk's sum (and so the running total)
+        s += warp_sum(t);
+        lo += DOT_CHUNK;
     }
-    *scalars.add(at) = if root { abs(s).sqrt_rn() } else { s };
+    if lane == 0 {
+        *scalars.add(at) = if root { abs(s).sqrt_rn() } else { s };
+    }
 }
 
-/// scalars[at] = the sum of partial[0..m] in order, from 0 (the host's
-/// fold of `setup_dot_chunks`' partials), or the square root of its
-/// absolute value when `root` != 0: a Lanczos scalar kept on the device. One
-/// thread, O(m).
+/// scalars[at] = the partials' sum as the host's `fold_partials` adds them
+/// (the fold of `setup_dot_chunks`' partials), or the square root of its
+/// absolute value when `root` != 0: a Lanczos scalar kept on the device. The
+/// first warp of the grid, O(m / 32) per lane.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn setup_fold_partials(
     m: usize,
@@ -1842,7 +1876,7 @@ pub unsafe extern "ptx-kernel" fn setup_fold_partials(
     at: usize,
     scalars: *mut f64,
 ) {
-    if global_id() == 0 {
+    if global_id() < 32 {
         fold_partials(m, partial, root != 0, at, scalars);
     }
 }
@@ -1906,7 +1940,7 @@ pub unsafe extern "ptx-kernel" fn setup_divide(
 /// opcodes `REPLAY_*` of `crate::amg` name them and their words) in order,
 /// each over the whole grid with the per-item code of its own kernel above
 /// (`setup_spmv`, `setup_block_mul`, `setup_dot_chunks` then
-/// `setup_fold_partials` by thread 0, `setup_lanczos_update`,
+/// `setup_fold_partials` by the first warp, `setup_lanczos_update`,
 /// `setup_divide`), a grid barrier after each: a sequence of small launches
 /// (a Lanczos estimate's steps) in one, with the same results bit for bit.
 ///
@@ -1929,7 +1963,7 @@ pub unsafe extern "ptx-kernel" fn setup_replay(ops: *const u64, count: usize, ba
             REPLAY_DOT => {
                 dot_chunks((all.0 / 32, all.1 / 32), n, f(2), f(3), f(4));
                 sync_grid(bar);
-                if all.0 == 0 {
+                if all.0 < 32 {
                     fold_partials(n.div_ceil(DOT_CHUNK), f(4), w(5) != 0, w(6) as usize, f(7));
                 }
             }

@@ -118,6 +118,6 @@ pub use cycle::DistAmg;
 pub use mixed::{mixed_dist_amg, MixedDistAmg};
 pub use rows::{GlobalRows, RankRows};
 pub use setup::{
-    DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, HeldAggregates,
-    KeptAggregates, KeptProduct, KeptRows, OwnedTransfer,
+    DistAmgOptions, DistHierarchy, DistLevel, DistSetupKernels, DistSetupTimings, KeptAggregates,
+    KeptProduct, KeptRows, OwnedTransfer,
 };

@@ -20,7 +20,9 @@ use gpuq_amg::prolong::{smooth, tentative};
 use gpuq_amg::spectral::{lanczos_rho, HostLanczos};
 use gpuq_amg::strength::{norm_matrix, strong_graph};
 use gpuq_amg::trace::Trace;
-use gpuq_amg::{coarsening_accepted, AmgOptions, Coarsening, Hierarchy, LevelMatrix, Smoother};
+use gpuq_amg::{
+    coarsening_accepted, AmgOptions, Coarsening, Hierarchy, LevelMatrix, NodeAggregates, Smoother,
+};
 use gpuq_core::{Error, Result};
 use gpuq_sparse::Csr;
 use rayon::prelude::*;
@@ -350,22 +352,6 @@ pub trait DistSetupKernels: Sync {
         Ok(None)
     }
 
-    /// The tentative prolongator of aggregates kept on the backend (every
-    /// node in one of `kept.count`), as [`DistSetupKernels::tentative`]
-    /// returns it. Default: the aggregates brought to the host
-    /// ([`HeldAggregates::download`]) and [`DistSetupKernels::tentative`],
-    /// else the host's.
-    fn kept_tentative(
-        &self,
-        kept: &KeptAggregates,
-        bs: usize,
-        nns: &[Vec<f64>],
-        cols: (usize, usize),
-    ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-        let agg = kept.held.download()?;
-        rank_tentative(self, (&agg, kept.count), bs, nns, cols)
-    }
-
     /// C = A B where B is `parts` stacked (the rank's rows, then the ghost
     /// rows), each of `ncols` columns, or `None` to multiply on the host (the
     /// default). `kept` is what [`DistSetupKernels::keep_rows`] kept of A,
@@ -418,16 +404,16 @@ pub trait DistSetupKernels: Sync {
     }
 
     /// The tentative prolongator of the rank's nodes (`agg` each node's
-    /// aggregate of `naggs`, `bs` rows a node, `nns` the near-null-space
-    /// vectors' rows), its columns numbered from `cols.0` of `cols.1` (the
-    /// rank's first coarse column, the coarse level's columns), and the
-    /// coarse near-null-space rows: [`gpuq_amg::prolong::tentative`] bit for
-    /// bit, held by the backend (its host copy made when asked for); `None`
-    /// (the default) to build it on the host.
+    /// aggregate, on the host or held by the backend; `bs` rows a node, `nns`
+    /// the near-null-space vectors' rows), its columns numbered from `cols.0`
+    /// of `cols.1` (the rank's first coarse column, the coarse level's
+    /// columns), and the coarse near-null-space rows:
+    /// [`gpuq_amg::prolong::tentative`] bit for bit, held by the backend (its
+    /// host copy made when asked for); `None` (the default) to build it on
+    /// the host (the aggregates brought there).
     fn tentative(
         &self,
-        _agg: &[u32],
-        _naggs: usize,
+        _agg: &NodeAggregates,
         _bs: usize,
         _nns: &[Vec<f64>],
         _cols: (usize, usize),
@@ -528,60 +514,32 @@ fn squared(a: &Csr<f64>, dinv: &BlockDiagonal) -> Result<Option<(Csr<f64>, Vec<f
 }
 
 /// A rank's aggregates left on its backend by
-/// [`DistSetupKernels::kept_aggregates`]: their count and the isolated
-/// nodes on the host, each node's aggregate where the backend made it.
+/// [`DistSetupKernels::kept_aggregates`]: the isolated nodes on the host,
+/// each node's aggregate and their count where the backend made them.
 pub struct KeptAggregates {
-    /// The number of aggregates.
-    pub count: usize,
     /// The nodes without a strong connection in the owned block, increasing.
     pub isolated: Vec<u32>,
-    /// Each node's aggregate, on the backend.
-    pub held: Box<dyn HeldAggregates>,
+    /// Each node's aggregate (every node in one), held by the backend
+    /// ([`NodeAggregates::from_held`]).
+    pub aggregates: NodeAggregates,
 }
 
-/// Each node's aggregate as a backend holds it ([`KeptAggregates`]).
-pub trait HeldAggregates: Send + Sync {
-    /// The aggregates on the host. Cost: 4 bytes per node across.
-    fn download(&self) -> Result<Vec<u32>>;
-
-    /// The backend's own type, for the backend that made it to find its data.
-    fn as_any(&self) -> &dyn std::any::Any;
-}
-
-/// The tentative prolongator of `agg` (`naggs` aggregates) with the coarse
-/// columns `first..` of `ncols`: the backend's
-/// ([`DistSetupKernels::tentative`]) where it makes one, else the host's,
-/// its columns shifted. O(n k^2).
+/// The tentative prolongator of `agg` with the coarse columns `first..` of
+/// `ncols`: the backend's ([`DistSetupKernels::tentative`]) where it makes
+/// one, else the host's, its columns shifted. O(n k^2).
 fn rank_tentative<K: DistSetupKernels + ?Sized>(
     local: &K,
-    (agg, naggs): (&[u32], usize),
+    agg: &NodeAggregates,
     bs: usize,
     nns: &[Vec<f64>],
     (first, ncols): (usize, usize),
 ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-    if let Some(found) = local.tentative(agg, naggs, bs, nns, (first, ncols))? {
+    if let Some(found) = local.tentative(agg, bs, nns, (first, ncols))? {
         return Ok(found);
     }
-    let tent = tentative(agg, naggs, bs, nns)?;
+    let tent = tentative(agg.host()?, agg.count(), bs, nns)?;
     let pt = shift_columns(tent.p, first, ncols)?;
     Ok((LevelMatrix::from_host(pt), tent.coarse_null))
-}
-
-/// A rank's aggregates after the isolated nodes are dropped: kept on the
-/// backend (none dropped), or on the host.
-enum RankAggregates {
-    Kept(KeptAggregates),
-    Host(Vec<u32>, usize),
-}
-
-impl RankAggregates {
-    /// The number of aggregates.
-    fn count(&self) -> usize {
-        match self {
-            RankAggregates::Kept(k) => k.count,
-            RankAggregates::Host(_, n) => *n,
-        }
-    }
 }
 
 /// The CPU backend: every step on the host.
@@ -793,42 +751,9 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
             return Ok(None);
         };
         Ok(Some(KeptAggregates {
-            count: d.count,
             isolated: std::mem::take(&mut d.isolated),
-            held: Box::new(DeviceAggregates {
-                gpu: self.clone(),
-                d,
-            }),
+            aggregates: gpuq_amg::kept_aggregates(self, d),
         }))
-    }
-
-    /// For one near-null-space vector, on the device from the aggregates
-    /// kept there (`setup_tentative_single_kept`, nothing uploaded for the
-    /// vector of ones), its columns shifted there; otherwise the aggregates
-    /// downloaded for [`DistSetupKernels::tentative`].
-    fn kept_tentative(
-        &self,
-        kept: &KeptAggregates,
-        bs: usize,
-        nns: &[Vec<f64>],
-        (first, ncols): (usize, usize),
-    ) -> Result<(LevelMatrix, Vec<Vec<f64>>)> {
-        let held = kept
-            .held
-            .as_any()
-            .downcast_ref::<DeviceAggregates>()
-            .filter(|h| h.gpu.same_backend(self));
-        match (held, nns) {
-            (Some(h), [single]) => {
-                let (pt, norm) = self.setup_tentative_single_kept(&h.d, bs, single)?;
-                let shifted = self.setup_shift_columns(&pt, first, ncols)?;
-                Ok((gpuq_amg::device_level(self, shifted), vec![norm]))
-            }
-            _ => {
-                let agg = kept.held.download()?;
-                rank_tentative(self, (&agg, kept.count), bs, nns, (first, ncols))
-            }
-        }
     }
 
     /// B's parts uploaded one after the other into one device matrix (no
@@ -876,17 +801,18 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     }
 
     /// On the device as the one-GPU setup builds it
-    /// ([`gpuq_amg::SetupKernels::tentative`]), its columns shifted there
+    /// ([`gpuq_amg::SetupKernels::tentative`]: from aggregates kept on this
+    /// device without their upload, for the vector of ones without its
+    /// upload or a transpose), its columns shifted there
     /// (`setup_shift_columns`).
     fn tentative(
         &self,
-        agg: &[u32],
-        naggs: usize,
+        agg: &NodeAggregates,
         bs: usize,
         nns: &[Vec<f64>],
         (first, ncols): (usize, usize),
     ) -> Result<Option<(LevelMatrix, Vec<Vec<f64>>)>> {
-        let (local, coarse) = gpuq_amg::SetupKernels::tentative(self, agg, naggs, bs, nns)?;
+        let (local, coarse) = gpuq_amg::SetupKernels::tentative(self, agg, bs, nns)?;
         let Some(pt) = gpuq_amg::device_copy(self, &local) else {
             return Ok(None);
         };
@@ -970,25 +896,6 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
 
     fn dist_setup_name(&self) -> &'static str {
         "cuda"
-    }
-}
-
-/// Aggregates kept on a rank's GPU ([`DistSetupKernels::kept_aggregates`]).
-#[cfg(feature = "cuda")]
-struct DeviceAggregates {
-    gpu: gpuq_cuda::CudaBackend,
-    d: gpuq_cuda::DeviceAggregates,
-}
-
-#[cfg(feature = "cuda")]
-impl HeldAggregates for DeviceAggregates {
-    /// Downloaded (`setup_aggregates_download`).
-    fn download(&self) -> Result<Vec<u32>> {
-        self.gpu.setup_aggregates_download(&self.d)
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
     }
 }
 
@@ -1815,14 +1722,14 @@ fn coarsen(
         // isolated in A: it joins no aggregate, as on one process. Aggregates
         // the backend keeps stay there unless such a node is dropped.
         let keep = |i: usize| (i * bs..(i + 1) * bs).any(|r| !split.ghost.row(r).0.is_empty());
-        let mine = time(&mut t.aggregation_s, || -> Result<RankAggregates> {
+        let mine = time(&mut t.aggregation_s, || -> Result<NodeAggregates> {
             if let Some(kept) = local.kept_aggregates(&split.owned, bs, eps)? {
                 if kept.isolated.iter().all(|&i| keep(i as usize)) {
-                    return Ok(RankAggregates::Kept(kept));
+                    return Ok(kept.aggregates);
                 }
-                let agg = kept.held.download()?;
-                let (agg, naggs) = without_isolated((agg, kept.count, kept.isolated), keep);
-                return Ok(RankAggregates::Host(agg, naggs));
+                let (agg, count) = (kept.aggregates.host()?.to_vec(), kept.aggregates.count());
+                let (agg, naggs) = without_isolated((agg, count, kept.isolated), keep);
+                return Ok(NodeAggregates::from_host(agg, naggs));
             }
             let found = match local.owned_aggregates(&split.owned, bs, eps)? {
                 Some(found) => found,
@@ -1833,7 +1740,7 @@ fn coarsen(
                 }
             };
             let (agg, naggs) = without_isolated(found, keep);
-            Ok(RankAggregates::Host(agg, naggs))
+            Ok(NodeAggregates::from_host(agg, naggs))
         });
         let aggregates = agree(comm, mine)?;
         let naggs = aggregates.count();
@@ -1862,12 +1769,7 @@ fn coarsen(
         trace.mark(format_args!("  coarse partition"));
         // P_T with global coarse columns, its ghost rows, then P.
         let (p, coarse_null) = time(&mut t.prolongation_s, || -> Result<_> {
-            let made = match &aggregates {
-                RankAggregates::Kept(kept) => local.kept_tentative(kept, bs, nns, (cfirst, nc)),
-                RankAggregates::Host(agg, naggs) => {
-                    rank_tentative(local, (agg, *naggs), bs, nns, (cfirst, nc))
-                }
-            };
+            let made = rank_tentative(local, &aggregates, bs, nns, (cfirst, nc));
             let (pt, coarse_null) = agree(comm, made)?;
             trace.mark(format_args!("  tentative"));
             // Only the rows other ranks need come from the backend.
