@@ -626,11 +626,11 @@ pub(crate) mod cuda {
             "cuda"
         }
 
-        /// The device aggregation ([`CudaBackend::setup_aggregates_kept`]),
-        /// kept on the device ([`kept_aggregates`]) unless an isolated node
-        /// is dropped (then on the host, [`crate::aggregate::without_isolated`]);
-        /// the host's where the device declines (block size above 8, a zero
-        /// diagonal block, a block pattern that is not symmetric).
+        /// The device aggregation with the isolated nodes dropped there
+        /// ([`CudaBackend::setup_aggregates_dropped`]), kept on the device
+        /// ([`kept_aggregates`]); the host's where the device declines
+        /// (block size above 8, a zero diagonal block, a block pattern that
+        /// is not symmetric).
         fn aggregates(
             &self,
             a: &LevelMatrix,
@@ -638,22 +638,15 @@ pub(crate) mod cuda {
             bs: usize,
             eps: f64,
         ) -> Result<NodeAggregates> {
-            let Some(mut kept) = self.setup_aggregates_kept(level, bs, eps)? else {
-                let (agg, count) = crate::aggregate::aggregates(&crate::strength::strength_graph(
-                    a.host()?,
-                    bs,
-                    eps,
-                )?);
-                return Ok(NodeAggregates::from_host(agg, count));
-            };
-            if kept.isolated.is_empty() {
-                return Ok(kept_aggregates(self, kept));
+            match self.setup_aggregates_dropped(level, bs, eps)? {
+                Some(kept) => Ok(kept_aggregates(self, kept)),
+                None => {
+                    let (agg, count) = crate::aggregate::aggregates(
+                        &crate::strength::strength_graph(a.host()?, bs, eps)?,
+                    );
+                    Ok(NodeAggregates::from_host(agg, count))
+                }
             }
-            let isolated = std::mem::take(&mut kept.isolated);
-            let agg = self.setup_aggregates_download(&kept)?;
-            let (agg, count) =
-                crate::aggregate::without_isolated((agg, kept.count, isolated), |_| false);
-            Ok(NodeAggregates::from_host(agg, count))
         }
 
         /// The device's extraction ([`CudaBackend::setup_block_diagonal_on`],

@@ -713,8 +713,9 @@ impl CudaBackend {
     }
 
     /// [`CudaBackend::setup_tentative_single`] of aggregates left on the
-    /// device ([`CudaBackend::setup_aggregates_kept`], every node in one of
-    /// `kept.count`): nothing goes up for the vector of ones. Errors when
+    /// device ([`CudaBackend::setup_aggregates_kept`] or
+    /// [`CudaBackend::setup_aggregates_dropped`]): nothing goes up for the
+    /// vector of ones. Errors when
     /// `b` does not have bs values per node.
     pub fn setup_tentative_single_kept(
         &self,
@@ -731,12 +732,11 @@ impl CudaBackend {
         }
         let ones = b.par_iter().all(|&x| x == 1.0);
         let uploaded = if ones { None } else { Some(self.setup_put(b)?) };
-        let pt = self.full_pattern(
-            &kept.agg,
-            (kept.nodes * bs, kept.count),
-            bs,
-            uploaded.as_ref(),
-        )?;
+        let shape = (kept.nodes * bs, kept.count);
+        let pt = match kept.unaggregated {
+            false => self.full_pattern(&kept.agg, shape, bs, uploaded.as_ref())?,
+            true => self.partial_pattern(&kept.agg, shape, bs, uploaded.as_ref())?,
+        };
         self.scaled_tentative(pt, kept.count, ones)
     }
 
@@ -894,8 +894,8 @@ impl CudaBackend {
     /// The pattern of the tentative prolongator with one value per row:
     /// row r holds column `agg[r / bs]` with value b[r], `b` on the device
     /// (its first nrows values), or 1 for `None` (the vector of ones; kernel
-    /// `tentative_pattern`; uploads `agg`).
-    /// O(nrows). Errors when `b` is shorter than the rows (bs nodes per
+    /// `tentative_pattern`, or [`CudaBackend::partial_pattern`] where a node
+    /// is in no aggregate; uploads `agg`). O(nrows). Errors when `b` is shorter than the rows (bs nodes per
     /// aggregate entry) or an aggregate is out of range.
     fn aggregate_pattern(
         &self,
@@ -909,8 +909,6 @@ impl CudaBackend {
         if bs == 0 || b_len < nrows {
             return Err(Error::shape("tentative prolongator", nrows, b_len));
         }
-        // The kernels take a null b for the vector of ones.
-        let null = 0u64;
         // One parallel pass: an index out of range, and whether a node is in
         // no aggregate.
         let (bad, some_out) = agg
@@ -928,24 +926,40 @@ impl CudaBackend {
             )));
         }
         let d_agg = self.setup_put(agg)?;
-        if !some_out {
-            return self.full_pattern(&d_agg, (nrows, naggs), bs, d_b);
+        match some_out {
+            false => self.full_pattern(&d_agg, (nrows, naggs), bs, d_b),
+            true => self.partial_pattern(&d_agg, (nrows, naggs), bs, d_b),
         }
-        // Rows of nodes in no aggregate are empty: their offsets on the host.
-        let mut offsets = Vec::with_capacity(nrows + 1);
-        offsets.push(0u64);
-        for r in 0..nrows {
-            offsets.push(offsets[r] + u64::from(agg[r / bs] != NOT_AGGREGATED));
-        }
-        let nnz = offsets[nrows] as usize;
-        let ptr = self.setup_put(&offsets)?;
+    }
+
+    /// [`CudaBackend::full_pattern`] where some nodes are in no aggregate
+    /// (`d_agg` u32::MAX; their rows empty): the row offsets by a prefix sum
+    /// of the row counts on the device (kernels `tentative_row_counts`,
+    /// `tentative_pattern_at`), one 8-byte read back. O(nrows).
+    fn partial_pattern(
+        &self,
+        d_agg: &CudaSlice<u32>,
+        (nrows, naggs): (usize, usize),
+        bs: usize,
+        d_b: Option<&CudaSlice<f64>>,
+    ) -> Result<SetupCsr> {
+        // The kernels take a null b for the vector of ones.
+        let null = 0u64;
+        let mut counts = self.setup_zeros::<u64>(nrows)?;
+        // SAFETY: arguments match `tentative_row_counts`; d_agg holds nrows /
+        // bs aggregates, counts nrows values.
+        setup_launch!(self, "tentative_row_counts", nrows, l => {
+            l.arg(&nrows).arg(&bs).arg(d_agg).arg(&mut counts);
+        })?;
+        let (ptr, nnz) = self.setup_offsets(&counts, nrows)?;
+        let nnz = nnz as usize;
         let mut col = self.setup_zeros::<u32>(nnz)?;
         let mut val = self.setup_zeros::<f64>(nnz)?;
         // SAFETY: arguments match `tentative_pattern_at`; agg holds nrows / bs
-        // aggregates below naggs or NOT_AGGREGATED, d_b at least nrows
-        // values, ptr the nrows + 1 offsets of nnz entries, col and val nnz.
+        // aggregates below naggs or u32::MAX, d_b at least nrows values, ptr
+        // the nrows + 1 offsets of nnz entries, col and val nnz.
         setup_launch!(self, "tentative_pattern_at", nrows, l => {
-            l.arg(&nrows).arg(&bs).arg(&d_agg);
+            l.arg(&nrows).arg(&bs).arg(d_agg);
             match d_b {
                 Some(b) => l.arg(b),
                 None => l.arg(&null),
@@ -1841,13 +1855,40 @@ impl CudaBackend {
 
     /// [`CudaBackend::setup_aggregates`] with each node's aggregate left on
     /// the device ([`DeviceAggregates`]): 32 bytes back (the counts), and
-    /// the graph's row offsets only where some node is isolated. Errors
-    /// where a node is left without an aggregate.
+    /// the graph's row offsets only where some node is isolated (for the
+    /// isolated nodes' list). Errors where a node is left without an
+    /// aggregate.
     pub fn setup_aggregates_kept(
         &self,
         a: &SetupCsr,
         bs: usize,
         eps: f64,
+    ) -> Result<Option<DeviceAggregates>> {
+        self.aggregates_on(a, (bs, eps), false)
+    }
+
+    /// [`CudaBackend::setup_aggregates_kept`] with the isolated nodes dropped
+    /// there, one process's rule (`gpuq_amg::aggregate::drop_isolated`: an
+    /// isolated node in no aggregate, the other aggregates renumbered in
+    /// order; kernels `amg_drop_mark`, `amg_drop_renumber`): nothing comes
+    /// back but counts, and the result lists no isolated node.
+    pub fn setup_aggregates_dropped(
+        &self,
+        a: &SetupCsr,
+        bs: usize,
+        eps: f64,
+    ) -> Result<Option<DeviceAggregates>> {
+        self.aggregates_on(a, (bs, eps), true)
+    }
+
+    /// The device aggregation of `a` (blocks of `bs`, strength threshold
+    /// `eps`), its isolated nodes listed on the host or, with `drop`,
+    /// dropped on the device.
+    fn aggregates_on(
+        &self,
+        a: &SetupCsr,
+        (bs, eps): (usize, f64),
+        drop: bool,
     ) -> Result<Option<DeviceAggregates>> {
         if bs == 0 || bs > MAX_SETUP_BLOCK || a.nrows % bs != 0 || a.nrows != a.ncols {
             return Ok(None);
@@ -1980,6 +2021,17 @@ impl CudaBackend {
                 "AMG aggregation left a node without an aggregate".into(),
             ));
         }
+        let mut count = count as usize;
+        if isolated_count > 0 && drop {
+            count = self.drop_isolated_on(nodes, &gptr, &mut agg, count)?;
+            return Ok(Some(DeviceAggregates {
+                agg,
+                nodes,
+                count,
+                isolated: Vec::new(),
+                unaggregated: true,
+            }));
+        }
         // the graph's row offsets come back only where some row is empty
         let isolated = match isolated_count {
             0 => Vec::new(),
@@ -1995,9 +2047,36 @@ impl CudaBackend {
         Ok(Some(DeviceAggregates {
             agg,
             nodes,
-            count: count as usize,
+            count,
             isolated,
+            unaggregated: false,
         }))
+    }
+
+    /// Drops the aggregates of the isolated nodes (none in the strong graph
+    /// `gptr`) from `agg` (`naggs` aggregates, every node in one) on the
+    /// device: each such node in no aggregate, the others renumbered in
+    /// order. Returns the aggregates left. One 8-byte read back.
+    fn drop_isolated_on(
+        &self,
+        nodes: usize,
+        gptr: &CudaSlice<u64>,
+        agg: &mut CudaSlice<u32>,
+        naggs: usize,
+    ) -> Result<usize> {
+        let mut dropped = self.setup_zeros::<u64>(naggs)?;
+        // SAFETY: arguments match `amg_drop_mark`; gptr holds nodes + 1
+        // offsets, agg `nodes` aggregates below naggs, dropped naggs zeros.
+        setup_launch!(self, "amg_drop_mark", nodes, l => {
+            l.arg(&nodes).arg(gptr).arg(&*agg).arg(&mut dropped);
+        })?;
+        let (before, gone) = self.setup_offsets(&dropped, naggs)?;
+        // SAFETY: arguments match `amg_drop_renumber`; dropped holds naggs
+        // flags and before their naggs + 1 prefix sums.
+        setup_launch!(self, "amg_drop_renumber", nodes, l => {
+            l.arg(&nodes).arg(&dropped).arg(&before).arg(agg);
+        })?;
+        Ok(naggs - gone as usize)
     }
 }
 
@@ -2009,8 +2088,11 @@ pub struct DeviceAggregates {
     nodes: usize,
     /// The number of aggregates.
     pub count: usize,
-    /// The nodes without a strong connection, increasing.
+    /// The nodes without a strong connection, increasing (none where
+    /// [`CudaBackend::setup_aggregates_dropped`] dropped them).
     pub isolated: Vec<u32>,
+    /// Whether some node is in no aggregate (u32::MAX).
+    unaggregated: bool,
 }
 
 impl DeviceAggregates {

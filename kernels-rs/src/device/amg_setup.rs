@@ -478,6 +478,52 @@ pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
     }
 }
 
+/// The aggregates of the isolated nodes marked for dropping: dropped[agg[i]]
+/// = 1 for every node i without a neighbour in the strong graph (gptr[i +
+/// 1] == gptr[i]) that is in an aggregate (`dropped` holds an aggregate's
+/// worth of zeros). Grid-stride over the nodes.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_drop_mark(
+    n: usize,
+    gptr: *const u64,
+    agg: *const u32,
+    dropped: *mut u64,
+) {
+    let mut i = global_id();
+    while i < n {
+        let a = *agg.add(i);
+        if *gptr.add(i + 1) == *gptr.add(i) && a != u32::MAX {
+            *dropped.add(a as usize) = 1;
+        }
+        i += grid_threads();
+    }
+}
+
+/// Each node's aggregate after the marked ones are dropped (the host's
+/// `drop_isolated`): u32::MAX (in none) where `dropped[agg[i]]`, else the
+/// aggregate renumbered among the kept ones in order, agg[i] - before[agg[i]]
+/// (`before` the prefix sum of `dropped`). Grid-stride over the nodes.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn amg_drop_renumber(
+    n: usize,
+    dropped: *const u64,
+    before: *const u64,
+    agg: *mut u32,
+) {
+    let mut i = global_id();
+    while i < n {
+        let a = *agg.add(i);
+        if a != u32::MAX {
+            *agg.add(i) = if *dropped.add(a as usize) != 0 {
+                u32::MAX
+            } else {
+                a - *before.add(a as usize) as u32
+            };
+        }
+        i += grid_threads();
+    }
+}
+
 /// The products of row i of A B (`dinv` null), or of row i of the smoothed
 /// prolongator B - omega D^-1 A B (`dinv` the inverse diagonal blocks,
 /// row-major, bs^2 per node): B's row i and the rows of A's rows bs k ..
@@ -2481,6 +2527,24 @@ pub unsafe extern "ptx-kernel" fn tentative_pattern(
             *col.add(r) = *agg.add(r / bs);
             *val.add(r) = if b.is_null() { 1.0 } else { *b.add(r) };
         }
+        r += grid_threads();
+    }
+}
+
+/// counts[r] = 1 where row r's node is in an aggregate (agg[r / bs] !=
+/// u32::MAX), else 0: the tentative prolongator's row lengths, whose prefix
+/// sum is `tentative_pattern_at`'s `ptr`. Grid-stride over the rows.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn tentative_row_counts(
+    nrows: usize,
+    bs: usize,
+    agg: *const u32,
+    counts: *mut u64,
+) {
+    let bs = bs.max(1);
+    let mut r = global_id();
+    while r < nrows {
+        *counts.add(r) = u64::from(*agg.add(r / bs) != u32::MAX);
         r += grid_threads();
     }
 }
