@@ -566,6 +566,42 @@ fn device_setup_builds_the_host_hierarchy() {
 }
 
 #[test]
+fn isolated_nodes_listed_and_dropped_on_the_device_as_on_the_host() {
+    let Some(g) = gpu("isolated_nodes_listed_and_dropped_on_the_device_as_on_the_host") else {
+        return;
+    };
+    use gpuq_amg::aggregate::{drop_isolated, isolated_nodes, mis2_aggregates};
+    use gpuq_amg::strength::strength_graph;
+    let fixed = with_identity_rows(&laplace3d::<f64>(12), |i| i % 11 == 0);
+    let s = strength_graph(&fixed, 1, 0.08).unwrap();
+    let (agg, naggs) = mis2_aggregates(&s);
+    let isolated = isolated_nodes(&s);
+    assert!(isolated.len() > 10);
+    let d = g.setup_upload(&fixed).unwrap();
+    let kept = g.setup_aggregates_kept(&d, 1, 0.08).unwrap().unwrap();
+    assert_eq!(kept.isolated, isolated, "the listed isolated nodes");
+    assert_eq!(g.setup_aggregates_download(&kept).unwrap(), agg);
+    // Every other isolated node dropped (a rank keeps those with ghost
+    // entries), then all of them (one process's rule, on the device).
+    let half: Vec<u32> = isolated.iter().copied().step_by(2).collect();
+    let without = g.setup_aggregates_without(&kept, &half).unwrap();
+    let mut want = agg.clone();
+    let count = drop_isolated(&mut want, naggs, &half);
+    assert_eq!(without.count, count);
+    assert_eq!(g.setup_aggregates_download(&without).unwrap(), want);
+    let rest: Vec<u32> = isolated.iter().copied().skip(1).step_by(2).collect();
+    assert_eq!(without.isolated, rest);
+    let all = g.setup_aggregates_dropped(&d, 1, 0.08).unwrap().unwrap();
+    let mut want = agg.clone();
+    let count = drop_isolated(&mut want, naggs, &isolated);
+    assert_eq!((all.count, all.isolated.len()), (count, 0));
+    assert_eq!(g.setup_aggregates_download(&all).unwrap(), want);
+    // The aggregates kept: nothing dropped, the original count.
+    assert_eq!(g.setup_aggregates_without(&kept, &[]).unwrap().count, naggs);
+    assert!(g.setup_aggregates_without(&kept, &[1 << 30]).is_err());
+}
+
+#[test]
 fn a_matrix_already_on_the_device_builds_the_same_hierarchy() {
     let Some(g) = gpu("a_matrix_already_on_the_device_builds_the_same_hierarchy") else {
         return;

@@ -334,6 +334,33 @@ impl CudaBackend {
         Ok(out[0])
     }
 
+    /// The rows of the `n` rows of `ptr` (row offsets, n + 1 values) that
+    /// hold an entry, or with `empty` those that hold none, increasing, on
+    /// the device, and their number (kernels `listed_rows_flags`,
+    /// `listed_rows_scatter`, a prefix sum; one 8-byte read back). O(n).
+    pub(crate) fn list_rows(
+        &self,
+        ptr: &CudaSlice<u64>,
+        n: usize,
+        empty: bool,
+    ) -> Result<(CudaSlice<u64>, usize)> {
+        let empty = u32::from(empty);
+        let mut flags = self.setup_zeros::<u64>(n)?;
+        // SAFETY: ptr holds n + 1 offsets, flags `n` values.
+        setup_launch!(self, "listed_rows_flags", n, l => {
+            l.arg(&n).arg(ptr).arg(&empty).arg(&mut flags);
+        })?;
+        let (offs, k) = self.setup_offsets(&flags, n)?;
+        let k = k as usize;
+        let mut rows = self.setup_zeros::<u64>(k)?;
+        // SAFETY: offs holds the n + 1 offsets of the flags, whose total k
+        // is rows' length: each flagged row writes its own slot.
+        setup_launch!(self, "listed_rows_scatter", n, l => {
+            l.arg(&n).arg(ptr).arg(&empty).arg(&offs).arg(&mut rows);
+        })?;
+        Ok((rows, k))
+    }
+
     /// The exclusive prefix sum of `n` counts on the device, as row pointers
     /// (n + 1 values, the last the total) and their total: three launches
     /// (`scan_tile_sums`, `scan_tile_offsets`, `scan_tile_apply`: tiles of 512
@@ -1524,7 +1551,7 @@ impl CudaBackend {
     /// k of the matrix being row `rows[k]`). On the device: the entries
     /// outside counted per row (`csr_column_range`'s count pass) and summed,
     /// nothing more where there are none; else the rows holding any listed
-    /// (`nonempty_rows_flags`, a prefix sum, `nonempty_rows_scatter`) and
+    /// (`listed_rows_flags`, a prefix sum, `listed_rows_scatter`) and
     /// only those cut (`csr_outside_listed`), so that only they are read
     /// twice and cross PCIe. Errors as [`CudaBackend::setup_column_range`].
     /// O(rows + nnz) on the device, O(the rows holding entries outside and
@@ -1552,19 +1579,7 @@ impl CudaBackend {
                 Csr::try_new(0, a.ncols, vec![0], Vec::new(), Vec::new())?,
             ));
         }
-        let mut flags = self.setup_zeros::<u64>(rows)?;
-        // SAFETY: offs holds rows + 1 pointers, flags `rows` values.
-        setup_launch!(self, "nonempty_rows_flags", rows, l => {
-            l.arg(&rows).arg(&offs).arg(&mut flags);
-        })?;
-        let (foffs, k) = self.setup_offsets(&flags, rows)?;
-        let k = k as usize;
-        let mut filled = self.setup_zeros::<u64>(k)?;
-        // SAFETY: foffs holds the rows + 1 offsets of the flags, whose total
-        // k is filled's length: each non-empty row writes its own slot.
-        setup_launch!(self, "nonempty_rows_scatter", rows, l => {
-            l.arg(&rows).arg(&offs).arg(&foffs).arg(&mut filled);
-        })?;
+        let (filled, k) = self.list_rows(&offs, rows, false)?;
         let nnz = total as usize;
         // SAFETY: `csr_outside_listed` writes the k + 1 pointers and, row by
         // row, the `total` entries.
@@ -2022,53 +2037,93 @@ impl CudaBackend {
             ));
         }
         let mut count = count as usize;
-        if isolated_count > 0 && drop {
-            count = self.drop_isolated_on(nodes, &gptr, &mut agg, count)?;
-            return Ok(Some(DeviceAggregates {
-                agg,
-                nodes,
-                count,
-                isolated: Vec::new(),
-                unaggregated: true,
-            }));
-        }
-        // the graph's row offsets come back only where some row is empty
-        let isolated = match isolated_count {
-            0 => Vec::new(),
-            _ => {
-                let offsets = self.setup_get(&gptr, nodes + 1)?;
-                (0..nodes)
-                    .into_par_iter()
-                    .filter(|&i| offsets[i + 1] == offsets[i])
-                    .map(|i| i as u32)
-                    .collect()
+        let (mut isolated, mut unaggregated) = (Vec::new(), false);
+        if isolated_count > 0 {
+            // the isolated nodes listed on the device
+            let (list, k) = self.list_rows(&gptr, nodes, true)?;
+            if drop {
+                count = self.drop_listed((&list, k), (&mut agg, nodes), count)?;
+                unaggregated = true;
+            } else {
+                isolated = self
+                    .setup_get(&list, k)?
+                    .iter()
+                    .map(|&i| i as u32)
+                    .collect();
             }
-        };
+        }
         Ok(Some(DeviceAggregates {
             agg,
             nodes,
             count,
             isolated,
-            unaggregated: false,
+            unaggregated,
         }))
     }
 
-    /// Drops the aggregates of the isolated nodes (none in the strong graph
-    /// `gptr`) from `agg` (`naggs` aggregates, every node in one) on the
-    /// device: each such node in no aggregate, the others renumbered in
-    /// order. Returns the aggregates left. One 8-byte read back.
-    fn drop_isolated_on(
+    /// `kept` with the aggregates of the nodes `drop` dropped (each such
+    /// aggregate's nodes in none, the others renumbered in order: the host's
+    /// `drop_isolated`), on the device: a copy of the aggregates, the list
+    /// uploaded. `isolated` keeps the isolated nodes not dropped. O(nodes)
+    /// on the device. Errors on a node out of range.
+    pub fn setup_aggregates_without(
         &self,
-        nodes: usize,
-        gptr: &CudaSlice<u64>,
-        agg: &mut CudaSlice<u32>,
+        kept: &DeviceAggregates,
+        drop: &[u32],
+    ) -> Result<DeviceAggregates> {
+        if let Some(&i) = drop.iter().find(|&&i| i as usize >= kept.nodes) {
+            return Err(Error::InvalidArgument(format!(
+                "dropping node {i} of {} aggregated nodes",
+                kept.nodes
+            )));
+        }
+        let mut agg = self.setup_zeros::<u32>(kept.nodes)?;
+        self.inner
+            .stream
+            .memcpy_dtod(
+                &kept.agg.slice(..kept.nodes),
+                &mut agg.slice_mut(..kept.nodes),
+            )
+            .map_err(dev("copying the aggregates"))?;
+        let list: Vec<u64> = drop.iter().map(|&i| u64::from(i)).collect();
+        let count = match drop.len() {
+            0 => kept.count,
+            k => {
+                let list = self.setup_put(&list)?;
+                self.drop_listed((&list, k), (&mut agg, kept.nodes), kept.count)?
+            }
+        };
+        let dropped: std::collections::HashSet<u32> = drop.iter().copied().collect();
+        Ok(DeviceAggregates {
+            agg,
+            nodes: kept.nodes,
+            count,
+            isolated: kept
+                .isolated
+                .iter()
+                .copied()
+                .filter(|i| !dropped.contains(i))
+                .collect(),
+            unaggregated: kept.unaggregated || !drop.is_empty(),
+        })
+    }
+
+    /// Drops the aggregates of the `k` nodes `list` (device, u64) from `agg`
+    /// (`nodes` nodes' aggregates of `naggs`) on the device: each such aggregate's nodes in
+    /// none, the others renumbered in order. Returns the aggregates left.
+    /// One 8-byte read back.
+    fn drop_listed(
+        &self,
+        (list, k): (&CudaSlice<u64>, usize),
+        (agg, nodes): (&mut CudaSlice<u32>, usize),
         naggs: usize,
     ) -> Result<usize> {
         let mut dropped = self.setup_zeros::<u64>(naggs)?;
-        // SAFETY: arguments match `amg_drop_mark`; gptr holds nodes + 1
-        // offsets, agg `nodes` aggregates below naggs, dropped naggs zeros.
-        setup_launch!(self, "amg_drop_mark", nodes, l => {
-            l.arg(&nodes).arg(gptr).arg(&*agg).arg(&mut dropped);
+        // SAFETY: arguments match `amg_drop_mark`; list holds k nodes of
+        // agg, whose aggregates are below naggs (or none), dropped naggs
+        // zeros.
+        setup_launch!(self, "amg_drop_mark", k, l => {
+            l.arg(&k).arg(list).arg(&*agg).arg(&mut dropped);
         })?;
         let (before, gone) = self.setup_offsets(&dropped, naggs)?;
         // SAFETY: arguments match `amg_drop_renumber`; dropped holds naggs

@@ -1,17 +1,22 @@
-//! Large transfers through two page-locked staging buffers: the host copies
-//! one chunk into (or out of) a pinned buffer on all cores (into it with
-//! non-temporal stores: on the H200 machine P2 Poisson's 62 MB upload went
-//! from 3.9-4.3 ms (one run 7.5) to 2.4-2.6 ms) while the DMA engine moves
-//! the other, so a copy from or to pageable memory runs near
-//! the bus's pinned bandwidth instead of the driver's staged pageable path
-//! (on the H100 machine, laplace3d:200's 736 MB CSR arrays: see
-//! `docs/benchmarks.md`). The buffers are ordinary cached pinned memory (the
-//! host reads them back on downloads, which write-combined memory would make
-//! uncached), allocated on a thread of their own when the backend is made, so
-//! that the first transfer does not wait for the driver to pin them.
+//! Large transfers through page-locked staging buffers ([`STAGES`] of
+//! them): the host copies one chunk into (or out of) a pinned buffer on all
+//! cores while the DMA engine moves the others, so a copy from or to
+//! pageable memory runs near the bus's pinned bandwidth instead of the
+//! driver's staged pageable path (6.6 GB/s on the H200 machine; on the H100
+//! machine, laplace3d:200's 736 MB CSR arrays: see `docs/benchmarks.md`).
+//! The host copies with plain stores: on the H200 machine a throwaway C
+//! pipeline of 1.2 GB (`docs/benchmarks.md`, twenty-sixth session) moved
+//! 51-53 GB/s with four 16 MB buffers and glibc's copy, 45 GB/s with two,
+//! and 14-40 GB/s with non-temporal stores, which an earlier version used.
+//! The buffers are ordinary cached pinned memory (the host reads them back
+//! on downloads, which write-combined memory would make uncached), allocated
+//! on a thread of their own when the backend is made, so that the first
+//! transfer does not wait for the driver to pin them.
 
 use crate::backend::{dev, CudaBackend};
-use cudarc::driver::{result, CudaEvent, CudaView, CudaViewMut, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{
+    result, CudaEvent, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, PinnedHostSlice,
+};
 use gpuq_core::Result;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -19,6 +24,10 @@ use std::sync::MutexGuard;
 
 /// Bytes of each staging buffer.
 const STAGE_BYTES: usize = 16 << 20;
+
+/// Staging buffers: a chunk is copied on the host while the copies of the
+/// others are queued or running.
+const STAGES: usize = 4;
 
 /// Uploads below this many bytes go straight through the driver (its own
 /// staging is as fast for a few megabytes).
@@ -45,12 +54,12 @@ impl Drop for Stage {
     }
 }
 
-/// The two staging buffers, made on the first large transfer.
-pub(crate) type Staging = Option<[Stage; 2]>;
+/// The staging buffers, made on the first large transfer.
+pub(crate) type Staging = Option<[Stage; STAGES]>;
 
 impl CudaBackend {
     /// Starts allocating the staging buffers on a thread of its own (pinning
-    /// 32 MB takes the driver milliseconds); a transfer that needs them first
+    /// 64 MB takes the driver milliseconds); a transfer that needs them first
     /// waits for it at the buffers' lock, and an allocation that failed there
     /// is retried, and its error reported, by that transfer.
     pub(crate) fn stage_in_background(&self) {
@@ -69,8 +78,8 @@ impl CudaBackend {
         let _ = started.1.recv();
     }
 
-    /// Two staging buffers with their events.
-    fn make_stages(&self) -> Result<[Stage; 2]> {
+    /// The staging buffers with their events.
+    fn make_stages(&self) -> Result<[Stage; STAGES]> {
         let ctx = self.inner.stream.context();
         let make = || -> Result<Stage> {
             Ok(Stage {
@@ -80,7 +89,11 @@ impl CudaBackend {
                 copied: ctx.new_event(None).map_err(dev("staging event"))?,
             })
         };
-        Ok([make()?, make()?])
+        let made = (0..STAGES)
+            .map(|_| make())
+            .collect::<Result<Vec<Stage>>>()?;
+        made.try_into()
+            .map_err(|_| gpuq_core::Error::Device("staging buffers: a short set".into()))
     }
 
     /// The staging buffers, made here if the background allocation failed.
@@ -96,38 +109,32 @@ impl CudaBackend {
     }
 
     /// Copies `src` into `dst` (the same length) through the staging
-    /// buffers: per chunk, wait for the buffer's previous copy, fill it in
-    /// parallel, queue its copy on the stream; the tail below a chunk goes
-    /// straight. Returns when the last copy is queued (the stream orders
+    /// buffers: per chunk (the last one possibly shorter), wait for the
+    /// buffer's previous copy, fill it in parallel, queue its copy on the
+    /// stream. Returns when the last copy is queued (the stream orders
     /// everything after it).
     pub(crate) fn staged_upload(&self, src: &[u8], dst: &mut CudaViewMut<'_, u8>) -> Result<()> {
         let stream = &self.inner.stream;
         let mut staging = self.stages()?;
         let stages = staging.as_mut().expect("made by stages()");
-        let full = src.len() / STAGE_BYTES;
-        for k in 0..full {
-            let stage = &mut stages[k % 2];
+        for (k, chunk) in src.chunks(STAGE_BYTES).enumerate() {
+            let stage = &mut stages[k % STAGES];
             // the buffer's previous copy must have read it
             stage.copied.synchronize().map_err(dev("staging event"))?;
-            let chunk = &src[k * STAGE_BYTES..(k + 1) * STAGE_BYTES];
-            stage
-                .buf
-                .as_mut_slice()
-                .map_err(dev("staging buffer"))?
-                .par_chunks_mut(1 << 20)
+            let buf = &mut stage.buf.as_mut_slice().map_err(dev("staging buffer"))?[..chunk.len()];
+            buf.par_chunks_mut(1 << 20)
                 .zip(chunk.par_chunks(1 << 20))
-                .for_each(|(d, s)| stream_copy(d, s));
-            let mut part = dst.slice_mut(k * STAGE_BYTES..(k + 1) * STAGE_BYTES);
-            stream
-                .memcpy_htod(&stage.buf, &mut part)
+                .for_each(|(d, s)| d.copy_from_slice(s));
+            let at = k * STAGE_BYTES;
+            let mut part = dst.slice_mut(at..at + chunk.len());
+            let (to, _guard) = part.device_ptr_mut(stream);
+            // SAFETY: `to` addresses chunk.len() device bytes (the view) and
+            // `buf` as many bytes of the pinned buffer, which stays untouched
+            // until the event recorded below has passed (cudarc's own copy
+            // would move the whole buffer's length).
+            unsafe { result::memcpy_htod_async(to, buf, stream.cu_stream()) }
                 .map_err(dev("upload"))?;
             stage.copied.record(stream).map_err(dev("staging event"))?;
-        }
-        if full * STAGE_BYTES < src.len() {
-            let mut part = dst.slice_mut(full * STAGE_BYTES..);
-            stream
-                .memcpy_htod(&src[full * STAGE_BYTES..], &mut part)
-                .map_err(dev("upload"))?;
         }
         Ok(())
     }
@@ -167,7 +174,7 @@ impl CudaBackend {
             self.stage_down(stage, &src.slice(range(k)))?;
         }
         for k in 0..chunks {
-            let stage = &mut stages[k % 2];
+            let stage = &mut stages[k % STAGES];
             stage.copied.synchronize().map_err(dev("staging event"))?;
             let r = range(k);
             let from = &stage.buf.as_slice().map_err(dev("staging buffer"))?[..r.len()];
@@ -179,57 +186,10 @@ impl CudaBackend {
                 .for_each(|(d, s)| unsafe {
                     std::ptr::copy_nonoverlapping(s.as_ptr(), d.as_mut_ptr().cast::<u8>(), s.len())
                 });
-            if k + 2 < chunks {
-                self.stage_down(stage, &src.slice(range(k + 2)))?;
+            if k + STAGES < chunks {
+                self.stage_down(stage, &src.slice(range(k + STAGES)))?;
             }
         }
         Ok(())
-    }
-}
-
-/// `dst.copy_from_slice(src)` (equal lengths) with non-temporal stores where
-/// the CPU has them (x86-64: SSE2's `movntdq`, 16 bytes at a time into the
-/// 16-byte aligned part of `dst`), so that the staging buffer's lines are
-/// not read into the caches only to be overwritten; then a store fence, so
-/// the bytes are in memory before the copy's DMA is queued. O(len).
-fn stream_copy(dst: &mut [u8], src: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
-        let head = dst.as_ptr().align_offset(16).min(dst.len());
-        let body = (dst.len() - head) / 16 * 16;
-        dst[..head].copy_from_slice(&src[..head]);
-        // SAFETY: SSE2 is part of x86-64; the 16-byte stores go to the
-        // aligned range dst[head..head + body], the loads (unaligned) come
-        // from src's range of the same bounds, and src is as long as dst.
-        unsafe {
-            let d = dst.as_mut_ptr().add(head).cast::<__m128i>();
-            let s = src.as_ptr().add(head).cast::<__m128i>();
-            for i in 0..body / 16 {
-                _mm_stream_si128(d.add(i), _mm_loadu_si128(s.add(i)));
-            }
-            _mm_sfence();
-        }
-        dst[head + body..].copy_from_slice(&src[head + body..]);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    dst.copy_from_slice(src);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::stream_copy;
-
-    #[test]
-    fn the_streamed_copy_is_a_copy_at_any_alignment_and_length() {
-        let src: Vec<u8> = (0..300u32).map(|i| (i * 7 + 3) as u8).collect();
-        for at in 0..17 {
-            for len in [0, 1, 15, 16, 17, 33, 200] {
-                let mut dst = vec![0u8; at + len + 3];
-                stream_copy(&mut dst[at..at + len], &src[5..5 + len]);
-                assert_eq!(&dst[at..at + len], &src[5..5 + len]);
-                assert!(dst[..at].iter().chain(&dst[at + len..]).all(|&b| b == 0));
-            }
-        }
     }
 }

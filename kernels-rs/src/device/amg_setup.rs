@@ -478,21 +478,20 @@ pub unsafe extern "ptx-kernel" fn amg_aggregate_second(
     }
 }
 
-/// The aggregates of the isolated nodes marked for dropping: dropped[agg[i]]
-/// = 1 for every node i without a neighbour in the strong graph (gptr[i +
-/// 1] == gptr[i]) that is in an aggregate (`dropped` holds an aggregate's
-/// worth of zeros). Grid-stride over the nodes.
+/// The aggregates of the `k` nodes `list` marked for dropping:
+/// dropped[agg[node]] = 1 for each listed node in an aggregate (`dropped`
+/// holds an aggregate's worth of zeros). Grid-stride over the list.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn amg_drop_mark(
-    n: usize,
-    gptr: *const u64,
+    k: usize,
+    list: *const u64,
     agg: *const u32,
     dropped: *mut u64,
 ) {
     let mut i = global_id();
-    while i < n {
-        let a = *agg.add(i);
-        if *gptr.add(i + 1) == *gptr.add(i) && a != u32::MAX {
+    while i < k {
+        let a = *agg.add(*list.add(i) as usize);
+        if a != u32::MAX {
             *dropped.add(a as usize) = 1;
         }
         i += grid_threads();
@@ -2645,30 +2644,37 @@ pub unsafe extern "ptx-kernel" fn tentative_scale(
     }
 }
 
-/// 1 for each row of the `n` rows of `ptr` holding an entry, else 0, into
-/// `flags` (counts for the prefix sum of `nonempty_rows_scatter`).
+/// 1 for each row of the `n` rows of `ptr` holding an entry (with `empty`
+/// != 0: holding none), else 0, into `flags` (counts for the prefix sum of
+/// `listed_rows_scatter`).
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn nonempty_rows_flags(n: usize, ptr: *const u64, flags: *mut u64) {
+pub unsafe extern "ptx-kernel" fn listed_rows_flags(
+    n: usize,
+    ptr: *const u64,
+    empty: u32,
+    flags: *mut u64,
+) {
     let mut i = global_id();
     while i < n {
-        *flags.add(i) = u64::from(*ptr.add(i + 1) > *ptr.add(i));
+        *flags.add(i) = u64::from((*ptr.add(i + 1) > *ptr.add(i)) != (empty != 0));
         i += grid_threads();
     }
 }
 
-/// Each row of the `n` rows of `ptr` holding an entry written at its
-/// position `offs[i]` (the exclusive prefix sum of `nonempty_rows_flags`)
-/// of `rows`: the non-empty rows, increasing.
+/// Each row of the `n` rows of `ptr` that `listed_rows_flags` flags (with
+/// the same `empty`) written at its position `offs[i]` (the exclusive
+/// prefix sum of the flags) of `rows`: those rows, increasing.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn nonempty_rows_scatter(
+pub unsafe extern "ptx-kernel" fn listed_rows_scatter(
     n: usize,
     ptr: *const u64,
+    empty: u32,
     offs: *const u64,
     rows: *mut u64,
 ) {
     let mut i = global_id();
     while i < n {
-        if *ptr.add(i + 1) > *ptr.add(i) {
+        if (*ptr.add(i + 1) > *ptr.add(i)) != (empty != 0) {
             *rows.add(*offs.add(i) as usize) = i as u64;
         }
         i += grid_threads();

@@ -13,7 +13,7 @@ use crate::halo::{
 use crate::partition::RowPartition;
 use crate::scatter::{allgather_matrix, move_rows};
 use crate::solve::allgather_rows;
-use gpuq_amg::aggregate::{isolated_nodes, mis2_aggregates, without_isolated};
+use gpuq_amg::aggregate::{drop_isolated, isolated_nodes, mis2_aggregates, without_isolated};
 use gpuq_amg::blockdiag::BlockDiagonal;
 use gpuq_amg::galerkin::spgemm_rows;
 use gpuq_amg::prolong::{smooth, tentative};
@@ -403,6 +403,14 @@ pub trait DistSetupKernels: Sync {
         Ok(None)
     }
 
+    /// `agg` with the aggregates of the nodes `drop` dropped (each such
+    /// aggregate's nodes in none, the others renumbered in order:
+    /// [`gpuq_amg::aggregate::drop_isolated`]), where `agg` is held.
+    /// Default: on the host (the aggregates brought there), O(nodes).
+    fn drop_nodes(&self, agg: &NodeAggregates, drop: &[u32]) -> Result<NodeAggregates> {
+        host_drop_nodes(agg, drop)
+    }
+
     /// The tentative prolongator of the rank's nodes (`agg` each node's
     /// aggregate, on the host or held by the backend; `bs` rows a node, `nns`
     /// the near-null-space vectors' rows), its columns numbered from `cols.0`
@@ -522,6 +530,14 @@ pub struct KeptAggregates {
     /// Each node's aggregate (every node in one), held by the backend
     /// ([`NodeAggregates::from_held`]).
     pub aggregates: NodeAggregates,
+}
+
+/// [`DistSetupKernels::drop_nodes`] on the host: the aggregates brought
+/// there, [`drop_isolated`]. O(nodes).
+fn host_drop_nodes(agg: &NodeAggregates, drop: &[u32]) -> Result<NodeAggregates> {
+    let mut nodes = agg.host()?.to_vec();
+    let count = drop_isolated(&mut nodes, agg.count(), drop);
+    Ok(NodeAggregates::from_host(nodes, count))
 }
 
 /// The tentative prolongator of `agg` with the coarse columns `first..` of
@@ -798,6 +814,19 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
             c,
             rows: sq.own,
         })))
+    }
+
+    /// On the device where this device holds `agg`
+    /// (`setup_aggregates_without`: a copy of the aggregates, the list
+    /// uploaded), else on the host.
+    fn drop_nodes(&self, agg: &NodeAggregates, drop: &[u32]) -> Result<NodeAggregates> {
+        match gpuq_amg::device_aggregates(self, agg) {
+            Some(kept) => Ok(gpuq_amg::kept_aggregates(
+                self,
+                self.setup_aggregates_without(kept, drop)?,
+            )),
+            None => host_drop_nodes(agg, drop),
+        }
     }
 
     /// On the device as the one-GPU setup builds it
@@ -1724,12 +1753,16 @@ fn coarsen(
         let keep = |i: usize| (i * bs..(i + 1) * bs).any(|r| !split.ghost.row(r).0.is_empty());
         let mine = time(&mut t.aggregation_s, || -> Result<NodeAggregates> {
             if let Some(kept) = local.kept_aggregates(&split.owned, bs, eps)? {
-                if kept.isolated.iter().all(|&i| keep(i as usize)) {
-                    return Ok(kept.aggregates);
-                }
-                let (agg, count) = (kept.aggregates.host()?.to_vec(), kept.aggregates.count());
-                let (agg, naggs) = without_isolated((agg, count, kept.isolated), keep);
-                return Ok(NodeAggregates::from_host(agg, naggs));
+                let drop: Vec<u32> = kept
+                    .isolated
+                    .iter()
+                    .copied()
+                    .filter(|&i| !keep(i as usize))
+                    .collect();
+                return match drop.is_empty() {
+                    true => Ok(kept.aggregates),
+                    false => local.drop_nodes(&kept.aggregates, &drop),
+                };
             }
             let found = match local.owned_aggregates(&split.owned, bs, eps)? {
                 Some(found) => found,
