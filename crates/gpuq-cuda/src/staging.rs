@@ -7,7 +7,9 @@
 //! The host copies with plain stores: on the H200 machine a throwaway C
 //! pipeline of 1.2 GB (`docs/benchmarks.md`, twenty-sixth session) moved
 //! 51-53 GB/s with four 16 MB buffers and glibc's copy, 45 GB/s with two,
-//! and 14-40 GB/s with non-temporal stores, which an earlier version used.
+//! and 14-40 GB/s with non-temporal stores, which an earlier version used
+//! (in the setup's upload of laplace3d:238 the change measured neutral, at
+//! about 26 GB/s: the host's copy is still the limit there).
 //! The buffers are ordinary cached pinned memory (the host reads them back
 //! on downloads, which write-combined memory would make uncached), allocated
 //! on a thread of their own when the backend is made, so that the first
