@@ -1836,43 +1836,27 @@ impl CudaBackend {
         })
     }
 
-    /// The aggregates of smoothed aggregation, on the device: the symmetrised
-    /// strong-connection graph of the bs x bs block norms of A (test e_kl^2 >=
-    /// eps e_kk e_ll), then rounds of the distance-2 maximal-independent-set
-    /// keys (two max-propagations and an update per round, all rounds in
-    /// one cooperative launch: no read back until the last), the roots
-    /// numbered in node order (a prefix sum), and the two assignment passes. Returns each node's aggregate,
-    /// the number of aggregates (the same as the host's `mis2_aggregates` of
-    /// its `strong_graph`) and the isolated nodes (no strong connection, in
-    /// increasing order: counted on the device, and found in a download of
-    /// the graph's row offsets only where there are some).
-    ///
-    /// Returns `Ok(None)` where the host must decide: a block size above
-    /// `MAX_SETUP_BLOCK`, a zero diagonal block (the host reports it), or a
-    /// block pattern that is not symmetric (the host symmetrises any pattern).
-    pub fn setup_aggregates(
-        &self,
-        a: &SetupCsr,
-        bs: usize,
-        eps: f64,
-    ) -> Result<Option<Aggregation>> {
-        let Some(kept) = self.setup_aggregates_kept(a, bs, eps)? else {
-            return Ok(None);
-        };
-        let agg = self.setup_aggregates_download(&kept)?;
-        Ok(Some((agg, kept.count, kept.isolated)))
-    }
-
     /// Each node's aggregate (a download of 4 bytes per node).
     pub fn setup_aggregates_download(&self, kept: &DeviceAggregates) -> Result<Vec<u32>> {
         self.setup_get(&kept.agg, kept.nodes)
     }
 
-    /// [`CudaBackend::setup_aggregates`] with each node's aggregate left on
-    /// the device ([`DeviceAggregates`]): 32 bytes back (the counts), and
-    /// the graph's row offsets only where some node is isolated (for the
-    /// isolated nodes' list). Errors where a node is left without an
-    /// aggregate.
+    /// The aggregates of smoothed aggregation, on the device and left there
+    /// ([`DeviceAggregates`]): the symmetrised strong-connection graph of
+    /// the bs x bs block norms of A (test e_kl^2 >= eps e_kk e_ll), then
+    /// rounds of the distance-2 maximal-independent-set keys (two
+    /// max-propagations and an update per round, all rounds in one
+    /// cooperative launch: no read back until the last), the roots numbered
+    /// in node order (a prefix sum), and the two assignment passes: each
+    /// node's aggregate and the number of aggregates (the same as the host's
+    /// `mis2_aggregates` of its `strong_graph`), with the isolated nodes (no
+    /// strong connection, increasing) listed on the device and brought to
+    /// the host (8 bytes each) only where there are some. 32 bytes back
+    /// besides. Errors where a node is left without an aggregate.
+    ///
+    /// Returns `Ok(None)` where the host must decide: a block size above
+    /// `MAX_SETUP_BLOCK`, a zero diagonal block (the host reports it), or a
+    /// block pattern that is not symmetric (the host symmetrises any pattern).
     pub fn setup_aggregates_kept(
         &self,
         a: &SetupCsr,
@@ -2165,10 +2149,6 @@ const STRENGTH_SHORT_ROWS: usize = 12;
 /// The aggregate of a node in no aggregate (a zero row of the tentative
 /// prolongator; `gpuq_amg::aggregate::NOT_AGGREGATED`).
 const NOT_AGGREGATED: u32 = u32::MAX;
-
-/// What the setup's aggregation returns: each node's aggregate, the number
-/// of aggregates, and the isolated nodes (no strong connection), increasing.
-pub type Aggregation = (Vec<u32>, usize, Vec<u32>);
 
 /// A vector of f64 on the device for the setup's Lanczos estimates.
 pub struct SetupVec {

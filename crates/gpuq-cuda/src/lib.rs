@@ -89,7 +89,7 @@ mod walks;
 
 pub use amg::ChebPass;
 pub use amg_resident::InputChecks;
-pub use amg_setup::{Aggregation, DeviceAggregates, SetupCsr, SetupVec};
+pub use amg_setup::{DeviceAggregates, SetupCsr, SetupVec};
 pub use backend::{CudaBackend, DeviceInfo};
 pub use cubature::DeviceIntegrand;
 pub use foreign::{ForeignCsr, ForeignVector};
