@@ -425,6 +425,7 @@ impl Hierarchy {
             let built = Self::levels_of(setup, finest, options, reuse, nns, &mut trace);
             (checks.map(|c| c.join()), built)
         });
+        trace.mark(format_args!("input checks on the host joined"));
         let checked = match (on_backend, checked) {
             (Some((kernel, symmetric)), _) => Ok((kernel, symmetric, backend_checks_s)),
             (None, Some(joined)) => joined
@@ -537,6 +538,7 @@ impl Hierarchy {
             smoother: None,
             aggregate_of: None,
         });
+        trace.mark(format_args!("coarsest level"));
         Ok((levels, coarse, t))
     }
 

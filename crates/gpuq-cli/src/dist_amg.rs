@@ -8,7 +8,7 @@ use crate::solve::Source;
 use gpuq_amg::AmgKernels;
 use gpuq_core::{Error, LinearOperator, RealScalar, Result, Scalar, ScalarKind};
 use gpuq_dist::{
-    agree, mixed_dist_amg, CommChoice, DeviceComm, Dist, DistAmgOptions, DistHierarchy, DistMatrix,
+    agree, mixed_dist_amg, CommChoice, Dist, DistAmgOptions, DistHierarchy, DistMatrix,
     DistSetupKernels, DistSetupTimings, HaloBackend, RankBackend, RowPartition,
 };
 use gpuq_krylov::SolverConfig;
@@ -58,9 +58,9 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
         other => other,
     };
     // The options a solve on `--backend` would take (on GPUs: the GPU
-    // defaults, the larger gathered levels).
+    // defaults).
     let gpu = backend == "cuda";
-    let options = dist_amg_options(&args.amg, &source, (gpu, gpu), p.range(rank))?;
+    let options = dist_amg_options(&args.amg, &source, gpu, p.range(rank))?;
     let (h, setup_on) = match RankBackend::of(&*comm, node, backend, CommChoice::Mpi)? {
         RankBackend::Cpu(cpu) => (
             DistHierarchy::build_on(&cpu, &*comm, &p, &a, &options)?,
@@ -123,14 +123,11 @@ pub fn info(args: &AmgInfoArgs) -> Result<ExitCode> {
 
 /// The distributed AMG options of the `--amg*` arguments for a rank owning
 /// the rows `own` (a generated `elasticity2d`'s rigid-body modes sliced to
-/// them): the GPU defaults where `gpu`, and the larger gathered levels of
-/// [`DistAmgOptions::GPU_GATHER_BELOW`] where the GPUs also gather them
-/// between themselves (`nccl`; through the hosts a larger gathered level
-/// costs more).
+/// them): the GPU defaults where `gpu`.
 fn dist_amg_options(
     args: &crate::amg::AmgArgs,
     source: &Source,
-    (gpu, nccl): (bool, bool),
+    gpu: bool,
     own: std::ops::Range<usize>,
 ) -> Result<DistAmgOptions> {
     let mut amg = args.options_on(source, gpu)?;
@@ -144,11 +141,9 @@ fn dist_amg_options(
     }
     Ok(DistAmgOptions {
         amg,
-        gather_below: args.gather_below.unwrap_or(if gpu && nccl {
-            DistAmgOptions::GPU_GATHER_BELOW
-        } else {
-            DistAmgOptions::default().gather_below
-        }),
+        gather_below: args
+            .gather_below
+            .unwrap_or(DistAmgOptions::default().gather_below),
         agglomerate: args.agglomerate,
         check_symmetry: false,
     })
@@ -182,8 +177,7 @@ pub(crate) fn distributed_amg<'a, B: HaloBackend + AmgKernels + DistSetupKernels
 ) -> Result<DistAmgSolve<'a, B, T>> {
     let comm = dist.comm();
     let start = std::time::Instant::now();
-    let nccl = gpu && dist.transport().between_devices();
-    let options = dist_amg_options(&run.args.amg, run.source, (gpu, nccl), p.range(comm.rank()))?
+    let options = dist_amg_options(&run.args.amg, run.source, gpu, p.range(comm.rank()))?
         .for_method(config.method);
     // f64 rows are the setup's input as they are (no copy of the rank's
     // rows); others are converted.

@@ -29,9 +29,15 @@ pub const NCCL_ID_BYTES: usize = 128;
 /// on the devices (its summing kernel takes the slots as a 64-bit mask).
 pub const NCCL_SLOTS: usize = 64;
 
-/// An NCCL communicator. NCCL's communicator is not thread-safe: every call
-/// takes the mutex around it, so no two calls run at once.
-struct SharedComm(Comm);
+/// An NCCL communicator and the point-to-point links it has made. NCCL's
+/// communicator is not thread-safe: every call takes the mutex around it, so
+/// no two calls run at once.
+struct SharedComm {
+    comm: Comm,
+    /// Per rank: whether a send to it and a receive from it have been
+    /// connected (NCCL connects each direction at its first use).
+    linked: Vec<(bool, bool)>,
+}
 
 // SAFETY: an NCCL communicator may be used from any thread as long as no two
 // calls on it run concurrently; `Nccl` only reaches it through a mutex.
@@ -176,8 +182,10 @@ impl CudaBackend {
     /// rank `rank` (`id` from [`CudaBackend::nccl_unique_id`], the same on
     /// every rank), with a communication stream of its own. Collective: every
     /// rank calls it at once. Each rank needs a GPU of its own (NCCL refuses
-    /// two ranks on one device). Errors when the library is missing, NCCL
-    /// fails, or a communicator is already attached.
+    /// two ranks on one device). The collectives are connected before it
+    /// returns; the links to the ranks beside this one are made in the
+    /// background (`link_in_background`). Errors when the library is
+    /// missing, NCCL fails, or a communicator is already attached.
     pub fn attach_nccl(&self, rank: usize, size: usize, id: &[u8; NCCL_ID_BYTES]) -> Result<()> {
         if !Self::nccl_available() {
             return Err(Error::Device(
@@ -221,13 +229,52 @@ impl CudaBackend {
         self.inner
             .nccl
             .set(Nccl {
-                comm: Mutex::new(SharedComm(comm)),
+                comm: Mutex::new(SharedComm {
+                    comm,
+                    linked: vec![(false, false); size],
+                }),
                 stream,
                 size,
                 gathered: Mutex::new(gathered),
                 trace: std::env::var_os("GPUQ_NCCL_TRACE").map(|_| Mutex::new([0; 6])),
             })
-            .map_err(|_| Error::InvalidArgument("NCCL attached twice".into()))
+            .map_err(|_| Error::InvalidArgument("NCCL attached twice".into()))?;
+        self.link_in_background(rank, size);
+        Ok(())
+    }
+
+    /// Starts connecting this rank's sends to and receives from ranks
+    /// `rank - 1` and `rank + 1` (the neighbours of a row-block partition of
+    /// a banded or mesh matrix) on a thread of its own, which holds the
+    /// communicator until the links are made: the program reads its input
+    /// meanwhile, and the first halo plan of a matrix whose neighbours are
+    /// these finds them linked instead of waiting about 0.2 s for NCCL to
+    /// connect them. Every rank starts it at the same point, so the messages
+    /// pair up. A failure there leaves the links unmade: the first halo plan
+    /// that needs them connects them again and reports NCCL's error.
+    fn link_in_background(&self, rank: usize, size: usize) {
+        let peers: Vec<usize> = [rank.checked_sub(1), Some(rank + 1).filter(|&p| p < size)]
+            .into_iter()
+            .flatten()
+            .collect();
+        if peers.is_empty() {
+            return;
+        }
+        let backend = self.clone();
+        let started = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let Ok(nccl) = backend.nccl("linking the neighbours") else {
+                return;
+            };
+            let mut comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = started.0.send(());
+            if backend.inner.stream.context().bind_to_thread().is_ok() {
+                let _ = backend.link(nccl, &mut comm, &peers, &peers);
+            }
+        });
+        // The communicator is held before `attach_nccl` returns, so no NCCL
+        // call of the program can come between.
+        let _ = started.1.recv();
     }
 
     /// Whether an NCCL communicator is attached ([`CudaBackend::attach_nccl`]).
@@ -401,41 +448,76 @@ impl CudaBackend {
 
     /// NCCL connects a pair of ranks at their first exchange (about 0.2 s
     /// between two H100s, measured): one byte to and from each neighbour of
-    /// `h`, waited for, so that the solve's first exchange does not pay it.
-    /// Collective among the neighbours (every rank builds its plans at the
-    /// same point).
+    /// `h` not linked yet in that direction, waited for, so that the solve's
+    /// first exchange does not pay it; nothing (no wait) where every
+    /// neighbour is linked already. Collective among the neighbours (every
+    /// rank builds its plans at the same point, and the two ends of a link
+    /// record it at the same plan).
     fn connect(&self, nccl: &Nccl, h: &NcclHalo) -> Result<()> {
-        let mut bytes = self
-            .inner
-            .stream
-            .alloc_zeros::<u8>(h.recvs.len().max(1))
-            .map_err(|e| self.alloc_error("connecting the halo", h.recvs.len(), e))?;
-        let staging = h.staging.lock().unwrap_or_else(|e| e.into_inner());
-        self.comm_waits(nccl)?;
-        {
-            let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
-            group_start().map_err(nccl_error("ncclGroupStart"))?;
-            let mut queued = Ok(());
-            for (peer, _) in &h.sends {
-                if queued.is_ok() {
-                    queued = comm.0.send(&staging.slice(0..1), *peer as i32);
-                }
-            }
-            for (k, (peer, _)) in h.recvs.iter().enumerate() {
-                if queued.is_ok() {
-                    queued = comm
-                        .0
-                        .recv(&mut bytes.slice_mut(k..k + 1), *peer as i32)
-                        .map(|_| ());
-                }
-            }
-            let ended = group_end().map_err(nccl_error("ncclGroupEnd"));
-            queued.map_err(nccl_error("ncclSend/ncclRecv"))?;
-            ended?;
+        let peers = |list: &[(usize, Range<usize>)]| list.iter().map(|(p, _)| *p).collect();
+        let (sends, recvs): (Vec<usize>, Vec<usize>) = (peers(&h.sends), peers(&h.recvs));
+        let mut comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
+        self.link(nccl, &mut comm, &sends, &recvs)
+    }
+
+    /// Connects the sends to `sends` and the receives from `recvs` that
+    /// `comm` has not linked yet: one NCCL group of one-byte messages on
+    /// the communication stream (its own buffers, allocated there), waited
+    /// for; then records them linked. Nothing where all are linked.
+    fn link(
+        &self,
+        nccl: &Nccl,
+        comm: &mut SharedComm,
+        sends: &[usize],
+        recvs: &[usize],
+    ) -> Result<()> {
+        let sends: Vec<usize> = sends
+            .iter()
+            .copied()
+            .filter(|&p| !comm.linked[p].0)
+            .collect();
+        let recvs: Vec<usize> = recvs
+            .iter()
+            .copied()
+            .filter(|&p| !comm.linked[p].1)
+            .collect();
+        if sends.is_empty() && recvs.is_empty() {
+            return Ok(());
         }
+        let alloc = |n: usize| {
+            nccl.stream
+                .alloc_zeros::<u8>(n)
+                .map_err(|e| self.alloc_error("connecting the halo", n, e))
+        };
+        let (one, mut into) = (alloc(1)?, alloc(recvs.len().max(1))?);
+        group_start().map_err(nccl_error("ncclGroupStart"))?;
+        let mut queued = Ok(());
+        for &peer in &sends {
+            if queued.is_ok() {
+                queued = comm.comm.send(&one, peer as i32);
+            }
+        }
+        for (k, &peer) in recvs.iter().enumerate() {
+            if queued.is_ok() {
+                queued = comm
+                    .comm
+                    .recv(&mut into.slice_mut(k..k + 1), peer as i32)
+                    .map(|_| ());
+            }
+        }
+        let ended = group_end().map_err(nccl_error("ncclGroupEnd"));
+        queued.map_err(nccl_error("ncclSend/ncclRecv"))?;
+        ended?;
         nccl.stream
             .synchronize()
-            .map_err(dev("connecting the halo"))
+            .map_err(dev("connecting the halo"))?;
+        for &p in &sends {
+            comm.linked[p].0 = true;
+        }
+        for &p in &recvs {
+            comm.linked[p].1 = true;
+        }
+        Ok(())
     }
 
     /// One halo exchange between GPUs: packs `x`'s entries of the plan `h`
@@ -487,15 +569,15 @@ impl CudaBackend {
             for (k, (peer, r)) in h.sends.iter().enumerate() {
                 if queued.is_ok() && !r.is_empty() {
                     queued = match &h.direct {
-                        Some(d) => comm.0.send(&x.buf.slice(bytes(&d[k])), *peer as i32),
-                        None => comm.0.send(&staging.slice(bytes(r)), *peer as i32),
+                        Some(d) => comm.comm.send(&x.buf.slice(bytes(&d[k])), *peer as i32),
+                        None => comm.comm.send(&staging.slice(bytes(r)), *peer as i32),
                     };
                 }
             }
             for (peer, r) in h.recvs.iter().filter(|(_, r)| !r.is_empty()) {
                 if queued.is_ok() {
                     queued = comm
-                        .0
+                        .comm
                         .recv(&mut ghosts.buf.slice_mut(bytes(r)), *peer as i32)
                         .map(|_| ());
                 }
@@ -535,7 +617,7 @@ impl CudaBackend {
     ) -> Result<()> {
         let nccl = self.nccl("nccl_allgather_rows")?;
         let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
-        let rank = comm.0.rank();
+        let rank = comm.comm.rank();
         let total: usize = counts.iter().sum();
         if counts.len() != nccl.size || mine.len != counts[rank] || whole.len != total {
             return Err(Error::InvalidArgument(format!(
@@ -557,7 +639,7 @@ impl CudaBackend {
                 let src = (root == rank).then(|| mine.buf.slice(..c * size));
                 let mut dst = whole.buf.slice_mut(at * size..(at + c) * size);
                 queued = comm
-                    .0
+                    .comm
                     .broadcast(src.as_ref(), &mut dst, root as i32)
                     .map(|_| ());
             }
@@ -603,7 +685,7 @@ impl CudaBackend {
         {
             // Every rank's whole scalar array (a few dozen bytes): no pack.
             let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
-            comm.0
+            comm.comm
                 .all_gather(
                     &sc.buf.slice(..len * size),
                     &mut gathered.slice_mut(..nccl.size * len * size),

@@ -4,12 +4,13 @@
 //! pageable memory runs near the bus's pinned bandwidth instead of the
 //! driver's staged pageable path (6.6 GB/s on the H200 machine; on the H100
 //! machine, laplace3d:200's 736 MB CSR arrays: see `docs/benchmarks.md`).
-//! The host copies with plain stores: on the H200 machine a throwaway C
-//! pipeline of 1.2 GB (`docs/benchmarks.md`, twenty-sixth session) moved
-//! 51-53 GB/s with four 16 MB buffers and glibc's copy, 45 GB/s with two,
-//! and 14-40 GB/s with non-temporal stores, which an earlier version used
-//! (in the setup's upload of laplace3d:238 the change measured neutral, at
-//! about 26 GB/s: the host's copy is still the limit there).
+//! Each buffer is copied in pieces of [`PIECE_BYTES`] by Rayon's threads,
+//! with plain stores: on the H200 machine a throwaway C pipeline of 1.2 GB
+//! (`docs/benchmarks.md`, twenty-sixth session) moved 51-53 GB/s with four
+//! 16 MB buffers and glibc's copy, 45 GB/s with two, and 14-40 GB/s with
+//! non-temporal stores, which an earlier version used; this upload moves
+//! 52-53 GB/s with 256 KB pieces, about the bus's pinned bandwidth
+//! (twenty-seventh session).
 //! The buffers are ordinary cached pinned memory (the host reads them back
 //! on downloads, which write-combined memory would make uncached), allocated
 //! on a thread of their own when the backend is made, so that the first
@@ -30,6 +31,14 @@ const STAGE_BYTES: usize = 16 << 20;
 /// Staging buffers: a chunk is copied on the host while the copies of the
 /// others are queued or running.
 const STAGES: usize = 4;
+
+/// Bytes of each piece that one thread copies into or out of a staging
+/// buffer: 64 pieces a buffer, so that sixteen threads finish a buffer
+/// together. On the H200 machine (16 cores) a throwaway benchmark of the
+/// upload alone (1,236 MB, four buffers) moved 51-53 GB/s with 256 KB
+/// pieces against 34-41 GB/s with 1 MB pieces (one piece a thread: a
+/// thread that starts late holds up the buffer) and 18-25 GB/s with 4 MB.
+const PIECE_BYTES: usize = 256 << 10;
 
 /// Uploads below this many bytes go straight through the driver (its own
 /// staging is as fast for a few megabytes).
@@ -124,8 +133,8 @@ impl CudaBackend {
             // the buffer's previous copy must have read it
             stage.copied.synchronize().map_err(dev("staging event"))?;
             let buf = &mut stage.buf.as_mut_slice().map_err(dev("staging buffer"))?[..chunk.len()];
-            buf.par_chunks_mut(1 << 20)
-                .zip(chunk.par_chunks(1 << 20))
+            buf.par_chunks_mut(PIECE_BYTES)
+                .zip(chunk.par_chunks(PIECE_BYTES))
                 .for_each(|(d, s)| d.copy_from_slice(s));
             let at = k * STAGE_BYTES;
             let mut part = dst.slice_mut(at..at + chunk.len());
@@ -181,8 +190,8 @@ impl CudaBackend {
             let r = range(k);
             let from = &stage.buf.as_slice().map_err(dev("staging buffer"))?[..r.len()];
             dst[r]
-                .par_chunks_mut(1 << 20)
-                .zip(from.par_chunks(1 << 20))
+                .par_chunks_mut(PIECE_BYTES)
+                .zip(from.par_chunks(PIECE_BYTES))
                 // SAFETY: d and s have the same length and do not overlap
                 // (host memory against the pinned buffer).
                 .for_each(|(d, s)| unsafe {

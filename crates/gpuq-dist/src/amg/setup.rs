@@ -44,7 +44,12 @@ pub struct DistAmgOptions {
     /// A level with fewer rows per rank than this is gathered whole onto every
     /// rank and coarsened further by the one-process setup (default 2000:
     /// below a few thousand rows a rank's SpMV on a CPU costs less than the
-    /// messages around it; on GPUs [`DistAmgOptions::GPU_GATHER_BELOW`]).
+    /// messages around it). On GPUs over NCCL a larger value (50,000) made
+    /// the solve phase 5-7% faster on two and four H100s, but its gathered
+    /// level costs the setup more than that gains in one solve (one rank of
+    /// laplace3d:238 on an H200: 0.29-0.32 against 0.19-0.21 s, the solve
+    /// 0.045 against 0.041 s; docs/benchmarks.md), so the default is 2000
+    /// there too.
     pub gather_below: usize,
     /// Whether coarse levels move onto fewer ranks as they shrink: a coarse
     /// level with fewer than `gather_below` rows per rank holding rows is
@@ -71,14 +76,6 @@ pub struct DistAmgOptions {
 }
 
 impl DistAmgOptions {
-    /// The `gather_below` for GPU ranks: a GPU runs a level of 10^5 rows
-    /// whole in about the latency of one halo exchange, so a distributed
-    /// level that small costs more in its exchanges (four a cycle) than the
-    /// redundant work of gathering it. Measured (4 x H100, NCCL, AMG-PCG on
-    /// laplace3d:300): 50,000 against 2000 solved 7% faster on four GPUs and
-    /// 5% on two (docs/benchmarks.md).
-    pub const GPU_GATHER_BELOW: usize = 50_000;
-
     /// These options for preconditioning `method`: the symmetry check
     /// ([`DistAmgOptions::check_symmetry`]) on where the method applies the
     /// preconditioner's transpose (QMR), so that the cycle of a symmetric A
@@ -1460,7 +1457,7 @@ impl DistHierarchy {
                         (comm, local),
                         (&part, agree(comm, a.host())?),
                         (bs, &nns),
-                        levels.len(),
+                        (levels.len(), &mut trace),
                         options,
                     )
                 })?;
@@ -1916,20 +1913,23 @@ fn coarsen(
 /// The level whose rank's rows are `a`, gathered onto every rank, and the
 /// one-process hierarchy built from it there by `local` (its options those of level
 /// `index` and below; a level of more than 2 unknowns per node is
-/// aggregated point by point with its near-null-space vectors).
+/// aggregated point by point with its near-null-space vectors); `trace` marks
+/// the rows' arrival on the host and their all-gather.
 fn gather_tail(
     (comm, local): (&dyn Communicator, &dyn DistSetupKernels),
     (part, a): (&RowPartition, &Csr<f64>),
     (bs, nns): (usize, &[Vec<f64>]),
-    index: usize,
+    (index, trace): (usize, &mut Trace),
     options: &DistAmgOptions,
 ) -> Result<Hierarchy> {
+    trace.mark(format_args!("  the level's rows on the host"));
     let o = &options.amg;
     let whole = allgather_matrix(comm, part, a)?;
     let nns_whole = nns
         .iter()
         .map(|v| allgather_rows(comm, part, v))
         .collect::<Result<Vec<_>>>()?;
+    trace.mark(format_args!("  the gathered level's rows all-gathered"));
     let tail_options = AmgOptions {
         block: bs,
         near_null_space: Some(nns_whole),
