@@ -5,6 +5,7 @@ use crate::comm::{comm_error, Communicator};
 use crate::partition::RowPartition;
 use gpuq_core::{scalars_as_bytes, scalars_as_bytes_mut, Result, Scalar};
 use gpuq_sparse::Csr;
+use std::borrow::Cow;
 
 /// The tag of scattered rows.
 const SCATTER_TAG: u16 = 4;
@@ -58,7 +59,10 @@ fn slice<T: Scalar>(
 /// pointers (u64), the column indices (u32), the values, then b (one value
 /// per row, or empty for rows alone).
 pub(crate) fn encode<T: Scalar>(rows: &Csr<T>, b: &[T]) -> Vec<u8> {
-    let mut out = Vec::new();
+    let size = std::mem::size_of::<T>();
+    let mut out = Vec::with_capacity(
+        8 * (rows.nrows() + 4) + (4 + size) * rows.nnz() + std::mem::size_of_val(b),
+    );
     for v in [rows.nrows(), rows.ncols(), rows.nnz()] {
         out.extend_from_slice(&(v as u64).to_le_bytes());
     }
@@ -243,23 +247,29 @@ fn fill_from<T: Scalar>(bytes: &[u8], dst: &mut [T], op: &str, from: usize) -> R
 /// Every rank's rows of a matrix split by `partition` (global columns),
 /// stacked: the whole matrix on every rank (a coarse AMG level gathered
 /// onto every rank, the walk data of a Monte Carlo solve). Collective; one
-/// broadcast per rank, O(nnz) received per rank. Errors when a rank's rows
-/// do not match the partition.
+/// broadcast per rank, O(nnz) received per rank, encoded once and decoded
+/// once (the rank's own rows are stacked as they are). Errors when a rank's
+/// rows do not match the partition.
 pub fn allgather_matrix<T: Scalar>(
     comm: &dyn Communicator,
     partition: &RowPartition,
     rows: &Csr<T>,
 ) -> Result<Csr<T>> {
-    let mine = encode(rows, &[]);
+    let mut mine = encode(rows, &[]);
     let mut parts = Vec::with_capacity(comm.size());
     for r in 0..comm.size() {
-        let mut data = if r == comm.rank() {
-            mine.clone()
-        } else {
-            Vec::new()
+        // The rank's own rows are stacked as they are (not decoded again).
+        let part = match r == comm.rank() {
+            true => {
+                comm.broadcast(r, &mut mine)?;
+                Cow::Borrowed(rows)
+            }
+            false => {
+                let mut data = Vec::new();
+                comm.broadcast(r, &mut data)?;
+                Cow::Owned(decode::<T>(&data, partition.rows())?.0)
+            }
         };
-        comm.broadcast(r, &mut data)?;
-        let (part, _) = decode::<T>(&data, partition.rows())?;
         if part.nrows() != partition.range(r).len() {
             return Err(comm_error(format!(
                 "allgather_matrix: rank {r} sent {} rows, not {}",
