@@ -154,14 +154,19 @@ impl CountedRows {
     }
 
     /// Before pass 1 (the fill): the counts' prefix sum as row pointers and
-    /// the entry arrays of its total (8 bytes read back).
+    /// the entry arrays of its total (8 bytes read back), not zeroed: every
+    /// fill pass writes each row's counted entries, so all of them.
     fn prepare(&mut self, g: &CudaBackend, pass: usize) -> Result<()> {
         if pass == 1 {
             let (p, total) = g.setup_offsets(&self.counts, self.rows)?;
             self.nnz = total as usize;
             self.c_ptr = Some(p);
-            self.c_col = g.setup_zeros::<u32>(self.nnz)?;
-            self.c_val = g.setup_zeros::<f64>(self.nnz)?;
+            // SAFETY: the fill passes (`csr_add`, `csr_column_range`,
+            // `csr_select_rows`) write row i's counts[i] entries from
+            // c_ptr[i], the counts' prefix sum: every entry of the total.
+            self.c_col = unsafe { g.setup_uninit::<u32>(self.nnz)? };
+            // SAFETY: as for c_col.
+            self.c_val = unsafe { g.setup_uninit::<f64>(self.nnz)? };
         }
         Ok(())
     }
