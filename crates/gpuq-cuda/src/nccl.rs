@@ -37,6 +37,10 @@ struct SharedComm {
     /// Per rank: whether a send to it and a receive from it have been
     /// connected (NCCL connects each direction at its first use).
     linked: Vec<(bool, bool)>,
+    /// The error of the background linking (`link_in_background`), if it
+    /// failed: every later link reports it instead of sending messages a
+    /// neighbour whose own linking succeeded would never match.
+    failed: Option<String>,
 }
 
 // SAFETY: an NCCL communicator may be used from any thread as long as no two
@@ -232,6 +236,7 @@ impl CudaBackend {
                 comm: Mutex::new(SharedComm {
                     comm,
                     linked: vec![(false, false); size],
+                    failed: None,
                 }),
                 stream,
                 size,
@@ -250,8 +255,8 @@ impl CudaBackend {
     /// meanwhile, and the first halo plan of a matrix whose neighbours are
     /// these finds them linked instead of waiting about 0.2 s for NCCL to
     /// connect them. Every rank starts it at the same point, so the messages
-    /// pair up. A failure there leaves the links unmade: the first halo plan
-    /// that needs them connects them again and reports NCCL's error.
+    /// pair up. A failure there is kept: the rank's next link (its first halo
+    /// plan, which the ranks agree on) reports it.
     fn link_in_background(&self, rank: usize, size: usize) {
         let peers: Vec<usize> = [rank.checked_sub(1), Some(rank + 1).filter(|&p| p < size)]
             .into_iter()
@@ -268,8 +273,15 @@ impl CudaBackend {
             };
             let mut comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
             let _ = started.0.send(());
-            if backend.inner.stream.context().bind_to_thread().is_ok() {
-                let _ = backend.link(nccl, &mut comm, &peers, &peers);
+            let linked = backend
+                .inner
+                .stream
+                .context()
+                .bind_to_thread()
+                .map_err(dev("binding the context"))
+                .and_then(|_| backend.link(nccl, &mut comm, &peers, &peers));
+            if let Err(e) = linked {
+                comm.failed = Some(format!("linking the neighbouring GPUs: {e}"));
             }
         });
         // The communicator is held before `attach_nccl` returns, so no NCCL
@@ -463,7 +475,8 @@ impl CudaBackend {
     /// Connects the sends to `sends` and the receives from `recvs` that
     /// `comm` has not linked yet: one NCCL group of one-byte messages on
     /// the communication stream (its own buffers, allocated there), waited
-    /// for; then records them linked. Nothing where all are linked.
+    /// for; then records them linked. Nothing where all are linked; an
+    /// error where the background linking failed (`SharedComm::failed`).
     fn link(
         &self,
         nccl: &Nccl,
@@ -471,6 +484,9 @@ impl CudaBackend {
         sends: &[usize],
         recvs: &[usize],
     ) -> Result<()> {
+        if let Some(e) = &comm.failed {
+            return Err(Error::Device(e.clone()));
+        }
         let sends: Vec<usize> = sends
             .iter()
             .copied()
