@@ -468,6 +468,7 @@ mod tests {
             "nan\n",       // not finite
             "1.0.0\n",     // not a number
             "1e400\n",     // overflows
+            "1.8e308\n",   // rounds past f64::MAX
             "0x10\n",      // not a decimal number
         ] {
             assert!(
@@ -565,6 +566,10 @@ mod tests {
                 3 => format!("{:.*}", digits, x.abs().fract() * 1e3),
                 _ => format!("{x:.*E}", digits),
             };
+            // Rounding to fewer digits can carry a value near f64::MAX past
+            // it ("1.8e308"): such a token is infinite, which the scan
+            // refuses (the case below), so only finite tokens compare here.
+            prop_assume!(token.parse::<f64>().is_ok_and(f64::is_finite));
             let got: Vec<f64> = array_values(&format!("{token}\n"), MmField::Real).unwrap();
             prop_assert_eq!(got[0].to_bits(), token.parse::<f64>().unwrap().to_bits());
         }
