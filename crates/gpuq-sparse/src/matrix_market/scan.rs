@@ -568,7 +568,8 @@ mod tests {
             };
             // Rounding to fewer digits can carry a value near f64::MAX past
             // it ("1.8e308"): such a token is infinite, which the scan
-            // refuses (the case below), so only finite tokens compare here.
+            // refuses (`what_the_serial_parser_may_take_is_given_up`), so only
+            // finite tokens compare here.
             prop_assume!(token.parse::<f64>().is_ok_and(f64::is_finite));
             let got: Vec<f64> = array_values(&format!("{token}\n"), MmField::Real).unwrap();
             prop_assert_eq!(got[0].to_bits(), token.parse::<f64>().unwrap().to_bits());
