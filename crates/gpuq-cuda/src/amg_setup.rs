@@ -2364,6 +2364,34 @@ impl CudaBackend {
         })
     }
 
+    /// `scalars[at]` = the sum of `from`'s values as [`CudaBackend::setup_dot_into`]
+    /// folds its partials (one value: itself), or the square root of its
+    /// absolute value with `root`: a Lanczos inner product summed over ranks
+    /// in `from` made a scalar of the recurrence. One warp. Errors on a slot
+    /// out of range.
+    pub fn setup_fold_slot(
+        &self,
+        from: &SetupVec,
+        root: bool,
+        (scalars, at): (&mut SetupVec, usize),
+    ) -> Result<()> {
+        if at >= scalars.len {
+            return Err(Error::InvalidArgument(format!(
+                "setup_fold_slot: slot {at} of {}",
+                scalars.len
+            )));
+        }
+        let root = u32::from(root);
+        // SAFETY: `from` holds `from.len` values, `at` is a slot of scalars.
+        setup_launch!(self, "setup_fold_partials", 32, l => {
+            l.arg(&from.len)
+                .arg(&from.buf)
+                .arg(&root)
+                .arg(&at)
+                .arg(&mut scalars.buf);
+        })
+    }
+
     /// w_i -= al v_i + b u_i with al = `scalars[al_at]`, b = `scalars[b_at]`
     /// (device scalars, [`CudaBackend::setup_dot_into`]). Errors on
     /// mismatched lengths or a slot out of range.

@@ -12,11 +12,12 @@
 //! machine without it builds and runs everything else, and
 //! [`CudaBackend::nccl_available`] says whether it is there.
 
+use crate::amg_setup::SetupVec;
 use crate::backend::{dev, CudaBackend};
 use crate::blas1::kernel;
 use crate::vector::CudaVector;
 use cudarc::driver::sys::CUstreamCaptureStatus;
-use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr, PushKernelArg};
 use cudarc::nccl::{group_end, group_start, Comm, Id};
 use gpuq_core::{Error, Result, Scalar};
 use std::ops::Range;
@@ -324,9 +325,9 @@ impl CudaBackend {
 
     /// out_k = x_{idx_k} for the `idx.len()` entries of `idx` (on the compute
     /// stream). `out` must hold at least that many values.
-    fn pack<T: Scalar>(
+    fn pack<T: Scalar, E>(
         &self,
-        (x, x_len): (&CudaSlice<u8>, usize),
+        (x, x_len): (&CudaSlice<E>, usize),
         idx: &DeviceIndices,
         out: &mut CudaSlice<u8>,
     ) -> Result<()> {
@@ -362,10 +363,10 @@ impl CudaBackend {
     /// H100s: iterations of 550 against 495 us where every rank had the same
     /// order). Behind this kernel NCCL's runs after the product on every
     /// rank, as outside a graph. Outside a capture nothing is queued.
-    fn delay_in_capture<T: Scalar>(
+    fn delay_in_capture<T: Scalar, E>(
         &self,
         nccl: &Nccl,
-        x: &CudaVector<T>,
+        x: &CudaSlice<E>,
         h: &NcclHalo,
         staging: &CudaSlice<u8>,
     ) -> Result<()> {
@@ -380,7 +381,7 @@ impl CudaBackend {
         let f = self.function(&kernel::<T>("halo_pack"))?;
         let none = 0usize;
         let mut b = nccl.stream.launch_builder(&f);
-        b.arg(&none).arg(&x.buf).arg(&h.pack.buf).arg(staging);
+        b.arg(&none).arg(x).arg(&h.pack.buf).arg(staging);
         // SAFETY: `halo_pack_*` takes (n, x, idx, out); with n = 0 it reads
         // and writes nothing.
         unsafe { b.launch(Self::cfg(1)) }.map_err(dev("halo_pack"))?;
@@ -553,31 +554,80 @@ impl CudaBackend {
         overlap: &mut dyn FnMut() -> Result<()>,
     ) -> Result<()> {
         let nccl = self.nccl("nccl_exchange")?;
-        if ghosts.len < h.ghosts {
+        self.exchange_in::<T, u8>(
+            nccl,
+            h,
+            (&x.buf, x.len),
+            (&mut ghosts.buf, ghosts.len, 0),
+            overlap,
+        )
+    }
+
+    /// [`CudaBackend::nccl_exchange`] for the setup's vectors (its Lanczos
+    /// estimates across ranks): the plan's entries of `x` sent, the
+    /// neighbours' values received into `y` from entry `at` on (the ghost
+    /// entries after the rank's), nothing run meanwhile. No host
+    /// synchronisation. Errors when `x` or `y` is too short for the plan, no
+    /// communicator is attached, or NCCL fails.
+    pub fn nccl_setup_exchange(
+        &self,
+        h: &NcclHalo,
+        x: &SetupVec,
+        (y, at): (&mut SetupVec, usize),
+    ) -> Result<()> {
+        let nccl = self.nccl("nccl_setup_exchange")?;
+        self.exchange_in::<f64, f64>(
+            nccl,
+            h,
+            (&x.buf, x.len),
+            (&mut y.buf, y.len, at),
+            &mut || Ok(()),
+        )
+    }
+
+    /// The exchange of [`CudaBackend::nccl_exchange`] over buffers of `E`
+    /// holding `T` values (`x_len` of x; `len` of the ghosts' vector, the
+    /// ghosts from entry `at`): the messages are the values' bytes.
+    fn exchange_in<T: Scalar, E: DeviceRepr>(
+        &self,
+        nccl: &Nccl,
+        h: &NcclHalo,
+        (x, x_len): (&CudaSlice<E>, usize),
+        (ghosts, len, at): (&mut CudaSlice<E>, usize, usize),
+        overlap: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        if len < at + h.ghosts {
             return Err(Error::InvalidArgument(format!(
-                "nccl_exchange: {} ghosts into a vector of {}",
-                h.ghosts, ghosts.len
+                "nccl_exchange: {} ghosts from entry {at} into a vector of {len}",
+                h.ghosts
             )));
         }
+        let size = std::mem::size_of::<T>();
+        let too_short = |what: &str| {
+            Error::InvalidArgument(format!("nccl_exchange: a buffer shorter than its {what}"))
+        };
         let mut marks = [std::time::Instant::now(); 6];
         let mut staging = h.staging.lock().unwrap_or_else(|e| e.into_inner());
         match &h.direct {
             Some(d) => {
-                if let Some(r) = d.iter().find(|r| r.end > x.len) {
+                if let Some(r) = d.iter().find(|r| r.end > x_len) {
                     return Err(Error::InvalidArgument(format!(
-                        "nccl_exchange: entries {r:?} of a vector of {}",
-                        x.len
+                        "nccl_exchange: entries {r:?} of a vector of {x_len}"
                     )));
                 }
             }
-            None => self.pack::<T>((&x.buf, x.len), &h.pack, &mut staging)?,
+            None => self.pack::<T, E>((x, x_len), &h.pack, &mut staging)?,
         }
         marks[1] = std::time::Instant::now();
         self.comm_waits(nccl)?;
-        self.delay_in_capture(nccl, x, h, &staging)?;
+        self.delay_in_capture::<T, E>(nccl, x, h, &staging)?;
         marks[2] = std::time::Instant::now();
-        let size = std::mem::size_of::<T>();
         let bytes = |r: &Range<usize>| r.start * size..r.end * size;
+        // SAFETY (both views): every T value is `size` plain bytes, and
+        // the views cover the vectors' values (`x_len`, `len` of them).
+        let xb = unsafe { x.transmute::<u8>(x_len * size) }.ok_or_else(|| too_short("vector"))?;
+        let mut gb =
+            unsafe { ghosts.transmute_mut::<u8>(len * size) }.ok_or_else(|| too_short("ghosts"))?;
         {
             let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
             group_start().map_err(nccl_error("ncclGroupStart"))?;
@@ -585,16 +635,17 @@ impl CudaBackend {
             for (k, (peer, r)) in h.sends.iter().enumerate() {
                 if queued.is_ok() && !r.is_empty() {
                     queued = match &h.direct {
-                        Some(d) => comm.comm.send(&x.buf.slice(bytes(&d[k])), *peer as i32),
+                        Some(d) => comm.comm.send(&xb.slice(bytes(&d[k])), *peer as i32),
                         None => comm.comm.send(&staging.slice(bytes(r)), *peer as i32),
                     };
                 }
             }
             for (peer, r) in h.recvs.iter().filter(|(_, r)| !r.is_empty()) {
                 if queued.is_ok() {
+                    let into = bytes(&(at + r.start..at + r.end));
                     queued = comm
                         .comm
-                        .recv(&mut ghosts.buf.slice_mut(bytes(r)), *peer as i32)
+                        .recv(&mut gb.slice_mut(into), *peer as i32)
                         .map(|_| ());
                 }
             }
@@ -686,8 +737,27 @@ impl CudaBackend {
         slots: &[usize],
     ) -> Result<bool> {
         let nccl = self.nccl("nccl_sum_slots")?;
-        gpuq_core::check_indices("nccl_sum_slots", sc.len, slots)?;
-        let len = sc.len;
+        self.sum_slots_in::<T, u8>(nccl, (&mut sc.buf, sc.len), slots)
+    }
+
+    /// [`CudaBackend::nccl_sum_slots`] for the setup's scalars (its Lanczos
+    /// estimates across ranks): the same all-gather and summing kernel, the
+    /// same bits as the hosts' sum. Returns `false`, doing nothing, for an
+    /// array longer than [`NCCL_SLOTS`].
+    pub fn nccl_sum_setup_slots(&self, sc: &mut SetupVec, slots: &[usize]) -> Result<bool> {
+        let nccl = self.nccl("nccl_sum_setup_slots")?;
+        self.sum_slots_in::<f64, f64>(nccl, (&mut sc.buf, sc.len), slots)
+    }
+
+    /// The slot sums of [`CudaBackend::nccl_sum_slots`] over a buffer of `E`
+    /// holding `len` values of `T`.
+    fn sum_slots_in<T: Scalar, E: DeviceRepr>(
+        &self,
+        nccl: &Nccl,
+        (sc, len): (&mut CudaSlice<E>, usize),
+        slots: &[usize],
+    ) -> Result<bool> {
+        gpuq_core::check_indices("nccl_sum_slots", len, slots)?;
         if len > NCCL_SLOTS {
             return Ok(false);
         }
@@ -700,12 +770,14 @@ impl CudaBackend {
         self.comm_waits(nccl)?;
         {
             // Every rank's whole scalar array (a few dozen bytes): no pack.
+            // SAFETY: the view covers the array's `len` values, each `size`
+            // plain bytes.
+            let bytes = unsafe { sc.transmute::<u8>(len * size) }.ok_or_else(|| {
+                Error::InvalidArgument("nccl_sum_slots: a buffer shorter than its values".into())
+            })?;
             let comm = nccl.comm.lock().unwrap_or_else(|e| e.into_inner());
             comm.comm
-                .all_gather(
-                    &sc.buf.slice(..len * size),
-                    &mut gathered.slice_mut(..nccl.size * len * size),
-                )
+                .all_gather(&bytes, &mut gathered.slice_mut(..nccl.size * len * size))
                 .map_err(nccl_error("ncclAllGather"))?;
         }
         self.compute_waits(nccl)?;
@@ -715,7 +787,7 @@ impl CudaBackend {
             .arg(&nccl.size)
             .arg(&len)
             .arg(&*gathered)
-            .arg(&mut sc.buf);
+            .arg(&mut *sc);
         // SAFETY: `rank_sum_*` takes (mask, size, len, gathered, sc);
         // gathered holds size * len values, sc len, and the mask names
         // slots below len (checked above).

@@ -126,10 +126,10 @@
 //! [`read_vector_rows`]: Matrix Market by byte ranges, PETSc binary by row
 //! blocks).
 //!
-//! Not done yet: most of the distributed AMG setup on the device (each rank
-//! aggregates, estimates rho and multiplies on its GPU, the rest on its
-//! host); the last gathered levels solved on one rank rather than on every
-//! rank (the levels above them can be agglomerated onto fewer ranks,
+//! Not done yet: the distributed AMG setup's row exchanges between the GPUs
+//! (its steps run on each rank's GPU, but the boundary rows it exchanges go
+//! through the hosts: [`amg`]); the last gathered levels solved on one rank
+//! rather than on every rank (the levels above them can be agglomerated onto fewer ranks,
 //! [`DistAmgOptions::agglomerate`]); a rank's Matrix Market rows built straight
 //! into CSR (they go through triplets); distributed walk data for Monte Carlo
 //! (every rank holds the whole matrix); a CLI option for the bisection

@@ -365,6 +365,76 @@ fn the_setup_on_a_shared_gpu_builds_the_host_levels() {
     }
 }
 
+/// The distributed setup on one GPU with an NCCL communicator of one rank:
+/// the Lanczos estimates take NCCL's paths (the halo exchanged between the
+/// GPUs, the inner products summed on the device and read once at the end)
+/// and the levels are the host's bit for bit (rho, A, P and R), for scalar
+/// and 2x2-block systems. (Two GPUs: `cg_and_amg_over_nccl_match_one_gpu`.)
+#[test]
+fn the_setup_over_nccl_of_one_rank_builds_the_host_levels() {
+    use gpuq_dist::{DistAmgOptions, DistHierarchy};
+    if !CudaBackend::nccl_available() {
+        println!(
+            "the_setup_over_nccl_of_one_rank_builds_the_host_levels: skipped (no NCCL library)"
+        );
+        return;
+    }
+    let Some(nccl) = gpu_zero("the_setup_over_nccl_of_one_rank_builds_the_host_levels") else {
+        return;
+    };
+    nccl.attach_nccl(0, 1, &CudaBackend::nccl_unique_id().unwrap())
+        .unwrap();
+    let plain = CudaBackend::new(0).unwrap();
+    let elasticity = gpuq_sparse::generators::ProblemSpec::parse("elasticity2d:40")
+        .unwrap()
+        .build::<f64>()
+        .unwrap()
+        .matrix;
+    for (a, bs) in [(generators::laplace3d::<f64>(24), 1), (elasticity, 2)] {
+        let mut o = DistAmgOptions {
+            gather_below: 300,
+            ..DistAmgOptions::default()
+        };
+        o.amg.block = bs;
+        let partition = RowPartition::blocks(a.nrows(), 1, bs).unwrap();
+        let found = ThreadComm::run(1, |comm| {
+            let rows = rows_of(&a, &partition, 0).unwrap();
+            let h = DistHierarchy::build(&comm, &partition, &rows, &o).unwrap();
+            [("without NCCL", &plain), ("over NCCL", &nccl)].map(|(how, gpu)| {
+                let g = DistHierarchy::build_on(gpu, &comm, &partition, &rows, &o).unwrap();
+                // Each level's differences from the host's (none expected).
+                let diff: Vec<String> = h
+                    .levels()
+                    .iter()
+                    .zip(g.levels())
+                    .enumerate()
+                    .map(|(k, (x, y))| {
+                        format!(
+                            "level {k}: rho {:e} / {:e}, A {}, P {}, R {}",
+                            x.rho,
+                            y.rho,
+                            x.a().unwrap() == y.a().unwrap(),
+                            x.p().unwrap() == y.p().unwrap(),
+                            x.r().unwrap() == y.r().unwrap()
+                        )
+                    })
+                    .collect();
+                let same = !h.levels().is_empty()
+                    && h.levels().len() == g.levels().len()
+                    && same_levels(&h, &g);
+                (
+                    same,
+                    format!("{how}: {} levels, {diff:?}", g.levels().len()),
+                )
+            })
+        })
+        .unwrap();
+        for (same, what) in &found[0] {
+            assert!(*same, "block {bs}, host levels differ {what}");
+        }
+    }
+}
+
 /// The finest level's finiteness is judged from the GPU's copy of the
 /// rows: a NaN or an infinity on one rank is the host's error, naming the
 /// entry, on every rank; finite rows pass.

@@ -2,7 +2,7 @@
 //! [`LanczosOps`] on the rank's rows, with a halo exchange per product with
 //! A and one collective per inner product; on the host ([`DistLanczos`]) or
 //! on the rank's GPU (`DeviceDistLanczos`, feature `cuda`: the same values
-//! bit for bit).
+//! bit for bit; over NCCL the exchanges and the sums stay on the GPUs).
 
 use crate::comm::Communicator;
 use crate::halo::HaloPlan;
@@ -91,13 +91,14 @@ pub(crate) use device::DeviceDistLanczos;
 mod device {
     use super::super::setup::SquaredRows;
     use crate::comm::Communicator;
+    use crate::device_comm::{CudaTransport, DeviceComm};
     use crate::halo::HaloPlan;
     use gpuq_amg::blockdiag::BlockDiagonal;
     use gpuq_amg::spectral::{host_root, LanczosOps};
-    use gpuq_core::Result;
-    use gpuq_cuda::{CudaBackend, SetupCsr, SetupVec};
+    use gpuq_core::{Error, Result};
+    use gpuq_cuda::{CudaBackend, NcclHalo, SetupCsr, SetupVec};
     use gpuq_kernels::amg::DOT_CHUNK;
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
 
     /// [`LanczosOps`] over the rank's rows of a level on its GPU, the steps
     /// and values of [`super::DistLanczos`] bit for bit: the rank's rows made
@@ -105,15 +106,21 @@ mod device {
     /// blocks of D and D^-1 (zero for the ghost nodes) uploaded once; every
     /// vector has the ghost columns' entries after the rank's, zero (a
     /// product with A or D leaves them zero, the recurrence keeps them so),
-    /// so an inner product over the whole vector is the rank's. A product
-    /// with A reads the entries the neighbours need from the device (the
-    /// plan's ranges), exchanges them through the hosts and writes the
-    /// ghosts into a scratch copy of the vector; an inner product reads the
-    /// rank's sum back and adds the ranks' (one collective, as on the host).
+    /// so an inner product over the whole vector is the rank's. The
+    /// recurrence's scalars are slots of a device array. Where the ranks'
+    /// GPUs are linked by NCCL, a product with A receives the ghosts from
+    /// the neighbours' GPUs into a scratch copy of the vector and an inner
+    /// product is summed over ranks on the devices (the same bits): no step
+    /// waits for the host, and the scalars are read once at the end. Else the
+    /// plan's entries are read from the device and exchanged through the
+    /// hosts, and each inner product is read back, summed over ranks by one
+    /// collective and written into its slot.
     pub(crate) struct DeviceDistLanczos<'a> {
         g: &'a CudaBackend,
         comm: &'a dyn Communicator,
         plan: &'a HaloPlan,
+        /// The plan's exchange between the GPUs, where NCCL links them.
+        nccl: Option<NcclHalo>,
         a: &'a SetupCsr,
         own: usize,
         first: usize,
@@ -122,28 +129,42 @@ mod device {
         dinv: &'a SetupVec,
         scratch: RefCell<SetupVec>,
         partial: RefCell<SetupVec>,
-        /// Slot 0: the rank's inner product; 1, 2: an update's scalars; 3: a
-        /// divisor.
+        /// The rank's part of an inner product (one value).
+        local: RefCell<SetupVec>,
+        /// The recurrence's scalars, a slot each (taken in turn: `next`).
         scalars: RefCell<SetupVec>,
+        next: Cell<usize>,
+        /// The slots' values where the host has them (through the hosts).
+        known: RefCell<Vec<Option<f64>>>,
     }
 
     impl<'a> DeviceDistLanczos<'a> {
         /// The operations for the rank's rows squared on the device with
         /// D^-1's blocks (`rows`; `first` the global index of its first row)
-        /// and D's blocks `d`. Uploads D's blocks (zero blocks for the ghost
-        /// nodes, as D^-1's). O(n bs^2).
+        /// and D's blocks `d`, for `steps` Lanczos steps. Uploads D's blocks
+        /// (zero blocks for the ghost nodes, as D^-1's) and, where NCCL links
+        /// the GPUs, the plan's pack list (linking the neighbours not linked
+        /// yet). O(n bs^2).
         pub(crate) fn new(
             g: &'a CudaBackend,
             (comm, plan): (&'a dyn Communicator, &'a HaloPlan),
             (rows, first): (&'a SquaredRows, usize),
             d: &BlockDiagonal,
+            steps: usize,
         ) -> Result<Self> {
             let m = rows.a.shape().0;
             let padding = (m - rows.own) * d.block();
+            let nccl = match g.has_nccl() {
+                true => CudaTransport::Nccl.prepare_halo(g, plan)?,
+                false => None,
+            };
+            // The start's norm, 0, and two per step.
+            let slots = 2 * steps + 2;
             Ok(DeviceDistLanczos {
                 g,
                 comm,
                 plan,
+                nccl,
                 a: &rows.a,
                 own: rows.own,
                 first,
@@ -153,14 +174,29 @@ mod device {
                 dinv: &rows.dinv,
                 scratch: RefCell::new(g.setup_vec_zeros(m)?),
                 partial: RefCell::new(g.setup_vec_zeros(m.div_ceil(DOT_CHUNK))?),
-                scalars: RefCell::new(g.setup_vec_zeros(4)?),
+                local: RefCell::new(g.setup_vec_zeros(1)?),
+                scalars: RefCell::new(g.setup_vec_zeros(slots)?),
+                next: Cell::new(0),
+                known: RefCell::new(vec![None; slots]),
             })
+        }
+
+        /// The next free slot of `scalars` (each holds 0 until written).
+        fn slot(&self) -> Result<usize> {
+            let at = self.next.get();
+            if at >= self.scalars.borrow().len() {
+                return Err(Error::InvalidArgument(format!(
+                    "distributed device Lanczos: more than {at} scalars"
+                )));
+            }
+            self.next.set(at + 1);
+            Ok(at)
         }
     }
 
     impl LanczosOps for DeviceDistLanczos<'_> {
         type V = SetupVec;
-        type S = f64;
+        type S = usize;
 
         /// Made on the device (`setup_lanczos_start_at`).
         fn start(&self) -> Result<SetupVec> {
@@ -173,12 +209,17 @@ mod device {
         }
 
         fn a_mul(&self, x: &SetupVec, y: &mut SetupVec) -> Result<()> {
-            let ghosts: Vec<f64> = self
-                .plan
-                .exchange_read(self.comm, &mut |r| self.g.setup_vec_read(x, r))?;
             let mut scratch = self.scratch.borrow_mut();
             self.g.setup_vec_copy(x, &mut scratch)?;
-            self.g.setup_vec_write(&mut scratch, self.own, &ghosts)?;
+            match &self.nccl {
+                Some(h) => self.g.nccl_setup_exchange(h, x, (&mut scratch, self.own))?,
+                None => {
+                    let ghosts: Vec<f64> = self
+                        .plan
+                        .exchange_read(self.comm, &mut |r| self.g.setup_vec_read(x, r))?;
+                    self.g.setup_vec_write(&mut scratch, self.own, &ghosts)?;
+                }
+            }
             self.g.setup_spmv(self.a, &scratch, y)
         }
 
@@ -187,49 +228,63 @@ mod device {
             self.g.setup_block_mul(self.bs, blocks, x, y)
         }
 
-        /// The rank's chunk partials summed in order on the device, read
-        /// back, then summed over ranks (and its root taken there).
-        fn dot(&self, x: &SetupVec, y: &SetupVec, root: bool) -> Result<f64> {
+        /// The rank's chunk partials summed in order on the device, then
+        /// summed over ranks (and its root taken): on the devices over
+        /// NCCL, else read back and summed by one collective.
+        fn dot(&self, x: &SetupVec, y: &SetupVec, root: bool) -> Result<usize> {
+            let at = self.slot()?;
+            let mut local = self.local.borrow_mut();
+            let mut partial = self.partial.borrow_mut();
+            self.g
+                .setup_dot_into((x, y), &mut partial, false, (&mut local, 0))?;
             let mut scalars = self.scalars.borrow_mut();
-            self.g.setup_dot_into(
-                (x, y),
-                &mut self.partial.borrow_mut(),
-                false,
-                (&mut scalars, 0),
-            )?;
-            let local = self.g.setup_vec_read(&scalars, 0..1)?[0];
-            Ok(host_root(self.comm.allreduce_sum(&[local])?[0], root))
+            if self.nccl.is_some() && self.g.nccl_sum_setup_slots(&mut local, &[0])? {
+                self.g.setup_fold_slot(&local, root, (&mut scalars, at))?;
+            } else {
+                let mine = self.g.setup_vec_read(&local, 0..1)?[0];
+                let s = host_root(self.comm.allreduce_sum(&[mine])?[0], root);
+                self.g.setup_vec_write(&mut scalars, at, &[s])?;
+                self.known.borrow_mut()[at] = Some(s);
+            }
+            Ok(at)
         }
 
-        fn zero(&self) -> Result<f64> {
-            Ok(0.0)
+        /// A slot left 0.
+        fn zero(&self) -> Result<usize> {
+            let at = self.slot()?;
+            self.known.borrow_mut()[at] = Some(0.0);
+            Ok(at)
         }
 
         fn update(
             &self,
             w: &mut SetupVec,
-            al: f64,
+            al: usize,
             v: &SetupVec,
-            b: f64,
+            b: usize,
             u: &SetupVec,
         ) -> Result<()> {
-            let mut scalars = self.scalars.borrow_mut();
-            self.g.setup_vec_write(&mut scalars, 1, &[al, b])?;
-            self.g.setup_lanczos_update(w, (&scalars, 1, 2), v, u)
+            let scalars = self.scalars.borrow();
+            self.g.setup_lanczos_update(w, (&scalars, al, b), v, u)
         }
 
-        fn divide(&self, w: &mut SetupVec, b: f64) -> Result<()> {
-            let mut scalars = self.scalars.borrow_mut();
-            self.g.setup_vec_write(&mut scalars, 3, &[b])?;
-            self.g.setup_divide(w, (&scalars, 3))
+        fn divide(&self, w: &mut SetupVec, b: usize) -> Result<()> {
+            self.g.setup_divide(w, (&self.scalars.borrow(), b))
         }
 
-        fn peek(&self, s: f64) -> Option<f64> {
-            Some(s)
+        /// Known through the hosts; over NCCL not until the end.
+        fn peek(&self, s: usize) -> Option<f64> {
+            self.known.borrow().get(s).copied().flatten()
         }
 
-        fn values(&self, s: &[f64]) -> Result<Vec<f64>> {
-            Ok(s.to_vec())
+        /// Through the hosts as known; over NCCL the slots read once.
+        fn values(&self, s: &[usize]) -> Result<Vec<f64>> {
+            let known = self.known.borrow();
+            if let Some(v) = s.iter().map(|&k| known.get(k).copied().flatten()).collect() {
+                return Ok(v);
+            }
+            let all = self.g.setup_vec_download(&self.scalars.borrow())?;
+            Ok(s.iter().map(|&k| all[k]).collect())
         }
     }
 }

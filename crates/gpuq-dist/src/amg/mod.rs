@@ -93,13 +93,18 @@
 //! go up so for R (A P) and the cycle, whose row pointers are expanded
 //! there ([`crate::HaloBackend::ghost_matrix`]).
 //!
-//! Not done: the rest of the setup runs on the host of every rank (the
-//! aggregates on their way to the tentative prolongator (and the
-//! near-null-space rows where they are not the vector of ones, which the
-//! device makes); the block diagonals' inverses; the rows of zeros; the
-//! exchanges: laplace3d:300's AMG setup takes 0.87-0.90 s on two ranks
-//! sharing one H200 against 0.6 s on one GPU, [`DistSetupTimings`]); the
-//! last, gathered levels are still solved
+//! The Lanczos estimates on GPU ranks joined by NCCL exchange their halos
+//! and sum their inner products between the GPUs (no step waits for the
+//! host; the scalars are read once per estimate); without NCCL they go
+//! through the hosts.
+//!
+//! Not done: the setup's other exchanges go through the hosts whatever the
+//! transport: the halo plans' index lists, the ghost rows of P_T, P and
+//! A P and R's transposed ghost entries (each rank's boundary rows:
+//! downloaded, sent over the communicator as bytes, uploaded), and the
+//! gathered levels' all-gather ([`crate::allgather_matrix`]); the ghost
+//! blocks and ghost columns are made on the host from the entries outside
+//! the rank's columns. The last, gathered levels are still solved
 //! redundantly on every rank (gathered onto one rank and scattered back is
 //! not done); agglomeration is off by default; Gauss-Seidel (its colouring is per process) and
 //! the seed's coarsening are not distributed (asking for them is an error);

@@ -895,9 +895,10 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
     }
 
     /// On the device (`DeviceDistLanczos`): the squared rows and D^-1
-    /// (kept, or uploaded here) and D's blocks, the halo read from the
-    /// device by the plan's ranges; `None` where the ghost columns do not
-    /// make whole blocks.
+    /// (kept, or uploaded here) and D's blocks; the halo and the inner
+    /// products' sums over NCCL between the GPUs where it links them, else
+    /// through the hosts; `None` where the ghost columns do not make whole
+    /// blocks.
     fn lanczos_rho(
         &self,
         comm: &dyn Communicator,
@@ -912,7 +913,13 @@ impl DistSetupKernels for gpuq_cuda::CudaBackend {
             return Ok(None);
         };
         let first = a.own().start;
-        let ops = super::lanczos::DeviceDistLanczos::new(self, (comm, plan), (sq, first), d)?;
+        let ops = super::lanczos::DeviceDistLanczos::new(
+            self,
+            (comm, plan),
+            (sq, first),
+            d,
+            steps.min(n),
+        )?;
         lanczos_rho(&ops, n, steps).map(Some)
     }
 
